@@ -1,0 +1,1 @@
+"""Column-level lineage: plan model, resolver, rendering, capture, store, queries, exports."""

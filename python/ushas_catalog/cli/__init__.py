@@ -1,0 +1,67 @@
+"""The ``ushas`` command line: ``ushas --uri URI --project P COMMAND``.
+
+Each command group lives in its own module under this package and exposes
+``register(subparsers)``; the command functions take ``(ctx: Context, args)`` and
+return an exit code or ``None``. Errors: a :class:`~ushas_catalog.errors.UshasError`
+becomes one line on stderr and its ``exit_code`` (1 for a missing object, 2 for bad
+input); argparse usage errors also exit 2.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from typing import Sequence
+
+from ..errors import UshasError
+from .context import Context
+
+#: modules under ushas_catalog.cli that contribute commands, in help order
+COMMAND_MODULES: tuple[str, ...] = ("jarcmd", "metastore_cmds", "lineage_cmds", "meta_cmds",
+                                    "changes_cmds", "app_cmds")
+
+DEFAULT_URI = "sqlite:///" + os.path.join(os.path.expanduser("~"), ".ushas", "ushas.db")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2
+        self.exit(2, f"ushas: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="ushas", description="Ushas Catalog: metastore, lineage and discovery for Spark")
+    parser.add_argument("--uri", default=os.environ.get("USHAS_URI", DEFAULT_URI),
+                        help="store URI: sqlite:///path/ushas.db or fdb:///path/fdb.cluster (env USHAS_URI)")
+    parser.add_argument("--project", default=os.environ.get("USHAS_PROJECT", "default"),
+                        help="tenant project (env USHAS_PROJECT, default 'default')")
+    parser.add_argument("--json", action="store_true", help="machine-readable output on every read")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"{__name__}.{name}":
+                continue  # that command group is not part of this build
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    ctx = Context(uri=args.uri, project=args.project, json=args.json)
+    try:
+        rc = args.func(ctx, args)
+        return int(rc or 0)
+    except UshasError as exc:
+        print(f"ushas: {exc.type}: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    finally:
+        ctx.close()

@@ -1,0 +1,51 @@
+"""What every CLI command gets: the store URI, the project, the output mode, and lazily
+an opened :class:`~ushas_catalog.metastore.Metastore`."""
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+
+@dataclass
+class Context:
+    uri: str
+    project: str
+    json: bool = False
+    _metastore: Any = field(default=None, repr=False)
+
+    @property
+    def metastore(self) -> Any:
+        if self._metastore is None:
+            from ..metastore import Metastore
+
+            self._metastore = Metastore.open(self.uri, project=self.project)
+        return self._metastore
+
+    def close(self) -> None:
+        if self._metastore is not None:
+            self._metastore.close()
+            self._metastore = None
+
+    def emit(self, data: Any, text: Callable[[Any], str] | str | None = None) -> None:
+        """Print ``data`` as JSON with ``--json``, else as ``text`` (a string or a function of data)."""
+        if self.json:
+            json.dump(data, sys.stdout, indent=2, default=str, ensure_ascii=False)
+            sys.stdout.write("\n")
+        elif text is None:
+            print(data)
+        else:
+            print(text(data) if callable(text) else text)
+
+    def table(self, rows: Iterable[dict[str, Any]], columns: list[str]) -> None:
+        """Print rows as an aligned text table, or as a JSON list with ``--json``."""
+        rows = list(rows)
+        if self.json:
+            self.emit(rows)
+            return
+        cells = [[str(r.get(c, "")) if r.get(c) is not None else "" for c in columns] for r in rows]
+        widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
+        print("  ".join(c.upper().ljust(w) for c, w in zip(columns, widths)).rstrip())
+        for row in cells:
+            print("  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip())

@@ -1,0 +1,156 @@
+"""Typed errors shared by the metastore, the bridge, the CLI and the lineage store.
+
+Every error has a stable ``type`` name. The bridge answers errors as
+``{"error": {"type": <type>, "message": <message>}}`` and the JVM shim throws the
+matching Spark exception (see ``SPARK_EXCEPTION``), so a Spark user sees Spark's own
+error class and the CLI maps ``exit_code`` to its process exit status.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+
+class UshasError(Exception):
+    """Base of every error this project raises on purpose."""
+
+    #: process exit code used by the CLI
+    exit_code: int = 2
+
+    def __init__(self, message: str, **detail: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.detail = detail
+
+    @property
+    def type(self) -> str:
+        return type(self).__name__
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.type, "message": self.message}
+        if self.detail:
+            out["detail"] = {k: v for k, v in self.detail.items() if _jsonable(v)}
+        return out
+
+
+def _jsonable(v: Any) -> bool:
+    return v is None or isinstance(v, (str, int, float, bool, list, dict))
+
+
+# --- missing objects: exit code 1 -------------------------------------------------
+class NotFound(UshasError):
+    exit_code = 1
+
+
+class NoSuchProject(NotFound):
+    pass
+
+
+class NoSuchCatalog(NotFound):
+    pass
+
+
+class NoSuchNamespace(NotFound):
+    """A database (Spark namespace) does not exist."""
+
+
+class NoSuchTable(NotFound):
+    pass
+
+
+class NoSuchView(NotFound):
+    pass
+
+
+class NoSuchPartition(NotFound):
+    pass
+
+
+class NoSuchVersion(NotFound):
+    """``as_of`` names a version or time the object did not exist at."""
+
+
+class NoSuchRun(NotFound):
+    pass
+
+
+# --- already there -----------------------------------------------------------------
+class AlreadyExists(UshasError):
+    pass
+
+
+class CatalogAlreadyExists(AlreadyExists):
+    pass
+
+
+class NamespaceAlreadyExists(AlreadyExists):
+    pass
+
+
+class TableAlreadyExists(AlreadyExists):
+    pass
+
+
+class ViewAlreadyExists(AlreadyExists):
+    pass
+
+
+class PartitionAlreadyExists(AlreadyExists):
+    pass
+
+
+# --- bad input -------------------------------------------------------------------------
+class NamespaceNotEmpty(UshasError):
+    pass
+
+
+class InvalidName(UshasError):
+    pass
+
+
+class InvalidArgument(UshasError):
+    pass
+
+
+class InvalidSchemaChange(InvalidArgument):
+    pass
+
+
+class ReadOnlyMetadata(InvalidArgument):
+    """An attempt to write SYSTEM-scope metadata, or another read-only field."""
+
+
+# --- engine ----------------------------------------------------------------------------
+class LimitExceeded(UshasError):
+    """A FoundationDB limit (key, value, transaction size, transaction time) was exceeded."""
+
+    def __init__(self, message: str, *, limit: str, actual: int | float | None = None,
+                 maximum: int | float | None = None) -> None:
+        super().__init__(message, limit=limit, actual=actual, maximum=maximum)
+        self.limit = limit
+
+
+class Conflict(UshasError):
+    """A transaction conflict that survived the retry loop, or a stale expected version."""
+
+
+class StoreUnavailable(UshasError):
+    """The key-value store cannot be reached."""
+
+
+class BridgeError(UshasError):
+    """The Python side of the bridge failed in a way that is not one of the above."""
+
+
+#: error type -> the Spark exception class the JVM shim throws for it.
+SPARK_EXCEPTION: dict[str, str] = {
+    "NoSuchCatalog": "org.apache.spark.sql.catalyst.analysis.NoSuchNamespaceException",
+    "NoSuchNamespace": "org.apache.spark.sql.catalyst.analysis.NoSuchNamespaceException",
+    "NoSuchTable": "org.apache.spark.sql.catalyst.analysis.NoSuchTableException",
+    "NoSuchView": "org.apache.spark.sql.catalyst.analysis.NoSuchViewException",
+    "NoSuchPartition": "org.apache.spark.sql.catalyst.analysis.NoSuchPartitionException",
+    "NamespaceAlreadyExists": "org.apache.spark.sql.catalyst.analysis.NamespaceAlreadyExistsException",
+    "TableAlreadyExists": "org.apache.spark.sql.catalyst.analysis.TableAlreadyExistsException",
+    "ViewAlreadyExists": "org.apache.spark.sql.catalyst.analysis.ViewAlreadyExistsException",
+    "PartitionAlreadyExists": "org.apache.spark.sql.catalyst.analysis.PartitionsAlreadyExistException",
+    "NamespaceNotEmpty": "org.apache.spark.sql.catalyst.analysis.NonEmptyNamespaceException",
+}

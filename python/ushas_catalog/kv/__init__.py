@@ -1,0 +1,23 @@
+"""Key-value engines: ``sqlite://`` (embedded, the default) and ``fdb://`` (FoundationDB)."""
+from .base import FDB_LIMITS, Database, KeyValue, Limits, RetryableError, Transaction, strinc, transactional
+
+__all__ = ["Database", "Transaction", "KeyValue", "Limits", "FDB_LIMITS", "RetryableError",
+           "strinc", "transactional", "open_database"]
+
+
+def open_database(uri: str) -> Database:
+    """Open an engine from its URI: ``sqlite:///path/ushas.db``, ``fdb:///path/fdb.cluster`` or ``fdb://``."""
+    from ..errors import InvalidArgument
+
+    scheme, sep, rest = uri.partition("://")
+    if not sep:
+        raise InvalidArgument(f"invalid store URI {uri!r}: expected sqlite:///path or fdb:///path/fdb.cluster")
+    if scheme == "sqlite":
+        from .sqlite import SqliteDatabase
+
+        return SqliteDatabase.open(uri)
+    if scheme == "fdb":
+        from .fdb import FdbDatabase
+
+        return FdbDatabase.open(uri)
+    raise InvalidArgument(f"unknown store URI scheme {scheme!r} in {uri!r}: expected sqlite or fdb")

@@ -1,0 +1,180 @@
+"""The one transaction interface every engine implements.
+
+Semantics are FoundationDB's: a transaction reads a consistent snapshot, sees its own
+writes, is serializable (a conflicting concurrent commit makes ``commit`` raise
+:class:`RetryableError`), and is bound by FoundationDB's limits (:class:`Limits`).
+Code written against this module behaves the same on ``sqlite://`` and ``fdb://``.
+
+Keys and values are ``bytes``. Keys are normally packed with ``fdb.tuple`` by
+:mod:`ushas_catalog.keyspace`; engines never interpret them except for versionstamps.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import random
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, TypeVar, ParamSpec
+
+from ..errors import Conflict
+
+T = TypeVar("T")
+P = ParamSpec("P")
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """FoundationDB's documented limits; every engine enforces them."""
+
+    key_bytes: int = 10_000
+    value_bytes: int = 100_000
+    transaction_bytes: int = 10_000_000
+    transaction_seconds: float = 5.0
+
+
+FDB_LIMITS = Limits()
+
+
+@dataclass(frozen=True, slots=True)
+class KeyValue:
+    key: bytes
+    value: bytes
+
+
+class RetryableError(Exception):
+    """A transaction failed in a way that retrying it from the start may fix
+    (conflict, transaction too old, engine busy). Raised by engines, caught by
+    :meth:`Database.run`; never seen by callers of ``run``."""
+
+
+class Transaction(ABC):
+    """One FoundationDB-style transaction. Obtain one from :meth:`Database.run`."""
+
+    # --- reads -------------------------------------------------------------------
+    @abstractmethod
+    def get(self, key: bytes, *, snapshot: bool = False) -> bytes | None:
+        """The value at ``key`` or ``None``. ``snapshot=True`` reads without adding a read conflict."""
+
+    @abstractmethod
+    def get_range(self, begin: bytes, end: bytes, *, limit: int = 0, reverse: bool = False,
+                  snapshot: bool = False) -> Iterator[KeyValue]:
+        """Key-values with ``begin <= key < end`` in key order (descending if ``reverse``),
+        at most ``limit`` of them (0 = no limit). Streamed: iterating fetches in batches."""
+
+    def get_range_startswith(self, prefix: bytes, *, limit: int = 0, reverse: bool = False,
+                             snapshot: bool = False) -> Iterator[KeyValue]:
+        return self.get_range(prefix, strinc(prefix), limit=limit, reverse=reverse, snapshot=snapshot)
+
+    # --- writes ------------------------------------------------------------------
+    @abstractmethod
+    def set(self, key: bytes, value: bytes) -> None: ...
+
+    @abstractmethod
+    def clear(self, key: bytes) -> None: ...
+
+    @abstractmethod
+    def clear_range(self, begin: bytes, end: bytes) -> None:
+        """Remove every key with ``begin <= key < end``."""
+
+    def clear_range_startswith(self, prefix: bytes) -> None:
+        self.clear_range(prefix, strinc(prefix))
+
+    @abstractmethod
+    def add(self, key: bytes, delta: int) -> None:
+        """Atomic add of a signed 64-bit little-endian integer (FDB ``MutationType.ADD``).
+        Adds no read conflict: concurrent adds never conflict."""
+
+    @abstractmethod
+    def set_versionstamped_key(self, key: bytes, value: bytes) -> None:
+        """FDB ``SET_VERSIONSTAMPED_KEY``: ``key`` ends with a 4-byte little-endian offset
+        (as produced by ``fdb.tuple.pack_with_versionstamp``) of a 10-byte placeholder that
+        the engine fills with the commit versionstamp. Keys so written are strictly
+        increasing in commit order across all processes."""
+
+    @abstractmethod
+    def get_versionstamp(self) -> bytes:
+        """The 10-byte versionstamp of this transaction; valid after a successful commit."""
+
+    # --- lifecycle (used by Database.run) ----------------------------------------
+    @abstractmethod
+    def commit(self) -> None:
+        """Make the writes durable. Raises :class:`RetryableError` on conflict."""
+
+    @abstractmethod
+    def cancel(self) -> None:
+        """Abandon the transaction; nothing it wrote is kept."""
+
+
+class Database(ABC):
+    """An opened engine. Cheap to share; transactions are not shared across threads."""
+
+    uri: str
+    limits: Limits = FDB_LIMITS
+    #: retries of one transaction before :class:`Conflict` is raised
+    max_retries: int = 100
+
+    @abstractmethod
+    def create_transaction(self) -> Transaction: ...
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    def run(self, fn: Callable[[Transaction], T]) -> T:
+        """Run ``fn(tr)`` in a transaction and commit it, retrying from the start with
+        bounded, jittered exponential backoff on :class:`RetryableError` (the retry loop
+        of ``fdb.transactional``). ``fn`` must be safe to run more than once."""
+        delay = 0.001
+        for attempt in range(self.max_retries + 1):
+            tr = self.create_transaction()
+            try:
+                result = fn(tr)
+                tr.commit()
+                return result
+            except RetryableError as exc:
+                tr.cancel()
+                if attempt == self.max_retries:
+                    raise Conflict(f"transaction did not commit after {attempt + 1} attempts: {exc}") from exc
+                time.sleep(delay * (0.5 + random.random()))
+                delay = min(delay * 2, 0.25)
+            except BaseException:
+                tr.cancel()
+                raise
+        raise AssertionError("unreachable")
+
+    def __enter__(self) -> "Database":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def transactional(func: Callable[..., T]) -> Callable[..., T]:
+    """Like ``fdb.transactional``: the decorated function takes a transaction as the
+    parameter named ``tr``; callers may pass a :class:`Database` there instead, and the
+    call then runs in its own retried transaction."""
+    params = list(inspect.signature(func).parameters)
+    index = params.index("tr")
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> T:
+        if "tr" in kwargs:
+            target = kwargs["tr"]
+            if isinstance(target, Database):
+                return target.run(lambda tr: func(*args, **{**kwargs, "tr": tr}))
+            return func(*args, **kwargs)
+        target = args[index]
+        if isinstance(target, Database):
+            return target.run(lambda tr: func(*args[:index], tr, *args[index + 1:], **kwargs))
+        return func(*args, **kwargs)
+
+    return wrapper
+
+
+def strinc(key: bytes) -> bytes:
+    """The first key after every key starting with ``key`` (FDB's ``strinc``)."""
+    key = key.rstrip(b"\xff")
+    if not key:
+        raise ValueError("strinc: key must contain a byte other than 0xff")
+    return key[:-1] + bytes([key[-1] + 1])
