@@ -1,0 +1,579 @@
+"""Value types of column lineage, shared by every producer (Spark plans, sqlglot) and consumer
+(rendering, OpenLineage export, the lineage store).
+
+The model is a graph of :class:`ColumnNode` s:
+
+- a *dataset column* (``dataset`` set, ``expr_id`` None) is a leaf: a catalog table's column, a
+  path's column, or a column of an in-query source (VALUES, range(), ...);
+- an *intermediate* node (``expr_id`` set) is an attribute of the plan: a relation's output
+  attribute, an alias, an aggregate result, a union output... Producers that have no Spark
+  exprIds (sqlglot) use any id unique within one result.
+
+Every intermediate node has exactly one :class:`Derivation` (the operator and expression that
+produced it, with its incoming :class:`Step` s). DIRECT steps are IDENTITY / TRANSFORMATION /
+AGGREGATION; column-scoped INDIRECT steps (CONDITIONAL in a CASE WHEN, WINDOW partition/order
+keys) live on the derivation of the node they affect. Row-level INDIRECT dependencies (FILTER,
+JOIN, GROUP_BY, SORT, ...) are kept ONCE per operator as :class:`IndirectDependency`, scoped to the
+whole output (``scope is None``) or to one intermediate node (e.g. the filter inside a scalar
+subquery), and expanded onto output columns only when asked.
+
+Stability: the classes and field names here are a contract (the SQL lineage, the store and the
+exports build on them); extend compatibly, never rename. ``to_dict`` / ``from_dict`` round-trip.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Iterable, Iterator, Mapping
+
+FORMAT_VERSION = 1
+
+
+class DatasetKind(str, Enum):
+    TABLE = "table"  # a catalog table (ushas, spark_catalog, Hive, any V2 catalog)
+    PATH = "path"  # files read/written by path (file:/..., s3a://...)
+    INLINE = "inline"  # an in-query source: VALUES, range(), a local relation, ...
+
+
+class EdgeKind(str, Enum):
+    DIRECT = "DIRECT"
+    INDIRECT = "INDIRECT"
+
+
+class EdgeSubtype(str, Enum):
+    # DIRECT
+    IDENTITY = "IDENTITY"
+    TRANSFORMATION = "TRANSFORMATION"
+    AGGREGATION = "AGGREGATION"
+    # INDIRECT
+    FILTER = "FILTER"
+    JOIN = "JOIN"
+    GROUP_BY = "GROUP_BY"
+    SORT = "SORT"
+    WINDOW = "WINDOW"
+    CONDITIONAL = "CONDITIONAL"
+
+    @property
+    def kind(self) -> EdgeKind:
+        return EdgeKind.DIRECT if self in _DIRECT_SUBTYPES else EdgeKind.INDIRECT
+
+
+_DIRECT_SUBTYPES = frozenset({EdgeSubtype.IDENTITY, EdgeSubtype.TRANSFORMATION, EdgeSubtype.AGGREGATION})
+_DIRECT_RANK = {EdgeSubtype.IDENTITY: 0, EdgeSubtype.TRANSFORMATION: 1, EdgeSubtype.AGGREGATION: 2}
+
+
+def compose_subtypes(a: EdgeSubtype, b: EdgeSubtype) -> EdgeSubtype:
+    """The subtype of a DIRECT path made of a step of subtype ``a`` then ``b`` (or of two parallel
+    paths): AGGREGATION dominates TRANSFORMATION, which dominates IDENTITY."""
+    return a if _DIRECT_RANK[a] >= _DIRECT_RANK[b] else b
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A leaf dataset. Tables: ``catalog`` + ``identifier`` (namespace parts then table name);
+    paths: ``uri`` + ``format``; in-query sources: ``description`` (e.g. ``VALUES``,
+    ``range(0, 10, 1)``)."""
+
+    kind: DatasetKind
+    catalog: str | None = None
+    identifier: tuple[str, ...] = ()
+    uri: str | None = None
+    format: str | None = None
+    description: str | None = None
+
+    @staticmethod
+    def table(catalog: str | None, *identifier: str) -> Dataset:
+        return Dataset(DatasetKind.TABLE, catalog=catalog, identifier=tuple(identifier))
+
+    @staticmethod
+    def path(uri: str, format: str | None = None) -> Dataset:
+        return Dataset(DatasetKind.PATH, uri=uri, format=format)
+
+    @staticmethod
+    def inline(description: str) -> Dataset:
+        return Dataset(DatasetKind.INLINE, description=description)
+
+    @property
+    def name(self) -> str:
+        """The display / lookup name: ``catalog.db.table``, the URI, or ``<description>``."""
+        if self.kind is DatasetKind.TABLE:
+            return ".".join(([self.catalog] if self.catalog else []) + list(self.identifier))
+        if self.kind is DatasetKind.PATH:
+            return self.uri or ""
+        return f"<{self.description}>"
+
+    def openlineage_name(self) -> tuple[str, str]:
+        """(namespace, name) following OpenLineage's dataset naming: tables are named
+        ``db.table`` in the catalog's namespace, files ``path`` in ``scheme[://authority]``."""
+        if self.kind is DatasetKind.TABLE:
+            return (self.catalog or "default", ".".join(self.identifier))
+        if self.kind is DatasetKind.PATH:
+            uri = self.uri or ""
+            scheme, sep, rest = uri.partition(":")
+            if not sep:
+                return ("file", uri)
+            if rest.startswith("//"):
+                authority, _, path = rest[2:].partition("/")
+                return ((f"{scheme}://{authority}" if authority else scheme), "/" + path)
+            return (scheme, rest)
+        return ("inline", self.description or "")
+
+    def __str__(self) -> str:
+        return self.name
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind.value}
+        if self.catalog is not None:
+            out["catalog"] = self.catalog
+        if self.identifier:
+            out["identifier"] = list(self.identifier)
+        for key in ("uri", "format", "description"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        return out
+
+    @staticmethod
+    def from_dict(d: Mapping[str, Any]) -> Dataset:
+        return Dataset(DatasetKind(d["kind"]), catalog=d.get("catalog"),
+                       identifier=tuple(d.get("identifier", ())), uri=d.get("uri"),
+                       format=d.get("format"), description=d.get("description"))
+
+
+@dataclass(frozen=True)
+class ColumnNode:
+    """A dataset column (``dataset`` set) or an intermediate plan attribute (``expr_id`` set)."""
+
+    name: str
+    dataset: Dataset | None = None
+    expr_id: int | None = None
+
+    @staticmethod
+    def column(dataset: Dataset, name: str) -> ColumnNode:
+        return ColumnNode(name=name, dataset=dataset)
+
+    @staticmethod
+    def attribute(name: str, expr_id: int) -> ColumnNode:
+        return ColumnNode(name=name, expr_id=expr_id)
+
+    @property
+    def is_dataset_column(self) -> bool:
+        return self.dataset is not None and self.expr_id is None
+
+    def __str__(self) -> str:
+        if self.expr_id is not None:
+            return f"{self.name}#{self.expr_id}"
+        if self.dataset is not None:
+            return f"{self.dataset.name}.{self.name}"
+        return self.name
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name}
+        if self.dataset is not None:
+            out["dataset"] = self.dataset.to_dict()
+        if self.expr_id is not None:
+            out["expr_id"] = self.expr_id
+        return out
+
+    @staticmethod
+    def from_dict(d: Mapping[str, Any]) -> ColumnNode:
+        ds = d.get("dataset")
+        return ColumnNode(name=d["name"], dataset=Dataset.from_dict(ds) if ds else None,
+                          expr_id=d.get("expr_id"))
+
+
+@dataclass(frozen=True)
+class Edge:
+    """target <- source. ``target`` None on an INDIRECT edge means "the whole output dataset"
+    (OpenLineage's dataset-level column lineage). ``expression`` is the (composed) expression."""
+
+    target: ColumnNode | None
+    source: ColumnNode
+    kind: EdgeKind
+    subtype: EdgeSubtype
+    expression: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"target": self.target.to_dict() if self.target else None,
+                "source": self.source.to_dict(), "kind": self.kind.value,
+                "subtype": self.subtype.value, "expression": self.expression}
+
+    @staticmethod
+    def from_dict(d: Mapping[str, Any]) -> Edge:
+        return Edge(target=ColumnNode.from_dict(d["target"]) if d.get("target") else None,
+                    source=ColumnNode.from_dict(d["source"]), kind=EdgeKind(d["kind"]),
+                    subtype=EdgeSubtype(d["subtype"]), expression=d.get("expression", ""))
+
+
+@dataclass(frozen=True)
+class Step:
+    """One incoming edge of a derivation."""
+
+    source: ColumnNode
+    subtype: EdgeSubtype
+
+    @property
+    def kind(self) -> EdgeKind:
+        return self.subtype.kind
+
+
+@dataclass(frozen=True)
+class Derivation:
+    """How one intermediate node was produced: by plan operator ``operator`` (Project, Aggregate,
+    Union, HiveTableRelation, ...), through an expression whose top is ``expression_kind``
+    (Alias, AttributeReference, ...) and whose text is ``expression`` (Spark's rendering, with
+    ``name#exprId`` references). ``resolved`` is False when the operator is unknown to the
+    resolver and lineage was passed through by exprId / position."""
+
+    operator: str
+    expression: str
+    inputs: tuple[Step, ...] = ()
+    expression_kind: str | None = None
+    resolved: bool = True
+
+    @property
+    def label(self) -> str:
+        return self.expression_kind or self.operator
+
+
+@dataclass(frozen=True)
+class IndirectDependency:
+    """A row-level dependency of one operator (FILTER, JOIN, GROUP_BY, SORT, ...), stored once.
+    ``scope`` None: it affects every output column; otherwise every output column whose
+    derivation reaches ``scope``."""
+
+    operator: str
+    subtype: EdgeSubtype
+    expression: str
+    sources: tuple[ColumnNode, ...]
+    scope: ColumnNode | None = None
+
+
+@dataclass(frozen=True)
+class Unresolved:
+    """A plan node kind (or dangling reference) the resolver could not interpret."""
+
+    kind: str
+    detail: str = ""
+    columns: tuple[ColumnNode, ...] = ()
+
+
+@dataclass(frozen=True)
+class ColumnLineage:
+    """The expanded lineage of one output column."""
+
+    column: ColumnNode
+    direct: Mapping[ColumnNode, EdgeSubtype]
+    indirect: frozenset[tuple[EdgeSubtype, ColumnNode]]
+    complete: bool
+
+
+@dataclass(frozen=True)
+class LineageResult:
+    """Lineage of one query / DataFrame / write. ``outputs`` are the result's columns in order
+    (for writes: the target dataset's columns); ``derivations`` maps every intermediate node to
+    how it was produced."""
+
+    outputs: tuple[ColumnNode, ...]
+    derivations: Mapping[ColumnNode, Derivation]
+    indirect: tuple[IndirectDependency, ...] = ()
+    unresolved: tuple[Unresolved, ...] = ()
+    target: Dataset | None = None
+    operation: str | None = None  # for writes: AppendData, InsertIntoHadoopFsRelationCommand, ...
+    producer: str = "spark"  # or "sqlglot"
+    _cache: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False, hash=False)
+
+    # ---- expansion -------------------------------------------------------------------------
+    def _leaves(self, node: ColumnNode) -> dict[ColumnNode, EdgeSubtype]:
+        """DIRECT leaf sources of ``node`` with the composed subtype (memoized; iterative)."""
+        memo: dict[ColumnNode, dict[ColumnNode, EdgeSubtype]] = self._cache.setdefault("leaves", {})
+        if node in memo:
+            return memo[node]
+        stack: list[tuple[ColumnNode, bool]] = [(node, False)]
+        while stack:
+            current, expanded = stack.pop()
+            if current in memo:
+                continue
+            deriv = self.derivations.get(current)
+            if deriv is None:
+                memo[current] = {current: EdgeSubtype.IDENTITY} if current.dataset is not None else {}
+                continue
+            direct = [s for s in deriv.inputs if s.kind is EdgeKind.DIRECT]
+            if not expanded:
+                stack.append((current, True))
+                memo.setdefault(current, {})  # cycle guard (recursive CTEs)
+                del memo[current]
+                stack.extend((s.source, False) for s in direct if s.source not in memo)
+                continue
+            acc: dict[ColumnNode, EdgeSubtype] = {}
+            for s in direct:
+                for leaf, sub in memo.get(s.source, {}).items():
+                    composed = compose_subtypes(s.subtype, sub)
+                    acc[leaf] = compose_subtypes(acc[leaf], composed) if leaf in acc else composed
+            memo[current] = acc
+        return memo[node]
+
+    def _closure(self, node: ColumnNode) -> set[ColumnNode]:
+        """Every node reachable from ``node`` through any step (DIRECT or INDIRECT)."""
+        seen: set[ColumnNode] = set()
+        stack = [node]
+        while stack:
+            current = stack.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            deriv = self.derivations.get(current)
+            if deriv is not None:
+                stack.extend(s.source for s in deriv.inputs)
+        return seen
+
+    def _all_leaves(self, node: ColumnNode) -> set[ColumnNode]:
+        return {n for n in self._closure(node) if n.is_dataset_column}
+
+    def direct_sources(self, column: ColumnNode | str) -> dict[ColumnNode, EdgeSubtype]:
+        """Leaf dataset columns feeding ``column`` through DIRECT steps, with composed subtype."""
+        return dict(self._leaves(self._output(column)))
+
+    def indirect_sources(self, column: ColumnNode | str | None = None) -> set[tuple[EdgeSubtype, ColumnNode]]:
+        """Leaf columns of INDIRECT dependencies. ``column`` None: the dataset-wide ones only;
+        otherwise every INDIRECT dependency affecting that output column (expanded)."""
+        out: set[tuple[EdgeSubtype, ColumnNode]] = set()
+        if column is None:
+            for dep in self.indirect:
+                if dep.scope is None:
+                    for src in dep.sources:
+                        out.update((dep.subtype, leaf) for leaf in self._all_leaves(src))
+            return out
+        node = self._output(column)
+        closure = self._closure(node)
+        for dep in self.indirect:
+            if dep.scope is None or dep.scope in closure:
+                for src in dep.sources:
+                    out.update((dep.subtype, leaf) for leaf in self._all_leaves(src))
+        for member in closure:
+            deriv = self.derivations.get(member)
+            if deriv is None:
+                continue
+            for s in deriv.inputs:
+                if s.kind is EdgeKind.INDIRECT:
+                    out.update((s.subtype, leaf) for leaf in self._all_leaves(s.source))
+        return out
+
+    def _output(self, column: ColumnNode | str) -> ColumnNode:
+        if isinstance(column, ColumnNode):
+            return column
+        matches = [c for c in self.outputs if c.name == column or str(c) == column]
+        if not matches:
+            raise KeyError(f"no output column {column!r}; outputs: {[str(c) for c in self.outputs]}")
+        return matches[0]
+
+    def is_complete(self, column: ColumnNode | str) -> bool:
+        """True when every path from ``column`` ends at a dataset column or a constant, through
+        operators the resolver understood."""
+        for member in self._closure(self._output(column)):
+            deriv = self.derivations.get(member)
+            if deriv is None:
+                if not member.is_dataset_column:
+                    return False
+            elif not deriv.resolved:
+                return False
+        return True
+
+    @property
+    def completeness(self) -> float:
+        """Share of output columns fully resolved to leaves (1.0 for a result without outputs)."""
+        if not self.outputs:
+            return 1.0 if not self.unresolved else 0.0
+        return sum(1 for c in self.outputs if self.is_complete(c)) / len(self.outputs)
+
+    def column(self, column: ColumnNode | str) -> ColumnLineage:
+        node = self._output(column)
+        return ColumnLineage(node, self.direct_sources(node), frozenset(self.indirect_sources(node)),
+                             self.is_complete(node))
+
+    def columns(self) -> Iterator[ColumnLineage]:
+        return (self.column(c) for c in self.outputs)
+
+    # ---- edges -----------------------------------------------------------------------------
+    def composed_expression(self, node: ColumnNode, limit: int = 2000) -> str:
+        """The expression of ``node`` with intermediate references substituted by their own
+        expressions down to relation attributes (bounded by ``limit`` characters per node)."""
+        from .render import composed_expression
+
+        return composed_expression(self, node, limit)
+
+    @property
+    def edges(self) -> tuple[Edge, ...]:
+        """Leaf-level edges: for each output column its DIRECT sources (composed subtype and
+        expression); then the INDIRECT ones, dataset-wide dependencies once (target None),
+        column-scoped ones on each output column they affect."""
+        if "edges" in self._cache:
+            return self._cache["edges"]
+        out: list[Edge] = []
+        for col in self.outputs:
+            expr = self.composed_expression(col)
+            for leaf, sub in sorted(self._leaves(col).items(), key=lambda kv: str(kv[0])):
+                out.append(Edge(col, leaf, EdgeKind.DIRECT, sub, expr))
+        seen: set[tuple[Any, ...]] = set()
+        for dep in self.indirect:
+            if dep.scope is None:
+                for src in dep.sources:
+                    for leaf in sorted(self._all_leaves(src), key=str):
+                        key = (None, leaf, dep.subtype, dep.expression)
+                        if key not in seen:
+                            seen.add(key)
+                            out.append(Edge(None, leaf, EdgeKind.INDIRECT, dep.subtype, dep.expression))
+        for col in self.outputs:
+            for sub, leaf, expr in sorted(self._scoped_indirect(col), key=lambda t: (t[0].value, str(t[1]), t[2])):
+                key = (col, leaf, sub, expr)
+                if key not in seen:
+                    seen.add(key)
+                    out.append(Edge(col, leaf, EdgeKind.INDIRECT, sub, expr))
+        self._cache["edges"] = tuple(out)
+        return self._cache["edges"]
+
+    def _scoped_indirect(self, col: ColumnNode) -> set[tuple[EdgeSubtype, ColumnNode, str]]:
+        closure = self._closure(col)
+        found: set[tuple[EdgeSubtype, ColumnNode, str]] = set()
+        for dep in self.indirect:
+            if dep.scope is not None and dep.scope in closure:
+                for src in dep.sources:
+                    found.update((dep.subtype, leaf, dep.expression) for leaf in self._all_leaves(src))
+        for member in closure:
+            deriv = self.derivations.get(member)
+            if deriv is None:
+                continue
+            for s in deriv.inputs:
+                if s.kind is EdgeKind.INDIRECT:
+                    found.update((s.subtype, leaf, deriv.expression) for leaf in self._all_leaves(s.source))
+        return found
+
+    def expand_indirect(self) -> tuple[Edge, ...]:
+        """Every INDIRECT dependency multiplied onto each output column it affects."""
+        out: list[Edge] = []
+        for col in self.outputs:
+            closure = self._closure(col)
+            for dep in self.indirect:
+                if dep.scope is None or dep.scope in closure:
+                    for src in dep.sources:
+                        for leaf in sorted(self._all_leaves(src), key=str):
+                            out.append(Edge(col, leaf, EdgeKind.INDIRECT, dep.subtype, dep.expression))
+            for sub, leaf, expr in sorted(self._scoped_indirect(col) - {
+                    (d.subtype, leaf, d.expression) for d in self.indirect if d.scope is not None
+                    for s in d.sources for leaf in self._all_leaves(s)},
+                    key=lambda t: (t[0].value, str(t[1]), t[2])):
+                out.append(Edge(col, leaf, EdgeKind.INDIRECT, sub, expr))
+        return tuple(out)
+
+    # ---- serialization ---------------------------------------------------------------------
+    def nodes(self) -> list[ColumnNode]:
+        """Every node of the graph, in a deterministic order (outputs first)."""
+        order: dict[ColumnNode, None] = {}
+        for c in self.outputs:
+            order.setdefault(c)
+        for node, deriv in self.derivations.items():
+            order.setdefault(node)
+            for s in deriv.inputs:
+                order.setdefault(s.source)
+        for dep in self.indirect:
+            if dep.scope is not None:
+                order.setdefault(dep.scope)
+            for s in dep.sources:
+                order.setdefault(s)
+        for u in self.unresolved:
+            for c in u.columns:
+                order.setdefault(c)
+        return list(order)
+
+    def to_dict(self) -> dict[str, Any]:
+        nodes = self.nodes()
+        index = {n: i for i, n in enumerate(nodes)}
+        return {
+            "version": FORMAT_VERSION,
+            "producer": self.producer,
+            "target": self.target.to_dict() if self.target else None,
+            "operation": self.operation,
+            "completeness": self.completeness,
+            "nodes": [n.to_dict() for n in nodes],
+            "outputs": [index[c] for c in self.outputs],
+            "derivations": [
+                {"node": index[n], "operator": d.operator, "expression_kind": d.expression_kind,
+                 "expression": d.expression, "resolved": d.resolved,
+                 "inputs": [{"source": index[s.source], "kind": s.kind.value, "subtype": s.subtype.value}
+                            for s in d.inputs]}
+                for n, d in self.derivations.items()],
+            "indirect": [
+                {"operator": d.operator, "subtype": d.subtype.value, "expression": d.expression,
+                 "sources": [index[s] for s in d.sources],
+                 "scope": index[d.scope] if d.scope is not None else None}
+                for d in self.indirect],
+            "unresolved": [{"kind": u.kind, "detail": u.detail, "columns": [index[c] for c in u.columns]}
+                           for u in self.unresolved],
+            "edges": [e.to_dict() for e in self.edges],
+        }
+
+    @staticmethod
+    def from_dict(d: Mapping[str, Any]) -> LineageResult:
+        nodes = [ColumnNode.from_dict(n) for n in d["nodes"]]
+        derivations = {
+            nodes[x["node"]]: Derivation(
+                operator=x["operator"], expression=x["expression"], expression_kind=x.get("expression_kind"),
+                resolved=x.get("resolved", True),
+                inputs=tuple(Step(nodes[s["source"]], EdgeSubtype(s["subtype"])) for s in x["inputs"]))
+            for x in d["derivations"]}
+        indirect = tuple(
+            IndirectDependency(x["operator"], EdgeSubtype(x["subtype"]), x["expression"],
+                               tuple(nodes[i] for i in x["sources"]),
+                               nodes[x["scope"]] if x.get("scope") is not None else None)
+            for x in d.get("indirect", ()))
+        unresolved = tuple(Unresolved(x["kind"], x.get("detail", ""), tuple(nodes[i] for i in x.get("columns", ())))
+                           for x in d.get("unresolved", ()))
+        return LineageResult(outputs=tuple(nodes[i] for i in d["outputs"]), derivations=derivations,
+                             indirect=indirect, unresolved=unresolved,
+                             target=Dataset.from_dict(d["target"]) if d.get("target") else None,
+                             operation=d.get("operation"), producer=d.get("producer", "spark"))
+
+    def to_json(self, indent: int | None = None) -> str:
+        return json.dumps(self.to_dict(), indent=indent, sort_keys=False)
+
+    def to_openlineage(self) -> Any:
+        """An OpenLineage ``columnLineage`` dataset facet
+        (``openlineage.client.generated.column_lineage_dataset.ColumnLineageDatasetFacet``)."""
+        from .render import to_openlineage
+
+        return to_openlineage(self)
+
+    # ---- rendering -------------------------------------------------------------------------
+    def tree(self, column: ColumnNode | str) -> str:
+        from .render import column_tree
+
+        return column_tree(self, self._output(column))
+
+    def __str__(self) -> str:
+        from .render import text
+
+        return text(self)
+
+    def to_dot(self) -> str:
+        from .render import to_dot
+
+        return to_dot(self)
+
+    def to_mermaid(self) -> str:
+        from .render import to_mermaid
+
+        return to_mermaid(self)
+
+    def _repr_html_(self) -> str:
+        from .render import to_html
+
+        return to_html(self)
+
+
+def iter_steps(result: LineageResult) -> Iterable[Edge]:
+    """Every step of the derivation graph as an Edge (target intermediate node <- source), with the
+    step's local expression: the compact graph the lineage store persists."""
+    for node, deriv in result.derivations.items():
+        for s in deriv.inputs:
+            yield Edge(node, s.source, s.kind, s.subtype, deriv.expression)
