@@ -63,6 +63,8 @@ PRODUCER = "sqlglot"
 _NO_CATALOG = "ushas_no_catalog"
 _NO_DATABASE = "ushas_no_database"
 _META_NAME = "ushas_output_name"
+_META_USING = "ushas_using"  # on a SELECT: USING / NATURAL join column -> join side
+_NATURAL = "*"
 
 #: clause of a SELECT -> (subtype, operator) of the row-level dependency it creates
 _CLAUSES: tuple[tuple[str, EdgeSubtype, str], ...] = (
@@ -74,6 +76,9 @@ _CLAUSES: tuple[tuple[str, EdgeSubtype, str], ...] = (
     ("sort", EdgeSubtype.SORT, "Sort"),
     ("cluster", EdgeSubtype.SORT, "Sort"),
 )
+
+#: window functions that pick one row's value (sqlglot types some of them as aggregates)
+_OFFSET_FUNCTIONS: tuple[type[exp.Expr], ...] = (exp.Lag, exp.Lead, exp.FirstValue, exp.LastValue, exp.NthValue)
 
 _SET_OPERATORS: dict[type[exp.Expr], str] = {
     exp.Union: "Union",
@@ -276,6 +281,8 @@ class StatementLineage:
             table.set("catalog", exp.to_identifier(catalog))
             nested.setdefault(catalog, {}).setdefault(database, {})[name] = columns
         self._remember_output_names(query)
+        self._remember_using_joins(query)
+        self._written_coalesce = {id(c) for c in query.find_all(exp.Coalesce)}
         try:
             qualified = qualify(query, dialect=self.dialect, schema=SqlglotSchema(nested, dialect=self.dialect),
                                 validate_qualify_columns=True, identify=False, quote_identifiers=False)
@@ -300,7 +307,36 @@ class StatementLineage:
             return
         for sel in select.expressions:
             if not isinstance(sel, (exp.Alias, exp.Column, exp.Star)):
-                sel.meta[_META_NAME] = sel.sql(dialect=self.dialect, normalize_functions="lower")
+                sel.meta[_META_NAME] = _spark_name(sel, self.dialect)
+
+    @staticmethod
+    def _remember_using_joins(query: exp.Query) -> None:
+        """sqlglot rewrites a USING / NATURAL join's column to COALESCE(left, right); Spark
+        takes the left side's column (the right's for a RIGHT join, COALESCE only for FULL)."""
+        for select in query.find_all(exp.Select):
+            sides: dict[str, str] = {}
+            for join in select.args.get("joins") or ():
+                side = (join.side or "").upper()
+                if join.method and join.method.upper() == "NATURAL":
+                    sides[_NATURAL] = side
+                for identifier in join.args.get("using") or ():
+                    sides[identifier.name.lower()] = side
+            if sides:
+                select.meta[_META_USING] = sides
+
+    def _using_columns(self, coalesce: exp.Coalesce) -> list[exp.Expr] | None:
+        """The columns Spark reads for a COALESCE that sqlglot generated for a USING column."""
+        if id(coalesce) in self._written_coalesce:
+            return None
+        args = [coalesce.this, *coalesce.expressions]
+        if not all(isinstance(a, exp.Column) for a in args) or len({a.name for a in args}) != 1:
+            return None
+        select = coalesce.find_ancestor(exp.Select)
+        sides = select.meta.get(_META_USING, {}) if select is not None else {}
+        side = sides.get(args[0].name.lower(), sides.get(_NATURAL))
+        if side is None or side == "FULL":
+            return None
+        return [args[-1]] if side == "RIGHT" else [args[0]]
 
     # ---- result ---------------------------------------------------------------------------
     def result(self) -> LineageResult:
@@ -359,7 +395,7 @@ class StatementLineage:
             body = sel.this if isinstance(sel, exp.Alias) else sel
             name = body.meta.get(_META_NAME, name)
             refs = self._refs(body, scope, EdgeSubtype.IDENTITY)
-            if (isinstance(body, exp.Column) and len(refs) == 1 and refs[0].subtype is EdgeSubtype.IDENTITY
+            if (isinstance(body, (exp.Column, exp.Coalesce)) and len(refs) == 1 and refs[0].subtype is EdgeSubtype.IDENTITY
                     and refs[0].node.name == name):
                 info.outputs.append(refs[0].node)  # a bare column keeps its node
                 info.names.append(name)
@@ -468,6 +504,11 @@ class StatementLineage:
                     for child in _children(node.args.get(key)):
                         stack.append((child, EdgeSubtype.WINDOW if sub.kind is EdgeKind.DIRECT else sub))
                 continue
+            if isinstance(node, exp.Coalesce):
+                using = self._using_columns(node)
+                if using is not None:
+                    stack.extend((column, sub) for column in using)
+                    continue
             if isinstance(node, exp.Case):
                 cond = _conditional(sub)
                 if node.this is not None:
@@ -494,7 +535,8 @@ class StatementLineage:
                                  exp.Cluster, exp.Sort)):
                 stack.extend((child, sub) for child in node.iter_expressions())
                 continue
-            step = EdgeSubtype.AGGREGATION if isinstance(node, exp.AggFunc) else EdgeSubtype.TRANSFORMATION
+            step = (EdgeSubtype.AGGREGATION if isinstance(node, exp.AggFunc) and not isinstance(node, _OFFSET_FUNCTIONS)
+                    else EdgeSubtype.TRANSFORMATION)
             stack.extend((child, _then(sub, step)) for child in node.iter_expressions())
         out.reverse()
         return out
@@ -655,6 +697,18 @@ def _has_aggregate(expression: exp.Expr) -> bool:
             continue
         stack.extend(node.iter_expressions())
     return False
+
+
+def _spark_name(expression: exp.Expr, dialect: Dialect) -> str:
+    """Spark's kind of name for an unnamed projection: lower-case functions, every binary
+    operator in parentheses (``(a + 1)``, ``sum(b)``)."""
+    copy = expression.copy()
+    for node in list(copy.walk()):
+        if isinstance(node, exp.Binary) and not isinstance(node.parent, exp.Paren):
+            node.replace(exp.Paren(this=node.copy()))
+    if isinstance(copy, exp.Binary):
+        copy = exp.Paren(this=copy)
+    return copy.sql(dialect=dialect, normalize_functions="lower")
 
 
 def _columns_in_scope(expression: exp.Expr) -> Iterator[exp.Column]:
