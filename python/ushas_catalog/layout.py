@@ -1,0 +1,149 @@
+"""The metastore key tree (DESIGN.md "Keyspace"), declared once.
+
+Every key the project writes is a path of this tree packed with ``fdb.tuple`` under a
+configurable raw root prefix. ``ushas keyspace`` prints it.
+
+Adding a subtree (lineage, metadata, usage, change feed): add directories to the
+matching tuple below (``DATA_LINEAGE_CHILDREN`` ...) and nothing else; the tree is
+rebuilt and validated when a :class:`Layout` is made, and stats / parse pick them up.
+Codes must stay short (they are in every key) and unique among siblings.
+
+Where the metastore records live (the record type per subspace is in
+``ushas_catalog.records.stores``):
+
+- ``*ObjectName``       name -> :class:`ObjectName` (id + kind). Views and tables share
+  ``TableObjectName``: one name space per database.
+- ``Dropped*ObjectName`` (name, id) -> :class:`DroppedObjectName`; undrop until purge.
+- ``*Record`` / ``TableReference`` / ``TableSchema`` / ``TableStorage`` /
+  ``TableProperties``: the current ("head") record, one key each.
+- ``*History``: (version,) -> the head record as it was *before* commit ``version``
+  (``TableHistory``: one :class:`HistoryEntry` per version; ``TablePartitionHistory``:
+  (version, partition values...) -> :class:`PartitionChange`).
+- ``*Commit``: (version,) -> :class:`Commit` (operation, user, time, detail).
+- ``TablePartition``: (partition values...) -> :class:`Partition`, in value order.
+"""
+from __future__ import annotations
+
+import uuid
+
+from .keyspace import Directory, KeySpace, KeySpacePath, KeyType, constant, typed
+
+# --- extension points: other subtrees of a project -----------------------------------
+#: runs, dataset accesses, column edges (the lineage store adds its directories here)
+DATA_LINEAGE_CHILDREN: tuple[Directory, ...] = ()
+#: user / system properties and tags, search index
+METADATA_CHILDREN: tuple[Directory, ...] = ()
+#: read / write counters per object
+USAGE_PROFILE_CHILDREN: tuple[Directory, ...] = ()
+#: ordered log of partition / table changes (versionstamped keys)
+CHANGE_FEED_CHILDREN: tuple[Directory, ...] = ()
+
+
+def _version(doc: str = "") -> Directory:
+    return typed("version", KeyType.LONG, doc=doc)
+
+
+def _names(prefix: str) -> tuple[Directory, Directory]:
+    return (
+        constant(f"{prefix}ObjectName", "n", typed("name", KeyType.STRING), doc="name -> id"),
+        constant(f"Dropped{prefix}ObjectName", "d",
+                 typed("name", KeyType.STRING, typed("id", KeyType.UUID)), doc="dropped names, until purge"),
+    )
+
+
+def _table() -> Directory:
+    return constant(
+        "Table", "T",
+        *_names("Table"),
+        typed("tableId", KeyType.UUID,
+              constant("TableReference", "Tr", doc="version: concurrent writers serialize here"),
+              constant("TableSchema", "Ts", doc="current schema"),
+              constant("TableSchemaHistory", "Tsh", _version()),
+              constant("TableStorage", "To", doc="format, location"),
+              constant("TableStorageHistory", "Toh", _version()),
+              constant("TableProperties", "Tp", doc="properties, comment, owner"),
+              constant("TablePropertiesHistory", "Tph", _version()),
+              constant("TablePartition", "Tx", doc="(partition values...) in value order"),
+              constant("TablePartitionHistory", "Txh", _version(doc="then partition values")),
+              constant("TableCommit", "Tc", _version()),
+              constant("TableHistory", "Th", _version())),
+    )
+
+
+def _view() -> Directory:
+    return constant(
+        "View", "V",
+        typed("viewId", KeyType.UUID,
+              constant("ViewRecord", "Vr"),
+              constant("ViewHistory", "Vh", _version()),
+              constant("ViewCommit", "Vc", _version())),
+        doc="names live in TableObjectName",
+    )
+
+
+def _catalog() -> Directory:
+    return constant(
+        "Catalog", "C",
+        *_names("Catalog"),
+        typed("catalogId", KeyType.UUID,
+              constant("CatalogRecord", "Cr"),
+              constant("CatalogHistory", "Ch", _version()),
+              constant("CatalogCommit", "Cc", _version()),
+              constant("Database", "D",
+                       *_names("Database"),
+                       typed("databaseId", KeyType.UUID,
+                             constant("DatabaseRecord", "Dr"),
+                             constant("DatabaseHistory", "Dh", _version()),
+                             constant("DatabaseCommit", "Dc", _version()),
+                             _view(),
+                             _table()))),
+    )
+
+
+def build_tree() -> Directory:
+    """The project directory and everything below it."""
+    return typed(
+        "project", KeyType.STRING,
+        _catalog(),
+        constant("DataLineage", "L", *DATA_LINEAGE_CHILDREN),
+        constant("Metadata", "M", *METADATA_CHILDREN),
+        constant("UsageProfile", "U", *USAGE_PROFILE_CHILDREN),
+        constant("ChangeFeed", "F", *CHANGE_FEED_CHILDREN),
+        doc="one tenant; deleting it = one clear_range",
+    )
+
+
+class Layout:
+    """The key space of one store (all projects) under ``prefix``, with path helpers."""
+
+    def __init__(self, prefix: bytes = b"") -> None:
+        self.keyspace = KeySpace(build_tree(), prefix=prefix)
+
+    @property
+    def prefix(self) -> bytes:
+        return self.keyspace.prefix
+
+    def project(self, project: str) -> KeySpacePath:
+        return self.keyspace.path("project", project)
+
+    def catalog(self, project: str | KeySpacePath, catalog_id: uuid.UUID) -> KeySpacePath:
+        base = self.project(project) if isinstance(project, str) else project
+        return base.add("Catalog").add("catalogId", catalog_id)
+
+    @staticmethod
+    def database(catalog: KeySpacePath, database_id: uuid.UUID) -> KeySpacePath:
+        return catalog.add("Database").add("databaseId", database_id)
+
+    @staticmethod
+    def table(database: KeySpacePath, table_id: uuid.UUID) -> KeySpacePath:
+        return database.add("Table").add("tableId", table_id)
+
+    @staticmethod
+    def view(database: KeySpacePath, view_id: uuid.UUID) -> KeySpacePath:
+        return database.add("View").add("viewId", view_id)
+
+    def render(self) -> str:
+        return self.keyspace.render()
+
+
+DEFAULT_LAYOUT = Layout()

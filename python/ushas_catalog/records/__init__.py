@@ -1,0 +1,23 @@
+"""Protobuf records of the metastore and the record store that keeps them in the key space.
+
+The ``*.proto`` files here are the source; ``*_pb2.py`` are generated and checked in
+(``python -m ushas_catalog.records.generate`` rebuilds them). Records never carry their
+own location (project, catalog, database or table id): the key path says where they live.
+"""
+from __future__ import annotations
+
+from .catalog_pb2 import CatalogRecord, DatabaseRecord
+from .commit_pb2 import Commit, HistoryEntry
+from .names_pb2 import DroppedObjectName, ObjectKind, ObjectName
+from .partition_pb2 import Partition, PartitionChange
+from .schema_pb2 import ArrayType, DataType, DecimalType, MapType, StructField, StructType
+from .table_pb2 import TableProperties, TableReference, TableSchema, TableStorage
+from .view_pb2 import ViewRecord
+from .store import RECORD_TYPES, RecordStore, RecordTypeError
+
+__all__ = [
+    "CatalogRecord", "DatabaseRecord", "Commit", "HistoryEntry", "DroppedObjectName", "ObjectKind",
+    "ObjectName", "Partition", "PartitionChange", "ArrayType", "DataType", "DecimalType", "MapType",
+    "StructField", "StructType", "TableProperties", "TableReference", "TableSchema", "TableStorage",
+    "ViewRecord", "RECORD_TYPES", "RecordStore", "RecordTypeError",
+]

@@ -1,0 +1,49 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class Partition(_message.Message):
+    __slots__ = ("location", "files", "bytes", "rows", "properties", "created_at_micros")
+    class PropertiesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    LOCATION_FIELD_NUMBER: _ClassVar[int]
+    FILES_FIELD_NUMBER: _ClassVar[int]
+    BYTES_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    PROPERTIES_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_MICROS_FIELD_NUMBER: _ClassVar[int]
+    location: str
+    files: int
+    bytes: int
+    rows: int
+    properties: _containers.ScalarMap[str, str]
+    created_at_micros: int
+    def __init__(self, location: _Optional[str] = ..., files: _Optional[int] = ..., bytes: _Optional[int] = ..., rows: _Optional[int] = ..., properties: _Optional[_Mapping[str, str]] = ..., created_at_micros: _Optional[int] = ...) -> None: ...
+
+class PartitionChange(_message.Message):
+    __slots__ = ("action", "previous")
+    class Action(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        ACTION_UNSPECIFIED: _ClassVar[PartitionChange.Action]
+        ADDED: _ClassVar[PartitionChange.Action]
+        DROPPED: _ClassVar[PartitionChange.Action]
+        REPLACED: _ClassVar[PartitionChange.Action]
+    ACTION_UNSPECIFIED: PartitionChange.Action
+    ADDED: PartitionChange.Action
+    DROPPED: PartitionChange.Action
+    REPLACED: PartitionChange.Action
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_FIELD_NUMBER: _ClassVar[int]
+    action: PartitionChange.Action
+    previous: Partition
+    def __init__(self, action: _Optional[_Union[PartitionChange.Action, str]] = ..., previous: _Optional[_Union[Partition, _Mapping]] = ...) -> None: ...

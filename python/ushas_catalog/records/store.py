@@ -1,0 +1,215 @@
+"""A record store: one subspace of the key space, one protobuf message type, one primary key.
+
+Keys are ``<subspace path key> + fdb.tuple.pack(primary key)``. A record whose
+serialized size exceeds the engine's value limit (100 kB) is split: its bytes go to
+``pk + (1,)``, ``pk + (2,)`` ... (no key at ``pk`` itself) and reading it back joins
+them. Writing a message of another type than the store's raises
+:class:`RecordTypeError`; so a TableProperties record can never land in TableSchema.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Generic, Iterator, TypeVar
+
+import fdb.tuple as fdbtuple
+from google.protobuf.message import Message
+
+from ..keyspace import KeySpacePath
+from ..kv.base import FDB_LIMITS, Transaction
+from .catalog_pb2 import CatalogRecord, DatabaseRecord
+from .commit_pb2 import Commit, HistoryEntry
+from .names_pb2 import DroppedObjectName, ObjectName
+from .partition_pb2 import Partition, PartitionChange
+from .table_pb2 import TableProperties, TableReference, TableSchema, TableStorage
+from .view_pb2 import ViewRecord
+
+M = TypeVar("M", bound=Message)
+
+#: subspace (directory) name -> (message type, primary key element names). A primary
+#: key of ``None`` names has a per-store arity (partition values: one per partition column).
+RECORD_TYPES: dict[str, tuple[type[Message], tuple[str, ...] | None]] = {
+    "CatalogObjectName": (ObjectName, ("name",)),
+    "DroppedCatalogObjectName": (DroppedObjectName, ("name", "id")),
+    "CatalogRecord": (CatalogRecord, ()),
+    "CatalogHistory": (CatalogRecord, ("version",)),
+    "CatalogCommit": (Commit, ("version",)),
+    "DatabaseObjectName": (ObjectName, ("name",)),
+    "DroppedDatabaseObjectName": (DroppedObjectName, ("name", "id")),
+    "DatabaseRecord": (DatabaseRecord, ()),
+    "DatabaseHistory": (DatabaseRecord, ("version",)),
+    "DatabaseCommit": (Commit, ("version",)),
+    "ViewRecord": (ViewRecord, ()),
+    "ViewHistory": (ViewRecord, ("version",)),
+    "ViewCommit": (Commit, ("version",)),
+    "TableObjectName": (ObjectName, ("name",)),
+    "DroppedTableObjectName": (DroppedObjectName, ("name", "id")),
+    "TableReference": (TableReference, ()),
+    "TableSchema": (TableSchema, ()),
+    "TableSchemaHistory": (TableSchema, ("version",)),
+    "TableStorage": (TableStorage, ()),
+    "TableStorageHistory": (TableStorage, ("version",)),
+    "TableProperties": (TableProperties, ()),
+    "TablePropertiesHistory": (TableProperties, ("version",)),
+    "TablePartition": (Partition, None),
+    "TablePartitionHistory": (PartitionChange, None),
+    "TableCommit": (Commit, ("version",)),
+    "TableHistory": (HistoryEntry, ("version",)),
+}
+
+
+class RecordTypeError(TypeError):
+    """A message of the wrong type was given to a record store."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRecord(Generic[M]):
+    key: tuple[Any, ...]
+    record: M
+
+
+class RecordStore(Generic[M]):
+    """Records of one type under one key space path."""
+
+    __slots__ = ("path", "prefix", "message_type", "key_names", "arity", "chunk_bytes")
+
+    def __init__(self, path: KeySpacePath, message_type: type[M], key_names: tuple[str, ...],
+                 *, chunk_bytes: int = FDB_LIMITS.value_bytes) -> None:
+        self.path = path
+        self.prefix = path.key()
+        self.message_type = message_type
+        self.key_names = tuple(key_names)
+        self.arity = len(self.key_names)
+        self.chunk_bytes = chunk_bytes
+
+    @classmethod
+    def at(cls, path: KeySpacePath, key_names: tuple[str, ...] | None = None) -> "RecordStore[Any]":
+        """The store of the subspace ``path`` names, with its registered message type.
+        ``key_names`` is required for subspaces whose key arity varies (partitions)."""
+        name = path.directory.name
+        try:
+            message_type, names = RECORD_TYPES[name]
+        except KeyError:
+            raise ValueError(f"no record type is registered for subspace {name!r}") from None
+        if names is None:
+            if key_names is None:
+                raise ValueError(f"subspace {name!r} needs key_names")
+            names = key_names
+        elif key_names is not None and tuple(key_names) != names:
+            raise ValueError(f"subspace {name!r} has primary key {names}, not {tuple(key_names)}")
+        return cls(path, message_type, names)
+
+    # --- keys ----------------------------------------------------------------------
+    def key(self, pk: tuple[Any, ...]) -> bytes:
+        if len(pk) != self.arity:
+            raise ValueError(f"{self.path.directory.name}: primary key {self.key_names} needs "
+                             f"{self.arity} elements, got {pk!r}")
+        return self.prefix + fdbtuple.pack(pk) if pk else self.prefix
+
+    def range(self) -> tuple[bytes, bytes]:
+        """Every key of this store (records and chunks)."""
+        if self.arity == 0:
+            return self.prefix, self.prefix + b"\xff"
+        return self.path.range()
+
+    def prefix_range(self, prefix: tuple[Any, ...]) -> tuple[bytes, bytes]:
+        """Keys whose primary key starts with ``prefix``."""
+        if len(prefix) > self.arity:
+            raise ValueError(f"prefix {prefix!r} is longer than the primary key {self.key_names}")
+        if not prefix:
+            return self.range()
+        k = self.prefix + fdbtuple.pack(prefix)
+        return (k, k + b"\xff") if len(prefix) == self.arity else (k + b"\x00", k + b"\xff")
+
+    # --- writes --------------------------------------------------------------------
+    def _check(self, record: Message) -> None:
+        if type(record) is not self.message_type:
+            raise RecordTypeError(f"subspace {self.path.directory.name} holds "
+                                  f"{self.message_type.DESCRIPTOR.full_name} records, not "
+                                  f"{type(record).DESCRIPTOR.full_name if isinstance(record, Message) else type(record).__name__}")
+
+    def save(self, tr: Transaction, pk: tuple[Any, ...], record: M, *, new: bool = False) -> None:
+        """Write ``record`` at ``pk`` (replacing what was there). ``new=True`` promises
+        nothing is stored at ``pk`` yet (skips clearing old split chunks)."""
+        self._check(record)
+        key = self.key(pk)
+        data = record.SerializeToString(deterministic=True)
+        if not new:
+            tr.clear_range(key + b"\x00", key + b"\xff")
+        if len(data) <= self.chunk_bytes:
+            tr.set(key, data)
+            return
+        if not new:
+            tr.clear(key)
+        step = self.chunk_bytes
+        for i, start in enumerate(range(0, len(data), step), start=1):
+            tr.set(key + fdbtuple.pack((i,)), data[start:start + step])
+
+    def delete(self, tr: Transaction, pk: tuple[Any, ...]) -> None:
+        key = self.key(pk)
+        tr.clear_range(key, key + b"\xff")
+
+    def clear(self, tr: Transaction) -> None:
+        tr.clear_range(*self.range())
+
+    # --- reads ---------------------------------------------------------------------
+    def load(self, tr: Transaction, pk: tuple[Any, ...], *, snapshot: bool = False) -> M | None:
+        """The record at ``pk`` or ``None`` (one range read whether split or not)."""
+        key = self.key(pk)
+        parts: list[bytes] = []
+        for kv in tr.get_range(key, key + b"\xff", snapshot=snapshot):
+            if kv.key == key:
+                return self.message_type.FromString(kv.value)
+            parts.append(kv.value)
+        if not parts:
+            return None
+        return self.message_type.FromString(b"".join(parts))
+
+    def exists(self, tr: Transaction, pk: tuple[Any, ...], *, snapshot: bool = False) -> bool:
+        key = self.key(pk)
+        for _ in tr.get_range(key, key + b"\xff", limit=1, snapshot=snapshot):
+            return True
+        return False
+
+    def scan(self, tr: Transaction, begin: bytes | None = None, end: bytes | None = None, *,
+             limit: int = 0, reverse: bool = False, snapshot: bool = False) -> Iterator[StoredRecord[M]]:
+        """Records with keys in ``[begin, end)`` (default: the whole store) in key
+        order, split records joined. ``limit`` counts records."""
+        rb, re_ = self.range()
+        begin = rb if begin is None else begin
+        end = re_ if end is None else end
+        plen = len(self.prefix)
+        arity = self.arity
+        parse = self.message_type.FromString
+        unpack = fdbtuple.unpack
+        count = 0
+        pending_pk: tuple[Any, ...] | None = None
+        pending: list[tuple[int, bytes]] = []
+        for kv in tr.get_range(begin, end, reverse=reverse, snapshot=snapshot):
+            elements = unpack(kv.key[plen:])
+            if len(elements) == arity:
+                if pending_pk is not None:  # a split record's chunks were followed by something else
+                    yield StoredRecord(pending_pk, parse(_join(pending)))
+                    count += 1
+                    pending_pk, pending = None, []
+                    if limit and count >= limit:
+                        return
+                yield StoredRecord(elements, parse(kv.value))
+                count += 1
+                if limit and count >= limit:
+                    return
+                continue
+            pk, index = elements[:arity], elements[arity]
+            if pending_pk is not None and pk != pending_pk:
+                yield StoredRecord(pending_pk, parse(_join(pending)))
+                count += 1
+                pending = []
+                if limit and count >= limit:
+                    return
+            pending_pk = pk
+            pending.append((index, kv.value))
+        if pending_pk is not None:
+            yield StoredRecord(pending_pk, parse(_join(pending)))
+
+
+def _join(chunks: list[tuple[int, bytes]]) -> bytes:
+    return b"".join(v for _, v in sorted(chunks))

@@ -1,0 +1,59 @@
+from ushas_catalog.records import schema_pb2 as _schema_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class TableReference(_message.Message):
+    __slots__ = ("version", "schema_id", "created_at_micros", "updated_at_micros")
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    SCHEMA_ID_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_MICROS_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_AT_MICROS_FIELD_NUMBER: _ClassVar[int]
+    version: int
+    schema_id: int
+    created_at_micros: int
+    updated_at_micros: int
+    def __init__(self, version: _Optional[int] = ..., schema_id: _Optional[int] = ..., created_at_micros: _Optional[int] = ..., updated_at_micros: _Optional[int] = ...) -> None: ...
+
+class TableSchema(_message.Message):
+    __slots__ = ("schema_id", "schema", "partition_columns", "created_at_micros")
+    SCHEMA_ID_FIELD_NUMBER: _ClassVar[int]
+    SCHEMA_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_COLUMNS_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_MICROS_FIELD_NUMBER: _ClassVar[int]
+    schema_id: int
+    schema: _schema_pb2.StructType
+    partition_columns: _containers.RepeatedScalarFieldContainer[str]
+    created_at_micros: int
+    def __init__(self, schema_id: _Optional[int] = ..., schema: _Optional[_Union[_schema_pb2.StructType, _Mapping]] = ..., partition_columns: _Optional[_Iterable[str]] = ..., created_at_micros: _Optional[int] = ...) -> None: ...
+
+class TableStorage(_message.Message):
+    __slots__ = ("format", "location", "external")
+    FORMAT_FIELD_NUMBER: _ClassVar[int]
+    LOCATION_FIELD_NUMBER: _ClassVar[int]
+    EXTERNAL_FIELD_NUMBER: _ClassVar[int]
+    format: str
+    location: str
+    external: bool
+    def __init__(self, format: _Optional[str] = ..., location: _Optional[str] = ..., external: _Optional[bool] = ...) -> None: ...
+
+class TableProperties(_message.Message):
+    __slots__ = ("properties", "comment", "owner")
+    class PropertiesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    PROPERTIES_FIELD_NUMBER: _ClassVar[int]
+    COMMENT_FIELD_NUMBER: _ClassVar[int]
+    OWNER_FIELD_NUMBER: _ClassVar[int]
+    properties: _containers.ScalarMap[str, str]
+    comment: str
+    owner: str
+    def __init__(self, properties: _Optional[_Mapping[str, str]] = ..., comment: _Optional[str] = ..., owner: _Optional[str] = ...) -> None: ...
