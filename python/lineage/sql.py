@@ -112,13 +112,23 @@ def parse_statement(sql: str, dialect: str = DEFAULT_DIALECT) -> exp.Expr:
     except ParseError as exc:
         first = exc.errors[0] if exc.errors else {}
         where = f" at line {first.get('line')}, column {first.get('col')}" if first.get("line") else ""
-        detail = first.get("description") or str(exc).splitlines()[0]
+        detail = _parse_error_detail(first) or str(exc).splitlines()[0]
         raise InvalidArgument(f"cannot parse SQL ({dialect}){where}: {detail}") from None
     except SqlglotError as exc:
         raise InvalidArgument(f"cannot parse SQL ({dialect}): {exc}") from None
     if len(statements) != 1:
         raise InvalidArgument(f"expected one SQL statement, got {len(statements)}")
     return statements[0]
+
+
+def _parse_error_detail(error: dict[str, Any]) -> str:
+    description = str(error.get("description") or "")
+    if " but got <Token" in description:  # sqlglot prints its token object: show the text instead
+        expected = description.split(" but got <Token")[0]
+        near = error.get("highlight")
+        description = f"{expected}, near {near!r}" if near and "SENTINEL" not in description \
+            else f"{expected}, at the end of the statement"
+    return description
 
 
 def _dialect(dialect: str | Dialect) -> Dialect:
@@ -583,7 +593,7 @@ class StatementLineage:
             dataset = self._relation_dataset(source)
             node = self._new_node(name)
             self._derivations[node] = Derivation(
-                "Relation", f"{dataset.name}", (Step(ColumnNode.column(dataset, name), EdgeSubtype.IDENTITY),))
+                "Relation", f"{dataset.name}.{name}", (Step(ColumnNode.column(dataset, name), EdgeSubtype.IDENTITY),))
             self._relations[key] = node
         return node
 

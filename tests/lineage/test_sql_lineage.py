@@ -388,3 +388,81 @@ def test_errors(sql: str, error: type[Exception], message: str) -> None:
 def test_unknown_dialect() -> None:
     with pytest.raises(InvalidArgument, match="dialect"):
         sql_lineage("select a from t", SCHEMA, dialect="no-such-dialect")
+
+
+# ---- CLI: ushas lineage sql -----------------------------------------------------------------
+@pytest.fixture
+def schema_file(tmp_path: Path) -> Path:
+    path = tmp_path / "schema.json"
+    path.write_text(json.dumps(SCHEMA))
+    return path
+
+
+def _ushas(argv: list[str], store_uri: str) -> int:
+    from ushas_catalog.cli import main
+
+    return main(["--uri", store_uri, *argv])
+
+
+def test_cli_tree(schema_file: Path, store_uri: str, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = _ushas(["lineage", "sql", "select a, sum(b) as total from t where c = 'x' group by a",
+                 "--schema", str(schema_file)], store_uri)
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert out.startswith("a#")
+    assert "total#" in out and "+- Alias ( sum(b#" in out
+    assert "FILTER Filter ( WHERE c#" in out and "GROUP_BY Aggregate ( GROUP BY a#" in out
+
+
+def test_cli_json_edges_and_stdin(schema_file: Path, store_uri: str, capsys: pytest.CaptureFixture[str],
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("select upper(v) as uv from u where k > 1"))
+    rc = _ushas(["--json", "lineage", "sql", "-", "--schema", str(schema_file)], store_uri)
+    data = json.loads(capsys.readouterr().out)
+    assert rc == 0 and data["producer"] == "sqlglot" and data["completeness"] == 1.0
+    edges = {(e["target"]["name"] if e["target"] else "*", e["source"]["name"], e["subtype"]) for e in data["edges"]}
+    assert edges == {("uv", "v", "TRANSFORMATION"), ("*", "k", "FILTER")}
+    assert LineageResult.from_dict(data).edges == sql_lineage(
+        "select upper(v) as uv from u where k > 1", SCHEMA).edges
+
+    rc = _ushas(["lineage", "sql", "select upper(v) as uv from u", "--schema", str(schema_file),
+                 "--format", "edges"], store_uri)
+    lines = capsys.readouterr().out.splitlines()
+    assert rc == 0
+    assert lines[0].split() == ["TARGET", "SOURCE", "KIND", "SUBTYPE", "EXPRESSION"]
+    assert lines[1].split()[:4] == [lines[1].split()[0], "u.v", "DIRECT", "TRANSFORMATION"]
+
+
+def test_cli_formats(schema_file: Path, store_uri: str, capsys: pytest.CaptureFixture[str]) -> None:
+    sql = "select a as x from t"
+    assert _ushas(["lineage", "sql", sql, "--schema", str(schema_file), "--format", "openlineage"], store_uri) == 0
+    facet = json.loads(capsys.readouterr().out)
+    assert facet["fields"]["x"]["inputFields"][0]["field"] == "a"
+    assert _ushas(["lineage", "sql", sql, "--schema", str(schema_file), "--format", "dot"], store_uri) == 0
+    assert capsys.readouterr().out.startswith("digraph")
+    assert _ushas(["lineage", "sql", 'select "a" as x from t', "--schema", str(schema_file),
+                   "--dialect", "postgres", "--format", "mermaid"], store_uri) == 0
+    assert capsys.readouterr().out.startswith("flowchart")
+
+
+@pytest.mark.parametrize("argv, rc, message", [
+    (["select a from nope"], 1, "NoSuchTable: table or view not found: nope"),
+    (["select from"], 2, "InvalidArgument: cannot parse SQL"),
+    (["select a from t", "--dialect", "klingon"], 2, "InvalidArgument: unknown SQL dialect"),
+    (["select a from t", "--schema", "/nonexistent/schema.json"], 2, "InvalidArgument: cannot read schema file"),
+], ids=["unknown-table", "unparsable", "unknown-dialect", "missing-schema-file"])
+def test_cli_errors(argv: list[str], rc: int, message: str, schema_file: Path, store_uri: str,
+                    capsys: pytest.CaptureFixture[str]) -> None:
+    if "--schema" not in argv:
+        argv = [*argv, "--schema", str(schema_file)]
+    assert _ushas(["lineage", "sql", *argv], store_uri) == rc
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]
+
+
+def test_cli_requires_a_subcommand(store_uri: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        _ushas(["lineage"], store_uri)
+    assert exit_info.value.code == 2
