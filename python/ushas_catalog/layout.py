@@ -29,12 +29,35 @@ import uuid
 from .keyspace import Directory, KeySpace, KeySpacePath, KeyType, constant, typed
 
 # --- extension points: other subtrees of a project -----------------------------------
-#: runs, dataset accesses, column edges (the lineage store adds its directories here)
-DATA_LINEAGE_CHILDREN: tuple[Directory, ...] = ()
+def _by_dataset(name: str, code: str, doc: str) -> Directory:
+    """A lineage / usage index keyed by dataset: a metastore table's id, or a name (Hive table, path)."""
+    return constant(name, code, typed("tableId", KeyType.UUID), typed("datasetName", KeyType.STRING), doc=doc)
+
+
+#: runs, dataset accesses, column edges (the lineage store adds its directories here);
+#: written by ``lineage.store`` (one transaction per run), times are epoch ms of the run's end
+DATA_LINEAGE_CHILDREN: tuple[Directory, ...] = (
+    constant("LineageRun", "Lr", typed("runId", KeyType.UUID), doc="-> run record"),
+    constant("LineageRunByTime", "Lt", typed("time", KeyType.LONG, typed("runId", KeyType.UUID)),
+             doc="runs in time order"),
+    constant("LineageRunDataset", "La", typed("runId", KeyType.UUID),
+             doc="(access, dataset) -> dataset a run read / wrote"),
+    constant("LineageRunEdge", "Le", typed("runId", KeyType.UUID),
+             doc="(target, column, source, column, subtype) -> expression"),
+    _by_dataset("LineageDatasetAccess", "Ld", "(time, runId, access): who read / wrote it"),
+    _by_dataset("LineageUpstream", "Lu", "(column, time, runId, source, column, subtype): by target"),
+    _by_dataset("LineageDownstream", "Lw", "(column, time, runId, target, column, subtype): by source"),
+    _by_dataset("LineageDataset", "Ln", "-> the dataset as last captured"),
+    constant("LineageDatasetName", "Lm", typed("name", KeyType.STRING), doc="(dataset,): every dataset seen under a name"),
+    constant("LineageCounter", "Lk", typed("counter", KeyType.STRING), doc="captured / failed / dropped (atomic adds)"),
+    constant("LineageCaptureSource", "Ls", typed("source", KeyType.STRING), doc="-> counters of one capturing process"),
+)
 #: user / system properties and tags, search index
 METADATA_CHILDREN: tuple[Directory, ...] = ()
 #: read / write counters per object
-USAGE_PROFILE_CHILDREN: tuple[Directory, ...] = ()
+USAGE_PROFILE_CHILDREN: tuple[Directory, ...] = (
+    _by_dataset("DatasetUsage", "Ud", "(day, reads | writes) -> count (atomic adds)"),
+)
 #: ordered log of partition / table changes (versionstamped keys)
 CHANGE_FEED_CHILDREN: tuple[Directory, ...] = ()
 
