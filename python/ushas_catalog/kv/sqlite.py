@@ -1,0 +1,345 @@
+"""The embedded engine: ``sqlite:///abs/path/ushas.db`` — durable, multi-process, FoundationDB semantics.
+
+Storage
+    One table ``kv(k BLOB PRIMARY KEY, v BLOB) WITHOUT ROWID``: keys and values are BLOBs and
+    SQLite compares BLOBs with ``memcmp`` (shorter first on a common prefix), which is exactly
+    FoundationDB's key order. A ``meta`` table holds the commit version counter. The file is in
+    WAL mode; the parent directory is created when missing.
+
+URI options (query string)
+    ``synchronous=full`` (default: a committed transaction survives power loss, one fsync per
+    write commit) or ``synchronous=normal`` (survives a crash of the process, not of the
+    machine; much faster commits). ``busy_timeout_ms`` (default 5000): how long a committing
+    writer waits for another process's commit before the attempt is retried.
+
+Transactions (the contract of :mod:`ushas_catalog.kv.base`)
+    - *Snapshot reads*: the first read of a transaction opens a SQLite read transaction
+      (``BEGIN`` deferred); every later read, including every batch of a streamed
+      ``get_range``, sees that same snapshot.
+    - *Read-your-writes*: writes stay in memory (:mod:`ushas_catalog.kv.ryw`) until commit and
+      every read merges them, including ranges overlapping pending sets, clears and adds.
+    - *Serializable commits*: at commit the buffered mutations are written in one SQLite write
+      transaction. A transaction that read and whose snapshot was overtaken by another
+      committed writer fails there with ``SQLITE_BUSY_SNAPSHOT`` (or ``SQLITE_BUSY`` while
+      another writer holds the lock), raised as :class:`RetryableError`; ``Database.run``
+      retries it from the start, so updates are never lost. The conflict granularity is the
+      whole database (coarser than FoundationDB's key ranges, never weaker). Blind writes
+      (no read before commit) and atomic adds never conflict: they wait for the write lock.
+    - *Read-only transactions* never take the write lock.
+    - *Atomic add* and *versionstamped keys* are applied under the write lock. Every write
+      commit increments the commit version; the versionstamp is that version as 8 bytes
+      big-endian followed by batch order ``0x0000``, so versionstamps are strictly
+      increasing in commit order across all processes sharing the file.
+    - *Limits*: :mod:`ushas_catalog.kv.guard`, identical to the FoundationDB engine.
+
+Connections
+    Connections are pooled and reused (LIFO): a transaction borrows one and returns it when it
+    commits or is cancelled, so a transaction costs a few statements, not an ``open``. After a
+    ``fork`` the child never touches the parent's connections (it opens its own).
+"""
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from ..errors import InvalidArgument, StoreUnavailable
+from .base import Database, KeyValue, RetryableError, Transaction
+from .guard import TransactionGuard
+from .ryw import ADD, CLEAR, SET, WriteBuffer, add_le64, merged_get, merged_range
+
+FORMAT_VERSION = 1
+#: idle connections kept per database
+POOL_SIZE = 8
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS kv (k BLOB PRIMARY KEY NOT NULL, v BLOB NOT NULL) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL) WITHOUT ROWID",
+    "INSERT OR IGNORE INTO meta (name, value) VALUES ('commit_version', 0)",
+    f"INSERT OR IGNORE INTO meta (name, value) VALUES ('format', {FORMAT_VERSION})",
+)
+_GET = "SELECT v FROM kv WHERE k = ?"
+_RANGE = "SELECT k, v FROM kv WHERE k >= ? AND k < ? ORDER BY k LIMIT ?"
+_RANGE_REVERSE = "SELECT k, v FROM kv WHERE k >= ? AND k < ? ORDER BY k DESC LIMIT ?"
+_NEXT_VERSION = "UPDATE meta SET value = value + 1 WHERE name = 'commit_version' RETURNING value"
+_UPSERT = "INSERT OR REPLACE INTO kv (k, v) VALUES (?, ?)"
+_DELETE = "DELETE FROM kv WHERE k = ?"
+_DELETE_RANGE = "DELETE FROM kv WHERE k >= ? AND k < ?"
+
+#: SQLite error names (extended ones included) that mean "another connection is in the way"
+_BUSY = ("SQLITE_BUSY", "SQLITE_LOCKED")
+
+
+@dataclass(frozen=True, slots=True)
+class SqliteOptions:
+    path: Path
+    synchronous: str = "FULL"
+    busy_timeout_ms: int = 5000
+
+    @classmethod
+    def parse(cls, uri: str) -> "SqliteOptions":
+        parts = urlsplit(uri)
+        if parts.scheme != "sqlite" or parts.netloc or not parts.path.startswith("/"):
+            raise InvalidArgument(f"invalid sqlite URI {uri!r}: expected sqlite:///absolute/path/to/file.db")
+        path = unquote(parts.path)
+        if path.endswith("/"):
+            raise InvalidArgument(f"invalid sqlite URI {uri!r}: the path names a directory, not a file")
+        query = parse_qs(parts.query, keep_blank_values=True)
+        unknown = set(query) - {"synchronous", "busy_timeout_ms"}
+        if unknown:
+            raise InvalidArgument(f"unknown option(s) {', '.join(sorted(unknown))} in {uri!r}: "
+                                  f"expected synchronous=full|normal, busy_timeout_ms=N")
+        synchronous = query.get("synchronous", ["full"])[-1].upper()
+        if synchronous not in ("FULL", "NORMAL"):
+            raise InvalidArgument(f"invalid synchronous={synchronous.lower()!r} in {uri!r}: expected full or normal")
+        timeout = query.get("busy_timeout_ms", ["5000"])[-1]
+        if not timeout.isdigit():
+            raise InvalidArgument(f"invalid busy_timeout_ms={timeout!r} in {uri!r}: expected milliseconds")
+        return cls(Path(path), synchronous, int(timeout))
+
+
+def _store_error(exc: sqlite3.Error, doing: str, path: Path) -> Exception:
+    """A SQLite error as this project's error: busy/locked are retryable, the rest unavailable."""
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    if name.startswith(_BUSY):
+        return RetryableError(f"{doing}: {name} ({exc})")
+    return StoreUnavailable(f"sqlite store {path} failed while {doing}: {name or type(exc).__name__}: {exc}")
+
+
+class SqliteDatabase(Database):
+    """A pool of connections to one SQLite file."""
+
+    def __init__(self, uri: str, options: SqliteOptions) -> None:
+        self.uri = uri
+        self.options = options
+        self._lock = threading.Lock()
+        self._idle: list[sqlite3.Connection] = []
+        self._pid = os.getpid()
+        #: connections inherited over fork: kept referenced, never used nor closed in the child
+        self._inherited: list[sqlite3.Connection] = []
+        self._closed = False
+
+    @classmethod
+    def open(cls, uri: str) -> "SqliteDatabase":
+        options = SqliteOptions.parse(uri)
+        try:
+            options.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreUnavailable(f"cannot create the directory of sqlite store {options.path}: {exc}") from exc
+        db = cls(uri, options)
+        conn = db._connect()
+        try:
+            db._initialise(conn)
+        except BaseException:
+            conn.close()
+            raise
+        db._release(conn)
+        return db
+
+    # --- connections -------------------------------------------------------------------
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(str(self.options.path), timeout=self.options.busy_timeout_ms / 1000,
+                                   isolation_level=None, check_same_thread=False, cached_statements=64)
+            conn.execute(f"PRAGMA synchronous = {self.options.synchronous}")
+            return conn
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(f"cannot open sqlite store {self.options.path}: {exc}") from exc
+
+    def _initialise(self, conn: sqlite3.Connection) -> None:
+        path = self.options.path
+        try:
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise StoreUnavailable(f"sqlite store {path}: cannot switch to WAL journal mode (got {mode!r})")
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                for statement in _SCHEMA:
+                    conn.execute(statement)
+                (fmt,) = conn.execute("SELECT value FROM meta WHERE name = 'format'").fetchone()
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        except sqlite3.DatabaseError as exc:
+            raise StoreUnavailable(f"cannot initialise sqlite store {path}: {exc}") from exc
+        if fmt != FORMAT_VERSION:
+            raise StoreUnavailable(f"sqlite store {path} has format {fmt}, this version reads format {FORMAT_VERSION}")
+
+    def _acquire(self) -> sqlite3.Connection:
+        with self._lock:
+            if self._closed:
+                raise StoreUnavailable(f"sqlite store {self.options.path} is closed")
+            if self._pid != os.getpid():          # forked: the parent's connections are not ours
+                self._inherited.extend(self._idle)
+                self._idle = []
+                self._pid = os.getpid()
+            if self._idle:
+                return self._idle.pop()
+        return self._connect()
+
+    def _release(self, conn: sqlite3.Connection) -> None:
+        if conn.in_transaction:
+            try:
+                conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                conn.close()
+                return
+        with self._lock:
+            if not self._closed and self._pid == os.getpid() and len(self._idle) < POOL_SIZE:
+                self._idle.append(conn)
+                return
+        if self._pid == os.getpid():
+            conn.close()
+
+    # --- Database ------------------------------------------------------------------------
+    def create_transaction(self) -> "SqliteTransaction":
+        return SqliteTransaction(self, self._acquire())
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
+
+
+class SqliteTransaction(Transaction):
+    """One transaction on a pooled connection; see the module docstring for the semantics."""
+
+    def __init__(self, db: SqliteDatabase, conn: sqlite3.Connection) -> None:
+        self._db = db
+        self._conn: sqlite3.Connection | None = conn
+        self._guard = TransactionGuard(db.limits)
+        self._writes = WriteBuffer()
+        self._reading = False
+        self._versionstamp: bytes | None = None
+
+    # --- internals -----------------------------------------------------------------------
+    def _live(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise InvalidArgument("transaction already committed or cancelled")
+        self._guard.check_time()
+        return self._conn
+
+    def _execute(self, doing: str, sql: str, args: tuple = ()) -> list:
+        conn = self._live()
+        try:
+            if not self._reading:
+                conn.execute("BEGIN")
+                self._reading = True
+            return conn.execute(sql, args).fetchall()
+        except sqlite3.Error as exc:
+            raise _store_error(exc, doing, self._db.options.path) from exc
+
+    def _read(self, key: bytes) -> bytes | None:
+        rows = self._execute("reading a key", _GET, (key,))
+        return rows[0][0] if rows else None
+
+    def _fetch(self, lo: bytes, hi: bytes, n: int, reverse: bool) -> list[tuple[bytes, bytes]]:
+        return self._execute("reading a range", _RANGE_REVERSE if reverse else _RANGE, (lo, hi, n))
+
+    def _check_live(self) -> None:
+        self._live()
+
+    # --- reads ---------------------------------------------------------------------------
+    def get(self, key: bytes, *, snapshot: bool = False) -> bytes | None:
+        self._live()
+        return merged_get(self._writes, self._guard.key(key), self._read)
+
+    def get_range(self, begin: bytes, end: bytes, *, limit: int = 0, reverse: bool = False,
+                  snapshot: bool = False) -> Iterator[KeyValue]:
+        self._live()
+        b, e = self._guard.range(begin, end)
+        if not isinstance(limit, int) or limit < 0:
+            raise InvalidArgument(f"range limit must be an int >= 0 (0 = no limit), not {limit!r}")
+        return merged_range(self._writes, self._fetch, b, e, limit=limit, reverse=reverse,
+                            before_batch=self._check_live)
+
+    # --- writes ------------------------------------------------------------------------------
+    def set(self, key: bytes, value: bytes) -> None:
+        self._live()
+        self._writes.set(*self._guard.on_set(key, value))
+
+    def clear(self, key: bytes) -> None:
+        self._live()
+        self._writes.clear(self._guard.on_clear(key))
+
+    def clear_range(self, begin: bytes, end: bytes) -> None:
+        self._live()
+        self._writes.clear_range(*self._guard.on_clear_range(begin, end))
+
+    def add(self, key: bytes, delta: int) -> None:
+        self._live()
+        self._writes.add(*self._guard.on_add(key, delta))
+
+    def set_versionstamped_key(self, key: bytes, value: bytes) -> None:
+        self._live()
+        body, value, offset = self._guard.on_versionstamped_key(key, value)
+        self._writes.set_versionstamped_key(body, value, offset)
+
+    def get_versionstamp(self) -> bytes:
+        if self._versionstamp is None:
+            raise InvalidArgument("no versionstamp: the transaction has not committed a write")
+        return self._versionstamp
+
+    # --- lifecycle ---------------------------------------------------------------------------
+    def commit(self) -> None:
+        conn = self._live()
+        writes = self._writes
+        try:
+            if not writes:
+                if self._reading:
+                    conn.execute("COMMIT")
+                self._finish()
+                return
+            if not self._reading:
+                conn.execute("BEGIN IMMEDIATE")  # a blind write: wait for the lock, no snapshot to lose
+            # the first write: fails with SQLITE_BUSY_SNAPSHOT if our snapshot was overtaken
+            (version,) = conn.execute(_NEXT_VERSION).fetchall()[0]
+            stamp = int(version).to_bytes(8, "big") + b"\x00\x00"
+            _apply(conn, writes, stamp)
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            self.cancel()
+            raise _store_error(exc, "committing", self._db.options.path) from exc
+        self._versionstamp = stamp
+        self._finish()
+
+    def cancel(self) -> None:
+        if self._conn is not None:
+            self._finish()
+
+    def _finish(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            self._db._release(conn)
+
+
+def _apply(conn: sqlite3.Connection, writes: WriteBuffer, stamp: bytes) -> None:
+    """Write a transaction's buffered mutations inside an open SQLite write transaction."""
+    if writes.begins:
+        conn.executemany(_DELETE_RANGE, zip(writes.begins, writes.ends))
+    sets: list[tuple[bytes, bytes]] = []
+    clears: list[tuple[bytes]] = []
+    adds: list[tuple[bytes, int]] = []
+    for key, (kind, arg) in writes.entries.items():
+        if kind == SET:
+            sets.append((key, arg))  # type: ignore[arg-type]
+        elif kind == CLEAR:
+            clears.append((key,))
+        else:
+            assert kind == ADD
+            adds.append((key, arg))  # type: ignore[arg-type]
+    if clears:
+        conn.executemany(_DELETE, clears)
+    for key, delta in adds:
+        row = conn.execute(_GET, (key,)).fetchall()
+        sets.append((key, add_le64(row[0][0] if row else None, delta)))
+    sets.extend(writes.final_versionstamped(stamp))
+    if sets:
+        conn.executemany(_UPSERT, sets)
