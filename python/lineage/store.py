@@ -1,0 +1,616 @@
+"""The lineage store: captured runs in the project's ``DataLineage`` subspace, usage
+counters in ``UsageProfile`` (the directories are declared in ``ushas_catalog.layout``).
+
+One captured run = ONE transaction that writes:
+
+- ``LineageRun`` / runId                         -> the run record (JSON)
+- ``LineageRunByTime`` / time / runId             -> ""   (runs in time order: export, status)
+- ``LineageRunDataset`` / runId + (access, ds)   -> dataset descriptor ("what did run R touch")
+- ``LineageDatasetAccess`` / ds + (time, runId, access) -> ""   ("who read / wrote X between t1 and t2")
+- ``LineageRunEdge`` / runId + (tgt, tcol, src, scol, subtype) -> expression
+- ``LineageUpstream`` / tgt + (tcol, time, runId, src, scol, subtype) -> ""   (by target)
+- ``LineageDownstream`` / src + (scol, time, runId, tgt, tcol, subtype) -> ""  (by source)
+- ``LineageDataset`` / ds -> descriptor; ``LineageDatasetName`` / name + (ds,) -> "" (names ever seen)
+- ``LineageCounter`` / "captured" (atomic add); ``DatasetUsage`` / ds + (day, "reads"|"writes") (atomic add)
+
+A dataset key ``ds`` is the table's UUID when the dataset is a table of the metastore (so
+lineage survives renames and a dropped table shows as dropped), else its name (a Hive /
+session-catalog table ``spark_catalog.db.t``, a path URI). Times are epoch milliseconds of
+the run's end; every index is ordered by time, so "as of" / since / until are range bounds
+or a filter on the scanned keys. Every read is a range scan over one prefix.
+
+The run id is derived from (application id, execution id), so storing the same run twice
+(a retry after a commit whose answer was lost) is a no-op: the transaction reads the run key
+first and writes nothing when it is there.
+"""
+from __future__ import annotations
+
+import json
+import struct
+import time
+import uuid
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from typing import Any, Callable, Iterable, Protocol
+
+import fdb.tuple as fdbtuple
+
+from ushas_catalog.errors import InvalidArgument, NoSuchRun
+from ushas_catalog.keyspace import KeySpacePath
+from ushas_catalog.kv.base import Database, Transaction
+
+from .model import Dataset, DatasetKind, Edge, EdgeKind, EdgeSubtype
+
+#: namespace of the deterministic run ids (uuid5 of "application id/execution id")
+RUN_NAMESPACE = uuid.UUID("6f1d3c3e-6c1b-4d55-9a53-3b6c2f0a7e11")
+
+DatasetKey = uuid.UUID | str
+
+#: the longest SQL text kept on a run record (values are limited to 100 kB)
+MAX_SQL_CHARS = 60_000
+#: the longest expression kept per edge
+MAX_EXPRESSION_CHARS = 2_000
+#: the longest error message kept on a run record
+MAX_ERROR_CHARS = 4_000
+
+DAY_MS = 86_400_000
+
+
+class Access(str, Enum):
+    READ = "read"
+    WRITE = "write"
+
+
+class RunStatus(str, Enum):
+    COMPLETE = "COMPLETE"
+    FAIL = "FAIL"
+
+
+def run_id_for(application_id: str, execution_id: int) -> uuid.UUID:
+    """The id of the run of execution ``execution_id`` in application ``application_id``."""
+    return uuid.uuid5(RUN_NAMESPACE, f"{application_id}/{execution_id}")
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One query execution (one user action; Spark's nested executions are merged into it)."""
+
+    run_id: uuid.UUID
+    application_id: str
+    application_name: str
+    execution_id: int
+    user: str
+    start_ms: int
+    end_ms: int
+    status: RunStatus
+    operation: str = ""
+    sql: str | None = None
+    error: str | None = None
+    #: set when the run was captured at table level only (a budget was exceeded): the reason
+    table_level: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"run_id": str(self.run_id), "application_id": self.application_id,
+                "application_name": self.application_name, "execution_id": self.execution_id,
+                "user": self.user, "start_ms": self.start_ms, "end_ms": self.end_ms,
+                "status": self.status.value, "operation": self.operation, "sql": self.sql,
+                "error": self.error, "table_level": self.table_level}
+
+    @staticmethod
+    def from_dict(d: dict[str, Any]) -> Run:
+        return Run(run_id=uuid.UUID(d["run_id"]), application_id=d["application_id"],
+                   application_name=d.get("application_name", ""), execution_id=int(d["execution_id"]),
+                   user=d.get("user", ""), start_ms=int(d["start_ms"]), end_ms=int(d["end_ms"]),
+                   status=RunStatus(d["status"]), operation=d.get("operation", ""), sql=d.get("sql"),
+                   error=d.get("error"), table_level=d.get("table_level"))
+
+
+@dataclass(frozen=True)
+class CapturedRun:
+    """What the capture hands the store: the run, the datasets it read and wrote, and the
+    leaf-level column edges (target dataset column <- source dataset column)."""
+
+    run: Run
+    reads: tuple[Dataset, ...] = ()
+    writes: tuple[Dataset, ...] = ()
+    edges: tuple[Edge, ...] = ()
+
+
+@dataclass(frozen=True)
+class TableState:
+    """What the metastore says of a table id now."""
+
+    name: str
+    dropped: bool = False
+
+
+class TableIds(Protocol):
+    """Maps catalog tables to their metastore ids and back (implemented over the metastore)."""
+
+    def table_id(self, tr: Transaction, dataset: Dataset) -> uuid.UUID | None:
+        """The id of the metastore table ``dataset`` names now, or None (not a metastore table)."""
+
+    def table_state(self, tr: Transaction, table_id: uuid.UUID) -> TableState | None:
+        """The table's current name (or its name when dropped), None when the metastore has
+        no trace of it (purged)."""
+
+
+class NoTableIds:
+    """No metastore: every dataset is keyed by its name."""
+
+    def table_id(self, tr: Transaction, dataset: Dataset) -> uuid.UUID | None:
+        return None
+
+    def table_state(self, tr: Transaction, table_id: uuid.UUID) -> TableState | None:
+        return None
+
+
+@dataclass(frozen=True)
+class DatasetRef:
+    """A dataset as stored: its key, and the dataset as last captured."""
+
+    key: DatasetKey
+    dataset: Dataset
+
+    @property
+    def name(self) -> str:
+        return self.dataset.name
+
+    def to_value(self) -> bytes:
+        d = self.dataset.to_dict()
+        if isinstance(self.key, uuid.UUID):
+            d["table_id"] = str(self.key)
+        return json.dumps(d, separators=(",", ":")).encode()
+
+    @staticmethod
+    def from_value(key: DatasetKey, value: bytes) -> DatasetRef:
+        return DatasetRef(key, Dataset.from_dict(json.loads(value)))
+
+
+@dataclass(frozen=True)
+class StoredEdge:
+    """One stored column edge of one run. ``target_column`` None: a dataset-wide INDIRECT edge."""
+
+    target: DatasetKey
+    target_column: str | None
+    source: DatasetKey
+    source_column: str
+    subtype: EdgeSubtype
+    run_id: uuid.UUID
+    time_ms: int
+
+    @property
+    def kind(self) -> EdgeKind:
+        return self.subtype.kind
+
+
+@dataclass(frozen=True)
+class AccessRow:
+    dataset: DatasetKey
+    time_ms: int
+    run_id: uuid.UUID
+    access: Access
+
+
+@dataclass(frozen=True)
+class Usage:
+    day: str  # YYYY-MM-DD (UTC)
+    reads: int
+    writes: int
+
+
+@dataclass(frozen=True)
+class StoreStatus:
+    captured: int
+    dropped: int
+    pending: int
+    #: per capturing process: application id -> {"captured", "dropped", "pending", "updated_ms"}
+    sources: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"captured": self.captured, "dropped": self.dropped, "pending": self.pending,
+                "sources": self.sources}
+
+
+def _le(n: int) -> bytes:
+    return struct.pack("<q", n)
+
+
+def _from_le(b: bytes | None) -> int:
+    return struct.unpack("<q", b)[0] if b else 0
+
+
+def _day(ms: int) -> int:
+    return ms // DAY_MS
+
+
+def _day_text(day: int) -> str:
+    return time.strftime("%Y-%m-%d", time.gmtime(day * 86_400))
+
+
+def _bound(ms: int | None, default: int) -> int:
+    return default if ms is None else int(ms)
+
+
+_MAX_MS = 2 ** 62
+
+
+class LineageStore:
+    """The lineage of one project. Writes: :meth:`record` (one transaction per run). Reads:
+    range scans, each in its own short transaction (a BFS never holds one open)."""
+
+    def __init__(self, db: Database, project: str, *, layout: Any = None,
+                 tables: TableIds | None = None, owns_db: bool = False) -> None:
+        from ushas_catalog.layout import DEFAULT_LAYOUT
+
+        self.db = db
+        self.project = project
+        self.layout = layout or DEFAULT_LAYOUT
+        self.tables: TableIds = tables or NoTableIds()
+        self._owns_db = owns_db
+        root = self.layout.project(project)
+        lineage = root.add("DataLineage")
+        self._run = lineage.add("LineageRun")
+        self._by_time = lineage.add("LineageRunByTime")
+        self._run_ds = lineage.add("LineageRunDataset")
+        self._access = lineage.add("LineageDatasetAccess")
+        self._run_edge = lineage.add("LineageRunEdge")
+        self._up = lineage.add("LineageUpstream")
+        self._down = lineage.add("LineageDownstream")
+        self._ds = lineage.add("LineageDataset")
+        self._names = lineage.add("LineageDatasetName")
+        self._counter = lineage.add("LineageCounter")
+        self._source = lineage.add("LineageCaptureSource")
+        self._usage = root.add("UsageProfile").add("DatasetUsage")
+
+    @classmethod
+    def open(cls, uri: str, project: str = "default", *, tables: TableIds | None = None) -> LineageStore:
+        from ushas_catalog.kv import open_database
+
+        return cls(open_database(uri), project, tables=tables, owns_db=True)
+
+    def close(self) -> None:
+        if self._owns_db:
+            self.db.close()
+
+    # ---- keys --------------------------------------------------------------------------------
+    @staticmethod
+    def _ds_path(base: KeySpacePath, key: DatasetKey) -> KeySpacePath:
+        if isinstance(key, uuid.UUID):
+            return base.add("tableId", key)
+        return base.add("datasetName", key)
+
+    def _counter_key(self, name: str) -> bytes:
+        return self._counter.add("counter", name).key()
+
+    # ---- writes ------------------------------------------------------------------------------
+    def dataset_key(self, tr: Transaction, dataset: Dataset) -> DatasetKey:
+        if dataset.kind is DatasetKind.TABLE:
+            table_id = self.tables.table_id(tr, dataset)
+            if table_id is not None:
+                return table_id
+        if dataset.kind is DatasetKind.INLINE:
+            raise InvalidArgument(f"in-query source {dataset.name} is not a stored dataset")
+        name = dataset.name
+        if not name:
+            raise InvalidArgument(f"dataset without a name: {dataset.to_dict()}")
+        return name
+
+    def record(self, captured: CapturedRun) -> bool:
+        """Store one run in one transaction. False when that run was already stored."""
+        _validate(captured)
+        return self.db.run(lambda tr: self._record(tr, captured))
+
+    def _record(self, tr: Transaction, captured: CapturedRun) -> bool:
+        run = captured.run
+        run_key = self._run.add("runId", run.run_id).key()
+        if tr.get(run_key) is not None:
+            return False
+        t = run.end_ms
+        tr.set(run_key, json.dumps(_clip_run(run).to_dict(), separators=(",", ":")).encode())
+        tr.set(self._by_time.add("time", t).add("runId", run.run_id).key(), b"")
+        keys: dict[Dataset, DatasetKey] = {}
+
+        def key_of(ds: Dataset) -> DatasetKey:
+            if ds not in keys:
+                keys[ds] = self.dataset_key(tr, ds)
+                ref = DatasetRef(keys[ds], ds)
+                tr.set(self._ds_path(self._ds, keys[ds]).key(), ref.to_value())
+                tr.set(self._names.add("name", ds.name).pack((keys[ds],)), b"")
+            return keys[ds]
+
+        day = _day(t)
+        ok = run.status is RunStatus.COMPLETE
+        for access, datasets in ((Access.READ, captured.reads), (Access.WRITE, captured.writes)):
+            for ds in dict.fromkeys(d for d in datasets if d.kind is not DatasetKind.INLINE):
+                k = key_of(ds)
+                tr.set(self._run_ds.add("runId", run.run_id).pack((access.value, k)),
+                       DatasetRef(k, ds).to_value())
+                tr.set(self._ds_path(self._access, k).pack((t, run.run_id, access.value)), b"")
+                if ok:
+                    counter = "reads" if access is Access.READ else "writes"
+                    tr.add(self._ds_path(self._usage, k).pack((day, counter)), 1)
+        if ok:
+            for edge in captured.edges:
+                if edge.source.dataset is None or edge.source.dataset.kind is DatasetKind.INLINE:
+                    continue
+                if edge.target is not None and edge.target.dataset is None:
+                    continue
+                src = key_of(edge.source.dataset)
+                target_ds = edge.target.dataset if edge.target is not None else _single_write(captured)
+                if target_ds is None or target_ds.kind is DatasetKind.INLINE:
+                    continue
+                tgt = key_of(target_ds)
+                tcol = edge.target.name if edge.target is not None else None
+                scol = edge.source.name
+                sub = edge.subtype.value
+                                tr.set(self._run_edge.add("runId", run.run_id).pack((tgt, tcol, src, scol, sub)),
+                       edge.expression[:MAX_EXPRESSION_CHARS].encode())
+                tr.set(self._ds_path(self._up, tgt).pack((tcol, t, run.run_id, src, scol, sub)), b"")
+                tr.set(self._ds_path(self._down, src).pack((scol, t, run.run_id, tgt, tcol, sub)), b"")
+        tr.add(self._counter_key("captured"), 1)
+        if run.status is RunStatus.FAIL:
+            tr.add(self._counter_key("failed"), 1)
+        return True
+
+    def add_dropped(self, count: int) -> None:
+        """Count runs the capture had to drop (atomic; called once the store answers again)."""
+        if count < 0:
+            raise InvalidArgument("a dropped count cannot be negative")
+        if count:
+            self.db.run(lambda tr: tr.add(self._counter_key("dropped"), count))
+
+    def report_source(self, source: str, *, captured: int, dropped: int, pending: int) -> None:
+        """Publish one capturing process's counters (what ``ushas lineage status`` shows)."""
+        value = json.dumps({"captured": captured, "dropped": dropped, "pending": pending,
+                            "updated_ms": now_ms()}).encode()
+        self.db.run(lambda tr: tr.set(self._source.add("source", source).key(), value))
+
+    # ---- reads: runs ------------------------------------------------------------------------
+    def get_run(self, run_id: uuid.UUID) -> Run:
+        value = self.db.run(lambda tr: tr.get(self._run.add("runId", run_id).key()))
+        if value is None:
+            raise NoSuchRun(f"no lineage run {run_id}")
+        return Run.from_dict(json.loads(value))
+
+    def has_run(self, run_id: uuid.UUID) -> bool:
+        return self.db.run(lambda tr: tr.get(self._run.add("runId", run_id).key())) is not None
+
+    def find_runs(self, prefix: str) -> list[uuid.UUID]:
+        """Run ids whose text starts with ``prefix`` (the CLI accepts an unambiguous prefix).
+        A full id is one point read; a prefix scans the run index."""
+        try:
+            full = uuid.UUID(prefix)
+        except ValueError:
+            full = None
+        if full is not None:
+            return [full] if self.has_run(full) else []
+        begin, end = self._run.range()
+
+        def scan(tr: Transaction) -> list[uuid.UUID]:
+            out = []
+            for kv in tr.get_range(begin, end, snapshot=True):
+                rid = self.layout.keyspace.parse(kv.key).value_of("runId")
+                if str(rid).startswith(prefix.lower()):
+                    out.append(rid)
+            return out
+
+        return self.db.run(scan)
+
+    def runs_between(self, since: int | None = None, until: int | None = None, *,
+                     limit: int = 0, reverse: bool = False) -> list[Run]:
+        """Runs that ended in ``[since, until]``, in time order (newest first if ``reverse``)."""
+        begin = self._by_time.add("time", _bound(since, 0)).key()
+        end = self._by_time.add("time", _bound(until, _MAX_MS - 1) + 1).key()
+
+        def scan(tr: Transaction) -> list[Run]:
+            out = []
+            for kv in tr.get_range(begin, end, limit=limit, reverse=reverse, snapshot=True):
+                rid = self.layout.keyspace.parse(kv.key).value_of("runId")
+                value = tr.get(self._run.add("runId", rid).key(), snapshot=True)
+                if value is not None:
+                    out.append(Run.from_dict(json.loads(value)))
+            return out
+
+        return self.db.run(scan)
+
+    def run_datasets(self, run_id: uuid.UUID) -> list[tuple[Access, DatasetRef]]:
+        base = self._run_ds.add("runId", run_id)
+
+        def scan(tr: Transaction) -> list[tuple[Access, DatasetRef]]:
+            out = []
+            for kv in tr.get_range(*base.range(), snapshot=True):
+                access, key = _suffix(base, kv.key)
+                out.append((Access(access), DatasetRef.from_value(key, kv.value)))
+            return out
+
+        return self.db.run(scan)
+
+    def run_edges(self, run_id: uuid.UUID) -> list[tuple[StoredEdge, str]]:
+        """The edges one run stored, with their expressions."""
+        base = self._run_edge.add("runId", run_id)
+        run = self.get_run(run_id)
+
+        def scan(tr: Transaction) -> list[tuple[StoredEdge, str]]:
+            out = []
+            for kv in tr.get_range(*base.range(), snapshot=True):
+                tgt, tcol, src, scol, sub = _suffix(base, kv.key)
+                out.append((StoredEdge(tgt, tcol, src, scol, EdgeSubtype(sub), run_id, run.end_ms),
+                            kv.value.decode()))
+            return out
+
+        return self.db.run(scan)
+
+    def expression(self, edge: StoredEdge) -> str:
+        key = self._run_edge.add("runId", edge.run_id).pack(
+            (edge.target, edge.target_column, edge.source,
+             edge.source_column, edge.subtype.value))
+        value = self.db.run(lambda tr: tr.get(key, snapshot=True))
+        return value.decode() if value is not None else ""
+
+    def accesses(self, key: DatasetKey, since: int | None = None, until: int | None = None, *,
+                 access: Access | None = None, limit: int = 0, reverse: bool = False) -> list[AccessRow]:
+        """Who read / wrote dataset ``key`` in ``[since, until]``: one range scan."""
+        base = self._ds_path(self._access, key)
+        begin = base.pack((_bound(since, 0),))
+        end = base.pack((_bound(until, _MAX_MS - 1) + 1,))
+
+        def scan(tr: Transaction) -> list[AccessRow]:
+            out = []
+            for kv in tr.get_range(begin, end, reverse=reverse, snapshot=True):
+                t, rid, acc = _suffix(base, kv.key)
+                if access is None or acc == access.value:
+                    out.append(AccessRow(key, t, rid, Access(acc)))
+                    if limit and len(out) >= limit:
+                        break
+            return out
+
+        return self.db.run(scan)
+
+    # ---- reads: edges -----------------------------------------------------------------------
+    def upstream_edges(self, target: DatasetKey, column: str | None, since: int | None = None,
+                       until: int | None = None, *, all_columns: bool = False) -> list[StoredEdge]:
+        """Edges INTO ``target``: into ``column`` (plus the dataset-wide INDIRECT ones), or into
+        every column when ``all_columns``; edges of runs that ended in ``[since, until]``."""
+        return self._edges(self._up, target, column, since, until, all_columns, upstream=True)
+
+    def downstream_edges(self, source: DatasetKey, column: str | None, since: int | None = None,
+                         until: int | None = None, *, all_columns: bool = False) -> list[StoredEdge]:
+        """Edges OUT OF ``source`` column ``column`` (or every column when ``all_columns``)."""
+        return self._edges(self._down, source, column, since, until, all_columns, upstream=False)
+
+    def _edges(self, index: KeySpacePath, key: DatasetKey, column: str | None, since: int | None,
+               until: int | None, all_columns: bool, upstream: bool) -> list[StoredEdge]:
+        base = self._ds_path(index, key)
+        lo, hi = _bound(since, 0), _bound(until, _MAX_MS - 1)
+        if all_columns:
+            ranges = [base.range()]
+        else:
+            cols: list[str | None] = [column]
+            if upstream and column is not None:
+                cols.append(None)  # dataset-wide INDIRECT edges affect every column
+            ranges = [(base.pack((c, lo)), base.pack((c, hi + 1))) for c in cols]
+
+        def scan(tr: Transaction) -> list[StoredEdge]:
+            out = []
+            for begin, end in ranges:
+                for kv in tr.get_range(begin, end, snapshot=True):
+                    col, t, rid, other, ocol, sub = _suffix(base, kv.key)
+                    if not lo <= t <= hi:
+                        continue
+                    if upstream:
+                        out.append(StoredEdge(key, col, other, ocol, EdgeSubtype(sub), rid, t))
+                    else:
+                        out.append(StoredEdge(other, ocol, key, col, EdgeSubtype(sub), rid, t))
+            return out
+
+        return self.db.run(scan)
+
+    # ---- reads: datasets --------------------------------------------------------------------
+    def dataset(self, key: DatasetKey) -> DatasetRef | None:
+        value = self.db.run(lambda tr: tr.get(self._ds_path(self._ds, key).key(), snapshot=True))
+        return DatasetRef.from_value(key, value) if value is not None else None
+
+    def keys_named(self, name: str) -> list[DatasetKey]:
+        """Every dataset key ever captured under ``name`` (tables renamed since included)."""
+        base = self._names.add("name", name)
+
+        def scan(tr: Transaction) -> list[DatasetKey]:
+            return [_suffix(base, kv.key)[0] for kv in tr.get_range(*base.range(), snapshot=True)]
+
+        return self.db.run(scan)
+
+    def current_table_id(self, dataset: Dataset) -> uuid.UUID | None:
+        return self.db.run(lambda tr: self.tables.table_id(tr, dataset))
+
+    def describe(self, key: DatasetKey) -> dict[str, Any]:
+        """Display form of a dataset key: its current name, and whether it was dropped."""
+        ref = self.dataset(key)
+        if isinstance(key, uuid.UUID):
+            state = self.db.run(lambda tr: self.tables.table_state(tr, key))
+            if state is not None:
+                return {"name": state.name, "table_id": str(key), "dropped": state.dropped}
+            name = ref.name if ref is not None else str(key)
+            return {"name": name, "table_id": str(key), "dropped": True}
+        return {"name": key, "dropped": False}
+
+    def usage(self, key: DatasetKey, since: int | None = None, until: int | None = None) -> list[Usage]:
+        """Reads / writes per day (UTC) of dataset ``key``."""
+        base = self._ds_path(self._usage, key)
+        begin = base.pack((_day(_bound(since, 0)),))
+        end = base.pack((_day(_bound(until, _MAX_MS - 1)) + 1,))
+
+        def scan(tr: Transaction) -> dict[int, dict[str, int]]:
+            days: dict[int, dict[str, int]] = {}
+            for kv in tr.get_range(begin, end, snapshot=True):
+                day, counter = _suffix(base, kv.key)
+                days.setdefault(day, {})[counter] = _from_le(kv.value)
+            return days
+
+        days = self.db.run(scan)
+        return [Usage(_day_text(d), c.get("reads", 0), c.get("writes", 0)) for d, c in sorted(days.items())]
+
+    def status(self) -> StoreStatus:
+        begin, end = self._source.range()
+
+        def read(tr: Transaction) -> StoreStatus:
+            captured = _from_le(tr.get(self._counter_key("captured"), snapshot=True))
+            dropped = _from_le(tr.get(self._counter_key("dropped"), snapshot=True))
+            sources: dict[str, dict[str, int]] = {}
+            for kv in tr.get_range(begin, end, snapshot=True):
+                name = self.layout.keyspace.parse(kv.key).value_of("source")
+                sources[name] = json.loads(kv.value)
+            pending = sum(int(s.get("pending", 0)) for s in sources.values())
+            return StoreStatus(captured, dropped, pending, sources)
+
+        return self.db.run(read)
+
+
+def _suffix(base: KeySpacePath, key: bytes) -> tuple[Any, ...]:
+    return fdbtuple.unpack(key[len(base.key()):])
+
+
+def _single_write(captured: CapturedRun) -> Dataset | None:
+    writes = [d for d in captured.writes if d.kind is not DatasetKind.INLINE]
+    return writes[0] if len(writes) == 1 else None
+
+
+def _clip_run(run: Run) -> Run:
+    sql = run.sql
+    if sql is not None and len(sql) > MAX_SQL_CHARS:
+        sql = sql[:MAX_SQL_CHARS] + " …[truncated]"
+    error = run.error
+    if error is not None and len(error) > MAX_ERROR_CHARS:
+        error = error[:MAX_ERROR_CHARS] + " …[truncated]"
+    return replace(run, sql=sql, error=error)
+
+
+def _validate(captured: CapturedRun) -> None:
+    run = captured.run
+    if run.end_ms < run.start_ms:
+        raise InvalidArgument(f"run {run.run_id} ends ({run.end_ms}) before it starts ({run.start_ms})")
+    if run.start_ms < 0:
+        raise InvalidArgument(f"run {run.run_id} has a negative start time")
+    for edge in captured.edges:
+        if edge.source.dataset is None:
+            raise InvalidArgument(f"edge source {edge.source} is not a dataset column")
+
+
+def edges_of(results: Iterable[Any]) -> tuple[Edge, ...]:
+    """The leaf-level edges of several :class:`~lineage.model.LineageResult` s, each edge once."""
+    seen: dict[Edge, None] = {}
+    for result in results:
+        for edge in result.edges:
+            seen.setdefault(edge)
+    return tuple(seen)
+
+
+Opener = Callable[[], LineageStore]
+
+__all__ = ["Access", "AccessRow", "CapturedRun", "DatasetKey", "DatasetRef", "LineageStore", "NoTableIds",
+           "Run", "RunStatus", "StoreStatus", "StoredEdge", "TableIds", "TableState", "Usage", "edges_of",
+           "now_ms", "run_id_for", "Opener"]
