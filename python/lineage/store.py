@@ -348,7 +348,7 @@ class LineageStore:
                 tcol = edge.target.name if edge.target is not None else None
                 scol = edge.source.name
                 sub = edge.subtype.value
-                                tr.set(self._run_edge.add("runId", run.run_id).pack((tgt, tcol, src, scol, sub)),
+                tr.set(self._run_edge.add("runId", run.run_id).pack((tgt, tcol, src, scol, sub)),
                        edge.expression[:MAX_EXPRESSION_CHARS].encode())
                 tr.set(self._ds_path(self._up, tgt).pack((tcol, t, run.run_id, src, scol, sub)), b"")
                 tr.set(self._ds_path(self._down, src).pack((scol, t, run.run_id, tgt, tcol, sub)), b"")
