@@ -22,6 +22,9 @@ from lineage.sql import sql_lineage
 from lineage.sql_schema import MappingSchema, MetastoreSchema, spark_type_sql, struct_columns
 from ushas_catalog.errors import InvalidArgument, NoSuchTable, NotFound
 
+#: whose lineage these cases test (read by gen_coverage.py): the SQL-text producer
+PRODUCER = "sqlglot"
+
 SCHEMA: dict[str, dict[str, str]] = {
     "t": {"a": "int", "b": "int", "c": "string", "s": "struct<x:int,y:string>", "arr": "array<int>"},
     "u": {"a": "int", "k": "int", "v": "string"},
