@@ -1,0 +1,67 @@
+package io.ushas.spark;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import org.apache.spark.sql.catalyst.analysis.NamespaceAlreadyExistsException;
+import org.apache.spark.sql.catalyst.analysis.NoSuchNamespaceException;
+import org.apache.spark.sql.catalyst.analysis.NoSuchTableException;
+import org.apache.spark.sql.catalyst.analysis.NoSuchViewException;
+import org.apache.spark.sql.catalyst.analysis.NonEmptyNamespaceException;
+import org.apache.spark.sql.catalyst.analysis.TableAlreadyExistsException;
+import org.apache.spark.sql.catalyst.analysis.ViewAlreadyExistsException;
+import org.apache.spark.sql.connector.catalog.Identifier;
+
+/**
+ * Turns a typed Python error into the Spark exception a Spark user expects
+ * (the mapping mirrors {@code ushas_catalog.errors.SPARK_EXCEPTION}). Spark's own exceptions
+ * carry Spark's error classes (TABLE_OR_VIEW_NOT_FOUND, SCHEMA_NOT_FOUND, ...).
+ */
+final class Errors {
+    private Errors() {}
+
+    /** Thrown for an error answer; unchecked so it passes through any Spark interface method. */
+    static RuntimeException toSpark(JsonNode error, Identifier ident, String[] namespace) {
+        String type = Json.text(error, "type");
+        String message = Json.text(error, "message");
+        String[] ns = namespace != null ? namespace : ident != null ? ident.namespace() : new String[0];
+        RuntimeException sneaky = switch (type == null ? "" : type) {
+            case "NoSuchTable" -> sneak(ident != null ? new NoSuchTableException(ident)
+                    : new NoSuchTableException(String.join(".", ns), message));
+            case "NoSuchView" -> sneak(ident != null ? new NoSuchViewException(ident)
+                    : new NoSuchTableException(String.join(".", ns), message));
+            case "NoSuchNamespace", "NoSuchCatalog" -> sneak(new NoSuchNamespaceException(ns));
+            case "NamespaceAlreadyExists" -> sneak(new NamespaceAlreadyExistsException(ns));
+            case "TableAlreadyExists" -> sneak(ident != null ? new TableAlreadyExistsException(ident)
+                    : new TableAlreadyExistsException(message));
+            case "ViewAlreadyExists" -> sneak(ident != null ? new ViewAlreadyExistsException(ident)
+                    : new TableAlreadyExistsException(message));
+            case "NamespaceNotEmpty" -> sneak(new NonEmptyNamespaceException(ns));
+            case "InvalidName", "InvalidArgument", "InvalidSchemaChange", "ReadOnlyMetadata", "LimitExceeded",
+                 "NoSuchPartition", "PartitionAlreadyExists", "NoSuchVersion" ->
+                    new IllegalArgumentException("[USHAS_" + type + "] " + message);
+            default -> new UshasBridgeException("[USHAS_" + type + "] " + message);
+        };
+        return sneaky;
+    }
+
+    /** Rethrows a checked Spark exception without declaring it (Spark declares them on the interface). */
+    static RuntimeException sneak(Throwable t) {
+        Errors.<RuntimeException>throwAs(t);
+        return new IllegalStateException("unreachable");
+    }
+
+    @SuppressWarnings("unchecked")
+    private static <T extends Throwable> void throwAs(Throwable t) throws T {
+        throw (T) t;
+    }
+
+    /** Failures of the bridge itself: Python missing, crashed, hanging. */
+    static final class UshasBridgeException extends RuntimeException {
+        UshasBridgeException(String message) {
+            super(message);
+        }
+
+        UshasBridgeException(String message, Throwable cause) {
+            super(message, cause);
+        }
+    }
+}

@@ -1,0 +1,402 @@
+package io.ushas.spark;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.QualifiedTableName;
+import org.apache.spark.sql.connector.catalog.Identifier;
+import org.apache.spark.sql.connector.catalog.NamespaceChange;
+import org.apache.spark.sql.connector.catalog.Relation;
+import org.apache.spark.sql.connector.catalog.RelationCatalog;
+import org.apache.spark.sql.connector.catalog.SupportsNamespaces;
+import org.apache.spark.sql.connector.catalog.Table;
+import org.apache.spark.sql.connector.catalog.TableChange;
+import org.apache.spark.sql.connector.catalog.TableInfo;
+import org.apache.spark.sql.connector.catalog.TableSummary;
+import org.apache.spark.sql.connector.catalog.View;
+import org.apache.spark.sql.connector.expressions.Expressions;
+import org.apache.spark.sql.connector.expressions.NamedReference;
+import org.apache.spark.sql.connector.expressions.Transform;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The Spark catalog plugin: {@code spark.sql.catalog.<name>=io.ushas.spark.UshasCatalog}. Thin: every
+ * method is one JSON request to Python ({@code ushas_catalog.spark_ops}) and builds Spark objects from the
+ * answer. Options: {@code uri} (required), {@code project} (default {@code default}), {@code catalog}
+ * (default: the Spark catalog name), {@code warehouse}, {@code timeout} (seconds per call, default 30),
+ * {@code python}, {@code bridge} ({@code auto} | {@code pyspark}).
+ */
+public class UshasCatalog implements RelationCatalog, SupportsNamespaces {
+    static final String COMMIT_PROTOCOL_CONF = "spark.sql.sources.commitProtocolClass";
+    static final String DEFAULT_COMMIT_PROTOCOL =
+            "org.apache.spark.sql.execution.datasources.SQLHadoopMapReduceCommitProtocol";
+
+    private String name;
+    private ObjectNode context;
+    private Bridge.BridgeOptions bridgeOptions;
+    private Configuration hadoopConf;
+
+    @Override
+    public void initialize(String name, CaseInsensitiveStringMap options) {
+        this.name = name;
+        SparkSession session = SparkSession.active();
+        String uri = options.get("uri");
+        if (uri == null || uri.isBlank()) {
+            throw new IllegalArgumentException("[USHAS_InvalidArgument] spark.sql.catalog." + name
+                    + ".uri is required (e.g. sqlite:///path/ushas.db or fdb:///etc/foundationdb/fdb.cluster)");
+        }
+        context = Json.object();
+        context.put("uri", uri);
+        context.put("project", options.getOrDefault("project", "default"));
+        context.put("catalog", options.getOrDefault("catalog", name));
+        context.put("spark_catalog", name);
+        String warehouse = options.get("warehouse");
+        if (warehouse == null) {
+            warehouse = session.conf().get("spark.sql.warehouse.dir", "spark-warehouse") + "/" + name;
+        }
+        hadoopConf = session.sessionState().newHadoopConf();
+        context.put("warehouse", qualify(warehouse));
+        String python = options.get("python");
+        if (python == null) python = session.conf().get("spark.pyspark.python", null);
+        if (python == null) python = System.getenv("PYSPARK_PYTHON");
+        if (python == null) python = "python3";
+        bridgeOptions = new Bridge.BridgeOptions(python, options.getInt("timeout", 30),
+                options.getInt("startTimeout", 60), "pyspark".equalsIgnoreCase(options.getOrDefault("bridge", "auto")));
+        // partitions written by Spark's file writer are registered by the commit protocol
+        String protocol = session.conf().get(COMMIT_PROTOCOL_CONF, DEFAULT_COMMIT_PROTOCOL);
+        if (DEFAULT_COMMIT_PROTOCOL.equals(protocol)) {
+            session.conf().set(COMMIT_PROTOCOL_CONF, UshasCommitProtocol.class.getName());
+        }
+        call("open", request(), null, null);
+    }
+
+    @Override
+    public String name() {
+        return name;
+    }
+
+    @Override
+    public String[] defaultNamespace() {
+        return new String[] {"default"};
+    }
+
+    // ---- transport --------------------------------------------------------------------------------
+    ObjectNode request() {
+        ObjectNode r = Json.object();
+        r.set("ctx", context);
+        return r;
+    }
+
+    ObjectNode request(Identifier ident) {
+        ObjectNode r = request();
+        r.set("namespace", Json.strings(ident.namespace()));
+        r.put("name", ident.name());
+        return r;
+    }
+
+    ObjectNode request(String[] namespace) {
+        ObjectNode r = request();
+        r.set("namespace", Json.strings(namespace));
+        return r;
+    }
+
+    /** One round trip; a Python error becomes the matching Spark exception. */
+    JsonNode call(String op, ObjectNode request, Identifier ident, String[] namespace) {
+        JsonNode answer = Bridge.call(op, request, bridgeOptions);
+        JsonNode error = answer.get("error");
+        if (error != null && !error.isNull()) throw Errors.toSpark(error, ident, namespace);
+        deletePaths(answer.get("delete_paths"));
+        return answer;
+    }
+
+    Configuration hadoopConf() {
+        return hadoopConf;
+    }
+
+    String qualify(String location) {
+        try {
+            Path p = new Path(location);
+            return p.getFileSystem(hadoopConf).makeQualified(p).toString();
+        } catch (IOException e) {
+            throw new IllegalArgumentException("[USHAS_InvalidArgument] invalid location " + location + ": " + e, e);
+        }
+    }
+
+    /** Data removal Python asked for after its metadata commit (dropped managed tables, partitions). */
+    void deletePaths(JsonNode paths) {
+        if (paths == null || paths.isNull()) return;
+        for (JsonNode p : paths) {
+            Path path = new Path(p.asText());
+            try {
+                FileSystem fs = path.getFileSystem(hadoopConf);
+                if (fs.exists(path)) fs.delete(path, true);
+            } catch (IOException e) {
+                throw new Errors.UshasBridgeException("Ushas catalog: metadata committed but deleting " + path
+                        + " failed: " + e.getMessage(), e);
+            }
+        }
+    }
+
+    // ---- namespaces -------------------------------------------------------------------------------
+    @Override
+    public String[][] listNamespaces() {
+        return namespaces(call("list_namespaces", request(new String[0]), null, new String[0]));
+    }
+
+    @Override
+    public String[][] listNamespaces(String[] namespace) {
+        return namespaces(call("list_namespaces", request(namespace), null, namespace));
+    }
+
+    private static String[][] namespaces(JsonNode answer) {
+        List<String[]> out = new ArrayList<>();
+        for (JsonNode ns : answer.get("namespaces")) out.add(Json.toStrings(ns));
+        return out.toArray(new String[0][]);
+    }
+
+    @Override
+    public boolean namespaceExists(String[] namespace) {
+        return call("namespace_exists", request(namespace), null, namespace).get("exists").asBoolean();
+    }
+
+    @Override
+    public Map<String, String> loadNamespaceMetadata(String[] namespace) {
+        return Json.toMap(call("load_namespace", request(namespace), null, namespace).get("metadata"));
+    }
+
+    @Override
+    public void createNamespace(String[] namespace, Map<String, String> metadata) {
+        ObjectNode r = request(namespace);
+        r.set("metadata", Json.map(metadata));
+        call("create_namespace", r, null, namespace);
+    }
+
+    @Override
+    public void alterNamespace(String[] namespace, NamespaceChange... changes) {
+        ObjectNode r = request(namespace);
+        ArrayNode out = r.putArray("changes");
+        for (NamespaceChange c : changes) {
+            if (c instanceof NamespaceChange.SetProperty s) {
+                out.addObject().put("kind", "SetProperty").put("property", s.property()).put("value", s.value());
+            } else if (c instanceof NamespaceChange.RemoveProperty rm) {
+                out.addObject().put("kind", "RemoveProperty").put("property", rm.property());
+            } else {
+                throw new IllegalArgumentException("[USHAS_InvalidArgument] unsupported namespace change " + c);
+            }
+        }
+        call("alter_namespace", r, null, namespace);
+    }
+
+    @Override
+    public boolean dropNamespace(String[] namespace, boolean cascade) {
+        ObjectNode r = request(namespace);
+        r.put("cascade", cascade);
+        return call("drop_namespace", r, null, namespace).get("dropped").asBoolean();
+    }
+
+    // ---- relations --------------------------------------------------------------------------------
+    @Override
+    public Relation loadRelation(Identifier ident) {
+        JsonNode answer = call("load_relation", request(ident), ident, null);
+        if ("view".equals(Json.text(answer, "kind"))) return view(answer.get("view"));
+        return table(ident, answer.get("table"));
+    }
+
+    @Override
+    public Table loadTable(Identifier ident) {
+        JsonNode answer = call("load_table", request(ident), ident, null);
+        return table(ident, answer.get("table"));
+    }
+
+    @Override
+    public boolean tableExists(Identifier ident) {
+        return call("relation_exists", request(ident).put("kind", "table"), ident, null).get("exists").asBoolean();
+    }
+
+    @Override
+    public boolean viewExists(Identifier ident) {
+        return call("relation_exists", request(ident).put("kind", "view"), ident, null).get("exists").asBoolean();
+    }
+
+    @Override
+    public TableSummary[] listRelationSummaries(String[] namespace) {
+        JsonNode answer = call("list_relations", request(namespace), null, namespace);
+        List<TableSummary> out = new ArrayList<>();
+        for (JsonNode r : answer.get("relations")) {
+            out.add(TableSummary.of(Identifier.of(namespace, r.get("name").asText()), r.get("type").asText()));
+        }
+        return out.toArray(new TableSummary[0]);
+    }
+
+    @Override
+    public TableSummary[] listTableSummaries(String[] namespace) {
+        List<TableSummary> out = new ArrayList<>();
+        for (TableSummary s : listRelationSummaries(namespace)) {
+            if (!TableSummary.VIEW_TABLE_TYPE.equals(s.tableType())) out.add(s);
+        }
+        return out.toArray(new TableSummary[0]);
+    }
+
+    @Override
+    public Identifier[] listTables(String[] namespace) {
+        return idents(namespace, call("list_relations", request(namespace).put("kind", "table"), null, namespace));
+    }
+
+    @Override
+    public Identifier[] listViews(String[] namespace) {
+        return idents(namespace, call("list_relations", request(namespace).put("kind", "view"), null, namespace));
+    }
+
+    private static Identifier[] idents(String[] namespace, JsonNode answer) {
+        List<Identifier> out = new ArrayList<>();
+        for (JsonNode r : answer.get("relations")) out.add(Identifier.of(namespace, r.get("name").asText()));
+        return out.toArray(new Identifier[0]);
+    }
+
+    // ---- tables -----------------------------------------------------------------------------------
+    @Override
+    public Table createTable(Identifier ident, TableInfo info) {
+        ObjectNode r = request(ident);
+        r.put("schema", info.schema().json());
+        ArrayNode parts = r.putArray("partitioning");
+        for (Transform t : info.partitions()) {
+            ObjectNode p = parts.addObject().put("transform", t.name()).put("text", t.toString());
+            ArrayNode cols = p.putArray("columns");
+            for (NamedReference ref : t.references()) cols.add(String.join(".", ref.fieldNames()));
+        }
+        r.set("properties", Json.map(info.properties()));
+        return table(ident, call("create_table", r, ident, null).get("table"));
+    }
+
+    @Override
+    public Table alterTable(Identifier ident, TableChange... changes) {
+        ObjectNode r = request(ident);
+        r.set("changes", TableChanges.toJson(changes));
+        return table(ident, call("alter_table", r, ident, null).get("table"));
+    }
+
+    @Override
+    public boolean dropTable(Identifier ident) {
+        invalidateTable(ident);
+        return call("drop_table", request(ident).put("purge", false), ident, null).get("dropped").asBoolean();
+    }
+
+    @Override
+    public boolean purgeTable(Identifier ident) {
+        invalidateTable(ident);
+        return call("drop_table", request(ident).put("purge", true), ident, null).get("dropped").asBoolean();
+    }
+
+    @Override
+    public void renameTable(Identifier from, Identifier to) {
+        invalidateTable(from);
+        ObjectNode r = request(from);
+        r.set("to", Json.strings(toParts(to)));
+        call("rename_table", r, from, null);
+    }
+
+    @Override
+    public void invalidateTable(Identifier ident) {
+        String[] ns = ident.namespace();
+        SparkSession.getActiveSession().foreach(s -> {
+            s.sessionState().catalog().invalidateCachedTable(
+                    new QualifiedTableName(name, ns.length == 1 ? ns[0] : String.join(".", ns), ident.name()));
+            return null;
+        });
+    }
+
+    static String[] toParts(Identifier ident) {
+        String[] out = new String[ident.namespace().length + 1];
+        System.arraycopy(ident.namespace(), 0, out, 0, ident.namespace().length);
+        out[out.length - 1] = ident.name();
+        return out;
+    }
+
+    /** A table answer from Python -> the Spark table. Spark's V1 file path reads it. */
+    UshasTable table(Identifier ident, JsonNode t) {
+        // the relation Spark caches per session lists files once: drop it so every query sees fresh data
+        invalidateTable(ident);
+        StructType schema = (StructType) DataType.fromJson(t.get("schema").asText());
+        String[] partitionBy = Json.toStrings(t.get("partition_by"));
+        Transform[] transforms = new Transform[partitionBy.length];
+        for (int i = 0; i < partitionBy.length; i++) transforms[i] = Expressions.identity(partitionBy[i]);
+        Map<String, String> props = Json.toMap(t.get("properties"));
+        TableInfo info = new TableInfo.Builder()
+                .withProperties(props)  // first: it replaces the whole map
+                .withSchema(schema)
+                .withPartitions(transforms)
+                .build();
+        UshasTable table = new UshasTable(info, name + "." + String.join(".", toParts(ident)), this, ident,
+                partitionBy, t);
+        UshasCommitProtocol.track(qualify(props.get(TableCatalog_PROP_LOCATION)), this, ident);
+        return table;
+    }
+
+    static final String TableCatalog_PROP_LOCATION = org.apache.spark.sql.connector.catalog.TableCatalog.PROP_LOCATION;
+
+    // ---- views ------------------------------------------------------------------------------------
+    private View view(JsonNode v) {
+        View.Builder b = new View.Builder()
+                .withProperties(Json.toMap(v.get("properties")))
+                .withSchema((StructType) DataType.fromJson(v.get("schema").asText()))
+                .withQueryText(v.get("sql").asText())
+                .withCurrentCatalog(Json.text(v, "current_catalog"))
+                .withCurrentNamespace(Json.toStrings(v.get("current_namespace")))
+                .withQueryColumnNames(Json.toStrings(v.get("query_column_names")))
+                .withSqlConfigs(Json.toMap(v.get("sql_configs")));
+        if (Json.text(v, "schema_mode") != null) b = b.withSchemaMode(Json.text(v, "schema_mode"));
+        return b.build();
+    }
+
+    private ObjectNode viewRequest(Identifier ident, View view, boolean replace) {
+        ObjectNode r = request(ident);
+        r.put("sql", view.queryText());
+        r.put("schema", view.schema().json());
+        r.set("properties", Json.map(view.properties()));
+        r.put("current_catalog", view.currentCatalog());
+        r.set("current_namespace", Json.strings(view.currentNamespace() == null ? new String[0] : view.currentNamespace()));
+        r.set("query_column_names", Json.strings(view.queryColumnNames() == null ? new String[0] : view.queryColumnNames()));
+        r.set("sql_configs", Json.map(view.sqlConfigs()));
+        r.put("schema_mode", view.schemaMode());
+        r.put("replace", replace);
+        return r;
+    }
+
+    @Override
+    public View createView(Identifier ident, View view) {
+        return view(call("create_view", viewRequest(ident, view, false), ident, null).get("view"));
+    }
+
+    @Override
+    public View replaceView(Identifier ident, View view) {
+        return view(call("create_view", viewRequest(ident, view, true), ident, null).get("view"));
+    }
+
+    @Override
+    public View createOrReplaceView(Identifier ident, View view) {
+        return view(call("create_view", viewRequest(ident, view, true), ident, null).get("view"));
+    }
+
+    @Override
+    public boolean dropView(Identifier ident) {
+        return call("drop_view", request(ident), ident, null).get("dropped").asBoolean();
+    }
+
+    @Override
+    public void renameView(Identifier from, Identifier to) {
+        ObjectNode r = request(from);
+        r.set("to", Json.strings(toParts(to)));
+        call("rename_view", r, from, null);
+    }
+}

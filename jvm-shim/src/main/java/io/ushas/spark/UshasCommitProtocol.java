@@ -1,0 +1,118 @@
+package io.ushas.spark;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.mapreduce.JobContext;
+import org.apache.spark.internal.io.FileCommitProtocol;
+import org.apache.spark.sql.connector.catalog.Identifier;
+import org.apache.spark.sql.execution.datasources.SQLHadoopMapReduceCommitProtocol;
+import scala.Tuple2;
+import scala.jdk.javaapi.CollectionConverters;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeSet;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * Spark's SQL commit protocol, plus: when the job wrote into the location of a table of an Ushas catalog,
+ * the written partitions (with their file count and bytes, listed after the commit) and the paths the write
+ * cleared first are sent to Python before the write is acknowledged, in one metadata transaction.
+ * Set as {@code spark.sql.sources.commitProtocolClass} (the catalog does it when the default is in place).
+ */
+public class UshasCommitProtocol extends SQLHadoopMapReduceCommitProtocol {
+    private static final long serialVersionUID = 1L;
+    /** table locations this JVM loaded -> the catalog and identifier to register writes with */
+    private static final Map<String, Target> TARGETS = new ConcurrentHashMap<>();
+
+    private final String outputPath;
+    private final boolean dynamic;
+    private final List<String> deleted = new ArrayList<>();
+
+    public UshasCommitProtocol(String jobId, String path, boolean dynamicPartitionOverwrite) {
+        super(jobId, path, dynamicPartitionOverwrite);
+        this.outputPath = path;
+        this.dynamic = dynamicPartitionOverwrite;
+    }
+
+    static void track(String location, UshasCatalog catalog, Identifier ident) {
+        TARGETS.put(strip(location), new Target(catalog, ident));
+    }
+
+    private static String strip(String location) {
+        return location.endsWith("/") ? location.substring(0, location.length() - 1) : location;
+    }
+
+    @Override
+    public boolean deleteWithJob(FileSystem fs, Path path, boolean recursive) {
+        synchronized (deleted) {
+            deleted.add(fs.makeQualified(path).toString());
+        }
+        return super.deleteWithJob(fs, path, recursive);
+    }
+
+    @Override
+    public void commitJob(JobContext jobContext, scala.collection.immutable.Seq<FileCommitProtocol.TaskCommitMessage> commits) {
+        super.commitJob(jobContext, commits);
+        if (outputPath == null) return;
+        Path root = new Path(outputPath);
+        String qualifiedRoot;
+        FileSystem fs;
+        try {
+            fs = root.getFileSystem(jobContext.getConfiguration());
+            qualifiedRoot = strip(fs.makeQualified(root).toString());
+        } catch (IOException e) {
+            return;
+        }
+        Target target = TARGETS.get(qualifiedRoot);
+        if (target == null) return;
+        TreeSet<String> partitions = new TreeSet<>();
+        for (FileCommitProtocol.TaskCommitMessage m : CollectionConverters.asJava(commits)) {
+            if (m.obj() instanceof Tuple2<?, ?> t && t._2() instanceof scala.collection.Set<?> set) {
+                for (Object p : CollectionConverters.asJava(set)) partitions.add(p.toString());
+            }
+        }
+        ObjectNode r = target.catalog().request(target.ident());
+        r.put("location", qualifiedRoot);
+        r.put("dynamic", dynamic);
+        ArrayNode del = r.putArray("deleted");
+        synchronized (deleted) {
+            for (String d : deleted) del.add(relative(qualifiedRoot, strip(d)));
+        }
+        ArrayNode written = r.putArray("partitions");
+        for (String p : partitions) {
+            long files = 0;
+            long bytes = 0;
+            try {
+                Path dir = new Path(root, p);
+                if (fs.exists(dir)) {
+                    for (FileStatus s : fs.listStatus(dir)) {
+                        String n = s.getPath().getName();
+                        if (s.isFile() && !n.startsWith("_") && !n.startsWith(".")) {
+                            files++;
+                            bytes += s.getLen();
+                        }
+                    }
+                }
+            } catch (IOException e) {
+                throw new Errors.UshasBridgeException("Ushas catalog: cannot list written partition " + p + ": " + e, e);
+            }
+            written.addObject().put("path", p).put("files", files).put("bytes", bytes);
+        }
+        target.catalog().call("commit_files", r, target.ident(), null);
+        target.catalog().invalidateTable(target.ident());
+    }
+
+    private static String relative(String root, String path) {
+        if (path.equals(root)) return "";
+        if (path.startsWith(root + "/")) return path.substring(root.length() + 1);
+        return path;  // a custom partition location: Python matches it against partition locations
+    }
+
+    record Target(UshasCatalog catalog, Identifier ident) {}
+}

@@ -1,0 +1,174 @@
+package io.ushas.spark;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.connector.catalog.DelegatingTable;
+import org.apache.spark.sql.connector.catalog.Identifier;
+import org.apache.spark.sql.connector.catalog.SupportsAtomicPartitionManagement;
+import org.apache.spark.sql.connector.catalog.SupportsWrite;
+import org.apache.spark.sql.connector.catalog.TableCapability;
+import org.apache.spark.sql.connector.catalog.TableInfo;
+import org.apache.spark.sql.connector.catalog.TruncatableTable;
+import org.apache.spark.sql.connector.write.LogicalWriteInfo;
+import org.apache.spark.sql.connector.write.WriteBuilder;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+
+import java.io.IOException;
+import java.util.Arrays;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * A table of the catalog. Reads and SQL INSERTs take Spark's V1 file path (a {@link DelegatingTable}:
+ * pruning, pushdown, every INSERT form); CTAS / saveAsTable / insertInto reach {@link UshasWrite};
+ * partition DDL goes to Python in one call per statement.
+ */
+public class UshasTable extends DelegatingTable
+        implements SupportsWrite, SupportsAtomicPartitionManagement, TruncatableTable {
+    private final UshasCatalog catalog;
+    private final Identifier ident;
+    private final StructType partitionSchema;
+    private final JsonNode answer;
+
+    UshasTable(TableInfo info, String name, UshasCatalog catalog, Identifier ident, String[] partitionBy,
+               JsonNode answer) {
+        super(info, name);
+        this.catalog = catalog;
+        this.ident = ident;
+        this.answer = answer;
+        List<String> cols = Arrays.asList(partitionBy);
+        StructField[] fields = Arrays.stream(partitionBy)
+                .map(c -> Arrays.stream(info.schema().fields()).filter(f -> f.name().equals(c)).findFirst()
+                        .orElseThrow(() -> new IllegalStateException("partition column " + c + " not in schema")))
+                .toArray(StructField[]::new);
+        this.partitionSchema = new StructType(fields);
+        assert cols.size() == fields.length;
+    }
+
+    UshasCatalog catalog() {
+        return catalog;
+    }
+
+    Identifier ident() {
+        return ident;
+    }
+
+    /** The table as Python described it (location, format, partition columns, write options). */
+    JsonNode answer() {
+        return answer;
+    }
+
+    @Override
+    public Set<TableCapability> capabilities() {
+        Set<TableCapability> caps = EnumSet.noneOf(TableCapability.class);
+        caps.addAll(super.capabilities());
+        caps.add(TableCapability.V1_BATCH_WRITE);
+        caps.add(TableCapability.TRUNCATE);
+        caps.add(TableCapability.OVERWRITE_BY_FILTER);
+        return caps;
+    }
+
+    @Override
+    public WriteBuilder newWriteBuilder(LogicalWriteInfo info) {
+        return new UshasWrite.Builder(this, info);
+    }
+
+    // ---- partitions -------------------------------------------------------------------------------
+    @Override
+    public StructType partitionSchema() {
+        return partitionSchema;
+    }
+
+    @Override
+    public void createPartitions(InternalRow[] idents, Map<String, String>[] properties) {
+        ObjectNode r = catalog.request(ident);
+        ArrayNode parts = r.putArray("partitions");
+        for (int i = 0; i < idents.length; i++) {
+            ObjectNode p = parts.addObject();
+            p.set("values", Rows.toJson(idents[i], partitionSchema));
+            p.set("properties", Json.map(properties[i]));
+        }
+        catalog.call("add_partitions", r, ident, null);
+    }
+
+    @Override
+    public boolean dropPartitions(InternalRow[] idents) {
+        ObjectNode r = catalog.request(ident);
+        r.set("partitions", Rows.rows(idents, partitionSchema));
+        return catalog.call("drop_partitions", r, ident, null).get("dropped").asBoolean();
+    }
+
+    @Override
+    public boolean purgePartitions(InternalRow[] idents) {
+        ObjectNode r = catalog.request(ident);
+        r.set("partitions", Rows.rows(idents, partitionSchema));
+        r.put("purge", true);
+        return catalog.call("drop_partitions", r, ident, null).get("dropped").asBoolean();
+    }
+
+    @Override
+    public void replacePartitionMetadata(InternalRow partition, Map<String, String> properties) {
+        ObjectNode r = catalog.request(ident);
+        r.set("values", Rows.toJson(partition, partitionSchema));
+        r.set("properties", Json.map(properties));
+        catalog.call("replace_partition_metadata", r, ident, null);
+    }
+
+    @Override
+    public Map<String, String> loadPartitionMetadata(InternalRow partition) {
+        ObjectNode r = catalog.request(ident);
+        r.set("values", Rows.toJson(partition, partitionSchema));
+        return Json.toMap(catalog.call("load_partition", r, ident, null).get("metadata"));
+    }
+
+    @Override
+    public InternalRow[] listPartitionIdentifiers(String[] names, InternalRow prefix) {
+        ObjectNode r = catalog.request(ident);
+        StructField[] fields = Arrays.stream(names).map(n -> partitionSchema.apply(n)).toArray(StructField[]::new);
+        r.set("values", Rows.toJson(prefix, fields));
+        JsonNode parts = catalog.call("list_partitions", r, ident, null).get("partitions");
+        InternalRow[] out = new InternalRow[parts.size()];
+        for (int i = 0; i < out.length; i++) out[i] = Rows.fromJson(parts.get(i), partitionSchema);
+        return out;
+    }
+
+    @Override
+    public boolean truncatePartitions(InternalRow[] idents) {
+        ObjectNode r = catalog.request(ident);
+        r.set("partitions", Rows.rows(idents, partitionSchema));
+        JsonNode answer = catalog.call("truncate", r, ident, null);
+        clear(answer.get("clear_paths"));
+        return answer.get("truncated").asBoolean();
+    }
+
+    @Override
+    public boolean truncateTable() {
+        JsonNode answer = catalog.call("truncate", catalog.request(ident), ident, null);
+        clear(answer.get("clear_paths"));
+        catalog.invalidateTable(ident);
+        return answer.get("truncated").asBoolean();
+    }
+
+    /** Removes the data files under each path, keeping the directories (TRUNCATE). */
+    private void clear(JsonNode paths) {
+        if (paths == null) return;
+        for (JsonNode p : paths) {
+            Path path = new Path(p.asText());
+            try {
+                FileSystem fs = path.getFileSystem(catalog.hadoopConf());
+                if (!fs.exists(path)) continue;
+                for (FileStatus s : fs.listStatus(path)) fs.delete(s.getPath(), true);
+            } catch (IOException e) {
+                throw new Errors.UshasBridgeException("Ushas catalog: truncating " + path + " failed: " + e, e);
+            }
+        }
+    }
+}
