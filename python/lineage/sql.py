@@ -205,6 +205,8 @@ class StatementLineage:
         self._datasets: dict[TableName, Dataset] = {}
         self._names: dict[int, str] = {}  # id(exp.Column) -> rendered reference
         self._relations: dict[tuple[int, str], ColumnNode] = {}  # (id(table), column) -> node
+        self._pivots: dict[tuple[int, str], ColumnNode] = {}  # (id(pivot), column) -> node
+        self._table_columns: dict[TableName, list[str]] = {}
         self._generator = _RefGenerator(dialect)
         self._write, query = self._split(statement)
         self._root = self._qualified_scope(query)
@@ -213,6 +215,9 @@ class StatementLineage:
     def _split(self, statement: exp.Expr) -> tuple[_Write | None, exp.Query]:
         if isinstance(statement, exp.Query):
             return None, statement
+        if isinstance(statement, exp.Insert) and isinstance(statement.expression, exp.Values):
+            statement = statement.copy()
+            statement.set("expression", _values_query(statement.expression))
         if isinstance(statement, exp.Insert) and isinstance(statement.expression, exp.Query):
             target = statement.this
             columns: tuple[str, ...] | None = None
@@ -290,6 +295,7 @@ class StatementLineage:
             table.set("db", exp.to_identifier(database))
             table.set("catalog", exp.to_identifier(catalog))
             nested.setdefault(catalog, {}).setdefault(database, {})[name] = columns
+            self._table_columns[(catalog, database, name)] = list(columns)
         self._remember_output_names(query)
         self._remember_using_joins(query)
         self._written_coalesce = {id(c) for c in query.find_all(exp.Coalesce)}
@@ -354,7 +360,7 @@ class StatementLineage:
         for scope in order:
             self._info(scope)
         indirect = self._indirect(order)
-        root = self._scopes[id(self._root)]
+        root = self._scopes[id(self._root.expression)]
         outputs = list(root.outputs)
         target: Dataset | None = None
         operation: str | None = None
@@ -376,10 +382,12 @@ class StatementLineage:
 
     # ---- scopes ---------------------------------------------------------------------------
     def _info(self, scope: Scope) -> _ScopeInfo:
-        info = self._scopes.get(id(scope))
+        # keyed by the scope's expression: sqlglot gives a recursive CTE's self-reference a scope
+        # of its own over the anchor query, which must resolve as the anchor does
+        info = self._scopes.get(id(scope.expression))
         if info is None:
             info = _ScopeInfo()
-            self._scopes[id(scope)] = info  # before filling: guards recursive CTE references
+            self._scopes[id(scope.expression)] = info  # before filling: guards recursive references
             expression = scope.expression
             if isinstance(expression, exp.SetOperation):
                 self._set_operation(scope, info)
@@ -398,6 +406,7 @@ class StatementLineage:
 
     def _select(self, scope: Scope, info: _ScopeInfo) -> None:
         select: exp.Select = scope.expression  # type: ignore[assignment]
+        self._pivot_dependencies(scope, info)
         aggregate = bool(select.args.get("group")) or any(
             _has_aggregate(s) for s in select.expressions)
         for sel in select.expressions:
@@ -561,6 +570,13 @@ class StatementLineage:
         current: Scope | None = scope
         while current is not None:
             for k in range(len(parts) - 1):
+                pivot = next((p for p in current.pivots if p.alias_or_name.lower() == parts[k]
+                              and column.find_ancestor(exp.Pivot) is not p), None)
+                if pivot is not None:
+                    node = self._pivot_column(pivot, parts[k + 1], current)
+                    if node is not None:
+                        self._names[id(column)] = str(node)
+                        return node, EdgeSubtype.TRANSFORMATION if k + 2 < len(parts) else EdgeSubtype.IDENTITY
                 source = current.sources.get(parts[k])
                 if source is None:
                     continue
@@ -579,6 +595,101 @@ class StatementLineage:
         self._unresolved.append(Unresolved("Column", column.sql(dialect=self.dialect)))
         return None
 
+    # ---- PIVOT / UNPIVOT -------------------------------------------------------------------
+    @staticmethod
+    def _pivot_source(pivot: exp.Pivot, scope: Scope) -> exp.Table | Scope | None:
+        parent = pivot.parent
+        return scope.sources.get(parent.alias_or_name.lower()) if parent is not None else None
+
+    def _source_names(self, source: exp.Table | Scope | None) -> list[str]:
+        if isinstance(source, Scope):
+            return list(self._info(source).names)
+        if isinstance(source, exp.Table):
+            return list(self._table_columns.get(tuple(p.name for p in source.parts), []))
+        return []
+
+    def _pivot_refs(self, expression: exp.Expr, source: exp.Table | Scope | None, scope: Scope,
+                    subtype: EdgeSubtype) -> list[_Ref]:
+        """Refs of a PIVOT / UNPIVOT clause: its columns may be written unqualified."""
+        for column in _columns_in_scope(expression):
+            if not column.table and source is not None:
+                node = self._source_column(source, column.name.lower())
+                if node is not None:
+                    self._names[id(column)] = str(node)
+        unqualified = {id(c) for c in _columns_in_scope(expression) if not c.table and id(c) in self._names}
+        refs: list[_Ref] = []
+        for column in _columns_in_scope(expression):
+            if id(column) in unqualified:
+                node = self._source_column(source, column.name.lower()) if source is not None else None
+                if node is not None:
+                    refs.append(_Ref(node, subtype))
+        qualified = [r for r in self._refs(expression, scope, subtype)
+                     if not any(r.node == ref.node for ref in refs)]
+        return refs + qualified
+
+    def _pivot_column(self, pivot: exp.Pivot, name: str, scope: Scope) -> ColumnNode | None:
+        key = (id(pivot), name)
+        if key in self._pivots:
+            return self._pivots[key]
+        source = self._pivot_source(pivot, scope)
+        produced = self._pivot_outputs(pivot, source, scope)
+        for out_name, node in produced.items():
+            self._pivots[(id(pivot), out_name)] = node
+        if name in produced:
+            return produced[name]
+        return self._source_column(source, name) if source is not None else None
+
+    def _pivot_outputs(self, pivot: exp.Pivot, source: exp.Table | Scope | None,
+                       scope: Scope) -> dict[str, ColumnNode]:
+        """The columns a PIVOT / UNPIVOT makes (the others pass through from its source)."""
+        out: dict[str, ColumnNode] = {}
+        fields = [f for f in pivot.fields if isinstance(f, exp.In)]
+        if pivot.args.get("unpivot"):
+            values = [i.name.lower() for e in pivot.expressions for i in e.find_all(exp.Identifier)]
+            for field in fields:
+                entries = [e.this if isinstance(e, exp.PivotAlias) or isinstance(e, exp.Alias) else e
+                           for e in field.expressions]
+                per_value: list[list[_Ref]] = [[] for _ in values]
+                for entry in entries:
+                    columns = entry.expressions if isinstance(entry, exp.Tuple) else [entry]
+                    for i, column in enumerate(columns[:len(values)]):
+                        per_value[i] += self._pivot_refs(column, source, scope, EdgeSubtype.IDENTITY)
+                for value, refs in zip(values, per_value):
+                    node = self._new_node(value)
+                    self._derivations[node] = Derivation(
+                        "Unpivot", f"{self._render(field)} AS {node}", _steps(refs), expression_kind="Alias")
+                    out[value] = node
+                label = field.this.name.lower()
+                node = self._new_node(label)
+                self._derivations[node] = Derivation("Unpivot", f"{label} AS {node}", (), expression_kind="Alias")
+                out[label] = node
+            return out
+        conditions = [r for f in fields for r in self._pivot_refs(f.this, source, scope, EdgeSubtype.CONDITIONAL)]
+        aggregates = pivot.expressions
+        generated = pivot.args.get("columns") or []
+        for i, aggregate in enumerate(aggregates):
+            body = aggregate.this if isinstance(aggregate, exp.Alias) else aggregate
+            refs = self._pivot_refs(body, source, scope, EdgeSubtype.IDENTITY)
+            for column in generated[i::len(aggregates)]:
+                node = self._new_node(column.name.lower())
+                self._derivations[node] = Derivation(
+                    "Pivot", f"{self._render(body)} AS {node}", _steps(refs + conditions), expression_kind="Alias")
+                out[column.name.lower()] = node
+        return out
+
+    def _pivot_dependencies(self, scope: Scope, info: _ScopeInfo) -> None:
+        """A PIVOT groups by every column of its source it does not aggregate or pivot on."""
+        for pivot in scope.pivots:
+            if pivot.args.get("unpivot"):
+                continue
+            source = self._pivot_source(pivot, scope)
+            used = {c.name.lower() for e in [*pivot.expressions, *pivot.fields] for c in e.find_all(exp.Column)}
+            grouped = [n for n in self._source_names(source) if n not in used]
+            nodes = tuple(n for n in (self._source_column(source, g) for g in grouped) if n is not None) \
+                if source is not None else ()
+            if nodes:
+                info.deps.append(("Pivot", EdgeSubtype.GROUP_BY, f"GROUP BY {', '.join(map(str, nodes))}", nodes))
+
     def _source_column(self, source: exp.Table | Scope, name: str) -> ColumnNode | None:
         if isinstance(source, Scope):
             info = self._info(source)
@@ -590,6 +701,9 @@ class StatementLineage:
         key = (id(source), name)
         node = self._relations.get(key)
         if node is None:
+            known = self._table_columns.get(tuple(p.name for p in source.parts))
+            if known is not None and name not in known:
+                return None
             dataset = self._relation_dataset(source)
             node = self._new_node(name)
             self._derivations[node] = Derivation(
@@ -613,12 +727,13 @@ class StatementLineage:
     def _indirect(self, order: Sequence[Scope]) -> list[IndirectDependency]:
         """Assign each scope's clause dependencies to the whole output or to the projection(s)
         they affect, walking scopes top-down (the reverse of sqlglot's bottom-up traversal)."""
-        whole: set[int] = {id(self._root)}
+        whole: set[int] = {id(self._root.expression)}
         anchors: dict[int, dict[ColumnNode, None]] = {}
         for scope in reversed(order):
-            here_whole = id(scope) in whole
-            here = anchors.get(id(scope), {})
-            info = self._scopes[id(scope)]
+            key = id(scope.expression)
+            here_whole = key in whole
+            here = anchors.get(key, {})
+            info = self._scopes[key]
             children: list[tuple[Scope, ColumnNode | None]] = []
             for source in scope.sources.values():
                 if isinstance(source, Scope):
@@ -627,19 +742,23 @@ class StatementLineage:
             for sub in scope.subquery_scopes:
                 children.append((sub, self._projection_of(sub, scope, info)))
             for child, projection in children:
+                child_key = id(child.expression)
                 if projection is None or not here_whole:
                     if here_whole:
-                        whole.add(id(child))
-                    anchors.setdefault(id(child), {}).update(here)
+                        whole.add(child_key)
+                    anchors.setdefault(child_key, {}).update(here)
                 else:
-                    anchors.setdefault(id(child), {})[projection] = None
-                    anchors[id(child)].update(here)
+                    anchors.setdefault(child_key, {})[projection] = None
+                    anchors[child_key].update(here)
         out: list[IndirectDependency] = []
+        done: set[int] = set()
         for scope in order:
-            info = self._scopes[id(scope)]
-            if not info.deps:
+            key = id(scope.expression)
+            info = self._scopes[key]
+            if key in done or not info.deps:
                 continue
-            targets: list[ColumnNode | None] = [None] if id(scope) in whole else list(anchors.get(id(scope), {}))
+            done.add(key)
+            targets: list[ColumnNode | None] = [None] if key in whole else list(anchors.get(key, {}))
             for operator, subtype, text, sources in info.deps:
                 for target in targets:
                     out.append(IndirectDependency(operator, subtype, text, sources, target))
@@ -707,6 +826,16 @@ def _has_aggregate(expression: exp.Expr) -> bool:
             continue
         stack.extend(node.iter_expressions())
     return False
+
+
+def _values_query(values: exp.Values) -> exp.Select:
+    """``VALUES (…), (…)`` as ``SELECT * FROM VALUES (…), (…) AS values(col1, …)`` (Spark's
+    names for an inline table's columns)."""
+    width = len(values.expressions[0].expressions) if values.expressions else 0
+    inline = values.copy()
+    inline.set("alias", exp.TableAlias(this=exp.to_identifier("values"),
+                                       columns=[exp.to_identifier(f"col{i + 1}") for i in range(width)]))
+    return exp.select("*").from_(inline)
 
 
 def _spark_name(expression: exp.Expr, dialect: Dialect) -> str:
