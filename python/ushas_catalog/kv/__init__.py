@@ -1,5 +1,8 @@
 """Key-value engines: ``sqlite://`` (embedded, the default) and ``fdb://`` (FoundationDB)."""
 from .base import FDB_LIMITS, Database, KeyValue, Limits, RetryableError, Transaction, strinc, transactional
+from .tuple_compat import ensure_tuple_versionstamps
+
+ensure_tuple_versionstamps()
 
 __all__ = ["Database", "Transaction", "KeyValue", "Limits", "FDB_LIMITS", "RetryableError",
            "strinc", "transactional", "open_database"]

@@ -85,7 +85,7 @@ class SqliteOptions:
         parts = urlsplit(uri)
         if parts.scheme != "sqlite" or parts.netloc or not parts.path.startswith("/"):
             raise InvalidArgument(f"invalid sqlite URI {uri!r}: expected sqlite:///absolute/path/to/file.db")
-        path = unquote(parts.path)
+        path = "/" + unquote(parts.path).lstrip("/")   # sqlite:///abs and sqlite:////abs alike
         if path.endswith("/"):
             raise InvalidArgument(f"invalid sqlite URI {uri!r}: the path names a directory, not a file")
         query = parse_qs(parts.query, keep_blank_values=True)

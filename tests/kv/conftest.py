@@ -1,0 +1,56 @@
+"""The ``store`` fixture: one fresh store per test, parametrized over every engine.
+
+``sqlite`` always runs (a fresh file). ``fdb`` runs when ``USHAS_FDB_CLUSTER_FILE`` names a
+cluster file and is skipped otherwise; on a cluster every test works under its own random
+prefix, cleared afterwards."""
+from __future__ import annotations
+
+import os
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from ushas_catalog.kv import Database, open_database
+
+FDB_SKIP_REASON = "USHAS_FDB_CLUSTER_FILE not set: no FoundationDB cluster to test against"
+
+
+@dataclass
+class Store:
+    engine: str
+    uri: str
+    db: Database
+    prefix: bytes
+
+    def key(self, suffix: bytes) -> bytes:
+        return self.prefix + suffix
+
+    def end(self) -> bytes:
+        return self.prefix[:-1] + bytes([self.prefix[-1] + 1])
+
+    def reopen(self) -> Database:
+        return open_database(self.uri)
+
+
+def engine_uri(engine: str, tmp_path: Path) -> str:
+    if engine == "sqlite":
+        return f"sqlite://{tmp_path / 'kv.db'}"
+    cluster = os.environ.get("USHAS_FDB_CLUSTER_FILE")
+    if not cluster:
+        pytest.skip(FDB_SKIP_REASON)
+    return f"fdb://{Path(cluster).resolve()}"
+
+
+@pytest.fixture(params=["sqlite", pytest.param("fdb", marks=pytest.mark.fdb)])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    uri = engine_uri(request.param, tmp_path)
+    db = open_database(uri)
+    prefix = b"ushas-kv-test/" + uuid.uuid4().hex.encode() + b"/"
+    s = Store(request.param, uri, db, prefix)
+    yield s                                   # a test may replace s.db (reopen)
+    if request.param == "fdb":
+        s.db.run(lambda tr: tr.clear_range_startswith(prefix))
+    s.db.close()
