@@ -141,14 +141,14 @@ class MetastoreSchema:
         if len(name) != 3:
             return None
         try:
-            info = self.metastore.get_table(".".join(name))
+            info = self.metastore.get_table(name)  # names are parsed from parts: no quoting issue
         except NotFound:
             return None
-        schema = getattr(info, "schema", None)
-        if schema is None and isinstance(info, Mapping):
-            schema = info.get("schema")
+        schema = info.get("schema") if isinstance(info, Mapping) else getattr(info, "schema", None)
         if schema is None:
             return None
+        if hasattr(schema, "json_value"):  # ushas_catalog.schema.StructType
+            schema = schema.json_value()
         return struct_columns(schema)
 
 

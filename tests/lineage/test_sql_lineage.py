@@ -368,10 +368,11 @@ class _FakeMetastore:
     def __init__(self, tables: dict[str, dict]) -> None:
         self.tables = tables
 
-    def get_table(self, name: str) -> dict:
-        if name not in self.tables:
-            raise NoSuchTable(f"no table {name}")
-        return {"schema": self.tables[name]}
+    def get_table(self, name: tuple[str, ...]) -> dict:
+        key = ".".join(name)
+        if key not in self.tables:
+            raise NoSuchTable(f"no table {key}")
+        return {"schema": self.tables[key]}
 
 
 def test_metastore_schema_source() -> None:
@@ -383,6 +384,38 @@ def test_metastore_schema_source() -> None:
     result = sql_lineage("select id from ushas.sales.orders", source)
     assert [str(k) for k in result.direct_sources("id")] == ["ushas.sales.orders.id"]
     assert issubclass(NoSuchTable, NotFound)
+
+
+@dataclass(frozen=True)
+class _StructLike:
+    """Like ``ushas_catalog.schema.StructType``: gives its Spark JSON through ``json_value()``."""
+
+    value: dict
+
+    def json_value(self) -> dict:
+        return self.value
+
+
+@dataclass(frozen=True)
+class _TableInfoLike:
+    schema: _StructLike
+
+
+def test_metastore_table_info_objects() -> None:
+    struct = {"type": "struct", "fields": [{"name": "Amount", "type": "decimal(10,2)", "nullable": True,
+                                            "metadata": {}}]}
+
+    class Store:
+        def get_table(self, name: tuple[str, ...]) -> _TableInfoLike:
+            if name != ("ushas", "sales", "orders"):
+                raise NoSuchTable(".".join(name))
+            return _TableInfoLike(_StructLike(struct))
+
+    assert MetastoreSchema(Store()).columns(("ushas", "sales", "orders")) == {"amount": "decimal(10,2)"}
+    result = sql_lineage("select sum(amount) as total from ushas.sales.orders", MetastoreSchema(Store()))
+    assert observed(result)[0] == {"total": {"ushas.sales.orders.amount": A}}
+    with pytest.raises(NoSuchTable, match="ushas.sales.other"):
+        sql_lineage("select * from ushas.sales.other", MetastoreSchema(Store()))
 
 
 # ---- errors -----------------------------------------------------------------------------------
