@@ -4,7 +4,8 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.apache.spark.sql.connector.catalog.TableChange;
 
-/** Spark's TableChange objects as JSON: {@code {"kind": <TableChange class name>, ...fields}}. */
+/** Spark's TableChange objects as JSON: {@code {"type": <TableChange class name>, ...fields}}, the form
+ * {@code ushas_catalog.table_changes.changes_from_json} reads. */
 final class TableChanges {
     private TableChanges() {}
 
@@ -16,38 +17,38 @@ final class TableChanges {
 
     private static ObjectNode toJson(TableChange c) {
         ObjectNode o = Json.object();
-        o.put("kind", c.getClass().getSimpleName());
+        o.put("type", c.getClass().getSimpleName());
         if (c instanceof TableChange.SetProperty s) {
             o.put("property", s.property()).put("value", s.value());
         } else if (c instanceof TableChange.RemoveProperty r) {
             o.put("property", r.property());
         } else if (c instanceof TableChange.AddColumn a) {
-            o.set("field_names", Json.strings(a.fieldNames()));
-            o.put("data_type", a.dataType().json());
+            o.set("fieldNames", Json.strings(a.fieldNames()));
+            o.set("dataType", Json.parse(a.dataType().json()));
             o.put("nullable", a.isNullable());
             o.put("comment", a.comment());
             position(o, a.position());
             if (a.defaultValue() != null) o.put("default", a.defaultValue().getSql());
         } else if (c instanceof TableChange.RenameColumn r) {
-            o.set("field_names", Json.strings(r.fieldNames()));
-            o.put("new_name", r.newName());
+            o.set("fieldNames", Json.strings(r.fieldNames()));
+            o.put("newName", r.newName());
         } else if (c instanceof TableChange.UpdateColumnType u) {
-            o.set("field_names", Json.strings(u.fieldNames()));
-            o.put("data_type", u.newDataType().json());
+            o.set("fieldNames", Json.strings(u.fieldNames()));
+            o.set("newDataType", Json.parse(u.newDataType().json()));
         } else if (c instanceof TableChange.UpdateColumnComment u) {
-            o.set("field_names", Json.strings(u.fieldNames()));
-            o.put("comment", u.newComment());
+            o.set("fieldNames", Json.strings(u.fieldNames()));
+            o.put("newComment", u.newComment());
         } else if (c instanceof TableChange.UpdateColumnNullability u) {
-            o.set("field_names", Json.strings(u.fieldNames()));
+            o.set("fieldNames", Json.strings(u.fieldNames()));
             o.put("nullable", u.nullable());
         } else if (c instanceof TableChange.UpdateColumnPosition u) {
-            o.set("field_names", Json.strings(u.fieldNames()));
+            o.set("fieldNames", Json.strings(u.fieldNames()));
             position(o, u.position());
         } else if (c instanceof TableChange.DeleteColumn d) {
-            o.set("field_names", Json.strings(d.fieldNames()));
-            o.put("if_exists", Boolean.TRUE.equals(d.ifExists()));
+            o.set("fieldNames", Json.strings(d.fieldNames()));
+            o.put("ifExists", Boolean.TRUE.equals(d.ifExists()));
         } else if (c instanceof TableChange.UpdateColumnDefaultValue u) {
-            o.set("field_names", Json.strings(u.fieldNames()));
+            o.set("fieldNames", Json.strings(u.fieldNames()));
             o.put("default", u.newDefaultValue());
         } else {
             o.put("text", c.toString());  // Python refuses kinds it does not know, with a clear error
@@ -58,9 +59,9 @@ final class TableChanges {
     private static void position(ObjectNode o, TableChange.ColumnPosition p) {
         if (p == null) return;
         if (p instanceof TableChange.First) {
-            o.put("position", "first");
+            o.putObject("position").put("type", "first");
         } else if (p instanceof TableChange.After a) {
-            o.put("position", "after").put("after", a.column());
+            o.putObject("position").put("type", "after").put("column", a.column());
         }
     }
 }

@@ -1,0 +1,131 @@
+"""The Python end of the Spark bridge: one entry point for every call of the JVM shim.
+
+The shim (``io.ushas.spark.UshasCatalog``) sends ``call(op, json)`` over Py4J and gets one JSON
+answer; errors are answered as ``{"error": {"type", "message"}}`` and the shim throws the Spark
+exception of ``errors.SPARK_EXCEPTION``. Two ways in:
+
+* inside a PySpark driver, :func:`ushas_catalog.spark.register` hands a :class:`Backend` to the
+  shim over the session's own gateway (callback server);
+* with configuration only (``spark-submit``, ``spark-sql``), the shim starts a Py4J gateway and
+  launches ``python -m ushas_catalog.bridge`` (:func:`main`), which connects back, registers and
+  lives until the JVM closes its stdin.
+
+The module holds the ONE registry of the bridge: opened metastores by (uri, project).
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .errors import BridgeError, UshasError
+
+#: an op handler: (opened metastore, request) -> JSON-able answer
+Handler = Callable[[Any, dict[str, Any]], dict[str, Any]]
+
+
+@dataclass
+class _Opened:
+    metastore: Any
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class Registry:
+    """Opened metastores by (uri, project); each used under its own lock (Py4J answers
+    callbacks on several threads)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._opened: dict[tuple[str, str], _Opened] = {}
+
+    def get(self, uri: str, project: str) -> _Opened:
+        key = (uri, project)
+        with self._lock:
+            opened = self._opened.get(key)
+            if opened is None:
+                from .metastore import Metastore
+
+                opened = _Opened(Metastore.open(uri, project=project))
+                self._opened[key] = opened
+            return opened
+
+    def close(self) -> None:
+        with self._lock:
+            for opened in self._opened.values():
+                try:
+                    opened.metastore.close()
+                except Exception:  # closing is best effort at shutdown
+                    pass
+            self._opened.clear()
+
+
+REGISTRY = Registry()
+
+
+def handle(op: str, payload: str) -> str:
+    """One call from the shim: parse, dispatch to :mod:`ushas_catalog.spark_ops`, answer JSON."""
+    from . import spark_ops
+
+    try:
+        request = json.loads(payload)
+        handler = spark_ops.OPS.get(op)
+        if handler is None:
+            raise BridgeError(f"unknown bridge operation {op!r}")
+        ctx = request.get("ctx") or {}
+        if not ctx.get("uri"):
+            raise BridgeError("the request carries no store uri")
+        opened = REGISTRY.get(ctx["uri"], ctx.get("project") or "default")
+        with opened.lock:
+            answer = handler(opened.metastore, request)
+        return json.dumps(answer, default=str)
+    except UshasError as exc:
+        return json.dumps({"error": {"type": exc.type, "message": exc.message}})
+    except Exception as exc:  # anything else: a clear error, the trace on the bridge's stderr
+        traceback.print_exc(file=sys.stderr)
+        return json.dumps({"error": {"type": "BridgeError", "message": f"{type(exc).__name__}: {exc}"}})
+
+
+class Backend:
+    """Implements the Java interface ``io.ushas.spark.PythonBackend``."""
+
+    def call(self, op: str, payload: str) -> str:
+        return handle(op, payload)
+
+    def toString(self) -> str:  # Py4J may ask
+        return "ushas_catalog.bridge.Backend"
+
+    class Java:
+        implements = ["io.ushas.spark.PythonBackend"]
+
+
+def main() -> int:
+    """Entry point of the bridge process the shim launches (config-only mode)."""
+    from py4j.java_gateway import CallbackServerParameters, GatewayParameters, JavaGateway
+
+    try:
+        port = int(os.environ["USHAS_BRIDGE_PORT"])
+        secret = os.environ["USHAS_BRIDGE_SECRET"]
+    except (KeyError, ValueError):
+        print("ushas_catalog.bridge is started by the Spark shim (USHAS_BRIDGE_PORT / USHAS_BRIDGE_SECRET unset)",
+              file=sys.stderr)
+        return 2
+    gateway = JavaGateway(
+        gateway_parameters=GatewayParameters(port=port, auth_token=secret, auto_convert=False),
+        callback_server_parameters=CallbackServerParameters(port=0, auth_token=secret, daemonize=True,
+                                                            daemonize_connections=True))
+    callback_port = gateway.get_callback_server().get_listening_port()
+    gateway.jvm.io.ushas.spark.Bridge.registerLaunched(Backend(), callback_port)
+    try:
+        sys.stdin.read()  # the JVM holds the pipe: EOF means it is gone
+    finally:
+        REGISTRY.close()
+        gateway.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,382 @@
+"""The operations behind the Spark shim: one function per shim request, each one
+``Metastore`` call (one KV transaction) plus translation between Spark's shapes and the
+metastore's. ``OPS`` maps the op names ``io.ushas.spark.*`` sends to these functions."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .errors import InvalidArgument, NoSuchNamespace, NoSuchTable, NoSuchView
+from .spark_tables import (SparkCtx, create_arguments, database_of, qualify, table_answer, table_name,
+                           view_answer, write_options)
+from .spark_writes import committed, overwritten
+from .table_changes import changes_from_json
+
+Request = dict[str, Any]
+Answer = dict[str, Any]
+
+#: Spark's namespace metadata keys that are database fields
+_NS_FIELDS = ("comment", "location", "owner")
+
+
+# ---- catalog & namespaces -----------------------------------------------------------------------
+def open_catalog(ms: Any, r: Request) -> Answer:
+    ctx = SparkCtx.of(r)
+    ms.ensure_catalog(ctx.catalog)
+    return {"catalog": ctx.catalog}
+
+
+def list_namespaces(ms: Any, r: Request) -> Answer:
+    ctx = SparkCtx.of(r)
+    namespace = r.get("namespace") or []
+    if not namespace:
+        return {"namespaces": [[d.name] for d in ms.list_databases(ctx.catalog)]}
+    db = database_of(namespace)
+    if not ms.database_exists((ctx.catalog, db)):
+        raise NoSuchNamespace(f"database {ctx.catalog}.{db} does not exist")
+    return {"namespaces": []}
+
+
+def namespace_exists(ms: Any, r: Request) -> Answer:
+    ctx = SparkCtx.of(r)
+    namespace = r.get("namespace") or []
+    if len(namespace) != 1:
+        return {"exists": False}
+    return {"exists": bool(ms.database_exists((ctx.catalog, namespace[0])))}
+
+
+def load_namespace(ms: Any, r: Request) -> Answer:
+    ctx = SparkCtx.of(r)
+    db = ms.get_database((ctx.catalog, database_of(r["namespace"])))
+    meta = dict(db.properties)
+    for key in _NS_FIELDS:
+        if getattr(db, key, None) is not None:
+            meta[key] = getattr(db, key)
+    return {"metadata": meta}
+
+
+def create_namespace(ms: Any, r: Request) -> Answer:
+    ctx = SparkCtx.of(r)
+    meta = dict(r.get("metadata") or {})
+    location = meta.pop("location", None)
+    ms.create_database((ctx.catalog, database_of(r["namespace"])), comment=meta.pop("comment", None),
+                       location=qualify(location) if location else None, owner=meta.pop("owner", None),
+                       properties=meta)
+    return {}
+
+
+def alter_namespace(ms: Any, r: Request) -> Answer:
+    ctx = SparkCtx.of(r)
+    set_props: dict[str, str] = {}
+    remove: list[str] = []
+    fields: dict[str, Any] = {}
+    for c in r["changes"]:
+        key = c["property"]
+        if key in ("comment", "location"):
+            value = c.get("value") if c["kind"] == "SetProperty" else None
+            fields[key] = qualify(value) if key == "location" and value else value
+        elif key == "owner":
+            continue  # Spark sets the owner on ALTER; ownership changes are not a Spark statement here
+        elif c["kind"] == "SetProperty":
+            set_props[key] = c["value"]
+        else:
+            remove.append(key)
+    ms.alter_database((ctx.catalog, database_of(r["namespace"])), set_properties=set_props,
+                      remove_properties=remove, **fields)
+    return {}
+
+
+def drop_namespace(ms: Any, r: Request) -> Answer:
+    ctx = SparkCtx.of(r)
+    name = (ctx.catalog, database_of(r["namespace"]))
+    paths: list[str] = []
+    if r.get("cascade"):
+        # NEEDED-BY-SPARK: drop_database(cascade) could return the managed locations it dropped
+        for t in ms.list_tables(name):
+            if getattr(t, "kind", "TABLE") == "TABLE":
+                info = ms.get_table((ctx.catalog, name[1], t.name))
+                if not info.external and info.location:
+                    paths.append(info.location)
+    ms.drop_database(name, cascade=bool(r.get("cascade")))
+    return {"dropped": True, "delete_paths": paths}
+
+
+# ---- relations --------------------------------------------------------------------------------------
+def load_relation(ms: Any, r: Request) -> Answer:
+    ctx = SparkCtx.of(r)
+    name = table_name(ctx, r)
+    try:
+        return {"kind": "table", "table": table_answer(ms.get_table(name))}
+    except NoSuchTable:
+        try:
+            return {"kind": "view", "view": view_answer(ms.get_view(name))}
+        except NoSuchView:
+            raise NoSuchTable(f"table or view {'.'.join(name)} does not exist") from None
+
+
+def load_table(ms: Any, r: Request) -> Answer:
+    ctx = SparkCtx.of(r)
+    return {"table": table_answer(ms.get_table(table_name(ctx, r)))}
+
+
+def relation_exists(ms: Any, r: Request) -> Answer:
+    ctx = SparkCtx.of(r)
+    if len(r["namespace"]) != 1:
+        return {"exists": False}
+    name = table_name(ctx, r)
+    getter = ms.get_table if r.get("kind") == "table" else ms.get_view
+    try:
+        getter(name)
+        return {"exists": True}
+    except (NoSuchTable, NoSuchView, NoSuchNamespace):
+        return {"exists": False}
+
+
+def list_relations(ms: Any, r: Request) -> Answer:
+    ctx = SparkCtx.of(r)
+    db = (ctx.catalog, database_of(r["namespace"]))
+    kind = r.get("kind")
+    out: list[dict[str, str]] = []
+    if kind in (None, "table"):
+        for t in ms.list_tables(db):
+            if getattr(t, "kind", "TABLE") != "TABLE":
+                continue
+            external = getattr(t, "external", None)
+            out.append({"name": t.name, "type": "EXTERNAL" if external else "MANAGED"})
+    if kind in (None, "view"):
+        for v in ms.list_views(db):
+            out.append({"name": v.name, "type": "VIEW"})
+    return {"relations": out}
+
+
+def create_table(ms: Any, r: Request) -> Answer:
+    ctx = SparkCtx.of(r)
+    catalog, db, table = table_name(ctx, r)
+    database = ms.get_database((catalog, db))
+    args = create_arguments(ctx, db, table, r, database.location)
+    return {"table": table_answer(ms.create_table((catalog, db, table), **args))}
+
+
+def alter_table(ms: Any, r: Request) -> Answer:
+    ctx = SparkCtx.of(r)
+    name = table_name(ctx, r)
+    return {"table": table_answer(ms.alter_table(name, changes_from_json(r["changes"])))}
+
+
+def drop_table(ms: Any, r: Request) -> Answer:
+    ctx = SparkCtx.of(r)
+    name = table_name(ctx, r)
+    try:
+        info = ms.get_table(name)
+    except NoSuchTable:
+        return {"dropped": False}
+    ms.drop_table(name, purge=bool(r.get("purge")))
+    # managed data goes after the metadata commit; external data stays
+    return {"dropped": True, "delete_paths": [info.location] if info.location and not info.external else []}
+
+
+def rename_table(ms: Any, r: Request) -> Answer:
+    ctx = SparkCtx.of(r)
+    target = list(r["to"])
+    if len(target) != 2:
+        raise InvalidArgument(f"rename target {'.'.join(target)!r}: expected database.table")
+    ms.rename_table(table_name(ctx, r), (ctx.catalog, target[0], target[1]))
+    return {}
+
+
+# ---- views --------------------------------------------------------------------------------------------
+def create_view(ms: Any, r: Request) -> Answer:
+    ctx = SparkCtx.of(r)
+    props = dict(r.get("properties") or {})
+    comment = props.pop("comment", None)
+    props.pop("owner", None)
+    for key, value in (r.get("sql_configs") or {}).items():
+        props[f"view.sqlConfig.{key}"] = value
+    if r.get("schema_mode"):
+        props["view.schemaMode"] = r["schema_mode"]
+    view = ms.create_view(table_name(ctx, r), sql=r["sql"], schema=r["schema"], comment=comment,
+                          properties=props, current_catalog=r.get("current_catalog"),
+                          current_namespace=r.get("current_namespace") or [],
+                          query_column_names=r.get("query_column_names") or [], replace=bool(r.get("replace")))
+    return {"view": view_answer(view)}
+
+
+def drop_view(ms: Any, r: Request) -> Answer:
+    ctx = SparkCtx.of(r)
+    try:
+        ms.drop_view(table_name(ctx, r))
+    except NoSuchView:
+        return {"dropped": False}
+    return {"dropped": True}
+
+
+def rename_view(ms: Any, r: Request) -> Answer:
+    ctx = SparkCtx.of(r)
+    target = list(r["to"])
+    if len(target) == 1:  # RENAME passes the target as typed
+        target = [database_of(r["namespace"]), target[0]]
+    if len(target) != 2:
+        raise InvalidArgument(f"rename target {'.'.join(target)!r}: expected database.view")
+    ms.rename_view(table_name(ctx, r), (ctx.catalog, target[0], target[1]))
+    return {}
+
+
+# ---- partitions ---------------------------------------------------------------------------------------
+def add_partitions(ms: Any, r: Request) -> Answer:
+    from .partitions import Partition
+
+    ctx = SparkCtx.of(r)
+    parts = []
+    for p in r["partitions"]:
+        props = dict(p.get("properties") or {})
+        location = props.pop("location", None)
+        parts.append(Partition(values=p["values"], location=qualify(location) if location else None,
+                               properties=props))
+    result = ms.add_partitions(table_name(ctx, r), parts, if_not_exists=False)
+    return {"added": getattr(result, "added", len(parts))}
+
+
+def drop_partitions(ms: Any, r: Request) -> Answer:
+    ctx = SparkCtx.of(r)
+    name = table_name(ctx, r)
+    info = ms.get_table(name)
+    paths: list[str] = []
+    if not info.external or r.get("purge"):
+        for spec in r["partitions"]:
+            p = ms.get_partition(name, spec)
+            if p.location:
+                paths.append(p.location)
+    result = ms.drop_partitions(name, r["partitions"], if_exists=False)
+    return {"dropped": getattr(result, "dropped", 1) > 0, "delete_paths": paths if not info.external else []}
+
+
+def list_partitions(ms: Any, r: Request) -> Answer:
+    ctx = SparkCtx.of(r)
+    prefix = {k: v for k, v in (r.get("values") or {}).items()}
+    parts = ms.list_partitions(table_name(ctx, r), prefix=prefix or None)
+    return {"partitions": [p.to_json()["values"] for p in parts]}
+
+
+def load_partition(ms: Any, r: Request) -> Answer:
+    ctx = SparkCtx.of(r)
+    p = ms.get_partition(table_name(ctx, r), r["values"])
+    meta = dict(p.properties)
+    if p.location:
+        meta["location"] = p.location
+    for key in ("files", "bytes", "rows"):
+        if getattr(p, key) is not None:
+            meta[f"num{key.capitalize()}" if key != "bytes" else "totalSize"] = str(getattr(p, key))
+    return {"metadata": meta}
+
+
+def replace_partition_metadata(ms: Any, r: Request) -> Answer:
+    from .partitions import Partition
+
+    ctx = SparkCtx.of(r)
+    name = table_name(ctx, r)
+    old = ms.get_partition(name, r["values"])
+    props = dict(r.get("properties") or {})
+    location = props.pop("location", None) or old.location
+    new = Partition(values=r["values"], location=location, files=old.files, bytes=old.bytes, rows=old.rows,
+                    properties=props)
+    ms.replace_partitions(name, [r["values"]], [new])
+    return {}
+
+
+def truncate(ms: Any, r: Request) -> Answer:
+    """TRUNCATE TABLE [PARTITION]: the partitions stay, emptied (files 0, bytes 0)."""
+    from .partitions import Partition
+
+    ctx = SparkCtx.of(r)
+    name = table_name(ctx, r)
+    info = ms.get_table(name)
+    if not info.partition_columns:
+        return {"truncated": True, "clear_paths": [info.location]}
+    specs = r.get("partitions")
+    targets = [ms.get_partition(name, s) for s in specs] if specs is not None else list(ms.list_partitions(name))
+    emptied = [Partition(values=p.values, location=p.location, files=0, bytes=0, rows=0, properties=p.properties)
+               for p in targets]
+    if emptied:
+        ms.replace_partitions(name, [p.values for p in targets], emptied)
+    return {"truncated": True, "clear_paths": [p.location for p in targets if p.location]}
+
+
+# ---- writes ---------------------------------------------------------------------------------------------
+def begin_write(ms: Any, r: Request) -> Answer:
+    """A V2 write (CTAS, saveAsTable, insertInto): where and how Spark's file writer writes, and
+    for ``overwrite(filters)`` the partitions it replaces (their data deleted by the shim now)."""
+    ctx = SparkCtx.of(r)
+    name = table_name(ctx, r)
+    info = ms.get_table(name)
+    mode = r["mode"]
+    cleared: list[Any] = []
+    save_mode = "append"
+    if mode == "truncate":
+        save_mode = "overwrite"
+    elif mode == "overwrite":
+        filters = r.get("filters") or []
+        if not info.partition_columns:
+            if any(f["op"] != "true" for f in filters):
+                raise InvalidArgument(f"{'.'.join(name)} is not partitioned: it can only be overwritten whole")
+            save_mode = "overwrite"
+        else:
+            cleared = overwritten(list(ms.list_partitions(name)), filters)
+    return {"location": info.location, "format": info.format, "partition_by": list(info.partition_columns),
+            "options": write_options(info), "save_mode": save_mode,
+            "cleared": [{"values": p.to_json()["values"], "location": p.location} for p in cleared],
+            "delete_paths": [p.location for p in cleared if p.location]}
+
+
+def end_write(ms: Any, r: Request) -> Answer:
+    """After an ``overwrite(filters)``: the replaced partitions the new data did not fill again."""
+    ctx = SparkCtx.of(r)
+    ms.drop_partitions(table_name(ctx, r), list(r["gone"]), if_exists=True)
+    return {}
+
+
+def commit_files(ms: Any, r: Request) -> Answer:
+    """Spark's file commit into a table location: register the written partitions (replacing
+    the cleared ones) in one transaction, before the write is acknowledged."""
+    ctx = SparkCtx.of(r)
+    name = table_name(ctx, r)
+    info = ms.get_table(name)
+    if qualify(info.location or "") != qualify(r["location"]):
+        raise InvalidArgument(f"{'.'.join(name)} is now at {info.location}, not {r['location']}: "
+                              f"the write was not registered")
+    if not info.partition_columns:
+        # NEEDED-BY-SPARK: a table-level data version / stats for unpartitioned tables
+        return {"registered": 0}
+    drop, put = committed(info.location, list(info.partition_columns), list(r.get("deleted") or []),
+                          list(r.get("partitions") or []))
+    result = ms.replace_partitions(name, drop, put)
+    return {"registered": len(put), "version": getattr(result, "version", None)}
+
+
+OPS: dict[str, Callable[[Any, Request], Answer]] = {
+    "open": open_catalog,
+    "list_namespaces": list_namespaces,
+    "namespace_exists": namespace_exists,
+    "load_namespace": load_namespace,
+    "create_namespace": create_namespace,
+    "alter_namespace": alter_namespace,
+    "drop_namespace": drop_namespace,
+    "load_relation": load_relation,
+    "load_table": load_table,
+    "relation_exists": relation_exists,
+    "list_relations": list_relations,
+    "create_table": create_table,
+    "alter_table": alter_table,
+    "drop_table": drop_table,
+    "rename_table": rename_table,
+    "create_view": create_view,
+    "drop_view": drop_view,
+    "rename_view": rename_view,
+    "add_partitions": add_partitions,
+    "drop_partitions": drop_partitions,
+    "list_partitions": list_partitions,
+    "load_partition": load_partition,
+    "replace_partition_metadata": replace_partition_metadata,
+    "truncate": truncate,
+    "begin_write": begin_write,
+    "end_write": end_write,
+    "commit_files": commit_files,
+}
