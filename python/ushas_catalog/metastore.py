@@ -1,0 +1,1460 @@
+"""The metastore's Python API: catalogs, databases, tables, views and partitions of one
+project (tenant), each operation exactly one KV transaction (``Database.run``).
+
+Where things live is :mod:`ushas_catalog.layout`; the records are
+:mod:`ushas_catalog.records`. In short:
+
+- Names map to UUIDs in ``*ObjectName``; tables and views share ``TableObjectName``.
+- A table is its ``TableReference`` (version, current schema id: every mutation reads
+  and writes it, so concurrent writers of one table serialize), ``TableSchema``,
+  ``TableStorage``, ``TableProperties`` and its partitions in ``TablePartition``.
+- Every mutation goes through :meth:`Metastore._commit`, the one bookkeeping function
+  (version bump, ``*Commit`` record, history entry, previous head records into
+  ``*History``). It is the hook point for the change feed, search index and cache
+  versions.
+- Drop moves the name to ``Dropped*ObjectName`` (the object's keys stay, invisible,
+  so undrop works until purge); purge (or ``drop(purge=True)``) is one ``clear_range``
+  of the object's id prefix plus clearing its name entries, in the same transaction.
+- ``get_table(name, as_of=v)`` reads a head record as it was at version ``v``: the
+  first ``*History`` entry after ``v`` (the value replaced later), else the current one.
+
+Listing partitions streams: up to :data:`PARTITION_BATCH` partitions are read per
+transaction, so a listing longer than that spans several (snapshot) transactions.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import getpass
+import json
+import os
+import time
+import uuid
+from dataclasses import dataclass, field
+from itertools import islice
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
+
+from google.protobuf.message import Message
+
+from . import records as rec
+from .errors import (CatalogAlreadyExists, Conflict, InvalidArgument, NamespaceAlreadyExists, NamespaceNotEmpty,
+                     NoSuchCatalog, NoSuchNamespace, NoSuchPartition, NoSuchTable, NoSuchVersion, NoSuchView,
+                     PartitionAlreadyExists, TableAlreadyExists, ViewAlreadyExists)
+from .keyspace import KeySpacePath
+from .kv import Database, Transaction, open_database
+from .layout import DEFAULT_LAYOUT, Layout
+from .names import CatalogName, DatabaseName, NameLike, TableName, parse_any, validate_project
+from .objects import (CatalogInfo, DatabaseInfo, DroppedObject, HistoryItem, MutationResult, RelationSummary,
+                      SubspaceStats, TableInfo, ViewInfo, detail_from_json, micros_to_datetime)
+from .partitions import Partition, PartitionScheme
+from .records.store import RecordStore
+from .schema import StructType, parse_schema, struct_from_proto, struct_to_proto
+from .table_changes import (COLUMN_CHANGES, RemoveProperty, SchemaState, SetComment, SetLocation, SetOwner,
+                            SetProperty, TableChange, change_to_json)
+
+T = TypeVar("T")
+
+FORMATS = ("parquet", "orc", "json", "csv")
+#: Spark's reserved table properties, kept in their own fields, never in ``properties``
+RESERVED_PROPERTIES = ("location", "comment", "owner", "provider", "external")
+#: partitions read per transaction by ``list_partitions``
+PARTITION_BATCH = 20_000
+
+
+class _Unset:
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+#: "leave unchanged" for optional arguments where ``None`` means "clear"
+UNSET: Any = _Unset()
+
+
+def _now() -> int:
+    return time.time_ns() // 1000
+
+
+def _default_user() -> str:
+    try:
+        return os.environ.get("USHAS_USER") or getpass.getuser()
+    except Exception:  # noqa: BLE001 - no user database entry (containers)
+        return "unknown"
+
+
+def _props(value: Mapping[str, Any] | None, what: str) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InvalidArgument(f"{what} must be a mapping of string -> string, not {type(value).__name__}")
+    out: dict[str, str] = {}
+    for k, v in value.items():
+        if not isinstance(k, str) or not k:
+            raise InvalidArgument(f"{what}: keys must be non-empty strings, not {k!r}")
+        if not isinstance(v, str):
+            raise InvalidArgument(f"{what}: the value of {k!r} must be a string, not {type(v).__name__}")
+        if "\x00" in k or "\x00" in v:
+            raise InvalidArgument(f"{what}: {k!r} contains a NUL character")
+        out[k] = v
+    return out
+
+
+def _opt_str(value: Any, what: str) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise InvalidArgument(f"{what} must be a string or None, not {type(value).__name__}")
+
+
+def _format(value: Any) -> str:
+    if not isinstance(value, str) or value.lower() not in FORMATS:
+        raise InvalidArgument(f"unknown table format {value!r}: expected one of {', '.join(FORMATS)}")
+    return value.lower()
+
+
+def _count(value: Any, what: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidArgument(f"partition {what} must be an integer >= 0 or None, not {value!r}")
+    return value
+
+
+# --- internal handles --------------------------------------------------------------------
+@dataclass
+class _Object:
+    """A resolved catalog / database / view: its id path and head record."""
+
+    kind: str
+    name: CatalogName | DatabaseName | TableName
+    id: uuid.UUID
+    path: KeySpacePath
+    record: Any
+
+
+@dataclass
+class _Table:
+    name: TableName
+    database: KeySpacePath
+    id: uuid.UUID
+    path: KeySpacePath
+    ref: rec.TableReference
+
+    def store(self, subspace: str, key_names: tuple[str, ...] | None = None) -> RecordStore[Any]:
+        return RecordStore.at(self.path.add(subspace), key_names)
+
+    def partitions(self, scheme: PartitionScheme) -> RecordStore[rec.Partition]:
+        return self.store("TablePartition", scheme.names)
+
+    def partition_history(self, scheme: PartitionScheme) -> RecordStore[rec.PartitionChange]:
+        return self.store("TablePartitionHistory", ("version",) + scheme.names)
+
+
+@dataclass
+class Mutation:
+    """One committed change of one object, as :meth:`Metastore._commit` records it."""
+
+    kind: str                 # "catalog", "database", "table", "view"
+    name: str                 # the object's qualified name
+    path: KeySpacePath        # the object's id path
+    operation: str            # "CREATE TABLE", "ADD PARTITIONS", ...
+    version: int              # the version this commit makes (previous + 1)
+    head: Any                 # the head record holding the version, written by _commit
+    detail: dict[str, Any] = field(default_factory=dict)
+    previous_head: Any = None  # catalog / database / view: the head before, into *History
+    previous: dict[str, Message] = field(default_factory=dict)  # table: {"TableSchema": old, ...}
+    changed: tuple[str, ...] = ()
+    time_micros: int = field(default_factory=_now)
+
+
+_HEADS = {
+    "catalog": ("CatalogRecord", "CatalogHistory", "CatalogCommit"),
+    "database": ("DatabaseRecord", "DatabaseHistory", "DatabaseCommit"),
+    "view": ("ViewRecord", "ViewHistory", "ViewCommit"),
+    "table": ("TableReference", "TableHistory", "TableCommit"),
+}
+
+
+class Metastore:
+    """Catalog operations of one project. ``Metastore.open("sqlite:///tmp/u.db", project="acme")``."""
+
+    def __init__(self, db: Database, project: str = "default", *, layout: Layout | None = None,
+                 user: str | None = None) -> None:
+        self.db = db
+        self.project = validate_project(project)
+        self.layout = layout or DEFAULT_LAYOUT
+        self.user = user or _default_user()
+        self.project_path = self.layout.project(self.project)
+        self._catalogs = self.project_path.add("Catalog")
+
+    @classmethod
+    def open(cls, uri: str, project: str = "default", *, root_prefix: bytes = b"",
+             user: str | None = None) -> "Metastore":
+        layout = DEFAULT_LAYOUT if not root_prefix else Layout(prefix=root_prefix)
+        return cls(open_database(uri), project, layout=layout, user=user)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> "Metastore":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def _run(self, fn: Callable[[Transaction], T]) -> T:
+        return self.db.run(fn)
+
+    # ==== the bookkeeping hook ====================================================
+    def _commit(self, tr: Transaction, m: Mutation) -> int:
+        """THE place every mutation is recorded; called once per mutating operation,
+        after the operation wrote its data, in the same transaction.
+
+        Writes: the head record with ``version`` and ``updated_at`` set (for tables the
+        ``TableReference``), the ``*Commit`` record (operation, user, time, detail), the
+        previous head (catalog / database / view) or the replaced table records
+        (``TableSchema`` ... into ``TableSchemaHistory`` ...) and, for tables, the
+        ``TableHistory`` entry. Change feed, search index and cache versions hook in here.
+        """
+        head_sub, history_sub, commit_sub = _HEADS[m.kind]
+        v = m.version
+        m.head.version = v
+        m.head.updated_at_micros = m.time_micros
+        RecordStore.at(m.path.add(head_sub)).save(tr, (), m.head)
+        if m.kind == "table":
+            for sub, old in m.previous.items():
+                RecordStore.at(m.path.add(sub + "History")).save(tr, (v,), old, new=True)
+            RecordStore.at(m.path.add(history_sub)).save(tr, (v,), rec.HistoryEntry(
+                version=v, committed_at_micros=m.time_micros, operation=m.operation, schema_id=m.head.schema_id,
+                changed=list(m.changed)), new=True)
+        elif m.previous_head is not None:
+            RecordStore.at(m.path.add(history_sub)).save(tr, (v,), m.previous_head, new=True)
+        RecordStore.at(m.path.add(commit_sub)).save(tr, (v,), rec.Commit(
+            version=v, operation=m.operation, user=self.user, committed_at_micros=m.time_micros,
+            detail_json=json.dumps(m.detail, separators=(",", ":"), default=str, ensure_ascii=False)), new=True)
+        return v
+
+    # ==== resolution ==============================================================
+    def _names(self, parent: KeySpacePath, kind: str) -> RecordStore[rec.ObjectName]:
+        return RecordStore.at(parent.add(f"{kind}ObjectName"))
+
+    def _dropped(self, parent: KeySpacePath, kind: str) -> RecordStore[rec.DroppedObjectName]:
+        return RecordStore.at(parent.add(f"Dropped{kind}ObjectName"))
+
+    def _catalog(self, tr: Transaction, name: CatalogName, *, load: bool = True) -> _Object:
+        entry = self._names(self._catalogs, "Catalog").load(tr, (name.catalog,))
+        if entry is None:
+            raise NoSuchCatalog(f"catalog {name} does not exist in project {self.project!r}", catalog=name.catalog)
+        cid = uuid.UUID(bytes=entry.id)
+        path = self._catalogs.add("catalogId", cid)
+        record = RecordStore.at(path.add("CatalogRecord")).load(tr, ()) if load else None
+        return _Object("catalog", name, cid, path, record)
+
+    def _database(self, tr: Transaction, name: DatabaseName, *, load: bool = True) -> _Object:
+        cat = self._catalog(tr, name.catalog_name, load=False)
+        dbs = cat.path.add("Database")
+        entry = self._names(dbs, "Database").load(tr, (name.database,))
+        if entry is None:
+            raise NoSuchNamespace(f"database {name} does not exist", database=str(name))
+        did = uuid.UUID(bytes=entry.id)
+        path = dbs.add("databaseId", did)
+        record = RecordStore.at(path.add("DatabaseRecord")).load(tr, ()) if load else None
+        return _Object("database", name, did, path, record)
+
+    def _relation(self, tr: Transaction, name: TableName) -> tuple[_Object, rec.ObjectName | None]:
+        db = self._database(tr, name.database_name, load=False)
+        return db, self._names(db.path.add("Table"), "Table").load(tr, (name.name,))
+
+    def _table(self, tr: Transaction, name: TableName) -> _Table:
+        db, entry = self._relation(tr, name)
+        if entry is None:
+            raise NoSuchTable(f"table {name} does not exist", table=str(name))
+        if entry.kind != rec.ObjectKind.TABLE:
+            raise NoSuchTable(f"{name} is a view, not a table", table=str(name))
+        tid = uuid.UUID(bytes=entry.id)
+        path = Layout.table(db.path, tid)
+        ref = RecordStore.at(path.add("TableReference")).load(tr, ())
+        if ref is None:  # pragma: no cover - a name entry always has its table
+            raise NoSuchTable(f"table {name} has a name but no reference record", table=str(name))
+        return _Table(name, db.path, tid, path, ref)
+
+    def _view(self, tr: Transaction, name: TableName) -> _Object:
+        db, entry = self._relation(tr, name)
+        if entry is None:
+            raise NoSuchView(f"view {name} does not exist", view=str(name))
+        if entry.kind != rec.ObjectKind.VIEW:
+            raise NoSuchView(f"{name} is a table, not a view", view=str(name))
+        vid = uuid.UUID(bytes=entry.id)
+        path = Layout.view(db.path, vid)
+        return _Object("view", name, vid, path, RecordStore.at(path.add("ViewRecord")).load(tr, ()))
+
+    def _scheme(self, tr: Transaction, t: _Table) -> PartitionScheme:
+        schema = t.store("TableSchema").load(tr, ())
+        return PartitionScheme.of(struct_from_proto(schema.schema), schema.partition_columns)
+
+    # ==== catalogs ================================================================
+    def create_catalog(self, name: NameLike, comment: str | None = None, properties: Mapping[str, str] | None = None,
+                       if_not_exists: bool = False, owner: str | None = None) -> CatalogInfo:
+        cn = CatalogName.parse(name)
+        comment = _opt_str(comment, "comment")
+        props = _props(properties, "catalog properties")
+
+        def fn(tr: Transaction) -> CatalogInfo:
+            names = self._names(self._catalogs, "Catalog")
+            if names.load(tr, (cn.catalog,)) is not None:
+                if if_not_exists:
+                    return self._catalog_info(self._catalog(tr, cn))
+                raise CatalogAlreadyExists(f"catalog {cn} already exists", catalog=cn.catalog)
+            now = _now()
+            cid = uuid.uuid4()
+            path = self._catalogs.add("catalogId", cid)
+            names.save(tr, (cn.catalog,), rec.ObjectName(id=cid.bytes, kind=rec.ObjectKind.CATALOG,
+                                                         created_at_micros=now), new=True)
+            record = rec.CatalogRecord(comment=comment or "", properties=props, owner=owner or self.user,
+                                       created_at_micros=now)
+            self._commit(tr, Mutation("catalog", str(cn), path, "CREATE CATALOG", 1, record, time_micros=now,
+                                      detail={"comment": comment, "properties": props}))
+            return self._catalog_info(_Object("catalog", cn, cid, path, record))
+
+        return self._run(fn)
+
+    def ensure_catalog(self, name: NameLike) -> CatalogInfo:
+        """The catalog, created if missing (idempotent, safe under concurrency)."""
+        return self.create_catalog(name, if_not_exists=True)
+
+    def get_catalog(self, name: NameLike) -> CatalogInfo:
+        cn = CatalogName.parse(name)
+        return self._run(lambda tr: self._catalog_info(self._catalog(tr, cn)))
+
+    def catalog_exists(self, name: NameLike) -> bool:
+        cn = CatalogName.parse(name)
+        return self._run(lambda tr: self._names(self._catalogs, "Catalog").exists(tr, (cn.catalog,)))
+
+    def list_catalogs(self) -> list[CatalogInfo]:
+        def fn(tr: Transaction) -> list[CatalogInfo]:
+            out = []
+            for r in self._names(self._catalogs, "Catalog").scan(tr):
+                cid = uuid.UUID(bytes=r.record.id)
+                path = self._catalogs.add("catalogId", cid)
+                record = RecordStore.at(path.add("CatalogRecord")).load(tr, ())
+                out.append(self._catalog_info(_Object("catalog", CatalogName(r.key[0]), cid, path, record)))
+            return out
+
+        return self._run(fn)
+
+    def alter_catalog(self, name: NameLike, set_properties: Mapping[str, str] | None = None,
+                      remove_properties: Iterable[str] | None = None, comment: Any = UNSET) -> CatalogInfo:
+        cn = CatalogName.parse(name)
+        sets = _props(set_properties, "properties")
+        removes = list(remove_properties or ())
+        if comment is not UNSET:
+            _opt_str(comment, "comment")
+
+        def fn(tr: Transaction) -> CatalogInfo:
+            cat = self._catalog(tr, cn)
+            old = cat.record
+            new = rec.CatalogRecord()
+            new.CopyFrom(old)
+            for k in removes:
+                new.properties.pop(k, None)
+            new.properties.update(sets)
+            if comment is not UNSET:
+                new.comment = comment or ""
+            self._commit(tr, Mutation("catalog", str(cn), cat.path, "ALTER CATALOG", old.version + 1, new,
+                                      previous_head=old, detail={"set": sets, "remove": removes}))
+            return self._catalog_info(_Object("catalog", cn, cat.id, cat.path, new))
+
+        return self._run(fn)
+
+    def drop_catalog(self, name: NameLike, cascade: bool = False, purge: bool = False) -> None:
+        cn = CatalogName.parse(name)
+
+        def fn(tr: Transaction) -> None:
+            cat = self._catalog(tr, cn)
+            dbs = cat.path.add("Database")
+            if not cascade and any(True for _ in self._names(dbs, "Database").scan(tr, limit=1)):
+                raise NamespaceNotEmpty(f"catalog {cn} is not empty (drop it with cascade)", catalog=cn.catalog)
+            self._drop_object(tr, self._catalogs, "Catalog", cn.catalog, cat, purge, "DROP CATALOG",
+                              rec.ObjectKind.CATALOG)
+
+        self._run(fn)
+
+    def undrop_catalog(self, name: NameLike) -> CatalogInfo:
+        cn = CatalogName.parse(name)
+
+        def fn(tr: Transaction) -> CatalogInfo:
+            cid = self._undrop_object(tr, self._catalogs, "Catalog", cn.catalog, str(cn), CatalogAlreadyExists,
+                                      NoSuchCatalog)
+            cat = self._catalog(tr, cn)
+            self._commit(tr, Mutation("catalog", str(cn), cat.path, "UNDROP CATALOG", cat.record.version + 1,
+                                      _copy(cat.record), previous_head=cat.record))
+            assert cid == cat.id
+            return self._catalog_info(self._catalog(tr, cn))
+
+        return self._run(fn)
+
+    def purge_catalog(self, name: NameLike) -> int:
+        """Remove every dropped catalog of that name with all it held; returns how many."""
+        cn = CatalogName.parse(name)
+        return self._run(lambda tr: self._purge_dropped(tr, self._catalogs, "Catalog", cn.catalog, str(cn),
+                                                        lambda i: self._catalogs.add("catalogId", i), NoSuchCatalog))
+
+    def list_dropped_catalogs(self) -> list[DroppedObject]:
+        return self._run(lambda tr: self._list_dropped(tr, self._catalogs, "Catalog", lambda n: n))
+
+    def _catalog_info(self, cat: _Object) -> CatalogInfo:
+        r = cat.record
+        assert isinstance(cat.name, CatalogName)
+        return CatalogInfo(cat.name.catalog, str(cat.id), r.comment or None, dict(r.properties), r.owner or None,
+                           micros_to_datetime(r.created_at_micros), micros_to_datetime(r.updated_at_micros),
+                           r.version)
+
+    # ==== shared drop / undrop / purge ============================================
+    def _drop_object(self, tr: Transaction, parent: KeySpacePath, kind: str, key: str, obj: _Object | _Table,
+                     purge: bool, operation: str, object_kind: int) -> None:
+        names = self._names(parent, kind)
+        entry = names.load(tr, (key,))
+        names.delete(tr, (key,))
+        if purge:
+            tr.clear_range(*obj.path.range())
+            return
+        now = _now()
+        created = entry.created_at_micros if entry is not None else 0
+        self._dropped(parent, kind).save(tr, (key, obj.id), rec.DroppedObjectName(
+            id=obj.id.bytes, kind=object_kind, dropped_at_micros=now, dropped_by=self.user,
+            created_at_micros=created), new=True)
+        if isinstance(obj, _Table):
+            self._commit(tr, Mutation("table", str(obj.name), obj.path, operation, obj.ref.version + 1,
+                                      _copy(obj.ref), time_micros=now))
+        else:
+            self._commit(tr, Mutation(obj.kind, str(obj.name), obj.path, operation, obj.record.version + 1,
+                                      _copy(obj.record), previous_head=obj.record, time_micros=now))
+
+    def _latest_dropped(self, tr: Transaction, parent: KeySpacePath, kind: str,
+                        key: str) -> tuple[uuid.UUID, rec.DroppedObjectName] | None:
+        store = self._dropped(parent, kind)
+        best: tuple[uuid.UUID, rec.DroppedObjectName] | None = None
+        for r in store.scan(tr, *store.prefix_range((key,))):
+            if best is None or r.record.dropped_at_micros >= best[1].dropped_at_micros:
+                best = (r.key[1], r.record)
+        return best
+
+    def _undrop_object(self, tr: Transaction, parent: KeySpacePath, kind: str, key: str, shown: str,
+                       exists_error: type[Exception], missing_error: type[Exception]) -> uuid.UUID:
+        names = self._names(parent, kind)
+        latest = self._latest_dropped(tr, parent, kind, key)
+        if latest is None:
+            raise missing_error(f"no dropped {kind.lower()} named {shown}")
+        if names.exists(tr, (key,)):
+            raise exists_error(f"cannot undrop {shown}: a {kind.lower()} of that name exists")
+        oid, dropped = latest
+        self._dropped(parent, kind).delete(tr, (key, oid))
+        names.save(tr, (key,), rec.ObjectName(id=oid.bytes, kind=dropped.kind,
+                                              created_at_micros=dropped.created_at_micros or _now()), new=True)
+        return oid
+
+    def _purge_dropped(self, tr: Transaction, parent: KeySpacePath, kind: str, key: str, shown: str,
+                       path_of: Callable[[uuid.UUID], KeySpacePath], missing_error: type[Exception]) -> int:
+        store = self._dropped(parent, kind)
+        found = list(store.scan(tr, *store.prefix_range((key,))))
+        if not found:
+            raise missing_error(f"no dropped {kind.lower()} named {shown}")
+        for r in found:
+            oid = r.key[1]
+            tr.clear_range(*path_of(oid).range())
+            store.delete(tr, (key, oid))
+        return len(found)
+
+    def _list_dropped(self, tr: Transaction, parent: KeySpacePath, kind: str,
+                      show: Callable[[str], str]) -> list[DroppedObject]:
+        return [DroppedObject(kind.upper(), show(r.key[0]), str(r.key[1]), micros_to_datetime(r.record.dropped_at_micros),
+                              r.record.dropped_by)
+                for r in self._dropped(parent, kind).scan(tr)]
+
+    # ==== databases ===============================================================
+    def create_database(self, name: NameLike, comment: str | None = None, location: str | None = None,
+                        properties: Mapping[str, str] | None = None, owner: str | None = None,
+                        if_not_exists: bool = False) -> DatabaseInfo:
+        dn = DatabaseName.parse(name)
+        comment = _opt_str(comment, "comment")
+        location = _opt_str(location, "location")
+        props = _props(properties, "database properties")
+        owner = _opt_str(owner, "owner")
+
+        def fn(tr: Transaction) -> DatabaseInfo:
+            cat = self._catalog(tr, dn.catalog_name, load=False)
+            dbs = cat.path.add("Database")
+            names = self._names(dbs, "Database")
+            if names.load(tr, (dn.database,)) is not None:
+                if if_not_exists:
+                    return self._database_info(self._database(tr, dn))
+                raise NamespaceAlreadyExists(f"database {dn} already exists", database=str(dn))
+            now = _now()
+            did = uuid.uuid4()
+            path = dbs.add("databaseId", did)
+            names.save(tr, (dn.database,), rec.ObjectName(id=did.bytes, kind=rec.ObjectKind.DATABASE,
+                                                          created_at_micros=now), new=True)
+            record = rec.DatabaseRecord(comment=comment or "", location=location or "", properties=props,
+                                        owner=owner or self.user, created_at_micros=now)
+            self._commit(tr, Mutation("database", str(dn), path, "CREATE DATABASE", 1, record, time_micros=now,
+                                      detail={"comment": comment, "location": location, "properties": props}))
+            return self._database_info(_Object("database", dn, did, path, record))
+
+        return self._run(fn)
+
+    def get_database(self, name: NameLike) -> DatabaseInfo:
+        dn = DatabaseName.parse(name)
+        return self._run(lambda tr: self._database_info(self._database(tr, dn)))
+
+    def database_exists(self, name: NameLike) -> bool:
+        dn = DatabaseName.parse(name)
+
+        def fn(tr: Transaction) -> bool:
+            try:
+                self._database(tr, dn, load=False)
+            except (NoSuchCatalog, NoSuchNamespace):
+                return False
+            return True
+
+        return self._run(fn)
+
+    def list_databases(self, catalog: NameLike) -> list[DatabaseInfo]:
+        cn = CatalogName.parse(catalog)
+
+        def fn(tr: Transaction) -> list[DatabaseInfo]:
+            cat = self._catalog(tr, cn, load=False)
+            dbs = cat.path.add("Database")
+            out = []
+            for r in self._names(dbs, "Database").scan(tr):
+                did = uuid.UUID(bytes=r.record.id)
+                path = dbs.add("databaseId", did)
+                record = RecordStore.at(path.add("DatabaseRecord")).load(tr, ())
+                out.append(self._database_info(_Object("database", DatabaseName(cn.catalog, r.key[0]), did, path,
+                                                       record)))
+            return out
+
+        return self._run(fn)
+
+    def alter_database(self, name: NameLike, set_properties: Mapping[str, str] | None = None,
+                       remove_properties: Iterable[str] | None = None, comment: Any = UNSET,
+                       location: Any = UNSET, owner: Any = UNSET) -> DatabaseInfo:
+        """Change properties, comment (``None`` clears it), location or owner; arguments
+        left out stay as they are."""
+        dn = DatabaseName.parse(name)
+        sets = _props(set_properties, "properties")
+        removes = list(remove_properties or ())
+        for value, what in ((comment, "comment"), (location, "location"), (owner, "owner")):
+            if value is not UNSET:
+                _opt_str(value, what)
+
+        def fn(tr: Transaction) -> DatabaseInfo:
+            db = self._database(tr, dn)
+            old = db.record
+            new = _copy(old)
+            for k in removes:
+                new.properties.pop(k, None)
+            new.properties.update(sets)
+            detail: dict[str, Any] = {"set": sets, "remove": removes}
+            if comment is not UNSET:
+                new.comment = comment or ""
+                detail["comment"] = comment
+            if location is not UNSET:
+                new.location = location or ""
+                detail["location"] = location
+            if owner is not UNSET:
+                new.owner = owner or ""
+                detail["owner"] = owner
+            self._commit(tr, Mutation("database", str(dn), db.path, "ALTER DATABASE", old.version + 1, new,
+                                      previous_head=old, detail=detail))
+            return self._database_info(_Object("database", dn, db.id, db.path, new))
+
+        return self._run(fn)
+
+    def drop_database(self, name: NameLike, cascade: bool = False, purge: bool = False) -> None:
+        dn = DatabaseName.parse(name)
+
+        def fn(tr: Transaction) -> None:
+            db = self._database(tr, dn)
+            if not cascade and any(True for _ in self._names(db.path.add("Table"), "Table").scan(tr, limit=1)):
+                raise NamespaceNotEmpty(f"database {dn} is not empty (drop it with cascade)", database=str(dn))
+            cat = self._catalog(tr, dn.catalog_name, load=False)
+            self._drop_object(tr, cat.path.add("Database"), "Database", dn.database, db, purge, "DROP DATABASE",
+                              rec.ObjectKind.DATABASE)
+
+        self._run(fn)
+
+    def undrop_database(self, name: NameLike) -> DatabaseInfo:
+        dn = DatabaseName.parse(name)
+
+        def fn(tr: Transaction) -> DatabaseInfo:
+            cat = self._catalog(tr, dn.catalog_name, load=False)
+            self._undrop_object(tr, cat.path.add("Database"), "Database", dn.database, str(dn),
+                                NamespaceAlreadyExists, NoSuchNamespace)
+            db = self._database(tr, dn)
+            new = _copy(db.record)
+            self._commit(tr, Mutation("database", str(dn), db.path, "UNDROP DATABASE", db.record.version + 1, new,
+                                      previous_head=db.record))
+            return self._database_info(_Object("database", dn, db.id, db.path, new))
+
+        return self._run(fn)
+
+    def purge_database(self, name: NameLike) -> int:
+        """Remove every dropped database of that name with everything in it; returns how many."""
+        dn = DatabaseName.parse(name)
+
+        def fn(tr: Transaction) -> int:
+            cat = self._catalog(tr, dn.catalog_name, load=False)
+            dbs = cat.path.add("Database")
+            return self._purge_dropped(tr, dbs, "Database", dn.database, str(dn),
+                                       lambda i: dbs.add("databaseId", i), NoSuchNamespace)
+
+        return self._run(fn)
+
+    def list_dropped_databases(self, catalog: NameLike) -> list[DroppedObject]:
+        cn = CatalogName.parse(catalog)
+
+        def fn(tr: Transaction) -> list[DroppedObject]:
+            cat = self._catalog(tr, cn, load=False)
+            return self._list_dropped(tr, cat.path.add("Database"), "Database",
+                                      lambda n: str(DatabaseName(cn.catalog, n)))
+
+        return self._run(fn)
+
+    def _database_info(self, db: _Object) -> DatabaseInfo:
+        r = db.record
+        assert isinstance(db.name, DatabaseName)
+        return DatabaseInfo(db.name.catalog, db.name.database, str(db.id), r.comment or None, r.location or None,
+                            dict(r.properties), r.owner or None, micros_to_datetime(r.created_at_micros),
+                            micros_to_datetime(r.updated_at_micros), r.version)
+
+    # ==== tables ==================================================================
+    def _table_records(self, tn: TableName, db_record: rec.DatabaseRecord, schema: Any, partition_by: Sequence[str],
+                       format: str | None, location: str | None, properties: Mapping[str, str] | None,
+                       comment: str | None, owner: str | None, external: bool, schema_id: int,
+                       now: int) -> tuple[rec.TableSchema, rec.TableStorage, rec.TableProperties]:
+        struct = parse_schema(schema)
+        if isinstance(partition_by, str):
+            partition_by = [partition_by]
+        scheme = PartitionScheme.of(struct, partition_by)
+        props = _props(properties, "table properties")
+        reserved = {k: props.pop(k) for k in list(props) if k in RESERVED_PROPERTIES}
+        location = _opt_str(location, "location") or reserved.get("location")
+        comment = _opt_str(comment, "comment") if comment is not None else reserved.get("comment")
+        owner = _opt_str(owner, "owner") or reserved.get("owner") or self.user
+        if format is None or (format == "parquet" and "provider" in reserved):
+            format = reserved.get("provider", "parquet")
+        external = bool(external) or reserved.get("external", "").lower() == "true"
+        if not location and db_record.location:
+            location = db_record.location.rstrip("/") + "/" + tn.name
+        if external and not location:
+            raise InvalidArgument(f"external table {tn} needs a location")
+        schema_rec = rec.TableSchema(schema_id=schema_id, schema=struct_to_proto(struct),
+                                     partition_columns=list(scheme.names), created_at_micros=now)
+        storage = rec.TableStorage(format=_format(format), location=location or "", external=external)
+        props_rec = rec.TableProperties(properties=props, owner=owner)
+        if comment is not None:
+            props_rec.comment = comment
+        return schema_rec, storage, props_rec
+
+    def create_table(self, name: NameLike, schema: Any, partition_by: Sequence[str] = (), format: str = "parquet",
+                     location: str | None = None, properties: Mapping[str, str] | None = None,
+                     comment: str | None = None, owner: str | None = None, external: bool = False) -> TableInfo:
+        """Create a table. ``schema``: Spark StructType JSON, a DDL column list or a
+        StructType. Spark's reserved properties (location, comment, owner, provider,
+        external) in ``properties`` fill the matching arguments left out. Without a
+        location the table goes under the database's location, if it has one."""
+        tn = TableName.parse(name)
+
+        def fn(tr: Transaction) -> TableInfo:
+            db, entry = self._relation(tr, tn)
+            if entry is not None:
+                raise TableAlreadyExists(_exists_message(tn, entry), table=str(tn))
+            return self._create_in(tr, tn, db, schema, partition_by, format, location, properties, comment, owner,
+                                   external)
+
+        return self._run(fn)
+
+    def replace_table(self, name: NameLike, schema: Any, partition_by: Sequence[str] = (), format: str = "parquet",
+                      location: str | None = None, properties: Mapping[str, str] | None = None,
+                      comment: str | None = None, owner: str | None = None, external: bool = False) -> TableInfo:
+        """CREATE OR REPLACE TABLE in one transaction. An existing table keeps its id and
+        history: the new definition is the next version (new schema id) and its
+        partitions are removed; a missing table is created."""
+        tn = TableName.parse(name)
+
+        def fn(tr: Transaction) -> TableInfo:
+            db, entry = self._relation(tr, tn)
+            if entry is None:
+                return None  # type: ignore[return-value]
+            if entry.kind != rec.ObjectKind.TABLE:
+                raise TableAlreadyExists(_exists_message(tn, entry), table=str(tn))
+            t = self._table(tr, tn)
+            db_record = RecordStore.at(db.path.add("DatabaseRecord")).load(tr, ())
+            now = _now()
+            old = {sub: t.store(sub).load(tr, ()) for sub in ("TableSchema", "TableStorage", "TableProperties")}
+            records = self._table_records(tn, db_record, schema, partition_by, format, location, properties, comment,
+                                          owner, external, old["TableSchema"].schema_id + 1, now)
+            for sub, r in zip(("TableSchema", "TableStorage", "TableProperties"), records):
+                t.store(sub).save(tr, (), r)
+            tr.clear_range(*t.store("TablePartition", ()).path.range())
+            ref = _copy(t.ref)
+            ref.schema_id = records[0].schema_id
+            self._commit(tr, Mutation("table", str(tn), t.path, "REPLACE TABLE", t.ref.version + 1, ref,
+                                      time_micros=now, previous=old,
+                                      changed=("TableSchema", "TableStorage", "TableProperties", "TablePartition"),
+                                      detail={"format": records[1].format,
+                                              "partition_by": list(records[0].partition_columns)}))
+            return self._table_info(tn, t.id, ref, *records)
+
+        # one transaction: replace, or (table missing) create in the same retry loop
+        def replace_or_create(tr: Transaction) -> TableInfo:
+            info = fn(tr)
+            if info is not None:
+                return info
+            db, _ = self._relation(tr, tn)
+            return self._create_in(tr, tn, db, schema, partition_by, format, location, properties, comment, owner,
+                                   external)
+
+        return self._run(replace_or_create)
+
+    def _create_in(self, tr: Transaction, tn: TableName, db: _Object, *args: Any) -> TableInfo:
+        """Create table ``tn`` (its name known to be free) in database ``db``."""
+        db_record = RecordStore.at(db.path.add("DatabaseRecord")).load(tr, ())
+        now = _now()
+        records = self._table_records(tn, db_record, *args, 1, now)
+        tid = uuid.uuid4()
+        path = Layout.table(db.path, tid)
+        self._names(db.path.add("Table"), "Table").save(tr, (tn.name,), rec.ObjectName(
+            id=tid.bytes, kind=rec.ObjectKind.TABLE, created_at_micros=now), new=True)
+        for sub, r in zip(("TableSchema", "TableStorage", "TableProperties"), records):
+            RecordStore.at(path.add(sub)).save(tr, (), r, new=True)
+        ref = rec.TableReference(schema_id=1, created_at_micros=now)
+        self._commit(tr, Mutation("table", str(tn), path, "CREATE TABLE", 1, ref, time_micros=now,
+                                  changed=("TableSchema", "TableStorage", "TableProperties"),
+                                  detail={"format": records[1].format,
+                                          "partition_by": list(records[0].partition_columns)}))
+        return self._table_info(tn, tid, ref, *records)
+
+    def get_table(self, name: NameLike, as_of: int | dt.datetime | None = None) -> TableInfo:
+        """The table now, or as it was at version ``as_of`` (an int) or at time ``as_of``
+        (a datetime; naive means UTC)."""
+        tn = TableName.parse(name)
+
+        def fn(tr: Transaction) -> TableInfo:
+            t = self._table(tr, tn)
+            current = {sub: t.store(sub).load(tr, ()) for sub in ("TableSchema", "TableStorage", "TableProperties")}
+            if as_of is None:
+                return self._table_info(tn, t.id, t.ref, current["TableSchema"], current["TableStorage"],
+                                        current["TableProperties"])
+            version = self._resolve_as_of(tr, t, as_of)
+            past = {sub: self._head_at(tr, t, sub, version, r) for sub, r in current.items()}
+            commit = t.store("TableCommit").load(tr, (version,))
+            ref = rec.TableReference(version=version, schema_id=past["TableSchema"].schema_id,
+                                     created_at_micros=t.ref.created_at_micros,
+                                     updated_at_micros=commit.committed_at_micros)
+            return self._table_info(tn, t.id, ref, past["TableSchema"], past["TableStorage"],
+                                    past["TableProperties"])
+
+        return self._run(fn)
+
+    def _resolve_as_of(self, tr: Transaction, t: _Table, as_of: int | dt.datetime) -> int:
+        current = t.ref.version
+        if isinstance(as_of, bool):
+            raise InvalidArgument("as_of must be a version number or a datetime, not a bool")
+        if isinstance(as_of, int):
+            if not 1 <= as_of <= current:
+                raise NoSuchVersion(f"table {t.name} has versions 1 to {current}, not {as_of}", table=str(t.name))
+            return as_of
+        if isinstance(as_of, dt.datetime):
+            when = as_of if as_of.tzinfo else as_of.replace(tzinfo=dt.timezone.utc)
+            micros = (when - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)) // dt.timedelta(microseconds=1)
+            commits = t.store("TableCommit")
+
+            def time_of(v: int) -> int:
+                c = commits.load(tr, (v,))
+                assert c is not None, f"missing commit {v}"
+                return c.committed_at_micros
+
+            if time_of(1) > micros:
+                raise NoSuchVersion(f"table {t.name} did not exist at {when.isoformat()}", table=str(t.name))
+            lo, hi = 1, current  # the greatest version committed at or before `micros`
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                if time_of(mid) <= micros:
+                    lo = mid
+                else:
+                    hi = mid - 1
+            return lo
+        raise InvalidArgument(f"as_of must be a version number or a datetime, not {type(as_of).__name__}")
+
+    def _head_at(self, tr: Transaction, t: _Table, sub: str, version: int, current: Message) -> Message:
+        history = t.store(sub + "History")
+        begin = history.key((version + 1,))
+        for r in history.scan(tr, begin, history.range()[1], limit=1):
+            return r.record
+        return current
+
+    def table_exists(self, name: NameLike) -> bool:
+        tn = TableName.parse(name)
+
+        def fn(tr: Transaction) -> bool:
+            try:
+                _, entry = self._relation(tr, tn)
+            except (NoSuchCatalog, NoSuchNamespace):
+                return False
+            return entry is not None and entry.kind == rec.ObjectKind.TABLE
+
+        return self._run(fn)
+
+    def list_tables(self, database: NameLike) -> list[RelationSummary]:
+        """Tables of a database, by name (views are listed by :meth:`list_views`)."""
+        return self._list_relations(database, rec.ObjectKind.TABLE)
+
+    def list_relations(self, database: NameLike) -> list[RelationSummary]:
+        """Tables and views of a database, by name."""
+        return self._list_relations(database, None)
+
+    def _list_relations(self, database: NameLike, kind: int | None) -> list[RelationSummary]:
+        dn = DatabaseName.parse(database)
+
+        def fn(tr: Transaction) -> list[RelationSummary]:
+            db = self._database(tr, dn, load=False)
+            return [RelationSummary(dn.catalog, dn.database, r.key[0], rec.ObjectKind.Name(r.record.kind),
+                                    str(uuid.UUID(bytes=r.record.id)), micros_to_datetime(r.record.created_at_micros))
+                    for r in self._names(db.path.add("Table"), "Table").scan(tr)
+                    if kind is None or r.record.kind == kind]
+
+        return self._run(fn)
+
+    def alter_table(self, name: NameLike, changes: Sequence[TableChange],
+                    expected_version: int | None = None) -> TableInfo:
+        """Apply table changes in one commit (see :mod:`ushas_catalog.table_changes`).
+        Column changes make one new schema id (the old schema is kept in history).
+        ``expected_version``: fail with :class:`Conflict` if the table moved on."""
+        tn = TableName.parse(name)
+        changes = list(changes)
+        if not changes:
+            raise InvalidArgument("alter_table needs at least one change")
+        for c in changes:
+            change_to_json(c)  # validates the kind
+
+        def fn(tr: Transaction) -> TableInfo:
+            t = self._table(tr, tn)
+            if expected_version is not None and t.ref.version != expected_version:
+                raise Conflict(f"table {tn} is at version {t.ref.version}, not the expected {expected_version}",
+                               table=str(tn))
+            old = {sub: t.store(sub).load(tr, ()) for sub in ("TableSchema", "TableStorage", "TableProperties")}
+            state = SchemaState(struct_from_proto(old["TableSchema"].schema),
+                                list(old["TableSchema"].partition_columns))
+            storage = _copy(old["TableStorage"])
+            props = _copy(old["TableProperties"])
+            schema_changed = False
+            for c in changes:
+                if isinstance(c, COLUMN_CHANGES):
+                    state.apply(c)  # type: ignore[arg-type]
+                    schema_changed = True
+                    continue
+                if isinstance(c, SetProperty) and c.key in RESERVED_PROPERTIES:
+                    c = _reserved_change(c.key, c.value)
+                elif isinstance(c, RemoveProperty) and c.key in ("comment", "location"):
+                    c = SetComment(None) if c.key == "comment" else SetLocation("")
+                if isinstance(c, SetProperty):
+                    _props({c.key: c.value}, "table properties")
+                    props.properties[c.key] = c.value
+                elif isinstance(c, RemoveProperty):
+                    props.properties.pop(c.key, None)
+                elif isinstance(c, SetLocation):
+                    _opt_str(c.location, "location")
+                    storage.location = c.location
+                elif isinstance(c, SetComment):
+                    _opt_str(c.comment, "comment")
+                    if c.comment is None:
+                        props.ClearField("comment")
+                    else:
+                        props.comment = c.comment
+                elif isinstance(c, SetOwner):
+                    _opt_str(c.owner, "owner")
+                    props.owner = c.owner
+            previous: dict[str, Message] = {}
+            new_schema = old["TableSchema"]
+            ref = _copy(t.ref)
+            if schema_changed:
+                new_schema = rec.TableSchema(schema_id=old["TableSchema"].schema_id + 1,
+                                             schema=struct_to_proto(state.schema),
+                                             partition_columns=state.partition_columns, created_at_micros=_now())
+                if new_schema.schema != old["TableSchema"].schema or \
+                        list(new_schema.partition_columns) != list(old["TableSchema"].partition_columns):
+                    t.store("TableSchema").save(tr, (), new_schema)
+                    previous["TableSchema"] = old["TableSchema"]
+                    ref.schema_id = new_schema.schema_id
+                else:
+                    new_schema = old["TableSchema"]
+            if storage != old["TableStorage"]:
+                t.store("TableStorage").save(tr, (), storage)
+                previous["TableStorage"] = old["TableStorage"]
+            if props != old["TableProperties"]:
+                t.store("TableProperties").save(tr, (), props)
+                previous["TableProperties"] = old["TableProperties"]
+            self._commit(tr, Mutation("table", str(tn), t.path, "ALTER TABLE", t.ref.version + 1, ref,
+                                      previous=previous, changed=tuple(previous),
+                                      detail={"changes": [change_to_json(c) for c in changes]}))
+            return self._table_info(tn, t.id, ref, new_schema, storage, props)
+
+        return self._run(fn)
+
+    def rename_table(self, name: NameLike, new_name: NameLike) -> TableInfo:
+        """Rename a table, possibly into another database of the same catalog (its keys
+        then move, so the whole table must fit one transaction's 10 MB)."""
+        src, dst = TableName.parse(name), TableName.parse(new_name)
+
+        def fn(tr: Transaction) -> TableInfo:
+            t = self._table(tr, src)
+            path = self._move_relation(tr, src, dst, t.id, t.path, rec.ObjectKind.TABLE)
+            moved = _Table(dst, path.parent.parent, t.id, path, t.ref)  # type: ignore[union-attr]
+            ref = _copy(t.ref)
+            self._commit(tr, Mutation("table", str(dst), path, "RENAME TABLE", t.ref.version + 1, ref,
+                                      detail={"from": str(src), "to": str(dst)}))
+            return self._table_info(dst, t.id, ref, *(moved.store(s).load(tr, ()) for s in
+                                                      ("TableSchema", "TableStorage", "TableProperties")))
+
+        return self._run(fn)
+
+    def _move_relation(self, tr: Transaction, src: TableName, dst: TableName, oid: uuid.UUID, path: KeySpacePath,
+                       kind: int) -> KeySpacePath:
+        if src.catalog != dst.catalog:
+            raise InvalidArgument(f"cannot rename {src} to {dst}: a rename stays in its catalog")
+        dst_db, existing = self._relation(tr, dst)
+        if existing is not None:
+            raise TableAlreadyExists(_exists_message(dst, existing), table=str(dst))
+        src_db, entry = self._relation(tr, src)
+        assert entry is not None
+        self._names(src_db.path.add("Table"), "Table").delete(tr, (src.name,))
+        self._names(dst_db.path.add("Table"), "Table").save(tr, (dst.name,), entry, new=True)
+        if dst_db.id == src_db.id:
+            return path
+        new_path = (Layout.table if kind == rec.ObjectKind.TABLE else Layout.view)(dst_db.path, oid)
+        old_prefix, new_prefix = path.key(), new_path.key()
+        for kv in tr.get_range(*path.range()):
+            tr.set(new_prefix + kv.key[len(old_prefix):], kv.value)
+        tr.clear_range(*path.range())
+        return new_path
+
+    def drop_table(self, name: NameLike, purge: bool = False) -> None:
+        """Drop a table: its name moves to DroppedTableObjectName (undrop_table restores
+        it); with ``purge`` every key of the table goes, in one clear_range."""
+        tn = TableName.parse(name)
+
+        def fn(tr: Transaction) -> None:
+            t = self._table(tr, tn)
+            self._drop_object(tr, t.database.add("Table"), "Table", tn.name, t, purge, "DROP TABLE",
+                              rec.ObjectKind.TABLE)
+
+        self._run(fn)
+
+    def undrop_table(self, name: NameLike) -> TableInfo:
+        """Restore the most recently dropped table of that name."""
+        tn = TableName.parse(name)
+
+        def fn(tr: Transaction) -> TableInfo:
+            db = self._database(tr, tn.database_name, load=False)
+            self._undrop_object(tr, db.path.add("Table"), "Table", tn.name, str(tn), TableAlreadyExists, NoSuchTable)
+            t = self._table(tr, tn)
+            ref = _copy(t.ref)
+            self._commit(tr, Mutation("table", str(tn), t.path, "UNDROP TABLE", t.ref.version + 1, ref))
+            return self._table_info(tn, t.id, ref, *(t.store(s).load(tr, ()) for s in
+                                                     ("TableSchema", "TableStorage", "TableProperties")))
+
+        return self._run(fn)
+
+    def purge_table(self, name: NameLike) -> int:
+        """Remove every dropped table of that name, keys and all; returns how many."""
+        tn = TableName.parse(name)
+
+        def fn(tr: Transaction) -> int:
+            db = self._database(tr, tn.database_name, load=False)
+            tables = db.path.add("Table")
+            return self._purge_dropped(tr, tables, "Table", tn.name, str(tn),
+                                       lambda i: tables.add("tableId", i), NoSuchTable)
+
+        return self._run(fn)
+
+    def list_dropped_tables(self, database: NameLike) -> list[DroppedObject]:
+        dn = DatabaseName.parse(database)
+
+        def fn(tr: Transaction) -> list[DroppedObject]:
+            db = self._database(tr, dn, load=False)
+            return self._list_dropped(tr, db.path.add("Table"), "Table",
+                                      lambda n: str(TableName(dn.catalog, dn.database, n)))
+
+        return self._run(fn)
+
+    def _table_info(self, tn: TableName, tid: uuid.UUID, ref: rec.TableReference, schema: rec.TableSchema,
+                    storage: rec.TableStorage, props: rec.TableProperties) -> TableInfo:
+        return TableInfo(tn.catalog, tn.database, tn.name, str(tid), ref.version, schema.schema_id,
+                         struct_from_proto(schema.schema), list(schema.partition_columns), storage.format,
+                         storage.location or None, storage.external, dict(props.properties),
+                         props.comment if props.HasField("comment") else None, props.owner or None,
+                         micros_to_datetime(ref.created_at_micros), micros_to_datetime(ref.updated_at_micros))
+
+    # ==== views ===================================================================
+    def create_view(self, name: NameLike, sql: str, schema: Any, comment: str | None = None,
+                    properties: Mapping[str, str] | None = None, current_catalog: str | None = None,
+                    current_namespace: Sequence[str] | None = None, query_column_names: Sequence[str] = (),
+                    replace: bool = False, owner: str | None = None) -> ViewInfo:
+        """Create (``replace=True``: or replace) a view. Views share the tables' name
+        space: a table of that name fails with TableAlreadyExists."""
+        tn = TableName.parse(name)
+        if not isinstance(sql, str) or not sql.strip():
+            raise InvalidArgument("a view needs its SQL text")
+        struct = parse_schema(schema)
+        record = rec.ViewRecord(sql=sql, schema=struct_to_proto(struct), properties=_props(properties, "view properties"),
+                                current_catalog=_opt_str(current_catalog, "current_catalog") or "",
+                                current_namespace=list(current_namespace or ()),
+                                query_column_names=list(query_column_names), owner=_opt_str(owner, "owner") or self.user)
+        if comment is not None:
+            record.comment = _opt_str(comment, "comment") or ""
+
+        def fn(tr: Transaction) -> ViewInfo:
+            db, entry = self._relation(tr, tn)
+            now = _now()
+            new = _copy(record)
+            if entry is not None:
+                if entry.kind != rec.ObjectKind.VIEW:
+                    raise TableAlreadyExists(_exists_message(tn, entry), table=str(tn))
+                if not replace:
+                    raise ViewAlreadyExists(f"view {tn} already exists", view=str(tn))
+                view = self._view(tr, tn)
+                new.created_at_micros = view.record.created_at_micros
+                self._commit(tr, Mutation("view", str(tn), view.path, "REPLACE VIEW", view.record.version + 1, new,
+                                          previous_head=view.record, time_micros=now))
+                return self._view_info(tn, view.id, new)
+            vid = uuid.uuid4()
+            path = Layout.view(db.path, vid)
+            self._names(db.path.add("Table"), "Table").save(tr, (tn.name,), rec.ObjectName(
+                id=vid.bytes, kind=rec.ObjectKind.VIEW, created_at_micros=now), new=True)
+            new.created_at_micros = now
+            self._commit(tr, Mutation("view", str(tn), path, "CREATE VIEW", 1, new, time_micros=now))
+            return self._view_info(tn, vid, new)
+
+        return self._run(fn)
+
+    def get_view(self, name: NameLike) -> ViewInfo:
+        tn = TableName.parse(name)
+
+        def fn(tr: Transaction) -> ViewInfo:
+            v = self._view(tr, tn)
+            return self._view_info(tn, v.id, v.record)
+
+        return self._run(fn)
+
+    def view_exists(self, name: NameLike) -> bool:
+        tn = TableName.parse(name)
+
+        def fn(tr: Transaction) -> bool:
+            try:
+                _, entry = self._relation(tr, tn)
+            except (NoSuchCatalog, NoSuchNamespace):
+                return False
+            return entry is not None and entry.kind == rec.ObjectKind.VIEW
+
+        return self._run(fn)
+
+    def list_views(self, database: NameLike) -> list[RelationSummary]:
+        return self._list_relations(database, rec.ObjectKind.VIEW)
+
+    def alter_view(self, name: NameLike, *, sql: str | None = None, schema: Any = None,
+                   query_column_names: Sequence[str] | None = None, current_catalog: str | None = None,
+                   current_namespace: Sequence[str] | None = None, set_properties: Mapping[str, str] | None = None,
+                   remove_properties: Iterable[str] | None = None, comment: Any = UNSET,
+                   owner: str | None = None) -> ViewInfo:
+        """ALTER VIEW ... AS (``sql`` with its ``schema``) and / or SET / UNSET TBLPROPERTIES."""
+        tn = TableName.parse(name)
+        if (sql is None) != (schema is None):
+            raise InvalidArgument("alter_view: give the new sql and its schema together")
+        struct = parse_schema(schema) if schema is not None else None
+        sets = _props(set_properties, "view properties")
+        removes = list(remove_properties or ())
+
+        def fn(tr: Transaction) -> ViewInfo:
+            v = self._view(tr, tn)
+            new = _copy(v.record)
+            if sql is not None:
+                if not isinstance(sql, str) or not sql.strip():
+                    raise InvalidArgument("a view needs its SQL text")
+                new.sql = sql
+                new.schema.CopyFrom(struct_to_proto(struct))  # type: ignore[arg-type]
+            if query_column_names is not None:
+                del new.query_column_names[:]
+                new.query_column_names.extend(query_column_names)
+            if current_catalog is not None:
+                new.current_catalog = current_catalog
+            if current_namespace is not None:
+                del new.current_namespace[:]
+                new.current_namespace.extend(current_namespace)
+            for k in removes:
+                new.properties.pop(k, None)
+            new.properties.update(sets)
+            if comment is not UNSET:
+                if comment is None:
+                    new.ClearField("comment")
+                else:
+                    new.comment = _opt_str(comment, "comment") or ""
+            if owner is not None:
+                new.owner = owner
+            self._commit(tr, Mutation("view", str(tn), v.path, "ALTER VIEW", v.record.version + 1, new,
+                                      previous_head=v.record, detail={"set": sets, "remove": removes,
+                                                                      "sql_changed": sql is not None}))
+            return self._view_info(tn, v.id, new)
+
+        return self._run(fn)
+
+    def rename_view(self, name: NameLike, new_name: NameLike) -> ViewInfo:
+        src, dst = TableName.parse(name), TableName.parse(new_name)
+
+        def fn(tr: Transaction) -> ViewInfo:
+            v = self._view(tr, src)
+            path = self._move_relation(tr, src, dst, v.id, v.path, rec.ObjectKind.VIEW)
+            new = _copy(v.record)
+            self._commit(tr, Mutation("view", str(dst), path, "RENAME VIEW", v.record.version + 1, new,
+                                      previous_head=v.record, detail={"from": str(src), "to": str(dst)}))
+            return self._view_info(dst, v.id, new)
+
+        return self._run(fn)
+
+    def drop_view(self, name: NameLike) -> None:
+        """Drop a view: its name and every key of it go (views are not undroppable)."""
+        tn = TableName.parse(name)
+
+        def fn(tr: Transaction) -> None:
+            v = self._view(tr, tn)
+            db = self._database(tr, tn.database_name, load=False)
+            self._names(db.path.add("Table"), "Table").delete(tr, (tn.name,))
+            tr.clear_range(*v.path.range())
+
+        self._run(fn)
+
+    def _view_info(self, tn: TableName, vid: uuid.UUID, r: rec.ViewRecord) -> ViewInfo:
+        return ViewInfo(tn.catalog, tn.database, tn.name, str(vid), r.version, r.sql, struct_from_proto(r.schema),
+                        r.comment if r.HasField("comment") else None, dict(r.properties), r.current_catalog or None,
+                        list(r.current_namespace), list(r.query_column_names), r.owner or None,
+                        micros_to_datetime(r.created_at_micros), micros_to_datetime(r.updated_at_micros))
+
+    # ==== partitions ==============================================================
+    def _partition_input(self, p: Partition | Mapping[str, Any]) -> Partition:
+        if isinstance(p, Partition):
+            return p
+        if isinstance(p, Mapping):
+            return Partition(values=dict(p))
+        raise InvalidArgument(f"a partition must be a spec mapping or a Partition, not {type(p).__name__}")
+
+    def _partition_record(self, p: Partition, location: str, now: int) -> rec.Partition:
+        r = rec.Partition(location=_opt_str(location, "partition location") or "", created_at_micros=now,
+                          properties=_props(p.properties, "partition properties"))
+        for what in ("files", "bytes", "rows"):
+            value = _count(getattr(p, what), what)
+            if value is not None:
+                setattr(r, what, value)
+        return r
+
+    def add_partitions(self, name: NameLike, partitions: Iterable[Partition | Mapping[str, Any]],
+                       if_not_exists: bool = False) -> MutationResult:
+        """Add partitions in one transaction. Values are checked against the partition
+        column types; without a location a partition goes to ``<table location>/k=v/...``."""
+        tn = TableName.parse(name)
+        items = [self._partition_input(p) for p in partitions]
+
+        def fn(tr: Transaction) -> MutationResult:
+            t = self._table(tr, tn)
+            scheme = self._scheme(tr, t)
+            _require_partitioned(tn, scheme)
+            storage = t.store("TableStorage").load(tr, ())
+            store, history = t.partitions(scheme), t.partition_history(scheme)
+            v = t.ref.version + 1
+            now = _now()
+            seen: set[tuple[Any, ...]] = set()
+            added = skipped = 0
+            for p in items:
+                key = scheme.key(p.values)
+                if key in seen or store.exists(tr, key):
+                    if if_not_exists:
+                        skipped += 1
+                        continue
+                    raise PartitionAlreadyExists(f"partition {_spec_text(scheme, key)} of {tn} already exists",
+                                                 table=str(tn), partition=scheme.spec(key))
+                seen.add(key)
+                location = p.location if p.location is not None else _default_location(storage, scheme, key)
+                store.save(tr, key, self._partition_record(p, location, now), new=True)
+                history.save(tr, (v,) + key, rec.PartitionChange(action=rec.PartitionChange.ADDED), new=True)
+                added += 1
+            if not added:
+                return MutationResult(None, skipped=skipped)
+            self._commit(tr, Mutation("table", str(tn), t.path, "ADD PARTITIONS", v, _copy(t.ref), time_micros=now,
+                                      changed=("TablePartition",), detail={"added": added, "skipped": skipped}))
+            return MutationResult(v, added=added, skipped=skipped)
+
+        return self._run(fn)
+
+    def _matching(self, tr: Transaction, store: RecordStore[rec.Partition], scheme: PartitionScheme,
+                  spec: Mapping[str, Any] | None) -> Iterator[tuple[tuple[Any, ...], rec.Partition]]:
+        lead, filters = scheme.selection(spec)
+        if len(lead) == len(scheme.columns):
+            r = store.load(tr, lead)
+            if r is not None:
+                yield lead, r
+            return
+        for sr in store.scan(tr, *store.prefix_range(lead)):
+            if all(sr.key[i] == e for i, e in filters.items()):
+                yield sr.key, sr.record
+
+    def drop_partitions(self, name: NameLike, specs: Iterable[Mapping[str, Any]],
+                        if_exists: bool = False) -> MutationResult:
+        """Drop partitions in one transaction. A partial spec drops every partition it
+        matches; a spec matching nothing fails with NoSuchPartition unless ``if_exists``."""
+        tn = TableName.parse(name)
+        spec_list = [dict(s.values) if isinstance(s, Partition) else s for s in specs]
+
+        def fn(tr: Transaction) -> MutationResult:
+            t = self._table(tr, tn)
+            scheme = self._scheme(tr, t)
+            _require_partitioned(tn, scheme)
+            store, history = t.partitions(scheme), t.partition_history(scheme)
+            v = t.ref.version + 1
+            dropped: dict[tuple[Any, ...], rec.Partition] = {}
+            missing = 0
+            for spec in spec_list:
+                found = list(self._matching(tr, store, scheme, spec))
+                if not found:
+                    if not if_exists:
+                        raise NoSuchPartition(f"no partition {_show_spec(spec)} in {tn}", table=str(tn))
+                    missing += 1
+                dropped.update(found)
+            for key, old in dropped.items():
+                store.delete(tr, key)
+                history.save(tr, (v,) + key, rec.PartitionChange(action=rec.PartitionChange.DROPPED, previous=old),
+                             new=True)
+            if not dropped:
+                return MutationResult(None, skipped=missing)
+            self._commit(tr, Mutation("table", str(tn), t.path, "DROP PARTITIONS", v, _copy(t.ref),
+                                      changed=("TablePartition",), detail={"dropped": len(dropped)}))
+            return MutationResult(v, dropped=len(dropped), skipped=missing)
+
+        return self._run(fn)
+
+    def replace_partitions(self, name: NameLike, drop_specs: Iterable[Mapping[str, Any]],
+                           add: Iterable[Partition | Mapping[str, Any]]) -> MutationResult:
+        """An overwrite in one transaction: partitions matching ``drop_specs`` (partial
+        specs allowed; matching nothing is fine) go, ``add`` are written. A partition in
+        both is REPLACED (one key, never duplicated)."""
+        tn = TableName.parse(name)
+        drop_list = [dict(s.values) if isinstance(s, Partition) else s for s in drop_specs]
+        items = [self._partition_input(p) for p in add]
+
+        def fn(tr: Transaction) -> MutationResult:
+            t = self._table(tr, tn)
+            scheme = self._scheme(tr, t)
+            _require_partitioned(tn, scheme)
+            storage = t.store("TableStorage").load(tr, ())
+            store, history = t.partitions(scheme), t.partition_history(scheme)
+            v = t.ref.version + 1
+            now = _now()
+            to_drop: dict[tuple[Any, ...], rec.Partition] = {}
+            for spec in drop_list:
+                to_drop.update(self._matching(tr, store, scheme, spec))
+            new: dict[tuple[Any, ...], rec.Partition] = {}
+            for p in items:
+                key = scheme.key(p.values)
+                if key in new:
+                    raise InvalidArgument(f"partition {_spec_text(scheme, key)} is given twice")
+                location = p.location if p.location is not None else _default_location(storage, scheme, key)
+                new[key] = self._partition_record(p, location, now)
+            added = replaced = 0
+            for key, r in new.items():
+                old = to_drop.pop(key, None)
+                if old is None:
+                    old = store.load(tr, key)
+                if old is None:
+                    store.save(tr, key, r, new=True)
+                    history.save(tr, (v,) + key, rec.PartitionChange(action=rec.PartitionChange.ADDED), new=True)
+                    added += 1
+                else:
+                    store.save(tr, key, r)
+                    history.save(tr, (v,) + key, rec.PartitionChange(action=rec.PartitionChange.REPLACED,
+                                                                     previous=old), new=True)
+                    replaced += 1
+            for key, old in to_drop.items():
+                store.delete(tr, key)
+                history.save(tr, (v,) + key, rec.PartitionChange(action=rec.PartitionChange.DROPPED, previous=old),
+                             new=True)
+            if not (added or replaced or to_drop):
+                return MutationResult(None)
+            self._commit(tr, Mutation("table", str(tn), t.path, "REPLACE PARTITIONS", v, _copy(t.ref),
+                                      time_micros=now, changed=("TablePartition",),
+                                      detail={"added": added, "replaced": replaced, "dropped": len(to_drop)}))
+            return MutationResult(v, added=added, dropped=len(to_drop), replaced=replaced)
+
+        return self._run(fn)
+
+    def get_partition(self, name: NameLike, spec: Mapping[str, Any]) -> Partition:
+        tn = TableName.parse(name)
+
+        def fn(tr: Transaction) -> Partition:
+            t = self._table(tr, tn)
+            scheme = self._scheme(tr, t)
+            _require_partitioned(tn, scheme)
+            key = scheme.key(spec)
+            r = t.partitions(scheme).load(tr, key)
+            if r is None:
+                raise NoSuchPartition(f"no partition {_spec_text(scheme, key)} in {tn}", table=str(tn))
+            return _partition_out(scheme, key, r)
+
+        return self._run(fn)
+
+    def list_partitions(self, name: NameLike, prefix: Mapping[str, Any] | None = None,
+                        limit: int | None = None) -> Iterator[Partition]:
+        """Partitions in partition-value order, streamed. ``prefix`` is a partial spec:
+        its leading partition columns narrow the key range read (only matching keys are
+        touched); other named columns filter. The table is resolved (and errors raised)
+        when this is called; the partitions are read in batches of
+        :data:`PARTITION_BATCH`, one transaction each."""
+        tn = TableName.parse(name)
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+            raise InvalidArgument(f"limit must be an integer >= 0, not {limit!r}")
+
+        def first(tr: Transaction) -> tuple[PartitionScheme, RecordStore[rec.Partition], bytes, bytes, dict[int, Any],
+                                            list[Any]]:
+            t = self._table(tr, tn)
+            scheme = self._scheme(tr, t)
+            _require_partitioned(tn, scheme)
+            lead, filters = scheme.selection(prefix)
+            store = t.partitions(scheme)
+            begin, end = store.prefix_range(lead)
+            return scheme, store, begin, end, filters, list(islice(store.scan(tr, begin, end), PARTITION_BATCH))
+
+        scheme, store, begin, end, filters, batch = self._run(first)
+        return self._stream_partitions(scheme, store, end, filters, batch, limit)
+
+    def _stream_partitions(self, scheme: PartitionScheme, store: RecordStore[rec.Partition], end: bytes,
+                           filters: dict[int, Any], batch: list[Any], limit: int | None) -> Iterator[Partition]:
+        remaining = limit
+        while True:
+            for sr in batch:
+                if filters and not all(sr.key[i] == e for i, e in filters.items()):
+                    continue
+                if remaining is not None:
+                    if remaining <= 0:
+                        return
+                    remaining -= 1
+                yield _partition_out(scheme, sr.key, sr.record)
+            if len(batch) < PARTITION_BATCH:
+                return
+            begin = store.key(batch[-1].key) + b"\xff"
+            batch = self._run(lambda tr: list(islice(store.scan(tr, begin, end), PARTITION_BATCH)))
+
+    # ==== history =================================================================
+    def history(self, name: NameLike, limit: int | None = None) -> list[HistoryItem]:
+        """Commits of a table or view (3-part name), database (2) or catalog (1), newest first."""
+        parsed = parse_any(name)
+
+        def fn(tr: Transaction) -> list[HistoryItem]:
+            entries: dict[int, rec.HistoryEntry] = {}
+            if isinstance(parsed, TableName):
+                _, entry = self._relation(tr, parsed)
+                if entry is not None and entry.kind == rec.ObjectKind.VIEW:
+                    path, commit_sub = self._view(tr, parsed).path, "ViewCommit"
+                else:
+                    t = self._table(tr, parsed)
+                    path, commit_sub = t.path, "TableCommit"
+                    for r in islice(t.store("TableHistory").scan(tr, reverse=True), limit):
+                        entries[r.key[0]] = r.record
+            elif isinstance(parsed, DatabaseName):
+                path, commit_sub = self._database(tr, parsed, load=False).path, "DatabaseCommit"
+            else:
+                path, commit_sub = self._catalog(tr, parsed, load=False).path, "CatalogCommit"
+            out = []
+            for r in islice(RecordStore.at(path.add(commit_sub)).scan(tr, reverse=True), limit):
+                c = r.record
+                h = entries.get(c.version)
+                out.append(HistoryItem(c.version, c.operation, c.user, micros_to_datetime(c.committed_at_micros),
+                                       detail_from_json(c.detail_json), h.schema_id if h else None,
+                                       list(h.changed) if h else []))
+            return out
+
+        return self._run(fn)
+
+    # ==== project =================================================================
+    def drop_project(self) -> None:
+        """Delete everything of this project: one clear_range."""
+        self._run(lambda tr: tr.clear_range(*self.project_path.range()))
+
+    def stats(self, all_projects: bool = False, batch: int = 50_000) -> list[SubspaceStats]:
+        """Keys and bytes (key + value) per subspace (the deepest named constant
+        directory of each key, found by parsing it with the key space) per project.
+        Reads in batches of ``batch`` keys, one transaction each."""
+        ks = self.layout.keyspace
+        begin, end = ks.range() if all_projects else self.project_path.range()
+        counts: dict[tuple[str, str], list[int]] = {}
+        while True:
+            rows = self._run(lambda tr: [(kv.key, len(kv.value)) for kv in tr.get_range(begin, end, limit=batch)])
+            for key, size in rows:
+                try:
+                    resolved = ks.parse(key)
+                    project = resolved.path.find("project").value if resolved.path else "?"
+                    subspace = next((p.directory.name for p in reversed(resolved.path.lineage())
+                                     if p.directory.is_constant), "project") if resolved.path else "?"
+                except Exception:  # noqa: BLE001 - a foreign key in the range: count it, do not fail
+                    project, subspace = "?", "(unparsed)"
+                c = counts.setdefault((project, subspace), [0, 0])
+                c[0] += 1
+                c[1] += len(key) + size
+            if len(rows) < batch:
+                break
+            begin = rows[-1][0] + b"\x00"
+        return [SubspaceStats(p, s, k, b) for (p, s), (k, b) in sorted(counts.items())]
+
+
+# --- helpers -------------------------------------------------------------------------------
+M_ = TypeVar("M_", bound=Message)
+
+
+def _copy(message: M_) -> M_:
+    out = type(message)()
+    out.CopyFrom(message)
+    return out
+
+
+def _exists_message(tn: TableName, entry: rec.ObjectName) -> str:
+    what = "a view" if entry.kind == rec.ObjectKind.VIEW else "a table"
+    return f"{tn} already exists as {what}"
+
+
+def _reserved_change(key: str, value: str) -> TableChange:
+    if key == "location":
+        return SetLocation(value)
+    if key == "comment":
+        return SetComment(value)
+    if key == "owner":
+        return SetOwner(value)
+    raise InvalidArgument(f"table property {key!r} is reserved and cannot be changed with SET TBLPROPERTIES")
+
+
+def _require_partitioned(tn: TableName, scheme: PartitionScheme) -> None:
+    if not scheme:
+        raise InvalidArgument(f"table {tn} is not partitioned", table=str(tn))
+
+
+def _default_location(storage: rec.TableStorage, scheme: PartitionScheme, key: tuple[Any, ...]) -> str:
+    return storage.location.rstrip("/") + "/" + scheme.path(key) if storage.location else ""
+
+
+def _spec_text(scheme: PartitionScheme, key: tuple[Any, ...]) -> str:
+    return "(" + ", ".join(f"{k}={v}" for k, v in scheme.spec(key).items()) + ")"
+
+
+def _show_spec(spec: Mapping[str, Any]) -> str:
+    return "(" + ", ".join(f"{k}={v}" for k, v in spec.items()) + ")"
+
+
+def _partition_out(scheme: PartitionScheme, key: tuple[Any, ...], r: rec.Partition) -> Partition:
+    return Partition(values=scheme.values(key), location=r.location or None,
+                     files=r.files if r.HasField("files") else None,
+                     bytes=r.bytes if r.HasField("bytes") else None,
+                     rows=r.rows if r.HasField("rows") else None,
+                     properties=dict(r.properties), created_at=micros_to_datetime(r.created_at_micros),
+                     spec=scheme.spec(key))
