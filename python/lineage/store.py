@@ -364,11 +364,21 @@ class LineageStore:
         if count:
             self.db.run(lambda tr: tr.add(self._counter_key("dropped"), count))
 
-    def report_source(self, source: str, *, captured: int, dropped: int, pending: int) -> None:
-        """Publish one capturing process's counters (what ``ushas lineage status`` shows)."""
+    def report_source(self, source: str, *, captured: int, dropped: int, pending: int,
+                      add_dropped: int = 0) -> None:
+        """Publish one capturing process's counters (what ``ushas lineage status`` shows), and
+        add the drops not yet counted in the store, in one transaction."""
+        if add_dropped < 0:
+            raise InvalidArgument("a dropped count cannot be negative")
         value = json.dumps({"captured": captured, "dropped": dropped, "pending": pending,
                             "updated_ms": now_ms()}).encode()
-        self.db.run(lambda tr: tr.set(self._source.add("source", source).key(), value))
+
+        def write(tr: Transaction) -> None:
+            tr.set(self._source.add("source", source).key(), value)
+            if add_dropped:
+                tr.add(self._counter_key("dropped"), add_dropped)
+
+        self.db.run(write)
 
     # ---- reads: runs ------------------------------------------------------------------------
     def get_run(self, run_id: uuid.UUID) -> Run:
