@@ -667,10 +667,9 @@ class CaptureHub:
 
 def open_store(uri: str, project: str, catalogs: Mapping[str, str]) -> LineageStore:
     """The lineage store of ``project``, with table ids from its metastore."""
-    from .tables import metastore_table_ids
+    from .tables import open_lineage_store
 
-    # NEEDED-BY-CAPTURE: ushas_catalog.metastore (table ids by name and back, dropped tables)
-    return LineageStore.open(uri, project, tables=metastore_table_ids(uri, project, catalogs))
+    return open_lineage_store(uri, project, catalogs)
 
 
 __all__ = ["ActionEvent", "CaptureHub", "CaptureSettings", "CaptureStats", "ExecutionEvent", "LineageCapture",

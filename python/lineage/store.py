@@ -134,9 +134,9 @@ class TableIds(Protocol):
     def table_id(self, tr: Transaction, dataset: Dataset) -> uuid.UUID | None:
         """The id of the metastore table ``dataset`` names now, or None (not a metastore table)."""
 
-    def table_state(self, tr: Transaction, table_id: uuid.UUID) -> TableState | None:
+    def table_state(self, tr: Transaction, table_id: uuid.UUID, last_name: str | None = None) -> TableState | None:
         """The table's current name (or its name when dropped), None when the metastore has
-        no trace of it (purged)."""
+        no trace of it (purged). ``last_name``: the name lineage last saw it under (a hint)."""
 
 
 class NoTableIds:
@@ -145,7 +145,7 @@ class NoTableIds:
     def table_id(self, tr: Transaction, dataset: Dataset) -> uuid.UUID | None:
         return None
 
-    def table_state(self, tr: Transaction, table_id: uuid.UUID) -> TableState | None:
+    def table_state(self, tr: Transaction, table_id: uuid.UUID, last_name: str | None = None) -> TableState | None:
         return None
 
 
@@ -541,7 +541,8 @@ class LineageStore:
         """Display form of a dataset key: its current name, and whether it was dropped."""
         ref = self.dataset(key)
         if isinstance(key, uuid.UUID):
-            state = self.db.run(lambda tr: self.tables.table_state(tr, key))
+            last = ref.name if ref is not None else None
+            state = self.db.run(lambda tr: self.tables.table_state(tr, key, last))
             if state is not None:
                 return {"name": state.name, "table_id": str(key), "dropped": state.dropped}
             name = ref.name if ref is not None else str(key)

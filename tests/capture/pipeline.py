@@ -40,7 +40,7 @@ class FakeTables:
     def table_id(self, tr: Transaction, dataset: Dataset) -> uuid.UUID | None:
         return self.names.get(dataset.name)
 
-    def table_state(self, tr: Transaction, table_id: uuid.UUID) -> TableState | None:
+    def table_state(self, tr: Transaction, table_id: uuid.UUID, last_name: str | None = None) -> TableState | None:
         for name, tid in self.names.items():
             if tid == table_id:
                 return TableState(name)
