@@ -52,8 +52,19 @@ DATA_LINEAGE_CHILDREN: tuple[Directory, ...] = (
     constant("LineageCounter", "Lk", typed("counter", KeyType.STRING), doc="captured / failed / dropped (atomic adds)"),
     constant("LineageCaptureSource", "Ls", typed("source", KeyType.STRING), doc="-> counters of one capturing process"),
 )
-#: user / system properties and tags, search index
-METADATA_CHILDREN: tuple[Directory, ...] = ()
+#: user / system properties and tags, search index (written by ``ushas_catalog.metadata``,
+#: read by ``ushas_catalog.search``); objects are keyed by their metastore id, so a rename or a
+#: move between databases leaves their metadata in place
+METADATA_CHILDREN: tuple[Directory, ...] = (
+    constant("MetadataObject", "Mo", typed(
+        "objectId", KeyType.UUID,
+        constant("MetadataState", "Ms", doc="-> JSON: kind, name, indexed, schema fields, mirrored Spark values"),
+        constant("MetadataEntry", "Me", doc="(column | None, scope, 'p' | 't', key) -> value"),
+        constant("MetadataHistory", "Mh", doc="(versionstamp) -> JSON: who changed what, when")),
+        doc="catalogs, databases, tables, views (their columns inside)"),
+    constant("MetadataIndex", "Mi",
+             doc="(field, term, kind, scope, objectId, column | None, key) -> (name, shown): search index"),
+)
 #: read / write counters per object
 USAGE_PROFILE_CHILDREN: tuple[Directory, ...] = (
     _by_dataset("DatasetUsage", "Ud", "(day, reads | writes) -> count (atomic adds)"),
