@@ -205,7 +205,7 @@ class PartitionColumn:
             return (EPOCH_DATE + dt.timedelta(days=element)).isoformat()
         if kind in ("timestamp", "timestamp_ntz"):
             ts = EPOCH + dt.timedelta(microseconds=element)
-            return ts.strftime("%Y-%m-%d %H:%M:%S") + (f".{ts.microsecond:06d}" if ts.microsecond else "")
+            return ts.replace(tzinfo=None).isoformat(sep=" ")
         if kind == "decimal":
             t = self.data_type
             assert isinstance(t, DecimalType)

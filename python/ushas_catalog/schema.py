@@ -268,7 +268,7 @@ def parse_schema(schema: Any) -> StructType:
         t = type_from_json(schema)
     elif isinstance(schema, str):
         text = schema.strip()
-        if text.startswith("{"):
+        if text.startswith(("{", '"')):
             try:
                 t = type_from_json(json.loads(text))
             except json.JSONDecodeError as exc:
