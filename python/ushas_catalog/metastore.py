@@ -229,7 +229,34 @@ class Metastore:
         RecordStore.at(m.path.add(commit_sub)).save(tr, (v,), rec.Commit(
             version=v, operation=m.operation, user=self.user, committed_at_micros=m.time_micros,
             detail_json=json.dumps(m.detail, separators=(",", ":"), default=str, ensure_ascii=False)), new=True)
+        self._metadata_commit(tr, m)
         return v
+
+    # ---- metadata & search (issue 6): SYSTEM metadata, Spark-mirrored USER metadata, index --
+    def _metadata_commit(self, tr: Transaction, m: "Mutation") -> None:
+        from . import metadata_sync
+
+        metadata_sync.on_commit(self, tr, m)
+
+    def _metadata_purge(self, tr: Transaction, path: KeySpacePath) -> None:
+        """Before the keys of the object at ``path`` are cleared (purge, drop view)."""
+        from . import metadata_sync
+
+        metadata_sync.on_purge(self, tr, path)
+
+    @property
+    def metadata(self) -> Any:
+        """USER / SYSTEM properties and tags of this project's objects: a
+        :class:`ushas_catalog.metadata.MetadataStore`."""
+        from .metadata import MetadataStore
+
+        return MetadataStore(self)
+
+    def search(self, query: str, **options: Any) -> Any:
+        """Search metadata, tags and schema field names: see :func:`ushas_catalog.search.search`."""
+        from .search import search
+
+        return search(self, query, **options)
 
     # ==== resolution ==============================================================
     def _names(self, parent: KeySpacePath, kind: str) -> RecordStore[rec.ObjectName]:
@@ -413,6 +440,7 @@ class Metastore:
         entry = names.load(tr, (key,))
         names.delete(tr, (key,))
         if purge:
+            self._metadata_purge(tr, obj.path)
             tr.clear_range(*obj.path.range())
             return
         now = _now()
@@ -458,6 +486,7 @@ class Metastore:
             raise missing_error(f"no dropped {kind.lower()} named {shown}")
         for r in found:
             oid = r.key[1]
+            self._metadata_purge(tr, path_of(oid))
             tr.clear_range(*path_of(oid).range())
             store.delete(tr, (key, oid))
         return len(found)
@@ -1126,6 +1155,7 @@ class Metastore:
             v = self._view(tr, tn)
             db = self._database(tr, tn.database_name, load=False)
             self._names(db.path.add("Table"), "Table").delete(tr, (tn.name,))
+            self._metadata_purge(tr, v.path)
             tr.clear_range(*v.path.range())
 
         self._run(fn)
