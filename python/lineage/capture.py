@@ -362,10 +362,12 @@ class CaptureStats:
     store_failures: int
     #: milliseconds from query end to stored, most recent last
     latencies_ms: tuple[float, ...] = ()
+    #: actions that touched no dataset (DDL, SET, SHOW ...): not runs
+    skipped: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {"captured": self.captured, "dropped": self.dropped, "pending": self.pending,
-                "store_failures": self.store_failures}
+                "store_failures": self.store_failures, "skipped": self.skipped}
 
 
 _STOP = object()
@@ -391,6 +393,7 @@ class LineageCapture:
         self._dropped_reported = 0
         self._jvm_dropped = 0
         self._store_failures = 0
+        self._skipped = 0
         self._latencies: deque[float] = deque(maxlen=self.settings.latency_window)
         self._last_report = 0.0
         self._reported: tuple[int, int, int] = (0, 0, 0)
@@ -450,10 +453,16 @@ class LineageCapture:
         log.warning("lineage: dropped %d run(s): %s; %d dropped in all", count, why, total)
 
     # ---- control --------------------------------------------------------------------------------
+    def reconfigure(self, settings: CaptureSettings) -> None:
+        """Change the bound, retry and budget settings of a running capture."""
+        with self._cond:
+            self.settings = settings
+            self._cond.notify_all()
+
     def stats(self) -> CaptureStats:
         with self._cond:
             return CaptureStats(self._captured, self._dropped, self._pending, self._store_failures,
-                                tuple(self._latencies))
+                                tuple(self._latencies), self._skipped)
 
     def flush(self, timeout: float = 30.0) -> bool:
         """Wait until every queued run is stored or dropped and the counters are published."""
@@ -528,6 +537,10 @@ class LineageCapture:
             captured = analyze(event, self.settings, self._resolver, self._relations)
         finally:
             event.discard_plans()
+        if not captured.reads and not captured.writes and captured.run.table_level is None:
+            with self._cond:  # DDL, SET, SHOW ...: touched no dataset, not a lineage run
+                self._skipped += 1
+            return
         if self._store_with_retry(captured, event):
             with self._cond:
                 self._captured += 1

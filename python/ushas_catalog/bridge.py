@@ -41,6 +41,16 @@ class Registry:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._opened: dict[tuple[str, str], _Opened] = {}
+        self._lineage: Any = None  # lineage.capture.CaptureHub, made at the first lineage event
+
+    def lineage(self) -> Any:
+        """The lineage capture hub of this process (queues of the lineage listener's events)."""
+        with self._lock:
+            if self._lineage is None:
+                from lineage.capture import CaptureHub
+
+                self._lineage = CaptureHub()
+            return self._lineage
 
     def get(self, uri: str, project: str) -> _Opened:
         key = (uri, project)
@@ -54,6 +64,9 @@ class Registry:
             return opened
 
     def close(self) -> None:
+        hub, self._lineage = self._lineage, None
+        if hub is not None:
+            hub.close()
         with self._lock:
             for opened in self._opened.values():
                 try:
@@ -72,6 +85,8 @@ def handle(op: str, payload: str) -> str:
 
     try:
         request = json.loads(payload)
+        if op == "lineage.event":  # the lineage listener: queued, answered at once, no metastore lock
+            return json.dumps(REGISTRY.lineage().event(request))
         handler = spark_ops.OPS.get(op)
         if handler is None:
             raise BridgeError(f"unknown bridge operation {op!r}")

@@ -1,0 +1,403 @@
+package io.ushas.spark;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import java.io.File;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.apache.spark.SparkConf;
+import org.apache.spark.SparkContext;
+import org.apache.spark.scheduler.SparkListener;
+import org.apache.spark.scheduler.SparkListenerApplicationEnd;
+import org.apache.spark.scheduler.SparkListenerEvent;
+import org.apache.spark.sql.execution.QueryExecution;
+import org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionEnd;
+import org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart;
+import org.apache.spark.sql.util.QueryExecutionListener;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import scala.Option;
+import scala.Tuple2;
+
+/**
+ * Automatic lineage capture ({@code spark.sql.queryExecutionListeners=io.ushas.spark.UshasLineageListener}).
+ *
+ * <p>Thin by design: on Spark's listener thread it only serializes the analyzed plan (PlanWriter; large
+ * plans go to a private temp file, never through a Py4J argument) and groups the executions of one user
+ * action by root execution id (a CTAS or a V1 INSERT is reported as several executions); the group is
+ * offered to a bounded queue, and one worker thread hands it to Python ({@code lineage.event} over the
+ * bridge), which queues it again and stores it asynchronously. The query never waits and never fails
+ * because of lineage: a full queue or an unreachable bridge drops the action, counted, logged, and the
+ * count travels to Python with the next event (or at application end).
+ *
+ * <p>It is also a {@link SparkListener} on the same (shared) listener queue: the execution-start event
+ * gives the root execution id and the start time; the execution-end event, delivered right after the
+ * {@link QueryExecutionListener} callback for the same execution, gives its id.
+ *
+ * <p>Options ({@code SparkConf}): {@code spark.ushas.lineage.catalog} (the Ushas catalog whose store and
+ * project receive the lineage; default: the first configured by name), {@code .queueSize} (1000),
+ * {@code .inlinePlanChars} (3000), {@code .retryTimeout} (seconds the worker retries an unreachable
+ * bridge, 30), {@code .shutdownTimeout} (seconds to drain at application end, 10).
+ */
+public final class UshasLineageListener extends SparkListener implements QueryExecutionListener {
+    private static final Logger LOG = LoggerFactory.getLogger(UshasLineageListener.class);
+    private static final String PREFIX = "spark.ushas.lineage.";
+    private static final int MAX_ERROR_CHARS = 4000;
+
+    private final SparkConf conf;
+    private final ArrayBlockingQueue<ObjectNode> queue;
+    private final int inlineLimit;
+    private final long retryNanos;
+    private final long shutdownMillis;
+    private final AtomicLong dropped = new AtomicLong();
+    private final AtomicLong sent = new AtomicLong();
+    private final Thread worker;
+    private volatile boolean stopping;
+    private final SparkContext sc;
+
+    // listener-thread state (Spark delivers one queue's events on one thread)
+    private final Map<Long, long[]> starts = new HashMap<>();  // executionId -> {root, start ms}
+    private final Map<Long, Group> groups = new java.util.LinkedHashMap<>();  // root id -> executions so far
+    private final java.util.ArrayDeque<End> parkedEnds = new java.util.ArrayDeque<>();
+    private QueryExecution lastQe;
+    private String lastFunc;
+    private Exception lastError;
+
+    private Target target;  // resolved at the first event
+
+    /** One user action: its executions, in the order they ended. */
+    private static final class Group {
+        final ArrayNode executions = Json.array();
+        long startMs = Long.MAX_VALUE;
+        String sql;
+        String error;
+        boolean failed;
+        boolean rootFailed;
+        boolean rootSeen;
+    }
+
+    private record End(long id, long root, long startMs, long endMs, QueryExecution qe) {}
+
+    /** Where lineage goes: the store of one Ushas catalog, and how to reach Python. */
+    private record Target(ObjectNode ctx, ObjectNode catalogs, Bridge.BridgeOptions options) {}
+
+    public UshasLineageListener(SparkConf conf) {
+        this.conf = conf;
+        this.queue = new ArrayBlockingQueue<>(Math.max(1, conf.getInt(PREFIX + "queueSize", 1000)));
+        this.inlineLimit = conf.getInt(PREFIX + "inlinePlanChars", 3000);
+        this.retryNanos = TimeUnit.SECONDS.toNanos(conf.getLong(PREFIX + "retryTimeout", 30));
+        this.shutdownMillis = TimeUnit.SECONDS.toMillis(conf.getLong(PREFIX + "shutdownTimeout", 10));
+        this.worker = new Thread(this::drain, "ushas-lineage-listener");
+        this.worker.setDaemon(true);
+        this.worker.start();
+        this.sc = SparkContext.getOrCreate();  // the listener is created by a session: its context exists
+        sc.addSparkListener(this);
+    }
+
+    public UshasLineageListener() {
+        this(SparkContext.getOrCreate().getConf());
+    }
+
+    // ---- QueryExecutionListener (listener thread) ----------------------------------------------
+    // For one execution Spark delivers, on this one thread and back to back, the QueryExecutionListener
+    // callback and the SparkListenerSQLExecutionEnd event; their order depends on the order the two
+    // listeners joined the shared queue, so whichever comes first waits for the other.
+    @Override
+    public void onSuccess(String funcName, QueryExecution qe, long durationNs) {
+        callback(funcName, qe, null);
+    }
+
+    @Override
+    public void onFailure(String funcName, QueryExecution qe, Exception exception) {
+        callback(funcName, qe, exception);
+    }
+
+    private void callback(String funcName, QueryExecution qe, Exception error) {
+        try {
+            for (var it = parkedEnds.iterator(); it.hasNext(); ) {
+                End end = it.next();
+                if (end.qe == qe) {
+                    it.remove();
+                    complete(end, funcName, qe, error);
+                    return;
+                }
+            }
+            lastQe = qe;
+            lastFunc = funcName;
+            lastError = error;
+        } catch (Throwable t) {
+            LOG.warn("Ushas lineage: capture failed for an execution: {}", t.toString());
+        }
+    }
+
+    // ---- SparkListener (same thread) ---------------------------------------------------------------
+    @Override
+    public void onOtherEvent(SparkListenerEvent event) {
+        try {
+            if (event instanceof SparkListenerSQLExecutionStart s) {
+                long root = s.rootExecutionId().isDefined() ? ((Number) s.rootExecutionId().get()).longValue()
+                        : s.executionId();
+                starts.put(s.executionId(), new long[] {root, s.time()});
+            } else if (event instanceof SparkListenerSQLExecutionEnd e) {
+                long id = e.executionId();
+                long[] start = starts.remove(id);
+                End end = new End(id, start != null ? start[0] : id, start != null ? start[1] : e.time(),
+                        e.time(), e.qe());
+                if (lastQe != null && e.qe() == lastQe) {
+                    QueryExecution qe = lastQe;
+                    lastQe = null;
+                    complete(end, lastFunc, qe, lastError);
+                } else if (e.qe() != null) {
+                    parkedEnds.addLast(end);  // its callback comes next (or it is another session's)
+                    while (parkedEnds.size() > 64) parkedEnds.removeFirst();
+                }
+            }
+        } catch (Throwable t) {  // lineage never disturbs the application
+            LOG.warn("Ushas lineage: capture failed for an event: {}", t.toString());
+        }
+    }
+
+    private void complete(End end, String func, QueryExecution qe, Exception error) {
+        Group g = groups.computeIfAbsent(end.root, r -> new Group());
+        g.startMs = Math.min(g.startMs, end.startMs);
+        g.executions.add(execution(end.id, func, qe));
+        if (g.sql == null || end.id == end.root) {
+            String sql = sqlText(qe);
+            if (sql != null) g.sql = sql;
+        }
+        if (error != null) {
+            g.failed = true;
+            if (end.id == end.root) g.rootFailed = true;
+            if (g.error == null || end.id == end.root) g.error = errorText(error);
+        }
+        if (end.id == end.root) {
+            g.rootSeen = true;
+            groups.remove(end.root);
+            ship(end.root, g, end.endMs);
+        }
+        while (groups.size() > 1000) {  // roots that never end here (another session's): bounded memory
+            Long eldest = groups.keySet().iterator().next();
+            discardPlans(groups.remove(eldest).executions);
+        }
+    }
+
+    private ObjectNode execution(long id, String func, QueryExecution qe) {
+        ObjectNode x = Json.object();
+        x.put("execution_id", id);
+        x.put("func", func);
+        long t0 = System.nanoTime();
+        try {
+            String plan = PlanWriter.export(qe.analyzed(), inlineLimit);
+            if (plan.startsWith("{")) {
+                x.put("plan", plan);
+                x.put("plan_chars", plan.length());
+            } else {
+                x.put("plan_file", plan);
+                x.put("plan_chars", new File(plan).length());
+            }
+        } catch (Throwable t) {
+            x.put("error", "plan not serialized: " + t);
+        }
+        x.put("walk_ms", (System.nanoTime() - t0) / 1e6);
+        return x;
+    }
+
+    private static String sqlText(QueryExecution qe) {
+        try {
+            Option<String> text = qe.logical().origin().sqlText();
+            return text.isDefined() ? text.get() : null;
+        } catch (Throwable t) {
+            return null;
+        }
+    }
+
+    private static String errorText(Throwable t) {
+        String s = String.valueOf(t.getMessage() != null ? t.getMessage() : t.toString());
+        return s.length() > MAX_ERROR_CHARS ? s.substring(0, MAX_ERROR_CHARS) : s;
+    }
+
+    private void ship(long root, Group g, long endMs) {
+        Target t = target();
+        if (t == null) {
+            discardPlans(g.executions);
+            return;
+        }
+        ObjectNode ev = Json.object();
+        ev.put("format", "ushas-lineage-event");
+        ev.put("version", 1);
+        ev.put("application_id", sc.applicationId());
+        ev.put("application_name", sc.appName());
+        ev.put("user", sc.sparkUser());
+        ev.put("execution_id", root);
+        ev.put("start_ms", g.startMs == Long.MAX_VALUE ? endMs : g.startMs);
+        ev.put("end_ms", endMs);
+        boolean failed = g.rootSeen ? g.rootFailed : g.failed;
+        ev.put("status", failed ? "FAIL" : "COMPLETE");
+        if (g.error != null && failed) ev.put("error", g.error);
+        if (g.sql != null) ev.put("sql", g.sql);
+        ev.set("catalogs", t.catalogs());
+        ev.set("executions", g.executions);
+        ObjectNode msg = Json.object();
+        msg.set("ctx", t.ctx());
+        msg.set("store", t.ctx());
+        msg.set("event", ev);
+        if (!queue.offer(msg)) {
+            long n = dropped.incrementAndGet();
+            discardPlans(g.executions);
+            LOG.warn("Ushas lineage: queue full ({} actions), dropped execution {}; {} dropped in all",
+                    queue.size(), root, n);
+        }
+    }
+
+    private static void discardPlans(ArrayNode executions) {
+        for (var x : executions) {
+            if (x.hasNonNull("plan_file")) {
+                new File(x.get("plan_file").asText()).delete();
+            }
+        }
+    }
+
+    /** The catalog whose store receives lineage: spark.ushas.lineage.catalog, else the first by name. */
+    private Target target() {
+        if (target != null) return target;
+        SparkConf c = sc.getConf();
+        TreeMap<String, String> ushas = new TreeMap<>();
+        Map<String, String> all = new HashMap<>();
+        for (Tuple2<String, String> kv : c.getAll()) {
+            all.put(kv._1(), kv._2());
+        }
+        for (Map.Entry<String, String> kv : all.entrySet()) {
+            String k = kv.getKey();
+            if (k.startsWith("spark.sql.catalog.") && k.indexOf('.', "spark.sql.catalog.".length()) < 0
+                    && UshasCatalog.class.getName().equals(kv.getValue())) {
+                ushas.put(k.substring("spark.sql.catalog.".length()), k);
+            }
+        }
+        if (ushas.isEmpty()) {
+            LOG.warn("Ushas lineage: no spark.sql.catalog.<name>={} configured: lineage has no store",
+                    UshasCatalog.class.getName());
+            return null;
+        }
+        String name = all.getOrDefault(PREFIX + "catalog", ushas.firstKey());
+        String prefix = "spark.sql.catalog." + name;
+        String uri = all.get(prefix + ".uri");
+        if (uri == null) {
+            LOG.warn("Ushas lineage: {}.uri is not set: lineage has no store", prefix);
+            return null;
+        }
+        String project = all.getOrDefault(prefix + ".project", "default");
+        ObjectNode ctx = Json.object();
+        ctx.put("uri", uri);
+        ctx.put("project", project);
+        ObjectNode catalogs = Json.object();
+        for (String n : ushas.keySet()) {
+            String p = "spark.sql.catalog." + n;
+            if (uri.equals(all.get(p + ".uri")) && project.equals(all.getOrDefault(p + ".project", "default"))) {
+                catalogs.put(n, all.getOrDefault(p + ".catalog", n));
+            }
+        }
+        String python = all.get(prefix + ".python");
+        if (python == null) python = all.get("spark.pyspark.python");
+        if (python == null) python = System.getenv("PYSPARK_PYTHON");
+        if (python == null) python = "python3";
+        int timeout = Integer.parseInt(all.getOrDefault(prefix + ".timeout", "30"));
+        int startTimeout = Integer.parseInt(all.getOrDefault(prefix + ".startTimeout", "60"));
+        boolean pyspark = "pyspark".equalsIgnoreCase(all.getOrDefault(prefix + ".bridge", "auto"));
+        target = new Target(ctx, catalogs, new Bridge.BridgeOptions(python, timeout, startTimeout, pyspark));
+        return target;
+    }
+
+    // ---- the worker -----------------------------------------------------------------------------------
+    private void drain() {
+        while (true) {
+            ObjectNode msg;
+            try {
+                msg = queue.poll(200, TimeUnit.MILLISECONDS);
+            } catch (InterruptedException e) {
+                return;
+            }
+            if (msg == null) {
+                if (stopping) return;
+                continue;
+            }
+            deliver(msg);
+        }
+    }
+
+    private void deliver(ObjectNode msg) {
+        long deadline = System.nanoTime() + (stopping ? Math.min(retryNanos, TimeUnit.SECONDS.toNanos(2)) : retryNanos);
+        long delayMs = 50;
+        Throwable last = null;
+        while (System.nanoTime() < deadline) {
+            try {
+                ((ObjectNode) msg.get("event")).put("jvm_dropped", dropped.get());
+                Bridge.call("lineage.event", msg, target.options());
+                sent.incrementAndGet();
+                return;
+            } catch (Throwable t) {
+                last = t;
+                try {
+                    Thread.sleep(delayMs);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    break;
+                }
+                delayMs = Math.min(delayMs * 2, 2000);
+            }
+        }
+        long n = dropped.incrementAndGet();
+        discardPlans((ArrayNode) msg.get("event").get("executions"));
+        LOG.warn("Ushas lineage: Python did not take execution {} ({}); {} dropped in all",
+                msg.get("event").get("execution_id"), last, n);
+    }
+
+    @Override
+    public void onApplicationEnd(SparkListenerApplicationEnd end) {
+        stopping = true;
+        try {
+            worker.join(shutdownMillis);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        List<ObjectNode> left = new ArrayList<>();
+        queue.drainTo(left);
+        for (ObjectNode msg : left) {
+            discardPlans((ArrayNode) msg.get("event").get("executions"));
+        }
+        long n = dropped.addAndGet(left.size());
+        if (!left.isEmpty()) {
+            LOG.warn("Ushas lineage: {} action(s) not handed over before the application ended; {} dropped in all",
+                    left.size(), n);
+        }
+        if (n > 0 && target != null) {
+            ObjectNode msg = Json.object();
+            msg.set("ctx", target.ctx());
+            msg.set("store", target.ctx());
+            msg.put("source", sc.applicationId());
+            msg.put("jvm_dropped", n);
+            try {
+                Bridge.call("lineage.event", msg, target.options());
+            } catch (Throwable t) {
+                LOG.warn("Ushas lineage: could not report {} dropped action(s) to Python: {}", n, t.toString());
+            }
+        }
+    }
+
+    /** Actions handed to Python and dropped so far (for tests and monitoring). */
+    public long handedOver() {
+        return sent.get();
+    }
+
+    public long droppedCount() {
+        return dropped.get();
+    }
+}

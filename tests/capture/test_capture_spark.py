@@ -1,0 +1,180 @@
+"""End to end with the shared SparkSession: the listener captures a three-stage pipeline
+(raw in the ushas catalog -> cleaned, a Hive table -> report, a parquet path) and the queries
+answer from what it stored; failed queries, a store outage and a rename."""
+from __future__ import annotations
+
+import sqlite3
+import time
+import uuid
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from lineage.capture import LineageCapture
+from lineage.query import LineageQueries
+from lineage.store import Access, LineageStore, RunStatus
+from lineage.tables import open_lineage_store
+
+pytestmark = pytest.mark.spark
+
+
+def wait_for(check: Callable[[], Any], what: str, timeout: float = 90.0) -> Any:
+    """Poll ``check`` until it returns something truthy (the listener hands over asynchronously)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
+
+@pytest.fixture(scope="module")
+def env(spark, spark_dirs: dict[str, Path]) -> dict[str, Any]:
+    from ushas_catalog.bridge import REGISTRY
+
+    uri = f"sqlite:///{spark_dirs['store']}"
+    tag = uuid.uuid4().hex[:8]
+    out = spark_dirs["root"] / f"report_{tag}"
+    return {"uri": uri, "tag": tag, "db": f"lin_{tag}", "hive": f"cleaned_{tag}", "report": out,
+            "hub": REGISTRY.lineage(), "root": spark_dirs["root"]}
+
+
+def store_of(env: dict[str, Any]) -> LineageStore:
+    return open_lineage_store(env["uri"], "default", {"ushas": "ushas"})
+
+
+def written(store: LineageStore, name: str) -> list:
+    q = LineageQueries(store)
+    key = q.resolve_dataset(name)
+    return [] if key is None else store.accesses(key, access=Access.WRITE)
+
+
+def path_name(store: LineageStore, path: Path) -> str:
+    """The dataset name Spark gave a path we wrote (file:/... or file:///...)."""
+    for run in store.runs_between():
+        for acc, ref in store.run_datasets(run.run_id):
+            if ref.dataset.uri and ref.dataset.uri.rstrip("/").endswith(str(path)):
+                return ref.name
+    return ""
+
+
+@pytest.fixture(scope="module")
+def pipeline(spark, env: dict[str, Any]) -> dict[str, Any]:
+    db, hive, report = env["db"], env["hive"], env["report"]
+    spark.sql(f"CREATE NAMESPACE ushas.{db}")
+    spark.sql(f"CREATE TABLE ushas.{db}.raw (id BIGINT, amount DOUBLE, country STRING) USING parquet")
+    spark.sql(f"INSERT INTO ushas.{db}.raw VALUES (1, 10.0, 'fr'), (2, -1.0, 'fr'), (3, 5.5, 'in')")
+    spark.sql(f"CREATE TABLE default.{hive} (id BIGINT, amount DOUBLE, country STRING) STORED AS PARQUET")
+    spark.sql(f"INSERT INTO default.{hive} SELECT id, amount * 100 AS amount, country "
+              f"FROM ushas.{db}.raw WHERE amount > 0")
+    (spark.table(f"default.{hive}").groupBy("country").agg({"amount": "sum"})
+     .withColumnRenamed("sum(amount)", "total").write.mode("overwrite").parquet(str(report)))
+    store = store_of(env)
+    env["hub"].flush(30)
+    name = wait_for(lambda: path_name(store, report), "the report write to be captured")
+    wait_for(lambda: written(store, f"spark_catalog.default.{hive}"), "the cleaning run")
+    return {"store": store, "report_name": name, "q": LineageQueries(store)}
+
+
+def cols(q: LineageQueries, answer) -> set[str]:
+    return {q.node_name(n) for n in answer.columns()}
+
+
+def test_upstream_of_the_report(pipeline: dict[str, Any], env: dict[str, Any]) -> None:
+    q, report, db, hive = pipeline["q"], pipeline["report_name"], env["db"], env["hive"]
+    up = cols(q, q.upstream(f"{report}.total"))
+    assert {f"spark_catalog.default.{hive}.amount", f"ushas.{db}.raw.amount"} <= up
+    assert f"spark_catalog.default.{hive}.country" in up  # GROUP BY country
+    one = cols(q, q.upstream(f"{report}.total", depth=1))
+    assert f"ushas.{db}.raw.amount" not in one and f"spark_catalog.default.{hive}.amount" in one
+
+
+def test_downstream_and_impact_of_raw_amount(pipeline: dict[str, Any], env: dict[str, Any]) -> None:
+    q, report, db, hive = pipeline["q"], pipeline["report_name"], env["db"], env["hive"]
+    down = cols(q, q.downstream(f"ushas.{db}.raw.amount"))
+    assert {f"spark_catalog.default.{hive}.amount", f"{report}.total"} <= down
+    impact = q.answer_json(q.impact(f"ushas.{db}.raw.amount"), explain=True)
+    edge = next(e for e in impact["edges"] if e["target"] == f"spark_catalog.default.{hive}.amount"
+                and e["source"] == f"ushas.{db}.raw.amount")
+    assert edge["subtype"] == "TRANSFORMATION" and len(edge["runs"]) == 1
+    path = impact["paths"][f"{report}.total"]
+    assert [h["target"] for h in path] == [f"spark_catalog.default.{hive}.amount", f"{report}.total"]
+    assert "amount" in path[0]["expression"]
+
+
+def test_runs_and_run(pipeline: dict[str, Any], env: dict[str, Any]) -> None:
+    q, db, hive = pipeline["q"], env["db"], env["hive"]
+    rows = q.runs(f"spark_catalog.default.{hive}")
+    accesses = [acc for acc, _ in rows]
+    assert accesses.count(Access.WRITE) == 1 and accesses.count(Access.READ) >= 1  # one INSERT: one run
+    write = next(r for acc, r in rows if acc is Access.WRITE)
+    assert write.status is RunStatus.COMPLETE and "INSERT INTO default." in (write.sql or "")
+    assert write.application_name == "ushas-tests" and write.user
+    detail = q.run(write.run_id)
+    assert [d["name"] for d in detail["inputs"]] == [f"ushas.{db}.raw"]
+    assert [d["name"] for d in detail["outputs"]] == [f"spark_catalog.default.{hive}"]
+    assert any(e["subtype"] == "FILTER" for e in detail["edges"])
+    # the V1 INSERT into the ushas table is one run, not two
+    raw_writes = written(pipeline["store"], f"ushas.{db}.raw")
+    assert len(raw_writes) == 1
+
+
+def test_failed_query_is_recorded_as_failed(spark, pipeline: dict[str, Any], env: dict[str, Any]) -> None:
+    target = env["root"] / f"failed_{env['tag']}"
+    with pytest.raises(Exception):
+        spark.sql(f"SELECT id, assert_true(id < 0) AS ok FROM default.{env['hive']}").write.parquet(str(target))
+    store = pipeline["store"]
+
+    def failed_run():
+        return [r for r in store.runs_between() if r.status is RunStatus.FAIL and str(target) in
+                " ".join(ref.name for _, ref in store.run_datasets(r.run_id))]
+
+    env["hub"].flush(30)
+    (run,) = wait_for(failed_run, "the failed run")
+    assert run.error and "assert" in run.error.lower()
+
+
+def test_store_outage_loses_no_user_data_and_counts_drops_exactly(spark, pipeline: dict[str, Any],
+                                                                  env: dict[str, Any], spark_dirs) -> None:
+    hub = env["hub"]
+    capture: LineageCapture = hub.capture(env["uri"], "default")
+    assert capture.flush(60)
+    before = capture.stats()
+    store_before = pipeline["store"].status()
+    settings = capture.settings
+    capture.reconfigure(replace(settings, max_pending=2, retry_timeout_s=600))
+    lock = sqlite3.connect(str(spark_dirs["store"]), timeout=30, isolation_level=None)
+    lock.execute("BEGIN EXCLUSIVE")  # the store refuses every write: an outage for the capture
+    paths = [env["root"] / f"outage_{env['tag']}_{i}" for i in range(5)]
+    try:
+        for i, p in enumerate(paths):
+            spark.table(f"default.{env['hive']}").selectExpr("id", f"amount + {i} AS amount").write.parquet(str(p))
+        # every action reaches the capture: two held (bound 2), three dropped
+        wait_for(lambda: capture.stats().dropped - before.dropped == 3 and capture.stats().pending == 2,
+                 "the capture to see the five actions")
+        for p in paths:  # the user's data is all there
+            assert spark.read.parquet(str(p)).count() == 2
+    finally:
+        lock.execute("ROLLBACK")
+        lock.close()
+        capture.reconfigure(settings)
+    assert capture.flush(120)
+    after = capture.stats()
+    assert after.dropped - before.dropped == 3
+    assert after.captured - before.captured == 2
+    status = pipeline["store"].status()
+    assert status.dropped - store_before.dropped == 3
+    assert status.captured - store_before.captured == 2
+
+
+def test_rename_keeps_lineage(spark, pipeline: dict[str, Any], env: dict[str, Any]) -> None:
+    q, db, hive = pipeline["q"], env["db"], env["hive"]
+    spark.sql(f"ALTER TABLE ushas.{db}.raw RENAME TO ushas.{db}.raw_v2")
+    up = cols(q, q.upstream(f"spark_catalog.default.{hive}.amount"))
+    assert f"ushas.{db}.raw_v2.amount" in up
+    down = cols(q, q.downstream(f"ushas.{db}.raw_v2.amount"))
+    assert f"spark_catalog.default.{hive}.amount" in down
