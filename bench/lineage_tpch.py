@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     plan_status = "skipped (--no-spark)"
     if not args.no_spark:
         try:
-            from lineage.dataframe import lineage_of
+            from lineage.dataframe import lineage_of_dataframe as lineage_of
         except ImportError as exc:
             lineage_of = None
             plan_status = f"not available: {exc}"

@@ -113,10 +113,10 @@ def tpch(spark: Any) -> Any:
 def plan_lineage(spark: Any, sql: str) -> LineageResult:
     """``df.lineage()`` of the query: walker + transport + resolution."""
     try:
-        from lineage.dataframe import lineage_of
+        from lineage.dataframe import lineage_of_dataframe
     except ImportError as exc:  # the plan resolver is built in parallel (issue 4)
         pytest.skip(f"plan resolver not available yet: {exc}")
-    return lineage_of(spark.sql(sql))
+    return lineage_of_dataframe(spark.sql(sql))
 
 
 @pytest.mark.spark
