@@ -45,7 +45,7 @@ from .layout import DEFAULT_LAYOUT, Layout
 from .names import CatalogName, DatabaseName, NameLike, TableName, parse_any, validate_project
 from .objects import (CatalogInfo, DatabaseInfo, DroppedObject, HistoryItem, MutationResult, RelationSummary,
                       SubspaceStats, TableInfo, ViewInfo, detail_from_json, micros_to_datetime)
-from .partitions import Partition, PartitionScheme
+from .partitions import KeyDecoder, Partition, PartitionScheme
 from .records.store import RecordStore
 from .schema import StructType, parse_schema, struct_from_proto, struct_to_proto
 from .table_changes import (COLUMN_CHANGES, RemoveProperty, SchemaState, SetComment, SetLocation, SetOwner,
@@ -1198,8 +1198,10 @@ class Metastore:
             store, history = t.partitions(scheme), t.partition_history(scheme)
             v = t.ref.version + 1
             now = _now()
+            # every read before the first write (reads after writes merge with the write buffer)
             seen: set[tuple[Any, ...]] = set()
-            added = skipped = 0
+            new: list[tuple[tuple[Any, ...], rec.Partition]] = []
+            skipped = 0
             for p in items:
                 key = scheme.key(p.values)
                 if key in seen or store.exists(tr, key):
@@ -1210,9 +1212,12 @@ class Metastore:
                                                  table=str(tn), partition=scheme.spec(key))
                 seen.add(key)
                 location = p.location if p.location is not None else _default_location(storage, scheme, key)
-                store.save(tr, key, self._partition_record(p, location, now), new=True)
-                history.save(tr, (v,) + key, rec.PartitionChange(action=rec.PartitionChange.ADDED), new=True)
-                added += 1
+                new.append((key, self._partition_record(p, location, now)))
+            added_change = rec.PartitionChange(action=rec.PartitionChange.ADDED)
+            for key, record in new:
+                store.save(tr, key, record, new=True)
+                history.save(tr, (v,) + key, added_change, new=True)
+            added = len(new)
             if not added:
                 return MutationResult(None, skipped=skipped)
             self._commit(tr, Mutation("table", str(tn), t.path, "ADD PARTITIONS", v, _copy(t.ref), time_micros=now,
@@ -1294,11 +1299,10 @@ class Metastore:
                     raise InvalidArgument(f"partition {_spec_text(scheme, key)} is given twice")
                 location = p.location if p.location is not None else _default_location(storage, scheme, key)
                 new[key] = self._partition_record(p, location, now)
+            existing = {key: to_drop.pop(key, None) or store.load(tr, key) for key in new}  # reads first
             added = replaced = 0
             for key, r in new.items():
-                old = to_drop.pop(key, None)
-                if old is None:
-                    old = store.load(tr, key)
+                old = existing[key]
                 if old is None:
                     store.save(tr, key, r, new=True)
                     history.save(tr, (v,) + key, rec.PartitionChange(action=rec.PartitionChange.ADDED), new=True)
@@ -1355,27 +1359,38 @@ class Metastore:
             lead, filters = scheme.selection(prefix)
             store = t.partitions(scheme)
             begin, end = store.prefix_range(lead)
-            return scheme, store, begin, end, filters, list(islice(store.scan(tr, begin, end), PARTITION_BATCH))
+            return scheme, store, begin, end, filters, list(islice(store.scan_raw(tr, begin, end), PARTITION_BATCH))
 
         scheme, store, begin, end, filters, batch = self._run(first)
         return self._stream_partitions(scheme, store, end, filters, batch, limit)
 
     def _stream_partitions(self, scheme: PartitionScheme, store: RecordStore[rec.Partition], end: bytes,
-                           filters: dict[int, Any], batch: list[Any], limit: int | None) -> Iterator[Partition]:
+                           filters: dict[int, Any], batch: list[tuple[list[bytes], bytes]],
+                           limit: int | None) -> Iterator[Partition]:
+        decoder = KeyDecoder(scheme)
+        times: dict[int, dt.datetime] = {}
+        parse = rec.Partition.FromString
         remaining = limit
         while True:
-            for sr in batch:
-                if filters and not all(sr.key[i] == e for i, e in filters.items()):
+            for elements, data in batch:
+                key, values, spec = decoder.decode(elements)
+                if filters and not all(key[i] == e for i, e in filters.items()):
                     continue
                 if remaining is not None:
                     if remaining <= 0:
                         return
                     remaining -= 1
-                yield _partition_out(scheme, sr.key, sr.record)
+                r = parse(data)
+                created = times.get(r.created_at_micros)
+                if created is None:
+                    created = times[r.created_at_micros] = micros_to_datetime(r.created_at_micros)
+                yield Partition(values, r.location or None, r.files if r.HasField("files") else None,
+                                r.bytes if r.HasField("bytes") else None, r.rows if r.HasField("rows") else None,
+                                dict(r.properties) if r.properties else {}, created, spec)
             if len(batch) < PARTITION_BATCH:
                 return
-            begin = store.key(batch[-1].key) + b"\xff"
-            batch = self._run(lambda tr: list(islice(store.scan(tr, begin, end), PARTITION_BATCH)))
+            begin = store.prefix + b"".join(batch[-1][0]) + b"\xff"
+            batch = self._run(lambda tr: list(islice(store.scan_raw(tr, begin, end), PARTITION_BATCH)))
 
     # ==== history =================================================================
     def history(self, name: NameLike, limit: int | None = None) -> list[HistoryItem]:

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any, Iterable, Mapping
 
+import fdb.tuple as fdbtuple
+
 from .errors import InvalidArgument
 from .schema import DataType, DecimalType, PrimitiveType, StructType
 
@@ -76,13 +78,21 @@ class PartitionColumn:
     name: str
     data_type: DataType
     nullable: bool = True
+    _kind: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_kind", self._compute_kind())
 
     @property
     def kind(self) -> str:
+        return self._kind
+
+    def _compute_kind(self) -> str:
         t = self.data_type
         if isinstance(t, DecimalType):
             return "decimal"
-        assert isinstance(t, PrimitiveType)
+        if not isinstance(t, PrimitiveType):
+            return "complex"
         name = t.name
         if name.startswith(("char(", "varchar(", "string")):
             return "string"
@@ -307,6 +317,34 @@ class PartitionScheme:
                         for c, e in zip(self.columns, key))
 
 
+class KeyDecoder:
+    """Decodes partition keys given as raw tuple element slices (see
+    :func:`ushas_catalog.records.store.split_elements`), decoding each distinct element
+    of each column once: a listing decodes ``dt=2024-01-01`` once for all its hours."""
+
+    __slots__ = ("columns", "names", "memo")
+
+    def __init__(self, scheme: PartitionScheme) -> None:
+        self.columns = scheme.columns
+        self.names = scheme.names
+        self.memo: list[dict[bytes, tuple[Any, Any, str]]] = [{} for _ in scheme.columns]
+
+    def decode(self, elements: list[bytes]) -> tuple[tuple[Any, ...], dict[str, Any], dict[str, str]]:
+        """(key elements, values by column, text form by column)."""
+        key = []
+        values: dict[str, Any] = {}
+        spec: dict[str, str] = {}
+        for name, column, memo, raw in zip(self.names, self.columns, self.memo, elements):
+            hit = memo.get(raw)
+            if hit is None:
+                element = fdbtuple.unpack(raw)[0]
+                hit = memo[raw] = (element, column.decode(element), column.text(element))
+            key.append(hit[0])
+            values[name] = hit[1]
+            spec[name] = hit[2]
+        return tuple(key), values, spec
+
+
 _PATH_SPECIALS = set('"#%\'*/:=?\\\x7f{[]^')
 
 
@@ -315,4 +353,4 @@ def escape_path_name(text: str) -> str:
     return "".join(f"%{ord(ch):02X}" if ch in _PATH_SPECIALS or ord(ch) < 0x20 else ch for ch in text)
 
 
-__all__ = ["Partition", "PartitionColumn", "PartitionScheme", "NULL_PARTITION", "escape_path_name"]
+__all__ = ["Partition", "PartitionColumn", "PartitionScheme", "KeyDecoder", "NULL_PARTITION", "escape_path_name"]

@@ -432,18 +432,27 @@ def test_listing_streams_across_batches(sales: Metastore, monkeypatch: pytest.Mo
 def test_prefix_listing_touches_only_matching_keys(sales: Metastore, monkeypatch: pytest.MonkeyPatch) -> None:
     make_table(sales)
     sales.add_partitions(T, [{"dt": f"2024-01-{d:02d}", "h": h} for d in range(1, 6) for h in range(4)])
-    seen: list[bytes] = []
-    original = RecordStore.scan
+    table_id = uuid.UUID(sales.get_table(T).id).bytes
+    read: list[bytes] = []
+    make = sales.db.create_transaction
 
-    def spy(self, tr, begin=None, end=None, **kw):  # type: ignore[no-untyped-def]
-        for r in original(self, tr, begin, end, **kw):
-            if self.path.directory.name == "TablePartition":
-                seen.append(self.key(r.key))
-            yield r
+    def spying_transaction():  # type: ignore[no-untyped-def]
+        tr = make()
+        get_range = tr.get_range
 
-    monkeypatch.setattr(RecordStore, "scan", spy)
+        def counted(begin, end, **kw):  # type: ignore[no-untyped-def]
+            for kv in get_range(begin, end, **kw):
+                if table_id in kv.key and b"\x02Tx\x00" in kv.key:
+                    read.append(kv.key)
+                yield kv
+
+        tr.get_range = counted  # type: ignore[method-assign]
+        return tr
+
+    monkeypatch.setattr(sales.db, "create_transaction", spying_transaction)
     got = list(sales.list_partitions(T, prefix={"dt": "2024-01-03"}))
-    assert len(got) == 4 and len(seen) == 4
+    assert [p.spec for p in got] == [{"dt": "2024-01-03", "h": str(h)} for h in range(4)]
+    assert len(read) == 4
 
 
 def test_stats_counts_keys_per_subspace(sales: Metastore) -> None:

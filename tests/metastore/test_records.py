@@ -107,3 +107,24 @@ def test_generated_code_is_reproducible(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-m", "ushas_catalog.records.generate"], check=True, capture_output=True)
     after = {p.name: p.read_bytes() for p in here.glob("*_pb2.py*")}
     assert after == before
+
+
+def test_split_elements_matches_the_tuple_layer() -> None:
+    import fdb.tuple as fdbtuple
+    from hypothesis import given, settings, strategies as st
+
+    from ushas_catalog.records.store import split_elements
+
+    scalar = st.one_of(st.none(), st.integers(-2**80, 2**80), st.text(), st.binary(), st.booleans(),
+                       st.floats(allow_nan=False), st.uuids())
+    element = st.recursive(scalar, lambda c: st.lists(c, max_size=3).map(tuple), max_leaves=6)
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(element, max_size=5))
+    def check(values: list) -> None:
+        data = fdbtuple.pack(tuple(values))
+        parts = split_elements(data)
+        assert b"".join(parts) == data
+        assert [fdbtuple.unpack(p)[0] for p in parts] == list(fdbtuple.unpack(data))
+
+    check()
