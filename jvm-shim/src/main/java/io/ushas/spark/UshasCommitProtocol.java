@@ -6,6 +6,9 @@ import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.mapreduce.JobContext;
+import org.apache.hadoop.mapreduce.TaskAttemptContext;
+import org.apache.spark.internal.io.FileNameSpec;
+import scala.Option;
 import org.apache.spark.internal.io.FileCommitProtocol;
 import org.apache.spark.sql.connector.catalog.Identifier;
 import org.apache.spark.sql.execution.datasources.SQLHadoopMapReduceCommitProtocol;
@@ -33,6 +36,7 @@ public class UshasCommitProtocol extends SQLHadoopMapReduceCommitProtocol {
     private final String outputPath;
     private final boolean dynamic;
     private final List<String> deleted = new ArrayList<>();
+    private transient java.util.Set<String> taskPartitions;
 
     public UshasCommitProtocol(String jobId, String path, boolean dynamicPartitionOverwrite) {
         super(jobId, path, dynamicPartitionOverwrite);
@@ -46,6 +50,37 @@ public class UshasCommitProtocol extends SQLHadoopMapReduceCommitProtocol {
 
     private static String strip(String location) {
         return location.endsWith("/") ? location.substring(0, location.length() - 1) : location;
+    }
+
+    /** Task side: remember each partition directory this task writes into. */
+    @Override
+    public String newTaskTempFile(TaskAttemptContext taskContext, Option<String> dir, FileNameSpec spec) {
+        if (dir.isDefined()) {
+            synchronized (this) {
+                if (taskPartitions == null) taskPartitions = new java.util.HashSet<>();
+                taskPartitions.add(dir.get());
+            }
+        }
+        return super.newTaskTempFile(taskContext, dir, spec);
+    }
+
+    /** Task side: Spark's message carries the written partitions only in dynamic mode; add them always. */
+    @Override
+    @SuppressWarnings("unchecked")
+    public FileCommitProtocol.TaskCommitMessage commitTask(TaskAttemptContext taskContext) {
+        FileCommitProtocol.TaskCommitMessage m = super.commitTask(taskContext);
+        java.util.Set<String> mine;
+        synchronized (this) {
+            mine = taskPartitions == null ? java.util.Set.of() : new java.util.HashSet<>(taskPartitions);
+            taskPartitions = null;
+        }
+        if (mine.isEmpty() || !(m.obj() instanceof Tuple2<?, ?> t)
+                || !(t._2() instanceof scala.collection.immutable.Set<?> theirs)) {
+            return m;
+        }
+        scala.collection.immutable.Set<String> merged = (scala.collection.immutable.Set<String>) theirs;
+        for (String p : mine) merged = merged.$plus(p);
+        return new FileCommitProtocol.TaskCommitMessage(new Tuple2<>(t._1(), merged));
     }
 
     @Override

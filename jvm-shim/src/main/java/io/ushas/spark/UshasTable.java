@@ -150,6 +150,11 @@ public class UshasTable extends DelegatingTable
     }
 
     @Override
+    public boolean truncatePartition(InternalRow ident) {
+        return truncatePartitions(new InternalRow[] {ident});
+    }
+
+    @Override
     public boolean truncateTable() {
         JsonNode answer = catalog.call("truncate", catalog.request(ident), ident, null);
         clear(answer.get("clear_paths"));
