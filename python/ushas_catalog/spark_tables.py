@@ -114,7 +114,8 @@ def write_options(info: Any) -> dict[str, str]:
 
 
 def view_answer(view: Any) -> dict[str, Any]:
-    props = dict(view.properties)
+    props = {k: v for k, v in view.properties.items()
+             if not k.startswith("view.sqlConfig.") and k != "view.schemaMode"}
     if view.comment is not None:
         props["comment"] = view.comment
     if view.owner:
