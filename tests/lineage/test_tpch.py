@@ -5,6 +5,7 @@ Three producers meet here:
 
 - ``plan``: our resolver over Spark's analyzed plan (``df.lineage()``);
 - ``sql``: our SQL lineage (``lineage.sql.sql_lineage``, sqlglot-based, with DIRECT / INDIRECT);
+  plan and SQL lineage must agree edge for edge (DIRECT with subtypes, every INDIRECT edge);
 - ``sqlglot``: ``sqlglot.lineage.lineage`` itself, the peer.
 
 sqlglot's lineage does not classify edges: the columns it lists for an output are every column of
@@ -25,7 +26,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.lineage import lineage as sqlglot_lineage
 
-from lineage.model import ColumnNode, Dataset, EdgeSubtype, LineageResult
+from lineage.model import ColumnNode, Dataset, EdgeKind, EdgeSubtype, LineageResult
 from lineage.sql import sql_lineage
 
 TPCH = Path(__file__).parent / "tpch"
@@ -64,6 +65,16 @@ def sqlglot_sources(sql: str) -> list[set[Source]]:
 
 def direct_sets(result: LineageResult) -> list[set[Source]]:
     return [{_leaf(n) for n in result.direct_sources(col)} for col in result.outputs]
+
+
+def direct_subtypes(result: LineageResult) -> list[dict[Source, str]]:
+    return [{_leaf(n): sub.value for n, sub in result.direct_sources(col).items()} for col in result.outputs]
+
+
+def indirect_edges(result: LineageResult) -> set[tuple[str, str, Source]]:
+    """(output column or ``*`` for the whole output, subtype, leaf) of every INDIRECT edge."""
+    return {(e.target.name if e.target else "*", e.subtype.value, _leaf(e.source))
+            for e in result.edges if e.kind is EdgeKind.INDIRECT}
 
 
 def projection_sets(result: LineageResult) -> list[set[Source]]:
@@ -128,5 +139,8 @@ def test_plan_lineage_complete_and_matches(tpch: Any, name: str) -> None:
     assert [c.name for c in ours.outputs] == tpch.sql(sql).columns
     from_sql = sql_lineage(sql, SCHEMA, catalog=CATALOG, database=DATABASE)
     assert direct_sets(ours) == direct_sets(from_sql)
+    # the two producers agree edge for edge: DIRECT subtypes and every INDIRECT edge
+    assert direct_subtypes(ours) == direct_subtypes(from_sql)
+    assert indirect_edges(ours) == indirect_edges(from_sql)
     if name not in SQLGLOT_FAILS:
         assert projection_sets(ours) == sqlglot_sources(sql)
