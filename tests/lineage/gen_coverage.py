@@ -53,16 +53,42 @@ def _field(case: Any, key: str) -> Any:
     return case[key] if isinstance(case, dict) else getattr(case, key)
 
 
-def _case_tests(module: ModuleType, cases: list[Any]) -> list[str]:
-    """Names of the module's tests parametrized over ``cases``."""
-    names = []
+def _unwrap(entry: Any) -> tuple[Any, str | None, bool]:
+    """(case, explicit id, supported) of a case-table entry, ``pytest.param(...)`` or plain."""
+    if hasattr(entry, "values") and hasattr(entry, "marks"):
+        supported = not any(m.name in ("xfail", "skip") for m in entry.marks)
+        return entry.values[0], entry.id, supported
+    return entry, None, True
+
+
+def _case_tests(module: ModuleType, cases: list[Any]) -> list[tuple[str, list[str]]]:
+    """The module's tests parametrized over ``cases`` (the list itself, or one entry per case,
+    plain or wrapped in ``pytest.param``), each with the pytest id of every case."""
+    found = []
     for name, func in vars(module).items():
         if not name.startswith("test_") or not callable(func):
             continue
         for mark in getattr(func, "pytestmark", ()):
-            if mark.name == "parametrize" and len(mark.args) > 1 and mark.args[1] is cases:
-                names.append(name)
-    return names
+            if mark.name != "parametrize" or len(mark.args) < 2:
+                continue
+            values = list(mark.args[1])
+            if len(values) != len(cases) or not all(
+                    _unwrap(v)[0] is _unwrap(c)[0] for v, c in zip(values, cases)):
+                continue
+            ids = mark.kwargs.get("ids")
+            names = []
+            for i, value in enumerate(values):
+                case, explicit, _ = _unwrap(value)
+                if explicit is not None:
+                    names.append(explicit)
+                elif isinstance(ids, (list, tuple)):
+                    names.append(str(ids[i]))
+                elif callable(ids):
+                    names.append(str(ids(case)))
+                else:
+                    names.append(str(_field(case, "id")))
+            found.append((name, names))
+    return found
 
 
 def collect_cases(paths: Iterable[Path]) -> list[Proof]:
@@ -76,17 +102,11 @@ def collect_cases(paths: Iterable[Path]) -> list[Proof]:
         tests = _case_tests(module, cases)
         if not tests:
             raise SystemExit(f"{path.name}: CASES is not consumed by a parametrized test")
-        for entry in cases:
-            supported = True
-            if hasattr(entry, "values") and hasattr(entry, "marks"):  # pytest.param(...)
-                supported = not any(m.name in ("xfail", "skip") for m in entry.marks)
-                case_id = entry.id or _field(entry.values[0], "id")
-                entry = entry.values[0]
-            else:
-                case_id = _field(entry, "id")
-            rel = path.relative_to(ROOT).as_posix()
-            for test in tests:
-                proofs.append(Proof(_field(entry, "operator"), producer, f"{rel}::{test}[{case_id}]", supported))
+        rel = path.relative_to(ROOT).as_posix()
+        for test, names in tests:
+            for entry, case_id in zip(cases, names):
+                case, _, supported = _unwrap(entry)
+                proofs.append(Proof(_field(case, "operator"), producer, f"{rel}::{test}[{case_id}]", supported))
     return proofs
 
 
