@@ -517,3 +517,28 @@ def test_cli_requires_a_subcommand(store_uri: str, capsys: pytest.CaptureFixture
     with pytest.raises(SystemExit) as exit_info:
         _ushas(["lineage"], store_uri)
     assert exit_info.value.code == 2
+
+
+def test_cli_three_part_names_from_the_metastore(store_uri: str, schema_file: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    from ushas_catalog.metastore import Metastore
+
+    metastore = Metastore.open(store_uri, project="default")
+    try:
+        metastore.create_catalog("ushas")
+        metastore.create_database("ushas.sales")
+        metastore.create_table("ushas.sales.orders", "id BIGINT, amount DECIMAL(10,2), tags ARRAY<STRING>")
+    finally:
+        metastore.close()
+    sql = ("select o.id, sum(o.amount) as total, max(u.v) as mv from ushas.sales.orders o "
+           "join u on u.k = o.id where size(o.tags) > 0 group by o.id")
+    rc = _ushas(["--json", "lineage", "sql", sql, "--schema", str(schema_file)], store_uri)
+    result = LineageResult.from_dict(json.loads(capsys.readouterr().out))
+    assert rc == 0
+    direct, indirect = observed(result)
+    assert direct == {"id": {"ushas.sales.orders.id": I}, "total": {"ushas.sales.orders.amount": A},
+                      "mv": {"u.v": A}}
+    assert indirect == {"* JOIN u.k", "* JOIN ushas.sales.orders.id", "* FILTER ushas.sales.orders.tags",
+                        "* GROUP_BY ushas.sales.orders.id"}
+    assert _ushas(["lineage", "sql", "select * from ushas.sales.nope"], store_uri) == 1
+    assert "NoSuchTable: table or view not found: ushas.sales.nope" in capsys.readouterr().err
