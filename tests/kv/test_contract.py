@@ -10,10 +10,13 @@ import multiprocessing
 import struct
 import threading
 import time
+import uuid
 from typing import Any
 
 import fdb.tuple
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ushas_catalog.errors import Conflict, InvalidArgument, LimitExceeded
 from ushas_catalog.kv import FDB_LIMITS, Database, KeyValue, Limits, RetryableError, Transaction, transactional
@@ -490,3 +493,69 @@ def test_transactional_decorator_both_call_forms(store: Store) -> None:
     with pytest.raises(ValueError):
         store.db.run(then_fail)
     assert store.db.run(lambda tr: tr.get(key)) == b"6"   # ... so nothing of it was committed
+
+
+# --- read-your-writes against a model --------------------------------------------------------------
+KEYS = st.lists(st.sampled_from([b"\x00", b"a", b"\x80"]), max_size=2).map(b"".join)
+OPS = st.one_of(
+    st.tuples(st.just("set"), KEYS, st.binary(max_size=10)),
+    st.tuples(st.just("clear"), KEYS),
+    st.tuples(st.just("clear_range"), KEYS, KEYS),
+    st.tuples(st.just("add"), KEYS, st.integers(min_value=-2**64, max_value=2**64)),
+    st.tuples(st.just("get"), KEYS),
+    st.tuples(st.just("range"), KEYS, KEYS, st.integers(min_value=0, max_value=6), st.booleans()),
+)
+
+
+def model_add(value: bytes | None, delta: int) -> bytes:
+    base = int.from_bytes((value or b"")[:8].ljust(8, b"\x00"), "little")
+    return ((base + delta) % 2**64).to_bytes(8, "little")
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(initial=st.dictionaries(KEYS, st.binary(max_size=10), min_size=3, max_size=13), ops=st.lists(OPS, min_size=10, max_size=40))
+def test_read_your_writes_matches_a_model(store: Store, monkeypatch: pytest.MonkeyPatch,
+                                          initial: dict[bytes, bytes], ops: list[tuple]) -> None:
+    """Random mutations and reads in one transaction over random stored data behave like a
+    sorted dict; tiny batches make every range read cross batch boundaries."""
+    monkeypatch.setattr("ushas_catalog.kv.ryw.FIRST_BATCH", 2)
+    monkeypatch.setattr("ushas_catalog.kv.ryw.MAX_BATCH", 4)
+    prefix = store.prefix + uuid.uuid4().hex.encode() + b"/"
+    put(store.db, {prefix + k: v for k, v in initial.items()})
+    model: dict[bytes, bytes] = {}
+
+    def work(tr: Transaction) -> None:
+        model.clear()
+        model.update(initial)
+        for op in ops:
+            kind = op[0]
+            if kind == "set":
+                tr.set(prefix + op[1], op[2])
+                model[op[1]] = op[2]
+            elif kind == "clear":
+                tr.clear(prefix + op[1])
+                model.pop(op[1], None)
+            elif kind == "clear_range":
+                lo, hi = sorted(op[1:3])
+                tr.clear_range(prefix + lo, prefix + hi)
+                for k in [k for k in model if lo <= k < hi]:
+                    del model[k]
+            elif kind == "add":
+                tr.add(prefix + op[1], op[2])
+                model[op[1]] = model_add(model.get(op[1]), op[2])
+            elif kind == "get":
+                assert tr.get(prefix + op[1]) == model.get(op[1]), op
+            else:
+                _, lo, hi, limit, reverse = op
+                expected = sorted(k for k in model if lo <= k < hi)
+                if reverse:
+                    expected.reverse()
+                if limit:
+                    expected = expected[:limit]
+                got = [(kv.key[len(prefix):], kv.value)
+                       for kv in tr.get_range(prefix + lo, prefix + hi, limit=limit, reverse=reverse)]
+                assert got == [(k, model[k]) for k in expected], op
+
+    store.db.run(work)
+    stored = store.db.run(lambda tr: [(kv.key[len(prefix):], kv.value) for kv in tr.get_range_startswith(prefix)])
+    assert stored == sorted(model.items())
