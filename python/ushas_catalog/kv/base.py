@@ -7,6 +7,16 @@ Code written against this module behaves the same on ``sqlite://`` and ``fdb://`
 
 Keys and values are ``bytes``. Keys are normally packed with ``fdb.tuple`` by
 :mod:`ushas_catalog.keyspace`; engines never interpret them except for versionstamps.
+
+The engines: :mod:`ushas_catalog.kv.sqlite` (embedded, the default) and
+:mod:`ushas_catalog.kv.fdb` (FoundationDB); each module's docstring states how it meets
+this contract. Limits and argument checks are shared (:mod:`ushas_catalog.kv.guard`):
+oversized keys, values, transactions and transactions older than 5 s raise
+:class:`~ushas_catalog.errors.LimitExceeded` naming the limit, keys in the system keyspace
+(``b"\xff"``...) raise :class:`~ushas_catalog.errors.InvalidArgument`, on every engine.
+A transaction must not be used after ``commit``/``cancel`` (nor its range iterators).
+``snapshot=True`` is a hint: FoundationDB then skips the read conflict; the embedded engine
+conflicts on any overtaken snapshot anyway.
 """
 from __future__ import annotations
 
