@@ -148,6 +148,9 @@ class ColumnNode:
     name: str
     dataset: Dataset | None = None
     expr_id: int | None = None
+    # Spark reuses an exprId for an attribute re-defined by some operators (a Union's output
+    # keeps its first child's exprIds); the index of the re-defining plan node tells them apart.
+    plan_node: int | None = None
 
     @staticmethod
     def column(dataset: Dataset, name: str) -> ColumnNode:
@@ -174,13 +177,15 @@ class ColumnNode:
             out["dataset"] = self.dataset.to_dict()
         if self.expr_id is not None:
             out["expr_id"] = self.expr_id
+        if self.plan_node is not None:
+            out["plan_node"] = self.plan_node
         return out
 
     @staticmethod
     def from_dict(d: Mapping[str, Any]) -> ColumnNode:
         ds = d.get("dataset")
         return ColumnNode(name=d["name"], dataset=Dataset.from_dict(ds) if ds else None,
-                          expr_id=d.get("expr_id"))
+                          expr_id=d.get("expr_id"), plan_node=d.get("plan_node"))
 
 
 @dataclass(frozen=True)
@@ -329,7 +334,7 @@ class LineageResult:
         return seen
 
     def _all_leaves(self, node: ColumnNode) -> set[ColumnNode]:
-        return {n for n in self._closure(node) if n.is_dataset_column}
+        return {n for n in self._closure(node) if n.is_dataset_column and n not in self.derivations}
 
     def direct_sources(self, column: ColumnNode | str) -> dict[ColumnNode, EdgeSubtype]:
         """Leaf dataset columns feeding ``column`` through DIRECT steps, with composed subtype."""

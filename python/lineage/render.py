@@ -78,6 +78,9 @@ def composed_expression(result: LineageResult, node: ColumnNode, limit: int) -> 
     """Expression of ``node`` with computed (Alias) inputs substituted recursively, iteratively
     and memoized; a node whose composed text would exceed ``limit`` keeps its references."""
     memo: dict[ColumnNode, str] = result._cache.setdefault("composed", {})
+    top = result.derivations.get(node)
+    if top is not None and top.expression_kind is None and all(s.source.is_dataset_column for s in top.inputs):
+        return str(node)  # a relation's attribute: the identity of the dataset column
     if node in memo:
         return memo[node]
     stack: list[tuple[ColumnNode, bool]] = [(node, False)]

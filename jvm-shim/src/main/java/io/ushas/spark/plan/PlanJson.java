@@ -1,0 +1,526 @@
+package io.ushas.spark.plan;
+
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+
+import org.apache.spark.sql.catalyst.AliasIdentifier;
+import org.apache.spark.sql.catalyst.TableIdentifier;
+import org.apache.spark.sql.catalyst.catalog.CatalogTable;
+import org.apache.spark.sql.catalyst.expressions.Attribute;
+import org.apache.spark.sql.catalyst.expressions.ExprId;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.NamedExpression;
+import org.apache.spark.sql.catalyst.expressions.SubqueryExpression;
+import org.apache.spark.sql.catalyst.plans.JoinType;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.WithCTE;
+import org.apache.spark.sql.connector.catalog.CatalogPlugin;
+import org.apache.spark.sql.connector.catalog.Identifier;
+import org.apache.spark.sql.connector.catalog.Table;
+import org.apache.spark.sql.execution.columnar.CachedRDDBuilder;
+import org.apache.spark.sql.execution.datasources.FileFormat;
+import org.apache.spark.sql.execution.datasources.FileIndex;
+import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
+import org.apache.spark.sql.sources.BaseRelation;
+import org.apache.spark.sql.sources.DataSourceRegister;
+
+/**
+ * Serializes an analyzed {@link LogicalPlan} to the compact plan JSON (format "ushas-plan",
+ * version {@link #VERSION}; documented in docs/plan-json.md). It only serializes: node kinds,
+ * output attributes, every expression-typed constructor field as a flat expression tree, scalar
+ * constructor fields, relation identities, non-child plan fields and subquery plans. All
+ * interpretation happens in Python (lineage.plan / lineage.resolve).
+ *
+ * <p>Nodes and expressions are written in post-order into flat arrays (children before parents,
+ * CTE definitions before the plan that references them, children before the subquery plans that
+ * correlate to them); traversal uses explicit stacks, so arbitrarily deep plans never overflow.
+ * One instance serializes one plan; it is not thread-safe.
+ */
+public final class PlanJson {
+    public static final int VERSION = 1;
+
+    private final Json nodes = new Json(1 << 14);
+    private final Json exprs = new Json(1 << 14);
+    private final Map<String, Integer> kinds = new HashMap<>();
+    private final List<String> kindList = new ArrayList<>();
+    private final IdentityHashMap<LogicalPlan, Integer> planIndex = new IdentityHashMap<>();
+    private final IdentityHashMap<LogicalPlan, Boolean> visiting = new IdentityHashMap<>();
+    private int nodeCount;
+    private int exprCount;
+
+    private PlanJson() {}
+
+    /** The plan JSON of {@code plan}. */
+    public static String write(LogicalPlan plan) {
+        PlanJson w = new PlanJson();
+        int root = w.walk(plan);
+        Json doc = new Json(w.nodes.out.length() + w.exprs.out.length() + 256);
+        doc.ch('{').key("format").str("ushas-plan").ch(',').key("version").num(VERSION).ch(',');
+        doc.key("spark").str(org.apache.spark.package$.MODULE$.SPARK_VERSION()).ch(',');
+        doc.key("kinds").ch('[');
+        for (String k : w.kindList) {
+            doc.str(k).ch(',');
+        }
+        doc.trim().ch(']').ch(',');
+        doc.key("exprs").ch('[').raw(w.exprs.trim().toString()).ch(']').ch(',');
+        doc.key("nodes").ch('[').raw(w.nodes.trim().toString()).ch(']').ch(',');
+        doc.key("root").num(root).ch('}');
+        return doc.toString();
+    }
+
+    private int kind(Object o) {
+        String name = o.getClass().getSimpleName();
+        if (name.endsWith("$")) {
+            name = name.substring(0, name.length() - 1);
+        }
+        Integer k = kinds.get(name);
+        if (k == null) {
+            k = kindList.size();
+            kinds.put(name, k);
+            kindList.add(name);
+        }
+        return k;
+    }
+
+    // ---- plan traversal ---------------------------------------------------------------------
+
+    /** Plans to write before {@code plan}, in the order they must be written. */
+    private List<LogicalPlan> before(LogicalPlan plan) {
+        List<LogicalPlan> out = new ArrayList<>();
+        if (plan instanceof WithCTE) {
+            WithCTE w = (WithCTE) plan;
+            for (LogicalPlan def : iter(w.cteDefs())) {
+                out.add(def);
+            }
+            out.add(w.plan());
+        } else {
+            for (LogicalPlan child : iter(plan.children())) {
+                out.add(child);
+            }
+        }
+        scala.Product p = plan;
+        for (int i = 0, n = p.productArity(); i < n; i++) {
+            Object v = unwrap(p.productElement(i));
+            if (v instanceof LogicalPlan && !isChild(plan, v)) {
+                out.add((LogicalPlan) v);
+            } else if (v instanceof CachedRDDBuilder) {
+                out.add(((CachedRDDBuilder) v).logicalPlan());
+            }
+        }
+        for (Expression e : iter(plan.expressions())) {
+            collectSubqueries(e, out);
+        }
+        return out;
+    }
+
+    private static void collectSubqueries(Expression root, List<LogicalPlan> out) {
+        ArrayDeque<Expression> stack = new ArrayDeque<>();
+        stack.push(root);
+        while (!stack.isEmpty()) {
+            Expression e = stack.pop();
+            if (e instanceof SubqueryExpression) {
+                out.add(((SubqueryExpression) e).plan());
+            }
+            for (Expression c : iter(e.children())) {
+                stack.push(c);
+            }
+        }
+    }
+
+    private static boolean isChild(LogicalPlan plan, Object v) {
+        for (LogicalPlan c : iter(plan.children())) {
+            if (c == v) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private int walk(LogicalPlan root) {
+        ArrayDeque<Object[]> stack = new ArrayDeque<>();
+        stack.push(new Object[] {root, Boolean.FALSE});
+        while (!stack.isEmpty()) {
+            Object[] top = stack.pop();
+            LogicalPlan plan = (LogicalPlan) top[0];
+            if (planIndex.containsKey(plan)) {
+                continue;
+            }
+            if (top[1] == Boolean.TRUE) {
+                emitNode(plan);
+                continue;
+            }
+            if (visiting.containsKey(plan)) {
+                continue;
+            }
+            visiting.put(plan, Boolean.TRUE);
+            stack.push(new Object[] {plan, Boolean.TRUE});
+            List<LogicalPlan> pre = before(plan);
+            for (int i = pre.size() - 1; i >= 0; i--) {
+                if (!planIndex.containsKey(pre.get(i))) {
+                    stack.push(new Object[] {pre.get(i), Boolean.FALSE});
+                }
+            }
+        }
+        return planIndex.get(root);
+    }
+
+    private void emitNode(LogicalPlan plan) {
+        Json j = nodes;
+        j.ch('{').key("k").num(kind(plan)).ch(',');
+        j.key("c").ch('[');
+        for (LogicalPlan c : iter(plan.children())) {
+            Integer ci = planIndex.get(c);
+            j.num(ci == null ? -1 : ci).ch(',');
+        }
+        j.trim().ch(']').ch(',');
+        j.key("o").ch('[');
+        try {
+            for (Attribute a : iter(plan.output())) {
+                attribute(j, a);
+                j.ch(',');
+            }
+        } catch (RuntimeException ignored) {
+            // unresolved or output-less node: the Python side reports it
+        }
+        j.trim().ch(']');
+        Json x = new Json(64);
+        Json a = new Json(64);
+        Json p = new Json(16);
+        scala.Product prod = plan;
+        for (int i = 0, n = prod.productArity(); i < n; i++) {
+            String name = prod.productElementName(i);
+            if ("output".equals(name)) {
+                continue;
+            }
+            field(plan, name, prod.productElement(i), x, a, p);
+        }
+        if (x.out.length() > 0) {
+            j.ch(',').key("x").ch('{').raw(x.trim().toString()).ch('}');
+        }
+        if (a.out.length() > 0) {
+            j.ch(',').key("a").ch('{').raw(a.trim().toString()).ch('}');
+        }
+        if (p.out.length() > 0) {
+            j.ch(',').key("p").ch('{').raw(p.trim().toString()).ch('}');
+        }
+        j.ch('}').ch(',');
+        planIndex.put(plan, nodeCount++);
+    }
+
+    private static void attribute(Json j, Attribute a) {
+        j.ch('[').str(a.name()).ch(',').num(a.exprId().id()).ch(',').str(a.dataType().catalogString()).ch(']');
+    }
+
+    // ---- constructor fields -----------------------------------------------------------------
+
+    private void field(LogicalPlan plan, String name, Object raw, Json x, Json a, Json p) {
+        Object v = unwrap(raw);
+        if (v == null) {
+            return;
+        }
+        if (v instanceof Expression) {
+            x.key(name).num(expression((Expression) v)).ch(',');
+        } else if (v instanceof LogicalPlan) {
+            if (!isChild(plan, v)) {
+                Integer idx = planIndex.get(v);
+                if (idx != null) {
+                    p.key(name).num(idx).ch(',');
+                }
+            }
+        } else if (v instanceof CachedRDDBuilder) {
+            Integer idx = planIndex.get(((CachedRDDBuilder) v).logicalPlan());
+            if (idx != null) {
+                p.key("cachedPlan").num(idx).ch(',');
+            }
+        } else if (v instanceof scala.collection.Map) {
+            pathOptions(name, (scala.collection.Map<?, ?>) v, a);
+        } else if (v instanceof scala.collection.Iterable) {
+            seqField(name, (scala.collection.Iterable<?>) v, x, a);
+        } else {
+            int mark = a.out.length();
+            a.key(name);
+            if (!scalar(a, v)) {
+                a.out.setLength(mark);
+            } else {
+                a.ch(',');
+            }
+        }
+    }
+
+    /** Of a Map field (data source options), only the keys naming what is read or written. */
+    private static void pathOptions(String name, scala.collection.Map<?, ?> map, Json a) {
+        Json j = new Json(64);
+        scala.collection.Iterator<?> it = map.iterator();
+        while (it.hasNext()) {
+            scala.Tuple2<?, ?> kv = (scala.Tuple2<?, ?>) it.next();
+            String k = String.valueOf(kv._1()).toLowerCase(java.util.Locale.ROOT);
+            if (k.equals("path") || k.equals("paths") || k.equals("table") || k.equals("dbtable")) {
+                j.key(k).str(String.valueOf(kv._2())).ch(',');
+            }
+        }
+        if (j.out.length() > 0) {
+            a.key(name).ch('{').key("t").str("Options").ch(',').raw(j.trim().toString()).ch('}').ch(',');
+        }
+    }
+
+    /** A Seq field: of expressions (x), of Seq of expressions (x, nested), or of scalars (a). */
+    private void seqField(String name, scala.collection.Iterable<?> seq, Json x, Json a) {
+        List<Object> items = new ArrayList<>();
+        for (Object o : iter(seq)) {
+            items.add(unwrap(o));
+        }
+        boolean exprs = true;
+        boolean nested = true;
+        for (Object o : items) {
+            exprs &= o instanceof Expression;
+            nested &= o instanceof scala.collection.Seq;
+        }
+        if (items.isEmpty() || exprs) {
+            x.key(name).ch('[');
+            for (Object o : items) {
+                x.num(expression((Expression) o)).ch(',');
+            }
+            x.trim().ch(']').ch(',');
+            return;
+        }
+        if (nested) {
+            boolean allExpr = true;
+            for (Object o : items) {
+                for (Object e : iter((scala.collection.Seq<?>) o)) {
+                    allExpr &= e instanceof Expression;
+                }
+            }
+            if (allExpr) {
+                x.key(name).ch('[');
+                for (Object o : items) {
+                    x.ch('[');
+                    for (Object e : iter((scala.collection.Seq<?>) o)) {
+                        x.num(expression((Expression) e)).ch(',');
+                    }
+                    x.trim().ch(']').ch(',');
+                }
+                x.trim().ch(']').ch(',');
+                return;
+            }
+        }
+        int mark = a.out.length();
+        a.key(name).ch('[');
+        for (Object o : items) {
+            if (o instanceof LogicalPlan) {
+                continue; // children (e.g. cteDefs) are in "c"
+            }
+            int m = a.out.length();
+            if (scalar(a, o)) {
+                a.ch(',');
+            } else {
+                a.out.setLength(m);
+            }
+        }
+        a.trim().ch(']').ch(',');
+        if (a.out.length() == mark + name.length() + 6) { // "name":[], -> nothing scalar
+            a.out.setLength(mark);
+        }
+    }
+
+    /** Writes a scalar / identity value; false when the value is of no interest. */
+    private static boolean scalar(Json a, Object v) {
+        if (v instanceof String) {
+            String s = (String) v;
+            a.str(s.length() > 4096 ? s.substring(0, 4096) : s);
+        } else if (v instanceof Boolean) {
+            a.raw(v.toString());
+        } else if (v instanceof Integer || v instanceof Long || v instanceof Short || v instanceof Byte) {
+            a.num(((Number) v).longValue());
+        } else if (v instanceof Double || v instanceof Float) {
+            double d = ((Number) v).doubleValue();
+            if (Double.isNaN(d) || Double.isInfinite(d)) {
+                a.str(Double.toString(d));
+            } else {
+                a.raw(Double.toString(d));
+            }
+        } else if (v instanceof JoinType) {
+            a.str(((JoinType) v).sql());
+        } else if (v instanceof ExprId) {
+            a.num(((ExprId) v).id());
+        } else if (v instanceof CatalogTable) {
+            catalogTable(a, (CatalogTable) v);
+        } else if (v instanceof TableIdentifier) {
+            tableIdentifier(a, (TableIdentifier) v);
+        } else if (v instanceof Identifier) {
+            identifier(a, (Identifier) v);
+        } else if (v instanceof CatalogPlugin) {
+            a.ch('{').key("t").str("CatalogPlugin").ch(',').key("name").str(((CatalogPlugin) v).name()).ch('}');
+        } else if (v instanceof Table) {
+            a.ch('{').key("t").str("Table").ch(',').key("name").str(((Table) v).name()).ch('}');
+        } else if (v instanceof HadoopFsRelation) {
+            HadoopFsRelation r = (HadoopFsRelation) v;
+            a.ch('{').key("t").str("HadoopFsRelation").ch(',').key("format").str(format(r.fileFormat())).ch(',');
+            a.key("paths").ch('[');
+            for (Object path : iter(r.location().rootPaths())) {
+                a.str(path.toString()).ch(',');
+            }
+            a.trim().ch(']').ch('}');
+        } else if (v instanceof BaseRelation) {
+            a.ch('{').key("t").str("BaseRelation").ch(',').key("class").str(v.getClass().getName()).ch('}');
+        } else if (v instanceof FileFormat) {
+            a.ch('{').key("t").str("FileFormat").ch(',').key("format").str(format((FileFormat) v)).ch('}');
+        } else if (v instanceof FileIndex) {
+            a.ch('{').key("t").str("FileIndex").ch(',').key("paths").ch('[');
+            for (Object path : iter(((FileIndex) v).rootPaths())) {
+                a.str(path.toString()).ch(',');
+            }
+            a.trim().ch(']').ch('}');
+        } else if (v instanceof org.apache.hadoop.fs.Path) {
+            a.ch('{').key("t").str("Path").ch(',').key("path").str(v.toString()).ch('}');
+        } else if (v instanceof AliasIdentifier) {
+            AliasIdentifier id = (AliasIdentifier) v;
+            a.ch('{').key("t").str("AliasIdentifier").ch(',').key("name").str(id.name()).ch(',').key("qualifier").ch('[');
+            for (String q : iter(id.qualifier())) {
+                a.str(q).ch(',');
+            }
+            a.trim().ch(']').ch('}');
+        } else if (v instanceof org.apache.spark.sql.catalyst.catalog.CatalogStorageFormat) {
+            scala.Option<java.net.URI> loc = ((org.apache.spark.sql.catalyst.catalog.CatalogStorageFormat) v).locationUri();
+            a.ch('{').key("t").str("CatalogStorageFormat").ch(',').key("location").str(loc.isDefined() ? loc.get().toString() : null).ch('}');
+        } else if (v instanceof DataSourceRegister) {
+            a.ch('{').key("t").str("DataSource").ch(',').key("format").str(((DataSourceRegister) v).shortName()).ch('}');
+        } else if (v instanceof org.apache.spark.sql.SaveMode) {
+            a.str(v.toString());
+        } else if (v instanceof scala.Enumeration.Value) {
+            a.str(v.toString());
+        } else {
+            return false;
+        }
+        return true;
+    }
+
+    private static String format(FileFormat f) {
+        return f instanceof DataSourceRegister ? ((DataSourceRegister) f).shortName() : f.toString();
+    }
+
+    private static void catalogTable(Json a, CatalogTable t) {
+        a.ch('{').key("t").str("CatalogTable").ch(',');
+        a.key("identifier");
+        tableIdentifier(a, t.identifier());
+        a.ch(',').key("tableType").str(t.tableType().name()).ch(',');
+        if (t.provider().isDefined()) {
+            a.key("provider").str(t.provider().get()).ch(',');
+        }
+        try {
+            if (t.storage().locationUri().isDefined()) {
+                a.key("location").str(t.storage().locationUri().get().toString()).ch(',');
+            }
+        } catch (RuntimeException ignored) {
+            // no location
+        }
+        a.trim().ch('}');
+    }
+
+    private static void tableIdentifier(Json a, TableIdentifier id) {
+        a.ch('{').key("t").str("TableIdentifier").ch(',');
+        if (id.catalog().isDefined()) {
+            a.key("catalog").str(id.catalog().get()).ch(',');
+        }
+        if (id.database().isDefined()) {
+            a.key("database").str(id.database().get()).ch(',');
+        }
+        a.key("table").str(id.table()).ch('}');
+    }
+
+    private static void identifier(Json a, Identifier id) {
+        a.ch('{').key("t").str("Identifier").ch(',').key("namespace").ch('[');
+        for (String ns : id.namespace()) {
+            a.str(ns).ch(',');
+        }
+        a.trim().ch(']').ch(',').key("name").str(id.name()).ch('}');
+    }
+
+    // ---- expressions ------------------------------------------------------------------------
+
+    /** Writes the expression tree rooted at {@code root} (post-order); returns the root's index. */
+    private int expression(Expression root) {
+        ArrayDeque<Object[]> stack = new ArrayDeque<>();
+        ArrayDeque<Integer> results = new ArrayDeque<>();
+        stack.push(new Object[] {root, Boolean.FALSE});
+        while (!stack.isEmpty()) {
+            Object[] top = stack.pop();
+            Expression e = (Expression) top[0];
+            if (top[1] == Boolean.FALSE) {
+                stack.push(new Object[] {e, Boolean.TRUE});
+                List<Expression> cs = new ArrayList<>();
+                for (Expression c : iter(e.children())) {
+                    cs.add(c);
+                }
+                for (int i = cs.size() - 1; i >= 0; i--) {
+                    stack.push(new Object[] {cs.get(i), Boolean.FALSE});
+                }
+                continue;
+            }
+            int n = e.children().size();
+            int[] childIdx = new int[n];
+            for (int i = n - 1; i >= 0; i--) {
+                childIdx[i] = results.pop();
+            }
+            Json j = exprs;
+            j.ch('{').key("k").num(kind(e));
+            if (n > 0) {
+                j.ch(',').key("c").ch('[');
+                for (int c : childIdx) {
+                    j.num(c).ch(',');
+                }
+                j.trim().ch(']');
+            }
+            if (e instanceof NamedExpression) {
+                try {
+                    NamedExpression ne = (NamedExpression) e;
+                    long id = ne.exprId().id();
+                    String name = ne.name();
+                    j.ch(',').key("i").num(id).ch(',').key("n").str(name);
+                } catch (RuntimeException ignored) {
+                    // unresolved: no exprId
+                }
+            }
+            if (e instanceof SubqueryExpression) {
+                Integer idx = planIndex.get(((SubqueryExpression) e).plan());
+                if (idx != null) {
+                    j.ch(',').key("p").num(idx);
+                }
+            }
+            if (e == root) {
+                j.ch(',').key("t").str(e.toString());
+            }
+            j.ch('}').ch(',');
+            results.push(exprCount++);
+        }
+        return results.pop();
+    }
+
+    // ---- Scala helpers ----------------------------------------------------------------------
+
+    private static Object unwrap(Object v) {
+        while (v instanceof scala.Option) {
+            scala.Option<?> o = (scala.Option<?>) v;
+            v = o.isDefined() ? o.get() : null;
+        }
+        return v;
+    }
+
+    private static <T> Iterable<T> iter(scala.collection.Iterable<? extends T> seq) {
+        scala.collection.Iterator<? extends T> it = seq.iterator();
+        return () -> new java.util.Iterator<T>() {
+            @Override
+            public boolean hasNext() {
+                return it.hasNext();
+            }
+
+            @Override
+            public T next() {
+                return it.next();
+            }
+        };
+    }
+}

@@ -1,0 +1,80 @@
+"""``df.lineage()`` for PySpark (classic, non-Connect) DataFrames.
+
+Importing this module installs ``DataFrame.lineage`` on ``pyspark.sql.classic.dataframe.DataFrame``
+(idempotent); ``ushas_catalog.spark`` imports it. In the pyspark shell::
+
+    $ pyspark --jars "$(python -m ushas_catalog jar)"
+    >>> import lineage.dataframe
+    >>> print(spark.sql("select 1 as a").lineage())
+
+The shim jar must be on the driver's classpath (``spark.jars``): the plan walker
+(``io.ushas.spark.PlanWriter``) runs in the JVM.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .model import LineageResult
+from .plan import PlanDocument, from_jvm
+from .resolve import resolve
+
+
+class LineageUnavailable(RuntimeError):
+    pass
+
+
+def plan_document(spark: Any, jplan: Any) -> PlanDocument:
+    """The parsed plan document of a JVM ``LogicalPlan`` (the analyzed plan)."""
+    jvm = spark._jvm
+    try:
+        jvm.io.ushas.spark.PlanWriter.formatVersion()
+    except Exception as e:  # py4j reports a missing class as a Py4JError / TypeError
+        raise LineageUnavailable(
+            "the Ushas shim jar is not on the Spark driver's classpath; start Spark with "
+            "spark.jars=$(python -m ushas_catalog jar)") from e
+    return from_jvm(jvm, jplan)
+
+
+def lineage_of_plan(spark: Any, jplan: Any) -> LineageResult:
+    return resolve(plan_document(spark, jplan))
+
+
+def lineage_of_dataframe(df: Any) -> LineageResult:
+    """Column lineage of a DataFrame's analyzed plan (nothing is executed)."""
+    jdf = getattr(df, "_jdf", None)
+    if jdf is None:
+        raise LineageUnavailable("df.lineage() needs a classic (non-Connect) DataFrame")
+    return lineage_of_plan(df.sparkSession, jdf.queryExecution().analyzed())
+
+
+def analyze_sql(spark: Any, sql: str) -> Any:
+    """The analyzed JVM plan of ``sql`` WITHOUT executing it (commands included: INSERT, CTAS,
+    MERGE... are analyzed with ``CommandExecutionMode.SKIP``)."""
+    jss = spark._jsparkSession
+    state = jss.sessionState()
+    parsed = state.sqlParser().parsePlan(sql)
+    skip = spark._jvm.org.apache.spark.sql.execution.CommandExecutionMode.SKIP()
+    return state.executePlan(parsed, skip).analyzed()
+
+
+def lineage_of_sql(spark: Any, sql: str) -> LineageResult:
+    """Column lineage of a SQL statement, analyzed but not executed."""
+    return lineage_of_plan(spark, analyze_sql(spark, sql))
+
+
+def _lineage(self: Any) -> LineageResult:
+    """Column lineage of this DataFrame: ``str()`` prints one tree per output column;
+    ``.edges``, ``.to_dict()``, ``.to_json()``, ``.to_openlineage()``, ``.to_dot()``,
+    ``.to_mermaid()``; notebooks render it as HTML."""
+    return lineage_of_dataframe(self)
+
+
+def install() -> None:
+    """Adds ``lineage()`` to pyspark's classic DataFrame (idempotent)."""
+    from pyspark.sql.classic.dataframe import DataFrame
+
+    if getattr(DataFrame, "lineage", None) is not _lineage:
+        DataFrame.lineage = _lineage  # type: ignore[attr-defined]
+
+
+install()

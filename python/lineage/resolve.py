@@ -1,0 +1,712 @@
+"""Column lineage of an analyzed Spark plan: ONE bottom-up pass over the plan document with a hash
+map exprId -> column node; time linear in the number of plan nodes plus expression nodes.
+
+Nodes arrive in post-order (children, CTE definitions and subquery plans before the node using
+them), so a single loop in index order sees every attribute defined before it is referenced.
+Each operator kind has a handler; an unknown kind never fails: its output passes through by
+exprId (or by position from its first child), the kind is reported in ``unresolved`` and the
+affected columns count as incomplete in ``completeness``.
+
+Row-level INDIRECT dependencies (FILTER, JOIN, GROUP_BY, SORT) are recorded once per operator.
+Inside a scalar subquery they are scoped to the column the subquery feeds; inside IN / EXISTS /
+lateral subqueries they filter the outer rows, so they move to the enclosing scope.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping
+
+from .model import (
+    ColumnNode,
+    Dataset,
+    Derivation,
+    EdgeKind,
+    EdgeSubtype,
+    IndirectDependency,
+    LineageResult,
+    Step,
+    Unresolved,
+    compose_subtypes,
+)
+from .plan import Expr, PlanDocument, PlanNode
+
+ROOT_SCOPE = -1
+
+# Operators that do not change the attributes flowing through them (their output is a subset
+# of their children's, same exprIds) and add no column dependency of their own.
+PASS_THROUGH = frozenset({
+    "WithCTE", "GlobalLimit", "LocalLimit", "Limit", "Offset", "Tail", "Sample",
+    "Repartition", "RepartitionByExpression", "RebalancePartitions", "ResolvedHint",
+    "OneRowRelation", "Subquery", "WithWatermark", "EventTimeWatermark",
+})
+
+SUBQUERY_KINDS = frozenset({"ScalarSubquery", "ListQuery", "Exists", "LateralSubquery"})
+NON_REFERENCES = frozenset({"NamedLambdaVariable", "Alias"})
+WRITE_KINDS = frozenset({
+    "InsertIntoHadoopFsRelationCommand", "InsertIntoHiveTable", "InsertIntoDataSourceCommand",
+    "InsertIntoDataSourceDirCommand", "InsertIntoHiveDirCommand", "SaveIntoDataSourceCommand",
+    "CreateDataSourceTableAsSelectCommand", "CreateHiveTableAsSelectCommand",
+    "OptimizedCreateHiveTableAsSelectCommand", "AppendData", "OverwriteByExpression",
+    "OverwritePartitionsDynamic", "CreateTableAsSelect", "ReplaceTableAsSelect",
+})
+
+
+@dataclass(frozen=True)
+class _Refs:
+    """References found in one expression: steps (source, subtype) and subquery plan indices."""
+
+    steps: tuple[Step, ...]
+    subqueries: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class _Write:
+    target: Dataset
+    operation: str
+    columns: tuple[tuple[str, ColumnNode | None, tuple[Step, ...], str], ...]
+
+
+@dataclass
+class _Pass:
+    """Working state of one resolution (local to :func:`resolve`; never shared)."""
+
+    doc: PlanDocument
+    env: dict[int, ColumnNode] = field(default_factory=dict)
+    derivations: dict[ColumnNode, Derivation] = field(default_factory=dict)
+    indirect: list[IndirectDependency] = field(default_factory=list)
+    pending: dict[int, list[IndirectDependency]] = field(default_factory=dict)
+    scope_of: list[int] = field(default_factory=list)
+    cte_defs: dict[int, PlanNode] = field(default_factory=dict)
+    datasets: dict[int, Dataset] = field(default_factory=dict)
+    writes: dict[int, _Write] = field(default_factory=dict)
+    unresolved: dict[tuple[str, str], list[ColumnNode]] = field(default_factory=dict)
+    loop_refs: dict[Any, list[tuple[ColumnNode, int]]] = field(default_factory=dict)
+
+    # ---- attribute map ----------------------------------------------------------------------
+    def ref(self, expr_id: int, name: str) -> ColumnNode:
+        node = self.env.get(expr_id)
+        if node is None:  # dangling: defined by nothing we saw
+            node = ColumnNode(name, expr_id=expr_id)
+            self.env[expr_id] = node
+            self.report("UnresolvedReference", f"{name}#{expr_id}", node)
+        return node
+
+    def define(self, name: str, expr_id: int, index: int, deriv: Derivation) -> ColumnNode:
+        node = ColumnNode(name, expr_id=expr_id)
+        if node in self.derivations or self.env.get(expr_id) == node:
+            node = ColumnNode(name, expr_id=expr_id, plan_node=index)
+        self.derivations[node] = deriv
+        self.env[expr_id] = node
+        return node
+
+    def report(self, kind: str, detail: str = "", column: ColumnNode | None = None) -> None:
+        cols = self.unresolved.setdefault((kind, detail), [])
+        if column is not None:
+            cols.append(column)
+
+    # ---- indirect dependencies --------------------------------------------------------------
+    def add_dep(self, node: PlanNode, subtype: EdgeSubtype, exprs: Iterable[Expr]) -> None:
+        exprs = [e for e in exprs if e is not None]
+        if not exprs:
+            return
+        sources: dict[ColumnNode, None] = {}
+        subqueries: list[int] = []
+        for e in exprs:
+            r = self.refs(e)
+            for s in r.steps:
+                sources.setdefault(s.source)
+            subqueries.extend(r.subqueries)
+        scope = self.scope_of[node.index]
+        text = ", ".join(str(e) for e in exprs)
+        dep = IndirectDependency(node.kind, subtype, text, tuple(sources))
+        self.pending.setdefault(scope, []).append(dep)
+        self.promote(subqueries, scope)
+
+    def promote(self, subqueries: Iterable[int], scope: int) -> None:
+        """Row-level use of subqueries (IN / EXISTS in a filter, lateral joins): their own
+        dependencies filter the rows of ``scope``."""
+        for sq in subqueries:
+            deps = self.pending.pop(sq, None)
+            if deps:
+                self.pending.setdefault(scope, []).extend(deps)
+
+    def attach(self, subqueries: Iterable[int], column: ColumnNode) -> None:
+        """Value use of subqueries (scalar subquery in a projection): their dependencies affect
+        ``column`` only."""
+        for sq in subqueries:
+            for dep in self.pending.pop(sq, ()):
+                self.indirect.append(IndirectDependency(dep.operator, dep.subtype, dep.expression,
+                                                        dep.sources, dep.scope or column))
+
+    # ---- expressions ------------------------------------------------------------------------
+    def refs(self, expr: Expr, aggregate: bool = False, force: EdgeSubtype | None = None) -> _Refs:
+        """Every column reference of ``expr`` with the subtype of its edge: CONDITIONAL under a
+        CASE WHEN / IF condition, WINDOW under a window spec, AGGREGATION under an aggregate
+        function, IDENTITY when the expression is the bare reference, else TRANSFORMATION."""
+        top = expr.children[0] if expr.kind == "Alias" and expr.children else expr
+        bare = top.kind in SUBQUERY_KINDS or (top.expr_id is not None and not top.children
+                                                and top.kind not in NON_REFERENCES)
+        found: dict[tuple[ColumnNode, EdgeKind], EdgeSubtype] = {}
+        subqueries: list[int] = []
+        # (expr, in_aggregate, indirect subtype or None)
+        stack: list[tuple[Expr, bool, EdgeSubtype | None]] = [(expr, aggregate, None)]
+        while stack:
+            e, agg, ind = stack.pop()
+            kind = e.kind
+            if kind in SUBQUERY_KINDS:
+                if e.subquery is not None:
+                    subqueries.append(e.subquery)
+                    if kind in ("ScalarSubquery", "ListQuery"):
+                        for a in self.doc.nodes[e.subquery].output:
+                            self._found(found, self.ref(a.expr_id, a.name), agg, ind, bare, force)
+                continue  # outer attributes / join conditions are inside the subquery plan
+            if e.expr_id is not None and not e.children and kind not in NON_REFERENCES:
+                self._found(found, self.ref(e.expr_id, e.name or "?"), agg, ind, bare, force)
+                continue
+            if not e.children:
+                continue
+            if kind == "AggregateExpression":
+                stack.extend((c, True, ind) for c in e.children)
+            elif kind == "WindowSpecDefinition":
+                stack.extend((c, agg, EdgeSubtype.WINDOW) for c in e.children)
+            elif kind == "CaseWhen":
+                n = len(e.children)
+                conditions = n - (n % 2)
+                for i, c in enumerate(e.children):
+                    is_cond = i < conditions and i % 2 == 0
+                    stack.append((c, agg, EdgeSubtype.CONDITIONAL if is_cond else ind))
+            elif kind == "If":
+                stack.append((e.children[0], agg, EdgeSubtype.CONDITIONAL))
+                stack.extend((c, agg, ind) for c in e.children[1:])
+            else:
+                stack.extend((c, agg, ind) for c in e.children)
+        steps = tuple(Step(src, sub) for (src, _), sub in found.items())
+        return _Refs(steps, tuple(subqueries))
+
+    @staticmethod
+    def _found(found: dict[tuple[ColumnNode, EdgeKind], EdgeSubtype], node: ColumnNode, agg: bool,
+               ind: EdgeSubtype | None, bare: bool, force: EdgeSubtype | None) -> None:
+        if ind is not None:
+            sub = ind
+        elif agg:
+            sub = EdgeSubtype.AGGREGATION
+        elif force is not None:
+            sub = force
+        else:
+            sub = EdgeSubtype.IDENTITY if bare else EdgeSubtype.TRANSFORMATION
+        key = (node, sub.kind)
+        if key in found and sub.kind is EdgeKind.DIRECT:
+            found[key] = compose_subtypes(found[key], sub)
+        elif key not in found:
+            found[key] = sub
+
+    def derive_named(self, node: PlanNode, e: Expr, aggregate: bool = False,
+                     force: EdgeSubtype | None = None) -> None:
+        """A named expression of a projection-like list: a pass-through attribute, or a new
+        column node for an Alias."""
+        if e.kind != "Alias" and e.expr_id is not None and not e.children:
+            self.ref(e.expr_id, e.name or "?")
+            return
+        if e.expr_id is None:
+            return
+        r = self.refs(e, aggregate=aggregate, force=force)
+        kind = e.kind if e.kind != "Alias" else "Alias"
+        col = self.define(e.name or "?", e.expr_id, node.index,
+                          Derivation(node.kind, str(e), r.steps, expression_kind=kind))
+        self.attach(r.subqueries, col)
+
+
+# ---- datasets -------------------------------------------------------------------------------
+def _table_identifier(t: Mapping[str, Any]) -> Dataset:
+    parts = [p for p in (t.get("database"), t.get("table")) if p]
+    return Dataset.table(t.get("catalog") or "spark_catalog", *parts)
+
+
+def _catalog_table(t: Mapping[str, Any]) -> Dataset:
+    return _table_identifier(t["identifier"])
+
+
+def _v2(args: Mapping[str, Any]) -> Dataset | None:
+    ident = args.get("identifier")
+    cat = args.get("catalog")
+    if isinstance(ident, Mapping) and ident.get("t") == "Identifier":
+        return Dataset.table(cat["name"] if isinstance(cat, Mapping) else None,
+                             *ident.get("namespace", ()), ident["name"])
+    table = args.get("table")
+    if isinstance(table, Mapping) and table.get("t") == "Table":
+        return Dataset.table(cat["name"] if isinstance(cat, Mapping) else None, *table["name"].split("."))
+    return None
+
+
+def relation_dataset(p: _Pass, node: PlanNode) -> Dataset | None:
+    a = node.args
+    if node.kind == "LogicalRelation":
+        if isinstance(a.get("catalogTable"), Mapping):
+            return _catalog_table(a["catalogTable"])
+        rel = a.get("relation")
+        if isinstance(rel, Mapping) and rel.get("t") == "HadoopFsRelation":
+            return Dataset.path(",".join(rel.get("paths", ())), rel.get("format"))
+        if isinstance(rel, Mapping):
+            return Dataset.inline(rel.get("class", "BaseRelation"))
+        return None
+    if node.kind == "HiveTableRelation":
+        return _catalog_table(a["tableMeta"]) if isinstance(a.get("tableMeta"), Mapping) else None
+    if node.kind in ("DataSourceV2Relation", "StreamingDataSourceV2Relation"):
+        return _v2(a)
+    if node.kind == "DataSourceV2ScanRelation":
+        rel = node.plans.get("relation")
+        return p.datasets.get(rel) if rel is not None else None
+    if node.kind == "LocalRelation":
+        return Dataset.inline(f"VALUES@{node.index}")
+    if node.kind == "Range":
+        return Dataset.inline(f"range({a.get('start')}, {a.get('end')}, {a.get('step')})")
+    return None
+
+
+RELATIONS = frozenset({"LogicalRelation", "HiveTableRelation", "DataSourceV2Relation",
+                       "StreamingDataSourceV2Relation", "DataSourceV2ScanRelation", "LocalRelation",
+                       "Range"})
+
+
+# ---- handlers -------------------------------------------------------------------------------
+Handler = Callable[[_Pass, PlanNode], None]
+
+
+def _relation(p: _Pass, node: PlanNode) -> None:
+    ds = relation_dataset(p, node)
+    if ds is None:
+        p.report(node.kind, "relation without identity")
+        return
+    p.datasets[node.index] = ds
+    for a in node.output:
+        if a.expr_id in p.env and p.env[a.expr_id].expr_id == a.expr_id and p.env[a.expr_id] in p.derivations \
+                and p.derivations[p.env[a.expr_id]].operator == node.kind:
+            continue
+        p.define(a.name, a.expr_id, node.index,
+                 Derivation(node.kind, ds.name, (Step(ColumnNode.column(ds, a.name), EdgeSubtype.IDENTITY),)))
+
+
+def _project(p: _Pass, node: PlanNode) -> None:
+    for e in _seq(node.exprs.get("projectList")):
+        p.derive_named(node, e)
+
+
+def _aggregate(p: _Pass, node: PlanNode) -> None:
+    p.add_dep(node, EdgeSubtype.GROUP_BY, _seq(node.exprs.get("groupingExpressions")))
+    for e in _seq(node.exprs.get("aggregateExpressions")):
+        p.derive_named(node, e)
+
+
+def _window(p: _Pass, node: PlanNode) -> None:
+    for e in _seq(node.exprs.get("windowExpressions")):
+        p.derive_named(node, e)
+
+
+def _filter(p: _Pass, node: PlanNode) -> None:
+    p.add_dep(node, EdgeSubtype.FILTER, _seq(node.exprs.get("condition")))
+
+
+def _join(p: _Pass, node: PlanNode) -> None:
+    p.add_dep(node, EdgeSubtype.JOIN, _seq(node.exprs.get("condition")))
+    right = node.exprs.get("right")  # LateralJoin: right is a LateralSubquery expression
+    if isinstance(right, Expr) and right.subquery is not None:
+        p.promote([right.subquery], p.scope_of[node.index])
+
+
+def _sort(p: _Pass, node: PlanNode) -> None:
+    p.add_dep(node, EdgeSubtype.SORT, _seq(node.exprs.get("order")))
+
+
+def _distinct(p: _Pass, node: PlanNode) -> None:
+    keys = _seq(node.exprs.get("keys"))
+    if keys:
+        p.add_dep(node, EdgeSubtype.GROUP_BY, keys)
+        return
+    child = p.doc.nodes[node.children[0]]
+    p.add_dep(node, EdgeSubtype.GROUP_BY, [Expr("AttributeReference", expr_id=a.expr_id, name=a.name)
+                                           for a in child.output])
+
+
+def _set_filter(p: _Pass, node: PlanNode) -> None:
+    """Intersect / Except: the left rows pass through; which survive depends on both sides."""
+    cols = [Expr("AttributeReference", expr_id=a.expr_id, name=a.name)
+            for c in node.children for a in p.doc.nodes[c].output]
+    dep_sources = cols
+    if dep_sources:
+        p.add_dep(node, EdgeSubtype.FILTER, [Expr(node.kind, tuple(dep_sources),
+                                                  text=f"{node.kind} ({'ALL' if node.args.get('isAll') else 'DISTINCT'})")])
+
+
+def _union(p: _Pass, node: PlanNode) -> None:
+    children = [p.doc.nodes[c] for c in node.children]
+    for j, a in enumerate(node.output):
+        sources = [p.ref(ch.output[j].expr_id, ch.output[j].name) for ch in children if j < len(ch.output)]
+        p.define(a.name, a.expr_id, node.index,
+                 Derivation(node.kind, ", ".join(str(s) for s in sources),
+                            tuple(Step(s, EdgeSubtype.IDENTITY) for s in dict.fromkeys(sources))))
+
+
+def _union_loop_ref(p: _Pass, node: PlanNode) -> None:
+    """A recursive CTE's self reference: its columns are derived once the loop is resolved."""
+    for j, a in enumerate(node.output):
+        col = ColumnNode(a.name, expr_id=a.expr_id)
+        p.env[a.expr_id] = col
+        p.loop_refs.setdefault(node.args.get("loopId"), []).append((col, j))
+
+
+def _union_loop(p: _Pass, node: PlanNode) -> None:
+    """Recursive CTE: output column j <- anchor column j and recursion column j; the recursion
+    reads the loop's output through UnionLoopRef, a cycle in the graph (the model allows it)."""
+    anchor, recursion = (p.doc.nodes[c] for c in node.children[:2])
+    outputs: list[ColumnNode] = []
+    for j, a in enumerate(node.output):
+        sources = [p.ref(ch.output[j].expr_id, ch.output[j].name) for ch in (anchor, recursion)
+                   if j < len(ch.output)]
+        outputs.append(p.define(a.name, a.expr_id, node.index,
+                                Derivation(node.kind, ", ".join(str(s) for s in sources),
+                                           tuple(Step(s, EdgeSubtype.IDENTITY) for s in dict.fromkeys(sources)))))
+    for ref_col, j in p.loop_refs.pop(node.args.get("id"), []):
+        if j < len(outputs):
+            p.derivations[ref_col] = Derivation("UnionLoopRef", str(outputs[j]),
+                                                (Step(outputs[j], EdgeSubtype.IDENTITY),))
+
+
+def _expand(p: _Pass, node: PlanNode) -> None:
+    projections = node.exprs.get("projections") or ()
+    for j, a in enumerate(node.output):
+        column = [proj[j] for proj in projections if isinstance(proj, tuple) and j < len(proj)]
+        refs = [e for e in column if e.expr_id is not None and not e.children and e.kind != "Alias"]
+        if column and len(refs) == len(column) and all(e.expr_id == a.expr_id for e in refs):
+            p.ref(a.expr_id, a.name)
+            continue
+        steps: dict[Step, None] = {}
+        subqueries: list[int] = []
+        for e in column:
+            r = p.refs(e)
+            steps.update(dict.fromkeys(r.steps))
+            subqueries.extend(r.subqueries)
+        texts = list(dict.fromkeys(str(e) for e in column if e.kind != "Literal"))
+        col = p.define(a.name, a.expr_id, node.index,
+                       Derivation(node.kind, ", ".join(texts[:20]) + (", ..." if len(texts) > 20 else ""),
+                                  tuple(_merge(steps))))
+        p.attach(subqueries, col)
+
+
+def _generate(p: _Pass, node: PlanNode) -> None:
+    gen = node.exprs.get("generator")
+    outs = _seq(node.exprs.get("generatorOutput"))
+    if not isinstance(gen, Expr):
+        p.report(node.kind, "no generator")
+        return
+    r = p.refs(gen, force=EdgeSubtype.TRANSFORMATION)
+    steps = tuple(Step(s.source, EdgeSubtype.TRANSFORMATION if s.subtype is EdgeSubtype.IDENTITY else s.subtype)
+                  for s in r.steps)
+    for o in outs:
+        if o.expr_id is None:
+            continue
+        col = p.define(o.name or "?", o.expr_id, node.index,
+                       Derivation(node.kind, str(gen), steps, expression_kind=gen.kind))
+        p.attach(r.subqueries, col)
+
+
+def _positional(p: _Pass, node: PlanNode, source: PlanNode, operator: str, text: str) -> None:
+    for j, a in enumerate(node.output):
+        if j >= len(source.output):
+            break
+        src = p.ref(source.output[j].expr_id, source.output[j].name)
+        if src.expr_id == a.expr_id:
+            continue
+        p.define(a.name, a.expr_id, node.index, Derivation(operator, text, (Step(src, EdgeSubtype.IDENTITY),)))
+
+
+def _cte_def(p: _Pass, node: PlanNode) -> None:
+    cte_id = node.args.get("id")
+    if cte_id is not None:
+        p.cte_defs[cte_id] = node
+
+
+def _cte_ref(p: _Pass, node: PlanNode) -> None:
+    cte_id = node.args.get("cteId")
+    d = p.cte_defs.get(cte_id)
+    if d is None:
+        p.report(node.kind, f"CTE {cte_id} not defined before use")
+        return
+    _positional(p, node, d, node.kind, f"CTE {cte_id}")
+
+
+def _in_memory(p: _Pass, node: PlanNode) -> None:
+    cached = node.plans.get("cachedPlan")
+    if cached is None:
+        p.report(node.kind, "cached plan not serialized")
+        return
+    _positional(p, node, p.doc.nodes[cached], node.kind, "cached")
+
+
+def _view(p: _Pass, node: PlanNode) -> None:
+    desc = node.args.get("desc")
+    child = p.doc.nodes[node.children[0]]
+    if not isinstance(desc, Mapping):
+        return
+    ds = _catalog_table(desc)
+    if node.args.get("isTempView"):
+        ds = Dataset.table(None, *ds.identifier[-1:]) if ds.catalog is None else ds
+    p.datasets[node.index] = ds
+    for j, a in enumerate(node.output):
+        src = p.ref(child.output[j].expr_id, child.output[j].name) if j < len(child.output) else None
+        view_col = ColumnNode.column(ds, a.name)
+        p.derivations[view_col] = Derivation("View", str(src) if src else "",
+                                             (Step(src, EdgeSubtype.IDENTITY),) if src else (),
+                                             expression_kind="View")
+        node_ = ColumnNode(a.name, expr_id=a.expr_id, plan_node=node.index)
+        p.derivations[node_] = Derivation("View", ds.name, (Step(view_col, EdgeSubtype.IDENTITY),))
+        p.env[a.expr_id] = node_
+
+
+def _subquery_alias(p: _Pass, node: PlanNode) -> None:
+    if node.children and node.children[0] in p.datasets:
+        p.datasets[node.index] = p.datasets[node.children[0]]
+
+
+# ---- writes ---------------------------------------------------------------------------------
+def _write_target(p: _Pass, node: PlanNode) -> Dataset | None:
+    a = node.args
+    for key in ("catalogTable", "table", "tableDesc"):
+        v = a.get(key)
+        if isinstance(v, Mapping) and v.get("t") == "CatalogTable":
+            return _catalog_table(v)
+    for key in ("table", "logicalRelation", "name"):
+        idx = node.plans.get(key)
+        if idx is not None and idx in p.datasets:
+            return p.datasets[idx]
+    if node.kind in ("CreateTableAsSelect", "ReplaceTableAsSelect"):
+        name = p.doc.nodes[node.children[0]] if node.children else None
+        if name is not None and name.kind == "ResolvedIdentifier":
+            return _v2(name.args)
+    path = a.get("outputPath")
+    if isinstance(path, Mapping):
+        fmt = a.get("fileFormat", {}).get("format") if isinstance(a.get("fileFormat"), Mapping) else None
+        return Dataset.path(path["path"], fmt)
+    storage = a.get("storage")
+    if isinstance(storage, Mapping) and storage.get("location"):
+        provider = a.get("provider")
+        return Dataset.path(storage["location"], provider if isinstance(provider, str) else None)
+    options = a.get("options")
+    if isinstance(options, Mapping) and options.get("path"):
+        ds = a.get("dataSource")
+        return Dataset.path(options["path"], ds.get("format") if isinstance(ds, Mapping) else None)
+    return None
+
+
+def _write(p: _Pass, node: PlanNode) -> None:
+    target = _write_target(p, node)
+    query_idx = node.plans.get("query")
+    if query_idx is None:
+        query_idx = node.children[-1] if node.children else None
+    if target is None or query_idx is None:
+        p.report(node.kind, "write target or query not found")
+        return
+    query = p.doc.nodes[query_idx]
+    names = node.args.get("outputColumnNames")
+    if not isinstance(names, list) or len(names) != len(query.output):
+        table_idx = node.plans.get("table")
+        if table_idx is not None and len(p.doc.nodes[table_idx].output) == len(query.output):
+            names = [a.name for a in p.doc.nodes[table_idx].output]
+        else:
+            names = [a.name for a in query.output]
+    cols = tuple((name, p.ref(a.expr_id, a.name), (), "") for name, a in zip(names, query.output))
+    p.writes[node.index] = _Write(target, node.kind, cols)
+
+
+def _assignments(e: Expr) -> tuple[list[tuple[Expr, Expr]], list[Expr]]:
+    """(key, value) pairs and conditions of a MergeAction / assignment list."""
+    pairs: list[tuple[Expr, Expr]] = []
+    conditions: list[Expr] = []
+    for c in e.children:
+        if c.kind == "Assignment" and len(c.children) == 2:
+            pairs.append((c.children[0], c.children[1]))
+        else:
+            conditions.append(c)
+    return pairs, conditions
+
+
+def _row_level(p: _Pass, node: PlanNode) -> None:
+    """MERGE INTO / UPDATE / DELETE (as analyzed, before any row-level rewrite)."""
+    target_idx = node.children[0] if node.children else None
+    target = p.datasets.get(target_idx) if target_idx is not None else None
+    if target is None:
+        p.report(node.kind, "target table not found")
+        return
+    if node.kind == "MergeIntoTable":
+        p.add_dep(node, EdgeSubtype.JOIN, _seq(node.exprs.get("mergeCondition")))
+        actions = [a for key in ("matchedActions", "notMatchedActions", "notMatchedBySourceActions")
+                   for a in _seq(node.exprs.get(key))]
+    else:
+        p.add_dep(node, EdgeSubtype.FILTER, _seq(node.exprs.get("condition")))
+        actions = [Expr("UpdateAction", tuple(_seq(node.exprs.get("assignments"))))]
+    per_column: dict[str, dict[Step, None]] = {}
+    texts: dict[str, list[str]] = {}
+    for action in actions:
+        pairs, conditions = _assignments(action)
+        cond_steps = [Step(s.source, EdgeSubtype.CONDITIONAL) for c in conditions for s in p.refs(c).steps]
+        for key, value in pairs:
+            name = key.name or "?"
+            r = p.refs(value)
+            per_column.setdefault(name, {}).update(dict.fromkeys(r.steps))
+            per_column[name].update(dict.fromkeys(cond_steps))
+            texts.setdefault(name, []).append(f"{action.kind}: {key.name} = {value}")
+    cols = tuple((name, None, tuple(_merge(steps)), "; ".join(texts[name])) for name, steps in per_column.items())
+    p.writes[node.index] = _Write(target, node.kind, cols)
+
+
+HANDLERS: Mapping[str, Handler] = {
+    **{k: (lambda p, n: None) for k in PASS_THROUGH},
+    **{k: _relation for k in RELATIONS},
+    "Project": _project,
+    "Aggregate": _aggregate,
+    "Window": _window,
+    "Filter": _filter,
+    "Join": _join,
+    "LateralJoin": _join,
+    "Sort": _sort,
+    "Distinct": _distinct,
+    "Deduplicate": _distinct,
+    "DeduplicateWithinWatermark": _distinct,
+    "Intersect": _set_filter,
+    "Except": _set_filter,
+    "Union": _union,
+    "Expand": _expand,
+    "Generate": _generate,
+    "CTERelationDef": _cte_def,
+    "CTERelationRef": _cte_ref,
+    "UnionLoop": _union_loop,
+    "UnionLoopRef": _union_loop_ref,
+    "InMemoryRelation": _in_memory,
+    "View": _view,
+    "SubqueryAlias": _subquery_alias,
+    "ResolvedIdentifier": lambda p, n: None,
+    "CommandResult": lambda p, n: None,
+    "MergeIntoTable": _row_level,
+    "UpdateTable": _row_level,
+    "DeleteFromTable": _row_level,
+    **{k: _write for k in WRITE_KINDS},
+}
+
+
+# ---- the pass -------------------------------------------------------------------------------
+def _seq(v: Any) -> list[Expr]:
+    if v is None:
+        return []
+    if isinstance(v, Expr):
+        return [v]
+    out: list[Expr] = []
+    for x in v:
+        out.extend(_seq(x))
+    return out
+
+
+def _merge(steps: Iterable[Step]) -> list[Step]:
+    best: dict[tuple[ColumnNode, EdgeKind], EdgeSubtype] = {}
+    for s in steps:
+        key = (s.source, s.kind)
+        if key in best and s.kind is EdgeKind.DIRECT:
+            best[key] = compose_subtypes(best[key], s.subtype)
+        elif key not in best:
+            best[key] = s.subtype
+    return [Step(src, sub) for (src, _), sub in best.items()]
+
+
+def _iter_exprs(v: Any) -> Iterable[Expr]:
+    stack = list(_seq(v))
+    while stack:
+        e = stack.pop()
+        yield e
+        stack.extend(e.children)
+
+
+def _scopes(doc: PlanDocument) -> list[int]:
+    """Scope of each node: ROOT_SCOPE, or the index of the subquery plan root it belongs to.
+    Parents come after children in the document, so one reverse pass assigns every scope."""
+    scope = [ROOT_SCOPE] * len(doc.nodes)
+    for node in reversed(doc.nodes):
+        s = scope[node.index]
+        for c in node.children:
+            scope[c] = s
+        for idx in node.plans.values():
+            scope[idx] = s
+        for v in node.exprs.values():
+            for e in _iter_exprs(v):
+                if e.subquery is not None:
+                    scope[e.subquery] = e.subquery
+    return scope
+
+
+def resolve(doc: PlanDocument) -> LineageResult:
+    """Column lineage of one parsed plan document (one bottom-up pass)."""
+    p = _Pass(doc)
+    p.scope_of = _scopes(doc)
+    for node in doc.nodes:
+        handler = HANDLERS.get(node.kind)
+        if handler is None:
+            _unknown(p, node)
+        else:
+            handler(p, node)
+        _check_output(p, node, known=handler is not None)
+    return _result(p)
+
+
+def _unknown(p: _Pass, node: PlanNode) -> None:
+    """Pass lineage through by exprId, else by position from the first child; report the kind."""
+    p.report(node.kind, "operator not interpreted; lineage passed through by exprId / position")
+    child = p.doc.nodes[node.children[0]] if node.children else None
+    for j, a in enumerate(node.output):
+        if a.expr_id in p.env:
+            continue
+        inputs: tuple[Step, ...] = ()
+        if child is not None and len(child.output) == len(node.output):
+            src = p.ref(child.output[j].expr_id, child.output[j].name)
+            inputs = (Step(src, EdgeSubtype.TRANSFORMATION),)
+        col = p.define(a.name, a.expr_id, node.index, Derivation(node.kind, "", inputs, resolved=False))
+        p.report(node.kind, "operator not interpreted; lineage passed through by exprId / position", col)
+
+
+def _check_output(p: _Pass, node: PlanNode, known: bool) -> None:
+    if not known:
+        return
+    for a in node.output:
+        if a.expr_id not in p.env:
+            col = p.define(a.name, a.expr_id, node.index, Derivation(node.kind, "", (), resolved=False))
+            p.report(node.kind, f"output attribute {a.name}#{a.expr_id} not derived", col)
+
+
+def _result(p: _Pass) -> LineageResult:
+    doc = p.doc
+    root = doc.root_node
+    while root.kind == "CommandResult" and "commandLogicalPlan" in root.plans:
+        root = doc.nodes[root.plans["commandLogicalPlan"]]
+    for scope, deps in p.pending.items():  # root scope + any subquery never used as a value
+        p.indirect.extend(deps)
+    target: Dataset | None = None
+    operation: str | None = None
+    write = p.writes.get(root.index)
+    if write is not None:
+        target, operation = write.target, write.operation
+        outputs: list[ColumnNode] = []
+        for name, src, steps, text in write.columns:
+            # plan_node marks the written column apart from the same table's column read as a source
+            col = ColumnNode(name, dataset=target, plan_node=root.index)
+            inputs = steps if src is None else (Step(src, EdgeSubtype.IDENTITY),)
+            p.derivations[col] = Derivation(write.operation, text or (str(src) if src else ""), tuple(inputs))
+            outputs.append(col)
+    else:
+        outputs = [p.ref(a.expr_id, a.name) for a in root.output]
+    unresolved = tuple(Unresolved(kind, detail, tuple(dict.fromkeys(cols)))
+                       for (kind, detail), cols in p.unresolved.items())
+    return LineageResult(outputs=tuple(outputs), derivations=p.derivations, indirect=tuple(p.indirect),
+                         unresolved=unresolved, target=target, operation=operation)
+
+
+def lineage_of_plan_json(text: str | bytes) -> LineageResult:
+    from .plan import parse
+
+    return resolve(parse(text))
+
