@@ -33,6 +33,9 @@ from .records.store import RecordStore
 if TYPE_CHECKING:
     from .metastore import Metastore, Mutation
 
+#: operations that drop (the object stays until purge) / restore an object
+_DROPS = frozenset({"DROP CATALOG", "DROP DATABASE", "DROP TABLE"})
+_UNDROPS = frozenset({"UNDROP CATALOG", "UNDROP DATABASE", "UNDROP TABLE"})
 _PARTITION_OPS = {"ADD PARTITIONS": ("added",), "DROP PARTITIONS": ("dropped",),
                   "REPLACE PARTITIONS": ("added", "dropped")}
 
@@ -43,10 +46,10 @@ def on_commit(ms: "Metastore", tr: Transaction, m: "Mutation") -> None:
     oid: uuid.UUID = m.path.value
     otype = ObjectType(m.kind.upper())
     op = m.operation
-    if op.startswith("DROP "):
+    if op in _DROPS:
         _each_object(ms, tr, m.path, purge=False, visit=lambda i: w.set_indexed(i, False))
         return
-    if op.startswith("UNDROP "):
+    if op in _UNDROPS:
         _each_object(ms, tr, m.path, purge=False, visit=lambda i: w.set_indexed(i, True))
     state = w.state(oid)
     fresh = state is None and m.version == 1

@@ -451,6 +451,43 @@ def _terms(tr: Transaction, keys: MetadataKeys, oid: uuid.UUID, fields: dict[str
             yield F_FIELD, term, Scope.SYSTEM, path, "", path
 
 
+@dataclass
+class IndexCheck:
+    """The index compared with what the records say it should hold."""
+
+    expected: int
+    missing: list[bytes]
+    stale: list[bytes]
+    wrong_value: list[bytes]
+
+    @property
+    def ok(self) -> bool:
+        return not (self.missing or self.stale or self.wrong_value)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ok": self.ok, "expected": self.expected, "missing": len(self.missing), "stale": len(self.stale),
+                "wrong_value": len(self.wrong_value)}
+
+
+def check_index(ms: "Metastore") -> IndexCheck:
+    """Recompute the index of the project from the records (live objects' metadata entries,
+    schemas and comments) and compare it with the stored one, in one snapshot."""
+    keys = MetadataKeys(ms.project_path)
+
+    def fn(tr: Transaction) -> IndexCheck:
+        expected: dict[bytes, bytes] = {}
+        for otype, oid, name, fields, comment in _objects(ms, tr):
+            for fld, term, sc, column, key, shown in _terms(tr, keys, oid, fields, comment):
+                etype = ObjectType.COLUMN if column is not None and fld != F_FIELD else otype
+                expected[keys.index_key(fld, term, etype, sc, oid, column, key)] = \
+                    pack_element(name) + pack_element(shown)
+        actual = {kv.key: kv.value for kv in tr.get_range(*keys.index.range(), snapshot=True)}
+        return IndexCheck(len(expected), sorted(set(expected) - set(actual)), sorted(set(actual) - set(expected)),
+                          sorted(k for k in set(actual) & set(expected) if actual[k] != expected[k]))
+
+    return ms._run(fn)
+
+
 def _entries(tr: Transaction, keys: MetadataKeys, oid: uuid.UUID) -> Iterator[Any]:
     from .metadata import Entry
 
@@ -461,5 +498,5 @@ def _entries(tr: Transaction, keys: MetadataKeys, oid: uuid.UUID) -> Iterator[An
         yield Entry(column, Scope(sc), kind, key, kv.value.decode("utf-8"))
 
 
-__all__ = ["search", "scan_search", "Query", "SearchHit", "SearchPage", "Match", "Filters", "UsageReader",
+__all__ = ["search", "scan_search", "check_index", "IndexCheck", "Query", "SearchHit", "SearchPage", "Match", "Filters", "UsageReader",
            "encode_cursor", "decode_cursor", "DEFAULT_LIMIT", "MAX_LIMIT", "HALF_LIFE_DAYS", "HORIZON_DAYS"]
