@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .errors import InvalidArgument, NoSuchNamespace, NoSuchTable, NoSuchView
-from .spark_tables import (SparkCtx, create_arguments, database_of, qualify, table_answer, table_name,
+from .spark_tables import (SparkCtx, create_arguments, database_of, location_of, qualify, table_answer, table_name,
                            view_answer, write_options)
 from .spark_writes import committed, overwritten
 from .table_changes import changes_from_json
@@ -105,7 +105,7 @@ def load_relation(ms: Any, r: Request) -> Answer:
     ctx = SparkCtx.of(r)
     name = table_name(ctx, r)
     try:
-        return {"kind": "table", "table": table_answer(ms.get_table(name))}
+        return {"kind": "table", "table": table_answer(ctx, ms.get_table(name))}
     except NoSuchTable:
         try:
             return {"kind": "view", "view": view_answer(ms.get_view(name))}
@@ -115,7 +115,7 @@ def load_relation(ms: Any, r: Request) -> Answer:
 
 def load_table(ms: Any, r: Request) -> Answer:
     ctx = SparkCtx.of(r)
-    return {"table": table_answer(ms.get_table(table_name(ctx, r)))}
+    return {"table": table_answer(ctx, ms.get_table(table_name(ctx, r)))}
 
 
 def relation_exists(ms: Any, r: Request) -> Answer:
@@ -153,13 +153,13 @@ def create_table(ms: Any, r: Request) -> Answer:
     catalog, db, table = table_name(ctx, r)
     database = ms.get_database((catalog, db))
     args = create_arguments(ctx, db, table, r, database.location)
-    return {"table": table_answer(ms.create_table((catalog, db, table), **args))}
+    return {"table": table_answer(ctx, ms.create_table((catalog, db, table), **args))}
 
 
 def alter_table(ms: Any, r: Request) -> Answer:
     ctx = SparkCtx.of(r)
     name = table_name(ctx, r)
-    return {"table": table_answer(ms.alter_table(name, changes_from_json(r["changes"])))}
+    return {"table": table_answer(ctx, ms.alter_table(name, changes_from_json(r["changes"])))}
 
 
 def drop_table(ms: Any, r: Request) -> Answer:
@@ -171,7 +171,7 @@ def drop_table(ms: Any, r: Request) -> Answer:
         return {"dropped": False}
     ms.drop_table(name, purge=bool(r.get("purge")))
     # managed data goes after the metadata commit; external data stays
-    return {"dropped": True, "delete_paths": [info.location] if info.location and not info.external else []}
+    return {"dropped": True, "delete_paths": [] if info.external else [location_of(ctx, info)]}
 
 
 def rename_table(ms: Any, r: Request) -> Answer:
@@ -290,7 +290,7 @@ def truncate(ms: Any, r: Request) -> Answer:
     name = table_name(ctx, r)
     info = ms.get_table(name)
     if not info.partition_columns:
-        return {"truncated": True, "clear_paths": [info.location]}
+        return {"truncated": True, "clear_paths": [location_of(ctx, info)]}
     specs = r.get("partitions")
     targets = [ms.get_partition(name, s) for s in specs] if specs is not None else list(ms.list_partitions(name))
     emptied = [Partition(values=p.values, location=p.location, files=0, bytes=0, rows=0, properties=p.properties)
@@ -320,7 +320,7 @@ def begin_write(ms: Any, r: Request) -> Answer:
             save_mode = "overwrite"
         else:
             cleared = overwritten(list(ms.list_partitions(name)), filters)
-    return {"location": info.location, "format": info.format, "partition_by": list(info.partition_columns),
+    return {"location": location_of(ctx, info), "format": info.format, "partition_by": list(info.partition_columns),
             "options": write_options(info), "save_mode": save_mode,
             "cleared": [{"values": p.to_json()["values"], "location": p.location} for p in cleared],
             "delete_paths": [p.location for p in cleared if p.location]}
@@ -339,13 +339,13 @@ def commit_files(ms: Any, r: Request) -> Answer:
     ctx = SparkCtx.of(r)
     name = table_name(ctx, r)
     info = ms.get_table(name)
-    if qualify(info.location or "") != qualify(r["location"]):
+    if qualify(location_of(ctx, info)) != qualify(r["location"]):
         raise InvalidArgument(f"{'.'.join(name)} is now at {info.location}, not {r['location']}: "
                               f"the write was not registered")
     if not info.partition_columns:
         # NEEDED-BY-SPARK: a table-level data version / stats for unpartitioned tables
         return {"registered": 0}
-    drop, put = committed(info.location, list(info.partition_columns), list(r.get("deleted") or []),
+    drop, put = committed(location_of(ctx, info), list(info.partition_columns), list(r.get("deleted") or []),
                           list(r.get("partitions") or []))
     result = ms.replace_partitions(name, drop, put)
     return {"registered": len(put), "version": getattr(result, "version", None)}

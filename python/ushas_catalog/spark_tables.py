@@ -87,12 +87,17 @@ def create_arguments(ctx: SparkCtx, database: str, table: str, request: dict[str
             "external": external}
 
 
-def spark_properties(info: Any) -> dict[str, str]:
+def location_of(ctx: SparkCtx, info: Any) -> str:
+    """A table's data location; a table made through the API without one (its database has no
+    location either) lives under the catalog instance's warehouse."""
+    return info.location or managed_location(ctx, None, info.database, info.name)
+
+
+def spark_properties(ctx: SparkCtx, info: Any) -> dict[str, str]:
     """The property map Spark reads a table from (provider, location, comment, ...)."""
     props = dict(info.properties)
     props["provider"] = info.format
-    if info.location:
-        props["location"] = info.location
+    props["location"] = location_of(ctx, info)
     if info.comment is not None:
         props["comment"] = info.comment
     if info.owner:
@@ -102,10 +107,10 @@ def spark_properties(info: Any) -> dict[str, str]:
     return props
 
 
-def table_answer(info: Any) -> dict[str, Any]:
+def table_answer(ctx: SparkCtx, info: Any) -> dict[str, Any]:
     """A metastore table -> the shim's ``table`` object."""
     return {"schema": info.schema.json(), "partition_by": list(info.partition_columns),
-            "properties": spark_properties(info), "format": info.format, "location": info.location,
+            "properties": spark_properties(ctx, info), "format": info.format, "location": location_of(ctx, info),
             "external": info.external, "version": info.version}
 
 

@@ -154,6 +154,16 @@ public final class Bridge {
                     + options.python() + "' (set spark.pyspark.python or PYSPARK_PYTHON): " + e.getMessage(), e);
         }
         Runtime.getRuntime().addShutdownHook(new Thread(Bridge::stopProcess, "ushas-bridge-stop"));
+        // the gateway's threads are not daemons: stop them with the SparkContext so the JVM can exit
+        org.apache.spark.sql.SparkSession.getActiveSession().foreach(session -> {
+            session.sparkContext().addSparkListener(new org.apache.spark.scheduler.SparkListener() {
+                @Override
+                public void onApplicationEnd(org.apache.spark.scheduler.SparkListenerApplicationEnd end) {
+                    stopProcess();
+                }
+            });
+            return null;
+        });
         awaitRegistration(options, process);
     }
 

@@ -1,0 +1,390 @@
+"""The Ushas catalog end to end through the shared SparkSession (catalog ``ushas``, sqlite store)."""
+from __future__ import annotations
+
+import datetime as dt
+import os
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from chispa import assert_df_equality
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture
+def db(spark: Any) -> str:
+    """A fresh database (Spark namespace) of the ``ushas`` catalog for one test."""
+    name = "t_" + uuid.uuid4().hex[:8]
+    spark.sql(f"CREATE NAMESPACE ushas.{name}")
+    yield name
+    spark.sql("USE spark_catalog.default")
+    spark.sql(f"DROP NAMESPACE IF EXISTS ushas.{name} CASCADE")
+
+
+@pytest.fixture
+def ms(spark_dirs: dict[str, Path]) -> Any:
+    from ushas_catalog.metastore import Metastore
+
+    m = Metastore.open(f"sqlite:///{spark_dirs['store']}", project="default")
+    yield m
+    m.close()
+
+
+def rows(spark: Any, sql: str) -> list[tuple]:
+    return [tuple(r) for r in spark.sql(sql).collect()]
+
+
+def partitions(spark: Any, table: str) -> list[str]:
+    return [r[0] for r in spark.sql(f"SHOW PARTITIONS {table}").collect()]
+
+
+# ---- namespaces ----------------------------------------------------------------------------------
+def test_namespaces(spark: Any, ms: Any, tmp_path: Path) -> None:
+    name = "ns_" + uuid.uuid4().hex[:8]
+    spark.sql(f"CREATE NAMESPACE ushas.{name} COMMENT 'sales data' LOCATION '{tmp_path}/loc' "
+              f"WITH DBPROPERTIES ('team'='a')")
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS ushas.{name}")
+    assert (name,) in rows(spark, "SHOW NAMESPACES IN ushas")
+    info = dict(rows(spark, f"DESCRIBE NAMESPACE EXTENDED ushas.{name}"))
+    assert info["Comment"] == "sales data"
+    assert info["Location"] == f"file:{tmp_path}/loc"
+    assert "(team,a)" in info["Properties"]
+    spark.sql(f"ALTER NAMESPACE ushas.{name} SET DBPROPERTIES ('team'='b', 'x'='1')")
+    db = ms.get_database(("ushas", name))
+    assert db.properties == {"team": "b", "x": "1"} and db.comment == "sales data"
+    spark.sql(f"USE ushas.{name}")
+    spark.sql("CREATE TABLE t (id INT) USING parquet")
+    assert rows(spark, "SHOW TABLES") == [(name, "t", False)]
+    from pyspark.errors import AnalysisException
+
+    with pytest.raises(AnalysisException, match="SCHEMA_NOT_EMPTY"):
+        spark.sql(f"DROP NAMESPACE ushas.{name}")
+    with pytest.raises(AnalysisException, match="SCHEMA_ALREADY_EXISTS"):
+        spark.sql(f"CREATE NAMESPACE ushas.{name}")
+    spark.sql("USE spark_catalog.default")
+    spark.sql(f"DROP NAMESPACE ushas.{name} CASCADE")
+    assert not ms.database_exists(("ushas", name))
+    with pytest.raises(AnalysisException, match="SCHEMA_NOT_FOUND"):
+        spark.sql(f"DESCRIBE NAMESPACE ushas.{name}")
+
+
+def test_multi_level_namespace_refused(spark: Any) -> None:
+    from pyspark.errors import IllegalArgumentException
+
+    with pytest.raises(IllegalArgumentException, match="one namespace level"):
+        spark.sql("CREATE NAMESPACE ushas.a.b")
+
+
+# ---- tables: DDL ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("fmt", ["parquet", "orc", "json", "csv"])
+def test_formats_create_insert_read(spark: Any, db: str, fmt: str) -> None:
+    t = f"ushas.{db}.f_{fmt}"
+    spark.sql(f"CREATE TABLE {t} (id INT, name STRING, dt STRING) USING {fmt} PARTITIONED BY (dt) "
+              f"COMMENT 'c' TBLPROPERTIES ('owner_team'='x')")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'a', '2024-01-01'), (2, 'b', '2024-01-02')")
+    expected = spark.createDataFrame([(1, "a", "2024-01-01"), (2, "b", "2024-01-02")],
+                                     "id int, name string, dt string")
+    assert_df_equality(spark.table(t), expected, ignore_row_order=True, ignore_nullable=True)
+    assert partitions(spark, t) == ["dt=2024-01-01", "dt=2024-01-02"]
+
+
+def test_describe_show_create_properties(spark: Any, db: str) -> None:
+    t = f"ushas.{db}.d"
+    spark.sql(f"CREATE TABLE {t} (id INT, dt STRING) USING parquet PARTITIONED BY (dt) COMMENT 'hello' "
+              f"TBLPROPERTIES ('k'='v')")
+    desc = dict((r[0], r[1]) for r in spark.sql(f"DESCRIBE EXTENDED {t}").collect())
+    assert desc["Provider"] == "parquet" and desc["Type"] == "MANAGED" and desc["Comment"] == "hello"
+    assert desc["Location"].endswith(f"/{db}.db/d")
+    ddl = spark.sql(f"SHOW CREATE TABLE {t}").collect()[0][0]
+    assert "USING parquet" in ddl and "PARTITIONED BY (dt)" in ddl and "'k' = 'v'" in ddl
+    assert ("k", "v") in rows(spark, f"SHOW TBLPROPERTIES {t}")
+
+
+def test_alter_table(spark: Any, db: str, ms: Any) -> None:
+    t = f"ushas.{db}.a"
+    spark.sql(f"CREATE TABLE {t} (id INT, v STRING) USING parquet")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'x')")
+    spark.sql(f"ALTER TABLE {t} ADD COLUMN extra BIGINT COMMENT 'more'")
+    spark.sql(f"ALTER TABLE {t} RENAME COLUMN extra TO more")
+    spark.sql(f"ALTER TABLE {t} ALTER COLUMN id TYPE BIGINT")
+    spark.sql(f"ALTER TABLE {t} ALTER COLUMN v COMMENT 'the value'")
+    spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('a'='1', 'b'='2')")
+    spark.sql(f"ALTER TABLE {t} UNSET TBLPROPERTIES ('a')")
+    info = ms.get_table(("ushas", db, "a"))
+    assert [(f.name, f.data_type.ddl()) for f in info.schema.fields] == [("id", "BIGINT"), ("v", "STRING"),
+                                                                          ("more", "BIGINT")]
+    assert info.schema.field("v").comment == "the value"
+    assert info.properties == {"b": "2"}
+    spark.sql(f"ALTER TABLE {t} DROP COLUMN more")
+    spark.sql(f"ALTER TABLE {t} RENAME TO {db}.a2")
+    assert rows(spark, f"SELECT id, v FROM ushas.{db}.a2") == [(1, "x")]
+    assert not ms.table_exists(("ushas", db, "a"))
+
+
+def test_ctas_and_replace(spark: Any, db: str) -> None:
+    src = spark.createDataFrame([(1, "a", "p1"), (2, "b", "p2")], "id int, v string, dt string")
+    src.createOrReplaceTempView("ctas_src")
+    spark.sql(f"CREATE TABLE ushas.{db}.c USING parquet PARTITIONED BY (dt) AS SELECT * FROM ctas_src")
+    assert_df_equality(spark.table(f"ushas.{db}.c"), src, ignore_row_order=True, ignore_nullable=True)
+    assert partitions(spark, f"ushas.{db}.c") == ["dt=p1", "dt=p2"]
+    spark.sql(f"CREATE OR REPLACE TABLE ushas.{db}.c USING orc AS SELECT 7 AS id, 'z' AS w")
+    assert rows(spark, f"SELECT * FROM ushas.{db}.c") == [(7, "z")]
+
+
+# ---- writes & partitions ------------------------------------------------------------------------------
+def test_insert_forms_register_partitions(spark: Any, db: str, ms: Any) -> None:
+    t = f"ushas.{db}.w"
+    name = ("ushas", db, "w")
+    spark.sql(f"CREATE TABLE {t} (id INT, dt STRING) USING parquet PARTITIONED BY (dt)")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'a'), (2, 'b')")
+    parts = {p.spec["dt"]: p for p in ms.list_partitions(name)}
+    assert sorted(parts) == ["a", "b"]
+    assert parts["a"].files == 1 and parts["a"].bytes > 0
+    assert parts["a"].location.endswith(f"/{db}.db/w/dt=a")
+    files_on_disk = [f for f in os.listdir(parts["a"].location.removeprefix("file:")) if f.endswith(".parquet")]
+    assert len(files_on_disk) == parts["a"].files
+
+    spark.sql(f"INSERT INTO {t} VALUES (3, 'a')")  # append: the partition's totals grow, one record
+    parts = {p.spec["dt"]: p for p in ms.list_partitions(name)}
+    assert parts["a"].files == 2 and len(parts) == 2
+
+    spark.sql(f"INSERT OVERWRITE {t} PARTITION (dt='a') SELECT 4")  # static partition overwrite
+    assert rows(spark, f"SELECT id, dt FROM {t} ORDER BY id") == [(2, "b"), (4, "a")]
+    parts = {p.spec["dt"]: p for p in ms.list_partitions(name)}
+    assert sorted(parts) == ["a", "b"] and parts["a"].files == 1
+
+    spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+    try:
+        spark.sql(f"INSERT OVERWRITE {t} VALUES (5, 'b'), (6, 'c')")  # dynamic: b replaced, c added, a kept
+    finally:
+        spark.conf.set("spark.sql.sources.partitionOverwriteMode", "static")
+    assert rows(spark, f"SELECT id, dt FROM {t} ORDER BY id") == [(4, "a"), (5, "b"), (6, "c")]
+    assert partitions(spark, t) == ["dt=a", "dt=b", "dt=c"]
+
+    spark.sql(f"INSERT OVERWRITE {t} VALUES (7, 'd')")  # whole table, static mode
+    assert rows(spark, f"SELECT id, dt FROM {t}") == [(7, "d")]
+    assert partitions(spark, t) == ["dt=d"]
+    assert [p.spec for p in ms.list_partitions(name)] == [{"dt": "d"}]
+
+
+def test_dataframe_writes(spark: Any, db: str, ms: Any) -> None:
+    from pyspark.sql.functions import col
+
+    t = f"ushas.{db}.df"
+    schema = "id int, dt string"
+    spark.createDataFrame([(1, "a")], schema).write.partitionBy("dt").saveAsTable(t)  # create
+    spark.createDataFrame([(2, "b")], schema).write.mode("append").saveAsTable(t)
+    spark.createDataFrame([(3, "a")], schema).write.insertInto(t)
+    assert rows(spark, f"SELECT id, dt FROM {t} ORDER BY id") == [(1, "a"), (2, "b"), (3, "a")]
+    from pyspark.errors import AnalysisException
+
+    spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+    try:
+        # DataFrame dynamic overwrite is a V2 OverwritePartitionsDynamic: refused with Spark's error ...
+        with pytest.raises(AnalysisException, match="does not support dynamic overwrite"):
+            spark.createDataFrame([(4, "a")], schema).write.mode("overwrite").insertInto(t)
+        # ... the working alternative: SQL INSERT OVERWRITE from the DataFrame (V1 file path)
+        spark.createDataFrame([(4, "a")], schema).createOrReplaceTempView("dyn_src")
+        spark.sql(f"INSERT OVERWRITE {t} SELECT * FROM dyn_src")
+    finally:
+        spark.conf.set("spark.sql.sources.partitionOverwriteMode", "static")
+    assert rows(spark, f"SELECT id, dt FROM {t} ORDER BY id") == [(2, "b"), (4, "a")]
+    assert sorted(p.spec["dt"] for p in ms.list_partitions(("ushas", db, "df"))) == ["a", "b"]
+    spark.createDataFrame([(5, "c")], schema).write.mode("overwrite").insertInto(t)  # static: whole table
+    assert rows(spark, f"SELECT id, dt FROM {t}") == [(5, "c")]
+    assert [p.spec for p in ms.list_partitions(("ushas", db, "df"))] == [{"dt": "c"}]
+
+    spark.createDataFrame([(9, "z")], schema).writeTo(f"ushas.{db}.v2").partitionedBy(col("dt")).create()
+    assert rows(spark, f"SELECT id, dt FROM ushas.{db}.v2") == [(9, "z")]
+    assert partitions(spark, f"ushas.{db}.v2") == ["dt=z"]
+
+
+def test_writeto_append_gives_clear_error(spark: Any, db: str) -> None:
+    """Spark 4.3 plans DataFrameWriterV2 append / overwritePartitions as V2 writes and refuses them for
+    tables it reads through the V1 file path; the README gives the working alternatives."""
+    from pyspark.errors import AnalysisException
+
+    t = f"ushas.{db}.v"
+    spark.sql(f"CREATE TABLE {t} (id INT, dt STRING) USING parquet PARTITIONED BY (dt)")
+    df = spark.createDataFrame([(1, "a")], "id int, dt string")
+    with pytest.raises(AnalysisException, match="Cannot write into v1 table"):
+        df.writeTo(t).append()
+    with pytest.raises(AnalysisException, match="Cannot write into v1 table"):
+        df.writeTo(t).overwritePartitions()
+    assert rows(spark, f"SELECT count(*) FROM {t}") == [(0,)]
+
+
+def test_partition_pruning_and_pushdown(spark: Any, db: str) -> None:
+    t = f"ushas.{db}.p"
+    spark.sql(f"CREATE TABLE {t} (id INT, dt DATE) USING parquet PARTITIONED BY (dt)")
+    spark.sql(f"INSERT INTO {t} VALUES (1, DATE'2024-01-01'), (2, DATE'2024-01-02'), (3, DATE'2024-01-03')")
+    df = spark.sql(f"SELECT id FROM {t} WHERE dt = DATE'2024-01-02' AND id > 0")
+    plan = df._jdf.queryExecution().executedPlan().toString()
+    assert "PartitionFilters: [isnotnull(dt" in plan and "(dt#" in plan and "= 2024-01-02)" in plan
+    assert "PushedFilters: [IsNotNull(id), GreaterThan(id,0)]" in plan
+    assert [r.id for r in df.collect()] == [2]
+    files = {r[0] for r in spark.sql(f"SELECT DISTINCT input_file_name() FROM {t} "
+                                     f"WHERE dt = DATE'2024-01-02'").collect()}
+    assert len(files) == 1 and "/dt=2024-01-02/" in next(iter(files))
+    # the scan itself read one partition's files
+    spark.conf.set("spark.sql.adaptive.enabled", "false")
+    try:
+        q = spark.sql(f"SELECT id FROM {t} WHERE dt = DATE'2024-01-02'")
+        q.collect()
+        scan = q._jdf.queryExecution().executedPlan().collectLeaves().head()
+        assert scan.metrics().apply("numFiles").value() == 1
+        assert scan.metrics().apply("numPartitions").value() == 1
+    finally:
+        spark.conf.set("spark.sql.adaptive.enabled", "true")
+
+
+def test_partition_ddl(spark: Any, db: str, ms: Any, tmp_path: Path) -> None:
+    from pyspark.errors import AnalysisException
+
+    t = f"ushas.{db}.pd"
+    spark.sql(f"CREATE TABLE {t} (id INT, dt STRING, h INT) USING parquet PARTITIONED BY (dt, h)")
+    spark.sql(f"ALTER TABLE {t} ADD PARTITION (dt='a', h=1) PARTITION (dt='a', h=2)")
+    spark.sql(f"ALTER TABLE {t} ADD IF NOT EXISTS PARTITION (dt='a', h=1) PARTITION (dt='b', h=1) "
+              f"LOCATION '{tmp_path}/custom'")
+    assert partitions(spark, t) == ["dt=a/h=1", "dt=a/h=2", "dt=b/h=1"]
+    assert partitions(spark, f"{t} PARTITION (dt='a')") == ["dt=a/h=1", "dt=a/h=2"]
+    assert partitions(spark, f"{t} PARTITION (h=1)") == ["dt=a/h=1", "dt=b/h=1"]
+    assert ms.get_partition(("ushas", db, "pd"), {"dt": "b", "h": 1}).location == f"file:{tmp_path}/custom"
+    with pytest.raises(AnalysisException, match="PARTITIONS_ALREADY_EXIST"):
+        spark.sql(f"ALTER TABLE {t} ADD PARTITION (dt='a', h=1)")
+    spark.sql(f"ALTER TABLE {t} DROP PARTITION (dt='a', h=2)")
+    spark.sql(f"ALTER TABLE {t} DROP IF EXISTS PARTITION (dt='zz', h=9)")
+    with pytest.raises(AnalysisException, match="PARTITIONS_NOT_FOUND"):
+        spark.sql(f"ALTER TABLE {t} DROP PARTITION (dt='zz', h=9)")
+    assert partitions(spark, t) == ["dt=a/h=1", "dt=b/h=1"]
+    desc = dict((r[0], r[1]) for r in spark.sql(f"DESCRIBE TABLE EXTENDED {t} PARTITION (dt='b', h=1)").collect())
+    assert any("custom" in str(v) for v in desc.values())
+
+
+def test_truncate(spark: Any, db: str, ms: Any) -> None:
+    t = f"ushas.{db}.tr"
+    spark.sql(f"CREATE TABLE {t} (id INT, dt STRING) USING parquet PARTITIONED BY (dt)")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'a'), (2, 'b')")
+    spark.sql(f"TRUNCATE TABLE {t} PARTITION (dt='a')")
+    assert rows(spark, f"SELECT id FROM {t}") == [(2,)]
+    assert ms.get_partition(("ushas", db, "tr"), {"dt": "a"}).files == 0
+    spark.sql(f"TRUNCATE TABLE {t}")
+    assert rows(spark, f"SELECT count(*) FROM {t}") == [(0,)]
+    assert partitions(spark, t) == ["dt=a", "dt=b"]
+    u = f"ushas.{db}.tu"
+    spark.sql(f"CREATE TABLE {u} (id INT) USING parquet")
+    spark.sql(f"INSERT INTO {u} VALUES (1)")
+    spark.sql(f"TRUNCATE TABLE {u}")
+    assert rows(spark, f"SELECT count(*) FROM {u}") == [(0,)]
+
+
+# ---- drop ---------------------------------------------------------------------------------------------
+def test_drop_managed_external_purge(spark: Any, db: str, ms: Any, tmp_path: Path) -> None:
+    spark.sql(f"CREATE TABLE ushas.{db}.m (id INT) USING parquet")
+    spark.sql(f"INSERT INTO ushas.{db}.m VALUES (1)")
+    managed = Path(ms.get_table(("ushas", db, "m")).location.removeprefix("file:"))
+    assert managed.is_dir()
+    spark.sql(f"DROP TABLE ushas.{db}.m")
+    assert not managed.exists() and not ms.table_exists(("ushas", db, "m"))
+    assert [d.name for d in ms.list_dropped_tables(("ushas", db))] == [f"ushas.{db}.m"]  # undrop until purge
+
+    spark.sql(f"CREATE TABLE ushas.{db}.e (id INT) USING json LOCATION '{tmp_path}/ext'")
+    spark.sql(f"INSERT INTO ushas.{db}.e VALUES (1)")
+    assert dict((r[0], r[1]) for r in spark.sql(f"DESCRIBE EXTENDED ushas.{db}.e").collect())["Type"] == "EXTERNAL"
+    spark.sql(f"DROP TABLE ushas.{db}.e")
+    assert any(f.endswith(".json") for f in os.listdir(tmp_path / "ext"))  # external data kept
+
+    spark.sql(f"CREATE TABLE ushas.{db}.g (id INT) USING parquet")
+    spark.sql(f"DROP TABLE ushas.{db}.g PURGE")
+    assert f"ushas.{db}.g" not in [d.name for d in ms.list_dropped_tables(("ushas", db))]
+
+
+# ---- views ------------------------------------------------------------------------------------------------
+def test_views_share_the_table_namespace(spark: Any, db: str, ms: Any) -> None:
+    from pyspark.errors import AnalysisException
+
+    spark.sql(f"CREATE TABLE ushas.{db}.base (id INT) USING parquet")
+    spark.sql(f"INSERT INTO ushas.{db}.base VALUES (1), (2)")
+    spark.sql(f"CREATE VIEW ushas.{db}.v AS SELECT id * 10 AS x FROM ushas.{db}.base")
+    assert rows(spark, f"SELECT x FROM ushas.{db}.v ORDER BY x") == [(10,), (20,)]
+    spark.sql(f"ALTER VIEW ushas.{db}.v AS SELECT id AS x FROM ushas.{db}.base WHERE id = 1")
+    assert rows(spark, f"SELECT x FROM ushas.{db}.v") == [(1,)]
+    spark.sql(f"CREATE OR REPLACE VIEW ushas.{db}.v AS SELECT 5 AS x")
+    assert rows(spark, f"SELECT * FROM ushas.{db}.v") == [(5,)]
+    assert ms.get_view(("ushas", db, "v")).sql == "SELECT 5 AS x"
+    assert [r.viewName for r in spark.sql(f"SHOW VIEWS IN ushas.{db}").collect()] == ["v"]
+    with pytest.raises(AnalysisException, match="TABLE_OR_VIEW_ALREADY_EXISTS"):
+        spark.sql(f"CREATE VIEW ushas.{db}.base AS SELECT 1")
+    with pytest.raises(AnalysisException, match="TABLE_OR_VIEW_ALREADY_EXISTS"):
+        spark.sql(f"CREATE TABLE ushas.{db}.v (id INT)")
+    spark.sql(f"ALTER VIEW ushas.{db}.v RENAME TO {db}.v2")
+    assert "VIEW ushas" in spark.sql(f"SHOW CREATE TABLE ushas.{db}.v2").collect()[0][0]
+    spark.sql(f"DROP VIEW ushas.{db}.v2")
+    assert spark.sql(f"SHOW VIEWS IN ushas.{db}").count() == 0
+
+
+# ---- the metastore and Spark see the same metadata at once ----------------------------------------------
+def test_metastore_and_spark_see_each_other(spark: Any, db: str, ms: Any) -> None:
+    ms.create_table(("ushas", db, "from_api"), schema="id INT, dt STRING", partition_by=["dt"],
+                    format="parquet", location=None)
+    ms.add_partitions(("ushas", db, "from_api"), [{"dt": "x"}])
+    assert (db, "from_api", False) in rows(spark, f"SHOW TABLES IN ushas.{db}")
+    assert partitions(spark, f"ushas.{db}.from_api") == ["dt=x"]
+    spark.sql(f"CREATE TABLE ushas.{db}.from_spark (id INT, dt STRING) USING parquet PARTITIONED BY (dt)")
+    spark.sql(f"ALTER TABLE ushas.{db}.from_spark ADD PARTITION (dt='y')")
+    info = ms.get_table(("ushas", db, "from_spark"))
+    assert info.partition_columns == ["dt"] and info.format == "parquet"
+    assert [p.spec for p in ms.list_partitions(("ushas", db, "from_spark"))] == [{"dt": "y"}]
+
+
+def test_cli_sees_spark_metadata(spark: Any, db: str, spark_dirs: dict[str, Path]) -> None:
+    import json
+    import subprocess
+    import sys
+
+    spark.sql(f"CREATE TABLE ushas.{db}.cli (id INT, dt STRING) USING parquet PARTITIONED BY (dt)")
+    spark.sql(f"INSERT INTO ushas.{db}.cli VALUES (1, 'q')")
+    proc = subprocess.run([sys.executable, "-m", "ushas_catalog", "--uri", f"sqlite:///{spark_dirs['store']}",
+                           "--json", "partitions", f"ushas.{db}.cli"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert '"dt": "q"' in proc.stdout or "'dt': 'q'" in proc.stdout or json.loads(proc.stdout)
+
+
+# ---- bad input: Spark's usual errors, nothing half-written -------------------------------------------------
+def test_bad_input(spark: Any, db: str, ms: Any) -> None:
+    from pyspark.errors import AnalysisException, IllegalArgumentException, NumberFormatException
+    from pyspark.errors.exceptions.captured import CapturedException
+
+    with pytest.raises(IllegalArgumentException, match="unknown table format 'foo'"):
+        spark.sql(f"CREATE TABLE ushas.{db}.x (id INT) USING foo")
+    with pytest.raises(IllegalArgumentException, match="255"):
+        spark.sql(f"CREATE TABLE ushas.{db}.{'n' * 300} (id INT) USING parquet")
+    with pytest.raises(IllegalArgumentException, match="bucket"):
+        spark.sql(f"CREATE TABLE ushas.{db}.x (id INT) USING parquet CLUSTERED BY (id) INTO 4 BUCKETS")
+    assert ms.list_tables(("ushas", db)) == []
+
+    spark.sql(f"CREATE TABLE ushas.{db}.typed (id INT, h INT) USING parquet PARTITIONED BY (h)")
+    with pytest.raises((NumberFormatException, CapturedException), match="CAST_INVALID_INPUT"):
+        spark.sql(f"ALTER TABLE ushas.{db}.typed ADD PARTITION (h='abc')")
+    with pytest.raises(AnalysisException, match="INCOMPATIBLE_DATA_FOR_TABLE"):
+        spark.sql(f"INSERT INTO ushas.{db}.typed VALUES ('x', 1)")
+    with pytest.raises(Exception, match="cannot be widened"):
+        spark.sql(f"ALTER TABLE ushas.{db}.typed ALTER COLUMN id TYPE STRING")
+    info = ms.get_table(("ushas", db, "typed"))
+    assert info.schema.field("id").data_type.ddl() == "INT"
+    assert list(ms.list_partitions(("ushas", db, "typed"))) == []
+    with pytest.raises(AnalysisException, match="TABLE_OR_VIEW_NOT_FOUND"):
+        spark.sql(f"SELECT * FROM ushas.{db}.nope")
+    with pytest.raises(AnalysisException, match="TABLE_OR_VIEW_ALREADY_EXISTS"):
+        spark.sql(f"CREATE TABLE ushas.{db}.typed (id INT)")
+
+
+def test_dates_and_ints_as_partition_values(spark: Any, db: str) -> None:
+    t = f"ushas.{db}.dv"
+    spark.sql(f"CREATE TABLE {t} (v STRING, d DATE, n BIGINT) USING parquet PARTITIONED BY (d, n)")
+    spark.sql(f"INSERT INTO {t} VALUES ('x', DATE'2024-02-29', 7)")
+    spark.sql(f"ALTER TABLE {t} ADD PARTITION (d='2024-03-01', n=8)")
+    assert partitions(spark, t) == ["d=2024-02-29/n=7", "d=2024-03-01/n=8"]
+    assert rows(spark, f"SELECT v, d, n FROM {t}") == [("x", dt.date(2024, 2, 29), 7)]
