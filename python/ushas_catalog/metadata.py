@@ -25,7 +25,8 @@ Scopes
 
     SYSTEM metadata is written only by the catalog (:func:`on_commit`, called from
     ``Metastore._commit``) and by the lineage listener (:func:`record_lineage_write`):
-    ``created_by``, ``created_at``, ``updated_by``, ``updated_at`` on every object;
+    ``created_by``, ``created_at``, ``updated_by``, ``updated_at`` on every object (the
+    times are shown, not indexed: :data:`UNINDEXED_SYSTEM_KEYS`);
     ``format``, ``partition_count`` (partitioned tables) and the schema field names on
     tables; the schema field names on views; ``last_writer_run``, ``last_write_at``,
     ``row_count`` and ``file_count`` (where known) on tables written by a captured run.
@@ -118,6 +119,9 @@ COMMENT = "comment"
 #: index fields
 F_KEY_VALUE, F_VALUE, F_TAG, F_FIELD = "kv", "v", "t", "f"
 
+#: SYSTEM times: shown, not indexed (unique per commit, they would only cost index writes on
+#: every commit; search is for discovery, not time ranges)
+UNINDEXED_SYSTEM_KEYS = frozenset({"created_at", "updated_at", "last_write_at"})
 #: SYSTEM keys the catalog maintains (documentation and ``meta show``)
 SYSTEM_KEYS: tuple[str, ...] = ("created_by", "created_at", "updated_by", "updated_at", "format", "partition_count",
                                 "last_writer_run", "last_write_at", "row_count", "file_count")
@@ -357,7 +361,9 @@ class Entry:
     value: str
 
     def index_terms(self) -> list[tuple[str, str, str]]:
-        """(field, term, shown) of the index entries of this entry."""
+        """(field, term, shown) of the index entries of this entry (none for the SYSTEM times)."""
+        if self.scope is Scope.SYSTEM and self.key in UNINDEXED_SYSTEM_KEYS:
+            return []
         if self.kind == TAG:
             return [(F_TAG, fold(self.key), self.key)]
         return [(F_KEY_VALUE, fold(f"{self.key}={self.value}"), f"{self.key}={self.value}"),

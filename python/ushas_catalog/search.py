@@ -336,8 +336,8 @@ class UsageReader:
         base = self.usage.add("tableId", oid)
         begin = base.pack((self.today - HORIZON_DAYS + 1,))
         plen = len(base.key())
-        return sum(self.weight(fdbtuple.unpack(kv.key[plen:])[0]) * _count(kv.value)
-                   for kv in tr.get_range(begin, base.range()[1], snapshot=True))
+        return float(sum(self.weight(fdbtuple.unpack(kv.key[plen:])[0]) * _count(kv.value)
+                         for kv in tr.get_range(begin, base.range()[1], snapshot=True)))
 
     def _scan(self, tr: Transaction, ids: set[uuid.UUID]) -> dict[uuid.UUID, float]:
         sub = self.usage.key()
