@@ -9,7 +9,7 @@ rebuilt and validated when a :class:`Layout` is made, and stats / parse pick the
 Codes must stay short (they are in every key) and unique among siblings.
 
 Where the metastore records live (the record type per subspace is in
-``ushas_catalog.records.stores``):
+``ushas_catalog.records.store.RECORD_TYPES``):
 
 - ``*ObjectName``       name -> :class:`ObjectName` (id + kind). Views and tables share
   ``TableObjectName``: one name space per database.

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
+import fdb.tuple as fdbtuple
 from google.protobuf.message import Message
 
 from . import records as rec
@@ -1200,11 +1201,12 @@ class Metastore:
             now = _now()
             # every read before the first write (reads after writes merge with the write buffer)
             seen: set[tuple[Any, ...]] = set()
-            new: list[tuple[tuple[Any, ...], rec.Partition]] = []
+            new: list[tuple[bytes, rec.Partition]] = []
             skipped = 0
             for p in items:
                 key = scheme.key(p.values)
-                if key in seen or store.exists(tr, key):
+                packed = fdbtuple.pack(key)
+                if key in seen or store.exists_packed(tr, packed):
                     if if_not_exists:
                         skipped += 1
                         continue
@@ -1212,11 +1214,12 @@ class Metastore:
                                                  table=str(tn), partition=scheme.spec(key))
                 seen.add(key)
                 location = p.location if p.location is not None else _default_location(storage, scheme, key)
-                new.append((key, self._partition_record(p, location, now)))
+                new.append((packed, self._partition_record(p, location, now)))
             added_change = rec.PartitionChange(action=rec.PartitionChange.ADDED)
-            for key, record in new:
-                store.save(tr, key, record, new=True)
-                history.save(tr, (v,) + key, added_change, new=True)
+            version_prefix = fdbtuple.pack((v,))
+            for packed, record in new:
+                store.save_packed(tr, packed, record, new=True)
+                history.save_packed(tr, version_prefix + packed, added_change, new=True)
             added = len(new)
             if not added:
                 return MutationResult(None, skipped=skipped)

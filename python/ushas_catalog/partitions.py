@@ -345,12 +345,12 @@ class KeyDecoder:
         return tuple(key), values, spec
 
 
-_PATH_SPECIALS = set('"#%\'*/:=?\\\x7f{[]^')
+_PATH_ESCAPES = str.maketrans({ch: f"%{ord(ch):02X}" for ch in '"#%\'*/:=?\\\x7f{[]^' + "".join(map(chr, range(0x20)))})
 
 
 def escape_path_name(text: str) -> str:
     """Spark's ``ExternalCatalogUtils.escapePathName``: %XX for path specials and controls."""
-    return "".join(f"%{ord(ch):02X}" if ch in _PATH_SPECIALS or ord(ch) < 0x20 else ch for ch in text)
+    return text.translate(_PATH_ESCAPES)
 
 
 __all__ = ["Partition", "PartitionColumn", "PartitionScheme", "KeyDecoder", "NULL_PARTITION", "escape_path_name"]

@@ -28,6 +28,8 @@ def wide_schema(columns: int) -> TableSchema:
 
 def test_every_table_subspace_has_a_record_type() -> None:
     for _, names, directory in LAYOUT.keyspace.directories():
+        if names[:2] != ("project", "Catalog") or not directory.is_constant:
+            continue
         if names[-2:-1] == ("tableId",) or names[-1].endswith(("Record", "ObjectName", "Commit")):
             assert directory.name in RECORD_TYPES, directory.name
 

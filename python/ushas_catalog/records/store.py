@@ -130,8 +130,21 @@ class RecordStore(Generic[M]):
     def save(self, tr: Transaction, pk: tuple[Any, ...], record: M, *, new: bool = False) -> None:
         """Write ``record`` at ``pk`` (replacing what was there). ``new=True`` promises
         nothing is stored at ``pk`` yet (skips clearing old split chunks)."""
+        self._write(tr, self.key(pk), record, new)
+
+    def save_packed(self, tr: Transaction, packed_pk: bytes, record: M, *, new: bool = False) -> None:
+        """:meth:`save` with the primary key already packed (``fdb.tuple.pack(pk)``): tuple
+        encoding concatenates, so hot paths pack a key once and reuse its bytes."""
+        self._write(tr, self.prefix + packed_pk, record, new)
+
+    def exists_packed(self, tr: Transaction, packed_pk: bytes, *, snapshot: bool = False) -> bool:
+        key = self.prefix + packed_pk
+        for _ in tr.get_range(key, key + b"\xff", limit=1, snapshot=snapshot):
+            return True
+        return False
+
+    def _write(self, tr: Transaction, key: bytes, record: M, new: bool) -> None:
         self._check(record)
-        key = self.key(pk)
         data = record.SerializeToString(deterministic=True)
         if not new:
             tr.clear_range(key + b"\x00", key + b"\xff")
