@@ -310,20 +310,38 @@ def _now_micros() -> int:
 class MetadataKeys:
     """Key helpers of one project's ``Metadata`` subspace."""
 
-    __slots__ = ("objects", "index", "index_prefix")
+    __slots__ = ("objects", "index", "index_prefix", "_codes", "_entry_prefixes")
 
     def __init__(self, project_path: KeySpacePath) -> None:
         root = project_path.add("Metadata")
         self.objects = root.add("MetadataObject")
         self.index = root.add("MetadataIndex")
         self.index_prefix = self.index.key()
+        per_object = self.objects.directory.child("objectId")
+        self._codes = {name: pack_element(per_object.child(name).value)
+                       for name in ("MetadataState", "MetadataEntry", "MetadataHistory")}
+        self._entry_prefixes: dict[uuid.UUID, bytes] = {}
+
+    def _object_prefix(self, oid: uuid.UUID) -> bytes:
+        prefix = self._entry_prefixes.get(oid)
+        if prefix is None:
+            prefix = self._entry_prefixes[oid] = self.objects.key() + pack_element(oid)
+        return prefix
+
+    def entry_prefix(self, oid: uuid.UUID) -> bytes:
+        """The key of ``entries(oid)`` (every entry key starts with it)."""
+        return self._object_prefix(oid) + self._codes["MetadataEntry"]
+
+    def history_prefix(self, oid: uuid.UUID) -> bytes:
+        """The key of ``history(oid)``."""
+        return self._object_prefix(oid) + self._codes["MetadataHistory"]
 
     def obj(self, oid: uuid.UUID) -> KeySpacePath:
         return self.objects.add("objectId", oid)
 
     def state(self, oid: uuid.UUID) -> bytes:
         """Prefix of the state record's keys: ``+ (chunk,)``."""
-        return self.obj(oid).add("MetadataState").key()
+        return self._object_prefix(oid) + self._codes["MetadataState"]
 
     def entries(self, oid: uuid.UUID) -> KeySpacePath:
         return self.obj(oid).add("MetadataEntry")
@@ -337,6 +355,13 @@ class MetadataKeys:
         element by element (:func:`pack_element`): the index is written for every column."""
         return b"".join((self.index_prefix, pack_element(fld), pack_element(term), pack_element(otype.value),
                          pack_element(scope.value), pack_element(oid), pack_element(column), pack_element(key)))
+
+
+def versionstamped_key(prefix: bytes, user_version: int) -> bytes:
+    """``fdb.tuple.pack_with_versionstamp((Versionstamp(user_version=n),), prefix=prefix)``:
+    the incomplete versionstamp element (0x33, 10 placeholder bytes, the 2-byte user version)
+    and the 4-byte little-endian offset of the placeholder."""
+    return prefix + b"\x33" + b"\xff" * 10 + user_version.to_bytes(2, "big") + (len(prefix) + 1).to_bytes(4, "little")
 
 
 def pack_element(value: str | uuid.UUID | None) -> bytes:
@@ -433,17 +458,18 @@ class MetadataWriter:
 
     # -- entries ----------------------------------------------------------------------------
     def _entry_key(self, oid: uuid.UUID, column: str | None, scope: Scope, kind: str, key: str) -> bytes:
-        return self.keys.entries(oid).pack((column, scope.value, kind, key))
+        return b"".join((self.keys.entry_prefix(oid), pack_element(column), pack_element(scope.value),
+                         pack_element(kind), pack_element(key)))
 
     def entries(self, oid: uuid.UUID, column: str | None | type = ..., ) -> Iterator[Entry]:
         """Every entry of the object (``column=...``), or of the object itself (None) / one column."""
-        base = self.keys.entries(oid)
+        base = self.keys.entry_prefix(oid)
         if column is ...:
-            begin, end = base.range()
+            begin, end = base + b"\x00", base + b"\xff"
         else:
-            k = base.pack((column,))
-            begin, end = k, k + b"\xff"
-        plen = len(base.key())
+            begin = base + pack_element(column)  # type: ignore[arg-type]
+            end = begin + b"\xff"
+        plen = len(base)
         for kv in self.tr.get_range(begin, end):
             col, scope, kind, key = fdbtuple.unpack(kv.key[plen:])
             yield Entry(col, Scope(scope), kind, key, kv.value.decode("utf-8"))
@@ -566,8 +592,7 @@ class MetadataWriter:
         change = MetadataChange(dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
                                 + dt.timedelta(microseconds=self.now_micros), self.user, action, entry.scope,
                                 entry.key, entry.column, old, new, source or self.source)
-        key = fdbtuple.pack_with_versionstamp((fdbtuple.Versionstamp(user_version=self._history_seq),),
-                                              prefix=self.keys.history(oid).key())
+        key = versionstamped_key(self.keys.history_prefix(oid), self._history_seq)
         self._history_seq += 1
         self.tr.set_versionstamped_key(key, json.dumps(change.to_json(), separators=(",", ":"),
                                                        ensure_ascii=False).encode())
