@@ -296,6 +296,7 @@ class LineageResult:
         if node in memo:
             return memo[node]
         stack: list[tuple[ColumnNode, bool]] = [(node, False)]
+        visiting: set[ColumnNode] = set()  # cycles (recursive CTEs) contribute nothing twice
         while stack:
             current, expanded = stack.pop()
             if current in memo:
@@ -306,10 +307,12 @@ class LineageResult:
                 continue
             direct = [s for s in deriv.inputs if s.kind is EdgeKind.DIRECT]
             if not expanded:
+                if current in visiting:
+                    continue
+                visiting.add(current)
                 stack.append((current, True))
-                memo.setdefault(current, {})  # cycle guard (recursive CTEs)
-                del memo[current]
-                stack.extend((s.source, False) for s in direct if s.source not in memo)
+                stack.extend((s.source, False) for s in direct
+                             if s.source not in memo and s.source not in visiting)
                 continue
             acc: dict[ColumnNode, EdgeSubtype] = {}
             for s in direct:

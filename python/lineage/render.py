@@ -84,9 +84,10 @@ def composed_expression(result: LineageResult, node: ColumnNode, limit: int) -> 
     if node in memo:
         return memo[node]
     stack: list[tuple[ColumnNode, bool]] = [(node, False)]
+    visiting: set[ColumnNode] = set()
     while stack:
         current, ready = stack.pop()
-        if current in memo:
+        if current in memo or (not ready and current in visiting):
             continue
         deriv = result.derivations.get(current)
         if deriv is None:
@@ -95,17 +96,17 @@ def composed_expression(result: LineageResult, node: ColumnNode, limit: int) -> 
         subs = [s.source for s in deriv.inputs
                 if s.kind is EdgeKind.DIRECT and _substitutable(result, s.source)]
         if not ready:
-            memo[current] = _body(deriv.expression)  # provisional (cycle guard)
-            del memo[current]
+            visiting.add(current)
             stack.append((current, True))
-            stack.extend((s, False) for s in subs if s not in memo and s != current)
+            stack.extend((s, False) for s in subs if s not in memo and s not in visiting)
             continue
         expr = _body(deriv.expression)
         for s in subs:
             inner = memo.get(s)
             if inner is None or inner == str(s):
                 continue
-            candidate = expr.replace(str(s), f"({inner})" if " " in inner else inner)
+            wrapped = inner.startswith("(") and inner.endswith(")")
+            candidate = expr.replace(str(s), f"({inner})" if " " in inner and not wrapped else inner)
             if len(candidate) <= limit:
                 expr = candidate
         memo[current] = expr

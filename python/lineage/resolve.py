@@ -165,8 +165,9 @@ class _Pass:
                 continue
             if not e.children:
                 continue
-            if kind == "AggregateExpression":
-                stack.extend((c, True, ind) for c in e.children)
+            if kind == "AggregateExpression":  # children: the function, then FILTER (WHERE ...)
+                stack.append((e.children[0], True, ind))
+                stack.extend((c, agg, EdgeSubtype.CONDITIONAL) for c in e.children[1:])
             elif kind == "WindowSpecDefinition":
                 stack.extend((c, agg, EdgeSubtype.WINDOW) for c in e.children)
             elif kind == "CaseWhen":

@@ -1,0 +1,498 @@
+"""Table-driven column lineage of analyzed Spark plans: SQL or DataFrame in, exact DIRECT and
+INDIRECT edges out (see plan_cases.py for the case format). ``CASES`` feeds
+docs/lineage-coverage.md (tests/lineage/gen_coverage.py).
+
+A case: SQL text (analyzed WITHOUT executing, commands included) or a function building a
+DataFrame, or a function performing a write whose analyzed plan is captured; and the expected
+lineage, exact:
+
+- ``direct``: output column name -> {leaf column: subtype code} (I identity, T transformation,
+  A aggregation); every output column must be listed (``{}``: no source, e.g. a literal);
+  a repeated output name gets ``~2``, ``~3``... suffixes;
+- ``indirect``: dataset-wide INDIRECT dependencies as ``"SUBTYPE:leaf"``;
+- ``scoped``: column-scoped INDIRECT dependencies per output column (CONDITIONAL, WINDOW, the
+  filters of a scalar subquery...); columns not listed must have none;
+- ``target``: for writes, the written dataset.
+
+Leaf names drop the ``spark_catalog.`` prefix; in-query sources are ``<VALUES>``,
+``<range(0, 10, 1)>``; paths under the test's temp directory start with ``{tmp}``.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Union
+
+import pytest
+
+from lineage.dataframe import lineage_of_dataframe, lineage_of_plan, lineage_of_sql
+from lineage.model import EdgeKind, LineageResult
+
+CODES = {"IDENTITY": "I", "TRANSFORMATION": "T", "AGGREGATION": "A"}
+
+Query = Union[str, Callable[..., Any]]
+
+
+@dataclass(frozen=True)
+class PlanCase:
+    id: str
+    operator: str  # machine-readable coverage row (docs/lineage-coverage.md)
+    query: Query
+    direct: Mapping[str, Mapping[str, str]]
+    indirect: frozenset[str] = frozenset()
+    scoped: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    target: str | None = None
+    mode: str = "sql"  # "sql" (analyzed, not executed) | "dataframe" | "capture" (write executed)
+
+
+def leaf_name(node: Any, tmp: str = "") -> str:
+    name = str(node)
+    if name.startswith("spark_catalog."):
+        name = name[len("spark_catalog."):]
+    name = re.sub(r"<VALUES@\d+>", "<VALUES>", name)
+    if tmp:
+        name = name.replace("file:" + tmp, "{tmp}").replace(tmp, "{tmp}")
+    return name
+
+
+@dataclass(frozen=True)
+class Observed:
+    direct: dict[str, dict[str, str]]
+    indirect: frozenset[str]
+    scoped: dict[str, frozenset[str]]
+    target: str | None
+
+
+def observe(result: LineageResult, tmp: str = "") -> Observed:
+    names: dict[Any, str] = {}
+    seen: dict[str, int] = {}
+    for col in result.outputs:
+        n = seen.get(col.name, 0) + 1
+        seen[col.name] = n
+        names[col] = col.name if n == 1 else f"{col.name}~{n}"
+    direct = {names[c]: {leaf_name(leaf, tmp): CODES[sub.value]
+                         for leaf, sub in result.direct_sources(c).items()} for c in result.outputs}
+    indirect: set[str] = set()
+    scoped: dict[str, set[str]] = {}
+    for e in result.edges:
+        if e.kind is not EdgeKind.INDIRECT:
+            continue
+        label = f"{e.subtype.value}:{leaf_name(e.source, tmp)}"
+        if e.target is None:
+            indirect.add(label)
+        else:
+            scoped.setdefault(names[e.target], set()).add(label)
+    return Observed(direct, frozenset(indirect), {k: frozenset(v) for k, v in scoped.items()},
+                    leaf_name(result.target, tmp) if result.target else None)
+
+
+def check(case: PlanCase, result: LineageResult, tmp: str = "") -> None:
+    got = observe(result, tmp)
+    assert got.direct == {k: dict(v) for k, v in case.direct.items()}, f"DIRECT\n{result}"
+    assert got.indirect == case.indirect, f"INDIRECT (dataset-wide)\n{result}"
+    assert got.scoped == {k: v for k, v in case.scoped.items() if v}, f"INDIRECT (scoped)\n{result}"
+    assert got.target == case.target
+    assert result.completeness == 1.0, f"incomplete: {result.unresolved}\n{result}"
+
+
+def fs(*items: str) -> frozenset[str]:
+    return frozenset(items)
+
+
+PRODUCER = "spark"
+pytestmark = pytest.mark.spark
+
+DB = "lin"
+T, U, H, P, S = "lin.t", "lin.u", "lin.h", "lin.p", "lin.sales"
+
+
+def _df_union_by_name(spark: Any) -> Any:
+    from pyspark.sql import functions as F
+
+    a = spark.table(T).select("x", "y")
+    b = spark.table(U).select(F.col("k").alias("x"))
+    return a.unionByName(b, allowMissingColumns=True)
+
+
+def _df_explode(spark: Any) -> Any:
+    from pyspark.sql import functions as F
+
+    return spark.table(T).select("x", F.explode("arr").alias("e"))
+
+
+def _df_dedup(spark: Any) -> Any:
+    return spark.table(T).select("x", "y").dropDuplicates(["y"])
+
+
+def _df_repartition(spark: Any) -> Any:
+    return spark.table(T).repartition(4, "y").select("x").coalesce(1)
+
+
+def _df_cached(spark: Any) -> Any:
+    df = spark.table(U).filter("v > 0")
+    df.cache()
+    return df.select("k")
+
+
+def _df_with_column(spark: Any) -> Any:
+    from pyspark.sql import functions as F
+
+    return spark.table(T).withColumn("x2", F.col("x") * 2).select("x2", F.upper("y").alias("uy"))
+
+
+def _df_agg(spark: Any) -> Any:
+    from pyspark.sql import functions as F
+
+    return spark.table(U).groupBy("w").agg(F.sum("v").alias("sv"), F.countDistinct("k").alias("dk"))
+
+
+def _df_join(spark: Any) -> Any:
+    t, u = spark.table(T).alias("t"), spark.table(U).alias("u")
+    return t.join(u, t.x == u.k, "left").select("t.y", "u.v")
+
+
+def _df_window(spark: Any) -> Any:
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    w = Window.partitionBy("w").orderBy("k")
+    return spark.table(U).select("k", F.rank().over(w).alias("r"), F.avg("v").over(w).alias("av"))
+
+
+def _df_values(spark: Any) -> Any:
+    return spark.createDataFrame([(1, "a"), (2, "b")], "n int, c string").selectExpr("n + 1 as n1", "c")
+
+
+def _df_range(spark: Any) -> Any:
+    return spark.range(5).selectExpr("id * 2 as d")
+
+
+def _df_pivot(spark: Any) -> Any:
+    return spark.table(S).groupBy("region").pivot("product", ["p1", "p2"]).sum("amount")
+
+
+def _df_sample_filter_sort(spark: Any) -> Any:
+    return spark.table(T).sample(0.5, seed=1).where("x > 0").orderBy("y").select("x")
+
+
+def _df_struct(spark: Any) -> Any:
+    return spark.table(T).select("s.a", "s.b")
+
+
+def _df_temp_view(spark: Any) -> Any:
+    spark.table(U).where("k > 0").select("k", "w").createOrReplaceTempView("lin_tv")
+    return spark.sql("select w from lin_tv")
+
+
+def _df_intersect(spark: Any) -> Any:
+    return spark.table(T).select("x").exceptAll(spark.table(U).select("k"))
+
+
+def _w_save_path(spark: Any, tmp: Path) -> None:
+    spark.table(T).selectExpr("x + 1 as x1", "y").write.mode("overwrite").parquet(str(tmp / "out"))
+
+
+def _w_insert_into(spark: Any, tmp: Path) -> None:
+    spark.table(H).selectExpr("k", "w", "cast(k as double) as v").select("k", "v", "w").write.insertInto(U)
+
+
+def _w_save_as_table(spark: Any, tmp: Path) -> None:
+    spark.table(U).groupBy("w").count().write.mode("overwrite").saveAsTable("lin.w_counts")
+
+
+def _w_json_save(spark: Any, tmp: Path) -> None:
+    spark.table(U).select("w").write.mode("overwrite").format("json").save(str(tmp / "j"))
+
+
+CASES: list[PlanCase] = [
+    # ---- projection ---------------------------------------------------------------------
+    PlanCase("project_alias", "Project / Alias", f"select x as a, x + 1 as b, 1 as c from {T}",
+             {"a": {"lin.t.x": "I"}, "b": {"lin.t.x": "T"}, "c": {}}),
+    PlanCase("project_star", "Project / Alias", f"select * from {U}",
+             {"k": {"lin.u.k": "I"}, "v": {"lin.u.v": "I"}, "w": {"lin.u.w": "I"}}),
+    PlanCase("project_nested", "Project / Alias",
+             f"select b * 2 as c from (select x + 1 as b from (select x from {T}))", {"c": {"lin.t.x": "T"}}),
+    PlanCase("project_two_sources", "Project / Alias", f"select concat(y, cast(x as string)) as xy from {T}",
+             {"xy": {"lin.t.x": "T", "lin.t.y": "T"}}),
+    PlanCase("df_with_column", "Project / Alias", _df_with_column,
+             {"x2": {"lin.t.x": "T"}, "uy": {"lin.t.y": "T"}}, mode="dataframe"),
+    PlanCase("case_when", "CASE WHEN / IF (conditional)",
+             f"select case when x > 1 then y else 'z' end as c from {T}",
+             {"c": {"lin.t.y": "T"}}, scoped={"c": fs("CONDITIONAL:lin.t.x")}),
+    PlanCase("if_expression", "CASE WHEN / IF (conditional)", f"select if(v > 0, k, 0) as kk from {U}",
+             {"kk": {"lin.u.k": "T"}}, scoped={"kk": fs("CONDITIONAL:lin.u.v")}),
+    PlanCase("coalesce", "Project / Alias", f"select coalesce(y, w) as yw from {T} join {U} on x = k",
+             {"yw": {"lin.t.y": "T", "lin.u.w": "T"}}, fs("JOIN:lin.t.x", "JOIN:lin.u.k")),
+    # ---- filter -------------------------------------------------------------------------
+    PlanCase("filter", "Filter", f"select y from {T} where x > 1", {"y": {"lin.t.y": "I"}}, fs("FILTER:lin.t.x")),
+    PlanCase("filter_and_or", "Filter", f"select k from {U} where v > 1 or w = 'a'",
+             {"k": {"lin.u.k": "I"}}, fs("FILTER:lin.u.v", "FILTER:lin.u.w")),
+    PlanCase("filter_on_alias", "Filter", f"select b from (select x + 1 as b from {T}) where b > 2",
+             {"b": {"lin.t.x": "T"}}, fs("FILTER:lin.t.x")),
+    PlanCase("df_sample_filter_sort", "Sample", _df_sample_filter_sort, {"x": {"lin.t.x": "I"}},
+             fs("FILTER:lin.t.x", "SORT:lin.t.y"), mode="dataframe"),
+    # ---- joins --------------------------------------------------------------------------
+    PlanCase("join_inner", "Join (inner)", f"select t.x, u.v from {T} t join {U} u on t.x = u.k",
+             {"x": {"lin.t.x": "I"}, "v": {"lin.u.v": "I"}}, fs("JOIN:lin.t.x", "JOIN:lin.u.k")),
+    PlanCase("join_left", "Join (left outer)", f"select t.y, u.w from {T} t left join {U} u on t.x = u.k",
+             {"y": {"lin.t.y": "I"}, "w": {"lin.u.w": "I"}}, fs("JOIN:lin.t.x", "JOIN:lin.u.k")),
+    PlanCase("join_right", "Join (right outer)", f"select t.y, u.w from {T} t right join {U} u on t.x = u.k",
+             {"y": {"lin.t.y": "I"}, "w": {"lin.u.w": "I"}}, fs("JOIN:lin.t.x", "JOIN:lin.u.k")),
+    PlanCase("join_full", "Join (full outer)",
+             f"select t.y, u.w from {T} t full outer join {U} u on t.x = u.k and u.v > 0",
+             {"y": {"lin.t.y": "I"}, "w": {"lin.u.w": "I"}}, fs("JOIN:lin.t.x", "JOIN:lin.u.k", "JOIN:lin.u.v")),
+    PlanCase("join_semi", "Join (left semi)", f"select y from {T} t left semi join {U} u on t.x = u.k",
+             {"y": {"lin.t.y": "I"}}, fs("JOIN:lin.t.x", "JOIN:lin.u.k")),
+    PlanCase("join_anti", "Join (left anti)", f"select y from {T} t left anti join {U} u on t.x = u.k",
+             {"y": {"lin.t.y": "I"}}, fs("JOIN:lin.t.x", "JOIN:lin.u.k")),
+    PlanCase("join_cross", "Join (cross)", f"select t.x, u.k from {T} t cross join {U} u",
+             {"x": {"lin.t.x": "I"}, "k": {"lin.u.k": "I"}}),
+    PlanCase("join_using", "Join (USING)", f"select * from {U} join {H} using (k)",
+             {"k": {"lin.u.k": "I"}, "v": {"lin.u.v": "I"}, "w": {"lin.u.w": "I"}, "w~2": {"lin.h.w": "I"}},
+             fs("JOIN:lin.u.k", "JOIN:lin.h.k")),
+    PlanCase("join_full_using", "Join (USING)", f"select k from {U} full join {H} using (k)",
+             {"k": {"lin.u.k": "T", "lin.h.k": "T"}}, fs("JOIN:lin.u.k", "JOIN:lin.h.k")),
+    PlanCase("join_natural", "Join (NATURAL)", f"select * from {U} natural join {H}",
+             {"k": {"lin.u.k": "I"}, "w": {"lin.u.w": "I"}, "v": {"lin.u.v": "I"}},
+             fs("JOIN:lin.u.k", "JOIN:lin.h.k", "JOIN:lin.u.w", "JOIN:lin.h.w")),
+    PlanCase("join_self", "Join (inner)", f"select a.x, b.y from {T} a join {T} b on a.x = b.x",
+             {"x": {"lin.t.x": "I"}, "y": {"lin.t.y": "I"}}, fs("JOIN:lin.t.x")),
+    PlanCase("df_join_left", "Join (left outer)", _df_join, {"y": {"lin.t.y": "I"}, "v": {"lin.u.v": "I"}},
+             fs("JOIN:lin.t.x", "JOIN:lin.u.k"), mode="dataframe"),
+    # ---- aggregation --------------------------------------------------------------------
+    PlanCase("aggregate", "Aggregate", f"select y, sum(x) as s, count(*) as c from {T} group by y",
+             {"y": {"lin.t.y": "I"}, "s": {"lin.t.x": "A"}, "c": {}}, fs("GROUP_BY:lin.t.y")),
+    PlanCase("aggregate_global", "Aggregate", f"select max(v) as m, avg(k) as a from {U}",
+             {"m": {"lin.u.v": "A"}, "a": {"lin.u.k": "A"}}),
+    PlanCase("aggregate_expr_key", "Aggregate", f"select k % 2 as par, sum(v) as s from {U} group by k % 2",
+             {"par": {"lin.u.k": "T"}, "s": {"lin.u.v": "A"}}, fs("GROUP_BY:lin.u.k")),
+    PlanCase("aggregate_having", "Aggregate", f"select w, max(v) as m from {U} group by w having count(*) > 1",
+             {"w": {"lin.u.w": "I"}, "m": {"lin.u.v": "A"}}, fs("GROUP_BY:lin.u.w")),
+    PlanCase("aggregate_having_col", "Aggregate", f"select w from {U} group by w having sum(v) > 1",
+             {"w": {"lin.u.w": "I"}}, fs("GROUP_BY:lin.u.w", "FILTER:lin.u.v")),
+    PlanCase("aggregate_distinct", "Aggregate", f"select count(distinct y) as n from {T}", {"n": {"lin.t.y": "A"}}),
+    PlanCase("aggregate_filter_clause", "Aggregate", f"select sum(k) filter (where v > 0) as s from {U}",
+             {"s": {"lin.u.k": "A"}}, scoped={"s": fs("CONDITIONAL:lin.u.v")}),
+    PlanCase("grouping_sets", "Aggregate (GROUPING SETS)",
+             f"select y, x, count(*) as c from {T} group by grouping sets ((y), (x))",
+             {"y": {"lin.t.y": "I"}, "x": {"lin.t.x": "I"}, "c": {}}, fs("GROUP_BY:lin.t.y", "GROUP_BY:lin.t.x")),
+    PlanCase("rollup", "Aggregate (ROLLUP)", f"select w, k, sum(v) as s from {U} group by rollup(w, k)",
+             {"w": {"lin.u.w": "I"}, "k": {"lin.u.k": "I"}, "s": {"lin.u.v": "A"}},
+             fs("GROUP_BY:lin.u.w", "GROUP_BY:lin.u.k")),
+    PlanCase("cube", "Aggregate (CUBE)", f"select w, k, sum(v) as s from {U} group by cube(w, k)",
+             {"w": {"lin.u.w": "I"}, "k": {"lin.u.k": "I"}, "s": {"lin.u.v": "A"}},
+             fs("GROUP_BY:lin.u.w", "GROUP_BY:lin.u.k")),
+    PlanCase("df_aggregate", "Aggregate", _df_agg, {"w": {"lin.u.w": "I"}, "sv": {"lin.u.v": "A"}, "dk": {"lin.u.k": "A"}},
+             fs("GROUP_BY:lin.u.w"), mode="dataframe"),
+    # ---- window -------------------------------------------------------------------------
+    PlanCase("window_row_number", "Window",
+             f"select x, row_number() over (partition by y order by x) as rn from {T}",
+             {"x": {"lin.t.x": "I"}, "rn": {}}, scoped={"rn": fs("WINDOW:lin.t.x", "WINDOW:lin.t.y")}),
+    PlanCase("window_sum", "Window", f"select sum(x) over (partition by y) as sx from {T}",
+             {"sx": {"lin.t.x": "A"}}, scoped={"sx": fs("WINDOW:lin.t.y")}),
+    PlanCase("window_lag", "Window", f"select lag(v) over (order by k) as pv from {U}",
+             {"pv": {"lin.u.v": "T"}}, scoped={"pv": fs("WINDOW:lin.u.k")}),
+    PlanCase("df_window", "Window", _df_window, {"k": {"lin.u.k": "I"}, "r": {}, "av": {"lin.u.v": "A"}},
+             scoped={"r": fs("WINDOW:lin.u.w", "WINDOW:lin.u.k"), "av": fs("WINDOW:lin.u.w", "WINDOW:lin.u.k")},
+             mode="dataframe"),
+    # ---- sort / limit / distinct --------------------------------------------------------
+    PlanCase("sort", "Sort", f"select x from {T} order by y desc", {"x": {"lin.t.x": "I"}}, fs("SORT:lin.t.y")),
+    PlanCase("sort_within", "Sort", f"select k from {U} sort by v", {"k": {"lin.u.k": "I"}}, fs("SORT:lin.u.v")),
+    PlanCase("limit", "Limit / Offset", f"select x from {T} limit 5", {"x": {"lin.t.x": "I"}}),
+    PlanCase("offset", "Limit / Offset", f"select x from {T} order by x limit 5 offset 2",
+             {"x": {"lin.t.x": "I"}}, fs("SORT:lin.t.x")),
+    PlanCase("distinct", "Distinct / Deduplicate", f"select distinct y from {T}", {"y": {"lin.t.y": "I"}},
+             fs("GROUP_BY:lin.t.y")),
+    PlanCase("df_deduplicate", "Distinct / Deduplicate", _df_dedup, {"x": {"lin.t.x": "I"}, "y": {"lin.t.y": "I"}},
+             fs("GROUP_BY:lin.t.y"), mode="dataframe"),
+    # ---- set operations -----------------------------------------------------------------
+    PlanCase("union_all", "Union", f"select x, y from {T} union all select k, w from {U}",
+             {"x": {"lin.t.x": "I", "lin.u.k": "I"}, "y": {"lin.t.y": "I", "lin.u.w": "I"}}),
+    PlanCase("union_nary", "Union (n-ary)",
+             f"select x from {T} union all select k from {U} union all select k from {H}",
+             {"x": {"lin.t.x": "I", "lin.u.k": "I", "lin.h.k": "I"}}),
+    PlanCase("union_distinct", "Union", f"select y from {T} union select w from {U}",
+             {"y": {"lin.t.y": "I", "lin.u.w": "I"}}, fs("GROUP_BY:lin.t.y", "GROUP_BY:lin.u.w")),
+    PlanCase("union_cast", "Union", f"select y from {T} union all select v from {U}",
+             {"y": {"lin.t.y": "I", "lin.u.v": "T"}}),
+    PlanCase("union_by_name", "Union (by name)", f"select x, y from {T} union all by name select w as y, k as x from {U}",
+             {"x": {"lin.t.x": "I", "lin.u.k": "I"}, "y": {"lin.t.y": "I", "lin.u.w": "I"}}),
+    PlanCase("df_union_by_name", "Union (by name)", _df_union_by_name,
+             {"x": {"lin.t.x": "I", "lin.u.k": "I"}, "y": {"lin.t.y": "I"}}, mode="dataframe"),
+    PlanCase("intersect", "Intersect", f"select x from {T} intersect select k from {U}",
+             {"x": {"lin.t.x": "I"}}, fs("FILTER:lin.t.x", "FILTER:lin.u.k")),
+    PlanCase("intersect_all", "Intersect", f"select x from {T} intersect all select k from {U}",
+             {"x": {"lin.t.x": "I"}}, fs("FILTER:lin.t.x", "FILTER:lin.u.k")),
+    PlanCase("except", "Except", f"select x from {T} except select k from {U}",
+             {"x": {"lin.t.x": "I"}}, fs("FILTER:lin.t.x", "FILTER:lin.u.k")),
+    PlanCase("df_except_all", "Except", _df_intersect, {"x": {"lin.t.x": "I"}},
+             fs("FILTER:lin.t.x", "FILTER:lin.u.k"), mode="dataframe"),
+    # ---- generators ---------------------------------------------------------------------
+    PlanCase("lateral_view_explode", "Generate (LATERAL VIEW)", f"select x, e from {T} lateral view explode(arr) tf as e",
+             {"x": {"lin.t.x": "I"}, "e": {"lin.t.arr": "T"}}),
+    PlanCase("lateral_view_outer", "Generate (LATERAL VIEW)",
+             f"select x, e from {T} lateral view outer explode(arr) tf as e",
+             {"x": {"lin.t.x": "I"}, "e": {"lin.t.arr": "T"}}),
+    PlanCase("posexplode", "Generate (posexplode)", f"select p, e from {T} lateral view posexplode(arr) tf as p, e",
+             {"p": {"lin.t.arr": "T"}, "e": {"lin.t.arr": "T"}}),
+    PlanCase("explode_map", "Generate (explode)", f"select key, value from {T} lateral view explode(m) tf as key, value",
+             {"key": {"lin.t.m": "T"}, "value": {"lin.t.m": "T"}}),
+    PlanCase("explode_select", "Generate (explode)", f"select explode(arr) as e from {T}", {"e": {"lin.t.arr": "T"}}),
+    PlanCase("inline", "Generate (inline)", f"select inline(array(struct(x, y))) from {T}",
+             {"x": {"lin.t.x": "T", "lin.t.y": "T"}, "y": {"lin.t.x": "T", "lin.t.y": "T"}}),
+    PlanCase("df_explode", "Generate (explode)", _df_explode, {"x": {"lin.t.x": "I"}, "e": {"lin.t.arr": "T"}},
+             mode="dataframe"),
+    # ---- subqueries ---------------------------------------------------------------------
+    PlanCase("scalar_subquery", "Subquery (scalar)", f"select x, (select max(v) from {U}) as mv from {T}",
+             {"x": {"lin.t.x": "I"}, "mv": {"lin.u.v": "A"}}),
+    PlanCase("scalar_correlated", "Subquery (correlated)",
+             f"select x, (select max(v) from {U} where u.k = t.x) as m from {T}",
+             {"x": {"lin.t.x": "I"}, "m": {"lin.u.v": "A"}}, scoped={"m": fs("FILTER:lin.t.x", "FILTER:lin.u.k")}),
+    PlanCase("scalar_in_where", "Subquery (scalar)", f"select x from {T} where x > (select avg(v) from {U})",
+             {"x": {"lin.t.x": "I"}}, fs("FILTER:lin.t.x", "FILTER:lin.u.v")),
+    PlanCase("in_subquery", "Subquery (IN)", f"select x from {T} where x in (select k from {U} where v > 1)",
+             {"x": {"lin.t.x": "I"}}, fs("FILTER:lin.t.x", "FILTER:lin.u.k", "FILTER:lin.u.v")),
+    PlanCase("not_in_subquery", "Subquery (IN)", f"select y from {T} where x not in (select k from {U})",
+             {"y": {"lin.t.y": "I"}}, fs("FILTER:lin.t.x", "FILTER:lin.u.k")),
+    PlanCase("exists", "Subquery (EXISTS)", f"select x from {T} where exists (select 1 from {U} where u.k = t.x)",
+             {"x": {"lin.t.x": "I"}}, fs("FILTER:lin.t.x", "FILTER:lin.u.k")),
+    PlanCase("not_exists", "Subquery (EXISTS)",
+             f"select y from {T} where not exists (select 1 from {U} where u.k = t.x and u.v > 0)",
+             {"y": {"lin.t.y": "I"}}, fs("FILTER:lin.t.x", "FILTER:lin.u.k", "FILTER:lin.u.v")),
+    PlanCase("lateral_subquery", "Subquery (lateral)",
+             f"select t.x, l.v from {T} t, lateral (select v from {U} where u.k = t.x) l",
+             {"x": {"lin.t.x": "I"}, "v": {"lin.u.v": "I"}}, fs("FILTER:lin.t.x", "FILTER:lin.u.k")),
+    # ---- CTEs and views -----------------------------------------------------------------
+    PlanCase("cte", "CTE", f"with c as (select x + 1 as a from {T}) select a from c", {"a": {"lin.t.x": "T"}}),
+    PlanCase("cte_reused", "CTE (reused)",
+             f"with c as (select x, y from {T} where x > 0) select a.x, b.y from c a join c b on a.x = b.x",
+             {"x": {"lin.t.x": "I"}, "y": {"lin.t.y": "I"}}, fs("FILTER:lin.t.x", "JOIN:lin.t.x")),
+    PlanCase("cte_nested", "CTE", f"with a as (select k from {U}), b as (select k * 2 as k2 from a) select k2 from b",
+             {"k2": {"lin.u.k": "T"}}),
+    PlanCase("cte_recursive", "CTE (recursive)",
+             f"with recursive r(n) as (select k from {U} union all select n + 1 from r where n < 5) select n from r",
+             {"n": {"lin.u.k": "I"}}),
+    PlanCase("view", "View", "select x from lin.vw", {"x": {"lin.t.x": "I"}}, fs("FILTER:lin.t.x")),
+    PlanCase("view_aggregate", "View", "select count(*) as c, max(y) as my from lin.vw",
+             {"c": {}, "my": {"lin.t.y": "A"}}, fs("FILTER:lin.t.x")),
+    PlanCase("df_temp_view", "View", _df_temp_view, {"w": {"lin.u.w": "I"}}, fs("FILTER:lin.u.k"), mode="dataframe"),
+    # ---- pivot / unpivot ----------------------------------------------------------------
+    PlanCase("pivot", "Pivot",
+             f"select * from (select region, product, amount from {S}) pivot (sum(amount) for product in ('p1' as p1, 'p2' as p2))",
+             {"region": {"lin.sales.region": "I"},
+              "p1": {"lin.sales.amount": "A", "lin.sales.product": "A"},
+              "p2": {"lin.sales.amount": "A", "lin.sales.product": "A"}},
+             fs("GROUP_BY:lin.sales.region", "GROUP_BY:lin.sales.product")),
+    PlanCase("df_pivot", "Pivot", _df_pivot,
+             {"region": {"lin.sales.region": "I"},
+              "p1": {"lin.sales.amount": "A", "lin.sales.product": "A"},
+              "p2": {"lin.sales.amount": "A", "lin.sales.product": "A"}},
+             fs("GROUP_BY:lin.sales.region", "GROUP_BY:lin.sales.product"), mode="dataframe"),
+    PlanCase("unpivot", "Unpivot", f"select * from {S} unpivot (qty for quarter in (q1, q2))",
+             {"region": {"lin.sales.region": "I"}, "product": {"lin.sales.product": "I"},
+              "amount": {"lin.sales.amount": "I"}, "quarter": {}, "qty": {"lin.sales.q1": "I", "lin.sales.q2": "I"}}),
+    # ---- sampling, partitioning, hints, caching -----------------------------------------
+    PlanCase("tablesample", "Sample", f"select x from {T} tablesample (50 percent)", {"x": {"lin.t.x": "I"}}),
+    PlanCase("repartition_hint", "Repartition", f"select /*+ REPARTITION(3, y) */ x from {T}", {"x": {"lin.t.x": "I"}}),
+    PlanCase("distribute_by", "Repartition", f"select k from {U} distribute by w", {"k": {"lin.u.k": "I"}}),
+    PlanCase("df_repartition", "Repartition", _df_repartition, {"x": {"lin.t.x": "I"}}, mode="dataframe"),
+    PlanCase("broadcast_hint", "Join (inner)", f"select /*+ BROADCAST(u) */ t.y from {T} t join {U} u on t.x = u.k",
+             {"y": {"lin.t.y": "I"}}, fs("JOIN:lin.t.x", "JOIN:lin.u.k")),
+    PlanCase("df_cached", "Cached relation", _df_cached, {"k": {"lin.u.k": "I"}}, fs("FILTER:lin.u.v"), mode="dataframe"),
+    # ---- struct / nested ----------------------------------------------------------------
+    PlanCase("struct_field", "Struct field access", f"select s.a as sa, s from {T}",
+             {"sa": {"lin.t.s": "T"}, "s": {"lin.t.s": "I"}}),
+    PlanCase("struct_build", "Struct field access", f"select named_struct('k', x, 'w', y) as st from {T}",
+             {"st": {"lin.t.x": "T", "lin.t.y": "T"}}),
+    PlanCase("array_element", "Struct field access", f"select arr[0] as a0, m['k'] as mk from {T}",
+             {"a0": {"lin.t.arr": "T"}, "mk": {"lin.t.m": "T"}}),
+    PlanCase("df_struct", "Struct field access", _df_struct, {"a": {"lin.t.s": "T"}, "b": {"lin.t.s": "T"}},
+             mode="dataframe"),
+    # ---- leaves: in-query sources ---------------------------------------------------------
+    PlanCase("values", "In-query source (VALUES)", "select a + b as ab from values (1, 2), (3, 4) as v(a, b)",
+             {"ab": {"<VALUES>.a": "T", "<VALUES>.b": "T"}}),
+    PlanCase("range", "In-query source (range)", "select id from range(10)", {"id": {"<range(0, 10, 1)>.id": "I"}}),
+    PlanCase("literal", "In-query source (literal)", "select 1 as one, 'a' as s", {"one": {}, "s": {}}),
+    PlanCase("df_values", "In-query source (VALUES)", _df_values, {"n1": {"<VALUES>.n": "T"}, "c": {"<VALUES>.c": "I"}},
+             mode="dataframe"),
+    PlanCase("df_range", "In-query source (range)", _df_range, {"d": {"<range(0, 5, 1)>.id": "T"}}, mode="dataframe"),
+    PlanCase("hive_table", "Leaf (Hive table)", f"select k, upper(w) as uw from {H}",
+             {"k": {"lin.h.k": "I"}, "uw": {"lin.h.w": "T"}}),
+    # ---- writes -------------------------------------------------------------------------
+    PlanCase("insert_v1", "Write (V1 INSERT)", f"insert into {U} select x, cast(x as double), y from {T}",
+             {"k": {"lin.t.x": "I"}, "v": {"lin.t.x": "T"}, "w": {"lin.t.y": "I"}}, target="lin.u"),
+    PlanCase("insert_overwrite_static", "Write (V1 INSERT)",
+             f"insert overwrite {P} partition (dt = '2024-01-01') select x from {T}",
+             {"id": {"lin.t.x": "I"}, "dt": {}}, target="lin.p"),
+    PlanCase("insert_dynamic_partition", "Write (V1 INSERT)", f"insert into {P} partition (dt) select x, y from {T}",
+             {"id": {"lin.t.x": "I"}, "dt": {"lin.t.y": "I"}}, target="lin.p"),
+    PlanCase("insert_self", "Write (V1 INSERT)", f"insert into {U} select k + 1, v, w from {U} where v > 0",
+             {"k": {"lin.u.k": "T"}, "v": {"lin.u.v": "I"}, "w": {"lin.u.w": "I"}}, fs("FILTER:lin.u.v"),
+             target="lin.u"),
+    PlanCase("insert_hive", "Write (Hive INSERT)", f"insert into {H} select k, w from {U} where v > 0",
+             {"k": {"lin.u.k": "I"}, "w": {"lin.u.w": "I"}}, fs("FILTER:lin.u.v"), target="lin.h"),
+    PlanCase("ctas", "Write (CTAS)", f"create table lin.ctas1 using parquet as select y, sum(x) as s from {T} group by y",
+             {"y": {"lin.t.y": "I"}, "s": {"lin.t.x": "A"}}, fs("GROUP_BY:lin.t.y"), target="lin.ctas1"),
+    PlanCase("ctas_hive", "Write (CTAS)", f"create table lin.ctas2 stored as textfile as select k, w from {U}",
+             {"k": {"lin.u.k": "I"}, "w": {"lin.u.w": "I"}}, target="lin.ctas2"),
+    PlanCase("insert_directory", "Write (path)", "insert overwrite directory '/tmp/ushas-lin-dir' using parquet "
+             f"select x from {T}", {"x": {"lin.t.x": "I"}}, target="file:/tmp/ushas-lin-dir"),
+    PlanCase("df_save_path", "Write (DataFrameWriter.save(path))", _w_save_path,
+             {"x1": {"lin.t.x": "T"}, "y": {"lin.t.y": "I"}}, target="{tmp}/out", mode="capture"),
+    PlanCase("df_save_json", "Write (DataFrameWriter.save(path))", _w_json_save,
+             {"w": {"lin.u.w": "I"}}, target="{tmp}/j", mode="capture"),
+    PlanCase("df_insert_into", "Write (V1 INSERT)", _w_insert_into,
+             {"k": {"lin.h.k": "I"}, "v": {"lin.h.k": "T"}, "w": {"lin.h.w": "I"}}, target="lin.u", mode="capture"),
+    PlanCase("df_save_as_table", "Write (CTAS)", _w_save_as_table,
+             {"w": {"lin.u.w": "I"}, "count": {}}, fs("GROUP_BY:lin.u.w"), target="lin.w_counts", mode="capture"),
+]
+
+
+@pytest.fixture(scope="module")
+def lin(spark: Any) -> Any:
+    spark.sql(f"create database if not exists {DB}")
+    spark.sql(f"create table if not exists {T} (x int, y string, s struct<a:int,b:string>, arr array<int>, "
+              "m map<string,int>) using parquet")
+    spark.sql(f"create table if not exists {U} (k int, v double, w string) using parquet")
+    spark.sql(f"create table if not exists {H} (k int, w string) stored as textfile")
+    spark.sql(f"create table if not exists {P} (id int, dt string) using parquet partitioned by (dt)")
+    spark.sql(f"create table if not exists {S} (region string, product string, q1 int, q2 int, amount double) "
+              "using parquet")
+    spark.sql(f"create or replace view lin.vw as select x, y from {T} where x > 0")
+    return spark
+
+
+def _captured_write(spark: Any, case: PlanCase, tmp: Path) -> Any:
+    jvm = spark._jvm
+    capture = jvm.io.ushas.spark.plan.PlanCapture(32)
+    manager = spark._jsparkSession.listenerManager()
+    manager.register(capture)
+    try:
+        case.query(spark, tmp)
+        spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty()
+        for i in reversed(range(capture.size())):
+            if capture.rootName(i) not in ("AppendData",) or i == 0:
+                plan = capture.plan(i)
+                return lineage_of_plan(spark, plan)
+        raise AssertionError("no write captured")
+    finally:
+        manager.unregister(capture)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_plan_lineage(lin: Any, case: PlanCase, tmp_path: Path) -> None:
+    spark = lin
+    if case.mode == "sql":
+        result = lineage_of_sql(spark, case.query)  # type: ignore[arg-type]
+    elif case.mode == "dataframe":
+        result = lineage_of_dataframe(case.query(spark))  # type: ignore[operator]
+    else:
+        result = _captured_write(spark, case, tmp_path)
+    check(case, result, str(tmp_path))
+
+
+def test_case_table_is_large_and_unique() -> None:
+    assert len(CASES) >= 80
+    assert len({c.id for c in CASES}) == len(CASES)
+    assert all(c.operator for c in CASES)
