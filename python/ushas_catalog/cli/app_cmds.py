@@ -1,0 +1,106 @@
+"""``ushas demo``, ``ushas ui`` and ``ushas import-hive``: how a new user meets the project.
+
+- ``ushas import-hive [--metastore-db PATH | --thrift URI] [--warehouse DIR] [--catalog NAME]``:
+  copy a Hive metastore's databases, tables, partitions and views into a catalog
+  (:mod:`ushas_catalog.hive_import`), with a progress bar on a terminal and a summary.
+- ``ushas ui [--port N] [--host 127.0.0.1]``: the web UI (:mod:`ushas_catalog.ui`).
+- ``ushas demo``: a small pipeline run through Spark with the catalog and the lineage listener,
+  then the catalog summary and the lineage of its final report (:mod:`ushas_catalog.demo`).
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..errors import InvalidArgument
+from .context import Context
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    register_import_hive(sub)
+
+
+# ---- import-hive ------------------------------------------------------------------------------
+def register_import_hive(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("import-hive", help="import databases, tables, partitions and views from a Hive metastore",
+                       description="Import a Hive metastore (pyspark's embedded Derby metastore_db, or a "
+                                   "metastore service) into a catalog. Safe to run again: what is there is "
+                                   "kept, missing partitions are added; tables that cannot be imported are "
+                                   "listed. Imported tables are external (their files stay Hive's).")
+    source = p.add_mutually_exclusive_group()
+    source.add_argument("--metastore-db", metavar="PATH", type=Path,
+                        help="the Derby metastore directory (default ./metastore_db, as pyspark creates it)")
+    source.add_argument("--thrift", metavar="URI", help="a Hive metastore service, thrift://host:9083")
+    p.add_argument("--warehouse", metavar="DIR", type=Path,
+                   help="Hive's warehouse directory (spark.sql.warehouse.dir; default: beside metastore_db)")
+    p.add_argument("--catalog", default="hive", help="the catalog to import into (default 'hive')")
+    p.add_argument("--database", action="append", dest="databases", metavar="NAME",
+                   help="import only this Hive database (repeatable)")
+    p.set_defaults(func=run_import_hive)
+
+
+def run_import_hive(ctx: Context, args: argparse.Namespace) -> int:
+    from ..hive_import import HiveConnection, SparkHiveSource, default_derby_dir, import_hive, open_hive_session
+    from ..names import validate_part
+    from ..progress import progress_for
+
+    validate_part(args.catalog, "catalog")
+    conn = HiveConnection(metastore_db=args.metastore_db if args.thrift is None else None, thrift=args.thrift,
+                          warehouse=args.warehouse)
+    if conn.metastore_db is None and conn.thrift is None:
+        conn = HiveConnection(metastore_db=default_derby_dir(), warehouse=args.warehouse)
+    conn.validate()
+    metastore = ctx.metastore  # open (and check) the store before starting Spark
+    bar = progress_for(ctx.json, "importing Hive tables")
+    bar.set_item("starting Spark")
+    spark = open_hive_session(conn)
+    try:
+        with bar:
+            bar.set_item("")
+            report = import_hive(metastore, SparkHiveSource(spark), args.catalog, databases=args.databases,
+                                 on_plan=bar.set_total, tick=lambda name: bar.advance(item=name))
+    finally:
+        spark.stop()
+    ctx.emit(report.to_json(), lambda _: report.summary())
+    return 0
+
+
+# ---- ui ------------------------------------------------------------------------------------------------
+def register_ui(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("ui", help="serve the web UI: browse the catalog, search, lineage graphs",
+                       description="Serve the web UI of the store --uri / --project on http://HOST:PORT/.")
+    p.add_argument("--port", type=int, default=8765, help="TCP port (default 8765; 0 picks a free one)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1: this machine only)")
+    p.set_defaults(func=run_ui)
+
+
+def run_ui(ctx: Context, args: argparse.Namespace) -> int:
+    from ..ui.server import serve
+
+    if not 0 <= args.port <= 65535:
+        raise InvalidArgument(f"--port must be 0..65535, not {args.port}")
+    ctx.metastore  # fail now, with one line, when the store cannot be opened
+    serve(ctx.uri, ctx.project, host=args.host, port=args.port, announce=lambda url: print(
+        f"Ushas UI on {url}  (store {ctx.uri}, project {ctx.project}; Ctrl-C stops it)", flush=True))
+    return 0
+
+
+# ---- demo ------------------------------------------------------------------------------------------
+def register_demo(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("demo", help="run a small Spark pipeline into a fresh store and show catalog and lineage",
+                       description="Create a store (a fresh directory unless --uri is given), start Spark "
+                                   "with the catalog and the lineage listener, run a small pipeline and print "
+                                   "the catalog summary and the lineage of its final report.")
+    p.add_argument("--dir", type=Path, help="where the demo's store, warehouse and Hive metastore go "
+                                            "(default: a new directory under the system's temp dir)")
+    p.set_defaults(func=run_demo)
+
+
+def run_demo(ctx: Context, args: argparse.Namespace) -> int:
+    from ..demo import run_demo as demo
+
+    from . import DEFAULT_URI
+
+    # the demo's default is a fresh store of its own, not the user's ~/.ushas one
+    return demo(ctx, directory=args.dir, uri=ctx.uri if ctx.uri != DEFAULT_URI else None)
