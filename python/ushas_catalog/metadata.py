@@ -391,6 +391,8 @@ class Entry:
             return []
         if self.kind == TAG:
             return [(F_TAG, fold(self.key), self.key)]
+        if self.key == COMMENT and self.scope is Scope.USER:  # comments: by their text (wide tables have many)
+            return [(F_VALUE, fold(self.value), self.value)]
         return [(F_KEY_VALUE, fold(f"{self.key}={self.value}"), f"{self.key}={self.value}"),
                 (F_VALUE, fold(self.value), self.value)]
 
