@@ -135,7 +135,7 @@ def test_failed_query_is_recorded_as_failed(spark, pipeline: dict[str, Any], env
 
     env["hub"].flush(30)
     (run,) = wait_for(failed_run, "the failed run")
-    assert run.error and "assert" in run.error.lower()
+    assert run.error and "is not true" in run.error
 
 
 def test_store_outage_loses_no_user_data_and_counts_drops_exactly(spark, pipeline: dict[str, Any],
@@ -156,8 +156,6 @@ def test_store_outage_loses_no_user_data_and_counts_drops_exactly(spark, pipelin
         # every action reaches the capture: two held (bound 2), three dropped
         wait_for(lambda: capture.stats().dropped - before.dropped == 3 and capture.stats().pending == 2,
                  "the capture to see the five actions")
-        for p in paths:  # the user's data is all there
-            assert spark.read.parquet(str(p)).count() == 2
     finally:
         lock.execute("ROLLBACK")
         lock.close()
@@ -169,11 +167,13 @@ def test_store_outage_loses_no_user_data_and_counts_drops_exactly(spark, pipelin
     status = pipeline["store"].status()
     assert status.dropped - store_before.dropped == 3
     assert status.captured - store_before.captured == 2
+    for p in paths:  # the user's data is all there (read after the counts: reads are runs too)
+        assert spark.read.parquet(str(p)).count() == 2
 
 
 def test_rename_keeps_lineage(spark, pipeline: dict[str, Any], env: dict[str, Any]) -> None:
     q, db, hive = pipeline["q"], env["db"], env["hive"]
-    spark.sql(f"ALTER TABLE ushas.{db}.raw RENAME TO ushas.{db}.raw_v2")
+    spark.sql(f"ALTER TABLE ushas.{db}.raw RENAME TO {db}.raw_v2")
     up = cols(q, q.upstream(f"spark_catalog.default.{hive}.amount"))
     assert f"ushas.{db}.raw_v2.amount" in up
     down = cols(q, q.downstream(f"ushas.{db}.raw_v2.amount"))
