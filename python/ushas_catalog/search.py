@@ -246,18 +246,19 @@ def decode_cursor(cursor: str, fingerprint: str) -> tuple[Any, ...]:
 
 
 # ---- the search ----------------------------------------------------------------------------------
+def _prepare(ms: "Metastore", query: str, types: Any, scope: Any,
+             now_ms: int | None) -> tuple[Query, Filters, MetadataKeys, "UsageReader"]:
+    return Query.parse(query), Filters.of(types, scope), MetadataKeys(ms.project_path), UsageReader(ms, now_ms)
+
+
 def search(ms: "Metastore", query: str, *, types: Iterable[ObjectType | str] | ObjectType | str | None = None,
            scope: Scope | str | None = None, limit: int = DEFAULT_LIMIT, cursor: str | None = None,
            now_ms: int | None = None) -> SearchPage:
     """One page of hits of ``query`` in the metastore's project, through the index.
     ``now_ms``: the time recent use is measured from (default: now)."""
-    q = Query.parse(query)
-    filters = Filters.of(types, scope)
-    limit = _limit(limit)
-    fp = filters.fingerprint(q)
+    q, filters, keys, usage = _prepare(ms, query, types, scope, now_ms)
+    limit, fp = _limit(limit), filters.fingerprint(q)
     after = decode_cursor(cursor, fp) if cursor is not None else None
-    keys = MetadataKeys(ms.project_path)
-    usage = UsageReader(ms, now_ms)
 
     def fn(tr: Transaction) -> list[SearchHit]:
         hits = _index_hits(tr, keys, q, filters)
@@ -363,13 +364,9 @@ def scan_search(ms: "Metastore", query: str, *, types: Iterable[ObjectType | str
     """:func:`search` without the index: reads every live object of the project — its
     metadata entries, and its schema and comments from the metastore records — and matches
     each. O(size of the project); the reference for tests and the benchmark."""
-    q = Query.parse(query)
-    filters = Filters.of(types, scope)
-    limit = _limit(limit)
-    fp = filters.fingerprint(q)
+    q, filters, keys, usage = _prepare(ms, query, types, scope, now_ms)
+    limit, fp = _limit(limit), filters.fingerprint(q)
     after = decode_cursor(cursor, fp) if cursor is not None else None
-    keys = MetadataKeys(ms.project_path)
-    usage = UsageReader(ms, now_ms)
 
     def fn(tr: Transaction) -> list[SearchHit]:
         found: dict[tuple[ObjectType, uuid.UUID, str | None], SearchHit] = {}

@@ -41,33 +41,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     commands = meta.add_subparsers(dest="meta_command", metavar="SUBCOMMAND", parser_class=type(meta))
     commands.required = True
 
-    p = commands.add_parser("set", help="set USER properties: OBJECT KEY=VALUE...")
-    p.add_argument("object", help="catalog[.database[.table[.column]]]")
-    p.add_argument("pairs", nargs="+", metavar="KEY=VALUE")
-    _scope_arg(p, "USER")
-    _json_flag(p)
-    p.set_defaults(func=cmd_set)
-
-    p = commands.add_parser("unset", help="remove USER properties: OBJECT KEY...")
-    p.add_argument("object")
-    p.add_argument("keys", nargs="+", metavar="KEY")
-    _scope_arg(p, "USER")
-    _json_flag(p)
-    p.set_defaults(func=cmd_unset)
-
-    p = commands.add_parser("tag", help="add USER tags: OBJECT TAG...")
-    p.add_argument("object")
-    p.add_argument("tags", nargs="+", metavar="TAG")
-    _scope_arg(p, "USER")
-    _json_flag(p)
-    p.set_defaults(func=cmd_tag)
-
-    p = commands.add_parser("untag", help="remove USER tags: OBJECT TAG...")
-    p.add_argument("object")
-    p.add_argument("tags", nargs="+", metavar="TAG")
-    _scope_arg(p, "USER")
-    _json_flag(p)
-    p.set_defaults(func=cmd_untag)
+    for name, help_text, dest, metavar, func in (
+            ("set", "set USER properties: OBJECT KEY=VALUE...", "pairs", "KEY=VALUE", cmd_set),
+            ("unset", "remove USER properties: OBJECT KEY...", "keys", "KEY", cmd_unset),
+            ("tag", "add USER tags: OBJECT TAG...", "tags", "TAG", cmd_tag),
+            ("untag", "remove USER tags: OBJECT TAG...", "tags", "TAG", cmd_untag)):
+        p = commands.add_parser(name, help=help_text)
+        p.add_argument("object", help="catalog[.database[.table[.column]]]")
+        p.add_argument(dest, nargs="+", metavar=metavar)
+        _scope_arg(p, "USER")
+        _json_flag(p)
+        p.set_defaults(func=func)
 
     p = commands.add_parser("show", help="USER and SYSTEM metadata of an object")
     p.add_argument("object")
