@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 import fdb.tuple as fdbtuple
 
 from .errors import InvalidArgument
+from .keyspace import KeySpacePath
 from .kv.base import Transaction
 from .metadata import (F_FIELD, F_KEY_VALUE, F_TAG, F_VALUE, MetadataKeys, ObjectType, Scope, field_terms, fold,
                        pack_element)
@@ -358,21 +359,27 @@ def _count(value: bytes) -> int:
 
 
 # ---- the reference: a full scan -------------------------------------------------------------------
+#: objects read per transaction by :func:`scan_search` (a transaction lives at most 5 s)
+SCAN_BATCH = 200
+
+
 def scan_search(ms: "Metastore", query: str, *, types: Iterable[ObjectType | str] | ObjectType | str | None = None,
                 scope: Scope | str | None = None, limit: int = DEFAULT_LIMIT, cursor: str | None = None,
                 now_ms: int | None = None) -> SearchPage:
     """:func:`search` without the index: reads every live object of the project — its
     metadata entries, and its schema and comments from the metastore records — and matches
-    each. O(size of the project); the reference for tests and the benchmark."""
+    each. O(size of the project), :data:`SCAN_BATCH` objects per transaction (so not one
+    snapshot); the reference for tests and the benchmark."""
     q, filters, keys, usage = _prepare(ms, query, types, scope, now_ms)
     limit, fp = _limit(limit), filters.fingerprint(q)
     after = decode_cursor(cursor, fp) if cursor is not None else None
+    searched = {f for f, _, _ in q.scans()}
+    found: dict[tuple[ObjectType, uuid.UUID, str | None], SearchHit] = {}
 
-    def fn(tr: Transaction) -> list[SearchHit]:
-        found: dict[tuple[ObjectType, uuid.UUID, str | None], SearchHit] = {}
-        for otype, oid, name, fields, comment in _objects(ms, tr):
+    def match(tr: Transaction, batch: list[_ObjectRef]) -> None:
+        for otype, oid, name, fields, comment in _load(tr, batch):
             for fld, term, sc, column, key, shown in _terms(tr, keys, oid, fields, comment):
-                if fld not in {f for f, _, _ in q.scans()}:
+                if fld not in searched:
                     continue
                 cls = q.classify(fld, term, key)
                 if cls is None:
@@ -383,52 +390,74 @@ def scan_search(ms: "Metastore", query: str, *, types: Iterable[ObjectType | str
                     continue
                 _add(found, rtype, oid, name, column if rtype is ObjectType.COLUMN else None, cls,
                      Match(_FIELD_NAMES[fld], sc, column, shown))
-        hits = list(found.values())
-        for h in hits:
-            h.score = usage._one(tr, h.id) if h.type in (ObjectType.TABLE, ObjectType.VIEW, ObjectType.COLUMN) \
-                else 0.0
-        return hits
 
-    return _page(ms._run(fn), limit, after, fp)
+    refs = ms._run(lambda tr: list(_refs(ms, tr)))
+    for i in range(0, len(refs), SCAN_BATCH):
+        ms._run(lambda tr: match(tr, refs[i:i + SCAN_BATCH]))
+    hits = list(found.values())
+    for i in range(0, len(hits), SCAN_BATCH):
+        ms._run(lambda tr: [setattr(h, "score", usage._one(tr, h.id)) for h in hits[i:i + SCAN_BATCH]
+                            if h.type in (ObjectType.TABLE, ObjectType.VIEW, ObjectType.COLUMN)])
+    return _page(hits, limit, after, fp)
 
 
-def _objects(ms: "Metastore", tr: Transaction) -> Iterator[tuple[ObjectType, uuid.UUID, str,
-                                                                  dict[str, str | None], str | None]]:
-    """Every live object: (type, id, name, schema field paths -> comment, comment)."""
+#: (type, id, qualified name, the id path of its records)
+_ObjectRef = tuple[ObjectType, uuid.UUID, str, KeySpacePath]
+
+
+def _refs(ms: "Metastore", tr: Transaction) -> Iterator[_ObjectRef]:
+    """Every live object of the project, by name."""
     from .layout import Layout
-    from .metadata import schema_paths
     from .names import CatalogName, DatabaseName, TableName
     from .records import ObjectKind
-    from .records.store import RecordStore
-    from .schema import struct_from_proto
 
     cats = ms._catalogs
     for c in ms._names(cats, "Catalog").scan(tr):
         cid = uuid.UUID(bytes=c.record.id)
         cpath = cats.add("catalogId", cid)
-        crec = RecordStore.at(cpath.add("CatalogRecord")).load(tr, ())
         cn = CatalogName(c.key[0])
-        yield ObjectType.CATALOG, cid, str(cn), {}, crec.comment or None
+        yield ObjectType.CATALOG, cid, str(cn), cpath
         dbs = cpath.add("Database")
         for d in ms._names(dbs, "Database").scan(tr):
             did = uuid.UUID(bytes=d.record.id)
             dpath = dbs.add("databaseId", did)
-            drec = RecordStore.at(dpath.add("DatabaseRecord")).load(tr, ())
             dn = DatabaseName(cn.catalog, d.key[0])
-            yield ObjectType.DATABASE, did, str(dn), {}, drec.comment or None
+            yield ObjectType.DATABASE, did, str(dn), dpath
             for r in ms._names(dpath.add("Table"), "Table").scan(tr):
                 rid = uuid.UUID(bytes=r.record.id)
                 tn = str(TableName(cn.catalog, dn.database, r.key[0]))
                 if r.record.kind == ObjectKind.TABLE:
-                    tpath = Layout.table(dpath, rid)
-                    schema = RecordStore.at(tpath.add("TableSchema")).load(tr, ())
-                    props = RecordStore.at(tpath.add("TableProperties")).load(tr, ())
-                    yield (ObjectType.TABLE, rid, tn, schema_paths(struct_from_proto(schema.schema)),
-                           props.comment if props.HasField("comment") else None)
+                    yield ObjectType.TABLE, rid, tn, Layout.table(dpath, rid)
                 else:
-                    v = RecordStore.at(Layout.view(dpath, rid).add("ViewRecord")).load(tr, ())
-                    yield (ObjectType.VIEW, rid, tn, schema_paths(struct_from_proto(v.schema)),
-                           v.comment if v.HasField("comment") else None)
+                    yield ObjectType.VIEW, rid, tn, Layout.view(dpath, rid)
+
+
+def _load(tr: Transaction, refs: Iterable[_ObjectRef]) -> Iterator[tuple[ObjectType, uuid.UUID, str,
+                                                                          dict[str, str | None], str | None]]:
+    """(type, id, name, schema field paths -> comment, comment) from the metastore records."""
+    from .metadata import schema_paths
+    from .records.store import RecordStore
+    from .schema import struct_from_proto
+
+    for otype, oid, name, path in refs:
+        if otype is ObjectType.CATALOG:
+            yield otype, oid, name, {}, RecordStore.at(path.add("CatalogRecord")).load(tr, ()).comment or None
+        elif otype is ObjectType.DATABASE:
+            yield otype, oid, name, {}, RecordStore.at(path.add("DatabaseRecord")).load(tr, ()).comment or None
+        elif otype is ObjectType.TABLE:
+            schema = RecordStore.at(path.add("TableSchema")).load(tr, ())
+            props = RecordStore.at(path.add("TableProperties")).load(tr, ())
+            yield (otype, oid, name, schema_paths(struct_from_proto(schema.schema)),
+                   props.comment if props.HasField("comment") else None)
+        else:
+            v = RecordStore.at(path.add("ViewRecord")).load(tr, ())
+            yield otype, oid, name, schema_paths(struct_from_proto(v.schema)), v.comment if v.HasField("comment") else None
+
+
+def _objects(ms: "Metastore", tr: Transaction) -> Iterator[tuple[ObjectType, uuid.UUID, str,
+                                                                  dict[str, str | None], str | None]]:
+    """Every live object with its schema fields and comment, in one transaction."""
+    return _load(tr, list(_refs(ms, tr)))
 
 
 def _terms(tr: Transaction, keys: MetadataKeys, oid: uuid.UUID, fields: dict[str, str | None],
