@@ -1,0 +1,305 @@
+"""The UI's Flask app: the page (``/``) and its JSON endpoints (``/api/...``).
+
+Endpoints (every answer is JSON; an error is ``{"error": {"type", "message"}}`` with 404 for a
+missing object and 400 for bad input):
+
+- ``/api/catalogs``; ``/api/catalogs/<c>/databases``; ``/api/databases/<c>/<d>/relations``
+- ``/api/relations/<c>/<d>/<n>``: a table or view, with its tags and properties (metadata) and
+  whether lineage was captured for it; ``.../partitions?offset=&limit=&prefix=k=v,...`` (paged);
+  ``.../history``
+- ``/api/search?q=``: the discovery index (``Metastore.search``): tags, properties, columns
+- ``/api/datasets``: every dataset lineage was captured for
+- ``/api/lineage?node=NAME[.COLUMN]&direction=upstream|downstream|both&depth=N&since=&until=``:
+  the column graph: nodes, and edges with their type and expression
+- ``/api/runs?dataset=NAME&since=&until=``: who read / wrote a dataset
+"""
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from flask import Flask, jsonify, request, send_from_directory
+
+from ..errors import InvalidArgument, NotFound, UshasError
+
+STATIC = Path(__file__).parent / "static"
+#: partitions per page unless ``limit`` says otherwise, and the most one page may hold
+PAGE_SIZE = 50
+MAX_PAGE = 1000
+MAX_DEPTH = 20
+
+
+@dataclass
+class Stores:
+    """The store handles of one app, opened on first use, used under one lock."""
+
+    uri: str
+    project: str
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    _metastore: Any = None
+    _lineage: Any = None
+
+    @property
+    def metastore(self) -> Any:
+        if self._metastore is None:
+            from ..metastore import Metastore
+
+            self._metastore = Metastore.open(self.uri, project=self.project)
+        return self._metastore
+
+    @property
+    def lineage(self) -> Any:
+        if self._lineage is None:
+            from lineage.query import LineageQueries
+            from lineage.tables import open_lineage_store
+
+            self._lineage = LineageQueries(open_lineage_store(self.uri, self.project))
+        return self._lineage
+
+    def close(self) -> None:
+        if self._metastore is not None:
+            self._metastore.close()
+            self._metastore = None
+        if self._lineage is not None:
+            self._lineage.store.close()
+            self._lineage = None
+
+
+def parse_time(text: str | None, what: str) -> int | None:
+    """Epoch milliseconds from ``text``: digits (epoch ms), or an ISO date / date-time (UTC
+    unless it says otherwise); empty = no bound."""
+    if text is None or not text.strip():
+        return None
+    text = text.strip()
+    if text.isdigit():
+        return int(text)
+    try:
+        when = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise InvalidArgument(f"{what}: {text!r} is neither epoch milliseconds nor an ISO date-time") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.timezone.utc)
+    return int(when.timestamp() * 1000)
+
+
+def _int_arg(name: str, default: int | None, low: int, high: int) -> int | None:
+    text = request.args.get(name, "")
+    if not text:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise InvalidArgument(f"{name} must be an integer, not {text!r}") from None
+    if not low <= value <= high:
+        raise InvalidArgument(f"{name} must be between {low} and {high}, not {value}")
+    return value
+
+
+def _prefix_arg() -> dict[str, str] | None:
+    text = request.args.get("prefix", "").strip()
+    if not text:
+        return None
+    spec: dict[str, str] = {}
+    for part in text.split(","):
+        key, eq, value = part.partition("=")
+        if not eq or not key.strip():
+            raise InvalidArgument(f"prefix takes col=value[,col=value...], not {text!r}")
+        spec[key.strip()] = value.strip()
+    return spec
+
+
+def create_app(uri: str, project: str = "default") -> Flask:
+    app = Flask(__name__, static_folder=None)
+    stores = Stores(uri, project)
+    app.config["USHAS"] = stores
+
+    def api(fn: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapped(**kw: Any) -> Any:
+            try:
+                with stores.lock:
+                    return jsonify(fn(**kw))
+            except UshasError as exc:
+                return jsonify({"error": {"type": exc.type, "message": exc.message}}), (
+                    404 if isinstance(exc, NotFound) else 400)
+        wrapped.__name__ = fn.__name__
+        return wrapped
+
+    @app.get("/")
+    def index() -> Any:
+        return send_from_directory(STATIC, "index.html")
+
+    @app.get("/static/<path:name>")
+    def static_file(name: str) -> Any:
+        return send_from_directory(STATIC, name)
+
+    @app.get("/api/info")
+    @api
+    def info() -> Any:
+        return {"uri": uri, "project": project}
+
+    @app.get("/api/catalogs")
+    @api
+    def catalogs() -> Any:
+        return [c.to_json() for c in stores.metastore.list_catalogs()]
+
+    @app.get("/api/catalogs/<c>/databases")
+    @api
+    def databases(c: str) -> Any:
+        return [d.to_json() for d in stores.metastore.list_databases(c)]
+
+    @app.get("/api/databases/<c>/<d>/relations")
+    @api
+    def relations(c: str, d: str) -> Any:
+        return [r.to_json() for r in stores.metastore.list_relations((c, d))]
+
+    @app.get("/api/relations/<c>/<d>/<n>")
+    @api
+    def relation(c: str, d: str, n: str) -> Any:
+        ms = stores.metastore
+        name = (c, d, n)
+        if ms.view_exists(name):
+            out = ms.get_view(name).to_json()
+        else:
+            out = ms.get_table(name).to_json()
+        try:
+            out["metadata"] = ms.metadata.get(name).to_json()
+        except NotFound:
+            out["metadata"] = None
+        full = f"{c}.{d}.{n}"
+        out["full_name"] = full
+        out["lineage"] = stores.lineage.resolve_dataset(full) is not None
+        return out
+
+    @app.get("/api/relations/<c>/<d>/<n>/partitions")
+    @api
+    def partitions(c: str, d: str, n: str) -> Any:
+        offset = _int_arg("offset", 0, 0, 10**12) or 0
+        limit = _int_arg("limit", PAGE_SIZE, 1, MAX_PAGE) or PAGE_SIZE
+        ms = stores.metastore
+        table = ms.get_table((c, d, n))
+        if not table.partition_columns:
+            return {"columns": [], "offset": 0, "limit": limit, "partitions": [], "has_more": False}
+        items = []
+        for i, p in enumerate(ms.list_partitions((c, d, n), prefix=_prefix_arg(), limit=offset + limit + 1)):
+            if i >= offset:
+                items.append(p.to_json())
+        return {"columns": table.partition_columns, "offset": offset, "limit": limit,
+                "partitions": items[:limit], "has_more": len(items) > limit}
+
+    @app.get("/api/relations/<c>/<d>/<n>/history")
+    @api
+    def history(c: str, d: str, n: str) -> Any:
+        return [h.to_json() for h in stores.metastore.history((c, d, n))]
+
+    @app.get("/api/search")
+    @api
+    def search() -> Any:
+        q = request.args.get("q", "").strip()
+        if not q:
+            raise InvalidArgument("search needs a query: q=...")
+        limit = _int_arg("limit", 25, 1, 200)
+        page = stores.metastore.search(q, limit=limit, cursor=request.args.get("cursor") or None)
+        return {"source": "discovery index", **page.to_json()}
+
+    @app.get("/api/datasets")
+    @api
+    def datasets() -> Any:
+        return lineage_datasets(stores.lineage)
+
+    @app.get("/api/lineage")
+    @api
+    def lineage_graph() -> Any:
+        node = request.args.get("node", "").strip()
+        if not node:
+            raise InvalidArgument("lineage needs node=DATASET or node=DATASET.COLUMN")
+        direction = request.args.get("direction", "both")
+        if direction not in ("upstream", "downstream", "both"):
+            raise InvalidArgument(f"direction must be upstream, downstream or both, not {direction!r}")
+        depth = _int_arg("depth", 3, 1, MAX_DEPTH)
+        since = parse_time(request.args.get("since"), "since")
+        until = parse_time(request.args.get("until"), "until")
+        return graph(stores.lineage, node, direction, depth, since, until)
+
+    @app.get("/api/runs")
+    @api
+    def runs() -> Any:
+        name = request.args.get("dataset", "").strip()
+        if not name:
+            raise InvalidArgument("runs needs dataset=NAME")
+        q = stores.lineage
+        rows = q.runs(name, since=parse_time(request.args.get("since"), "since"),
+                      until=parse_time(request.args.get("until"), "until"))
+        return {"dataset": name, "runs": list(reversed(q.runs_json(rows)))}
+
+    return app
+
+
+def lineage_datasets(q: Any) -> list[dict[str, Any]]:
+    """Every dataset lineage was captured for, by its current name (the store's name index)."""
+    import fdb.tuple as fdbtuple
+
+    store = q.store
+    base = store.layout.project(store.project).add("DataLineage").add("LineageDatasetName")
+    begin, end = base.range()
+    prefix = len(base.key())
+    keys: dict[Any, None] = {}
+
+    def scan(tr: Any) -> None:
+        for kv in tr.get_range(begin, end, snapshot=True):
+            parts = fdbtuple.unpack(kv.key[prefix:])
+            keys[parts[-1]] = None
+
+    store.db.run(scan)
+    out = {}
+    for key in keys:
+        described = q.display(key)
+        out[described["name"]] = described
+    return [{"name": k, "dropped": v.get("dropped", False)} for k, v in sorted(out.items())]
+
+
+def graph(q: Any, node: str, direction: str, depth: int | None, since: int | None,
+          until: int | None) -> dict[str, Any]:
+    """The column graph around ``node``: nodes (columns, and the dataset itself when asked for a
+    whole dataset) and edges (target <- source, type, expression, runs)."""
+    start = q.resolve(node)
+    names: dict[Any, str] = {}
+
+    def name(ref: Any) -> str:
+        if ref.dataset not in names:
+            names[ref.dataset] = q.display(ref.dataset)["name"]
+        base = names[ref.dataset]
+        return f"{base}.{ref.column}" if ref.column is not None else base
+
+    nodes: dict[str, dict[str, Any]] = {}
+    edges: dict[tuple[str, str, str], dict[str, Any]] = {}
+    truncated = False
+
+    def add_node(ref: Any, level: int) -> None:
+        key = name(ref)
+        if key not in nodes or abs(level) < abs(nodes[key]["level"]):
+            nodes[key] = {"id": key, "dataset": names[ref.dataset], "column": ref.column, "level": level}
+
+    add_node(start, 0)
+    for way in (["upstream", "downstream"] if direction == "both" else [direction]):
+        answer = q.upstream(start, depth=depth, since=since, until=until) if way == "upstream" else \
+            q.downstream(start, depth=depth, since=since, until=until)
+        truncated = truncated or answer.truncated
+        sign = -1 if way == "upstream" else 1
+        for ref, level in answer.nodes.items():
+            if ref != start:
+                add_node(ref, sign * level)
+        for hop in answer.hops.values():
+            for ref in (hop.target, hop.source):
+                if name(ref) not in nodes:  # a whole-dataset start: its columns sit with it
+                    add_node(ref, 0)
+            key = (name(hop.target), name(hop.source), hop.subtype.value)
+            edges[key] = {"target": key[0], "source": key[1], "kind": hop.subtype.kind.value,
+                          "subtype": hop.subtype.value, "runs": [str(r) for r in hop.runs],
+                          "latest_ms": hop.latest_ms,
+                          "expression": q.store.expression(hop.latest) if hop.latest is not None else ""}
+    return {"start": name(start), "direction": direction, "depth": depth, "since": since, "until": until,
+            "truncated": truncated, "nodes": sorted(nodes.values(), key=lambda n: (n["level"], n["id"])),
+            "edges": list(edges.values())}
