@@ -108,6 +108,13 @@ _RENDERERS: dict[str, Callable[[Any], str]] = {
 }
 
 #: the subcommands of ``ushas lineage``, in help order
-SUBCOMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (register_sql,)
+def register_captured(commands: argparse._SubParsersAction) -> None:
+    """upstream, downstream, impact, runs, run, export, status: over captured runs (lineage.cli_capture)."""
+    from lineage.cli_capture import register as register_capture
+
+    register_capture(commands)
+
+
+SUBCOMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (register_sql, register_captured)
 
 __all__ = ["register", "register_sql", "run_sql", "SUBCOMMANDS", "FORMATS"]

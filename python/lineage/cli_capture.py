@@ -1,0 +1,146 @@
+"""The ``ushas lineage`` subcommands over captured lineage: upstream, downstream, impact, runs,
+run, export, status (registered by ``ushas_catalog.cli.lineage_cmds``)."""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+from typing import Any
+
+from ushas_catalog.errors import InvalidArgument
+
+
+def parse_time(text: str | None) -> int | None:
+    """Epoch milliseconds, or an ISO date / datetime (naive = UTC)."""
+    if text is None:
+        return None
+    if text.isdigit():
+        return int(text)
+    try:
+        t = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise InvalidArgument(f"invalid time {text!r}: expected epoch milliseconds or ISO 8601") from None
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=dt.timezone.utc)
+    return int(t.timestamp() * 1000)
+
+
+def _queries(ctx: Any) -> Any:
+    from .query import LineageQueries
+    from .tables import MetastoreTableIds
+    from .store import LineageStore
+
+    ms = ctx.metastore
+    return LineageQueries(LineageStore(ms.db, ctx.project, layout=ms.layout, tables=MetastoreTableIds(ms)))
+
+
+def _window(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--since", help="only runs that ended at or after T (epoch ms or ISO 8601)")
+    p.add_argument("--until", help="only runs that ended at or before T")
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    for name, help_text in (("upstream", "where a table or column comes from (captured runs)"),
+                            ("downstream", "where a table or column flows to (captured runs)")):
+        p = commands.add_parser(name, help=help_text)
+        p.add_argument("name", metavar="TABLE[.COLUMN]")
+        p.add_argument("--depth", type=int, help="at most N hops")
+        p.add_argument("--explain", action="store_true", help="show the path and expressions to each column")
+        _window(p)
+        p.set_defaults(func=run_walk, direction=name)
+    p = commands.add_parser("impact", help="every downstream column of a column, with the runs of each edge")
+    p.add_argument("name", metavar="COLUMN")
+    p.add_argument("--explain", action="store_true")
+    _window(p)
+    p.set_defaults(func=run_walk, direction="impact", depth=None)
+    p = commands.add_parser("runs", help="who read / wrote a table")
+    p.add_argument("name", metavar="TABLE")
+    _window(p)
+    p.set_defaults(func=run_runs)
+    p = commands.add_parser("run", help="one captured run: inputs, outputs, edges")
+    p.add_argument("run_id", metavar="RUN_ID", help="a run id or an unambiguous prefix")
+    p.set_defaults(func=run_run)
+    p = commands.add_parser("export", help="export captured runs")
+    p.add_argument("--openlineage", action="store_true", required=True,
+                   help="as OpenLineage RunEvents (JSON lines)")
+    _window(p)
+    p.set_defaults(func=run_export)
+    p = commands.add_parser("status", help="captured / dropped / pending runs")
+    p.set_defaults(func=run_status)
+
+
+def run_walk(ctx: Any, args: argparse.Namespace) -> int:
+    q = _queries(ctx)
+    since, until = parse_time(args.since), parse_time(args.until)
+    if args.direction == "impact":
+        answer = q.impact(args.name, since=since, until=until)
+    elif args.direction == "upstream":
+        answer = q.upstream(args.name, depth=args.depth, since=since, until=until)
+    else:
+        answer = q.downstream(args.name, depth=args.depth, since=since, until=until)
+    data = q.answer_json(answer, explain=args.explain or ctx.json)
+
+    def text(d: dict[str, Any]) -> str:
+        lines = [f"{d['direction']} of {', '.join(d['start'])}" + (" (depth limit reached)" if d["truncated"] else "")]
+        for c in d["columns"]:
+            lines.append(f"  {'  ' * (c['depth'] - 1)}{c['name']}")
+            if args.explain:
+                for h in d["paths"][c["name"]]:
+                    lines.append(f"      {h['target']} <- {h['source']}  {h['subtype']}: {h.get('expression', '')}")
+        if args.direction == "impact":
+            lines.append("edges:")
+            for e in d["edges"]:
+                lines.append(f"  {e['target']} <- {e['source']}  {e['subtype']}  runs: {', '.join(e['runs'])}")
+        lines.append("datasets: " + ", ".join(x["name"] + (" (dropped)" if x.get("dropped") else "")
+                                              for x in d["datasets"]))
+        return "\n".join(lines)
+
+    ctx.emit(data, text)
+    return 0
+
+
+def run_runs(ctx: Any, args: argparse.Namespace) -> int:
+    q = _queries(ctx)
+    rows = q.runs_json(q.runs(args.name, since=parse_time(args.since), until=parse_time(args.until)))
+    for r in rows:
+        r["end"] = dt.datetime.fromtimestamp(r["end_ms"] / 1000, tz=dt.timezone.utc).isoformat(timespec="seconds")
+    ctx.table(rows, ["access", "end", "status", "user", "run_id", "application_name", "operation"])
+    return 0
+
+
+def run_run(ctx: Any, args: argparse.Namespace) -> int:
+    q = _queries(ctx)
+    data = q.run(args.run_id)
+
+    def text(d: dict[str, Any]) -> str:
+        r = d["run"]
+        lines = [f"run {r['run_id']} ({r['status']}) execution {r['execution_id']} of {r['application_name']} "
+                 f"by {r['user']}"]
+        if r.get("sql"):
+            lines.append(f"sql: {r['sql']}")
+        if r.get("error"):
+            lines.append(f"error: {r['error']}")
+        if r.get("table_level"):
+            lines.append(f"table level only: {r['table_level']}")
+        lines.append("inputs: " + ", ".join(x["name"] for x in d["inputs"]))
+        lines.append("outputs: " + ", ".join(x["name"] for x in d["outputs"]))
+        for e in d["edges"]:
+            lines.append(f"  {e['target']} <- {e['source']}  {e['subtype']}: {e['expression']}")
+        return "\n".join(lines)
+
+    ctx.emit(data, text)
+    return 0
+
+
+def run_export(ctx: Any, args: argparse.Namespace) -> int:
+    from .openlineage import write_json_lines
+
+    q = _queries(ctx)
+    write_json_lines(q.store, sys.stdout, parse_time(args.since), parse_time(args.until))
+    return 0
+
+
+def run_status(ctx: Any, args: argparse.Namespace) -> int:
+    data = _queries(ctx).store.status().to_dict()
+    ctx.emit(data, lambda d: f"captured {d['captured']}  dropped {d['dropped']}  pending {d['pending']}")
+    return 0
