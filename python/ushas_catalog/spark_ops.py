@@ -256,6 +256,17 @@ def list_partitions(ms: Any, r: Request) -> Answer:
     return {"partitions": [p.to_json()["values"] for p in parts]}
 
 
+def partition_exists(ms: Any, r: Request) -> Answer:
+    from .errors import NoSuchPartition
+
+    ctx = SparkCtx.of(r)
+    try:
+        ms.get_partition(table_name(ctx, r), r["values"])
+    except NoSuchPartition:
+        return {"exists": False}
+    return {"exists": True}
+
+
 def load_partition(ms: Any, r: Request) -> Answer:
     ctx = SparkCtx.of(r)
     p = ms.get_partition(table_name(ctx, r), r["values"])
@@ -373,6 +384,7 @@ OPS: dict[str, Callable[[Any, Request], Answer]] = {
     "add_partitions": add_partitions,
     "drop_partitions": drop_partitions,
     "list_partitions": list_partitions,
+    "partition_exists": partition_exists,
     "load_partition": load_partition,
     "replace_partition_metadata": replace_partition_metadata,
     "truncate": truncate,

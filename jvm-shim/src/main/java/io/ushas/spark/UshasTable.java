@@ -37,6 +37,11 @@ public class UshasTable extends DelegatingTable
     private final Identifier ident;
     private final StructType partitionSchema;
     private final JsonNode answer;
+    /** partition existence checks of one statement (ADD PARTITION checks each spec): after the first
+     *  point lookup, the table's partition list is fetched once and kept for this table object, which
+     *  Spark loads anew for every statement */
+    private int existsCalls;
+    private java.util.Set<String> known;
 
     UshasTable(TableInfo info, String name, UshasCatalog catalog, Identifier ident, String[] partitionBy,
                JsonNode answer) {
@@ -97,12 +102,35 @@ public class UshasTable extends DelegatingTable
             p.set("properties", Json.map(properties[i]));
         }
         catalog.call("add_partitions", r, ident, null);
+        synchronized (this) {
+            if (known != null) for (InternalRow row : idents) known.add(Rows.toJson(row, partitionSchema).toString());
+        }
+    }
+
+    @Override
+    public synchronized boolean partitionExists(InternalRow ident) {
+        if (ident.numFields() != partitionSchema.length()) return SupportsAtomicPartitionManagement.super.partitionExists(ident);
+        if (known == null && existsCalls++ == 0) {
+            ObjectNode r = catalog.request(this.ident);
+            r.set("values", Rows.toJson(ident, partitionSchema));
+            return catalog.call("partition_exists", r, this.ident, null).get("exists").asBoolean();
+        }
+        if (known == null) {
+            known = new java.util.HashSet<>();
+            for (InternalRow row : listPartitionIdentifiers(new String[0], new org.apache.spark.sql.catalyst.expressions.GenericInternalRow(0))) {
+                known.add(Rows.toJson(row, partitionSchema).toString());
+            }
+        }
+        return known.contains(Rows.toJson(ident, partitionSchema).toString());
     }
 
     @Override
     public boolean dropPartitions(InternalRow[] idents) {
         ObjectNode r = catalog.request(ident);
         r.set("partitions", Rows.rows(idents, partitionSchema));
+        synchronized (this) {
+            known = null;
+        }
         return catalog.call("drop_partitions", r, ident, null).get("dropped").asBoolean();
     }
 
