@@ -47,8 +47,10 @@ WRITE_KINDS = frozenset({
     "InsertIntoDataSourceDirCommand", "InsertIntoHiveDirCommand", "SaveIntoDataSourceCommand",
     "CreateDataSourceTableAsSelectCommand", "CreateHiveTableAsSelectCommand",
     "OptimizedCreateHiveTableAsSelectCommand", "AppendData", "OverwriteByExpression",
-    "OverwritePartitionsDynamic", "CreateTableAsSelect", "ReplaceTableAsSelect",
+    "OverwritePartitionsDynamic", "CreateTableAsSelect", "ReplaceTableAsSelect", "SaveAsV1TableCommand",
 })
+# Ranking window functions take the window's ORDER BY expressions as their children.
+RANKING = frozenset({"Rank", "DenseRank", "PercentRank", "CumeDist", "RowNumber", "NTile"})
 
 
 @dataclass(frozen=True)
@@ -168,7 +170,7 @@ class _Pass:
             if kind == "AggregateExpression":  # children: the function, then FILTER (WHERE ...)
                 stack.append((e.children[0], True, ind))
                 stack.extend((c, agg, EdgeSubtype.CONDITIONAL) for c in e.children[1:])
-            elif kind == "WindowSpecDefinition":
+            elif kind == "WindowSpecDefinition" or kind in RANKING:
                 stack.extend((c, agg, EdgeSubtype.WINDOW) for c in e.children)
             elif kind == "CaseWhen":
                 n = len(e.children)
@@ -259,6 +261,8 @@ def relation_dataset(p: _Pass, node: PlanNode) -> Dataset | None:
         return p.datasets.get(rel) if rel is not None else None
     if node.kind == "LocalRelation":
         return Dataset.inline(f"VALUES@{node.index}")
+    if node.kind in ("LogicalRDD", "ExternalRDD"):
+        return Dataset.inline(f"{node.kind}@{node.index}")
     if node.kind == "Range":
         return Dataset.inline(f"range({a.get('start')}, {a.get('end')}, {a.get('step')})")
     return None
@@ -266,7 +270,7 @@ def relation_dataset(p: _Pass, node: PlanNode) -> Dataset | None:
 
 RELATIONS = frozenset({"LogicalRelation", "HiveTableRelation", "DataSourceV2Relation",
                        "StreamingDataSourceV2Relation", "DataSourceV2ScanRelation", "LocalRelation",
-                       "Range"})
+                       "Range", "LogicalRDD", "ExternalRDD"})
 
 
 # ---- handlers -------------------------------------------------------------------------------
