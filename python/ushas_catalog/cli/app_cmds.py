@@ -17,6 +17,7 @@ from .context import Context
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    register_demo(sub)
     register_ui(sub)
     register_import_hive(sub)
 
