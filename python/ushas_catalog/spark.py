@@ -21,6 +21,8 @@ import functools
 import zipfile
 from typing import Any
 
+import lineage.dataframe  # noqa: F401  (installs DataFrame.lineage for users of this helper)
+
 CATALOG_CLASS = "io.ushas.spark.UshasCatalog"
 COMMIT_PROTOCOL_CLASS = "io.ushas.spark.UshasCommitProtocol"
 LISTENER_CLASS = "io.ushas.spark.UshasLineageListener"
