@@ -38,6 +38,7 @@ import fdb.tuple as fdbtuple
 from ushas_catalog.errors import InvalidArgument, NoSuchRun
 from ushas_catalog.keyspace import KeySpacePath
 from ushas_catalog.kv.base import Database, Transaction
+from ushas_catalog.metadata_sync import record_lineage_write
 
 from .model import Dataset, DatasetKind, Edge, EdgeKind, EdgeSubtype
 
@@ -253,6 +254,7 @@ class LineageStore:
         self.tables: TableIds = tables or NoTableIds()
         self._owns_db = owns_db
         root = self.layout.project(project)
+        self._root = root
         lineage = root.add("DataLineage")
         self._run = lineage.add("LineageRun")
         self._by_time = lineage.add("LineageRunByTime")
@@ -334,6 +336,10 @@ class LineageStore:
                 if ok:
                     counter = "reads" if access is Access.READ else "writes"
                     tr.add(self._ds_path(self._usage, k).pack((day, counter)), 1)
+                    if access is Access.WRITE and isinstance(k, uuid.UUID):
+                        # SYSTEM metadata of the written metastore table, in this run's transaction
+                        record_lineage_write(tr, self._root, k, run_id=run.run_id, at_ms=t,
+                                             user=run.user or "unknown")
         if ok:
             for edge in captured.edges:
                 if edge.source.dataset is None or edge.source.dataset.kind is DatasetKind.INLINE:

@@ -41,3 +41,23 @@ def test_rename_and_drop_through_the_metastore(store_uri: str) -> None:
     assert q.resolve("ushas.sales.missing").dataset == "ushas.sales.missing"
     store.close()
     ms.close()
+
+
+def test_a_stored_write_sets_the_tables_system_metadata(store_uri: str) -> None:
+    ms = Metastore.open(store_uri, project="p")
+    ms.create_catalog("ushas")
+    ms.create_database("ushas.sales")
+    ms.create_table("ushas.sales.orders", SCHEMA)
+    ms.create_table("ushas.sales.daily", SCHEMA)
+    orders, daily = Dataset.table("ushas", "sales", "orders"), Dataset.table("ushas", "sales", "daily")
+    store = open_lineage_store(store_uri, "p", {"ushas": "ushas"})
+    captured = CapturedRun(run(7, T1), reads=(orders,), writes=(daily,),
+                           edges=(edge(col(daily, "amount"), col(orders, "amount"), EdgeSubtype.IDENTITY),))
+    store.record(captured)
+    written = ms.metadata.get("ushas.sales.daily").system.properties
+    assert written["last_writer_run"] == str(captured.run.run_id)
+    assert "last_writer_run" not in ms.metadata.get("ushas.sales.orders").system.properties  # only read
+    assert [h.name for h in ms.search(f"last_writer_run={captured.run.run_id}", scope="SYSTEM").hits] == \
+        ["ushas.sales.daily"]
+    store.close()
+    ms.close()
