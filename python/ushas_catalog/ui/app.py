@@ -239,6 +239,8 @@ def create_app(uri: str, project: str = "default") -> Flask:
 
 def lineage_datasets(q: Any) -> list[dict[str, Any]]:
     """Every dataset lineage was captured for, by its current name (the store's name index)."""
+    # NEEDED-BY-APP: a public LineageStore method listing every captured dataset key; until then
+    # this scans the LineageDatasetName subspace through the store's public db / layout / project.
     import fdb.tuple as fdbtuple
 
     store = q.store
