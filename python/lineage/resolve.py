@@ -522,13 +522,13 @@ def _write(p: _Pass, node: PlanNode) -> None:
     p.writes[node.index] = _Write(target, node.kind, cols)
 
 
-def _assignments(e: Expr) -> tuple[list[tuple[Expr, Expr]], list[Expr]]:
-    """(key, value) pairs and conditions of a MergeAction / assignment list."""
-    pairs: list[tuple[Expr, Expr]] = []
+def _assignments(e: Expr) -> tuple[list[tuple[Expr, Expr, Expr]], list[Expr]]:
+    """(key, value, assignment) triples and conditions of a MergeAction / assignment list."""
+    pairs: list[tuple[Expr, Expr, Expr]] = []
     conditions: list[Expr] = []
     for c in e.children:
         if c.kind == "Assignment" and len(c.children) == 2:
-            pairs.append((c.children[0], c.children[1]))
+            pairs.append((c.children[0], c.children[1], c))
         else:
             conditions.append(c)
     return pairs, conditions
@@ -553,12 +553,12 @@ def _row_level(p: _Pass, node: PlanNode) -> None:
     for action in actions:
         pairs, conditions = _assignments(action)
         cond_steps = [Step(s.source, EdgeSubtype.CONDITIONAL) for c in conditions for s in p.refs(c).steps]
-        for key, value in pairs:
+        for key, value, assignment in pairs:
             name = key.name or "?"
             r = p.refs(value)
             per_column.setdefault(name, {}).update(dict.fromkeys(r.steps))
             per_column[name].update(dict.fromkeys(cond_steps))
-            texts.setdefault(name, []).append(f"{action.kind}: {key.name} = {value}")
+            texts.setdefault(name, []).append(action.text or assignment.text or f"{action.kind}: {name}")
     cols = tuple((name, None, tuple(_merge(steps)), "; ".join(texts[name])) for name, steps in per_column.items())
     p.writes[node.index] = _Write(target, node.kind, cols)
 

@@ -436,6 +436,16 @@ CASES: list[PlanCase] = [
              {"y": {"lin.t.y": "I"}, "s": {"lin.t.x": "A"}}, fs("GROUP_BY:lin.t.y"), target="lin.ctas1"),
     PlanCase("ctas_hive", "Write (CTAS)", f"create table lin.ctas2 stored as textfile as select k, w from {U}",
              {"k": {"lin.u.k": "I"}, "w": {"lin.u.w": "I"}}, target="lin.ctas2"),
+    # MERGE / UPDATE / DELETE: analyzed plans (spark_catalog parquet tables analyze them but
+    # refuse to execute them; the lineage is the statement's, from its analyzed plan)
+    PlanCase("merge", "Write (MERGE)",
+             f"merge into lin.mt using {U} on mt.k = u.k when matched and u.v > 0 then update set v = cast(u.v as int) + 1 "
+             "when not matched then insert (k, v) values (u.k, 0)",
+             {"v": {"lin.u.v": "T"}, "k": {"lin.u.k": "I"}}, fs("JOIN:lin.u.k", "JOIN:lin.mt.k"),
+             scoped={"v": fs("CONDITIONAL:lin.u.v")}, target="lin.mt"),
+    PlanCase("update", "Write (UPDATE)", "update lin.mt set v = v + 1 where k = 1", {"v": {"lin.mt.v": "T"}},
+             fs("FILTER:lin.mt.k"), target="lin.mt"),
+    PlanCase("delete", "Write (DELETE)", "delete from lin.mt where k = 1", {}, fs("FILTER:lin.mt.k"), target="lin.mt"),
     PlanCase("insert_directory", "Write (path)", "insert overwrite directory '/tmp/ushas-lin-dir' using parquet "
              f"select x from {T}", {"x": {"lin.t.x": "I"}}, target="/tmp/ushas-lin-dir"),
     PlanCase("df_save_path", "Write (DataFrameWriter.save(path))", _w_save_path,
@@ -459,6 +469,7 @@ def lin(spark: Any) -> Any:
     spark.sql(f"create table if not exists {P} (id int, dt string) using parquet partitioned by (dt)")
     spark.sql(f"create table if not exists {S} (region string, product string, q1 int, q2 int, amount double) "
               "using parquet")
+    spark.sql("create table if not exists lin.mt (k int, v int) using parquet")
     spark.sql(f"create or replace view lin.vw as select x, y from {T} where x > 0")
     return spark
 
