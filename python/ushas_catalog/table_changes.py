@@ -312,7 +312,16 @@ class SchemaState:
                     raise InvalidSchemaChange(f"column {'.'.join(path)!r} already exists", column=".".join(path))
                 f = StructField(name, change.data_type, change.nullable,
                                 {"comment": change.comment} if change.comment is not None else {})
-                return StructType(tuple(_placed(list(s.fields), f, change.position, path)))
+                fields = list(s.fields)
+                if change.position is None and len(path) == 1:
+                    # like Hive: a new top-level column goes before the trailing partition columns,
+                    # which Spark's file writes and positional INSERTs expect to come last
+                    parts = {p.lower() for p in self.partition_columns}
+                    tail = len(fields)
+                    while tail and fields[tail - 1].name.lower() in parts:
+                        tail -= 1
+                    return StructType(tuple(fields[:tail] + [f] + fields[tail:]))
+                return StructType(tuple(_placed(fields, f, change.position, path)))
 
             self.schema = _update_at(self.schema, path, add, path)
         elif isinstance(change, DeleteColumn):

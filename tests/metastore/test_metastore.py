@@ -468,3 +468,12 @@ def test_stats_counts_keys_per_subspace(sales: Metastore) -> None:
     assert {s.project for s in other.stats(all_projects=True)} == {"acme", "other"}
     assert {s.project for s in other.stats()} == {"other"}
     other.close()
+
+
+def test_added_column_goes_before_trailing_partition_columns(sales: Metastore) -> None:
+    make_table(sales)  # ..., dt, h with PARTITIONED BY (dt, h): Spark writes expect them last
+    t = sales.alter_table(T, [AddColumn(("channel",), parse_type("STRING"))])
+    assert t.schema.names[-3:] == ["channel", "dt", "h"]
+    sales.create_table("main.sales.flat", "a INT, b INT")
+    assert sales.alter_table("main.sales.flat", [AddColumn(("c",), parse_type("INT"))]).schema.names == \
+        ["a", "b", "c"]

@@ -388,3 +388,16 @@ def test_dates_and_ints_as_partition_values(spark: Any, db: str) -> None:
     spark.sql(f"ALTER TABLE {t} ADD PARTITION (d='2024-03-01', n=8)")
     assert partitions(spark, t) == ["d=2024-02-29/n=7", "d=2024-03-01/n=8"]
     assert rows(spark, f"SELECT v, d, n FROM {t}") == [("x", dt.date(2024, 2, 29), 7)]
+
+
+def test_positional_insert_after_add_column_on_a_partitioned_table(spark: Any, db: str, ms: Any) -> None:
+    t = f"ushas.{db}.evolve"
+    spark.sql(f"CREATE TABLE {t} (id INT, dt STRING) USING parquet PARTITIONED BY (dt)")
+    spark.sql(f"INSERT INTO {t} VALUES (1, '2024-01-01')")
+    spark.sql(f"ALTER TABLE {t} ADD COLUMN channel STRING")
+    assert ms.get_table(("ushas", db, "evolve")).schema.names == ["id", "channel", "dt"]
+    spark.sql(f"INSERT INTO {t} VALUES (2, 'web', '2024-01-02')")  # positional: the partition value is last
+    assert rows(spark, f"SELECT id, channel, dt FROM {t} ORDER BY id") == [(1, None, "2024-01-01"),
+                                                                         (2, "web", "2024-01-02")]
+    assert [p.values for p in ms.list_partitions(("ushas", db, "evolve"))] == [{"dt": "2024-01-01"},
+                                                                                {"dt": "2024-01-02"}]
