@@ -715,3 +715,35 @@ def lineage_of_plan_json(text: str | bytes) -> LineageResult:
 
     return resolve(parse(text))
 
+
+
+ROW_LEVEL = frozenset({"MergeIntoTable", "UpdateTable", "DeleteFromTable"})
+
+
+def relations(doc: PlanDocument) -> tuple[tuple[Dataset, ...], tuple[Dataset, ...]]:
+    """(read, written) datasets of a plan without resolving columns (table-level capture): one
+    pass over the nodes. Views count as read (with their base tables); the table a V2 write
+    appends to is written, not read; a MERGE / UPDATE / DELETE target is both."""
+    p = _Pass(doc)
+    write_tables = {idx for n in doc.nodes if n.kind in WRITE_KINDS
+                    for key, idx in n.plans.items() if key in ("table", "logicalRelation")}
+    reads: dict[Dataset, None] = {}
+    writes: dict[Dataset, None] = {}
+    for node in doc.nodes:
+        if node.kind in RELATIONS:
+            ds = relation_dataset(p, node)
+            if ds is not None:
+                p.datasets[node.index] = ds
+                if node.index not in write_tables:
+                    reads.setdefault(ds)
+        elif node.kind == "View" and isinstance(node.args.get("desc"), Mapping):
+            reads.setdefault(_catalog_table(node.args["desc"]))
+        elif node.kind == "SubqueryAlias":
+            _subquery_alias(p, node)
+        elif node.kind in WRITE_KINDS:
+            target = _write_target(p, node)
+            if target is not None:
+                writes.setdefault(target)
+        elif node.kind in ROW_LEVEL and node.children and node.children[0] in p.datasets:
+            writes.setdefault(p.datasets[node.children[0]])
+    return tuple(reads), tuple(writes)

@@ -542,3 +542,18 @@ def test_large_plan_goes_through_a_temp_file(lin: Any) -> None:
     assert len(text) > INLINE_LIMIT and text.startswith("{")
     assert set(glob.glob(f"{tempfile.gettempdir()}/ushas-plan-*.json")) == before
     assert len(lineage_of_dataframe(df).outputs) == 300
+
+
+@pytest.mark.parametrize("sql, reads, writes", [
+    (f"insert into {U} select x, cast(x as double), t.y from {T} join lin.vw using (x)",
+     {"lin.t", "lin.vw"}, {"lin.u"}),
+    ("delete from lin.mt where k = 1", {"lin.mt"}, {"lin.mt"}),
+    (f"select * from {H}", {"lin.h"}, set()),
+])
+def test_relations(lin: Any, sql: str, reads: set[str], writes: set[str]) -> None:
+    from lineage.dataframe import analyze_sql, plan_document
+    from lineage.resolve import relations
+
+    r, w = relations(plan_document(lin, analyze_sql(lin, sql)))
+    assert {leaf_name(d) for d in r} == reads
+    assert {leaf_name(d) for d in w} == writes
