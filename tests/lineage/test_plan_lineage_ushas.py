@@ -1,0 +1,70 @@
+"""Plan lineage over the ``ushas`` catalog (configured by the shared ``spark`` fixture through
+``ushas_catalog.spark.configure``): its tables as leaves and as write targets, SQL INSERT
+(V1 path write) and ``insertInto`` (V2 ``AppendData``). Case format: test_plan_lineage.py."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lineage.dataframe import lineage_of_plan, lineage_of_sql
+
+from test_plan_lineage import PlanCase, check, fs  # noqa: E402  (tests/lineage is on sys.path)
+
+PRODUCER = "spark"
+pytestmark = pytest.mark.spark
+
+A, B = "ushas.linq.a", "ushas.linq.b"
+
+
+def _w_insert_into(spark: Any, tmp: Path) -> None:
+    spark.table(A).selectExpr("k + 1 as k", "w").write.insertInto(B)
+
+
+CASES: list[PlanCase] = [
+    PlanCase("ushas_read", "Leaf (ushas catalog table)", f"select k, upper(w) as uw from {A} where k > 0",
+             {"k": {"ushas.linq.a.k": "I"}, "uw": {"ushas.linq.a.w": "T"}}, fs("FILTER:ushas.linq.a.k")),
+    PlanCase("ushas_join_spark_catalog", "Leaf (ushas catalog table)",
+             f"select a.w, h.k from {A} a join lin_u2 h on a.k = h.k",
+             {"w": {"ushas.linq.a.w": "I"}, "k": {"default.lin_u2.k": "I"}}, fs("JOIN:ushas.linq.a.k", "JOIN:default.lin_u2.k")),
+    PlanCase("ushas_insert_sql", "Write (V1 INSERT)", f"insert into {B} select k, concat(w, 'x') from {A}",
+             {"k": {"ushas.linq.a.k": "I"}, "w": {"ushas.linq.a.w": "T"}}, target="ushas.linq.b"),
+    PlanCase("ushas_append_data", "Write (V2 AppendData)", _w_insert_into,
+             {"k": {"ushas.linq.a.k": "T"}, "w": {"ushas.linq.a.w": "I"}}, target="ushas.linq.b", mode="capture"),
+]
+
+
+@pytest.fixture(scope="module")
+def ushas(spark: Any) -> Any:
+    if "ushas" not in [r[0] for r in spark.sql("show catalogs").collect()] and \
+            not spark.conf.get("spark.sql.catalog.ushas", None):
+        pytest.skip("the ushas catalog is not configured in the shared session")
+    spark.sql("create namespace if not exists ushas.linq")
+    spark.sql(f"create table if not exists {A} (k int, w string) using parquet")
+    spark.sql(f"create table if not exists {B} (k int, w string) using parquet")
+    spark.sql("create table if not exists spark_catalog.default.lin_u2 (k int) using parquet")
+    return spark
+
+
+def _captured_append(spark: Any, case: PlanCase, tmp: Path) -> Any:
+    capture = spark._jvm.io.ushas.spark.plan.PlanCapture(16)
+    manager = spark._jsparkSession.listenerManager()
+    manager.register(capture)
+    try:
+        case.query(spark, tmp)
+        spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty()
+        roots = [capture.rootName(i) for i in range(capture.size())]
+        assert "AppendData" in roots, roots
+        return lineage_of_plan(spark, capture.plan(roots.index("AppendData")))
+    finally:
+        manager.unregister(capture)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_plan_lineage_ushas(ushas: Any, case: PlanCase, tmp_path: Path) -> None:
+    if case.mode == "sql":
+        result = lineage_of_sql(ushas, case.query)  # type: ignore[arg-type]
+    else:
+        result = _captured_append(ushas, case, tmp_path)
+    check(case, result, str(tmp_path))
