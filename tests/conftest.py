@@ -43,7 +43,7 @@ def spark(spark_dirs: dict[str, Path]):
         .config("spark.default.parallelism", "2")
         .config("spark.sql.warehouse.dir", str(spark_dirs["hive_warehouse"]))
         .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={spark_dirs['derby']}")
-        .config("javax.jdo.option.ConnectionURL",
+        .config("spark.hadoop.javax.jdo.option.ConnectionURL",
                 f"jdbc:derby:;databaseName={spark_dirs['derby'] / 'metastore_db'};create=true")
         .enableHiveSupport()
     )
