@@ -133,6 +133,10 @@ class Conflict(UshasError):
     """A transaction conflict that survived the retry loop, or a stale expected version."""
 
 
+class CursorExpired(InvalidArgument):
+    """A change feed cursor older than the feed's retention: events after it were trimmed."""
+
+
 class StoreUnavailable(UshasError):
     """The key-value store cannot be reached."""
 

@@ -69,8 +69,13 @@ METADATA_CHILDREN: tuple[Directory, ...] = (
 USAGE_PROFILE_CHILDREN: tuple[Directory, ...] = (
     _by_dataset("DatasetUsage", "Ud", "(day, reads | writes) -> count (atomic adds)"),
 )
-#: ordered log of partition / table changes (versionstamped keys)
-CHANGE_FEED_CHILDREN: tuple[Directory, ...] = ()
+#: ordered log of catalog changes (written by ``Metastore._commit``, read by
+#: ``ushas_catalog.change_feed``): versionstamped keys, so commit order across processes
+CHANGE_FEED_CHILDREN: tuple[Directory, ...] = (
+    constant("ChangeEvent", "Fe", doc="(versionstamp[, chunk]) -> ChangeEvent, in commit order"),
+    constant("ChangeFeedState", "Fs", typed("name", KeyType.STRING),
+             doc="('trimmed',) -> versionstamp of the last event removed by retention"),
+)
 
 
 def _version(doc: str = "") -> Directory:

@@ -37,6 +37,7 @@ import fdb.tuple as fdbtuple
 from google.protobuf.message import Message
 
 from . import records as rec
+from .change_feed import Change, ChangeFeed
 from .errors import (CatalogAlreadyExists, Conflict, InvalidArgument, NamespaceAlreadyExists, NamespaceNotEmpty,
                      NoSuchCatalog, NoSuchNamespace, NoSuchPartition, NoSuchTable, NoSuchVersion, NoSuchView,
                      PartitionAlreadyExists, TableAlreadyExists, ViewAlreadyExists)
@@ -163,6 +164,11 @@ class Mutation:
     previous: dict[str, Message] = field(default_factory=dict)  # table: {"TableSchema": old, ...}
     changed: tuple[str, ...] = ()
     time_micros: int = field(default_factory=_now)
+    # partition operations: (partition values, record) added / dropped, for the change feed
+    partition_scheme: PartitionScheme | None = None
+    added_partitions: Sequence[tuple[tuple[Any, ...], rec.Partition]] = ()
+    dropped_partitions: Sequence[tuple[tuple[Any, ...], rec.Partition]] = ()
+    partitions_cleared: bool = False  # every partition removed (REPLACE TABLE)
 
 
 _HEADS = {
@@ -184,6 +190,8 @@ class Metastore:
         self.user = user or _default_user()
         self.project_path = self.layout.project(self.project)
         self._catalogs = self.project_path.add("Catalog")
+        #: the project's ordered log of mutations (written by _commit)
+        self.change_feed = ChangeFeed(self)
 
     @classmethod
     def open(cls, uri: str, project: str = "default", *, root_prefix: bytes = b"",
@@ -212,7 +220,8 @@ class Metastore:
         ``TableReference``), the ``*Commit`` record (operation, user, time, detail), the
         previous head (catalog / database / view) or the replaced table records
         (``TableSchema`` ... into ``TableSchemaHistory`` ...) and, for tables, the
-        ``TableHistory`` entry. Change feed, search index and cache versions hook in here.
+        ``TableHistory`` entry, and the change feed event. Search index and cache versions
+        hook in here too.
         """
         head_sub, history_sub, commit_sub = _HEADS[m.kind]
         v = m.version
@@ -231,7 +240,15 @@ class Metastore:
             version=v, operation=m.operation, user=self.user, committed_at_micros=m.time_micros,
             detail_json=json.dumps(m.detail, separators=(",", ":"), default=str, ensure_ascii=False)), new=True)
         self._metadata_commit(tr, m)
+        self.change_feed.record(tr, m)
         return v
+
+    # ---- change feed (issue 7) ------------------------------------------------------
+    def changes(self, since: str | None = None, follow: bool = False, poll_interval: float = 1.0,
+                batch: int = 500, stop: Callable[[], bool] | None = None) -> Iterator[Change]:
+        """The project's change events after cursor ``since``, in commit order (see
+        :mod:`ushas_catalog.change_feed`); ``follow`` keeps polling for new ones."""
+        return self.change_feed.changes(since, follow=follow, poll_interval=poll_interval, batch=batch, stop=stop)
 
     # ---- metadata & search (issue 6): SYSTEM metadata, Spark-mirrored USER metadata, index --
     def _metadata_commit(self, tr: Transaction, m: "Mutation") -> None:
@@ -368,8 +385,12 @@ class Metastore:
         return self._run(fn)
 
     def alter_catalog(self, name: NameLike, set_properties: Mapping[str, str] | None = None,
-                      remove_properties: Iterable[str] | None = None, comment: Any = UNSET) -> CatalogInfo:
+                      remove_properties: Iterable[str] | None = None, comment: Any = UNSET, *,
+                      expected_version: int | None = None) -> CatalogInfo:
+        """``expected_version`` (here and on every mutation): fail with :class:`Conflict`
+        naming both versions if the object is at another version."""
         cn = CatalogName.parse(name)
+        _check_expected(expected_version)
         sets = _props(set_properties, "properties")
         removes = list(remove_properties or ())
         if comment is not UNSET:
@@ -378,6 +399,7 @@ class Metastore:
         def fn(tr: Transaction) -> CatalogInfo:
             cat = self._catalog(tr, cn)
             old = cat.record
+            _expect("catalog", cn, old.version, expected_version)
             new = rec.CatalogRecord()
             new.CopyFrom(old)
             for k in removes:
@@ -391,11 +413,14 @@ class Metastore:
 
         return self._run(fn)
 
-    def drop_catalog(self, name: NameLike, cascade: bool = False, purge: bool = False) -> None:
+    def drop_catalog(self, name: NameLike, cascade: bool = False, purge: bool = False, *,
+                     expected_version: int | None = None) -> None:
         cn = CatalogName.parse(name)
+        _check_expected(expected_version)
 
         def fn(tr: Transaction) -> None:
             cat = self._catalog(tr, cn)
+            _expect("catalog", cn, cat.record.version, expected_version)
             dbs = cat.path.add("Database")
             if not cascade and any(True for _ in self._names(dbs, "Database").scan(tr, limit=1)):
                 raise NamespaceNotEmpty(f"catalog {cn} is not empty (drop it with cascade)", catalog=cn.catalog)
@@ -404,13 +429,16 @@ class Metastore:
 
         self._run(fn)
 
-    def undrop_catalog(self, name: NameLike) -> CatalogInfo:
+    def undrop_catalog(self, name: NameLike, *, expected_version: int | None = None) -> CatalogInfo:
+        """``expected_version``: the version of the dropped catalog (its DROP commit)."""
         cn = CatalogName.parse(name)
+        _check_expected(expected_version)
 
         def fn(tr: Transaction) -> CatalogInfo:
             cid = self._undrop_object(tr, self._catalogs, "Catalog", cn.catalog, str(cn), CatalogAlreadyExists,
                                       NoSuchCatalog)
             cat = self._catalog(tr, cn)
+            _expect("dropped catalog", cn, cat.record.version, expected_version)
             self._commit(tr, Mutation("catalog", str(cn), cat.path, "UNDROP CATALOG", cat.record.version + 1,
                                       _copy(cat.record), previous_head=cat.record))
             assert cid == cat.id
@@ -443,6 +471,10 @@ class Metastore:
         if purge:
             self._metadata_purge(tr, obj.path)
             tr.clear_range(*obj.path.range())
+            head = obj.ref if isinstance(obj, _Table) else obj.record
+            self.change_feed.record_removal(tr, kind="table" if isinstance(obj, _Table) else obj.kind,
+                                            name=str(obj.name), object_id=obj.id, version=head.version,
+                                            operation=operation, change=rec.ChangeEvent.DROPPED, before=head)
             return
         now = _now()
         created = entry.created_at_micros if entry is not None else 0
@@ -485,11 +517,16 @@ class Metastore:
         found = list(store.scan(tr, *store.prefix_range((key,))))
         if not found:
             raise missing_error(f"no dropped {kind.lower()} named {shown}")
+        head_sub = {"Catalog": "CatalogRecord", "Database": "DatabaseRecord", "Table": "TableReference"}[kind]
         for r in found:
             oid = r.key[1]
+            head = RecordStore.at(path_of(oid).add(head_sub)).load(tr, ())
             self._metadata_purge(tr, path_of(oid))
             tr.clear_range(*path_of(oid).range())
             store.delete(tr, (key, oid))
+            self.change_feed.record_removal(tr, kind=kind.lower(), name=shown, object_id=oid,
+                                            version=head.version if head is not None else 0,
+                                            operation=f"PURGE {kind.upper()}", change=rec.ChangeEvent.PURGED)
         return len(found)
 
     def _list_dropped(self, tr: Transaction, parent: KeySpacePath, kind: str,
@@ -564,10 +601,12 @@ class Metastore:
 
     def alter_database(self, name: NameLike, set_properties: Mapping[str, str] | None = None,
                        remove_properties: Iterable[str] | None = None, comment: Any = UNSET,
-                       location: Any = UNSET, owner: Any = UNSET) -> DatabaseInfo:
+                       location: Any = UNSET, owner: Any = UNSET, *,
+                       expected_version: int | None = None) -> DatabaseInfo:
         """Change properties, comment (``None`` clears it), location or owner; arguments
         left out stay as they are."""
         dn = DatabaseName.parse(name)
+        _check_expected(expected_version)
         sets = _props(set_properties, "properties")
         removes = list(remove_properties or ())
         for value, what in ((comment, "comment"), (location, "location"), (owner, "owner")):
@@ -577,6 +616,7 @@ class Metastore:
         def fn(tr: Transaction) -> DatabaseInfo:
             db = self._database(tr, dn)
             old = db.record
+            _expect("database", dn, old.version, expected_version)
             new = _copy(old)
             for k in removes:
                 new.properties.pop(k, None)
@@ -597,11 +637,14 @@ class Metastore:
 
         return self._run(fn)
 
-    def drop_database(self, name: NameLike, cascade: bool = False, purge: bool = False) -> None:
+    def drop_database(self, name: NameLike, cascade: bool = False, purge: bool = False, *,
+                      expected_version: int | None = None) -> None:
         dn = DatabaseName.parse(name)
+        _check_expected(expected_version)
 
         def fn(tr: Transaction) -> None:
             db = self._database(tr, dn)
+            _expect("database", dn, db.record.version, expected_version)
             if not cascade and any(True for _ in self._names(db.path.add("Table"), "Table").scan(tr, limit=1)):
                 raise NamespaceNotEmpty(f"database {dn} is not empty (drop it with cascade)", database=str(dn))
             cat = self._catalog(tr, dn.catalog_name, load=False)
@@ -610,14 +653,16 @@ class Metastore:
 
         self._run(fn)
 
-    def undrop_database(self, name: NameLike) -> DatabaseInfo:
+    def undrop_database(self, name: NameLike, *, expected_version: int | None = None) -> DatabaseInfo:
         dn = DatabaseName.parse(name)
+        _check_expected(expected_version)
 
         def fn(tr: Transaction) -> DatabaseInfo:
             cat = self._catalog(tr, dn.catalog_name, load=False)
             self._undrop_object(tr, cat.path.add("Database"), "Database", dn.database, str(dn),
                                 NamespaceAlreadyExists, NoSuchNamespace)
             db = self._database(tr, dn)
+            _expect("dropped database", dn, db.record.version, expected_version)
             new = _copy(db.record)
             self._commit(tr, Mutation("database", str(dn), db.path, "UNDROP DATABASE", db.record.version + 1, new,
                                       previous_head=db.record))
@@ -703,19 +748,26 @@ class Metastore:
 
     def replace_table(self, name: NameLike, schema: Any, partition_by: Sequence[str] = (), format: str = "parquet",
                       location: str | None = None, properties: Mapping[str, str] | None = None,
-                      comment: str | None = None, owner: str | None = None, external: bool = False) -> TableInfo:
+                      comment: str | None = None, owner: str | None = None, external: bool = False, *,
+                      expected_version: int | None = None) -> TableInfo:
         """CREATE OR REPLACE TABLE in one transaction. An existing table keeps its id and
         history: the new definition is the next version (new schema id) and its
-        partitions are removed; a missing table is created."""
+        partitions are removed; a missing table is created (unless ``expected_version``
+        is given: then it must exist at that version)."""
         tn = TableName.parse(name)
+        _check_expected(expected_version)
 
         def fn(tr: Transaction) -> TableInfo:
             db, entry = self._relation(tr, tn)
             if entry is None:
+                if expected_version is not None:
+                    raise Conflict(f"table {tn} does not exist, not at the expected version {expected_version}",
+                                   table=str(tn), expected_version=expected_version)
                 return None  # type: ignore[return-value]
             if entry.kind != rec.ObjectKind.TABLE:
                 raise TableAlreadyExists(_exists_message(tn, entry), table=str(tn))
             t = self._table(tr, tn)
+            _expect("table", tn, t.ref.version, expected_version)
             db_record = RecordStore.at(db.path.add("DatabaseRecord")).load(tr, ())
             now = _now()
             old = {sub: t.store(sub).load(tr, ()) for sub in ("TableSchema", "TableStorage", "TableProperties")}
@@ -727,7 +779,7 @@ class Metastore:
             ref = _copy(t.ref)
             ref.schema_id = records[0].schema_id
             self._commit(tr, Mutation("table", str(tn), t.path, "REPLACE TABLE", t.ref.version + 1, ref,
-                                      time_micros=now, previous=old,
+                                      time_micros=now, previous=old, partitions_cleared=True,
                                       changed=("TableSchema", "TableStorage", "TableProperties", "TablePartition"),
                                       detail={"format": records[1].format,
                                               "partition_by": list(records[0].partition_columns)}))
@@ -859,6 +911,7 @@ class Metastore:
         Column changes make one new schema id (the old schema is kept in history).
         ``expected_version``: fail with :class:`Conflict` if the table moved on."""
         tn = TableName.parse(name)
+        _check_expected(expected_version)
         changes = list(changes)
         if not changes:
             raise InvalidArgument("alter_table needs at least one change")
@@ -867,9 +920,7 @@ class Metastore:
 
         def fn(tr: Transaction) -> TableInfo:
             t = self._table(tr, tn)
-            if expected_version is not None and t.ref.version != expected_version:
-                raise Conflict(f"table {tn} is at version {t.ref.version}, not the expected {expected_version}",
-                               table=str(tn))
+            _expect("table", tn, t.ref.version, expected_version)
             old = {sub: t.store(sub).load(tr, ()) for sub in ("TableSchema", "TableStorage", "TableProperties")}
             state = SchemaState(struct_from_proto(old["TableSchema"].schema),
                                 list(old["TableSchema"].partition_columns))
@@ -929,13 +980,15 @@ class Metastore:
 
         return self._run(fn)
 
-    def rename_table(self, name: NameLike, new_name: NameLike) -> TableInfo:
+    def rename_table(self, name: NameLike, new_name: NameLike, *, expected_version: int | None = None) -> TableInfo:
         """Rename a table, possibly into another database of the same catalog (its keys
         then move, so the whole table must fit one transaction's 10 MB)."""
         src, dst = TableName.parse(name), TableName.parse(new_name)
+        _check_expected(expected_version)
 
         def fn(tr: Transaction) -> TableInfo:
             t = self._table(tr, src)
+            _expect("table", src, t.ref.version, expected_version)
             path = self._move_relation(tr, src, dst, t.id, t.path, rec.ObjectKind.TABLE)
             moved = _Table(dst, path.parent.parent, t.id, path, t.ref)  # type: ignore[union-attr]
             ref = _copy(t.ref)
@@ -966,26 +1019,31 @@ class Metastore:
         tr.clear_range(*path.range())
         return new_path
 
-    def drop_table(self, name: NameLike, purge: bool = False) -> None:
+    def drop_table(self, name: NameLike, purge: bool = False, *, expected_version: int | None = None) -> None:
         """Drop a table: its name moves to DroppedTableObjectName (undrop_table restores
         it); with ``purge`` every key of the table goes, in one clear_range."""
         tn = TableName.parse(name)
+        _check_expected(expected_version)
 
         def fn(tr: Transaction) -> None:
             t = self._table(tr, tn)
+            _expect("table", tn, t.ref.version, expected_version)
             self._drop_object(tr, t.database.add("Table"), "Table", tn.name, t, purge, "DROP TABLE",
                               rec.ObjectKind.TABLE)
 
         self._run(fn)
 
-    def undrop_table(self, name: NameLike) -> TableInfo:
-        """Restore the most recently dropped table of that name."""
+    def undrop_table(self, name: NameLike, *, expected_version: int | None = None) -> TableInfo:
+        """Restore the most recently dropped table of that name (``expected_version``: the
+        dropped table's version, i.e. that of its DROP commit)."""
         tn = TableName.parse(name)
+        _check_expected(expected_version)
 
         def fn(tr: Transaction) -> TableInfo:
             db = self._database(tr, tn.database_name, load=False)
             self._undrop_object(tr, db.path.add("Table"), "Table", tn.name, str(tn), TableAlreadyExists, NoSuchTable)
             t = self._table(tr, tn)
+            _expect("dropped table", tn, t.ref.version, expected_version)
             ref = _copy(t.ref)
             self._commit(tr, Mutation("table", str(tn), t.path, "UNDROP TABLE", t.ref.version + 1, ref))
             return self._table_info(tn, t.id, ref, *(t.store(s).load(tr, ()) for s in
@@ -1027,10 +1085,13 @@ class Metastore:
     def create_view(self, name: NameLike, sql: str, schema: Any, comment: str | None = None,
                     properties: Mapping[str, str] | None = None, current_catalog: str | None = None,
                     current_namespace: Sequence[str] | None = None, query_column_names: Sequence[str] = (),
-                    replace: bool = False, owner: str | None = None) -> ViewInfo:
+                    replace: bool = False, owner: str | None = None, *,
+                    expected_version: int | None = None) -> ViewInfo:
         """Create (``replace=True``: or replace) a view. Views share the tables' name
-        space: a table of that name fails with TableAlreadyExists."""
+        space: a table of that name fails with TableAlreadyExists. ``expected_version``:
+        the view must exist at that version (and is replaced)."""
         tn = TableName.parse(name)
+        _check_expected(expected_version)
         if not isinstance(sql, str) or not sql.strip():
             raise InvalidArgument("a view needs its SQL text")
         struct = parse_schema(schema)
@@ -1051,10 +1112,14 @@ class Metastore:
                 if not replace:
                     raise ViewAlreadyExists(f"view {tn} already exists", view=str(tn))
                 view = self._view(tr, tn)
+                _expect("view", tn, view.record.version, expected_version)
                 new.created_at_micros = view.record.created_at_micros
                 self._commit(tr, Mutation("view", str(tn), view.path, "REPLACE VIEW", view.record.version + 1, new,
                                           previous_head=view.record, time_micros=now))
                 return self._view_info(tn, view.id, new)
+            if expected_version is not None:
+                raise Conflict(f"view {tn} does not exist, not at the expected version {expected_version}",
+                               view=str(tn), expected_version=expected_version)
             vid = uuid.uuid4()
             path = Layout.view(db.path, vid)
             self._names(db.path.add("Table"), "Table").save(tr, (tn.name,), rec.ObjectName(
@@ -1093,9 +1158,10 @@ class Metastore:
                    query_column_names: Sequence[str] | None = None, current_catalog: str | None = None,
                    current_namespace: Sequence[str] | None = None, set_properties: Mapping[str, str] | None = None,
                    remove_properties: Iterable[str] | None = None, comment: Any = UNSET,
-                   owner: str | None = None) -> ViewInfo:
+                   owner: str | None = None, expected_version: int | None = None) -> ViewInfo:
         """ALTER VIEW ... AS (``sql`` with its ``schema``) and / or SET / UNSET TBLPROPERTIES."""
         tn = TableName.parse(name)
+        _check_expected(expected_version)
         if (sql is None) != (schema is None):
             raise InvalidArgument("alter_view: give the new sql and its schema together")
         struct = parse_schema(schema) if schema is not None else None
@@ -1104,6 +1170,7 @@ class Metastore:
 
         def fn(tr: Transaction) -> ViewInfo:
             v = self._view(tr, tn)
+            _expect("view", tn, v.record.version, expected_version)
             new = _copy(v.record)
             if sql is not None:
                 if not isinstance(sql, str) or not sql.strip():
@@ -1135,11 +1202,13 @@ class Metastore:
 
         return self._run(fn)
 
-    def rename_view(self, name: NameLike, new_name: NameLike) -> ViewInfo:
+    def rename_view(self, name: NameLike, new_name: NameLike, *, expected_version: int | None = None) -> ViewInfo:
         src, dst = TableName.parse(name), TableName.parse(new_name)
+        _check_expected(expected_version)
 
         def fn(tr: Transaction) -> ViewInfo:
             v = self._view(tr, src)
+            _expect("view", src, v.record.version, expected_version)
             path = self._move_relation(tr, src, dst, v.id, v.path, rec.ObjectKind.VIEW)
             new = _copy(v.record)
             self._commit(tr, Mutation("view", str(dst), path, "RENAME VIEW", v.record.version + 1, new,
@@ -1148,16 +1217,20 @@ class Metastore:
 
         return self._run(fn)
 
-    def drop_view(self, name: NameLike) -> None:
+    def drop_view(self, name: NameLike, *, expected_version: int | None = None) -> None:
         """Drop a view: its name and every key of it go (views are not undroppable)."""
         tn = TableName.parse(name)
+        _check_expected(expected_version)
 
         def fn(tr: Transaction) -> None:
             v = self._view(tr, tn)
+            _expect("view", tn, v.record.version, expected_version)
             db = self._database(tr, tn.database_name, load=False)
             self._names(db.path.add("Table"), "Table").delete(tr, (tn.name,))
             self._metadata_purge(tr, v.path)
             tr.clear_range(*v.path.range())
+            self.change_feed.record_removal(tr, kind="view", name=str(tn), object_id=v.id, version=v.record.version,
+                                            operation="DROP VIEW", change=rec.ChangeEvent.DROPPED, before=v.record)
 
         self._run(fn)
 
@@ -1185,14 +1258,16 @@ class Metastore:
         return r
 
     def add_partitions(self, name: NameLike, partitions: Iterable[Partition | Mapping[str, Any]],
-                       if_not_exists: bool = False) -> MutationResult:
+                       if_not_exists: bool = False, *, expected_version: int | None = None) -> MutationResult:
         """Add partitions in one transaction. Values are checked against the partition
         column types; without a location a partition goes to ``<table location>/k=v/...``."""
         tn = TableName.parse(name)
+        _check_expected(expected_version)
         items = [self._partition_input(p) for p in partitions]
 
         def fn(tr: Transaction) -> MutationResult:
             t = self._table(tr, tn)
+            _expect("table", tn, t.ref.version, expected_version)
             scheme = self._scheme(tr, t)
             _require_partitioned(tn, scheme)
             storage = t.store("TableStorage").load(tr, ())
@@ -1202,6 +1277,7 @@ class Metastore:
             # every read before the first write (reads after writes merge with the write buffer)
             seen: set[tuple[Any, ...]] = set()
             new: list[tuple[bytes, rec.Partition]] = []
+            keys: list[tuple[Any, ...]] = []
             skipped = 0
             for p in items:
                 key = scheme.key(p.values)
@@ -1215,6 +1291,7 @@ class Metastore:
                 seen.add(key)
                 location = p.location if p.location is not None else _default_location(storage, scheme, key)
                 new.append((packed, self._partition_record(p, location, now)))
+                keys.append(key)
             added_change = rec.PartitionChange(action=rec.PartitionChange.ADDED)
             version_prefix = fdbtuple.pack((v,))
             for packed, record in new:
@@ -1224,7 +1301,9 @@ class Metastore:
             if not added:
                 return MutationResult(None, skipped=skipped)
             self._commit(tr, Mutation("table", str(tn), t.path, "ADD PARTITIONS", v, _copy(t.ref), time_micros=now,
-                                      changed=("TablePartition",), detail={"added": added, "skipped": skipped}))
+                                      changed=("TablePartition",), detail={"added": added, "skipped": skipped},
+                                      partition_scheme=scheme,
+                                      added_partitions=[(k, r) for k, (_, r) in zip(keys, new)]))
             return MutationResult(v, added=added, skipped=skipped)
 
         return self._run(fn)
@@ -1242,14 +1321,16 @@ class Metastore:
                 yield sr.key, sr.record
 
     def drop_partitions(self, name: NameLike, specs: Iterable[Mapping[str, Any]],
-                        if_exists: bool = False) -> MutationResult:
+                        if_exists: bool = False, *, expected_version: int | None = None) -> MutationResult:
         """Drop partitions in one transaction. A partial spec drops every partition it
         matches; a spec matching nothing fails with NoSuchPartition unless ``if_exists``."""
         tn = TableName.parse(name)
+        _check_expected(expected_version)
         spec_list = [dict(s.values) if isinstance(s, Partition) else s for s in specs]
 
         def fn(tr: Transaction) -> MutationResult:
             t = self._table(tr, tn)
+            _expect("table", tn, t.ref.version, expected_version)
             scheme = self._scheme(tr, t)
             _require_partitioned(tn, scheme)
             store, history = t.partitions(scheme), t.partition_history(scheme)
@@ -1270,22 +1351,26 @@ class Metastore:
             if not dropped:
                 return MutationResult(None, skipped=missing)
             self._commit(tr, Mutation("table", str(tn), t.path, "DROP PARTITIONS", v, _copy(t.ref),
-                                      changed=("TablePartition",), detail={"dropped": len(dropped)}))
+                                      changed=("TablePartition",), detail={"dropped": len(dropped)},
+                                      partition_scheme=scheme, dropped_partitions=list(dropped.items())))
             return MutationResult(v, dropped=len(dropped), skipped=missing)
 
         return self._run(fn)
 
     def replace_partitions(self, name: NameLike, drop_specs: Iterable[Mapping[str, Any]],
-                           add: Iterable[Partition | Mapping[str, Any]]) -> MutationResult:
+                           add: Iterable[Partition | Mapping[str, Any]], *,
+                           expected_version: int | None = None) -> MutationResult:
         """An overwrite in one transaction: partitions matching ``drop_specs`` (partial
         specs allowed; matching nothing is fine) go, ``add`` are written. A partition in
         both is REPLACED (one key, never duplicated)."""
         tn = TableName.parse(name)
+        _check_expected(expected_version)
         drop_list = [dict(s.values) if isinstance(s, Partition) else s for s in drop_specs]
         items = [self._partition_input(p) for p in add]
 
         def fn(tr: Transaction) -> MutationResult:
             t = self._table(tr, tn)
+            _expect("table", tn, t.ref.version, expected_version)
             scheme = self._scheme(tr, t)
             _require_partitioned(tn, scheme)
             storage = t.store("TableStorage").load(tr, ())
@@ -1304,6 +1389,7 @@ class Metastore:
                 new[key] = self._partition_record(p, location, now)
             existing = {key: to_drop.pop(key, None) or store.load(tr, key) for key in new}  # reads first
             added = replaced = 0
+            gone: list[tuple[tuple[Any, ...], rec.Partition]] = []
             for key, r in new.items():
                 old = existing[key]
                 if old is None:
@@ -1314,6 +1400,7 @@ class Metastore:
                     store.save(tr, key, r)
                     history.save(tr, (v,) + key, rec.PartitionChange(action=rec.PartitionChange.REPLACED,
                                                                      previous=old), new=True)
+                    gone.append((key, old))
                     replaced += 1
             for key, old in to_drop.items():
                 store.delete(tr, key)
@@ -1323,7 +1410,9 @@ class Metastore:
                 return MutationResult(None)
             self._commit(tr, Mutation("table", str(tn), t.path, "REPLACE PARTITIONS", v, _copy(t.ref),
                                       time_micros=now, changed=("TablePartition",),
-                                      detail={"added": added, "replaced": replaced, "dropped": len(to_drop)}))
+                                      detail={"added": added, "replaced": replaced, "dropped": len(to_drop)},
+                                      partition_scheme=scheme, added_partitions=list(new.items()),
+                                      dropped_partitions=gone + list(to_drop.items())))
             return MutationResult(v, added=added, dropped=len(to_drop), replaced=replaced)
 
         return self._run(fn)
@@ -1506,3 +1595,16 @@ def _partition_out(scheme: PartitionScheme, key: tuple[Any, ...], r: rec.Partiti
                      rows=r.rows if r.HasField("rows") else None,
                      properties=dict(r.properties), created_at=micros_to_datetime(r.created_at_micros),
                      spec=scheme.spec(key))
+
+
+def _check_expected(expected: int | None) -> None:
+    if expected is not None and (isinstance(expected, bool) or not isinstance(expected, int) or expected < 1):
+        raise InvalidArgument(f"expected_version must be an integer >= 1 or None, not {expected!r}")
+
+
+def _expect(what: str, name: Any, actual: int, expected: int | None) -> None:
+    """Optimistic concurrency: the object must still be at ``expected`` (checked inside
+    the transaction, so every retry checks again)."""
+    if expected is not None and actual != expected:
+        raise Conflict(f"{what} {name} is at version {actual}, not the expected version {expected}",
+                       object=str(name), expected_version=expected, actual_version=actual)

@@ -7,6 +7,7 @@ own location (project, catalog, database or table id): the key path says where t
 from __future__ import annotations
 
 from .catalog_pb2 import CatalogRecord, DatabaseRecord
+from .change_pb2 import ChangeEvent, PartitionDelta
 from .commit_pb2 import Commit, HistoryEntry
 from .names_pb2 import DroppedObjectName, ObjectKind, ObjectName
 from .partition_pb2 import Partition, PartitionChange
@@ -16,7 +17,7 @@ from .view_pb2 import ViewRecord
 from .store import RECORD_TYPES, RecordStore, RecordTypeError
 
 __all__ = [
-    "CatalogRecord", "DatabaseRecord", "Commit", "HistoryEntry", "DroppedObjectName", "ObjectKind",
+    "CatalogRecord", "DatabaseRecord", "ChangeEvent", "PartitionDelta", "Commit", "HistoryEntry", "DroppedObjectName", "ObjectKind",
     "ObjectName", "Partition", "PartitionChange", "ArrayType", "DataType", "DecimalType", "MapType",
     "StructField", "StructType", "TableProperties", "TableReference", "TableSchema", "TableStorage",
     "ViewRecord", "RECORD_TYPES", "RecordStore", "RecordTypeError",
