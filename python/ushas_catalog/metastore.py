@@ -1606,5 +1606,5 @@ def _expect(what: str, name: Any, actual: int, expected: int | None) -> None:
     """Optimistic concurrency: the object must still be at ``expected`` (checked inside
     the transaction, so every retry checks again)."""
     if expected is not None and actual != expected:
-        raise Conflict(f"{what} {name} is at version {actual}, not the expected version {expected}",
+        raise Conflict(f"{what} {name} is at version {actual}, not the expected {expected}",
                        object=str(name), expected_version=expected, actual_version=actual)
