@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import fdb.tuple as fdbtuple
-from google.protobuf.json_format import MessageToDict
+from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
 from . import records as rec
@@ -251,7 +251,6 @@ class ChangeFeed:
         else:
             if m.previous_head is not None:
                 before.update(_records(m.previous_head))
-                before["version"] = m.previous_head.version
             after.update(_records(m.head))
         return before, after
 
@@ -259,19 +258,24 @@ class ChangeFeed:
     def read(self, since: str | None = None, limit: int = READ_BATCH) -> list[Change]:
         """At most ``limit`` events after cursor ``since`` (from the oldest retained without
         one), in one transaction. Raises CursorExpired if events after ``since`` were trimmed."""
+        return self._read(since, limit)[0]
+
+    def _read(self, since: str | None, limit: int) -> tuple[list[Change], bool]:
+        """:meth:`read`, and whether more events may follow (the read stopped at a limit)."""
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise InvalidArgument(f"limit must be an integer >= 1, not {limit!r}")
         after = decode_cursor(since) if since is not None else None
         begin = self.events_prefix + (bytes([_VS_CODE]) + after + b"\xff" if after is not None else b"")
         end = self.events_prefix + b"\xff"
 
-        def fn(tr: Transaction) -> list[Change]:
+        def fn(tr: Transaction) -> tuple[list[Change], bool]:
             trimmed = tr.get(self._state_key("trimmed"))
             if after is not None and trimmed is not None and after < trimmed:
                 raise CursorExpired(f"cursor {since} is older than the change feed's retention: events up to "
                                     f"{encode_cursor(trimmed)} were trimmed; restart from the beginning "
                                     f"(no --since) and rebuild", cursor=since, trimmed=encode_cursor(trimmed))
-            return [self._decode(stamp, data) for stamp, data in self._scan(tr, begin, end, limit)]
+            rows, more = self._scan(tr, begin, end, limit)
+            return [self._decode(stamp, data) for stamp, data in rows], more
 
         return self.ms._run(fn)
 
@@ -284,11 +288,11 @@ class ChangeFeed:
             decode_cursor(since)
         cursor = since
         while True:
-            events = self.read(cursor, batch)
+            events, more = self._read(cursor, batch)
             yield from events
             if events:
                 cursor = events[-1].cursor
-            if len(events) == batch:
+            if more:
                 continue
             if not follow or (stop is not None and stop()):
                 return
@@ -333,7 +337,7 @@ class ChangeFeed:
         last: bytes | None = None
         stop_key: bytes | None = None
         while stop_key is None:
-            rows = self.ms._run(lambda tr: list(self._scan(tr, begin, end, batch)))
+            rows, more = self.ms._run(lambda tr: self._scan(tr, begin, end, batch))
             for stamp, data in rows:
                 if rec.ChangeEvent.FromString(data).committed_at_micros > horizon:
                     stop_key = self.events_prefix + bytes([_VS_CODE]) + stamp
@@ -341,7 +345,7 @@ class ChangeFeed:
                 removed += 1
                 last = stamp
             if stop_key is None:
-                if len(rows) < batch:
+                if not more or not rows:
                     break
                 begin = self.events_prefix + bytes([_VS_CODE]) + rows[-1][0] + b"\xff"
         if last is None:
@@ -363,9 +367,11 @@ class ChangeFeed:
     def _state_key(self, name: str) -> bytes:
         return self._state.add("name", name).key()
 
-    def _scan(self, tr: Transaction, begin: bytes, end: bytes, limit: int) -> Iterator[tuple[bytes, bytes]]:
+    def _scan(self, tr: Transaction, begin: bytes, end: bytes,
+              limit: int) -> tuple[list[tuple[bytes, bytes]], bool]:
         """(12-byte stamp, serialized event) of up to ``limit`` events in [begin, end),
-        joining split events (a split event cut by the batch is completed)."""
+        joining split events (a split event cut by the batch is completed), and whether
+        more events may follow."""
         plen = len(self.events_prefix)
         rows = list(tr.get_range(begin, end, limit=limit * 2))
         events: list[tuple[bytes, list[bytes]]] = []
@@ -380,8 +386,8 @@ class ChangeFeed:
             stamp = events[-1][0]
             group = self.events_prefix + bytes([_VS_CODE]) + stamp
             events[-1] = (stamp, [kv.value for kv in tr.get_range(group, group + b"\xff")])
-        for stamp, parts in events[:limit]:
-            yield stamp, b"".join(parts)
+        more = len(rows) == limit * 2 or len(events) > limit
+        return [(stamp, b"".join(parts)) for stamp, parts in events[:limit]], more
 
     def _decode(self, stamp: bytes, data: bytes) -> Change:
         ev = rec.ChangeEvent.FromString(data)
@@ -393,7 +399,29 @@ class ChangeFeed:
 
 
 def _records(message: Message) -> dict[str, Any]:
-    return MessageToDict(message, preserving_proto_field_name=True)
+    """A record as a JSON-able dict: set fields only, numbers as numbers (int64 too),
+    enums by name, bytes as hex, nested messages and maps as dicts."""
+    out: dict[str, Any] = {}
+    for fd, value in message.ListFields():
+        if fd.message_type is not None and fd.message_type.GetOptions().map_entry:
+            vfd = fd.message_type.fields_by_name["value"]
+            out[fd.name] = {k: _value(vfd, v) for k, v in value.items()}
+        elif fd.is_repeated:
+            out[fd.name] = [_value(fd, v) for v in value]
+        else:
+            out[fd.name] = _value(fd, value)
+    return out
+
+
+def _value(fd: FieldDescriptor, value: Any) -> Any:
+    if fd.type == FieldDescriptor.TYPE_MESSAGE:
+        return _records(value)
+    if fd.type == FieldDescriptor.TYPE_ENUM:
+        ev = fd.enum_type.values_by_number.get(value)
+        return ev.name if ev is not None else value
+    if fd.type == FieldDescriptor.TYPE_BYTES:
+        return value.hex()
+    return value
 
 
 def _dump(value: dict[str, Any]) -> str:
