@@ -310,7 +310,7 @@ def _now_micros() -> int:
 class MetadataKeys:
     """Key helpers of one project's ``Metadata`` subspace."""
 
-    __slots__ = ("objects", "index", "index_prefix", "_codes", "_entry_prefixes")
+    __slots__ = ("objects", "index", "index_prefix", "_codes", "_entry_prefixes", "_field_prefixes", "_tails")
 
     def __init__(self, project_path: KeySpacePath) -> None:
         root = project_path.add("Metadata")
@@ -321,6 +321,11 @@ class MetadataKeys:
         self._codes = {name: pack_element(per_object.child(name).value)
                        for name in ("MetadataState", "MetadataEntry", "MetadataHistory")}
         self._entry_prefixes: dict[uuid.UUID, bytes] = {}
+        #: index key prefixes per field: ``index + pack((fld,))``
+        self._field_prefixes = {fld: self.index_prefix + pack_element(fld)
+                                for fld in (F_KEY_VALUE, F_VALUE, F_TAG, F_FIELD)}
+        #: ``pack((TYPE, scope, oid))``, the middle of an object's index keys
+        self._tails: dict[tuple[ObjectType, Scope, uuid.UUID], bytes] = {}
 
     def _object_prefix(self, oid: uuid.UUID) -> bytes:
         prefix = self._entry_prefixes.get(oid)
@@ -351,10 +356,23 @@ class MetadataKeys:
 
     def index_key(self, fld: str, term: str, otype: ObjectType, scope: Scope, oid: uuid.UUID,
                   column: str | None, key: str) -> bytes:
-        """``fdb.tuple.pack((fld, term, TYPE, scope, oid, column, key))`` under the index, built
-        element by element (:func:`pack_element`): the index is written for every column."""
-        return b"".join((self.index_prefix, pack_element(fld), pack_element(term), pack_element(otype.value),
-                         pack_element(scope.value), pack_element(oid), pack_element(column), pack_element(key)))
+        """``fdb.tuple.pack((fld, term, TYPE, scope, oid, column, key))`` under the index."""
+        return self.index_head(fld, term) + self.index_tail(otype, scope, oid) + pack_element(column) + \
+            pack_element(key)
+
+    def index_head(self, fld: str, term: str) -> bytes:
+        """The start of an index key: ``index + pack((fld, term))``."""
+        return self._field_prefixes[fld] + pack_element(term)
+
+    def index_tail(self, otype: ObjectType, scope: Scope, oid: uuid.UUID) -> bytes:
+        """``pack((TYPE, scope, oid))``: the part of an index key between the term and the
+        (column, key) of the entry; computed once per object and writer (the index is
+        written for every column of a table)."""
+        k = (otype, scope, oid)
+        tail = self._tails.get(k)
+        if tail is None:
+            tail = self._tails[k] = pack_element(otype.value) + pack_element(scope.value) + pack_element(oid)
+        return tail
 
 
 def versionstamped_key(prefix: bytes, user_version: int) -> bytes:
@@ -362,6 +380,10 @@ def versionstamped_key(prefix: bytes, user_version: int) -> bytes:
     the incomplete versionstamp element (0x33, 10 placeholder bytes, the 2-byte user version)
     and the 4-byte little-endian offset of the placeholder."""
     return prefix + b"\x33" + b"\xff" * 10 + user_version.to_bytes(2, "big") + (len(prefix) + 1).to_bytes(4, "little")
+
+
+#: ``pack_element("")``
+_EMPTY = b"\x02\x00"
 
 
 def pack_element(value: str | uuid.UUID | None) -> bytes:
@@ -419,8 +441,12 @@ class MetadataWriter:
     history in step. Made by the API and by the catalog / lineage hooks."""
 
     def __init__(self, tr: Transaction, keys: MetadataKeys, user: str, *, source: str = "api",
-                 now_micros: int | None = None) -> None:
+                 now_micros: int | None = None, index: bool = True) -> None:
         self.tr = tr
+        #: False only for the write-cost baseline of ``bench/search.py``: every metadata write
+        #: as usual, no index key written or cleared (the index is then wrong: never in a store
+        #: that is searched)
+        self.index = index
         self.keys = keys
         self.user = user
         self.source = source
@@ -518,16 +544,23 @@ class MetadataWriter:
         return ObjectType.COLUMN if entry.column is not None else state.type
 
     def _index_entry(self, oid: uuid.UUID, state: ObjectState, entry: Entry) -> None:
-        otype = self._entry_type(state, entry)
+        if not self.index:
+            return
+        keys = self.keys
+        tail = keys.index_tail(self._entry_type(state, entry), entry.scope, oid) + pack_element(entry.column) + \
+            pack_element(entry.key)
         value = pack_element(state.name)
         for fld, term, shown in entry.index_terms():
-            self.tr.set(self.keys.index_key(fld, term, otype, entry.scope, oid, entry.column, entry.key),
-                        value + pack_element(shown))
+            self.tr.set(keys.index_head(fld, term) + tail, value + pack_element(shown))
 
     def _unindex_entry(self, oid: uuid.UUID, state: ObjectState, entry: Entry) -> None:
-        otype = self._entry_type(state, entry)
+        if not self.index:
+            return
+        keys = self.keys
+        tail = keys.index_tail(self._entry_type(state, entry), entry.scope, oid) + pack_element(entry.column) + \
+            pack_element(entry.key)
         for fld, term, _ in entry.index_terms():
-            self.tr.clear(self.keys.index_key(fld, term, otype, entry.scope, oid, entry.column, entry.key))
+            self.tr.clear(keys.index_head(fld, term) + tail)
 
     def set_comment(self, oid: uuid.UUID, state: ObjectState, column: str | None, old: str | None,
                     new: str | None, *, history: bool) -> None:
@@ -545,13 +578,29 @@ class MetadataWriter:
                           Entry(column, Scope.USER, PROPERTY, COMMENT, new or ""), old, new)
 
     def index_field(self, oid: uuid.UUID, state: ObjectState, path: str) -> None:
-        value = pack_element(state.name) + pack_element(path)
-        for term in field_terms(path):
-            self.tr.set(self.keys.index_key(F_FIELD, term, state.type, Scope.SYSTEM, oid, path, ""), value)
+        self.index_fields(oid, state, (path,))
+
+    def index_fields(self, oid: uuid.UUID, state: ObjectState, paths: Iterable[str]) -> None:
+        """The ``f`` entries of schema fields: ``(f, term, TYPE, SYSTEM, oid, path, "") ->
+        (name, path)`` per term of each path (:func:`field_terms`)."""
+        if not self.index:
+            return
+        head = self.keys.index_head
+        tail = self.keys.index_tail(state.type, Scope.SYSTEM, oid)
+        name = pack_element(state.name)
+        tr_set = self.tr.set
+        for path in paths:
+            packed = pack_element(path)
+            end, value = tail + packed + _EMPTY, name + packed
+            for term in field_terms(path):
+                tr_set(head(F_FIELD, term) + end, value)
 
     def unindex_field(self, oid: uuid.UUID, state: ObjectState, path: str) -> None:
+        if not self.index:
+            return
+        end = self.keys.index_tail(state.type, Scope.SYSTEM, oid) + pack_element(path) + _EMPTY
         for term in field_terms(path):
-            self.tr.clear(self.keys.index_key(F_FIELD, term, state.type, Scope.SYSTEM, oid, path, ""))
+            self.tr.clear(self.keys.index_head(F_FIELD, term) + end)
 
     def set_indexed(self, oid: uuid.UUID, indexed: bool) -> None:
         """Remove (drop) or restore (undrop) every index entry of the object."""
@@ -561,8 +610,11 @@ class MetadataWriter:
         state.indexed = True  # so _index_entry / _unindex_entry compute the same keys
         for entry in [*self.entries(oid), *state.comment_entries()]:
             (self._index_entry if indexed else self._unindex_entry)(oid, state, entry)
-        for path in state.fields:
-            (self.index_field if indexed else self.unindex_field)(oid, state, path)
+        if indexed:
+            self.index_fields(oid, state, state.fields)
+        else:
+            for path in state.fields:
+                self.unindex_field(oid, state, path)
         state.indexed = indexed
         self.save_state(oid, state)
 
@@ -575,8 +627,7 @@ class MetadataWriter:
         if state.indexed:
             for entry in [*self.entries(oid), *state.comment_entries()]:
                 self._index_entry(oid, state, entry)
-            for path in state.fields:
-                self.index_field(oid, state, path)
+            self.index_fields(oid, state, state.fields)
         self.save_state(oid, state)
 
     def purge(self, oid: uuid.UUID) -> None:

@@ -40,9 +40,11 @@ _PARTITION_OPS = {"ADD PARTITIONS": ("added",), "DROP PARTITIONS": ("dropped",),
                   "REPLACE PARTITIONS": ("added", "dropped")}
 
 
-def on_commit(ms: "Metastore", tr: Transaction, m: "Mutation") -> None:
-    """Bring the metadata of the mutated object in step with the commit ``m``."""
-    w = MetadataWriter(tr, MetadataKeys(ms.project_path), ms.user, source="catalog", now_micros=m.time_micros)
+def on_commit(ms: "Metastore", tr: Transaction, m: "Mutation", *, index: bool = True) -> None:
+    """Bring the metadata of the mutated object in step with the commit ``m``. ``index=False``
+    only for the write-cost baseline of ``bench/search.py`` (no index key written)."""
+    w = MetadataWriter(tr, MetadataKeys(ms.project_path), ms.user, source="catalog", now_micros=m.time_micros,
+                       index=index)
     oid: uuid.UUID = m.path.value
     otype = ObjectType(m.kind.upper())
     op = m.operation
@@ -51,8 +53,10 @@ def on_commit(ms: "Metastore", tr: Transaction, m: "Mutation") -> None:
         return
     if op in _UNDROPS:
         _each_object(ms, tr, m.path, purge=False, visit=lambda i: w.set_indexed(i, True))
-    state = w.state(oid)
-    fresh = state is None and m.version == 1
+    # version 1: the object was created in this transaction with a new id, so nothing of it
+    # is stored yet (no state, entries or index entries to read and diff against)
+    fresh = m.version == 1
+    state = None if fresh else w.state(oid)
     if state is None:
         state = ObjectState(otype, m.name)
         w.known_new(oid, state) if fresh else w.save_state(oid, state)
@@ -62,7 +66,8 @@ def on_commit(ms: "Metastore", tr: Transaction, m: "Mutation") -> None:
 
     def system(key: str, value: str | None) -> None:
         if value is None:
-            w.delete(oid, None, Scope.SYSTEM, PROPERTY, key, history=False)
+            if not fresh:
+                w.delete(oid, None, Scope.SYSTEM, PROPERTY, key, history=False)
         else:
             w.put(oid, Entry(None, Scope.SYSTEM, PROPERTY, key, value), fresh=fresh, history=False)
 
@@ -89,8 +94,8 @@ def _table(ms: "Metastore", tr: Transaction, w: MetadataWriter, oid: uuid.UUID, 
            fresh: bool, system: Callable[[str, str | None], None]) -> None:
     changed = set(m.changed)
     if "TableStorage" in changed:
-        storage = RecordStore.at(m.path.add("TableStorage")).load(tr, ())
-        system("format", storage.format)
+        fmt = m.detail.get("format") if m.operation in ("CREATE TABLE", "REPLACE TABLE") else None
+        system("format", fmt if isinstance(fmt, str) else RecordStore.at(m.path.add("TableStorage")).load(tr, ()).format)
     if "TableSchema" in changed:
         from .schema import struct_from_proto
 
@@ -148,12 +153,13 @@ def _sync_fields(w: MetadataWriter, oid: uuid.UUID, state: ObjectState, fields: 
             for e in list(w.entries(oid, path)):
                 w.delete(oid, e.column, e.scope, e.kind, e.key, source="catalog")
             w.set_comment(oid, state, path, comment, None, history=True)
+    if state.indexed:
+        w.index_fields(oid, state, [path for path in fields if path not in state.fields])
     for path, comment in fields.items():
-        if path not in state.fields and state.indexed:
-            w.index_field(oid, state, path)
         if comment is not None:
             validate_value(comment, "comment")
-        w.set_comment(oid, state, path, old.get(path), comment, history=not fresh)
+        if comment != old.get(path):
+            w.set_comment(oid, state, path, old.get(path), comment, history=not fresh)
     state.fields = dict(fields)
 
 
