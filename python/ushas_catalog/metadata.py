@@ -588,12 +588,15 @@ class MetadataWriter:
         head = self.keys.index_head
         tail = self.keys.index_tail(state.type, Scope.SYSTEM, oid)
         name = pack_element(state.name)
-        tr_set = self.tr.set
+        writes = []
         for path in paths:
             packed = pack_element(path)
             end, value = tail + packed + _EMPTY, name + packed
-            for term in field_terms(path):
-                tr_set(head(F_FIELD, term) + end, value)
+            writes.extend((head(F_FIELD, term) + end, value) for term in field_terms(path))
+        writes.sort()  # in key order: the engine inserts neighbouring keys cheaper
+        tr_set = self.tr.set
+        for key, value in writes:
+            tr_set(key, value)
 
     def unindex_field(self, oid: uuid.UUID, state: ObjectState, path: str) -> None:
         if not self.index:

@@ -2,6 +2,7 @@
 bookkeeping by the catalog and the lineage hook, history, drop / undrop / purge, projects."""
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 
@@ -301,3 +302,108 @@ def test_projects_are_isolated(store_uri: str) -> None:
     finally:
         a.close()
         b.close()
+
+
+# ---- the write path of the index --------------------------------------------------------------
+def test_index_key_is_the_tuple_of_the_entry(ms: Metastore) -> None:
+    import fdb.tuple as fdbtuple
+
+    keys = MetadataKeys(ms.project_path)
+    oid = uuid.uuid4()
+    for fld, term, otype, scope, column, key in [("f", "a.`b.c`", ObjectType.TABLE, Scope.SYSTEM, "a.`b.c`", ""),
+                                                 ("kv", "k=v\x00x", ObjectType.COLUMN, Scope.USER, "c", "k"),
+                                                 ("t", "é", ObjectType.VIEW, Scope.USER, None, "É")]:
+        assert keys.index_key(fld, term, otype, scope, oid, column, key) == fdbtuple.pack(
+            (fld, term, otype.value, scope.value, oid, column, key), prefix=keys.index.key())
+
+
+class _RecordingReads(Metastore):
+    """Records the keys and ranges the metadata bookkeeping reads."""
+
+    reads: list[bytes]
+
+    def _metadata_commit(self, tr: Any, m: Any) -> None:
+        reads = self.reads
+
+        class Tr:
+            def __getattr__(self, name: str) -> Any:
+                return getattr(tr, name)
+
+            def get(self, key: bytes, **kw: Any) -> Any:
+                reads.append(key)
+                return tr.get(key, **kw)
+
+            def get_range(self, begin: bytes, end: bytes, **kw: Any) -> Any:
+                reads.append(begin)
+                return tr.get_range(begin, end, **kw)
+
+        super()._metadata_commit(Tr(), m)
+
+
+def test_creating_an_object_reads_no_metadata(store_uri: str) -> None:
+    """A created object has a new id: there is nothing of it to read or diff against."""
+    ms = _RecordingReads.open(store_uri, project="acme", user="tester")
+    ms.reads = []
+    try:
+        ms.create_catalog("main", properties={"ushas.tag.gold": "1"})
+        ms.create_database("main.sales", comment="sales")
+        ms.create_table("main.sales.t", "a INT COMMENT 'x', s STRUCT<b: STRING>", partition_by=["a"],
+                        properties={"ushas.meta.owner": "alice", "ushas.tag.pii": "1"}, comment="c")
+        ms.create_view("main.sales.v", "SELECT a FROM main.sales.t", "a INT")
+        metadata = ms.project_path.add("Metadata").key()
+        assert ms.reads and not [k for k in ms.reads if k.startswith(metadata)]
+        ms.reads.clear()
+        ms.alter_table("main.sales.t", [SetProperty("ushas.meta.owner", "bob")])  # later commits do read
+        assert [k for k in ms.reads if k.startswith(metadata)]
+        _ok(ms)
+        assert ms.metadata.get("main.sales.t").to_json()["USER"] == {"properties": {"comment": "c", "owner": "bob"},
+                                                                    "tags": ["pii"]}
+    finally:
+        ms.close()
+
+
+def test_the_write_cost_baseline_writes_all_metadata_but_the_index(store_uri: str) -> None:
+    """``bench/search.py`` compares table creation with the index against the same metastore
+    with ``on_commit(..., index=False)``: every other metadata key must be the same."""
+    import fdb.tuple as fdbtuple
+
+    from ushas_catalog import metadata_sync
+
+    class NoIndex(Metastore):
+        def _metadata_commit(self, tr: Any, m: Any) -> None:
+            metadata_sync.on_commit(self, tr, m, index=False)
+
+    def shape(ms: Metastore) -> list[tuple[Any, ...]]:
+        keys = MetadataKeys(ms.project_path)
+        objects = keys.objects.key()
+
+        def fn(tr: Any) -> list[tuple[Any, ...]]:
+            rows = [fdbtuple.unpack(kv.key[len(objects):]) for kv in tr.get_range(*keys.objects.range())]
+            names = {}
+            for r in rows:
+                if r[1] == "Ms":  # the state record: the object's name
+                    state = keys.state(r[0])
+                    names[r[0]] = json.loads(b"".join(kv.value for kv in tr.get_range(state, state + b"\xff")))["name"]
+            return sorted((names[r[0]],) + tuple("stamp" if isinstance(e, fdbtuple.Versionstamp) else e
+                                                 for e in r[1:]) for r in rows)
+
+        return ms.db.run(fn)
+
+    with_index = Metastore.open(store_uri, project="p1", user="tester")
+    without = NoIndex.open(store_uri, project="p2", user="tester")
+    try:
+        for ms in (with_index, without):
+            ms.create_catalog("main")
+            ms.create_database("main.db")
+            ms.create_table("main.db.t", "a INT COMMENT 'x', s STRUCT<b: STRING>", partition_by=["a"],
+                            properties={"ushas.meta.owner": "alice", "ushas.tag.pii": "1"}, comment="c")
+            ms.alter_table("main.db.t", [RenameColumn(("s",), "r"), SetProperty("ushas.tag.gold", "1")])
+        assert shape(with_index) == shape(without)
+        assert len(shape(without)) > 20
+        index = MetadataKeys(without.project_path).index
+        assert without.db.run(lambda tr: list(tr.get_range(*index.range()))) == []
+        assert with_index.search("tag:gold").total == 1
+        _ok(with_index)
+    finally:
+        with_index.close()
+        without.close()

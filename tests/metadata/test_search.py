@@ -12,7 +12,9 @@ from hypothesis import strategies as st
 
 from ushas_catalog.errors import InvalidArgument
 from ushas_catalog.metastore import Metastore
+from ushas_catalog.schema import parse_type
 from ushas_catalog.search import DAY_MS, Query, check_index, scan_search
+from ushas_catalog.table_changes import AddColumn, DeleteColumn, RenameColumn, UpdateColumnComment
 
 NOW = 1_750_000_000_000
 
@@ -149,20 +151,45 @@ def catalogs(draw: Any) -> list[tuple[str, Any]]:
         for _ in range(draw(st.integers(0, 3))):
             target = draw(st.sampled_from([f"t{t}", f"t{t}.{cols[0]}", "db", "main"]))
             ops.append((draw(st.sampled_from(["tag", "set"])), (target, draw(word), draw(word))))
+        for _ in range(draw(st.integers(0, 2))):  # schema changes: the index follows the fields
+            ops.append(("alter", (f"t{t}", draw(st.sampled_from(["add_struct", "rename", "drop", "comment"])),
+                                  draw(word), draw(word))))
     for _ in range(draw(st.integers(0, 2))):
         ops.append((draw(st.sampled_from(["drop", "rename", "untag"])), draw(st.integers(0, 3))))
     return ops
+
+
+def _alter(ms: Metastore, table: str, columns: list[str], kind: str, a: str, b: str) -> None:
+    """One valid schema change of ``table`` (top-level ``columns``, kept in step)."""
+    taken = {c.lower() for c in columns}
+    if kind == "add_struct" and f"n_{a}".lower() not in taken:  # a nested field: its path and its own name
+        ms.alter_table(table, [AddColumn((f"n_{a}",), parse_type(f"STRUCT<{b}: STRING>"), comment=f"about {b}")])
+        columns.append(f"n_{a}")
+    elif kind == "rename" and f"r_{a}".lower() not in taken:
+        ms.alter_table(table, [RenameColumn((columns[0],), f"r_{a}")])
+        columns[0] = f"r_{a}"
+    elif kind == "drop" and len(columns) > 1:
+        ms.alter_table(table, [DeleteColumn((columns.pop(),))])
+    elif kind == "comment":
+        ms.alter_table(table, [UpdateColumnComment((columns[0],), None if a == b else f"{a} {b}")])
 
 
 def _apply(ms: Metastore, ops: list[tuple[str, Any]]) -> None:
     ms.create_catalog("main")
     ms.create_database("main.db")
     tables: list[str] = []
+    columns: dict[str, list[str]] = {}  # by the table's name at creation (ops name tables so)
+    current: dict[str, str] = {}  # that name -> the table's name now
     for op, arg in ops:
         if op == "table":
             name, cols, comment = arg
             ms.create_table(f"main.db.{name}", ", ".join(f"{c} STRING" for c in cols), comment=comment)
             tables.append(name)
+            columns[name], current[name] = list(cols), name
+        elif op == "alter":
+            first, kind, a, b = arg
+            if current.get(first) in tables:
+                _alter(ms, f"main.db.{current[first]}", columns[first], kind, a, b)
         elif op in ("tag", "set"):
             target, a, b = arg
             if target.split(".")[0] not in tables and target not in ("db", "main"):
@@ -180,6 +207,7 @@ def _apply(ms: Metastore, ops: list[tuple[str, Any]]) -> None:
             elif op == "rename":
                 ms.rename_table(f"main.db.{name}", f"main.db.{name}_r")
                 tables[tables.index(name)] = f"{name}_r"
+                current.update({k: f"{name}_r" for k, v in current.items() if v == name})
             else:
                 ms.metadata.untag(f"main.db.{name}", WORDS)
 
