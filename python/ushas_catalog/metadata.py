@@ -307,6 +307,10 @@ def _now_micros() -> int:
 
 
 # ---- keys --------------------------------------------------------------------------------------
+#: per-object key parts cached by a MetadataKeys (cleared when full)
+_KEY_CACHE_SIZE = 4096
+
+
 class MetadataKeys:
     """Key helpers of one project's ``Metadata`` subspace."""
 
@@ -330,6 +334,8 @@ class MetadataKeys:
     def _object_prefix(self, oid: uuid.UUID) -> bytes:
         prefix = self._entry_prefixes.get(oid)
         if prefix is None:
+            if len(self._entry_prefixes) >= _KEY_CACHE_SIZE:  # a long-lived MetadataStore: stay bounded
+                self._entry_prefixes.clear()
             prefix = self._entry_prefixes[oid] = self.objects.key() + pack_element(oid)
         return prefix
 
@@ -371,6 +377,8 @@ class MetadataKeys:
         k = (otype, scope, oid)
         tail = self._tails.get(k)
         if tail is None:
+            if len(self._tails) >= _KEY_CACHE_SIZE:
+                self._tails.clear()
             tail = self._tails[k] = pack_element(otype.value) + pack_element(scope.value) + pack_element(oid)
         return tail
 

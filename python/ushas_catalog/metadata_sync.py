@@ -95,7 +95,9 @@ def _table(ms: "Metastore", tr: Transaction, w: MetadataWriter, oid: uuid.UUID, 
     changed = set(m.changed)
     if "TableStorage" in changed:
         fmt = m.detail.get("format") if m.operation in ("CREATE TABLE", "REPLACE TABLE") else None
-        system("format", fmt if isinstance(fmt, str) else RecordStore.at(m.path.add("TableStorage")).load(tr, ()).format)
+        if not isinstance(fmt, str):  # CREATE / REPLACE carry it in the commit detail; else read it
+            fmt = RecordStore.at(m.path.add("TableStorage")).load(tr, ()).format
+        system("format", fmt)
     if "TableSchema" in changed:
         from .schema import struct_from_proto
 
