@@ -10,7 +10,8 @@ exception of ``errors.SPARK_EXCEPTION``. Two ways in:
   launches ``python -m ushas_catalog.bridge`` (:func:`main`), which connects back, registers and
   lives until the JVM closes its stdin.
 
-The module holds the ONE registry of the bridge: opened metastores by (uri, project).
+The module holds the ONE registry of the bridge: opened metastores by (uri, project), each with
+its bridge-side caches (:class:`ushas_catalog.cache.BridgeCache`, one per Spark catalog instance).
 """
 from __future__ import annotations
 
@@ -32,6 +33,16 @@ Handler = Callable[[Any, dict[str, Any]], dict[str, Any]]
 class _Opened:
     metastore: Any
     lock: threading.Lock = field(default_factory=threading.Lock)
+    caches: dict[str, Any] = field(default_factory=dict)  # Spark catalog name -> cache.BridgeCache
+
+    def cache(self, spark_catalog: str) -> Any:
+        """The bridge-side cache of one Spark catalog instance on this store (its own settings)."""
+        found = self.caches.get(spark_catalog)
+        if found is None:
+            from .cache import BridgeCache
+
+            found = self.caches[spark_catalog] = BridgeCache()
+        return found
 
 
 class Registry:

@@ -1033,6 +1033,22 @@ class Metastore:
 
         self._run(fn)
 
+    def touch_table(self, name: NameLike, operation: str, detail: Mapping[str, Any] | None = None, *,
+                    expected_version: int | None = None) -> int:
+        """A change of a table's data that no metadata record holds (a write into an unpartitioned
+        table, TRUNCATE TABLE): a new version with its commit, so whoever compares versions (the
+        Spark catalog's cache) sees it. Returns the new version."""
+        tn = TableName.parse(name)
+        _check_expected(expected_version)
+
+        def fn(tr: Transaction) -> int:
+            t = self._table(tr, tn)
+            _expect("table", tn, t.ref.version, expected_version)
+            return self._commit(tr, Mutation("table", str(tn), t.path, operation, t.ref.version + 1, _copy(t.ref),
+                                             detail=dict(detail or {})))
+
+        return self._run(fn)
+
     def undrop_table(self, name: NameLike, *, expected_version: int | None = None) -> TableInfo:
         """Restore the most recently dropped table of that name (``expected_version``: the
         dropped table's version, i.e. that of its DROP commit)."""

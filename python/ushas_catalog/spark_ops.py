@@ -19,10 +19,23 @@ _NS_FIELDS = ("comment", "location", "owner")
 
 
 # ---- catalog & namespaces -----------------------------------------------------------------------
+def _cache(ctx: SparkCtx) -> Any:
+    """The bridge-side cache of the store ``ctx`` names (:class:`ushas_catalog.cache.BridgeCache`)."""
+    from .bridge import REGISTRY
+
+    return REGISTRY.get(ctx.uri, ctx.project).cache(ctx.spark_catalog)
+
+
 def open_catalog(ms: Any, r: Request) -> Answer:
+    """``initialize``: the catalog exists; the ``cache.*`` options are checked and answered
+    parsed, for the JVM's cache, and configure the bridge-side cache of this store."""
+    from .cache import CacheSettings
+
     ctx = SparkCtx.of(r)
+    settings = CacheSettings.of(r.get("cache_options"))
     ms.ensure_catalog(ctx.catalog)
-    return {"catalog": ctx.catalog}
+    _cache(ctx).configure(settings)
+    return {"catalog": ctx.catalog, "cache": settings.to_json()}
 
 
 def list_namespaces(ms: Any, r: Request) -> Answer:
@@ -102,20 +115,21 @@ def drop_namespace(ms: Any, r: Request) -> Answer:
 
 # ---- relations --------------------------------------------------------------------------------------
 def load_relation(ms: Any, r: Request) -> Answer:
+    """A table or view, in one transaction; with ``known`` (the id and version the JVM holds)
+    ``{"unchanged": true}`` when that is still the relation under the name (see cache.lookup)."""
+    from .cache import Known, lookup
+    from .names import TableName
+
     ctx = SparkCtx.of(r)
-    name = table_name(ctx, r)
-    try:
-        return {"kind": "table", "table": table_answer(ctx, ms.get_table(name))}
-    except NoSuchTable:
-        try:
-            return {"kind": "view", "view": view_answer(ms.get_view(name))}
-        except NoSuchView:
-            raise NoSuchTable(f"table or view {'.'.join(name)} does not exist") from None
+    return lookup(ms, _cache(ctx), ctx, TableName.parse(table_name(ctx, r)), Known.of(r.get("known")), views=True)
 
 
 def load_table(ms: Any, r: Request) -> Answer:
+    from .cache import Known, lookup
+    from .names import TableName
+
     ctx = SparkCtx.of(r)
-    return {"table": table_answer(ctx, ms.get_table(table_name(ctx, r)))}
+    return lookup(ms, _cache(ctx), ctx, TableName.parse(table_name(ctx, r)), Known.of(r.get("known")), views=False)
 
 
 def relation_exists(ms: Any, r: Request) -> Answer:
@@ -250,10 +264,12 @@ def drop_partitions(ms: Any, r: Request) -> Answer:
 
 
 def list_partitions(ms: Any, r: Request) -> Answer:
+    from .cache import list_partition_values
+    from .names import TableName
+
     ctx = SparkCtx.of(r)
     prefix = {k: v for k, v in (r.get("values") or {}).items()}
-    parts = ms.list_partitions(table_name(ctx, r), prefix=prefix or None)
-    return {"partitions": [p.to_json()["values"] for p in parts]}
+    return {"partitions": list_partition_values(ms, _cache(ctx), TableName.parse(table_name(ctx, r)), prefix)}
 
 
 def partition_exists(ms: Any, r: Request) -> Answer:
@@ -301,6 +317,7 @@ def truncate(ms: Any, r: Request) -> Answer:
     name = table_name(ctx, r)
     info = ms.get_table(name)
     if not info.partition_columns:
+        ms.touch_table(name, "TRUNCATE TABLE")  # a new version: other sessions' caches see the data change
         return {"truncated": True, "clear_paths": [location_of(ctx, info)]}
     specs = r.get("partitions")
     targets = [ms.get_partition(name, s) for s in specs] if specs is not None else list(ms.list_partitions(name))
@@ -354,8 +371,10 @@ def commit_files(ms: Any, r: Request) -> Answer:
         raise InvalidArgument(f"{'.'.join(name)} is now at {info.location}, not {r['location']}: "
                               f"the write was not registered")
     if not info.partition_columns:
-        # NEEDED-BY-SPARK: a table-level data version / stats for unpartitioned tables
-        return {"registered": 0}
+        # NEEDED-BY-SPARK: table-level stats for unpartitioned tables; the new version lets other
+        # sessions' caches see the write (they keep Spark's file listing while the version holds)
+        version = ms.touch_table(name, "WRITE", {"deleted": len(r.get("deleted") or [])})
+        return {"registered": 0, "version": version}
     drop, put = committed(location_of(ctx, info), list(info.partition_columns), list(r.get("deleted") or []),
                           list(r.get("partitions") or []))
     result = ms.replace_partitions(name, drop, put)

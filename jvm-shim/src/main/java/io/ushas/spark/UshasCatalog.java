@@ -35,7 +35,8 @@ import java.util.Map;
  * method is one JSON request to Python ({@code ushas_catalog.spark_ops}) and builds Spark objects from the
  * answer. Options: {@code uri} (required), {@code project} (default {@code default}), {@code catalog}
  * (default: the Spark catalog name), {@code warehouse}, {@code timeout} (seconds per call, default 30),
- * {@code python}, {@code bridge} ({@code auto} | {@code pyspark}).
+ * {@code python}, {@code bridge} ({@code auto} | {@code pyspark}), {@code cache.enabled}, {@code cache.ttl},
+ * {@code cache.size}, {@code cache.check} (see {@link RelationCache}; Python parses them).
  */
 public class UshasCatalog implements RelationCatalog, SupportsNamespaces {
     static final String COMMIT_PROTOCOL_CONF = "spark.sql.sources.commitProtocolClass";
@@ -46,6 +47,10 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces {
     private ObjectNode context;
     private Bridge.BridgeOptions bridgeOptions;
     private Configuration hadoopConf;
+    private RelationCache cache = new RelationCache(RelationCache.Settings.fromJson(null));
+    /** ops that change nothing: every other op on an identifier drops its cache entry */
+    private static final java.util.Set<String> READS = java.util.Set.of("load_relation", "load_table",
+            "relation_exists", "list_partitions", "partition_exists", "load_partition");
 
     @Override
     public void initialize(String name, CaseInsensitiveStringMap options) {
@@ -78,7 +83,24 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces {
         if (DEFAULT_COMMIT_PROTOCOL.equals(protocol)) {
             session.conf().set(COMMIT_PROTOCOL_CONF, UshasCommitProtocol.class.getName());
         }
-        call("open", request(), null, null);
+        ObjectNode open = request();
+        ObjectNode cacheOptions = open.putObject("cache_options");
+        for (Map.Entry<String, String> o : options.entrySet()) {
+            if (o.getKey().toLowerCase(java.util.Locale.ROOT).startsWith("cache.")) {
+                cacheOptions.put(o.getKey(), o.getValue());
+            }
+        }
+        cache = new RelationCache(RelationCache.Settings.fromJson(call("open", open, null, null).get("cache")));
+    }
+
+    RelationCache cache() {
+        return cache;
+    }
+
+    /** The cache's settings, entries and lookup counts as JSON ({@code unchanged}, {@code unchecked},
+     *  {@code loaded}): for tests and benchmarks. */
+    public String cacheStatus() {
+        return cache.status();
     }
 
     @Override
@@ -113,6 +135,7 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces {
 
     /** One round trip; a Python error becomes the matching Spark exception. */
     JsonNode call(String op, ObjectNode request, Identifier ident, String[] namespace) {
+        if (ident != null && !READS.contains(op)) cache.invalidate(ident);
         JsonNode answer = Bridge.call(op, request, bridgeOptions);
         JsonNode error = answer.get("error");
         if (error != null && !error.isNull()) throw Errors.toSpark(error, ident, namespace);
@@ -208,15 +231,39 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces {
     // ---- relations --------------------------------------------------------------------------------
     @Override
     public Relation loadRelation(Identifier ident) {
-        JsonNode answer = call("load_relation", request(ident), ident, null);
-        if ("view".equals(Json.text(answer, "kind"))) return view(answer.get("view"));
-        return table(ident, answer.get("table"));
+        return load("load_relation", ident);
     }
 
     @Override
     public Table loadTable(Identifier ident) {
-        JsonNode answer = call("load_table", request(ident), ident, null);
-        return table(ident, answer.get("table"));
+        return (Table) load("load_table", ident);
+    }
+
+    /**
+     * One round trip. With a live cache entry Python checks its id and version in one small transaction:
+     * {@code unchanged} keeps the entry (its Table, partition identifiers and Spark's cached relation with
+     * its file listing); otherwise the answer is the fresh relation. {@code cache.check=false} serves a live
+     * entry without asking.
+     */
+    private Relation load(String op, Identifier ident) {
+        RelationCache.Entry e = cache.get(ident);
+        if (e != null && "load_table".equals(op) && !(e.relation instanceof Table)) e = null;
+        if (e != null && !cache.settings().check()) {
+            cache.count("unchecked");
+            return e.relation;
+        }
+        ObjectNode r = request(ident);
+        if (e != null) r.putObject("known").put("id", e.id).put("version", e.version);
+        JsonNode answer = call(op, r, ident, null);
+        if (e != null && answer.path("unchanged").asBoolean(false)) {
+            cache.count("unchanged");
+            return e.relation;
+        }
+        cache.count("loaded");
+        Relation rel = "view".equals(Json.text(answer, "kind")) ? view(answer.get("view"))
+                : table(ident, answer.get("table"));
+        cache.put(ident, Json.text(answer, "id"), answer.path("version").asLong(), rel);
+        return rel;
     }
 
     @Override
@@ -308,6 +355,7 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces {
 
     @Override
     public void invalidateTable(Identifier ident) {
+        cache.invalidate(ident);
         String[] ns = ident.namespace();
         SparkSession.getActiveSession().foreach(s -> {
             s.sessionState().catalog().invalidateCachedTable(

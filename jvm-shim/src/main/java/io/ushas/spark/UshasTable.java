@@ -159,12 +159,15 @@ public class UshasTable extends DelegatingTable
 
     @Override
     public InternalRow[] listPartitionIdentifiers(String[] names, InternalRow prefix) {
+        InternalRow[] cached = names.length == 0 ? catalog.cache().partitions(this) : null;
+        if (cached != null) return cached;  // this table is its identifier's current cache entry
         ObjectNode r = catalog.request(ident);
         StructField[] fields = Arrays.stream(names).map(n -> partitionSchema.apply(n)).toArray(StructField[]::new);
         r.set("values", Rows.toJson(prefix, fields));
         JsonNode parts = catalog.call("list_partitions", r, ident, null).get("partitions");
         InternalRow[] out = new InternalRow[parts.size()];
         for (int i = 0; i < out.length; i++) out[i] = Rows.fromJson(parts.get(i), partitionSchema);
+        if (names.length == 0) catalog.cache().putPartitions(this, out);
         return out;
     }
 
