@@ -35,6 +35,8 @@ V = TypeVar("V")
 
 #: subspaces whose change leaves a table's Spark answer (schema, storage, properties) as it was
 _ANSWER_NEUTRAL: frozenset[str] = frozenset({"TablePartition"})
+#: more commits than this since the cached answer: decode the records rather than read their history
+MAX_HISTORY_GAP = 64
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|sec|m|min|h|d)?\s*$", re.IGNORECASE)
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
@@ -230,6 +232,8 @@ def _answer_unchanged_since(tr: Any, table_path: Any, since: int, now: int) -> b
     ``TableHistory`` entries say which records each version replaced)."""
     if now <= since:
         return now == since
+    if now - since > MAX_HISTORY_GAP:
+        return False
     history = RecordStore.at(table_path.add("TableHistory"))
     seen = 0
     for r in history.scan(tr, history.key((since + 1,)), history.key((now + 1,))):

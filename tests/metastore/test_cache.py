@@ -192,3 +192,18 @@ def test_touch_table_is_a_commit(orders: Metastore) -> None:
     v = orders.touch_table(T, "WRITE", {"files": 1})
     assert v == orders.get_table(T).version == 3
     assert orders.history("main.sales.orders")[0].operation == "WRITE"
+
+
+def test_a_long_gap_decodes_again(orders: Metastore, monkeypatch: pytest.MonkeyPatch) -> None:
+    import ushas_catalog.cache as cache_module
+
+    monkeypatch.setattr(cache_module, "MAX_HISTORY_GAP", 2)
+    cache = BridgeCache()
+    first = lookup(orders, cache, CTX, T, None, views=False)
+    for _ in range(3):
+        orders.touch_table(T, "WRITE")
+    decoded: list[int] = []
+    real = orders._table_info
+    monkeypatch.setattr(orders, "_table_info", lambda *a: decoded.append(1) or real(*a))
+    again = lookup(orders, cache, CTX, T, Known(first["id"], first["version"]), views=False)
+    assert again["version"] == first["version"] + 3 and decoded == [1]
