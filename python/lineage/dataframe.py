@@ -12,10 +12,10 @@ The shim jar must be on the driver's classpath (``spark.jars``): the plan walker
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from .model import LineageResult
-from .plan import PlanDocument, from_jvm
+from .plan import PlanDocument, ShimUnavailable, fetch_dataset_json, fetch_json, fetch_sql_json, parse
 from .resolve import resolve
 
 
@@ -23,16 +23,16 @@ class LineageUnavailable(RuntimeError):
     pass
 
 
-def plan_document(spark: Any, jplan: Any) -> PlanDocument:
-    """The parsed plan document of a JVM ``LogicalPlan`` (the analyzed plan)."""
-    jvm = spark._jvm
+def _fetch(fetch: Callable[..., str], *args: Any) -> PlanDocument:
     try:
-        jvm.io.ushas.spark.PlanWriter.formatVersion()
-    except Exception as e:  # py4j reports a missing class as a Py4JError / TypeError
-        raise LineageUnavailable(
-            "the Ushas shim jar is not on the Spark driver's classpath; start Spark with "
-            "spark.jars=$(python -m ushas_catalog jar)") from e
-    return from_jvm(jvm, jplan)
+        return parse(fetch(*args))
+    except ShimUnavailable as e:
+        raise LineageUnavailable(str(e)) from e
+
+
+def plan_document(spark: Any, jplan: Any) -> PlanDocument:
+    """The parsed plan document of a JVM ``LogicalPlan`` (the analyzed plan); one Py4J round trip."""
+    return _fetch(fetch_json, spark._jvm, jplan)
 
 
 def lineage_of_plan(spark: Any, jplan: Any) -> LineageResult:
@@ -40,11 +40,12 @@ def lineage_of_plan(spark: Any, jplan: Any) -> LineageResult:
 
 
 def lineage_of_dataframe(df: Any) -> LineageResult:
-    """Column lineage of a DataFrame's analyzed plan (nothing is executed)."""
+    """Column lineage of a DataFrame's analyzed plan (nothing is executed). One Py4J round trip
+    (``PlanWriter.exportDataset``: analyzed plan, walk, answer), then parse and resolve."""
     jdf = getattr(df, "_jdf", None)
     if jdf is None:
         raise LineageUnavailable("df.lineage() needs a classic (non-Connect) DataFrame")
-    return lineage_of_plan(df.sparkSession, jdf.queryExecution().analyzed())
+    return resolve(_fetch(fetch_dataset_json, jdf))
 
 
 def analyze_sql(spark: Any, sql: str) -> Any:
@@ -58,8 +59,9 @@ def analyze_sql(spark: Any, sql: str) -> Any:
 
 
 def lineage_of_sql(spark: Any, sql: str) -> LineageResult:
-    """Column lineage of a SQL statement, analyzed but not executed."""
-    return lineage_of_plan(spark, analyze_sql(spark, sql))
+    """Column lineage of a SQL statement, analyzed but not executed (one Py4J round trip:
+    ``PlanWriter.exportSql``)."""
+    return resolve(_fetch(fetch_sql_json, spark._jsparkSession, sql))
 
 
 def _lineage(self: Any) -> LineageResult:

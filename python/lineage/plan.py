@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 import os
+import weakref
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Union
+from types import MappingProxyType
+from typing import Any, Mapping, NamedTuple, Union
 
 FORMAT = "ushas-plan"
 SUPPORTED_VERSIONS = frozenset({1})
@@ -18,16 +20,17 @@ class PlanFormatError(ValueError):
     pass
 
 
-@dataclass(frozen=True)
-class Attr:
-    """An output attribute of a plan node."""
+class Attr(NamedTuple):
+    """An output attribute of a plan node (a typed tuple: immutable, hashable, cheap to build)."""
 
     name: str
     expr_id: int
     data_type: str
 
 
-@dataclass(frozen=True, eq=False)
+# Expr / PlanNode: slotted, non-frozen dataclasses (a frozen dataclass's __init__ costs ~4x more,
+# and parsing builds thousands of them per plan). Treat them as read-only.
+@dataclass(slots=True, eq=False)
 class Expr:
     """One expression node: its class (``kind``), children, and for named expressions the
     exprId and name; ``subquery`` is the plan-node index of a subquery expression's plan;
@@ -46,9 +49,10 @@ class Expr:
 
 
 ExprField = Union[Expr, tuple[Expr, ...], tuple[tuple[Expr, ...], ...]]
+_NO_ARGS: Mapping[str, Any] = MappingProxyType({})
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(slots=True, eq=False)
 class PlanNode:
     """One logical plan node. ``exprs``: its expression-typed constructor fields by name
     (``projectList``, ``condition``, ``aggregateExpressions``...); ``args``: scalar and identity
@@ -70,6 +74,8 @@ class PlanDocument:
     spark_version: str
     nodes: tuple[PlanNode, ...]
     root: int
+    # plan-node indices of every subquery expression's plan (ScalarSubquery, Exists...)
+    subqueries: frozenset[int] = frozenset()
 
     @property
     def root_node(self) -> PlanNode:
@@ -80,7 +86,7 @@ class PlanDocument:
 
 
 def parse(text: str | bytes | Mapping[str, Any]) -> PlanDocument:
-    """Parses plan JSON (text, bytes or an already decoded mapping)."""
+    """Parses plan JSON (text, bytes or an already decoded mapping): two linear loops."""
     doc: Mapping[str, Any] = json.loads(text) if isinstance(text, (str, bytes)) else text
     if doc.get("format") != FORMAT:
         raise PlanFormatError(f"not a {FORMAT} document (format={doc.get('format')!r})")
@@ -90,36 +96,87 @@ def parse(text: str | bytes | Mapping[str, Any]) -> PlanDocument:
                               f"(supported: {sorted(SUPPORTED_VERSIONS)}); rebuild the shim jar")
     kinds: list[str] = doc["kinds"]
     exprs: list[Expr] = []
+    add = exprs.append
+    subqueries: set[int] = set()
     for e in doc["exprs"]:
-        exprs.append(Expr(kind=kinds[e["k"]],
-                          children=tuple(exprs[c] for c in e.get("c", ())),
-                          expr_id=e.get("i"), name=e.get("n"), subquery=e.get("p"), text=e.get("t")))
+        c = e.get("c")
+        sq = e.get("p")
+        if sq is not None:
+            subqueries.add(sq)
+        add(Expr(kinds[e["k"]], tuple([exprs[i] for i in c]) if c else (), e.get("i"), e.get("n"), sq,
+                 e.get("t")))
     nodes: list[PlanNode] = []
     for i, n in enumerate(doc["nodes"]):
+        x = n.get("x")
         nodes.append(PlanNode(
-            index=i, kind=kinds[n["k"]], children=tuple(n.get("c", ())),
-            output=tuple(Attr(a[0], a[1], a[2]) for a in n.get("o", ())),
-            exprs={k: _expr_field(v, exprs) for k, v in n.get("x", {}).items()},
-            args=n.get("a", {}), plans=n.get("p", {})))
+            i, kinds[n["k"]], tuple(n.get("c", ())), tuple([Attr(*a) for a in n.get("o", ())]),
+            {k: _expr_field(v, exprs) for k, v in x.items()} if x else _NO_ARGS,
+            n.get("a", _NO_ARGS), n.get("p", _NO_ARGS)))
     return PlanDocument(version=version, spark_version=doc.get("spark", ""), nodes=tuple(nodes),
-                        root=doc["root"])
+                        root=doc["root"], subqueries=frozenset(subqueries))
 
 
 def _expr_field(v: Any, exprs: list[Expr]) -> ExprField:
     if isinstance(v, int):
         return exprs[v]
-    return tuple(_expr_field(x, exprs) for x in v)  # type: ignore[misc]
+    return tuple([_expr_field(x, exprs) for x in v])  # type: ignore[misc]
 
 
 # ---- transport from the JVM -----------------------------------------------------------------
 INLINE_LIMIT = 7000  # Py4J answers above ~8 k chars stall ~44 ms (SPARK-4.3-FACTS.md)
+WRITER = "io.ushas.spark.PlanWriter"
 
 
-def fetch_json(jvm: Any, jplan: Any, inline_limit: int = INLINE_LIMIT) -> str:
-    """The plan JSON of a JVM ``LogicalPlan``: small plans come back inline in the Py4J answer,
-    larger ones through a private temp file the JVM writes and we read and delete (see
-    docs/plan-json.md, "Transport")."""
-    answer: str = jvm.io.ushas.spark.PlanWriter.export(jplan, inline_limit)
+class ShimUnavailable(RuntimeError):
+    """The shim jar (``io.ushas.spark.PlanWriter``) is not on the driver's classpath, or is older
+    than this package (an entry point is missing): rebuild it and restart Spark."""
+
+
+@dataclass(frozen=True, eq=False)
+class _Entries:
+    """Py4J handles of one gateway, built locally: calling one costs exactly one round trip
+    (``jvm.io.ushas.spark.PlanWriter.x`` would cost one reflection round trip per name)."""
+
+    export_dataset: Any
+    export_sql: Any
+    export_plan: Any
+    server: Any  # the JVM-side py4j GatewayServer, so PlanWriter can set TCP_NODELAY on our socket
+
+
+_ENTRIES: "weakref.WeakKeyDictionary[Any, _Entries]" = weakref.WeakKeyDictionary()
+
+
+def _entries(gateway_client: Any) -> _Entries:
+    entries = _ENTRIES.get(gateway_client)
+    if entries is None:
+        from py4j import protocol
+        from py4j.java_gateway import JavaMember, JavaObject
+
+        def member(name: str) -> Any:
+            return JavaMember(name, None, protocol.STATIC_PREFIX + WRITER, gateway_client)
+
+        entries = _Entries(member("exportDataset"), member("exportSql"), member("exportPlan"),
+                           JavaObject(protocol.GATEWAY_SERVER_OBJECT_ID, gateway_client))
+        _ENTRIES[gateway_client] = entries
+    return entries
+
+
+def _call(method: Any, *args: Any) -> str:
+    from py4j.protocol import Py4JError, Py4JJavaError
+
+    try:
+        return method(*args)
+    except Py4JJavaError:
+        raise
+    except Py4JError as e:  # no such class / method: the jar is missing or stale
+        raise ShimUnavailable(
+            f"{WRITER} (entry {method.name!r}) is not on the Spark driver's classpath or is older than "
+            "this package; start Spark with spark.jars=$(python -m ushas_catalog jar)") from e
+
+
+def read_answer(answer: str) -> str:
+    """The JSON of a ``PlanWriter.export*`` answer: inline, or the path of a private temp file
+    that is read and deleted."""
     if answer.startswith("{"):
         return answer
     try:
@@ -130,6 +187,27 @@ def fetch_json(jvm: Any, jplan: Any, inline_limit: int = INLINE_LIMIT) -> str:
             os.unlink(answer)
         except FileNotFoundError:
             pass
+
+
+def fetch_dataset_json(jdf: Any, inline_limit: int = INLINE_LIMIT) -> str:
+    """The plan JSON of a JVM ``Dataset``'s analyzed plan: ONE Py4J round trip. Inline at any size
+    when the JVM could set TCP_NODELAY on this thread's Py4J socket, else through a temp file
+    above ``inline_limit`` characters (docs/plan-json.md, "Transport")."""
+    e = _entries(jdf._gateway_client)
+    return read_answer(_call(e.export_dataset, jdf, e.server, inline_limit))
+
+
+def fetch_sql_json(jspark: Any, sql: str, inline_limit: int = INLINE_LIMIT) -> str:
+    """The plan JSON of ``sql`` analyzed (not executed) by a JVM ``SparkSession``: one round trip."""
+    e = _entries(jspark._gateway_client)
+    return read_answer(_call(e.export_sql, jspark, sql, e.server, inline_limit))
+
+
+def fetch_json(jvm: Any, jplan: Any, inline_limit: int = INLINE_LIMIT, nodelay: bool = True) -> str:
+    """The plan JSON of a JVM ``LogicalPlan`` (one round trip). ``nodelay=False``: never ask for
+    TCP_NODELAY, so answers above ``inline_limit`` characters always go through a temp file."""
+    e = _entries(jplan._gateway_client)
+    return read_answer(_call(e.export_plan, jplan, e.server if nodelay else None, inline_limit))
 
 
 def from_jvm(jvm: Any, jplan: Any) -> PlanDocument:
