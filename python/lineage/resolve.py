@@ -83,15 +83,28 @@ class _Pass:
     writes: dict[int, _Write] = field(default_factory=dict)
     unresolved: dict[tuple[str, str], list[ColumnNode]] = field(default_factory=dict)
     loop_refs: dict[Any, list[tuple[ColumnNode, int]]] = field(default_factory=dict)
+    # relation attributes not referenced yet: exprId -> (relation node, its dataset); defined on
+    # first reference (a scan outputs every column of its table; most are never used)
+    lazy: dict[int, tuple[PlanNode, Dataset, str]] = field(default_factory=dict)
 
     # ---- attribute map ----------------------------------------------------------------------
     def ref(self, expr_id: int, name: str) -> ColumnNode:
         node = self.env.get(expr_id)
+        if node is None and expr_id in self.lazy:
+            node = self._materialize(expr_id)
         if node is None:  # dangling: defined by nothing we saw
             node = ColumnNode(name, expr_id=expr_id)
             self.env[expr_id] = node
             self.report("UnresolvedReference", f"{name}#{expr_id}", node)
         return node
+
+    def known(self, expr_id: int) -> bool:
+        return expr_id in self.env or expr_id in self.lazy
+
+    def _materialize(self, expr_id: int) -> ColumnNode:
+        rel, ds, name = self.lazy.pop(expr_id)
+        return self.define(name, expr_id, rel.index,
+                           Derivation(rel.kind, ds.name, (Step(ColumnNode.column(ds, name), EdgeSubtype.IDENTITY),)))
 
     def define(self, name: str, expr_id: int, index: int, deriv: Derivation) -> ColumnNode:
         node = ColumnNode(name, expr_id=expr_id)
@@ -99,6 +112,7 @@ class _Pass:
             node = ColumnNode(name, expr_id=expr_id, plan_node=index)
         self.derivations[node] = deriv
         self.env[expr_id] = node
+        self.lazy.pop(expr_id, None)
         return node
 
     def report(self, kind: str, detail: str = "", column: ColumnNode | None = None) -> None:
@@ -284,11 +298,17 @@ def _relation(p: _Pass, node: PlanNode) -> None:
         return
     p.datasets[node.index] = ds
     for a in node.output:
-        if a.expr_id in p.env and p.env[a.expr_id].expr_id == a.expr_id and p.env[a.expr_id] in p.derivations \
-                and p.derivations[p.env[a.expr_id]].operator == node.kind:
+        pending = p.lazy.get(a.expr_id)
+        if pending is not None and pending[0].kind == node.kind:
             continue
-        p.define(a.name, a.expr_id, node.index,
-                 Derivation(node.kind, ds.name, (Step(ColumnNode.column(ds, a.name), EdgeSubtype.IDENTITY),)))
+        prev = p.env.get(a.expr_id)
+        if prev is not None and prev.expr_id == a.expr_id:
+            d = p.derivations.get(prev)
+            if d is not None and d.operator == node.kind:
+                continue
+        # defined on first reference (Pass.ref); until then the exprId means this relation's column
+        p.env.pop(a.expr_id, None)
+        p.lazy[a.expr_id] = (node, ds, a.name)
 
 
 def _project(p: _Pass, node: PlanNode) -> None:
@@ -356,6 +376,7 @@ def _union_loop_ref(p: _Pass, node: PlanNode) -> None:
     for j, a in enumerate(node.output):
         col = ColumnNode(a.name, expr_id=a.expr_id)
         p.env[a.expr_id] = col
+        p.lazy.pop(a.expr_id, None)
         p.loop_refs.setdefault(node.args.get("loopId"), []).append((col, j))
 
 
@@ -465,6 +486,7 @@ def _view(p: _Pass, node: PlanNode) -> None:
         node_ = ColumnNode(a.name, expr_id=a.expr_id, plan_node=node.index)
         p.derivations[node_] = Derivation("View", ds.name, (Step(view_col, EdgeSubtype.IDENTITY),))
         p.env[a.expr_id] = node_
+        p.lazy.pop(a.expr_id, None)
 
 
 def _subquery_alias(p: _Pass, node: PlanNode) -> None:
@@ -484,7 +506,10 @@ def _write_target(p: _Pass, node: PlanNode) -> Dataset | None:
         if idx is not None and idx in p.datasets:
             return p.datasets[idx]
     if node.kind in ("CreateTableAsSelect", "ReplaceTableAsSelect"):
-        name = p.doc.nodes[node.children[0]] if node.children else None
+        # the target is the `name` plan (a ResolvedIdentifier once analyzed): a child in some
+        # Spark versions, a non-child plan field in 4.3
+        idx = node.plans.get("name", node.children[0] if node.children else None)
+        name = p.doc.nodes[idx] if idx is not None else None
         if name is not None and name.kind == "ResolvedIdentifier":
             return _v2(name.args)
     path = a.get("outputPath")
@@ -520,6 +545,9 @@ def _write(p: _Pass, node: PlanNode) -> None:
             names = [a.name for a in query.output]
     cols = tuple((name, p.ref(a.expr_id, a.name), (), "") for name, a in zip(names, query.output))
     p.writes[node.index] = _Write(target, node.kind, cols)
+    if node.kind == "OverwriteByExpression":
+        # the rows replaced are chosen by a condition on the target's columns, like DELETE ... WHERE
+        p.add_dep(node, EdgeSubtype.FILTER, _seq(node.exprs.get("deleteExpr")))
 
 
 def _assignments(e: Expr) -> tuple[list[tuple[Expr, Expr, Expr]], list[Expr]]:
@@ -620,28 +648,19 @@ def _merge(steps: Iterable[Step]) -> list[Step]:
     return [Step(src, sub) for (src, _), sub in best.items()]
 
 
-def _iter_exprs(v: Any) -> Iterable[Expr]:
-    stack = list(_seq(v))
-    while stack:
-        e = stack.pop()
-        yield e
-        stack.extend(e.children)
-
-
 def _scopes(doc: PlanDocument) -> list[int]:
     """Scope of each node: ROOT_SCOPE, or the index of the subquery plan root it belongs to.
-    Parents come after children in the document, so one reverse pass assigns every scope."""
+    A subquery plan root is its own scope; parents come after children in the document, so one
+    reverse pass hands every other node its parent's scope."""
     scope = [ROOT_SCOPE] * len(doc.nodes)
+    for sq in doc.subqueries:
+        scope[sq] = sq
     for node in reversed(doc.nodes):
         s = scope[node.index]
         for c in node.children:
             scope[c] = s
         for idx in node.plans.values():
             scope[idx] = s
-        for v in node.exprs.values():
-            for e in _iter_exprs(v):
-                if e.subquery is not None:
-                    scope[e.subquery] = e.subquery
     return scope
 
 
@@ -664,7 +683,7 @@ def _unknown(p: _Pass, node: PlanNode) -> None:
     p.report(node.kind, "operator not interpreted; lineage passed through by exprId / position")
     child = p.doc.nodes[node.children[0]] if node.children else None
     for j, a in enumerate(node.output):
-        if a.expr_id in p.env:
+        if p.known(a.expr_id):
             continue
         inputs: tuple[Step, ...] = ()
         if child is not None and len(child.output) == len(node.output):
@@ -678,7 +697,7 @@ def _check_output(p: _Pass, node: PlanNode, known: bool) -> None:
     if not known:
         return
     for a in node.output:
-        if a.expr_id not in p.env:
+        if not p.known(a.expr_id):
             col = p.define(a.name, a.expr_id, node.index, Derivation(node.kind, "", (), resolved=False))
             p.report(node.kind, f"output attribute {a.name}#{a.expr_id} not derived", col)
 
