@@ -43,7 +43,7 @@ class PlanCase:
     indirect: frozenset[str] = frozenset()
     scoped: Mapping[str, frozenset[str]] = field(default_factory=dict)
     target: str | None = None
-    mode: str = "sql"  # "sql" (analyzed, not executed) | "dataframe" | "capture" (write executed)
+    mode: str = "sql"  # "sql" (analyzed, not executed) | "dataframe" | "capture" (write executed) | "plan" (a JVM plan)
 
 
 def leaf_name(node: Any, tmp: str = "") -> str:

@@ -1,6 +1,13 @@
 """Plan lineage over the ``ushas`` catalog (configured by the shared ``spark`` fixture through
 ``ushas_catalog.spark.configure``): its tables as leaves and as write targets, SQL INSERT
-(V1 path write) and ``insertInto`` (V2 ``AppendData``). Case format: test_plan_lineage.py."""
+(V1 path write), ``insertInto`` (V2 ``AppendData``), V2 CTAS / RTAS (analyzed, not executed),
+``OverwriteByExpression`` and ``OverwritePartitionsDynamic``. Case format: test_plan_lineage.py.
+
+The two overwrite cases (mode ``"plan"``) take their analyzed plan from
+``io.ushas.spark.plan.WritePlans``: the very logical plans ``DataFrameWriterV2.overwrite(cond)`` /
+``.overwritePartitions()`` build, run through the session's analyzer without executing. Executing
+them is refused on ushas tables today (``loadTable`` returns a V1 table: "Cannot write into v1
+table"), which says nothing about their lineage."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -15,11 +22,24 @@ from test_plan_lineage import PlanCase, check, fs  # noqa: E402  (tests/lineage 
 PRODUCER = "spark"
 pytestmark = pytest.mark.spark
 
-A, B = "ushas.linq.a", "ushas.linq.b"
+A, B, P = "ushas.linq.a", "ushas.linq.b", "ushas.linq.p"
 
 
 def _w_insert_into(spark: Any, tmp: Path) -> None:
     spark.table(A).selectExpr("k + 1 as k", "w").write.insertInto(B)
+
+
+def _p_overwrite_by_expression(spark: Any) -> Any:
+    """``spark.table(A).selectExpr(...).writeTo(B).overwrite(col("k") > 0)``, analyzed only."""
+    query = spark.table(A).selectExpr("k + 1 as k", "w")
+    return spark._jvm.io.ushas.spark.plan.WritePlans.overwriteByExpression(spark._jsparkSession, B, query._jdf,
+                                                                          "k > 0")
+
+
+def _p_overwrite_partitions(spark: Any) -> Any:
+    """``spark.table(A).selectExpr(...).writeTo(P).overwritePartitions()``, analyzed only."""
+    query = spark.table(A).selectExpr("k as id", "upper(w) as dt")
+    return spark._jvm.io.ushas.spark.plan.WritePlans.overwritePartitionsDynamic(spark._jsparkSession, P, query._jdf)
 
 
 CASES: list[PlanCase] = [
@@ -32,6 +52,19 @@ CASES: list[PlanCase] = [
              {"k": {"ushas.linq.a.k": "I"}, "w": {"ushas.linq.a.w": "T"}}, target="ushas.linq.b"),
     PlanCase("ushas_append_data", "Write (V2 AppendData)", _w_insert_into,
              {"k": {"ushas.linq.a.k": "T"}, "w": {"ushas.linq.a.w": "I"}}, target="ushas.linq.b", mode="capture"),
+    PlanCase("ushas_ctas", "Write (CTAS)",
+             f"create table ushas.linq.c1 using parquet as select w, count(k) as n from {A} group by w",
+             {"w": {"ushas.linq.a.w": "I"}, "n": {"ushas.linq.a.k": "A"}}, fs("GROUP_BY:ushas.linq.a.w"),
+             target="ushas.linq.c1"),
+    PlanCase("ushas_rtas", "Write (RTAS)",
+             f"create or replace table ushas.linq.c2 using parquet as select k, upper(w) as uw from {A} where k > 0",
+             {"k": {"ushas.linq.a.k": "I"}, "uw": {"ushas.linq.a.w": "T"}}, fs("FILTER:ushas.linq.a.k"),
+             target="ushas.linq.c2"),
+    PlanCase("ushas_overwrite_by_expression", "Write (V2 OverwriteByExpression)", _p_overwrite_by_expression,
+             {"k": {"ushas.linq.a.k": "T"}, "w": {"ushas.linq.a.w": "I"}}, fs("FILTER:ushas.linq.b.k"),
+             target="ushas.linq.b", mode="plan"),
+    PlanCase("ushas_overwrite_partitions_dynamic", "Write (V2 OverwritePartitionsDynamic)", _p_overwrite_partitions,
+             {"id": {"ushas.linq.a.k": "I"}, "dt": {"ushas.linq.a.w": "T"}}, target="ushas.linq.p", mode="plan"),
 ]
 
 
@@ -43,6 +76,7 @@ def ushas(spark: Any) -> Any:
     spark.sql("create namespace if not exists ushas.linq")
     spark.sql(f"create table if not exists {A} (k int, w string) using parquet")
     spark.sql(f"create table if not exists {B} (k int, w string) using parquet")
+    spark.sql(f"create table if not exists {P} (id int, dt string) using parquet partitioned by (dt)")
     spark.sql("create table if not exists spark_catalog.default.lin_u2 (k int) using parquet")
     return spark
 
@@ -65,6 +99,9 @@ def _captured_append(spark: Any, case: PlanCase, tmp: Path) -> Any:
 def test_plan_lineage_ushas(ushas: Any, case: PlanCase, tmp_path: Path) -> None:
     if case.mode == "sql":
         result = lineage_of_sql(ushas, case.query)  # type: ignore[arg-type]
+    elif case.mode == "plan":
+        result = lineage_of_plan(ushas, case.query(ushas))  # type: ignore[operator]
+        assert result.operation == case.operator.split()[-1].rstrip(")")
     else:
         result = _captured_append(ushas, case, tmp_path)
     check(case, result, str(tmp_path))
