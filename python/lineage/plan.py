@@ -5,12 +5,14 @@ Nodes and expressions arrive in post-order in flat arrays, so parsing is one lin
 no recursion (plans 10^4 nodes deep parse fine)."""
 from __future__ import annotations
 
+import gc
 import json
 import os
 import weakref
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Mapping, NamedTuple, Union
+from typing import Any, Iterator, Mapping, NamedTuple, Union
 
 FORMAT = "ushas-plan"
 SUPPORTED_VERSIONS = frozenset({1})
@@ -85,8 +87,26 @@ class PlanDocument:
         return len(self.nodes)
 
 
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Python's cyclic GC paused: parsing and resolving allocate many small acyclic objects, and
+    every full collection on the way re-scans all of them (super-linear on 10^4-node plans)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def parse(text: str | bytes | Mapping[str, Any]) -> PlanDocument:
     """Parses plan JSON (text, bytes or an already decoded mapping): two linear loops."""
+    with gc_paused():
+        return _parse(text)
+
+
+def _parse(text: str | bytes | Mapping[str, Any]) -> PlanDocument:
     doc: Mapping[str, Any] = json.loads(text) if isinstance(text, (str, bytes)) else text
     if doc.get("format") != FORMAT:
         raise PlanFormatError(f"not a {FORMAT} document (format={doc.get('format')!r})")
@@ -132,46 +152,38 @@ class ShimUnavailable(RuntimeError):
     than this package (an entry point is missing): rebuild it and restart Spark."""
 
 
-@dataclass(frozen=True, eq=False)
-class _Entries:
-    """Py4J handles of one gateway, built locally: calling one costs exactly one round trip
-    (``jvm.io.ushas.spark.PlanWriter.x`` would cost one reflection round trip per name)."""
-
-    export_dataset: Any
-    export_sql: Any
-    export_plan: Any
-    server: Any  # the JVM-side py4j GatewayServer, so PlanWriter can set TCP_NODELAY on our socket
+_SERVERS: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
 
 
-_ENTRIES: "weakref.WeakKeyDictionary[Any, _Entries]" = weakref.WeakKeyDictionary()
-
-
-def _entries(gateway_client: Any) -> _Entries:
-    entries = _ENTRIES.get(gateway_client)
-    if entries is None:
+def _server(gateway_client: Any) -> Any:
+    """The JVM-side py4j GatewayServer (so PlanWriter can set TCP_NODELAY on our socket)."""
+    server = _SERVERS.get(gateway_client)
+    if server is None:
         from py4j import protocol
-        from py4j.java_gateway import JavaMember, JavaObject
+        from py4j.java_gateway import JavaObject
 
-        def member(name: str) -> Any:
-            return JavaMember(name, None, protocol.STATIC_PREFIX + WRITER, gateway_client)
-
-        entries = _Entries(member("exportDataset"), member("exportSql"), member("exportPlan"),
-                           JavaObject(protocol.GATEWAY_SERVER_OBJECT_ID, gateway_client))
-        _ENTRIES[gateway_client] = entries
-    return entries
+        server = _SERVERS[gateway_client] = JavaObject(protocol.GATEWAY_SERVER_OBJECT_ID, gateway_client)
+    return server
 
 
-def _call(method: Any, *args: Any) -> str:
-    from py4j.protocol import Py4JError, Py4JJavaError
+def _call(gateway_client: Any, method: str, *args: Any) -> str:
+    """``PlanWriter.<method>(*args)`` in exactly one Py4J round trip: the command is written
+    directly (``jvm.io.ushas.spark.PlanWriter.x`` costs one reflection round trip per name, and
+    py4j's argument converters are not needed for JavaObject / str / int / None arguments)."""
+    from py4j import java_gateway, protocol
 
+    command = (protocol.CALL_COMMAND_NAME + protocol.STATIC_PREFIX + WRITER + "\n" + method + "\n"
+               + "".join(protocol.get_command_part(a) for a in args) + protocol.END_COMMAND_PART)
+    answer = gateway_client.send_command(command)
     try:
-        return method(*args)
-    except Py4JJavaError:
+        # looked up at call time: pyspark wraps it to raise AnalysisException & co.
+        return java_gateway.get_return_value(answer, gateway_client, WRITER, method)
+    except protocol.Py4JJavaError:
         raise
-    except Py4JError as e:  # no such class / method: the jar is missing or stale
+    except protocol.Py4JError as e:  # no such class / method: the jar is missing or stale
         raise ShimUnavailable(
-            f"{WRITER} (entry {method.name!r}) is not on the Spark driver's classpath or is older than "
-            "this package; start Spark with spark.jars=$(python -m ushas_catalog jar)") from e
+            f"{WRITER}.{method} is not on the Spark driver's classpath or is older than this package; "
+            "start Spark with spark.jars=$(python -m ushas_catalog jar)") from e
 
 
 def read_answer(answer: str) -> str:
@@ -193,21 +205,21 @@ def fetch_dataset_json(jdf: Any, inline_limit: int = INLINE_LIMIT) -> str:
     """The plan JSON of a JVM ``Dataset``'s analyzed plan: ONE Py4J round trip. Inline at any size
     when the JVM could set TCP_NODELAY on this thread's Py4J socket, else through a temp file
     above ``inline_limit`` characters (docs/plan-json.md, "Transport")."""
-    e = _entries(jdf._gateway_client)
-    return read_answer(_call(e.export_dataset, jdf, e.server, inline_limit))
+    client = jdf._gateway_client
+    return read_answer(_call(client, "exportDataset", jdf, _server(client), inline_limit))
 
 
 def fetch_sql_json(jspark: Any, sql: str, inline_limit: int = INLINE_LIMIT) -> str:
     """The plan JSON of ``sql`` analyzed (not executed) by a JVM ``SparkSession``: one round trip."""
-    e = _entries(jspark._gateway_client)
-    return read_answer(_call(e.export_sql, jspark, sql, e.server, inline_limit))
+    client = jspark._gateway_client
+    return read_answer(_call(client, "exportSql", jspark, sql, _server(client), inline_limit))
 
 
 def fetch_json(jvm: Any, jplan: Any, inline_limit: int = INLINE_LIMIT, nodelay: bool = True) -> str:
     """The plan JSON of a JVM ``LogicalPlan`` (one round trip). ``nodelay=False``: never ask for
     TCP_NODELAY, so answers above ``inline_limit`` characters always go through a temp file."""
-    e = _entries(jplan._gateway_client)
-    return read_answer(_call(e.export_plan, jplan, e.server if nodelay else None, inline_limit))
+    client = jplan._gateway_client
+    return read_answer(_call(client, "exportPlan", jplan, _server(client) if nodelay else None, inline_limit))
 
 
 def from_jvm(jvm: Any, jplan: Any) -> PlanDocument:

@@ -28,7 +28,7 @@ from .model import (
     Unresolved,
     compose_subtypes,
 )
-from .plan import Expr, PlanDocument, PlanNode
+from .plan import Expr, PlanDocument, PlanNode, gc_paused
 
 ROOT_SCOPE = -1
 
@@ -666,6 +666,11 @@ def _scopes(doc: PlanDocument) -> list[int]:
 
 def resolve(doc: PlanDocument) -> LineageResult:
     """Column lineage of one parsed plan document (one bottom-up pass)."""
+    with gc_paused():
+        return _resolve(doc)
+
+
+def _resolve(doc: PlanDocument) -> LineageResult:
     p = _Pass(doc)
     p.scope_of = _scopes(doc)
     for node in doc.nodes:

@@ -445,6 +445,7 @@ public final class PlanJson {
     private int expression(Expression root) {
         ArrayDeque<Object[]> stack = new ArrayDeque<>();
         ArrayDeque<Integer> results = new ArrayDeque<>();
+        boolean aliased = false;
         stack.push(new Object[] {root, Boolean.FALSE});
         while (!stack.isEmpty()) {
             Object[] top = stack.pop();
@@ -460,6 +461,7 @@ public final class PlanJson {
                 }
                 continue;
             }
+            aliased |= !e.isTagsEmpty() && e.containsTag(FUNC_ALIAS);
             int n = e.children().size();
             int[] childIdx = new int[n];
             for (int i = n - 1; i >= 0; i--) {
@@ -491,12 +493,43 @@ public final class PlanJson {
                 }
             }
             if (e == root) {
-                j.ch(',').key("t").str(e.toString());
+                j.ch(',').key("t").str(text(e, aliased));
             }
             j.ch('}').ch(',');
             results.push(exprCount++);
         }
         return results.pop();
+    }
+
+    private static final org.apache.spark.sql.catalyst.trees.TreeNodeTag<String> FUNC_ALIAS =
+            org.apache.spark.sql.catalyst.analysis.FunctionRegistry.FUNC_ALIAS();
+
+    /**
+     * Spark's rendering of a top-level expression with canonical function names: a function
+     * called through an alias (substr, ucase, mean...) carries the FUNC_ALIAS tag, which its
+     * prettyName prefers; such trees are rendered from a deep copy without the tag, so
+     * {@code substr(x, 0, 1)} reads {@code substring(x, 0, 1)} (the plan itself is not touched).
+     */
+    private static String text(Expression e, boolean aliased) {
+        if (!aliased) {
+            return e.toString();
+        }
+        Expression copy;
+        try {
+            copy = (Expression) e.clone();
+        } catch (RuntimeException notCopyable) {
+            return e.toString();
+        }
+        ArrayDeque<Expression> stack = new ArrayDeque<>();
+        stack.push(copy);
+        while (!stack.isEmpty()) {
+            Expression x = stack.pop();
+            x.unsetTagValue(FUNC_ALIAS);
+            for (Expression c : iter(x.children())) {
+                stack.push(c);
+            }
+        }
+        return copy.toString();
     }
 
     // ---- Scala helpers ----------------------------------------------------------------------
