@@ -313,12 +313,18 @@ def _table_level(acc: Analysis, doc: Any, relations: Relations) -> None:
 
 def _add_datasets(acc: Analysis, result: LineageResult) -> None:
     """Writes: the result's target. Reads: every dataset column some step or dependency reads
-    (relation leaves), so a query reading its own target (INSERT OVERWRITE t ... FROM t) reads t."""
-    if result.target is not None:
-        acc.writes.setdefault(result.target)
+    (relation leaves). The write target itself is a read only when its data flows somewhere (a
+    source of an edge or of a dependency: INSERT OVERWRITE t ... FROM t reads t); a V2 write names
+    its target as a relation too (AppendData's DataSourceV2Relation), which is not a read."""
+    target = result.target
+    if target is not None:
+        acc.writes.setdefault(target)
+        if any(e.source.dataset == target for e in result.edges):
+            acc.reads.setdefault(target)
     for deriv in result.derivations.values():
         for step in deriv.inputs:
-            if step.source.is_dataset_column and step.source.dataset is not None:
+            if step.source.is_dataset_column and step.source.dataset is not None \
+                    and step.source.dataset != target:
                 acc.reads.setdefault(step.source.dataset)
     for dep in result.indirect:
         for src in dep.sources:
@@ -651,12 +657,15 @@ class CaptureHub:
             return dict(self._captures)
 
     def event(self, request: str | Mapping[str, Any]) -> dict[str, Any]:
-        """Handle one listener message: ``{"store": {"uri", "project"}, "event": {...}}`` or a
-        status message ``{"store": ..., "jvm_dropped": N}``. Answers immediately."""
+        """Handle one listener message: ``{"store": {"uri", "project"}, "event": {...}}``, or a
+        control message without an event: ``"jvm_dropped": N`` (the JVM side's cumulative drop
+        count) and / or ``"flush": seconds`` (store what is queued, publish the counters, answer
+        ``flushed``). An event is answered immediately; a flush when done or out of time."""
         try:
             d = json.loads(request) if isinstance(request, (str, bytes)) else request
             store = d["store"]
             uri, project = str(store["uri"]), str(store.get("project") or "default")
+            flush = None if d.get("flush") is None else max(0.0, float(d["flush"]))
         except (ValueError, KeyError, TypeError) as exc:
             raise InvalidArgument(f"malformed lineage message: {exc!r}") from None
         ev = d.get("event")
@@ -664,8 +673,12 @@ class CaptureHub:
         source = str(ev.get("application_id", "")) if isinstance(ev, Mapping) else str(d.get("source", ""))
         capture = self.capture(uri, project, catalogs, source)
         if ev is None:
-            capture.note_jvm_dropped(int(d.get("jvm_dropped", 0)))
-            return {"accepted": False, **capture.stats().to_dict()}
+            if "jvm_dropped" in d:
+                capture.note_jvm_dropped(int(d.get("jvm_dropped") or 0))
+            answer: dict[str, Any] = {"accepted": False}
+            if flush is not None:
+                answer["flushed"] = capture.flush(flush)
+            return {**answer, **capture.stats().to_dict()}
         accepted = capture.submit(ev)
         return {"accepted": accepted}
 
@@ -685,5 +698,30 @@ def open_store(uri: str, project: str, catalogs: Mapping[str, str]) -> LineageSt
     return open_lineage_store(uri, project, catalogs)
 
 
+@dataclass(frozen=True)
+class SparkFlush:
+    """What :func:`flush_spark` found: did every listener finish, and its counters."""
+
+    flushed: bool
+    #: one entry per listener of the driver JVM: handed_over / dropped (JVM side), python (capture stats)
+    listeners: tuple[dict[str, Any], ...]
+
+    @property
+    def jvm_dropped(self) -> int:
+        return sum(int(x.get("dropped", 0)) for x in self.listeners)
+
+
+def flush_spark(spark: Any, timeout: float = 60.0) -> SparkFlush:
+    """Wait until every action ``spark`` has run so far is stored (or counted as dropped): Spark's
+    listener bus drained, each ``UshasLineageListener``'s queue handed to Python, Python's capture
+    queue stored and its counters published. Works in both bridge modes (the Python side that
+    stores may be this process or the bridge process the shim launched). ``flushed`` is False when
+    ``timeout`` ran out first (e.g. the store is down)."""
+    listener = spark._jvm.io.ushas.spark.UshasLineageListener
+    answer = json.loads(str(listener.flushAll(int(max(0.0, timeout) * 1000))))
+    listeners = tuple(answer)
+    return SparkFlush(all(x.get("flushed") for x in listeners), listeners)
+
+
 __all__ = ["ActionEvent", "CaptureHub", "CaptureSettings", "CaptureStats", "ExecutionEvent", "LineageCapture",
-           "analyze", "now_ms", "open_store"]
+           "SparkFlush", "analyze", "flush_spark", "now_ms", "open_store"]

@@ -1,5 +1,6 @@
 package io.ushas.spark;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
@@ -10,7 +11,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
 
 import org.apache.spark.SparkConf;
@@ -39,6 +42,11 @@ import scala.Tuple2;
  * because of lineage: a full queue or an unreachable bridge drops the action, counted, logged, and the
  * count travels to Python with the next event (or at application end).
  *
+ * <p>{@link #flush(long)} / {@link #flushAll(long)} wait until every action Spark has reported so far is
+ * stored (or counted as dropped): Spark's listener bus drained, this queue handed over, Python's queue
+ * stored. At application end the same happens (bounded by {@code .shutdownTimeout}) before the bridge
+ * process is stopped, so a config-only application loses no run that was already reported.
+ *
  * <p>It is also a {@link SparkListener} on the same (shared) listener queue: the execution-start event
  * gives the root execution id and the start time; the execution-end event, delivered right after the
  * {@link QueryExecutionListener} callback for the same execution, gives its id.
@@ -52,6 +60,8 @@ public final class UshasLineageListener extends SparkListener implements QueryEx
     private static final Logger LOG = LoggerFactory.getLogger(UshasLineageListener.class);
     private static final String PREFIX = "spark.ushas.lineage.";
     private static final int MAX_ERROR_CHARS = 4000;
+    /** Live listeners of this JVM (for {@link #flushAll}). */
+    private static final CopyOnWriteArrayList<UshasLineageListener> INSTANCES = new CopyOnWriteArrayList<>();
 
     private final SparkConf conf;
     private final ArrayBlockingQueue<ObjectNode> queue;
@@ -60,6 +70,8 @@ public final class UshasLineageListener extends SparkListener implements QueryEx
     private final long shutdownMillis;
     private final AtomicLong dropped = new AtomicLong();
     private final AtomicLong sent = new AtomicLong();
+    private final AtomicLong offered = new AtomicLong();   // actions put on the queue
+    private final AtomicLong finished = new AtomicLong();  // of those: handed over or dropped by the worker
     private final Thread worker;
     private volatile boolean stopping;
     private final SparkContext sc;
@@ -101,6 +113,7 @@ public final class UshasLineageListener extends SparkListener implements QueryEx
         this.worker.start();
         this.sc = SparkContext.getOrCreate();  // the listener is created by a session: its context exists
         sc.addSparkListener(this);
+        INSTANCES.add(this);
     }
 
     public UshasLineageListener() {
@@ -250,7 +263,9 @@ public final class UshasLineageListener extends SparkListener implements QueryEx
         msg.set("ctx", t.ctx());
         msg.set("store", t.ctx());
         msg.set("event", ev);
+        offered.incrementAndGet();
         if (!queue.offer(msg)) {
+            offered.decrementAndGet();
             long n = dropped.incrementAndGet();
             discardPlans(g.executions);
             LOG.warn("Ushas lineage: queue full ({} actions), dropped execution {}; {} dropped in all",
@@ -329,7 +344,11 @@ public final class UshasLineageListener extends SparkListener implements QueryEx
                 if (stopping) return;
                 continue;
             }
-            deliver(msg);
+            try {
+                deliver(msg);
+            } finally {
+                finished.incrementAndGet();
+            }
         }
     }
 
@@ -340,7 +359,14 @@ public final class UshasLineageListener extends SparkListener implements QueryEx
         while (System.nanoTime() < deadline) {
             try {
                 ((ObjectNode) msg.get("event")).put("jvm_dropped", dropped.get());
-                Bridge.call("lineage.event", msg, target.options());
+                JsonNode answer = Bridge.call("lineage.event", msg, target.options());
+                if (answer.has("error")) {  // Python refused it (a bug, not an outage): retrying won't help
+                    long n = dropped.incrementAndGet();
+                    discardPlans((ArrayNode) msg.get("event").get("executions"));
+                    LOG.warn("Ushas lineage: Python refused execution {}: {}; {} dropped in all",
+                            msg.get("event").get("execution_id"), answer.get("error"), n);
+                    return;
+                }
                 sent.incrementAndGet();
                 return;
             } catch (Throwable t) {
@@ -362,6 +388,8 @@ public final class UshasLineageListener extends SparkListener implements QueryEx
 
     @Override
     public void onApplicationEnd(SparkListenerApplicationEnd end) {
+        INSTANCES.remove(this);
+        long deadline = System.currentTimeMillis() + shutdownMillis;
         stopping = true;
         try {
             worker.join(shutdownMillis);
@@ -378,18 +406,89 @@ public final class UshasLineageListener extends SparkListener implements QueryEx
             LOG.warn("Ushas lineage: {} action(s) not handed over before the application ended; {} dropped in all",
                     left.size(), n);
         }
-        if (n > 0 && target != null) {
-            ObjectNode msg = Json.object();
-            msg.set("ctx", target.ctx());
-            msg.set("store", target.ctx());
-            msg.put("source", sc.applicationId());
-            msg.put("jvm_dropped", n);
+        if (target == null || (sent.get() == 0 && n == 0)) return;
+        // Python stores what it holds now (and learns the final drop count), before the bridge stops
+        ObjectNode msg = control(Math.max(0, deadline - System.currentTimeMillis()));
+        msg.put("jvm_dropped", n);
+        try {
+            JsonNode answer = Bridge.call("lineage.event", msg, target.options());
+            if (!answer.path("flushed").asBoolean(true)) {
+                LOG.warn("Ushas lineage: Python had not stored every run when the application ended: {}", answer);
+            }
+        } catch (Throwable t) {
+            LOG.warn("Ushas lineage: could not report {} dropped action(s) to Python: {}", n, t.toString());
+        }
+    }
+
+    /** A message to Python without an event: flush for up to {@code millis} (within the bridge timeout). */
+    private ObjectNode control(long millis) {
+        ObjectNode msg = Json.object();
+        msg.set("ctx", target.ctx());
+        msg.set("store", target.ctx());
+        msg.put("source", sc.applicationId());
+        double cap = Math.max(0.0, target.options().timeoutSeconds() - 1.0);
+        msg.put("flush", Math.min(millis / 1000.0, cap));
+        return msg;
+    }
+
+    /**
+     * Waits until every action Spark reported before this call is stored by Python or counted as
+     * dropped: Spark's listener bus empty, this listener's queue handed over, Python's capture queue
+     * stored and its counters published. Never called on Spark's listener thread.
+     *
+     * @return JSON {@code {"flushed": bool, "handed_over": n, "dropped": n, "python": {...} | null}}
+     */
+    public String flush(long timeoutMillis) {
+        long deadline = System.currentTimeMillis() + Math.max(0, timeoutMillis);
+        boolean ok = true;
+        ObjectNode out = Json.object();
+        try {
+            sc.listenerBus().waitUntilEmpty(Math.max(1, deadline - System.currentTimeMillis()));
+        } catch (TimeoutException e) {
+            ok = false;
+        } catch (Throwable t) {  // a stopped bus: nothing more will come
+            LOG.debug("Ushas lineage: listener bus not drained: {}", t.toString());
+        }
+        while (ok && (!queue.isEmpty() || finished.get() < offered.get()) && worker.isAlive()) {
+            if (System.currentTimeMillis() >= deadline) {
+                ok = false;
+                break;
+            }
             try {
-                Bridge.call("lineage.event", msg, target.options());
-            } catch (Throwable t) {
-                LOG.warn("Ushas lineage: could not report {} dropped action(s) to Python: {}", n, t.toString());
+                Thread.sleep(5);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                ok = false;
             }
         }
+        JsonNode python = null;
+        if (ok && target != null && sent.get() > 0) {
+            try {
+                ObjectNode msg = control(Math.max(0, deadline - System.currentTimeMillis()));
+                msg.put("jvm_dropped", dropped.get());
+                python = Bridge.call("lineage.event", msg, target.options());
+                ok = python.path("flushed").asBoolean(false);
+            } catch (Throwable t) {
+                ok = false;
+                out.put("error", t.toString());
+            }
+        }
+        out.put("flushed", ok);
+        out.put("handed_over", sent.get());
+        out.put("dropped", dropped.get());
+        if (python != null) out.set("python", python);
+        else out.putNull("python");
+        return out.toString();
+    }
+
+    /** {@link #flush(long)} on every live listener of this JVM: a JSON array of their answers. */
+    public static String flushAll(long timeoutMillis) {
+        long deadline = System.currentTimeMillis() + Math.max(0, timeoutMillis);
+        ArrayNode all = Json.array();
+        for (UshasLineageListener l : INSTANCES) {
+            all.add(Json.parse(l.flush(Math.max(0, deadline - System.currentTimeMillis()))));
+        }
+        return all.toString();
     }
 
     /** Actions handed to Python and dropped so far (for tests and monitoring). */
