@@ -133,10 +133,23 @@ def run_run(ctx: Any, args: argparse.Namespace) -> int:
 
 
 def run_export(ctx: Any, args: argparse.Namespace) -> int:
-    from .openlineage import write_json_lines
+    """Events on stdout, one JSON line each (as :func:`~lineage.openlineage.write_json_lines`
+    writes them); a progress bar over the runs on stderr when it is a terminal (never with --json)."""
+    import json
+
+    from openlineage.client.serde import Serde
+    from ushas_catalog.progress import progress_for
+
+    from .openlineage import run_events
 
     q = _queries(ctx)
-    write_json_lines(q.store, sys.stdout, parse_time(args.since), parse_time(args.until))
+    runs = q.store.runs_between(parse_time(args.since), parse_time(args.until))
+    with progress_for(ctx.json, "exporting runs", total=len(runs)) as bar:
+        for run in runs:
+            for event in run_events(q.store, run):
+                sys.stdout.write(json.dumps(json.loads(Serde.to_json(event)), separators=(",", ":"), sort_keys=True))
+                sys.stdout.write("\n")
+            bar.advance(item=run.application_name or run.application_id)
     return 0
 
 

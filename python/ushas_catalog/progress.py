@@ -124,11 +124,12 @@ class Progress:
 
 
 def progress_for(json_mode: bool, label: str, total: int | None = None, *,
-                 stream: TextIO | None = None) -> Progress:
+                 stream: TextIO | None = None, item: str = "") -> Progress:
     """A progress line on ``stream`` (stderr by default), enabled only on a terminal and
-    outside ``--json`` mode."""
+    outside ``--json`` mode. ``item``: what the first drawn line names (e.g. the one
+    transaction a purge is)."""
     out = stream if stream is not None else sys.stderr
-    return Progress(label, total, enabled=not json_mode and is_terminal(out), stream=out)
+    return Progress(label, total, enabled=not json_mode and is_terminal(out), stream=out, item=item)
 
 
 @dataclass

@@ -11,7 +11,7 @@ import argparse
 import datetime as dt
 from typing import Any
 
-from ..errors import InvalidArgument, NoSuchTable
+from ..errors import InvalidArgument, NoSuchTable, UshasError
 from ..names import CatalogName, DatabaseName, TableName, parse_any
 from .context import Context
 
@@ -227,16 +227,22 @@ def cmd_history(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def cmd_drop(ctx: Context, args: argparse.Namespace) -> int:
+    from ..progress import progress_for
+
     ms = ctx.metastore
     name = parse_any(args.name)
-    if isinstance(name, CatalogName):
-        ms.drop_catalog(name, cascade=args.cascade, purge=args.purge)
-    elif isinstance(name, DatabaseName):
-        ms.drop_database(name, cascade=args.cascade, purge=args.purge)
-    elif ms.view_exists(name):
-        ms.drop_view(name)
-    else:
-        ms.drop_table(name, purge=args.purge)
+    # a purge removes the whole tree in one transaction: the line says what is being removed
+    # while it runs (a large catalog takes a while), and 1/1 once committed
+    with progress_for(ctx.json or not args.purge, f"purging {name}", total=1, item="one transaction") as bar:
+        if isinstance(name, CatalogName):
+            ms.drop_catalog(name, cascade=args.cascade, purge=args.purge)
+        elif isinstance(name, DatabaseName):
+            ms.drop_database(name, cascade=args.cascade, purge=args.purge)
+        elif ms.view_exists(name):
+            ms.drop_view(name)
+        else:
+            ms.drop_table(name, purge=args.purge)
+        bar.advance(item="")
     ctx.emit({"dropped": str(name), "purged": bool(args.purge)}, f"dropped {name}" + (" (purged)" if args.purge else ""))
     return 0
 
@@ -254,15 +260,35 @@ def cmd_undrop(ctx: Context, args: argparse.Namespace) -> int:
     return 0
 
 
+def _dropped_count(ms: Any, name: Any) -> int | None:
+    """How many dropped objects ``name`` denotes (the purge's size), None when unknown."""
+    try:
+        if isinstance(name, CatalogName):
+            items = ms.list_dropped_catalogs()
+        elif isinstance(name, DatabaseName):
+            items = ms.list_dropped_databases(name.catalog_name)
+        else:
+            items = ms.list_dropped_tables(name.database_name)
+    except UshasError:  # the parent is gone: the purge itself says so
+        return None
+    return sum(1 for d in items if d.name == str(name))
+
+
 def cmd_purge(ctx: Context, args: argparse.Namespace) -> int:
+    from ..progress import progress_for
+
     ms = ctx.metastore
     name = parse_any(args.name)
-    if isinstance(name, CatalogName):
-        n = ms.purge_catalog(name)
-    elif isinstance(name, DatabaseName):
-        n = ms.purge_database(name)
-    else:
-        n = ms.purge_table(name)
+    # every dropped object of the name goes in one transaction: the bar fills when it commits
+    total = None if ctx.json else _dropped_count(ms, name)
+    with progress_for(ctx.json, f"purging dropped {name}", total=total, item="one transaction") as bar:
+        if isinstance(name, CatalogName):
+            n = ms.purge_catalog(name)
+        elif isinstance(name, DatabaseName):
+            n = ms.purge_database(name)
+        else:
+            n = ms.purge_table(name)
+        bar.advance(n, item="")
     ctx.emit({"purged": str(name), "count": n}, f"purged {n} dropped object(s) named {name}")
     return 0
 
