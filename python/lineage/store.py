@@ -198,6 +198,35 @@ class AccessRow:
 
 
 @dataclass(frozen=True)
+class CapturedDataset:
+    """One dataset lineage was captured for (:meth:`LineageStore.captured_datasets`)."""
+
+    key: DatasetKey
+    dataset: Dataset  # as last captured
+    name: str  # the current name (a metastore table renamed since shows its new name)
+    dropped: bool
+    last_access_ms: int | None
+    last_access: Access | None
+
+    @property
+    def kind(self) -> str:
+        """``table`` (a table of this metastore), ``external table`` (a Hive / session-catalog /
+        other catalog's table, known by name only) or ``path`` (files read or written by path)."""
+        if self.dataset.kind is DatasetKind.PATH:
+            return "path"
+        return "table" if isinstance(self.key, uuid.UUID) else "external table"
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "kind": self.kind, "dropped": self.dropped,
+                               "last_access_ms": self.last_access_ms,
+                               "last_access": self.last_access.value if self.last_access else None,
+                               "dataset": self.dataset.to_dict()}
+        if isinstance(self.key, uuid.UUID):
+            out["table_id"] = str(self.key)
+        return out
+
+
+@dataclass(frozen=True)
 class Usage:
     day: str  # YYYY-MM-DD (UTC)
     reads: int
@@ -555,6 +584,26 @@ class LineageStore:
             return {"name": name, "table_id": str(key), "dropped": True}
         return {"name": key, "dropped": False}
 
+    def captured_datasets(self) -> list[CapturedDataset]:
+        """Every dataset lineage was captured for — metastore tables, Hive / other catalogs'
+        tables and paths — with its current name, whether it was dropped, and its latest access
+        (read or write). Ordered by name. One scan of the dataset index, then one short reverse
+        read of each dataset's accesses."""
+        begin, end = self._ds.range()
+        prefix = len(self._ds.key())
+
+        def scan(tr: Transaction) -> list[DatasetRef]:
+            return [DatasetRef.from_value(fdbtuple.unpack(kv.key[prefix:])[0], kv.value)
+                    for kv in tr.get_range(begin, end, snapshot=True)]
+
+        out = []
+        for ref in self.db.run(scan):
+            described = self.describe(ref.key)
+            last = self.accesses(ref.key, limit=1, reverse=True)
+            out.append(CapturedDataset(ref.key, ref.dataset, described["name"], bool(described.get("dropped")),
+                                       last[0].time_ms if last else None, last[0].access if last else None))
+        return sorted(out, key=lambda d: (d.name, str(d.key)))
+
     def usage(self, key: DatasetKey, since: int | None = None, until: int | None = None) -> list[Usage]:
         """Reads / writes per day (UTC) of dataset ``key``."""
         base = self._ds_path(self._usage, key)
@@ -628,6 +677,6 @@ def edges_of(results: Iterable[Any]) -> tuple[Edge, ...]:
 
 Opener = Callable[[], LineageStore]
 
-__all__ = ["Access", "AccessRow", "CapturedRun", "DatasetKey", "DatasetRef", "LineageStore", "NoTableIds",
+__all__ = ["Access", "AccessRow", "CapturedDataset", "CapturedRun", "DatasetKey", "DatasetRef", "LineageStore", "NoTableIds",
            "Run", "RunStatus", "StoreStatus", "StoredEdge", "TableIds", "TableState", "Usage", "edges_of",
            "now_ms", "run_id_for", "Opener"]

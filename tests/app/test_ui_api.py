@@ -70,8 +70,20 @@ def test_search_uses_the_discovery_index(client) -> None:
 
 
 def test_datasets_and_runs(client) -> None:
-    names = [d["name"] for d in client.get("/api/datasets").json]
-    assert names == ["file:/data/report", "shop.sales.raw", "spark_catalog.default.cleaned"]
+    datasets = client.get("/api/datasets").json
+    assert [(d["name"], d["kind"], d["last_access"], d["last_access_ms"]) for d in datasets] == [
+        ("file:/data/report", "path", "write", T2),
+        ("shop.sales.raw", "table", "read", T1),
+        ("spark_catalog.default.cleaned", "external table", "read", T2)]
+    assert datasets[0]["dataset"] == {"kind": "path", "uri": "file:/data/report", "format": "parquet"}
+    assert "table_id" in datasets[1] and "table_id" not in datasets[2]
+    assert [d["name"] for d in client.get("/api/datasets?kind=path").json] == ["file:/data/report"]
+    assert [d["name"] for d in client.get("/api/datasets?kind=external table").json] == [
+        "spark_catalog.default.cleaned"]
+    bad = client.get("/api/datasets?kind=view")
+    assert bad.status_code == 400 and "kind must be one of" in bad.json["error"]["message"]
+    path_runs = client.get("/api/runs?dataset=file:/data/report").json["runs"]
+    assert [(r["access"], r["execution_id"], r["user"]) for r in path_runs] == [("write", 2, "alice")]
     runs = client.get("/api/runs?dataset=spark_catalog.default.cleaned").json["runs"]
     assert [(r["access"], r["execution_id"]) for r in runs] == [("read", 2), ("write", 1)]  # newest first
     assert client.get(f"/api/runs?dataset=spark_catalog.default.cleaned&until={T1}").json["runs"][0]["access"] == "write"
@@ -106,6 +118,22 @@ def test_lineage_graph(client) -> None:
                       f"&since=2023-11-14T23:00:00").json
     assert {e["target"] for e in late["edges"]} >= {"file:/data/report.total"}
     assert T2 >= parse_time("2023-11-14T23:00:00", "since")
+
+
+def test_datasets_follow_drops_and_renames(client, store_uri: str) -> None:
+    """A metastore table's dataset shows its current name, and ``dropped`` once dropped."""
+    from ushas_catalog.metastore import Metastore
+
+    ms = Metastore.open(store_uri)
+    try:
+        ms.rename_table("shop.sales.raw", "shop.sales.raw_v2")
+        renamed = {d["name"]: d for d in client.get("/api/datasets").json}
+        assert "shop.sales.raw" not in renamed and renamed["shop.sales.raw_v2"]["dropped"] is False
+        ms.drop_table("shop.sales.raw_v2")
+        dropped = {d["name"]: d for d in client.get("/api/datasets?kind=table").json}
+        assert dropped["shop.sales.raw_v2"]["dropped"] is True
+    finally:
+        ms.close()
 
 
 def test_page_and_assets(client) -> None:

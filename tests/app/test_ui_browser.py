@@ -22,7 +22,7 @@ if not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()):
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support import expected_conditions as EC  # noqa: E402
-from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 from werkzeug.serving import make_server  # noqa: E402
 
 from ushas_catalog.ui.app import create_app  # noqa: E402
@@ -83,11 +83,25 @@ def test_browse_search_and_lineage(server: str, browser, tmp_path: Path) -> None
     assert "shop.sales.raw" in b.find_element(By.TAG_NAME, "main").text
     b.save_screenshot(str(tmp_path / "search.png"))
 
-    b.get(server + "/#/lineage")
-    wait_for(b, "main table a", "file:/data/report").click()
+    # every captured dataset, lineage-only ones included: a path and a session-catalog table
+    b.find_element(By.LINK_TEXT, "Lineage").click()
+    wait_for(b, "main table", "file:/data/report")
+    rows = {r.find_elements(By.TAG_NAME, "td")[0].text: r.find_elements(By.TAG_NAME, "td")[1].text
+            for r in b.find_elements(By.CSS_SELECTOR, "main table tr") if r.find_elements(By.TAG_NAME, "td")}
+    assert rows == {"file:/data/report": "path (parquet)", "shop.sales.raw": "table",
+                    "spark_catalog.default.cleaned": "external table"}
+    b.save_screenshot(str(tmp_path / "datasets.png"))
+    Select(b.find_element(By.ID, "dataset-kind")).select_by_value("path")
+    wait_for(b, "main .controls", "1 dataset")
+    assert "spark_catalog.default.cleaned" not in b.find_element(By.TAG_NAME, "main").text
+    b.find_element(By.XPATH, "//main//tr[td//a[text()='file:/data/report']]//a[text()='runs']").click()
+    wait_for(b, "main h2", "Runs of file:/data/report")
+    assert "sum(amount)" in b.find_element(By.CSS_SELECTOR, "main table").text
+    b.find_element(By.CSS_SELECTOR, "#crumbs a[href='#/lineage/file%3A%2Fdata%2Freport']").click()
     wait_for(b, "#graph svg")
     nodes = {n.get_attribute("data-node") for n in b.find_elements(By.CSS_SELECTOR, "g.gnode")}
     assert {"file:/data/report.total", "spark_catalog.default.cleaned.amount", "shop.sales.raw.amount"} <= nodes
+    b.save_screenshot(str(tmp_path / "path-lineage.png"))
 
     b.get(server + "/#/lineage/file%3A%2Fdata%2Freport.total?direction=upstream&depth=1")
     wait_for(b, "#graph-info", "more beyond this depth")
@@ -113,5 +127,5 @@ def test_browse_search_and_lineage(server: str, browser, tmp_path: Path) -> None
     b.find_element(By.ID, "apply").click()
     WebDriverWait(b, 30).until(lambda d: "depth=2" in d.current_url and d.find_elements(
         By.CSS_SELECTOR, 'g.gnode[data-node="shop.sales.raw.amount"]'))
-    for shot in ("table.png", "search.png", "lineage.png"):
+    for shot in ("table.png", "search.png", "datasets.png", "path-lineage.png", "lineage.png"):
         assert (tmp_path / shot).stat().st_size > 5_000

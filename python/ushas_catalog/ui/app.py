@@ -8,7 +8,8 @@ missing object and 400 for bad input):
   whether lineage was captured for it; ``.../partitions?offset=&limit=&prefix=k=v,...`` (paged);
   ``.../history``
 - ``/api/search?q=``: the discovery index (``Metastore.search``): tags, properties, columns
-- ``/api/datasets``: every dataset lineage was captured for
+- ``/api/datasets?kind=table|external table|path``: every dataset lineage was captured for
+  (metastore tables, Hive / other catalogs' tables, paths), with its kind and latest access
 - ``/api/lineage?node=NAME[.COLUMN]&direction=upstream|downstream|both&depth=N&since=&until=``:
   the column graph: nodes, and edges with their type and expression
 - ``/api/runs?dataset=NAME&since=&until=``: who read / wrote a dataset
@@ -207,7 +208,7 @@ def create_app(uri: str, project: str = "default") -> Flask:
     @app.get("/api/datasets")
     @api
     def datasets() -> Any:
-        return lineage_datasets(stores.lineage)
+        return lineage_datasets(stores.lineage, request.args.get("kind", "").strip() or None)
 
     @app.get("/api/lineage")
     @api
@@ -237,29 +238,16 @@ def create_app(uri: str, project: str = "default") -> Flask:
     return app
 
 
-def lineage_datasets(q: Any) -> list[dict[str, Any]]:
-    """Every dataset lineage was captured for, by its current name (the store's name index)."""
-    # NEEDED-BY-APP: a public LineageStore method listing every captured dataset key; until then
-    # this scans the LineageDatasetName subspace through the store's public db / layout / project.
-    import fdb.tuple as fdbtuple
+#: the kinds of captured datasets (``CapturedDataset.kind``), for the ``kind`` filter
+DATASET_KINDS = ("table", "external table", "path")
 
-    store = q.store
-    base = store.layout.project(store.project).add("DataLineage").add("LineageDatasetName")
-    begin, end = base.range()
-    prefix = len(base.key())
-    keys: dict[Any, None] = {}
 
-    def scan(tr: Any) -> None:
-        for kv in tr.get_range(begin, end, snapshot=True):
-            parts = fdbtuple.unpack(kv.key[prefix:])
-            keys[parts[-1]] = None
-
-    store.db.run(scan)
-    out = {}
-    for key in keys:
-        described = q.display(key)
-        out[described["name"]] = described
-    return [{"name": k, "dropped": v.get("dropped", False)} for k, v in sorted(out.items())]
+def lineage_datasets(q: Any, kind: str | None = None) -> list[dict[str, Any]]:
+    """Every dataset lineage was captured for (metastore tables, other catalogs' and Hive tables,
+    paths), with its kind and latest access; only those of ``kind`` when given."""
+    if kind is not None and kind not in DATASET_KINDS:
+        raise InvalidArgument(f"kind must be one of {', '.join(DATASET_KINDS)}, not {kind!r}")
+    return [d.to_dict() for d in q.store.captured_datasets() if kind is None or d.kind == kind]
 
 
 def graph(q: Any, node: str, direction: str, depth: int | None, since: int | None,

@@ -158,13 +158,29 @@ async function showRuns(name) {
 }
 
 // ---- lineage ----------------------------------------------------------------------------------
-async function showLineageIndex() {
+// Every captured dataset: this catalog's tables (linked to their page), other catalogs' and Hive
+// tables, and paths (parquet / csv / ... files read or written by path), filterable by kind.
+async function showLineageIndex(params) {
   setCrumbs([null, "lineage"]);
-  const ds = await api("/api/datasets");
+  const kind = params.get("kind") || "";
+  const ds = await api("/api/datasets" + (kind ? `?kind=${enc(kind)}` : ""));
+  const select = el("select", { id: "dataset-kind", onchange: (ev) => {
+    location.hash = ev.target.value ? `/lineage?kind=${enc(ev.target.value)}` : "/lineage"; } },
+    [["", "all kinds"], ["table", "tables of this catalog"], ["external table", "other catalogs' / Hive tables"],
+     ["path", "paths"]].map(([v, text]) => el("option", { value: v, selected: v === kind ? "" : null }, text)));
+  const when = (d) => d.last_access_ms === null ? "" : `${d.last_access} ${new Date(d.last_access_ms).toISOString()}`;
+  const tablePage = (d) => {
+    const p = d.name.split(".");
+    return d.kind === "table" && !d.dropped && p.length === 3 ? link(`/t/${p.map(enc).join("/")}`, "table") : "";
+  };
   main.replaceChildren(el("h2", {}, "Datasets with lineage"),
-    ds.length ? table(["dataset", "", ""], ds.map((d) => [link(`/lineage/${enc(d.name)}`, d.name),
-      link(`/runs/${enc(d.name)}`, "runs"), d.dropped ? "dropped" : ""]))
-      : el("p", {}, "No lineage captured yet: run Spark with the lineage listener."));
+    el("div", { class: "controls" }, el("label", {}, "show ", select),
+      el("span", { class: "muted" }, `${ds.length} dataset${ds.length === 1 ? "" : "s"}`)),
+    ds.length ? table(["dataset", "kind", "last access", "", "", ""], ds.map((d) => [
+      link(`/lineage/${enc(d.name)}`, d.name),
+      el("span", { class: "kind" }, d.kind + (d.dataset.format ? ` (${d.dataset.format})` : "")),
+      when(d), link(`/runs/${enc(d.name)}`, "runs"), tablePage(d), d.dropped ? "dropped" : ""]))
+      : el("p", {}, kind ? "No captured dataset of this kind." : "No lineage captured yet: run Spark with the lineage listener."));
 }
 
 function showLineage(node, params) {
@@ -297,7 +313,7 @@ async function route() {
     else if (p[0] === "search") await showSearch(params.get("q") || "");
     else if (p[0] === "runs") await showRuns(p[1]);
     else if (p[0] === "lineage" && p.length > 1) showLineage(p[1], params);
-    else if (p[0] === "lineage") await showLineageIndex();
+    else if (p[0] === "lineage") await showLineageIndex(params);
     else main.replaceChildren(el("p", { class: "error" }, `no page ${hash}`));
   } catch (e) { showError(e); }
 }
