@@ -28,10 +28,12 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Protocol
+from urllib.parse import urlsplit
 
 from .errors import AlreadyExists, InvalidArgument, StoreUnavailable, UshasError
 from .partitions import Partition
@@ -46,6 +48,15 @@ SOURCE_PROPERTY = "ushas.import.source"
 #: the Hive table type (MANAGED / EXTERNAL) of an imported table
 TYPE_PROPERTY = "ushas.import.hive_table_type"
 #: Hive provider / serde -> the catalog's format
+#: log4j of the import's Spark driver: errors only, on stderr (no startup chatter)
+QUIET_LOG4J = """rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = stderr
+appender.console.type = Console
+appender.console.name = stderr
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+"""
 _SERDE_FORMATS = (("parquet", "parquet"), ("orc", "orc"), ("jsonserde", "json"), ("opencsvserde", "csv"))
 
 
@@ -212,8 +223,8 @@ class HiveConnection:
     def validate(self) -> None:
         if (self.metastore_db is None) == (self.thrift is None):
             raise InvalidArgument("give either --metastore-db PATH or --thrift URI")
-        if self.thrift is not None and not self.thrift.startswith("thrift://"):
-            raise InvalidArgument(f"--thrift takes a thrift://host:port URI, not {self.thrift!r}")
+        if self.thrift is not None:
+            self.endpoints()
         if self.metastore_db is not None:
             db = self.metastore_db
             if not db.is_dir():
@@ -221,10 +232,43 @@ class HiveConnection:
             if not (db / "service.properties").is_file() or not (db / "seg0").is_dir():
                 raise InvalidArgument(f"{db} is not a Derby database (pyspark's metastore_db directory)")
 
+    def endpoints(self) -> list[tuple[str, int]]:
+        """(host, port) of every service ``--thrift`` names: ``thrift://host:port``, or several
+        of them comma-separated (as ``hive.metastore.uris`` takes them)."""
+        out = []
+        for uri in (self.thrift or "").split(","):
+            uri = uri.strip()
+            parsed = urlsplit(uri)
+            try:
+                port = parsed.port
+            except ValueError:
+                port = None
+            if parsed.scheme != "thrift" or not parsed.hostname or port is None or parsed.path not in ("", "/"):
+                raise InvalidArgument(f"--thrift takes thrift://host:port URIs (comma-separated), not {uri!r}")
+            out.append((parsed.hostname, port))
+        return out
+
+    def check_reachable(self, timeout: float = 5.0) -> None:
+        """Fail with one line, before any Spark starts, when no metastore service ``--thrift``
+        names accepts a connection (Hive's own client would retry for a minute, then fail with
+        a stack trace)."""
+        if self.thrift is None:
+            return
+        reasons = []
+        for host, port in self.endpoints():
+            try:
+                with socket.create_connection((host, port), timeout=timeout):
+                    return
+            except OSError as exc:
+                reasons.append(f"{host}:{port}: {exc.strerror or type(exc).__name__}")
+        raise StoreUnavailable(f"the Hive metastore service does not answer ({'; '.join(reasons)})")
+
     def spark_config(self, derby_home: Path) -> dict[str, str]:
         """Spark configuration of a session that reads this metastore (Hive support on)."""
+        log4j = derby_home / "log4j2.properties"
         conf = {"spark.sql.catalogImplementation": "hive", "spark.ui.enabled": "false",
-                "spark.driver.extraJavaOptions": f"-Dderby.system.home={derby_home}"}
+                "spark.driver.extraJavaOptions": f"-Dderby.system.home={derby_home} "
+                                                 f"-Dlog4j2.configurationFile={log4j.as_uri()}"}
         if self.metastore_db is not None:
             url = f"jdbc:derby:;databaseName={self.metastore_db.resolve()};create=false"
             conf["spark.hadoop.javax.jdo.option.ConnectionURL"] = url
@@ -244,7 +288,9 @@ def open_hive_session(conn: HiveConnection) -> Any:
     from pyspark.sql import SparkSession
 
     conn.validate()
+    conn.check_reachable()
     derby_home = Path(tempfile.mkdtemp(prefix="ushas-hive-import-"))
+    (derby_home / "log4j2.properties").write_text(QUIET_LOG4J)  # errors only: the CLI prints its own lines
     builder = SparkSession.builder.master("local[1]").appName("ushas-import-hive")
     for key, value in conn.spark_config(derby_home).items():
         builder = builder.config(key, value)
@@ -262,7 +308,8 @@ def _java_cause(exc: BaseException) -> str:
     text = str(exc)
     if "already booted" in text or "Another instance of Derby" in text:
         return "the Derby database is in use by another process (stop the Spark session that has it open)"
-    if "Connection refused" in text or "Could not connect to meta store" in text:
+    if ("Connection refused" in text or "Could not connect to meta store" in text
+            or "Unable to instantiate org.apache.hadoop.hive.ql.metadata.SessionHiveMetaStoreClient" in text):
         return "the metastore service does not answer"
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     causes = [ln for ln in lines if ln.startswith("Caused by:")]

@@ -5,6 +5,8 @@ import io
 
 from ushas_catalog.progress import BAR_WIDTH, Progress, Steps, progress_for
 
+from .cli_run import last_line, run_cli
+
 
 class Tty(io.StringIO):
     def isatty(self) -> bool:
@@ -91,58 +93,20 @@ def test_steps() -> None:
 
 
 # ---- the CLI's long commands, as a user sees them: stderr a terminal (pty) or not -----------------
-def _cli(argv: list[str], *, tty: bool) -> tuple[int, str, str]:
-    """Run ``ushas argv`` in a subprocess; stderr is a pseudo-terminal when ``tty``. Returns
-    (exit code, stdout, stderr)."""
-    import os
-    import pty
-    import subprocess
-    import sys
-
-    env = dict(os.environ, TERM="xterm", COLUMNS="120")
-    env.pop("USHAS_URI", None)
-    cmd = [sys.executable, "-m", "ushas_catalog", *argv]
-    if not tty:
-        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
-        return done.returncode, done.stdout, done.stderr
-    master, slave = pty.openpty()
-    try:
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL)
-        os.close(slave)
-        err = b""
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # EIO: every writer of the pty is gone
-                break
-            if not chunk:
-                break
-            err += chunk
-        out = proc.stdout.read() if proc.stdout else b""
-        rc = proc.wait(timeout=120)
-    finally:
-        os.close(master)
-    return rc, out.decode(), err.decode()
-
-
-def _last_line(err: str) -> str:
-    return err.replace("\r\n", "\n").rstrip("\n").split("\n")[-1].split("\r")[-1].rstrip()
-
-
 def test_lineage_export_shows_progress_on_a_terminal_only(store_uri: str) -> None:
     import json
 
     from .uistore import build
 
     build(store_uri)
-    rc, out, err = _cli(["--uri", store_uri, "lineage", "export", "--openlineage"], tty=True)
+    rc, out, err = run_cli(["--uri", store_uri, "lineage", "export", "--openlineage"], tty=True)
     assert rc == 0
     events = [json.loads(line) for line in out.splitlines()]
     assert len(events) == 4 and {e["eventType"] for e in events} == {"START", "COMPLETE"}
-    assert "\r" in err and _last_line(err) == "exporting runs  [" + "#" * BAR_WIDTH + "]  2/2"
+    assert "\r" in err and last_line(err) == "exporting runs  [" + "#" * BAR_WIDTH + "]  2/2"
     for argv, tty in [(["--uri", store_uri, "--json", "lineage", "export", "--openlineage"], True),
                       (["--uri", store_uri, "lineage", "export", "--openlineage"], False)]:
-        rc, quiet_out, quiet_err = _cli(argv, tty=tty)
+        rc, quiet_out, quiet_err = run_cli(argv, tty=tty)
         assert rc == 0 and quiet_err == "" and quiet_out.splitlines() == out.splitlines()
 
 
@@ -152,18 +116,18 @@ def test_purge_shows_progress_on_a_terminal_only(store_uri: str) -> None:
     from .uistore import build
 
     build(store_uri)
-    assert _cli(["--uri", store_uri, "drop", "shop", "--cascade"], tty=False)[0] == 0
-    rc, out, err = _cli(["--uri", store_uri, "purge", "shop"], tty=True)
+    assert run_cli(["--uri", store_uri, "drop", "shop", "--cascade"], tty=False)[0] == 0
+    rc, out, err = run_cli(["--uri", store_uri, "purge", "shop"], tty=True)
     assert rc == 0 and out.strip() == "purged 1 dropped object(s) named shop"
     assert "purging dropped shop  [------------------------]  0/1  one transaction" in err
-    assert _last_line(err) == "purging dropped shop  [" + "#" * BAR_WIDTH + "]  1/1"
+    assert last_line(err) == "purging dropped shop  [" + "#" * BAR_WIDTH + "]  1/1"
 
     build(store_uri.replace("ushas.db", "second.db"))
     second = store_uri.replace("ushas.db", "second.db")
-    rc, out, err = _cli(["--uri", second, "--json", "drop", "shop.sales", "--cascade", "--purge"], tty=True)
+    rc, out, err = run_cli(["--uri", second, "--json", "drop", "shop.sales", "--cascade", "--purge"], tty=True)
     assert rc == 0 and err == "" and json.loads(out) == {"dropped": "shop.sales", "purged": True}
-    rc, out, err = _cli(["--uri", second, "drop", "shop", "--cascade", "--purge"], tty=True)
-    assert rc == 0 and _last_line(err) == "purging shop  [" + "#" * BAR_WIDTH + "]  1/1"
-    rc, out, err = _cli(["--uri", second, "purge", "shop"], tty=True)  # nothing dropped of that name
+    rc, out, err = run_cli(["--uri", second, "drop", "shop", "--cascade", "--purge"], tty=True)
+    assert rc == 0 and last_line(err) == "purging shop  [" + "#" * BAR_WIDTH + "]  1/1"
+    rc, out, err = run_cli(["--uri", second, "purge", "shop"], tty=True)  # nothing dropped of that name
     assert rc == 1 and err.rstrip().endswith("ushas: NoSuchCatalog: no dropped catalog named shop")
     assert "failed" in err
