@@ -47,7 +47,6 @@ DROPPED_PROPERTIES = ("transient_lastDdlTime", "last_modified_by", "last_modifie
 SOURCE_PROPERTY = "ushas.import.source"
 #: the Hive table type (MANAGED / EXTERNAL) of an imported table
 TYPE_PROPERTY = "ushas.import.hive_table_type"
-#: Hive provider / serde -> the catalog's format
 #: log4j of the import's Spark driver: errors only, on stderr (no startup chatter)
 QUIET_LOG4J = """rootLogger.level = error
 rootLogger.appenderRef.stderr.ref = stderr
@@ -57,6 +56,7 @@ appender.console.target = SYSTEM_ERR
 appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
 """
+#: Hive provider / serde -> the catalog's format
 _SERDE_FORMATS = (("parquet", "parquet"), ("orc", "orc"), ("jsonserde", "json"), ("opencsvserde", "csv"))
 
 
@@ -308,8 +308,7 @@ def _java_cause(exc: BaseException) -> str:
     text = str(exc)
     if "already booted" in text or "Another instance of Derby" in text:
         return "the Derby database is in use by another process (stop the Spark session that has it open)"
-    if ("Connection refused" in text or "Could not connect to meta store" in text
-            or "Unable to instantiate org.apache.hadoop.hive.ql.metadata.SessionHiveMetaStoreClient" in text):
+    if "Connection refused" in text or "Could not connect to meta store" in text:
         return "the metastore service does not answer"
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     causes = [ln for ln in lines if ln.startswith("Caused by:")]
