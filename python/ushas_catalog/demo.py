@@ -107,6 +107,7 @@ def pipeline(paths: DemoPaths) -> list[tuple[str, list[str]]]:
 def start_spark(paths: DemoPaths) -> Any:
     from pyspark.sql import SparkSession
 
+    from .hive_import import quiet_log4j
     from .spark import configure
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -115,7 +116,8 @@ def start_spark(paths: DemoPaths) -> Any:
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", "2")
                .config("spark.sql.warehouse.dir", str(paths.hive_warehouse))
-               .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={paths.derby}")
+               # Spark's startup chatter would bury the stage lines: errors only
+               .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={paths.derby} {quiet_log4j(paths.root)}")
                .config("spark.hadoop.javax.jdo.option.ConnectionURL",
                        f"jdbc:derby:;databaseName={paths.derby / 'metastore_db'};create=true")
                .enableHiveSupport())

@@ -282,6 +282,13 @@ class HiveConnection:
         return conf
 
 
+def quiet_log4j(directory: Path) -> str:
+    """Write :data:`QUIET_LOG4J` into ``directory``; the driver JVM option that selects it."""
+    path = directory / "log4j2.properties"
+    path.write_text(QUIET_LOG4J)
+    return f"-Dlog4j2.configurationFile={path.as_uri()}"
+
+
 def open_hive_session(conn: HiveConnection) -> Any:
     """A local SparkSession reading ``conn``'s metastore. Fails with one clear line when the
     metastore cannot be opened (Derby held by another JVM, service unreachable)."""
@@ -290,7 +297,7 @@ def open_hive_session(conn: HiveConnection) -> Any:
     conn.validate()
     conn.check_reachable()
     derby_home = Path(tempfile.mkdtemp(prefix="ushas-hive-import-"))
-    (derby_home / "log4j2.properties").write_text(QUIET_LOG4J)  # errors only: the CLI prints its own lines
+    quiet_log4j(derby_home)  # errors only: the CLI prints its own lines
     builder = SparkSession.builder.master("local[1]").appName("ushas-import-hive")
     for key, value in conn.spark_config(derby_home).items():
         builder = builder.config(key, value)

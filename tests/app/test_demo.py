@@ -30,6 +30,7 @@ def test_demo_then_import_hive_cli(tmp_path: Path) -> None:
     for n, stage in enumerate(["store", "starting Spark", "orders", "schema change", "customers: a Hive table",
                                "enriched", "exports/daily", "a view and the final report", "waiting for"], 1):
         assert f"[{n}/9] {stage}" in err
+    assert "log4j profile" not in err and "WARN Utils" not in err  # Spark's startup chatter stays out
     uri = f"sqlite:///{demo_dir / 'ushas.db'}"
     assert "table orders (order_id, customer_id, amount, country, dt, channel)" in out or \
            "table orders (order_id, customer_id, amount, country, channel, dt)" in out

@@ -105,6 +105,7 @@ def test_import_from_a_metastore_service(metastore_service: MetastoreService, tm
 
     first, stderr = import_hive(store, service, tmp_path)
     assert "\r" not in stderr  # --json and not a terminal: no progress line
+    assert "log4j profile" not in stderr and "WARN Utils" not in stderr  # the import's Spark logs errors only
     assert first["databases"] == {"created": ["default", "sales"], "existing": []}
     assert sorted(first["tables"]["created"]) == ["sales.customers", "sales.orders"]
     assert first["views"]["created"] == ["sales.big_orders"]
