@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
 import threading
 import traceback
 from dataclasses import dataclass, field
@@ -90,12 +91,44 @@ class Registry:
 REGISTRY = Registry()
 
 
+#: longer messages go through a file: Py4J stalls ~44 ms on any message over ~8k characters and
+#: needs ~0.5 ms per 1k characters of a callback's answer (the shim's ``Bridge.INLINE_MAX`` matches)
+INLINE_MAX = 7000
+
+
+def receive(payload: str) -> str:
+    """A request as the shim sent it: inline JSON, or ``@<path>`` of a file holding it (the shim
+    deletes it once answered)."""
+    if payload.startswith("@"):
+        with open(payload[1:], encoding="utf-8") as f:
+            return f.read()
+    return payload
+
+
+def reply(answer: str) -> str:
+    """An answer for the shim: inline when short, else ``@<path>`` of a private temp file that the
+    shim reads and deletes."""
+    if len(answer) <= INLINE_MAX:
+        return answer
+    fd, path = tempfile.mkstemp(prefix="ushas-answer-", suffix=".json")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(answer)
+    return "@" + path
+
+
 def handle(op: str, payload: str) -> str:
-    """One call from the shim: parse, dispatch to :mod:`ushas_catalog.spark_ops`, answer JSON."""
+    """One call from the shim: parse, dispatch to :mod:`ushas_catalog.spark_ops`, answer JSON
+    (long requests and answers travel as files: :func:`receive`, :func:`reply`)."""
+    if op == "ping":  # the shim's liveness check while a call waits: no parsing, no lock
+        return '{"pong": true}'
+    return reply(_answer(op, payload))
+
+
+def _answer(op: str, payload: str) -> str:
     from . import spark_ops
 
     try:
-        request = json.loads(payload)
+        request = json.loads(receive(payload))
         if op == "lineage.event":  # the lineage listener: queued, answered at once, no metastore lock
             return json.dumps(REGISTRY.lineage().event(request))
         handler = spark_ops.OPS.get(op)

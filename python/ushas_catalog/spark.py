@@ -42,7 +42,7 @@ def configure(builder: Any, name: str = "ushas", uri: str | None = None, project
     ``project``: the tenant; ``warehouse``: where managed tables' data goes (default:
     ``<spark.sql.warehouse.dir>/<name>``); ``catalog``: the metastore catalog (default ``name``);
     ``lineage``: add the lineage listener (default: when the jar has it); ``timeout``: seconds
-    a catalog call may take before Spark gets an error (default 30)."""
+    a catalog call may take before Spark gets an error (``bridge.timeout``, default 60)."""
     from .errors import InvalidArgument
     from .jar import jar_path
 
@@ -61,7 +61,7 @@ def configure(builder: Any, name: str = "ushas", uri: str | None = None, project
     if catalog:
         builder = builder.config(f"{prefix}.catalog", catalog)
     if timeout:
-        builder = builder.config(f"{prefix}.timeout", str(int(timeout)))
+        builder = builder.config(f"{prefix}.bridge.timeout", str(int(timeout)))
     builder = builder.config("spark.sql.sources.commitProtocolClass", COMMIT_PROTOCOL_CLASS)
     if lineage is None:
         lineage = _jar_has(jar, LISTENER_CLASS)

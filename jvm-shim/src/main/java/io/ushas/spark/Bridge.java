@@ -9,6 +9,7 @@ import java.io.IOException;
 import java.net.InetAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.util.HexFormat;
 import java.util.Map;
@@ -18,6 +19,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.UnaryOperator;
 
 /**
  * The JVM end of the bridge to Python. Two ways in:
@@ -71,33 +73,158 @@ public final class Bridge {
         return Version.VERSION;
     }
 
-    /** One request, one answer; errors answered by Python are returned as the JSON error node. */
+    /** One request, one answer; errors answered by Python are returned as the JSON error node.
+     *  The call waits at most {@code bridge.timeout} seconds; while it waits, the backend's liveness is
+     *  checked every second (launched process alive, and a {@code ping} answered within
+     *  {@code bridge.livenessTimeout} seconds), so a dead or hung Python is an error within seconds. */
     static JsonNode call(String op, ObjectNode request, BridgeOptions options) {
         PythonBackend b = backend(options);
-        String payload = request.toString();
-        Future<String> f = CALLS.submit(() -> b.call(op, payload));
-        String answer;
+        String json = request.toString();
+        Path spooled = json.length() > INLINE_MAX ? spool(json) : null;
         try {
-            answer = f.get(options.timeoutSeconds(), TimeUnit.SECONDS);
-        } catch (TimeoutException e) {
-            f.cancel(true);
-            throw new Errors.UshasBridgeException("Ushas catalog: the Python bridge did not answer '" + op
-                    + "' within " + options.timeoutSeconds() + " s (spark.sql.catalog.<name>.timeout)" + logTail());
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new Errors.UshasBridgeException("Ushas catalog: interrupted waiting for the Python bridge", e);
-        } catch (ExecutionException e) {
-            dropIfDead(b);
-            Throwable cause = e.getCause();
-            throw new Errors.UshasBridgeException("Ushas catalog: the Python bridge failed on '" + op + "': "
-                    + (cause == null ? e : cause).toString().lines().findFirst().orElse("") + logTail(), cause);
+            return Json.parse(unspool(call(b, op, spooled == null ? json : "@" + spooled, options)));
+        } finally {
+            if (spooled != null) {
+                try {
+                    Files.deleteIfExists(spooled);
+                } catch (IOException ignored) {
+                    // a temp file left behind; nothing to tell Spark
+                }
+            }
+        }
+    }
+
+    /** Longer messages travel as files: Py4J stalls ~44 ms on a message over ~8k characters, and a
+     *  callback's long answer costs ~0.5 ms per 1k characters (measured); Python's
+     *  {@code ushas_catalog.bridge.INLINE_MAX} matches. */
+    static final int INLINE_MAX = 7000;
+    private static Path spoolDir;
+
+    /** Writes a long request to a file of a private temp directory; Python reads it as {@code @path}. */
+    private static Path spool(String json) {
+        try {
+            Path dir;
+            synchronized (LOCK) {
+                if (spoolDir == null || !Files.isDirectory(spoolDir)) {
+                    spoolDir = Files.createTempDirectory("ushas-bridge-");  // owner-only permissions
+                    spoolDir.toFile().deleteOnExit();
+                }
+                dir = spoolDir;
+            }
+            Path file = Files.createTempFile(dir, "request-", ".json");
+            Files.writeString(file, json, StandardCharsets.UTF_8);
+            return file;
+        } catch (IOException e) {
+            throw new Errors.UshasBridgeException("Ushas catalog: cannot write a bridge request file: " + e, e);
+        }
+    }
+
+    /** An answer as Python sent it: JSON, or {@code @path} of a temp file holding it (read, then deleted). */
+    private static String unspool(String answer) {
+        if (!answer.startsWith("@")) return answer;
+        Path file = Path.of(answer.substring(1));
+        try {
+            return Files.readString(file, StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new Errors.UshasBridgeException("Ushas catalog: cannot read the bridge's answer file: " + e, e);
+        } finally {
+            try {
+                Files.deleteIfExists(file);
+            } catch (IOException ignored) {
+                // a temp file left behind; nothing to tell Spark
+            }
+        }
+    }
+
+    private static String call(PythonBackend b, String op, String payload, BridgeOptions options) {
+        Future<String> f = CALLS.submit(() -> b.call(op, payload));
+        long start = System.nanoTime();
+        long deadline = start + TimeUnit.SECONDS.toNanos(options.timeoutSeconds());
+        String answer;
+        while (true) {
+            long now = System.nanoTime();
+            long wait = Math.min(deadline - now, TimeUnit.MILLISECONDS.toNanos(LIVENESS_PERIOD_MS));
+            try {
+                answer = f.get(Math.max(1, wait), TimeUnit.NANOSECONDS);
+                break;
+            } catch (TimeoutException e) {
+                if (System.nanoTime() - deadline >= 0) {
+                    f.cancel(true);
+                    throw new Errors.UshasBridgeException("Ushas catalog: the Python bridge did not answer '" + op
+                            + "' within " + options.timeoutSeconds() + " s (spark.sql.catalog." + options.catalog()
+                            + ".bridge.timeout); it still answers liveness checks, so this call itself hangs"
+                            + logTail());
+                }
+                String dead = livenessProblem(b, options);
+                if (dead != null) {
+                    f.cancel(true);
+                    long waited = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+                    String detail = describe(b);
+                    abandon(b);
+                    throw new Errors.UshasBridgeException("Ushas catalog: the Python bridge" + detail
+                            + " is not responding: no answer to '" + op + "' after " + waited + " ms and " + dead
+                            + " (spark.sql.catalog." + options.catalog() + ".bridge.livenessTimeout)" + logTail());
+                }
+            } catch (InterruptedException e) {
+                f.cancel(true);
+                Thread.currentThread().interrupt();
+                throw new Errors.UshasBridgeException("Ushas catalog: interrupted waiting for the Python bridge", e);
+            } catch (ExecutionException e) {
+                dropIfDead(b);
+                Throwable cause = e.getCause();
+                throw new Errors.UshasBridgeException("Ushas catalog: the Python bridge failed on '" + op + "': "
+                        + (cause == null ? e : cause).toString().lines().findFirst().orElse("") + logTail(), cause);
+            }
         }
         if (answer == null) {
             dropIfDead(b);
             throw new Errors.UshasBridgeException("Ushas catalog: the Python bridge returned nothing for '" + op + "'"
                     + logTail());
         }
-        return Json.parse(answer);
+        return answer;
+    }
+
+    /** How often a waiting call checks that the backend is alive. */
+    private static final long LIVENESS_PERIOD_MS = 1000;
+
+    /** Why the backend is not alive ("the process exited with code 1", "a ping ... no answer"), or null. */
+    private static String livenessProblem(PythonBackend b, BridgeOptions options) {
+        Process p;
+        synchronized (LOCK) {
+            p = backend == b ? process : null;
+        }
+        if (p != null && !p.isAlive()) return "its process exited with code " + p.exitValue();
+        Future<String> ping = CALLS.submit(() -> b.call("ping", "{}"));
+        try {
+            String pong = ping.get(options.livenessSeconds(), TimeUnit.SECONDS);
+            return pong != null && pong.contains("pong") ? null : "a liveness check (ping) got " + pong;
+        } catch (TimeoutException e) {
+            ping.cancel(true);
+            return "a liveness check (ping) got no answer within " + options.livenessSeconds() + " s";
+        } catch (ExecutionException e) {
+            Throwable cause = e.getCause() == null ? e : e.getCause();
+            return "a liveness check (ping) failed: " + cause.toString().lines().findFirst().orElse("");
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return null;
+        }
+    }
+
+    private static String describe(PythonBackend b) {
+        synchronized (LOCK) {
+            if (backend == b && process != null) {
+                return " ('python -m ushas_catalog.bridge', pid " + process.pid() + ")";
+            }
+        }
+        return " (this PySpark driver's backend)";
+    }
+
+    /** A backend that failed its liveness check: a launched process is stopped (the next call starts a
+     *  new one); a PySpark driver's backend stays registered (only the driver can register again). */
+    private static void abandon(PythonBackend b) {
+        synchronized (LOCK) {
+            if (backend == b && process != null) stopProcess();
+        }
     }
 
     private static void dropIfDead(PythonBackend b) {
@@ -236,5 +363,43 @@ public final class Bridge {
     }
 
     /** Options of one catalog instance that govern the bridge. */
-    record BridgeOptions(String python, int timeoutSeconds, int startSeconds, boolean waitForRegistration) {}
+    record BridgeOptions(String catalog, String python, int timeoutSeconds, int startSeconds, int livenessSeconds,
+                         boolean waitForRegistration) {
+        static final int DEFAULT_TIMEOUT_S = 60;
+        static final int DEFAULT_START_S = 60;
+        static final int DEFAULT_LIVENESS_S = 5;
+
+        /**
+         * The options of catalog {@code name}: {@code option} reads {@code spark.sql.catalog.<name>.<key>},
+         * {@code conf} any Spark conf. Keys: {@code bridge.timeout} (seconds one call may take, default 60;
+         * the older {@code timeout} is read too), {@code bridge.livenessTimeout} (seconds a liveness ping may
+         * take while a call waits, default 5), {@code bridge.startTimeout} (older: {@code startTimeout},
+         * default 60), {@code bridge} ({@code auto} | {@code pyspark}), {@code python}.
+         */
+        static BridgeOptions of(String name, UnaryOperator<String> option, UnaryOperator<String> conf) {
+            String python = option.apply("python");
+            if (python == null) python = conf.apply("spark.pyspark.python");
+            if (python == null) python = System.getenv("PYSPARK_PYTHON");
+            if (python == null) python = "python3";
+            int timeout = seconds(name, option, "bridge.timeout", "timeout", DEFAULT_TIMEOUT_S);
+            int start = seconds(name, option, "bridge.startTimeout", "startTimeout", DEFAULT_START_S);
+            int liveness = seconds(name, option, "bridge.livenessTimeout", null, DEFAULT_LIVENESS_S);
+            String mode = option.apply("bridge");
+            return new BridgeOptions(name, python, timeout, start, liveness, "pyspark".equalsIgnoreCase(mode));
+        }
+
+        private static int seconds(String name, UnaryOperator<String> option, String key, String older, int dflt) {
+            String v = option.apply(key);
+            if (v == null && older != null) v = option.apply(older);
+            if (v == null) return dflt;
+            try {
+                int s = Integer.parseInt(v.trim());
+                if (s > 0) return s;
+            } catch (NumberFormatException ignored) {
+                // reported below
+            }
+            throw new IllegalArgumentException("[USHAS_InvalidArgument] spark.sql.catalog." + name + "." + key
+                    + " must be a whole number of seconds > 0, not '" + v + "'");
+        }
+    }
 }

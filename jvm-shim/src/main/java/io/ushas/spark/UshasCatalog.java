@@ -34,8 +34,9 @@ import java.util.Map;
  * The Spark catalog plugin: {@code spark.sql.catalog.<name>=io.ushas.spark.UshasCatalog}. Thin: every
  * method is one JSON request to Python ({@code ushas_catalog.spark_ops}) and builds Spark objects from the
  * answer. Options: {@code uri} (required), {@code project} (default {@code default}), {@code catalog}
- * (default: the Spark catalog name), {@code warehouse}, {@code timeout} (seconds per call, default 30),
- * {@code python}, {@code bridge} ({@code auto} | {@code pyspark}), {@code cache.enabled}, {@code cache.ttl},
+ * (default: the Spark catalog name), {@code warehouse}, {@code bridge.timeout} (seconds per call,
+ * default 60), {@code bridge.livenessTimeout}, {@code python}, {@code bridge} ({@code auto} | {@code pyspark}):
+ * see {@link Bridge.BridgeOptions#of}; {@code cache.enabled}, {@code cache.ttl},
  * {@code cache.size}, {@code cache.check} (see {@link RelationCache}; Python parses them).
  */
 public class UshasCatalog implements RelationCatalog, SupportsNamespaces {
@@ -72,12 +73,7 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces {
         }
         hadoopConf = session.sessionState().newHadoopConf();
         context.put("warehouse", qualify(warehouse));
-        String python = options.get("python");
-        if (python == null) python = session.conf().get("spark.pyspark.python", null);
-        if (python == null) python = System.getenv("PYSPARK_PYTHON");
-        if (python == null) python = "python3";
-        bridgeOptions = new Bridge.BridgeOptions(python, options.getInt("timeout", 30),
-                options.getInt("startTimeout", 60), "pyspark".equalsIgnoreCase(options.getOrDefault("bridge", "auto")));
+        bridgeOptions = Bridge.BridgeOptions.of(name, options::get, k -> session.conf().get(k, null));
         // partitions written by Spark's file writer are registered by the commit protocol
         String protocol = session.conf().get(COMMIT_PROTOCOL_CONF, DEFAULT_COMMIT_PROTOCOL);
         if (DEFAULT_COMMIT_PROTOCOL.equals(protocol)) {

@@ -320,14 +320,7 @@ public final class UshasLineageListener extends SparkListener implements QueryEx
                 catalogs.put(n, all.getOrDefault(p + ".catalog", n));
             }
         }
-        String python = all.get(prefix + ".python");
-        if (python == null) python = all.get("spark.pyspark.python");
-        if (python == null) python = System.getenv("PYSPARK_PYTHON");
-        if (python == null) python = "python3";
-        int timeout = Integer.parseInt(all.getOrDefault(prefix + ".timeout", "30"));
-        int startTimeout = Integer.parseInt(all.getOrDefault(prefix + ".startTimeout", "60"));
-        boolean pyspark = "pyspark".equalsIgnoreCase(all.getOrDefault(prefix + ".bridge", "auto"));
-        target = new Target(ctx, catalogs, new Bridge.BridgeOptions(python, timeout, startTimeout, pyspark));
+        target = new Target(ctx, catalogs, Bridge.BridgeOptions.of(name, k -> all.get(prefix + "." + k), all::get));
         return target;
     }
 
