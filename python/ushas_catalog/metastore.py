@@ -48,7 +48,7 @@ from .names import CatalogName, DatabaseName, NameLike, TableName, parse_any, va
 from .objects import (CatalogInfo, DatabaseInfo, DroppedObject, HistoryItem, MutationResult, RelationSummary,
                       SubspaceStats, TableInfo, ViewInfo, detail_from_json, micros_to_datetime)
 from .partitions import KeyDecoder, Partition, PartitionScheme
-from .records.store import RecordStore
+from .records.store import RecordStore, split_elements
 from .schema import StructType, parse_schema, struct_from_proto, struct_to_proto
 from .table_changes import (COLUMN_CHANGES, RemoveProperty, SchemaState, SetComment, SetLocation, SetOwner,
                             SetProperty, TableChange, change_to_json)
@@ -1265,6 +1265,8 @@ class Metastore:
         raise InvalidArgument(f"a partition must be a spec mapping or a Partition, not {type(p).__name__}")
 
     def _partition_record(self, p: Partition, location: str, now: int) -> rec.Partition:
+        if not p.properties and p.files is None and p.bytes is None and p.rows is None:  # ADD PARTITION
+            return rec.Partition(location=_opt_str(location, "partition location") or "", created_at_micros=now)
         r = rec.Partition(location=_opt_str(location, "partition location") or "", created_at_micros=now,
                           properties=_props(p.properties, "partition properties"))
         for what in ("files", "bytes", "rows"):
@@ -1295,10 +1297,11 @@ class Metastore:
             new: list[tuple[bytes, rec.Partition]] = []
             keys: list[tuple[Any, ...]] = []
             skipped = 0
-            for p in items:
-                key = scheme.key(p.values)
-                packed = fdbtuple.pack(key)
-                if key in seen or store.exists_packed(tr, packed):
+            keyed = [(scheme.key(p.values), p) for p in items]
+            packed_keys = [fdbtuple.pack(key) for key, _ in keyed]
+            existing = _existing_partitions(tr, store, packed_keys)
+            for (key, p), packed in zip(keyed, packed_keys):
+                if key in seen or packed in existing:
                     if if_not_exists:
                         skipped += 1
                         continue
@@ -1500,6 +1503,63 @@ class Metastore:
             begin = store.prefix + b"".join(batch[-1][0]) + b"\xff"
             batch = self._run(lambda tr: list(islice(store.scan_raw(tr, begin, end), PARTITION_BATCH)))
 
+    def list_partition_keys(self, name: NameLike, prefix: Mapping[str, Any] | None = None
+                            ) -> tuple[PartitionScheme, list[tuple[Any, ...]]]:
+        """The partition columns and the stored keys (tuple elements, in partition-value
+        order) of the partitions matching ``prefix`` (a partial spec, as in
+        :meth:`list_partitions`), without reading or decoding a single record: what SHOW
+        PARTITIONS and existence checks need. Keys are read in batches of
+        :data:`PARTITION_BATCH`, one transaction each."""
+        tn = TableName.parse(name)
+        memo: dict[bytes, Any] = {}  # raw element -> element: each distinct value decoded once
+
+        def element(raw: bytes) -> Any:
+            found = memo.get(raw, memo)
+            if found is memo:
+                # strings without NUL (the common case) directly; the tuple layer for the rest
+                found = memo[raw] = (raw[1:-1].decode() if raw[0] == 0x02 and b"\x00\xff" not in raw
+                                     else fdbtuple.unpack(raw)[0])
+            return found
+
+        def batch(tr: Transaction, store: RecordStore[rec.Partition], begin: bytes, end: bytes,
+                  filters: dict[int, Any], last: tuple[Any, ...] | None
+                  ) -> tuple[list[tuple[Any, ...]], bytes | None, tuple[Any, ...] | None]:
+            """One batch: its keys, the key to continue from (None at the end), the last key seen."""
+            plen, arity = len(store.prefix), store.arity
+            out: list[tuple[Any, ...]] = []
+            count, last_raw = 0, b""
+            for kv in tr.get_range(begin, end, limit=PARTITION_BATCH):
+                count += 1
+                last_raw = kv.key
+                elements = split_elements(kv.key[plen:])
+                if len(elements) != arity:  # a record split over several keys: (pk..., chunk index)
+                    elements = elements[:arity]
+                key = tuple(map(element, elements))
+                if key == last:
+                    continue
+                last = key
+                if filters and not all(key[i] == e for i, e in filters.items()):
+                    continue
+                out.append(key)
+            return out, (last_raw + b"\x00" if count == PARTITION_BATCH else None), last
+
+        def first(tr: Transaction) -> tuple[PartitionScheme, RecordStore[rec.Partition], bytes, dict[int, Any],
+                                            tuple[list[tuple[Any, ...]], bytes | None, tuple[Any, ...] | None]]:
+            t = self._table(tr, tn)
+            scheme = self._scheme(tr, t)
+            _require_partitioned(tn, scheme)
+            lead, filters = scheme.selection(prefix)
+            store = t.partitions(scheme)
+            begin, end = store.prefix_range(lead)
+            return scheme, store, end, filters, batch(tr, store, begin, end, filters, None)
+
+        scheme, store, end, filters, (keys, more, last) = self._run(first)
+        while more is not None:
+            begin, seen = more, last
+            found, more, last = self._run(lambda tr: batch(tr, store, begin, end, filters, seen))
+            keys.extend(found)
+        return scheme, keys
+
     # ==== history =================================================================
     def history(self, name: NameLike, limit: int | None = None) -> list[HistoryItem]:
         """Commits of a table or view (3-part name), database (2) or catalog (1), newest first."""
@@ -1590,6 +1650,28 @@ def _reserved_change(key: str, value: str) -> TableChange:
 def _require_partitioned(tn: TableName, scheme: PartitionScheme) -> None:
     if not scheme:
         raise InvalidArgument(f"table {tn} is not partitioned", table=str(tn))
+
+
+def _existing_partitions(tr: Transaction, store: RecordStore[rec.Partition], packed: list[bytes]) -> set[bytes]:
+    """Which of these packed partition keys are stored. A few: point reads. Many: one range read
+    over their span (keys only, one read conflict range), unless that span holds more than four
+    times as many partitions as asked about, then point reads after all."""
+    if len(packed) < 32:
+        return {k for k in packed if store.exists_packed(tr, k)}
+    wanted = set(packed)
+    plen, arity, limit = len(store.prefix), store.arity, 4 * len(packed)
+    found: set[bytes] = set()
+    count = 0
+    for kv in tr.get_range(store.prefix + min(packed), store.prefix + max(packed) + b"\xff", limit=limit + 1):
+        count += 1
+        suffix = kv.key[plen:]
+        if suffix not in wanted:  # a partition not asked about, or one chunk of a split record
+            suffix = b"".join(split_elements(suffix)[:arity])
+        if suffix in wanted:
+            found.add(suffix)
+    if count > limit:
+        return {k for k in packed if store.exists_packed(tr, k)}
+    return found
 
 
 def _default_location(storage: rec.TableStorage, scheme: PartitionScheme, key: tuple[Any, ...]) -> str:

@@ -25,7 +25,7 @@ import datetime as dt
 import math
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import fdb.tuple as fdbtuple
 
@@ -201,6 +201,15 @@ class PartitionColumn:
             assert isinstance(t, DecimalType)
             return Decimal(element).scaleb(-t.scale)
         return element
+
+    def json_of(self) -> "Callable[[Any], Any] | None":
+        """The function from a stored element to its JSON value (what :meth:`Partition.to_json`
+        gives: ISO dates, decimal text, hex bytes), or None where the element already is that
+        value (strings, integers, booleans): listings convert only the columns that need it."""
+        if self.kind in ("string", "boolean") or self.kind in _INT_RANGES:
+            return None
+        decode = self.decode
+        return lambda element: None if element is None else _json_value(decode(element))
 
     def text(self, element: Any) -> str:
         """The text form of a stored element (``"2024-01-31"``, ``"12.50"``)."""

@@ -264,12 +264,30 @@ def drop_partitions(ms: Any, r: Request) -> Answer:
 
 
 def list_partitions(ms: Any, r: Request) -> Answer:
+    """``listPartitionIdentifiers`` (SHOW PARTITIONS, existence sets): the values of the matching
+    partitions, compact (``{"columns": [...], "rows": [[v, ...], ...]}``, ``Rows.fromAnswer``). Uncached
+    (cache off, or a partial spec) they are read from the keys alone: no partition record is read or
+    decoded; else the cached full listing (:func:`ushas_catalog.cache.list_partition_values`)."""
     from .cache import list_partition_values
     from .names import TableName
 
     ctx = SparkCtx.of(r)
     prefix = {k: v for k, v in (r.get("values") or {}).items()}
-    return {"partitions": list_partition_values(ms, _cache(ctx), TableName.parse(table_name(ctx, r)), prefix)}
+    cache = _cache(ctx)
+    if prefix or not cache.settings.enabled:
+        scheme, keys = ms.list_partition_keys(table_name(ctx, r), prefix=prefix or None)
+        return {"columns": list(scheme.names), "rows": partition_rows(scheme, keys)}
+    values = list_partition_values(ms, cache, TableName.parse(table_name(ctx, r)), None)
+    columns = list(values[0]) if values else []
+    return {"columns": columns, "rows": [[v[c] for c in columns] for v in values]}
+
+
+def partition_rows(scheme: Any, keys: list[tuple[Any, ...]]) -> list[list[Any]]:
+    """Stored partition keys as rows of JSON values (identity for most column types)."""
+    converters = [c.json_of() for c in scheme.columns]
+    if not any(converters):
+        return [list(k) for k in keys]
+    return [[v if f is None else f(v) for f, v in zip(converters, k)] for k in keys]
 
 
 def partition_exists(ms: Any, r: Request) -> Answer:

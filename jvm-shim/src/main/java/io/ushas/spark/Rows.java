@@ -80,6 +80,32 @@ final class Rows {
         return new GenericInternalRow(out);
     }
 
+    /** The rows of a compact answer ({@code {"columns": [names], "rows": [[values], ...]}}, Python's
+     *  {@code spark_ops.list_partitions}) as InternalRows of {@code schema}; columns matched by name. */
+    static InternalRow[] fromAnswer(JsonNode answer, StructType schema) {
+        StructField[] fields = schema.fields();
+        JsonNode columns = answer.get("columns");
+        int[] at = new int[fields.length];
+        for (int i = 0; i < fields.length; i++) {
+            at[i] = -1;
+            for (int j = 0; j < columns.size(); j++) {
+                if (columns.get(j).asText().equals(fields[i].name())) at[i] = j;
+            }
+        }
+        JsonNode rows = answer.get("rows");
+        InternalRow[] out = new InternalRow[rows.size()];
+        for (int r = 0; r < out.length; r++) {
+            JsonNode row = rows.get(r);
+            Object[] values = new Object[fields.length];
+            for (int i = 0; i < fields.length; i++) {
+                JsonNode v = at[i] < 0 ? null : row.get(at[i]);
+                values[i] = v == null || v.isNull() ? null : internal(v, fields[i].dataType());
+            }
+            out[r] = new GenericInternalRow(values);
+        }
+        return out;
+    }
+
     private static Object internal(JsonNode v, DataType t) {
         if (t instanceof IntegerType) return v.asInt();
         if (t instanceof ShortType) return (short) v.asInt();

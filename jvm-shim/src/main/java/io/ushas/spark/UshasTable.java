@@ -164,9 +164,7 @@ public class UshasTable extends DelegatingTable
         ObjectNode r = catalog.request(ident);
         StructField[] fields = Arrays.stream(names).map(n -> partitionSchema.apply(n)).toArray(StructField[]::new);
         r.set("values", Rows.toJson(prefix, fields));
-        JsonNode parts = catalog.call("list_partitions", r, ident, null).get("partitions");
-        InternalRow[] out = new InternalRow[parts.size()];
-        for (int i = 0; i < out.length; i++) out[i] = Rows.fromJson(parts.get(i), partitionSchema);
+        InternalRow[] out = Rows.fromAnswer(catalog.call("list_partitions", r, ident, null), partitionSchema);
         if (names.length == 0) catalog.cache().putPartitions(this, out);
         return out;
     }
