@@ -1531,7 +1531,12 @@ class Metastore:
             for kv in tr.get_range(begin, end, limit=PARTITION_BATCH):
                 count += 1
                 last_raw = kv.key
-                elements = split_elements(kv.key[plen:])
+                suffix = kv.key[plen:]
+                if arity == 1 and suffix[0] == 0x02 and suffix.find(b"\x00") == len(suffix) - 1:
+                    out.append((suffix[1:-1].decode(),))  # the common case: one string without NUL
+                    last = None
+                    continue
+                elements = split_elements(suffix)
                 if len(elements) != arity:  # a record split over several keys: (pk..., chunk index)
                     elements = elements[:arity]
                 key = tuple(map(element, elements))
