@@ -980,11 +980,16 @@ class Metastore:
 
         return self._run(fn)
 
-    def rename_table(self, name: NameLike, new_name: NameLike, *, expected_version: int | None = None) -> TableInfo:
+    def rename_table(self, name: NameLike, new_name: NameLike, location: str | None = None, *,
+                     expected_version: int | None = None) -> TableInfo:
         """Rename a table, possibly into another database of the same catalog (its keys
-        then move, so the whole table must fit one transaction's 10 MB)."""
+        then move, so the whole table must fit one transaction's 10 MB). ``location``: the
+        table's new data location, in the same commit (a managed table's directory moves
+        with its name)."""
         src, dst = TableName.parse(name), TableName.parse(new_name)
         _check_expected(expected_version)
+        if location is not None:
+            _opt_str(location, "location")
 
         def fn(tr: Transaction) -> TableInfo:
             t = self._table(tr, src)
@@ -992,12 +997,37 @@ class Metastore:
             path = self._move_relation(tr, src, dst, t.id, t.path, rec.ObjectKind.TABLE)
             moved = _Table(dst, path.parent.parent, t.id, path, t.ref)  # type: ignore[union-attr]
             ref = _copy(t.ref)
+            previous: dict[str, Message] = {}
+            if location is not None:
+                old_storage = moved.store("TableStorage").load(tr, ())
+                storage = _copy(old_storage)
+                storage.location = location
+                if storage != old_storage:
+                    moved.store("TableStorage").save(tr, (), storage)
+                    previous["TableStorage"] = old_storage
+                    self._move_partition_locations(tr, moved, old_storage.location, location)
             self._commit(tr, Mutation("table", str(dst), path, "RENAME TABLE", t.ref.version + 1, ref,
+                                      previous=previous, changed=tuple(previous),
                                       detail={"from": str(src), "to": str(dst)}))
             return self._table_info(dst, t.id, ref, *(moved.store(s).load(tr, ()) for s in
                                                       ("TableSchema", "TableStorage", "TableProperties")))
 
         return self._run(fn)
+
+    def _move_partition_locations(self, tr: Transaction, t: _Table, old: str, new: str) -> None:
+        """Partitions under a table's old location follow its directory to the new one (same
+        transaction as the move of the table location)."""
+        scheme = self._scheme(tr, t)
+        if not scheme or not old:
+            return
+        prefix = old.rstrip("/") + "/"
+        store = t.partitions(scheme)
+        for stored in list(store.scan(tr)):
+            r = stored.record
+            if r.location.startswith(prefix):
+                moved = _copy(r)
+                moved.location = new.rstrip("/") + "/" + r.location[len(prefix):]
+                store.save(tr, stored.key, moved)
 
     def _move_relation(self, tr: Transaction, src: TableName, dst: TableName, oid: uuid.UUID, path: KeySpacePath,
                        kind: int) -> KeySpacePath:

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .errors import InvalidArgument, NoSuchNamespace, NoSuchTable, NoSuchView
-from .spark_tables import (SparkCtx, create_arguments, database_of, location_of, qualify, table_answer, table_name,
-                           view_answer, write_options)
-from .spark_writes import committed, overwritten
+from .spark_tables import (SparkCtx, create_arguments, database_of, location_of, qualify, rename_move, table_answer,
+                           table_name, view_answer)
+from .spark_writes import STATS_PROPERTIES, committed, plan_write
 from .table_changes import changes_from_json
 
 Request = dict[str, Any]
@@ -189,11 +189,33 @@ def drop_table(ms: Any, r: Request) -> Answer:
 
 
 def rename_table(ms: Any, r: Request) -> Answer:
+    """ALTER TABLE ... RENAME TO. A managed table at its default location moves with its name (Hive
+    semantics; external tables keep their location): the first request only answers the ``move``
+    (nothing committed), the shim moves the directory, and the second request (with ``location``)
+    commits the new name and location in one transaction; the shim moves the directory back if
+    that fails."""
+    from .errors import TableAlreadyExists
+
     ctx = SparkCtx.of(r)
     target = list(r["to"])
+    if len(target) == 1:
+        target = [database_of(r["namespace"]), target[0]]
     if len(target) != 2:
         raise InvalidArgument(f"rename target {'.'.join(target)!r}: expected database.table")
-    ms.rename_table(table_name(ctx, r), (ctx.catalog, target[0], target[1]))
+    src, dst = table_name(ctx, r), (ctx.catalog, target[0], target[1])
+    info = ms.get_table(src)
+    move = rename_move(ctx, info, ms.get_database(src[:2]).location, ms.get_database(dst[:2]).location, dst)
+    if move is None:
+        ms.rename_table(src, dst)
+        return {}
+    if r.get("location") is None:
+        if ms.table_exists(dst) or ms.view_exists(dst):
+            raise TableAlreadyExists(f"table or view {'.'.join(dst)} already exists", table=".".join(dst))
+        return {"move": move}
+    if qualify(r["location"]) != move["to"]:
+        raise InvalidArgument(f"rename of {'.'.join(src)}: the data was moved to {r['location']}, "
+                              f"not to {move['to']}")
+    ms.rename_table(src, dst, location=move["to"])
     return {}
 
 
@@ -347,36 +369,54 @@ def truncate(ms: Any, r: Request) -> Answer:
 
 
 # ---- writes ---------------------------------------------------------------------------------------------
-def begin_write(ms: Any, r: Request) -> Answer:
-    """A V2 write (CTAS, saveAsTable, insertInto): where and how Spark's file writer writes, and
-    for ``overwrite(filters)`` the partitions it replaces (their data deleted by the shim now)."""
+def commit_write(ms: Any, r: Request) -> Answer:
+    """A V2 batch write Spark's file writers committed: register the written partitions and replace /
+    drop the overwritten ones (or record an unpartitioned table's stats) in one transaction, before
+    the write is acknowledged. The mutation expects the table version the plan was made from; a
+    concurrent change makes it plan again. Answers the directories whose earlier files the shim
+    then removes."""
+    from .errors import Conflict
+
     ctx = SparkCtx.of(r)
     name = table_name(ctx, r)
-    info = ms.get_table(name)
-    mode = r["mode"]
-    cleared: list[Any] = []
-    save_mode = "append"
-    if mode == "truncate":
-        save_mode = "overwrite"
-    elif mode == "overwrite":
-        filters = r.get("filters") or []
-        if not info.partition_columns:
-            if any(f["op"] != "true" for f in filters):
-                raise InvalidArgument(f"{'.'.join(name)} is not partitioned: it can only be overwritten whole")
-            save_mode = "overwrite"
-        else:
-            cleared = overwritten(list(ms.list_partitions(name)), filters)
-    return {"location": location_of(ctx, info), "format": info.format, "partition_by": list(info.partition_columns),
-            "options": write_options(info), "save_mode": save_mode,
-            "cleared": [{"values": p.to_json()["values"], "location": p.location} for p in cleared],
-            "delete_paths": [p.location for p in cleared if p.location]}
+    for attempt in range(_WRITE_ATTEMPTS):
+        info = ms.get_table(name)
+        location = qualify(location_of(ctx, info))
+        if location.rstrip("/") != qualify(r["location"]).rstrip("/"):
+            raise InvalidArgument(f"{'.'.join(name)} is now at {info.location}, not {r['location']}: "
+                                  f"the write was not registered")
+        try:
+            return _commit_write(ms, name, info, r)
+        except Conflict:
+            if attempt == _WRITE_ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")
 
 
-def end_write(ms: Any, r: Request) -> Answer:
-    """After an ``overwrite(filters)``: the replaced partitions the new data did not fill again."""
-    ctx = SparkCtx.of(r)
-    ms.drop_partitions(table_name(ctx, r), list(r["gone"]), if_exists=True)
-    return {}
+_WRITE_ATTEMPTS = 5
+
+
+def _commit_write(ms: Any, name: tuple[str, str, str], info: Any, r: Request) -> Answer:
+    from .table_changes import RemoveProperty, SetProperty
+
+    partition_by = list(info.partition_columns)
+    old_stats: dict[str, int | None] = {}
+    if not partition_by:
+        for key, prop in STATS_PROPERTIES.items():
+            text = info.properties.get(prop)
+            old_stats[key] = int(text) if text is not None and text.isdigit() else None
+    existing = list(ms.list_partitions(name)) if partition_by else []
+    plan = plan_write(r["location"], partition_by, existing, old_stats, r["mode"], list(r.get("filters") or []),
+                      list(r.get("written") or []), r.get("rows"))
+    if partition_by:
+        ms.replace_partitions(name, plan.drop, plan.put, expected_version=info.version)
+    else:
+        changes: list[Any] = [SetProperty(prop, str(plan.stats[key])) for key, prop in STATS_PROPERTIES.items()
+                              if plan.stats.get(key) is not None]
+        if plan.stats.get("rows") is None and old_stats.get("rows") is not None:
+            changes.append(RemoveProperty(STATS_PROPERTIES["rows"]))
+        ms.alter_table(name, changes, expected_version=info.version)
+    return {"registered": len(plan.put), "clean": plan.clean}
 
 
 def commit_files(ms: Any, r: Request) -> Answer:
@@ -425,7 +465,6 @@ OPS: dict[str, Callable[[Any, Request], Answer]] = {
     "load_partition": load_partition,
     "replace_partition_metadata": replace_partition_metadata,
     "truncate": truncate,
-    "begin_write": begin_write,
-    "end_write": end_write,
+    "commit_write": commit_write,
     "commit_files": commit_files,
 }

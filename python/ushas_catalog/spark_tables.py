@@ -87,6 +87,20 @@ def create_arguments(ctx: SparkCtx, database: str, table: str, request: dict[str
             "external": external}
 
 
+def rename_move(ctx: SparkCtx, info: Any, db_location: str | None, new_db_location: str | None,
+                new_name: tuple[str, str, str]) -> dict[str, str] | None:
+    """Where a renamed table's data goes: a managed table at its default location moves to the
+    default location of its new name (Hive semantics); external tables, and managed tables placed
+    elsewhere, keep their location (``None``)."""
+    if info.external:
+        return None
+    old = qualify(location_of(ctx, info))
+    if old != managed_location(ctx, db_location, info.database, info.name):
+        return None
+    new = managed_location(ctx, new_db_location, new_name[1], new_name[2])
+    return None if new == old else {"from": old, "to": new}
+
+
 def location_of(ctx: SparkCtx, info: Any) -> str:
     """A table's data location; a table made through the API without one (its database has no
     location either) lives under the catalog instance's warehouse."""
@@ -112,10 +126,6 @@ def table_answer(ctx: SparkCtx, info: Any) -> dict[str, Any]:
     return {"schema": info.schema.json(), "partition_by": list(info.partition_columns),
             "properties": spark_properties(ctx, info), "format": info.format, "location": location_of(ctx, info),
             "external": info.external, "version": info.version}
-
-
-def write_options(info: Any) -> dict[str, str]:
-    return {k[len(OPTION_PREFIX):]: v for k, v in info.properties.items() if k.startswith(OPTION_PREFIX)}
 
 
 def view_answer(view: Any) -> dict[str, Any]:

@@ -3,6 +3,7 @@ file writer committed (values, location, files, bytes) in one metadata transacti
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 from urllib.parse import unquote
@@ -122,3 +123,101 @@ def committed(table_location: str, partition_by: list[str], deleted: list[str],
         put.append(Partition(values=values, location=f"{table_location.rstrip('/')}/{w['path'].strip('/')}",
                              files=int(w["files"]), bytes=int(w["bytes"])))
     return drop, put
+
+
+#: table properties that carry an unpartitioned table's stats (Hive's names, as DESCRIBE PARTITION shows them)
+STATS_PROPERTIES = {"files": "numFiles", "bytes": "totalSize", "rows": "numRows"}
+
+
+@dataclass
+class WritePlan:
+    """What one V2 batch write does to the metadata, decided from what Spark committed.
+
+    ``drop``: values of replaced partitions the write did not fill again; ``put``: the written
+    partitions (replacing same-valued ones); ``clean``: directories whose files of earlier writes go
+    once the metadata is committed; ``stats``: an unpartitioned table's new files / bytes / rows."""
+
+    drop: list[dict[str, Any]] = field(default_factory=list)
+    put: list[Any] = field(default_factory=list)
+    clean: list[str] = field(default_factory=list)
+    stats: dict[str, int | None] = field(default_factory=dict)
+
+
+def _join(location: str, path: str) -> str:
+    return location.rstrip("/") + ("/" + path.strip("/") if path.strip("/") else "")
+
+
+def _spec_matches(spec: dict[str, str], p: Any) -> bool:
+    """A written directory's text spec names partition ``p``."""
+    for column, text in spec.items():
+        value = p.values.get(column)
+        if text == NULL_PARTITION:
+            if value is not None:
+                return False
+        elif value is None or not (p.spec.get(column) == text or _same(value, text)):
+            return False
+    return True
+
+
+def plan_write(location: str, partition_by: list[str], existing: list[Any], old_stats: dict[str, int | None],
+               mode: str, filters: list[dict[str, Any]], written: list[dict[str, Any]], rows: int | None) -> WritePlan:
+    """The metadata side of a committed V2 write.
+
+    ``mode``: ``append``, ``truncate`` (replace everything), ``overwrite`` (replace the partitions
+    every filter holds for) or ``dynamic`` (replace the partitions written). ``written``: each
+    directory the job wrote into (``dt=a/h=1``; ``""`` for an unpartitioned table) with its data files
+    and bytes after the commit (``files``, ``bytes``) and those of this job only (``new_files``,
+    ``new_bytes``); ``rows``: the rows the job wrote."""
+    from .partitions import Partition
+
+    if mode not in ("append", "truncate", "overwrite", "dynamic"):
+        raise InvalidArgument(f"unknown write mode {mode!r}")
+    plan = WritePlan()
+    if not partition_by:
+        if mode == "overwrite" and any(f["op"] != "true" for f in filters):
+            raise InvalidArgument("an unpartitioned table can only be overwritten whole")
+        w = written[0] if written else {"files": 0, "bytes": 0, "new_files": 0, "new_bytes": 0}
+        if mode == "append":
+            old_rows = old_stats.get("rows")
+            plan.stats = {"files": int(w["files"]), "bytes": int(w["bytes"]),
+                          "rows": None if rows is None or (old_rows is None and int(w["files"]) != int(w["new_files"]))
+                          else (old_rows or 0) + rows}
+        else:
+            plan.stats = {"files": int(w["new_files"]), "bytes": int(w["new_bytes"]), "rows": rows}
+            plan.clean.append(location)
+        return plan
+
+    def replaced(values: dict[str, Any]) -> bool:
+        if mode == "truncate":
+            return True
+        if mode == "overwrite":
+            return all(matches(f, values) is True for f in filters)
+        return False
+
+    specs = [parse_partition_path(w["path"]) for w in written]
+    for spec, w in zip(specs, written):
+        if sorted(spec) != sorted(partition_by):
+            raise InvalidArgument(f"written directory {w['path']!r} does not name the partition columns "
+                                  f"{', '.join(partition_by)}")
+    single = rows if len(written) == 1 else None
+    for spec, w in zip(specs, written):
+        values = {k: (None if v == NULL_PARTITION else v) for k, v in spec.items()}
+        old = next((p for p in existing if _spec_matches(spec, p)), None)
+        typed = old.values if old is not None else values
+        if mode == "dynamic" or replaced(typed):
+            files, size, n = int(w["new_files"]), int(w["new_bytes"]), single
+            plan.clean.append(_join(location, w["path"]))
+        else:
+            files, size = int(w["files"]), int(w["bytes"])
+            n = None if single is None else (single if old is None else (None if old.rows is None else old.rows + single))
+        plan.put.append(Partition(values=values, location=_join(location, w["path"]), files=files, bytes=size,
+                                  rows=n, properties=dict(old.properties) if old is not None else {}))
+    for p in existing:
+        if mode == "dynamic" or not replaced(p.values):
+            continue
+        if any(_spec_matches(spec, p) for spec in specs):
+            continue
+        plan.drop.append(dict(p.values))
+        if p.location:
+            plan.clean.append(p.location)
+    return plan

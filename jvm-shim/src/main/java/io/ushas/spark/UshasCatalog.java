@@ -262,6 +262,14 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces {
         return rel;
     }
 
+    /** Loaded for writing (INSERT, insertInto, writeTo): a plain V2 table, so Spark plans a V2 write
+     *  instead of refusing a V1 relation; see {@link UshasTable#forWrite()}. */
+    @Override
+    public Table loadTable(Identifier ident, java.util.Set<org.apache.spark.sql.connector.catalog.TableWritePrivilege> privileges) {
+        Table t = loadTable(ident);
+        return t instanceof UshasTable u ? u.forWrite() : t;
+    }
+
     @Override
     public boolean tableExists(Identifier ident) {
         return call("relation_exists", request(ident).put("kind", "table"), ident, null).get("exists").asBoolean();
@@ -344,9 +352,7 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces {
     @Override
     public void renameTable(Identifier from, Identifier to) {
         invalidateTable(from);
-        ObjectNode r = request(from);
-        r.set("to", Json.strings(toParts(to)));
-        call("rename_table", r, from, null);
+        UshasTable.rename(this, from, to);
     }
 
     @Override

@@ -27,9 +27,9 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * A table of the catalog. Reads and SQL INSERTs take Spark's V1 file path (a {@link DelegatingTable}:
- * pruning, pushdown, every INSERT form); CTAS / saveAsTable / insertInto reach {@link UshasWrite};
- * partition DDL goes to Python in one call per statement.
+ * A table of the catalog. Reads take Spark's V1 file path (a {@link DelegatingTable}: pruning,
+ * pushdown); every write is a V2 batch write ({@link UshasWrite}, through {@link #forWrite()} when
+ * Spark resolves the table for writing); partition DDL goes to Python in one call per statement.
  */
 public class UshasTable extends DelegatingTable
         implements SupportsWrite, SupportsAtomicPartitionManagement, TruncatableTable {
@@ -75,10 +75,70 @@ public class UshasTable extends DelegatingTable
     public Set<TableCapability> capabilities() {
         Set<TableCapability> caps = EnumSet.noneOf(TableCapability.class);
         caps.addAll(super.capabilities());
-        caps.add(TableCapability.V1_BATCH_WRITE);
-        caps.add(TableCapability.TRUNCATE);
-        caps.add(TableCapability.OVERWRITE_BY_FILTER);
+        caps.addAll(WRITE_CAPABILITIES);
         return caps;
+    }
+
+    /** A real V2 batch write ({@link UshasBatchWrite}): append, truncate, overwrite by partition
+     *  filter and dynamic partition overwrite. */
+    static final Set<TableCapability> WRITE_CAPABILITIES = EnumSet.of(TableCapability.BATCH_WRITE,
+            TableCapability.TRUNCATE, TableCapability.OVERWRITE_BY_FILTER, TableCapability.OVERWRITE_DYNAMIC);
+
+    /**
+     * The table as a write target. Spark turns a {@link DelegatingTable} it resolves by name into a V1
+     * relation, and refuses V2 writes (DataFrameWriterV2) into that ("Cannot write into v1 table");
+     * when it loads a table with write privileges (every INSERT / writeTo / insertInto), the catalog
+     * answers this plain V2 table instead, so every write form reaches {@link UshasWrite}.
+     */
+    Target forWrite() {
+        return new Target(this);
+    }
+
+    static final class Target implements SupportsWrite {
+        private final UshasTable table;
+
+        Target(UshasTable table) {
+            this.table = table;
+        }
+
+        UshasTable table() {
+            return table;
+        }
+
+        @Override
+        public String name() {
+            return table.name();
+        }
+
+        @Override
+        public String toString() {
+            return table.name();
+        }
+
+        @Override
+        public org.apache.spark.sql.connector.catalog.Column[] columns() {
+            return table.columns();
+        }
+
+        @Override
+        public org.apache.spark.sql.connector.expressions.Transform[] partitioning() {
+            return table.partitioning();
+        }
+
+        @Override
+        public Map<String, String> properties() {
+            return table.properties();
+        }
+
+        @Override
+        public Set<TableCapability> capabilities() {
+            return WRITE_CAPABILITIES;
+        }
+
+        @Override
+        public WriteBuilder newWriteBuilder(LogicalWriteInfo info) {
+            return table.newWriteBuilder(info);
+        }
     }
 
     @Override
@@ -189,6 +249,54 @@ public class UshasTable extends DelegatingTable
         clear(answer.get("clear_paths"));
         catalog.invalidateTable(ident);
         return answer.get("truncated").asBoolean();
+    }
+
+    /**
+     * ALTER TABLE ... RENAME TO. Python answers whether the data moves (a managed table at its
+     * default location) without committing; the directory is moved, then the new name and location
+     * are committed in one transaction. A failed move commits nothing; a failed commit moves the
+     * directory back: either way the table keeps its old name and location.
+     */
+    static void rename(UshasCatalog catalog, Identifier from, Identifier to) {
+        ObjectNode r = catalog.request(from);
+        r.set("to", Json.strings(UshasCatalog.toParts(to)));
+        JsonNode move = catalog.call("rename_table", r, from, null).get("move");
+        if (move == null || move.isNull()) return;
+        Path src = new Path(move.get("from").asText());
+        Path dst = new Path(move.get("to").asText());
+        FileSystem fs;
+        boolean moved = false;
+        try {
+            fs = src.getFileSystem(catalog.hadoopConf());
+            if (fs.exists(src)) {
+                if (fs.exists(dst)) {
+                    throw new IllegalArgumentException("[USHAS_InvalidArgument] cannot rename " + from + " to " + to
+                            + ": its new location " + dst + " already exists; the table keeps its name");
+                }
+                fs.mkdirs(dst.getParent());
+                if (!fs.rename(src, dst)) {
+                    throw new Errors.UshasBridgeException("Ushas catalog: moving " + src + " to " + dst
+                            + " failed; the table keeps its name and location");
+                }
+                moved = true;
+            }
+        } catch (IOException e) {
+            throw new Errors.UshasBridgeException("Ushas catalog: moving " + src + " to " + dst + " failed: " + e
+                    + "; the table keeps its name and location", e);
+        }
+        r.put("location", dst.toString());
+        try {
+            catalog.call("rename_table", r, from, null);
+        } catch (RuntimeException e) {
+            if (moved) {
+                try {
+                    fs.rename(dst, src);
+                } catch (IOException back) {
+                    e.addSuppressed(back);
+                }
+            }
+            throw e;
+        }
     }
 
     /** Removes the data files under each path, keeping the directories (TRUNCATE). */

@@ -1,89 +1,102 @@
 package io.ushas.spark;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.node.ArrayNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
-import org.apache.hadoop.fs.FileSystem;
-import org.apache.hadoop.fs.Path;
-import org.apache.spark.sql.DataFrameWriter;
-import org.apache.spark.sql.Dataset;
-import org.apache.spark.sql.Row;
-import org.apache.spark.sql.SaveMode;
+import org.apache.spark.sql.connector.distributions.Distribution;
+import org.apache.spark.sql.connector.distributions.Distributions;
+import org.apache.spark.sql.connector.expressions.Expressions;
+import org.apache.spark.sql.connector.expressions.SortDirection;
+import org.apache.spark.sql.connector.expressions.SortOrder;
+import org.apache.spark.sql.connector.write.BatchWrite;
 import org.apache.spark.sql.connector.write.LogicalWriteInfo;
+import org.apache.spark.sql.connector.write.RequiresDistributionAndOrdering;
+import org.apache.spark.sql.connector.write.SupportsDynamicOverwrite;
 import org.apache.spark.sql.connector.write.SupportsOverwrite;
 import org.apache.spark.sql.connector.write.SupportsTruncate;
-import org.apache.spark.sql.connector.write.V1Write;
 import org.apache.spark.sql.connector.write.Write;
 import org.apache.spark.sql.connector.write.WriteBuilder;
+import org.apache.spark.sql.sources.AlwaysTrue;
 import org.apache.spark.sql.sources.Filter;
-import org.apache.spark.sql.sources.InsertableRelation;
 
-import java.io.IOException;
+import java.util.Arrays;
+import java.util.List;
 
 /**
- * Writes that reach the table through DataSource V2 (CTAS, REPLACE ... AS SELECT, saveAsTable, insertInto):
- * Spark's own file writer writes the data into the table location (so {@link UshasCommitProtocol} registers
- * the partitions); which partitions an overwrite replaces is decided in Python.
+ * Every write into a table of the catalog (SQL INSERT in all its forms, {@code insertInto},
+ * {@code saveAsTable}, {@code writeTo(...)}, CTAS / RTAS) as a DataSource V2 batch write. Spark's own
+ * file writers write the files ({@link UshasBatchWrite}); the kind of write (append, truncate,
+ * overwrite by partition filter, dynamic partition overwrite) is passed to Python at commit, which
+ * decides which partitions are replaced.
  */
-final class UshasWrite implements V1Write, InsertableRelation {
+final class UshasWrite implements Write, RequiresDistributionAndOrdering {
     private final UshasTable table;
+    private final LogicalWriteInfo info;
     private final String mode;
     private final Filter[] filters;
 
-    private UshasWrite(UshasTable table, String mode, Filter[] filters) {
+    private UshasWrite(UshasTable table, LogicalWriteInfo info, String mode, Filter[] filters) {
         this.table = table;
+        this.info = info;
         this.mode = mode;
         this.filters = filters;
     }
 
     @Override
-    public InsertableRelation toInsertableRelation() {
-        return this;
+    public String description() {
+        return "ushas " + table.answer().get("format").asText() + " " + mode;
     }
 
     @Override
-    public void insert(Dataset<Row> data, boolean ignored) {
-        UshasCatalog catalog = table.catalog();
-        ObjectNode r = catalog.request(table.ident());
-        r.put("mode", mode);
-        ArrayNode fs = r.putArray("filters");
-        if (filters != null) for (Filter f : filters) fs.add(Rows.filter(f));
-        JsonNode plan = catalog.call("begin_write", r, table.ident(), null);  // deletes replaced partitions
-        DataFrameWriter<Row> writer = data.write()
-                .format(plan.get("format").asText())
-                .options(Json.toMap(plan.get("options")))
-                .partitionBy(Json.toStrings(plan.get("partition_by")))
-                .mode("overwrite".equals(plan.get("save_mode").asText()) ? SaveMode.Overwrite : SaveMode.Append);
-        writer.save(plan.get("location").asText());
-        // partitions an overwrite cleared and this write did not fill again
-        ObjectNode end = catalog.request(table.ident());
-        ArrayNode gone = end.putArray("gone");
-        for (JsonNode p : plan.get("cleared")) {
-            Path path = new Path(p.get("location").asText());
-            try {
-                FileSystem fsys = path.getFileSystem(catalog.hadoopConf());
-                if (!fsys.exists(path)) gone.add(p.get("values"));
-            } catch (IOException e) {
-                throw new Errors.UshasBridgeException("Ushas catalog: cannot check " + path + ": " + e, e);
-            }
-        }
-        if (!gone.isEmpty()) catalog.call("end_write", end, table.ident(), null);
-        catalog.invalidateTable(table.ident());
+    public Distribution requiredDistribution() {
+        return Distributions.unspecified();
     }
 
-    static final class Builder implements WriteBuilder, SupportsTruncate, SupportsOverwrite {
+    /** Rows sorted by the partition columns within each task: one open file per task at a time. */
+    @Override
+    public SortOrder[] requiredOrdering() {
+        return Arrays.stream(table.partitionSchema().fieldNames())
+                .map(c -> Expressions.sort(Expressions.column(c), SortDirection.ASCENDING))
+                .toArray(SortOrder[]::new);
+    }
+
+    @Override
+    public BatchWrite toBatch() {
+        return UshasBatchWrite.create(table, info, mode, filters);
+    }
+
+    static final class Builder implements WriteBuilder, SupportsTruncate, SupportsOverwrite, SupportsDynamicOverwrite {
         private final UshasTable table;
+        private final LogicalWriteInfo info;
         private String mode = "append";
         private Filter[] filters = new Filter[0];
 
         Builder(UshasTable table, LogicalWriteInfo info) {
             this.table = table;
+            this.info = info;
         }
 
         @Override
         public WriteBuilder truncate() {
             mode = "truncate";
+            filters = new Filter[0];
             return this;
+        }
+
+        /** Refused here, before anything is written: a condition on data columns (and so any condition
+         *  but {@code true} on an unpartitioned table): an overwrite replaces whole partitions. */
+        @Override
+        public boolean canOverwrite(Filter[] filters) {
+            List<String> partitionColumns = Arrays.asList(table.partitionSchema().fieldNames());
+            for (Filter f : filters) {
+                if (f instanceof AlwaysTrue) continue;
+                for (String ref : f.references()) {
+                    if (partitionColumns.stream().noneMatch(c -> c.equalsIgnoreCase(ref))) {
+                        throw new IllegalArgumentException("[USHAS_InvalidArgument] cannot overwrite " + table.name()
+                                + " where " + f + ": an overwrite condition may use only the partition columns ("
+                                + (partitionColumns.isEmpty() ? "none: the table is unpartitioned, overwrite it whole"
+                                   : String.join(", ", partitionColumns)) + ")");
+                    }
+                }
+            }
+            return true;
         }
 
         @Override
@@ -94,8 +107,15 @@ final class UshasWrite implements V1Write, InsertableRelation {
         }
 
         @Override
+        public WriteBuilder overwriteDynamicPartitions() {
+            mode = "dynamic";
+            filters = new Filter[0];
+            return this;
+        }
+
+        @Override
         public Write build() {
-            return new UshasWrite(table, mode, filters);
+            return new UshasWrite(table, info, mode, filters);
         }
     }
 }

@@ -1,0 +1,270 @@
+"""Every DataFrame / SQL write form into Ushas tables (a V2 batch write on Spark's file writers):
+partitions registered with files / bytes, overwritten partitions replaced (old files gone), stats of
+unpartitioned tables, failed writes leaving the metadata untouched, RENAME TO of managed tables."""
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from chispa import assert_df_equality
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = "id int, dt string"
+
+
+@pytest.fixture
+def db(spark: Any) -> str:
+    name = "w_" + uuid.uuid4().hex[:8]
+    spark.sql(f"CREATE NAMESPACE ushas.{name}")
+    yield name
+    spark.sql("USE spark_catalog.default")
+    spark.sql(f"DROP NAMESPACE IF EXISTS ushas.{name} CASCADE")
+
+
+@pytest.fixture
+def ms(spark_dirs: dict[str, Path]) -> Any:
+    from ushas_catalog.metastore import Metastore
+
+    m = Metastore.open(f"sqlite:///{spark_dirs['store']}", project="default")
+    yield m
+    m.close()
+
+
+@pytest.fixture
+def dynamic(spark: Any) -> Any:
+    spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+    yield
+    spark.conf.set("spark.sql.sources.partitionOverwriteMode", "static")
+
+
+def data_files(location: str) -> list[str]:
+    """Data files under a location (recursively), as paths relative to it."""
+    root = location.removeprefix("file:")
+    out = []
+    for d, _, names in os.walk(root):
+        out += [os.path.relpath(os.path.join(d, n), root) for n in names if not n.startswith((".", "_"))]
+    return sorted(out)
+
+
+def expect(spark: Any, table: str, data: list[tuple], schema: str = SCHEMA) -> None:
+    """A fresh read of the table is exactly ``data``."""
+    actual = spark.table(table).select(*[c.split()[0] for c in schema.split(",")])
+    assert_df_equality(actual, spark.createDataFrame(data, schema), ignore_row_order=True, ignore_nullable=True)
+
+
+def check_registered(ms: Any, name: tuple[str, str, str], table_location: str) -> dict[str, Any]:
+    """Every registered partition's files / bytes are what is on disk; every file on disk is in a
+    registered partition. Returns the partitions by their first value."""
+    parts = list(ms.list_partitions(name))
+    on_disk = data_files(table_location)
+    registered = []
+    for p in parts:
+        files = data_files(p.location)
+        assert p.files == len(files), (p.spec, files)
+        assert p.bytes == sum(os.path.getsize(os.path.join(p.location.removeprefix("file:"), f)) for f in files)
+        registered += [os.path.relpath(os.path.join(p.location.removeprefix("file:"), f),
+                                       table_location.removeprefix("file:")) for f in files]
+    assert sorted(registered) == on_disk
+    return {"/".join(p.spec.values()): p for p in parts}
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "orc"])
+def test_writeto_append_overwrite_partitions_overwrite(spark: Any, db: str, ms: Any, fmt: str) -> None:
+    from pyspark.sql.functions import col
+
+    t, name = f"ushas.{db}.v2", ("ushas", db, "v2")
+    spark.sql(f"CREATE TABLE {t} (id INT, dt STRING) USING {fmt} PARTITIONED BY (dt)")
+    location = ms.get_table(name).location
+
+    spark.createDataFrame([(1, "a"), (2, "b")], SCHEMA).writeTo(t).append()
+    spark.createDataFrame([(3, "a")], SCHEMA).writeTo(t).append()
+    expect(spark, t, [(1, "a"), (2, "b"), (3, "a")])
+    parts = check_registered(ms, name, location)
+    assert sorted(parts) == ["a", "b"] and parts["a"].files == 2 and parts["a"].bytes > 0
+    old_a = data_files(parts["a"].location)
+
+    spark.createDataFrame([(4, "a"), (5, "c")], SCHEMA).writeTo(t).overwritePartitions()  # a replaced, c new
+    expect(spark, t, [(2, "b"), (4, "a"), (5, "c")])
+    parts = check_registered(ms, name, location)
+    assert sorted(parts) == ["a", "b", "c"] and parts["a"].files == 1 and parts["a"].rows is None
+    assert not set(old_a) & set(data_files(parts["a"].location))  # the old files are gone
+
+    spark.createDataFrame([(6, "b")], SCHEMA).writeTo(t).overwrite(col("dt").isin("b", "c"))  # c dropped
+    expect(spark, t, [(4, "a"), (6, "b")])
+    parts = check_registered(ms, name, location)
+    assert sorted(parts) == ["a", "b"] and parts["b"].rows == 1
+    assert not os.path.exists(f"{location.removeprefix('file:')}/dt=c")
+
+    spark.createDataFrame([(7, "d")], SCHEMA).writeTo(t).overwrite(col("dt") == "zz")  # replaces nothing
+    expect(spark, t, [(4, "a"), (6, "b"), (7, "d")])
+    assert sorted(check_registered(ms, name, location)) == ["a", "b", "d"]
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "json"])
+def test_insert_into_overwrite_dynamic_and_static(spark: Any, db: str, ms: Any, fmt: str, dynamic: Any) -> None:
+    t, name = f"ushas.{db}.ii", ("ushas", db, "ii")
+    spark.sql(f"CREATE TABLE {t} (id INT, dt STRING) USING {fmt} PARTITIONED BY (dt)")
+    location = ms.get_table(name).location
+    spark.createDataFrame([(1, "a"), (2, "b")], SCHEMA).write.insertInto(t)
+
+    # dynamic (the fixture's mode): only the partitions written are replaced
+    spark.createDataFrame([(3, "b"), (4, "c")], SCHEMA).write.insertInto(t, overwrite=True)
+    expect(spark, t, [(1, "a"), (3, "b"), (4, "c")])
+    parts = check_registered(ms, name, location)
+    assert sorted(parts) == ["a", "b", "c"] and parts["b"].files == 1
+
+    # SQL dynamic overwrite takes the same path
+    spark.createDataFrame([(5, "c")], SCHEMA).createOrReplaceTempView("ii_src")
+    spark.sql(f"INSERT OVERWRITE {t} SELECT * FROM ii_src")
+    expect(spark, t, [(1, "a"), (3, "b"), (5, "c")])
+
+    # static: the whole table is replaced
+    spark.conf.set("spark.sql.sources.partitionOverwriteMode", "static")
+    spark.createDataFrame([(6, "d")], SCHEMA).write.mode("overwrite").insertInto(t)
+    expect(spark, t, [(6, "d")])
+    parts = check_registered(ms, name, location)
+    assert sorted(parts) == ["d"] and parts["d"].files == 1 and parts["d"].rows == 1
+    assert data_files(location) == [p for p in data_files(location) if p.startswith("dt=d/")]
+
+    # static partition overwrite in SQL
+    spark.sql(f"INSERT OVERWRITE {t} PARTITION (dt='d') SELECT 7")
+    spark.sql(f"INSERT INTO {t} PARTITION (dt='e') SELECT 8")
+    expect(spark, t, [(7, "d"), (8, "e")])
+    assert sorted(check_registered(ms, name, location)) == ["d", "e"]
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv"])
+def test_unpartitioned_writes_record_stats(spark: Any, db: str, ms: Any, fmt: str) -> None:
+    from pyspark.sql.functions import lit
+
+    t, name = f"ushas.{db}.u", ("ushas", db, "u")
+    schema = "id int, s string"
+    spark.sql(f"CREATE TABLE {t} (id INT, s STRING) USING {fmt}")
+    location = ms.get_table(name).location
+
+    def rows_recorded() -> str | None:
+        """numFiles / totalSize are what is on disk; returns numRows."""
+        props = ms.get_table(name).properties
+        files = data_files(location)
+        assert props.get("numFiles") == str(len(files))
+        assert props.get("totalSize") == str(sum(os.path.getsize(os.path.join(location.removeprefix("file:"), f))
+                                                 for f in files))
+        return props.get("numRows")
+
+    spark.createDataFrame([(1, "x"), (2, "y")], schema).writeTo(t).append()
+    assert rows_recorded() == "2"
+    spark.sql(f"INSERT INTO {t} VALUES (3, 'z')")
+    spark.createDataFrame([(4, "w")], schema).write.insertInto(t)
+    expect(spark, t, [(1, "x"), (2, "y"), (3, "z"), (4, "w")], schema)
+    assert rows_recorded() == "4"
+    old = data_files(location)
+
+    spark.createDataFrame([(5, "v")], schema).writeTo(t).overwritePartitions()
+    expect(spark, t, [(5, "v")], schema)
+    assert rows_recorded() == "1" and not set(old) & set(data_files(location))
+    spark.createDataFrame([(6, "u"), (7, "t")], schema).writeTo(t).overwrite(lit(True))
+    expect(spark, t, [(6, "u"), (7, "t")], schema)
+    assert rows_recorded() == "2"
+    spark.sql(f"INSERT OVERWRITE {t} SELECT id + 1, s FROM (SELECT 7 AS id, 't' AS s)")
+    expect(spark, t, [(8, "t")], schema)
+    assert rows_recorded() == "1"
+    spark.createDataFrame([(9, "s")], schema).write.mode("overwrite").insertInto(t)
+    expect(spark, t, [(9, "s")], schema)
+    assert rows_recorded() == "1"
+
+
+def test_save_as_table_and_create(spark: Any, db: str, ms: Any) -> None:
+    from pyspark.sql.functions import col
+
+    t = f"ushas.{db}.s"
+    spark.createDataFrame([(1, "a")], SCHEMA).write.partitionBy("dt").saveAsTable(t)
+    spark.createDataFrame([(2, "b")], SCHEMA).write.mode("append").saveAsTable(t)
+    expect(spark, t, [(1, "a"), (2, "b")])
+    spark.createDataFrame([(9, "z")], SCHEMA).writeTo(f"ushas.{db}.c").partitionedBy(col("dt")).create()
+    expect(spark, f"ushas.{db}.c", [(9, "z")])
+    loc = ms.get_table(("ushas", db, "c")).location
+    assert sorted(check_registered(ms, ("ushas", db, "c"), loc)) == ["z"]
+
+
+def test_overwrite_by_data_column_is_refused(spark: Any, db: str, ms: Any) -> None:
+    from pyspark.errors import IllegalArgumentException
+    from pyspark.sql.functions import col
+
+    t, name = f"ushas.{db}.r", ("ushas", db, "r")
+    spark.sql(f"CREATE TABLE {t} (id INT, dt STRING) USING parquet PARTITIONED BY (dt)")
+    spark.sql(f"CREATE TABLE {t}u (id INT, dt STRING) USING parquet")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'a')")
+    before = data_files(ms.get_table(name).location)
+    for target, cond in ((t, col("id") == 1), (f"{t}u", col("dt") == "a")):
+        with pytest.raises(IllegalArgumentException, match="only the partition columns"):
+            spark.createDataFrame([(2, "a")], SCHEMA).writeTo(target).overwrite(cond)
+    expect(spark, t, [(1, "a")])
+    assert data_files(ms.get_table(name).location) == before
+
+
+def test_failed_writes_leave_metadata_untouched(spark: Any, db: str, ms: Any) -> None:
+    from pyspark.errors import AnalysisException
+    from pyspark.sql.functions import col, udf
+
+    t, name = f"ushas.{db}.f", ("ushas", db, "f")
+    spark.sql(f"CREATE TABLE {t} (id INT, dt STRING) USING parquet PARTITIONED BY (dt)")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'a'), (2, 'b')")
+    location = ms.get_table(name).location
+    version = ms.get_table(name).version
+    before = [p.to_json() for p in ms.list_partitions(name)]
+    files = data_files(location)
+
+    # a value that cannot be cast: refused at analysis
+    bad = spark.createDataFrame([("x", "a")], "id string, dt string")
+    with pytest.raises(AnalysisException, match="INCOMPATIBLE_DATA_FOR_TABLE|CANNOT_UP_CAST|cast"):
+        bad.writeTo(t).overwritePartitions()
+
+    # a task failure in the middle of the write
+    @udf("int")
+    def explode_on_3(v: int) -> int:
+        if v == 3:
+            raise ValueError("task failure on purpose")
+        return v
+
+    failing = spark.createDataFrame([(3, "a"), (4, "c")], SCHEMA).select(explode_on_3(col("id")).alias("id"), "dt")
+    with pytest.raises(Exception, match="task failure on purpose"):
+        failing.writeTo(t).overwritePartitions()
+    with pytest.raises(Exception, match="task failure on purpose"):
+        failing.write.mode("overwrite").insertInto(t)
+
+    assert ms.get_table(name).version == version
+    assert [p.to_json() for p in ms.list_partitions(name)] == before
+    assert data_files(location) == files
+    expect(spark, t, [(1, "a"), (2, "b")])
+
+
+def test_rename_moves_managed_data_keeps_external(spark: Any, db: str, ms: Any, tmp_path: Path) -> None:
+    spark.sql(f"CREATE TABLE ushas.{db}.m (id INT, dt STRING) USING parquet PARTITIONED BY (dt)")
+    spark.sql(f"INSERT INTO ushas.{db}.m VALUES (1, 'a')")
+    old = ms.get_table(("ushas", db, "m")).location
+    spark.sql(f"ALTER TABLE ushas.{db}.m RENAME TO {db}.m2")
+    new = ms.get_table(("ushas", db, "m2")).location
+    assert new == old[: -len("/m")] + "/m2" and not os.path.exists(old.removeprefix("file:"))
+    assert data_files(new) and [p.location for p in ms.list_partitions(("ushas", db, "m2"))] == [f"{new}/dt=a"]
+    expect(spark, f"ushas.{db}.m2", [(1, "a")])
+    spark.sql(f"INSERT INTO ushas.{db}.m2 VALUES (2, 'b')")  # writes go to the new location
+    expect(spark, f"ushas.{db}.m2", [(1, "a"), (2, "b")])
+    assert any(f.startswith("dt=b/") for f in data_files(new)) and not os.path.exists(old.removeprefix("file:"))
+
+    # the new location is taken: the rename fails, the table keeps its name and location
+    os.makedirs(new.removeprefix("file:")[: -len("/m2")] + "/m3")
+    with pytest.raises(Exception, match="already exists"):
+        spark.sql(f"ALTER TABLE ushas.{db}.m2 RENAME TO {db}.m3")
+    assert ms.table_exists(("ushas", db, "m2")) and not ms.table_exists(("ushas", db, "m3"))
+    assert ms.get_table(("ushas", db, "m2")).location == new
+    expect(spark, f"ushas.{db}.m2", [(1, "a"), (2, "b")])
+
+    spark.sql(f"CREATE TABLE ushas.{db}.e (id INT, dt STRING) USING json LOCATION '{tmp_path}/ext'")
+    spark.sql(f"INSERT INTO ushas.{db}.e VALUES (3, 'c')")
+    spark.sql(f"ALTER TABLE ushas.{db}.e RENAME TO {db}.e2")
+    assert ms.get_table(("ushas", db, "e2")).location == f"file:{tmp_path}/ext"
+    expect(spark, f"ushas.{db}.e2", [(3, "c")])
