@@ -191,9 +191,9 @@ def drop_table(ms: Any, r: Request) -> Answer:
 def rename_table(ms: Any, r: Request) -> Answer:
     """ALTER TABLE ... RENAME TO. A managed table at its default location moves with its name (Hive
     semantics; external tables keep their location): the first request only answers the ``move``
-    (nothing committed), the shim moves the directory, and the second request (with ``location``)
-    commits the new name and location in one transaction; the shim moves the directory back if
-    that fails."""
+    (nothing committed), the shim moves the directory, and the second request (with ``location``
+    and the version the move was planned from) commits the new name and location in one
+    transaction; the shim moves the directory back if that fails (a concurrent change included)."""
     from .errors import TableAlreadyExists
 
     ctx = SparkCtx.of(r)
@@ -211,11 +211,11 @@ def rename_table(ms: Any, r: Request) -> Answer:
     if r.get("location") is None:
         if ms.table_exists(dst) or ms.view_exists(dst):
             raise TableAlreadyExists(f"table or view {'.'.join(dst)} already exists", table=".".join(dst))
-        return {"move": move}
+        return {"move": move, "version": info.version}
     if qualify(r["location"]) != move["to"]:
         raise InvalidArgument(f"rename of {'.'.join(src)}: the data was moved to {r['location']}, "
                               f"not to {move['to']}")
-    ms.rename_table(src, dst, location=move["to"])
+    ms.rename_table(src, dst, location=move["to"], expected_version=r.get("version"))
     return {}
 
 

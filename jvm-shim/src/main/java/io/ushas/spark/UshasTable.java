@@ -260,7 +260,8 @@ public class UshasTable extends DelegatingTable
     static void rename(UshasCatalog catalog, Identifier from, Identifier to) {
         ObjectNode r = catalog.request(from);
         r.set("to", Json.strings(UshasCatalog.toParts(to)));
-        JsonNode move = catalog.call("rename_table", r, from, null).get("move");
+        JsonNode plan = catalog.call("rename_table", r, from, null);
+        JsonNode move = plan.get("move");
         if (move == null || move.isNull()) return;
         Path src = new Path(move.get("from").asText());
         Path dst = new Path(move.get("to").asText());
@@ -285,6 +286,7 @@ public class UshasTable extends DelegatingTable
                     + "; the table keeps its name and location", e);
         }
         r.put("location", dst.toString());
+        r.set("version", plan.get("version"));
         try {
             catalog.call("rename_table", r, from, null);
         } catch (RuntimeException e) {
