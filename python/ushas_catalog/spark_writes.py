@@ -207,6 +207,8 @@ def plan_write(location: str, partition_by: list[str], existing: list[Any], old_
         if mode == "dynamic" or replaced(typed):
             files, size, n = int(w["new_files"]), int(w["new_bytes"]), single
             plan.clean.append(_join(location, w["path"]))
+            if old is not None and old.location and old.location != _join(location, w["path"]):
+                plan.clean.append(old.location)  # a custom location: its files are replaced too
         else:
             files, size = int(w["files"]), int(w["bytes"])
             n = None if single is None else (single if old is None else (None if old.rows is None else old.rows + single))

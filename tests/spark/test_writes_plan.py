@@ -89,3 +89,9 @@ def test_unpartitioned_stats() -> None:
 def test_written_directory_must_name_the_partition_columns() -> None:
     with pytest.raises(InvalidArgument, match="partition columns"):
         plan_write(LOC, ["dt", "h"], [], {}, "append", [], [written("dt=a", 1, 1)], 1)
+
+
+def test_replaced_custom_location_is_cleaned_too() -> None:
+    old = [part("a", location="file:/custom/a")]
+    plan = plan_write(LOC, ["dt"], old, {}, "dynamic", [], [written("dt=a", 1, 1)], 1)
+    assert plan.put[0].location == f"{LOC}/dt=a" and plan.clean == [f"{LOC}/dt=a", "file:/custom/a"]
