@@ -23,6 +23,7 @@ exports build on them); extend compatibly, never rename. ``to_dict`` / ``from_di
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Iterable, Iterator, Mapping
@@ -69,6 +70,34 @@ def compose_subtypes(a: EdgeSubtype, b: EdgeSubtype) -> EdgeSubtype:
     return a if _DIRECT_RANK[a] >= _DIRECT_RANK[b] else b
 
 
+_EMPTY_AUTHORITY = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):///+")
+
+
+def normalize_uri(uri: str) -> str:
+    """One spelling per location, as Hadoop's ``Path`` prints it, so a path written as
+    ``file:///tmp/x/`` (a user's option) and read as ``file:/tmp/x`` (a scan's root path) is one
+    dataset: an empty authority collapses (``scheme:///p`` -> ``scheme:/p``) and a trailing
+    ``/`` goes. Comma-joined lists (a scan over several roots) are normalized part by part."""
+    return ",".join(_normalize_one(u) for u in uri.split(",")) if uri else uri
+
+
+def _normalize_one(uri: str) -> str:
+    uri = _EMPTY_AUTHORITY.sub(r"\1:/", uri.strip())
+    keep = _root_length(uri)
+    while len(uri) > keep and uri.endswith("/"):
+        uri = uri[:-1]
+    return uri
+
+
+def _root_length(uri: str) -> int:
+    """Length of the part a trailing-slash strip must keep: ``/``, ``file:/``, ``s3a://bucket/``."""
+    if "://" in uri:
+        slash = uri.find("/", uri.index("://") + 3)
+        return slash + 1 if slash >= 0 else len(uri)
+    scheme = uri.find(":/")
+    return scheme + 2 if scheme > 0 else 1
+
+
 @dataclass(frozen=True)
 class Dataset:
     """A leaf dataset. Tables: ``catalog`` + ``identifier`` (namespace parts then table name);
@@ -88,7 +117,7 @@ class Dataset:
 
     @staticmethod
     def path(uri: str, format: str | None = None) -> Dataset:
-        return Dataset(DatasetKind.PATH, uri=uri, format=format)
+        return Dataset(DatasetKind.PATH, uri=normalize_uri(uri), format=format)
 
     @staticmethod
     def inline(description: str) -> Dataset:

@@ -123,6 +123,23 @@ def test_dot_mermaid_html() -> None:
     assert "<table>" in html and "spark_catalog.db.t.x" in html and "&gt;" in html
 
 
+@pytest.mark.parametrize("spelled, one", [
+    ("file:///tmp/x/", "file:/tmp/x"),
+    ("file:/tmp/x", "file:/tmp/x"),
+    ("file:///tmp/x", "file:/tmp/x"),
+    ("s3a://bucket/dir/", "s3a://bucket/dir"),
+    ("s3a://bucket/", "s3a://bucket/"),
+    ("hdfs://nn:8020/a/b", "hdfs://nn:8020/a/b"),
+    ("/tmp/x//", "/tmp/x"),
+    ("/", "/"),
+    ("file:/", "file:/"),
+    ("file:///a/,file:///b", "file:/a,file:/b"),
+])
+def test_path_dataset_one_spelling(spelled: str, one: str) -> None:
+    assert Dataset.path(spelled).uri == one
+    assert Dataset.path(spelled) == Dataset.path(one)
+
+
 def test_path_dataset_openlineage_naming() -> None:
     assert Dataset.path("s3a://bucket/dir/x", "parquet").openlineage_name() == ("s3a://bucket", "/dir/x")
     assert Dataset.path("file:/tmp/out", "json").openlineage_name() == ("file", "/tmp/out")

@@ -193,6 +193,12 @@ def _w_save_path(spark: Any, tmp: Path) -> None:
     spark.table(T).selectExpr("x + 1 as x1", "y").write.mode("overwrite").parquet(str(tmp / "out"))
 
 
+def _w_save_uri(spark: Any, tmp: Path) -> None:
+    """The target spelled ``file:///…/`` (empty authority, trailing slash): one dataset with the
+    ``file:/…`` a later scan of it reports."""
+    spark.table(T).select("x").write.mode("overwrite").parquet(f"file://{tmp}/uri/")
+
+
 def _w_insert_into(spark: Any, tmp: Path) -> None:
     spark.table(H).selectExpr("k", "w", "cast(k as double) as v").select("k", "v", "w").write.insertInto(U)
 
@@ -452,6 +458,8 @@ CASES: list[PlanCase] = [
              {"x1": {"lin.t.x": "T"}, "y": {"lin.t.y": "I"}}, target="{tmp}/out", mode="capture"),
     PlanCase("df_save_json", "Write (DataFrameWriter.save(path))", _w_json_save,
              {"w": {"lin.u.w": "I"}}, target="{tmp}/j", mode="capture"),
+    PlanCase("df_save_uri", "Write (DataFrameWriter.save(path))", _w_save_uri,
+             {"x": {"lin.t.x": "I"}}, target="{tmp}/uri", mode="capture"),
     PlanCase("df_insert_into", "Write (V1 INSERT)", _w_insert_into,
              {"k": {"lin.h.k": "I"}, "v": {"lin.h.k": "T"}, "w": {"lin.h.w": "I"}}, target="lin.u", mode="capture"),
     PlanCase("df_save_as_table", "Write (CTAS)", _w_save_as_table,
