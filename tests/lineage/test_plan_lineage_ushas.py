@@ -3,11 +3,11 @@
 (V1 path write), ``insertInto`` (V2 ``AppendData``), V2 CTAS / RTAS (analyzed, not executed),
 ``OverwriteByExpression`` and ``OverwritePartitionsDynamic``. Case format: test_plan_lineage.py.
 
-The two overwrite cases (mode ``"plan"``) take their analyzed plan from
-``io.ushas.spark.plan.WritePlans``: the very logical plans ``DataFrameWriterV2.overwrite(cond)`` /
-``.overwritePartitions()`` build, run through the session's analyzer without executing. Executing
-them is refused on ushas tables today (``loadTable`` returns a V1 table: "Cannot write into v1
-table"), which says nothing about their lineage."""
+SQL INSERT into a ushas table is a V2 write (``AppendData``: ``loadTable`` for a write returns the
+V2 write target). The overwrite forms are proven twice: executed (``writeTo().overwrite(cond)`` /
+``.overwritePartitions()``, the plan captured by a listener, mode ``"capture"``) and analyzed only
+(mode ``"plan"``, from ``io.ushas.spark.plan.WritePlans``: the very logical plans
+``DataFrameWriterV2`` builds, run through the session's analyzer without executing)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -29,6 +29,16 @@ def _w_insert_into(spark: Any, tmp: Path) -> None:
     spark.table(A).selectExpr("k + 1 as k", "w").write.insertInto(B)
 
 
+def _w_overwrite_by_expression(spark: Any, tmp: Path) -> None:
+    from pyspark.sql.functions import col
+
+    spark.table(A).selectExpr("k as id", "upper(w) as dt").writeTo(P).overwrite(col("dt") == "X")
+
+
+def _w_overwrite_partitions(spark: Any, tmp: Path) -> None:
+    spark.table(A).selectExpr("k as id", "upper(w) as dt").writeTo(P).overwritePartitions()
+
+
 def _p_overwrite_by_expression(spark: Any) -> Any:
     """``spark.table(A).selectExpr(...).writeTo(B).overwrite(col("k") > 0)``, analyzed only."""
     query = spark.table(A).selectExpr("k + 1 as k", "w")
@@ -48,7 +58,7 @@ CASES: list[PlanCase] = [
     PlanCase("ushas_join_spark_catalog", "Leaf (ushas catalog table)",
              f"select a.w, h.k from {A} a join lin_u2 h on a.k = h.k",
              {"w": {"ushas.linq.a.w": "I"}, "k": {"default.lin_u2.k": "I"}}, fs("JOIN:ushas.linq.a.k", "JOIN:default.lin_u2.k")),
-    PlanCase("ushas_insert_sql", "Write (V1 INSERT)", f"insert into {B} select k, concat(w, 'x') from {A}",
+    PlanCase("ushas_insert_sql", "Write (V2 AppendData)", f"insert into {B} select k, concat(w, 'x') from {A}",
              {"k": {"ushas.linq.a.k": "I"}, "w": {"ushas.linq.a.w": "T"}}, target="ushas.linq.b"),
     PlanCase("ushas_append_data", "Write (V2 AppendData)", _w_insert_into,
              {"k": {"ushas.linq.a.k": "T"}, "w": {"ushas.linq.a.w": "I"}}, target="ushas.linq.b", mode="capture"),
@@ -65,6 +75,11 @@ CASES: list[PlanCase] = [
              target="ushas.linq.b", mode="plan"),
     PlanCase("ushas_overwrite_partitions_dynamic", "Write (V2 OverwritePartitionsDynamic)", _p_overwrite_partitions,
              {"id": {"ushas.linq.a.k": "I"}, "dt": {"ushas.linq.a.w": "T"}}, target="ushas.linq.p", mode="plan"),
+    PlanCase("ushas_overwrite_by_expression_executed", "Write (V2 OverwriteByExpression)", _w_overwrite_by_expression,
+             {"id": {"ushas.linq.a.k": "I"}, "dt": {"ushas.linq.a.w": "T"}}, fs("FILTER:ushas.linq.p.dt"),
+             target="ushas.linq.p", mode="capture"),
+    PlanCase("ushas_overwrite_partitions_executed", "Write (V2 OverwritePartitionsDynamic)", _w_overwrite_partitions,
+             {"id": {"ushas.linq.a.k": "I"}, "dt": {"ushas.linq.a.w": "T"}}, target="ushas.linq.p", mode="capture"),
 ]
 
 
@@ -81,7 +96,9 @@ def ushas(spark: Any) -> Any:
     return spark
 
 
-def _captured_append(spark: Any, case: PlanCase, tmp: Path) -> Any:
+def _captured_write(spark: Any, case: PlanCase, tmp: Path) -> Any:
+    """Execute the case's write and resolve the captured plan whose root is the case's operator."""
+    root = case.operator.split()[-1].rstrip(")")
     capture = spark._jvm.io.ushas.spark.plan.PlanCapture(16)
     manager = spark._jsparkSession.listenerManager()
     manager.register(capture)
@@ -89,8 +106,8 @@ def _captured_append(spark: Any, case: PlanCase, tmp: Path) -> Any:
         case.query(spark, tmp)
         spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty()
         roots = [capture.rootName(i) for i in range(capture.size())]
-        assert "AppendData" in roots, roots
-        return lineage_of_plan(spark, capture.plan(roots.index("AppendData")))
+        assert root in roots, roots
+        return lineage_of_plan(spark, capture.plan(roots.index(root)))
     finally:
         manager.unregister(capture)
 
@@ -103,5 +120,5 @@ def test_plan_lineage_ushas(ushas: Any, case: PlanCase, tmp_path: Path) -> None:
         result = lineage_of_plan(ushas, case.query(ushas))  # type: ignore[operator]
         assert result.operation == case.operator.split()[-1].rstrip(")")
     else:
-        result = _captured_append(ushas, case, tmp_path)
+        result = _captured_write(ushas, case, tmp_path)
     check(case, result, str(tmp_path))
