@@ -736,6 +736,7 @@ class Metastore:
         external) in ``properties`` fill the matching arguments left out. Without a
         location the table goes under the database's location, if it has one."""
         tn = TableName.parse(name)
+        schema = parse_schema(schema)  # outside the transaction: a wide DDL takes a while to parse
 
         def fn(tr: Transaction) -> TableInfo:
             db, entry = self._relation(tr, tn)
@@ -755,6 +756,7 @@ class Metastore:
         partitions are removed; a missing table is created (unless ``expected_version``
         is given: then it must exist at that version)."""
         tn = TableName.parse(name)
+        schema = parse_schema(schema)  # outside the transaction
         _check_expected(expected_version)
 
         def fn(tr: Transaction) -> TableInfo:
