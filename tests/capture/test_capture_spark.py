@@ -186,6 +186,16 @@ def test_rename_keeps_lineage(spark, pipeline: dict[str, Any], env: dict[str, An
     assert f"spark_catalog.default.{hive}.amount" in down
 
 
+def _insert_overwrite_dynamic(spark: Any, df: Any, table: str) -> None:
+    key = "spark.sql.sources.partitionOverwriteMode"
+    previous = spark.conf.get(key)
+    spark.conf.set(key, "dynamic")
+    try:
+        df.write.insertInto(table, overwrite=True)
+    finally:
+        spark.conf.set(key, previous)
+
+
 def test_one_user_action_is_one_run(spark, pipeline: dict[str, Any], env: dict[str, Any]) -> None:
     """Spark reports some writes as several executions (a V1Write INSERT: the AppendData and the
     inner file write; a CTAS: create + inner data writing); each user action is stored once, as
@@ -210,26 +220,18 @@ def test_one_user_action_is_one_run(spark, pipeline: dict[str, Any], env: dict[s
         ("writeTo create", f"ushas.{db}.written", lambda: src.writeTo(f"ushas.{db}.written").create()),
         ("Hive INSERT", f"spark_catalog.default.hsink_{tag}",
          lambda: spark.sql(f"INSERT INTO default.hsink_{tag} SELECT id, amount FROM ushas.{db}.sink")),
-    ]
-    optional: list[tuple[str, str, Callable[[], Any]]] = [  # V2-only writes: counted once they work
         ("writeTo append", f"ushas.{db}.sink", lambda: src.writeTo(f"ushas.{db}.sink").append()),
         ("writeTo overwritePartitions", f"ushas.{db}.sink_p",
          lambda: src.selectExpr("id", "amount", "'b' AS dt").writeTo(f"ushas.{db}.sink_p").overwritePartitions()),
+        ("insertInto overwrite (dynamic)", f"ushas.{db}.sink_p",
+         lambda: _insert_overwrite_dynamic(spark, src.selectExpr("id", "amount", "'c' AS dt"), f"ushas.{db}.sink_p")),
     ]
-    checked: list[str] = []
-    for label, target, action in forms + optional:
+    for label, target, action in forms:
         assert flush_spark(spark, 120).flushed
         before = {r.run_id for r in store.runs_between()}
-        try:
-            action()
-        except Exception as exc:  # noqa: BLE001
-            if (label, target, action) in forms or "v1 table" not in str(exc).lower():
-                raise
-            continue  # Spark 4.3 refuses V2-only writes into V1-read tables (see README)
+        action()
         assert flush_spark(spark, 120).flushed
         new = [r for r in store.runs_between() if r.run_id not in before]
         assert len(new) == 1, (label, [(r.operation, r.sql) for r in new])
         outputs = [ref.name for acc, ref in store.run_datasets(new[0].run_id) if acc is Access.WRITE]
         assert outputs == [target], (label, outputs)
-        checked.append(label)
-    assert len(checked) >= len(forms)
