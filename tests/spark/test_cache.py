@@ -14,7 +14,7 @@ import textwrap
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from chispa import assert_df_equality
@@ -24,14 +24,6 @@ pytestmark = pytest.mark.spark
 
 def _uri(spark_dirs: dict[str, Path]) -> str:
     return f"sqlite:///{spark_dirs['store']}"
-
-
-@pytest.fixture
-def db(spark: Any) -> Iterator[str]:
-    name = "c_" + uuid.uuid4().hex[:8]
-    spark.sql(f"CREATE NAMESPACE ushas.{name}")
-    yield name
-    spark.sql(f"DROP NAMESPACE IF EXISTS ushas.{name} CASCADE")
 
 
 def status(spark: Any, catalog: str = "ushas") -> dict[str, Any]:

@@ -13,25 +13,6 @@ from chispa import assert_df_equality
 pytestmark = pytest.mark.spark
 
 
-@pytest.fixture
-def db(spark: Any) -> str:
-    """A fresh database (Spark namespace) of the ``ushas`` catalog for one test."""
-    name = "t_" + uuid.uuid4().hex[:8]
-    spark.sql(f"CREATE NAMESPACE ushas.{name}")
-    yield name
-    spark.sql("USE spark_catalog.default")
-    spark.sql(f"DROP NAMESPACE IF EXISTS ushas.{name} CASCADE")
-
-
-@pytest.fixture
-def ms(spark_dirs: dict[str, Path]) -> Any:
-    from ushas_catalog.metastore import Metastore
-
-    m = Metastore.open(f"sqlite:///{spark_dirs['store']}", project="default")
-    yield m
-    m.close()
-
-
 def rows(spark: Any, sql: str) -> list[tuple]:
     return [tuple(r) for r in spark.sql(sql).collect()]
 

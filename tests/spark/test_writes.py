@@ -4,7 +4,6 @@ unpartitioned tables, failed writes leaving the metadata untouched, RENAME TO of
 from __future__ import annotations
 
 import os
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -14,24 +13,6 @@ from chispa import assert_df_equality
 pytestmark = pytest.mark.spark
 
 SCHEMA = "id int, dt string"
-
-
-@pytest.fixture
-def db(spark: Any) -> str:
-    name = "w_" + uuid.uuid4().hex[:8]
-    spark.sql(f"CREATE NAMESPACE ushas.{name}")
-    yield name
-    spark.sql("USE spark_catalog.default")
-    spark.sql(f"DROP NAMESPACE IF EXISTS ushas.{name} CASCADE")
-
-
-@pytest.fixture
-def ms(spark_dirs: dict[str, Path]) -> Any:
-    from ushas_catalog.metastore import Metastore
-
-    m = Metastore.open(f"sqlite:///{spark_dirs['store']}", project="default")
-    yield m
-    m.close()
 
 
 @pytest.fixture
