@@ -7,22 +7,7 @@ import datetime as dt
 import sys
 from typing import Any
 
-from ushas_catalog.errors import InvalidArgument
-
-
-def parse_time(text: str | None) -> int | None:
-    """Epoch milliseconds, or an ISO date / datetime (naive = UTC)."""
-    if text is None:
-        return None
-    if text.isdigit():
-        return int(text)
-    try:
-        t = dt.datetime.fromisoformat(text)
-    except ValueError:
-        raise InvalidArgument(f"invalid time {text!r}: expected epoch milliseconds or ISO 8601") from None
-    if t.tzinfo is None:
-        t = t.replace(tzinfo=dt.timezone.utc)
-    return int(t.timestamp() * 1000)
+from .query import parse_time
 
 
 def _queries(ctx: Any) -> Any:
@@ -71,7 +56,7 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 def run_walk(ctx: Any, args: argparse.Namespace) -> int:
     q = _queries(ctx)
-    since, until = parse_time(args.since), parse_time(args.until)
+    since, until = parse_time(args.since, "--since"), parse_time(args.until, "--until")
     if args.direction == "impact":
         answer = q.impact(args.name, since=since, until=until)
     elif args.direction == "upstream":
@@ -101,7 +86,8 @@ def run_walk(ctx: Any, args: argparse.Namespace) -> int:
 
 def run_runs(ctx: Any, args: argparse.Namespace) -> int:
     q = _queries(ctx)
-    rows = q.runs_json(q.runs(args.name, since=parse_time(args.since), until=parse_time(args.until)))
+    since, until = parse_time(args.since, "--since"), parse_time(args.until, "--until")
+    rows = q.runs_json(q.runs(args.name, since=since, until=until))
     for r in rows:
         r["end"] = dt.datetime.fromtimestamp(r["end_ms"] / 1000, tz=dt.timezone.utc).isoformat(timespec="seconds")
     ctx.table(rows, ["access", "end", "status", "user", "run_id", "application_name", "operation"])
@@ -143,7 +129,7 @@ def run_export(ctx: Any, args: argparse.Namespace) -> int:
     from .openlineage import run_events
 
     q = _queries(ctx)
-    runs = q.store.runs_between(parse_time(args.since), parse_time(args.until))
+    runs = q.store.runs_between(parse_time(args.since, "--since"), parse_time(args.until, "--until"))
     with progress_for(ctx.json, "exporting runs", total=len(runs)) as bar:
         for run in runs:
             for event in run_events(q.store, run):

@@ -11,6 +11,7 @@ that produced it.
 """
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 from collections import deque
 from dataclasses import dataclass, field
@@ -21,6 +22,24 @@ from ushas_catalog.errors import InvalidArgument, NoSuchRun, NoSuchTable
 from .model import Dataset, EdgeSubtype
 from .store import Access, DatasetKey, LineageStore, Run, StoredEdge
 
+
+
+def parse_time(text: str | None, what: str = "time") -> int | None:
+    """A time bound of a lineage query (``since`` / ``until``) in epoch milliseconds from user
+    text: digits (epoch ms) or an ISO date / date-time (UTC unless it says otherwise).
+    ``what`` names the bound in the error."""
+    if text is None:
+        return None
+    text = text.strip()
+    if text.isdigit():
+        return int(text)
+    try:
+        when = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise InvalidArgument(f"{what}: {text!r} is neither epoch milliseconds nor an ISO date-time") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.timezone.utc)
+    return int(when.timestamp() * 1000)
 
 @dataclass(frozen=True)
 class NodeRef:

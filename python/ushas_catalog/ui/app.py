@@ -16,7 +16,6 @@ missing object and 400 for bad input):
 """
 from __future__ import annotations
 
-import datetime as dt
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,20 +69,10 @@ class Stores:
 
 
 def parse_time(text: str | None, what: str) -> int | None:
-    """Epoch milliseconds from ``text``: digits (epoch ms), or an ISO date / date-time (UTC
-    unless it says otherwise); empty = no bound."""
-    if text is None or not text.strip():
-        return None
-    text = text.strip()
-    if text.isdigit():
-        return int(text)
-    try:
-        when = dt.datetime.fromisoformat(text)
-    except ValueError:
-        raise InvalidArgument(f"{what}: {text!r} is neither epoch milliseconds nor an ISO date-time") from None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=dt.timezone.utc)
-    return int(when.timestamp() * 1000)
+    """A form field's time bound (:func:`lineage.query.parse_time`); an empty field = no bound."""
+    from lineage.query import parse_time as parse_bound
+
+    return parse_bound(text, what) if text is not None and text.strip() else None
 
 
 def _int_arg(name: str, default: int | None, low: int, high: int) -> int | None:
