@@ -149,6 +149,18 @@ class _Table:
         return self.store("TablePartitionHistory", ("version",) + scheme.names)
 
 
+@dataclass(frozen=True)
+class _PartitionRange:
+    """The partitions of a table that a partial spec selects: ``[begin, end)`` in ``store``, then
+    ``filters`` (key position -> value) for the named columns that do not lead."""
+
+    scheme: PartitionScheme
+    store: RecordStore[rec.Partition]
+    begin: bytes
+    end: bytes
+    filters: dict[int, Any]
+
+
 @dataclass
 class Mutation:
     """One committed change of one object, as :meth:`Metastore._commit` records it."""
@@ -1494,18 +1506,23 @@ class Metastore:
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
             raise InvalidArgument(f"limit must be an integer >= 0, not {limit!r}")
 
-        def first(tr: Transaction) -> tuple[PartitionScheme, RecordStore[rec.Partition], bytes, bytes, dict[int, Any],
-                                            list[Any]]:
-            t = self._table(tr, tn)
-            scheme = self._scheme(tr, t)
-            _require_partitioned(tn, scheme)
-            lead, filters = scheme.selection(prefix)
-            store = t.partitions(scheme)
-            begin, end = store.prefix_range(lead)
-            return scheme, store, begin, end, filters, list(islice(store.scan_raw(tr, begin, end), PARTITION_BATCH))
+        def first(tr: Transaction) -> tuple[_PartitionRange, list[Any]]:
+            r = self._partition_range(tr, tn, prefix)
+            return r, list(islice(r.store.scan_raw(tr, r.begin, r.end), PARTITION_BATCH))
 
-        scheme, store, begin, end, filters, batch = self._run(first)
-        return self._stream_partitions(scheme, store, end, filters, batch, limit)
+        r, batch = self._run(first)
+        return self._stream_partitions(r.scheme, r.store, r.end, r.filters, batch, limit)
+
+    def _partition_range(self, tr: Transaction, tn: TableName, prefix: Mapping[str, Any] | None) -> _PartitionRange:
+        """Where the partitions of ``tn`` matching the partial spec ``prefix`` are: the key range its
+        leading columns narrow to, and the filters its other columns leave."""
+        t = self._table(tr, tn)
+        scheme = self._scheme(tr, t)
+        _require_partitioned(tn, scheme)
+        lead, filters = scheme.selection(prefix)
+        store = t.partitions(scheme)
+        begin, end = store.prefix_range(lead)
+        return _PartitionRange(scheme, store, begin, end, filters)
 
     def _stream_partitions(self, scheme: PartitionScheme, store: RecordStore[rec.Partition], end: bytes,
                            filters: dict[int, Any], batch: list[tuple[list[bytes], bytes]],
@@ -1580,22 +1597,17 @@ class Metastore:
                 out.append(key)
             return out, (last_raw + b"\x00" if count == PARTITION_BATCH else None), last
 
-        def first(tr: Transaction) -> tuple[PartitionScheme, RecordStore[rec.Partition], bytes, dict[int, Any],
+        def first(tr: Transaction) -> tuple[_PartitionRange,
                                             tuple[list[tuple[Any, ...]], bytes | None, tuple[Any, ...] | None]]:
-            t = self._table(tr, tn)
-            scheme = self._scheme(tr, t)
-            _require_partitioned(tn, scheme)
-            lead, filters = scheme.selection(prefix)
-            store = t.partitions(scheme)
-            begin, end = store.prefix_range(lead)
-            return scheme, store, end, filters, batch(tr, store, begin, end, filters, None)
+            r = self._partition_range(tr, tn, prefix)
+            return r, batch(tr, r.store, r.begin, r.end, r.filters, None)
 
-        scheme, store, end, filters, (keys, more, last) = self._run(first)
+        r, (keys, more, last) = self._run(first)
         while more is not None:
             begin, seen = more, last
-            found, more, last = self._run(lambda tr: batch(tr, store, begin, end, filters, seen))
+            found, more, last = self._run(lambda tr: batch(tr, r.store, begin, r.end, r.filters, seen))
             keys.extend(found)
-        return scheme, keys
+        return r.scheme, keys
 
     # ==== history =================================================================
     def history(self, name: NameLike, limit: int | None = None) -> list[HistoryItem]:
