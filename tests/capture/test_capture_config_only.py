@@ -9,7 +9,6 @@ built in this process."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -18,36 +17,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from spark_processes import conf_args, run_spark, spark_bin
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
-def spark_bin(tool: str) -> str:
-    import pyspark
-
-    return str(Path(pyspark.__file__).parent / "bin" / tool)
-
-
 def confs(store: Path, warehouse: Path) -> list[str]:
-    from ushas_catalog.jar import jar_path
-
-    conf = {"spark.jars": str(jar_path()),
-            "spark.sql.catalog.ushas": "io.ushas.spark.UshasCatalog",
-            "spark.sql.catalog.ushas.uri": f"sqlite:///{store}",
-            "spark.sql.catalog.ushas.warehouse": str(warehouse),
-            "spark.sql.queryExecutionListeners": "io.ushas.spark.UshasLineageListener",
-            "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
-            "spark.sql.shuffle.partitions": "2"}
-    out: list[str] = []
-    for k, v in conf.items():
-        out += ["--conf", f"{k}={v}"]
-    return out
+    """The catalog and the lineage listener, nothing else."""
+    return conf_args(store, warehouse, **{"spark.sql.queryExecutionListeners": "io.ushas.spark.UshasLineageListener"})
 
 
 def run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    # this interpreter (the test venv) for the driver and for the bridge the shim launches
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
-    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    return run_spark(cmd, cwd, timeout=600)
 
 
 def cli(store: Path, *args: str) -> Any:

@@ -10,7 +10,6 @@ launches the bridge process itself). The bridge is made to hang by pointing
 Each bound is the subprocess timeout: without the shim's timeouts these runs never end."""
 from __future__ import annotations
 
-import os
 import stat
 import subprocess
 import sys
@@ -18,8 +17,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
-from .test_config_only import _confs, _spark_bin
+from spark_processes import conf_args, run_spark, spark_bin
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -55,9 +53,9 @@ def _hanging_python(tmp_path: Path, mode: str) -> str:
 
 
 def _spark_sql(spark_dirs: dict[str, Path], tmp_path: Path, sql: str, **conf: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
-    cmd = [_spark_bin("spark-sql"), "--master", "local[1]", *_confs(spark_dirs, **conf), "-e", sql]
-    return subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=BOUND_S)
+    cmd = [spark_bin("spark-sql"), "--master", "local[1]",
+           *conf_args(spark_dirs["store"], spark_dirs["warehouse"], **conf), "-e", sql]
+    return run_spark(cmd, tmp_path, timeout=BOUND_S)
 
 
 def test_ping_is_answered_without_a_store() -> None:

@@ -6,8 +6,6 @@ on extra catalog instances of the same store."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -18,6 +16,7 @@ from typing import Any
 
 import pytest
 from chispa import assert_df_equality
+from spark_processes import conf_args, run_spark, spark_bin
 
 pytestmark = pytest.mark.spark
 
@@ -181,20 +180,9 @@ def test_write_from_a_second_spark_process_is_read_fresh(spark: Any, db: str, sp
     spark.sql(f"INSERT INTO {parted} VALUES (1, 'a')")
     for _ in range(2):  # cached, with Spark's relation and file listing
         assert spark.table(flat).count() == 1 and spark.table(parted).count() == 1
-    import pyspark
-
-    from ushas_catalog.jar import jar_path
-
-    conf = {"spark.jars": str(jar_path()), "spark.sql.catalog.ushas": "io.ushas.spark.UshasCatalog",
-            "spark.sql.catalog.ushas.uri": _uri(spark_dirs),
-            "spark.sql.catalog.ushas.warehouse": str(spark_dirs["warehouse"]),
-            "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
-            "spark.sql.shuffle.partitions": "1"}
-    args = [a for k, v in conf.items() for a in ("--conf", f"{k}={v}")]
     sql = f"INSERT INTO {flat} VALUES (2); INSERT INTO {parted} VALUES (2, 'a'), (3, 'b');"
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
-    proc = subprocess.run([str(Path(pyspark.__file__).parent / "bin" / "spark-sql"), "--master", "local[1]", *args,
-                           "-e", sql], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    args = conf_args(spark_dirs["store"], spark_dirs["warehouse"], **{"spark.sql.shuffle.partitions": "1"})
+    proc = run_spark([spark_bin("spark-sql"), "--master", "local[1]", *args, "-e", sql], tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert_df_equality(spark.table(flat), spark.createDataFrame([(1,), (2,)], "id INT"), ignore_row_order=True,
                        ignore_nullable=True)

@@ -3,43 +3,24 @@ shim launches ``python -m ushas_catalog.bridge`` itself. Also: a second session 
 what the shared session wrote, and the shared session reads fresh what the subprocess wrote."""
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import textwrap
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
+from spark_processes import conf_args, run_spark, spark_bin
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
-def _spark_bin(tool: str) -> str:
-    import pyspark
-
-    return str(Path(pyspark.__file__).parent / "bin" / tool)
-
-
 def _confs(spark_dirs: dict[str, Path], **extra: str) -> list[str]:
-    from ushas_catalog.jar import jar_path
-
-    conf = {"spark.jars": str(jar_path()),
-            "spark.sql.catalog.ushas": "io.ushas.spark.UshasCatalog",
-            "spark.sql.catalog.ushas.uri": f"sqlite:///{spark_dirs['store']}",
-            "spark.sql.catalog.ushas.warehouse": str(spark_dirs["warehouse"]),
-            "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
-            "spark.sql.shuffle.partitions": "2", **extra}
-    out: list[str] = []
-    for k, v in conf.items():
-        out += ["--conf", f"{k}={v}"]
-    return out
+    return conf_args(spark_dirs["store"], spark_dirs["warehouse"], **extra)
 
 
 def _run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
-    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    return run_spark(cmd, cwd, timeout=300)
 
 
 def test_spark_submit_config_only_and_fresh_reads(spark: Any, spark_dirs: dict[str, Path], tmp_path: Path) -> None:
@@ -59,7 +40,7 @@ def test_spark_submit_config_only_and_fresh_reads(spark: Any, spark_dirs: dict[s
         print("PARTS", [r[0] for r in spark.sql("SHOW PARTITIONS ushas.{db}.t").collect()])
         spark.stop()
     """))
-    proc = _run([_spark_bin("spark-submit"), "--master", "local[1]", *_confs(spark_dirs), str(app)], tmp_path)
+    proc = _run([spark_bin("spark-submit"), "--master", "local[1]", *_confs(spark_dirs), str(app)], tmp_path)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "SEEN [1]" in proc.stdout  # the second session reads what this one wrote
     assert "PARTS ['dt=a', 'dt=b']" in proc.stdout
@@ -78,14 +59,14 @@ def test_spark_sql_e(spark: Any, spark_dirs: dict[str, Path], tmp_path: Path) ->
     sql = (f"INSERT INTO ushas.{db}.t VALUES (42, 'y'); "
            f"SELECT concat('ROW ', CAST(sum(id) AS STRING)) FROM ushas.{db}.t; "
            f"SHOW TABLES IN ushas.{db};")
-    proc = _run([_spark_bin("spark-sql"), "--master", "local[1]", *_confs(spark_dirs), "-e", sql], tmp_path)
+    proc = _run([spark_bin("spark-sql"), "--master", "local[1]", *_confs(spark_dirs), "-e", sql], tmp_path)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "ROW 83" in proc.stdout
     assert spark.sql(f"SELECT count(*) FROM ushas.{db}.t").collect()[0][0] == 2
 
 
 def test_missing_python_gives_clear_error(spark_dirs: dict[str, Path], tmp_path: Path) -> None:
-    proc = _run([_spark_bin("spark-sql"), "--master", "local[1]",
+    proc = _run([spark_bin("spark-sql"), "--master", "local[1]",
                  *_confs(spark_dirs, **{"spark.sql.catalog.ushas.python": "/nonexistent/python3"}),
                  "-e", "SHOW NAMESPACES IN ushas"], tmp_path)
     assert proc.returncode != 0
