@@ -123,10 +123,8 @@ def tpch(spark: Any) -> Any:
 
 def plan_lineage(spark: Any, sql: str) -> LineageResult:
     """``df.lineage()`` of the query: walker + transport + resolution."""
-    try:
-        from lineage.dataframe import lineage_of_dataframe
-    except ImportError as exc:  # the plan resolver is built in parallel (issue 4)
-        pytest.skip(f"plan resolver not available yet: {exc}")
+    from lineage.dataframe import lineage_of_dataframe
+
     return lineage_of_dataframe(spark.sql(sql))
 
 
