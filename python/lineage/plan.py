@@ -15,7 +15,7 @@ from types import MappingProxyType
 from typing import Any, Iterator, Mapping, NamedTuple, Union
 
 FORMAT = "ushas-plan"
-SUPPORTED_VERSIONS = frozenset({1})
+SUPPORTED_VERSIONS = frozenset({1, 2})
 
 
 class PlanFormatError(ValueError):
@@ -115,21 +115,36 @@ def _parse(text: str | bytes | Mapping[str, Any]) -> PlanDocument:
         raise PlanFormatError(f"plan JSON version {version!r} not supported "
                               f"(supported: {sorted(SUPPORTED_VERSIONS)}); rebuild the shim jar")
     kinds: list[str] = doc["kinds"]
+    # version 2: each distinct attribute and each distinct output list once, nodes refer to them
+    attrs = [Attr(*a) for a in doc.get("attrs", ())]
+    outputs = [tuple([attrs[i] for i in o]) for o in doc.get("outputs", ())]
     exprs: list[Expr] = []
     add = exprs.append
     subqueries: set[int] = set()
-    for e in doc["exprs"]:
-        c = e.get("c")
-        sq = e.get("p")
-        if sq is not None:
-            subqueries.add(sq)
-        add(Expr(kinds[e["k"]], tuple([exprs[i] for i in c]) if c else (), e.get("i"), e.get("n"), sq,
-                 e.get("t")))
+    if version == 1:
+        for e in doc["exprs"]:
+            c = e.get("c")
+            sq = e.get("p")
+            if sq is not None:
+                subqueries.add(sq)
+            add(Expr(kinds[e["k"]], tuple([exprs[i] for i in c]) if c else (), e.get("i"), e.get("n"), sq,
+                     e.get("t")))
+    else:  # [kind, children, exprId, name, subquery plan, text], trailing absent fields left out
+        for e in doc["exprs"]:
+            n = len(e)
+            if n == 1:
+                add(Expr(kinds[e[0]]))
+                continue
+            c = e[1]
+            if n > 4 and e[4] is not None:
+                subqueries.add(e[4])
+            add(Expr(kinds[e[0]], tuple([exprs[i] for i in c]) if c else (), *e[2:]))
     nodes: list[PlanNode] = []
     for i, n in enumerate(doc["nodes"]):
         x = n.get("x")
+        o = n.get("o", ())
         nodes.append(PlanNode(
-            i, kinds[n["k"]], tuple(n.get("c", ())), tuple([Attr(*a) for a in n.get("o", ())]),
+            i, kinds[n["k"]], tuple(n.get("c", ())), outputs[o] if o.__class__ is int else tuple([Attr(*a) for a in o]),
             {k: _expr_field(v, exprs) for k, v in x.items()} if x else _NO_ARGS,
             n.get("a", _NO_ARGS), n.get("p", _NO_ARGS)))
     return PlanDocument(version=version, spark_version=doc.get("spark", ""), nodes=tuple(nodes),

@@ -566,3 +566,32 @@ def test_relations(lin: Any, sql: str, reads: set[str], writes: set[str]) -> Non
     r, w = relations(plan_document(lin, analyze_sql(lin, sql)))
     assert {leaf_name(d) for d in r} == reads
     assert {leaf_name(d) for d in w} == writes
+
+
+def test_plan_json_escapes_names_and_texts(lin: Any) -> None:
+    """Names and expression texts with quotes, backslashes and control characters survive the
+    walker's JSON (its fast path copies strings that need no escaping in one piece)."""
+    weird = 'q"uo\\te\tand\nnew é'
+    df = lin.sql("select 1 as a").selectExpr(f"a + 1 as `{weird}`", "'x\"\\\\y' as lit")
+    result = lineage_of_dataframe(df)
+    assert [c.name for c in result.outputs] == [weird, "lit"]
+    assert result.derivations[result.outputs[0]].expression.endswith(f"AS {weird}#{result.outputs[0].expr_id}")
+
+
+def test_plan_json_v2_shares_attributes_and_output_lists(lin: Any) -> None:
+    """Format version 2: each distinct attribute and output list is written once; a node whose
+    output is its child's (Filter, Sort...) shares the child's parsed tuple."""
+    from lineage.plan import fetch_dataset_json, parse
+
+    df = lin.sql(f"select x, y from {T} where x > 1 order by y")
+    text = fetch_dataset_json(df._jdf)
+    doc = parse(text)
+    assert doc.version == 2
+    raw = __import__("json").loads(text)
+    assert len(raw["attrs"]) == len({tuple(a) for a in raw["attrs"]})
+    assert len(raw["outputs"]) == len({tuple(o) for o in raw["outputs"]})
+    by_kind = {n.kind: n for n in doc.nodes}
+    sort, filt = by_kind["Sort"], by_kind["Filter"]
+    assert sort.output is doc.nodes[sort.children[0]].output
+    assert filt.output is doc.nodes[filt.children[0]].output
+    assert [a.name for a in sort.output] == ["x", "y"]

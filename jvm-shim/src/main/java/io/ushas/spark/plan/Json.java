@@ -14,7 +14,17 @@ final class Json {
             return this;
         }
         out.append('"');
-        for (int i = 0, n = s.length(); i < n; i++) {
+        int n = s.length();
+        int clean = 0;
+        while (clean < n) {
+            char c = s.charAt(clean);
+            if (c < 0x20 || c == '"' || c == '\\') {
+                break;
+            }
+            clean++;
+        }
+        out.append(s, 0, clean); // the common case: nothing to escape, one bulk copy
+        for (int i = clean; i < n; i++) {
             char c = s.charAt(i);
             switch (c) {
                 case '"': out.append("\\\""); break;
@@ -34,14 +44,20 @@ final class Json {
         return this;
     }
 
+    /** A key: a constant or a Scala field name, never in need of escaping. */
     Json key(String k) {
-        str(k);
-        out.append(':');
+        out.append('"').append(k).append('"').append(':');
         return this;
     }
 
     Json raw(String s) {
         out.append(s);
+        return this;
+    }
+
+    /** Appends what another writer holds (no intermediate String). */
+    Json raw(Json other) {
+        out.append(other.out);
         return this;
     }
 

@@ -27,6 +27,7 @@ import org.apache.spark.sql.execution.datasources.FileIndex;
 import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
 import org.apache.spark.sql.sources.BaseRelation;
 import org.apache.spark.sql.sources.DataSourceRegister;
+import org.apache.spark.sql.types.DataType;
 
 /**
  * Serializes an analyzed {@link LogicalPlan} to the compact plan JSON (format "ushas-plan",
@@ -41,12 +42,23 @@ import org.apache.spark.sql.sources.DataSourceRegister;
  * One instance serializes one plan; it is not thread-safe.
  */
 public final class PlanJson {
-    public static final int VERSION = 1;
+    public static final int VERSION = 2;
 
     private final Json nodes = new Json(1 << 14);
     private final Json exprs = new Json(1 << 14);
-    private final Map<String, Integer> kinds = new HashMap<>();
+    private final Json attrs = new Json(1 << 12);
+    private final Json outputs = new Json(1 << 12);
+    private final Map<Class<?>, Integer> kinds = new IdentityHashMap<>();
+    private final Map<String, Integer> kindByName = new HashMap<>();
     private final List<String> kindList = new ArrayList<>();
+    /** exprId -> the attributes of that exprId written so far: {name, type, index}. */
+    private final Map<Long, List<Object[]>> attrIndex = new HashMap<>();
+    private final IdentityHashMap<DataType, String> typeNames = new IdentityHashMap<>();
+    private final Map<Ints, Integer> outputIndex = new HashMap<>();
+    /** Output Seqs and attributes already seen, by identity (a Filter's output IS its child's). */
+    private final IdentityHashMap<Object, Integer> outputBySeq = new IdentityHashMap<>();
+    private final IdentityHashMap<Attribute, Integer> attrByRef = new IdentityHashMap<>();
+    private int attrCount;
     private final IdentityHashMap<LogicalPlan, Integer> planIndex = new IdentityHashMap<>();
     private final IdentityHashMap<LogicalPlan, Boolean> visiting = new IdentityHashMap<>();
     private int nodeCount;
@@ -66,24 +78,39 @@ public final class PlanJson {
             doc.str(k).ch(',');
         }
         doc.trim().ch(']').ch(',');
-        doc.key("exprs").ch('[').raw(w.exprs.trim().toString()).ch(']').ch(',');
-        doc.key("nodes").ch('[').raw(w.nodes.trim().toString()).ch(']').ch(',');
+        doc.key("attrs").ch('[').raw(w.attrs.trim()).ch(']').ch(',');
+        doc.key("outputs").ch('[').raw(w.outputs.trim()).ch(']').ch(',');
+        doc.key("exprs").ch('[').raw(w.exprs.trim()).ch(']').ch(',');
+        doc.key("nodes").ch('[').raw(w.nodes.trim()).ch(']').ch(',');
         doc.key("root").num(root).ch('}');
         return doc.toString();
     }
 
     private int kind(Object o) {
-        String name = o.getClass().getSimpleName();
-        if (name.endsWith("$")) {
-            name = name.substring(0, name.length() - 1);
-        }
-        Integer k = kinds.get(name);
+        Class<?> cls = o.getClass();
+        Integer k = kinds.get(cls);
         if (k == null) {
-            k = kindList.size();
-            kinds.put(name, k);
-            kindList.add(name);
+            String name = simpleName(cls);
+            k = kindByName.get(name); // two classes of one simple name share the kind
+            if (k == null) {
+                k = kindList.size();
+                kindList.add(name);
+                kindByName.put(name, k);
+            }
+            kinds.put(cls, k);
         }
         return k;
+    }
+
+    /** A class's simple name without Scala's trailing '$' (computed once per class, for the JVM's life). */
+    private static final java.util.concurrent.ConcurrentHashMap<Class<?>, String> SIMPLE_NAMES =
+            new java.util.concurrent.ConcurrentHashMap<>();
+
+    private static String simpleName(Class<?> cls) {
+        return SIMPLE_NAMES.computeIfAbsent(cls, c -> {
+            String name = c.getSimpleName();
+            return name.endsWith("$") ? name.substring(0, name.length() - 1) : name;
+        });
     }
 
     // ---- plan traversal ---------------------------------------------------------------------
@@ -177,16 +204,7 @@ public final class PlanJson {
             j.num(ci == null ? -1 : ci).ch(',');
         }
         j.trim().ch(']').ch(',');
-        j.key("o").ch('[');
-        try {
-            for (Attribute a : iter(plan.output())) {
-                attribute(j, a);
-                j.ch(',');
-            }
-        } catch (RuntimeException ignored) {
-            // unresolved or output-less node: the Python side reports it
-        }
-        j.trim().ch(']');
+        j.key("o").num(output(plan));
         Json x = new Json(64);
         Json a = new Json(64);
         Json p = new Json(16);
@@ -199,20 +217,103 @@ public final class PlanJson {
             field(plan, name, prod.productElement(i), x, a, p);
         }
         if (x.out.length() > 0) {
-            j.ch(',').key("x").ch('{').raw(x.trim().toString()).ch('}');
+            j.ch(',').key("x").ch('{').raw(x.trim()).ch('}');
         }
         if (a.out.length() > 0) {
-            j.ch(',').key("a").ch('{').raw(a.trim().toString()).ch('}');
+            j.ch(',').key("a").ch('{').raw(a.trim()).ch('}');
         }
         if (p.out.length() > 0) {
-            j.ch(',').key("p").ch('{').raw(p.trim().toString()).ch('}');
+            j.ch(',').key("p").ch('{').raw(p.trim()).ch('}');
         }
         j.ch('}').ch(',');
         planIndex.put(plan, nodeCount++);
     }
 
-    private static void attribute(Json j, Attribute a) {
-        j.ch('[').str(a.name()).ch(',').num(a.exprId().id()).ch(',').str(a.dataType().catalogString()).ch(']');
+    /** The index in "outputs" of the plan's output list (equal lists are written once). */
+    private int output(LogicalPlan plan) {
+        int[] ids;
+        scala.collection.Seq<Attribute> out = null;
+        try {
+            out = plan.output();
+            Integer seen = outputBySeq.get(out);
+            if (seen != null) {
+                return seen;
+            }
+            ids = new int[out.size()];
+            int i = 0;
+            for (Attribute a : iter(out)) {
+                ids[i++] = attribute(a);
+            }
+        } catch (RuntimeException unresolved) {
+            ids = new int[0]; // unresolved or output-less node: the Python side reports it
+        }
+        Ints key = new Ints(ids);
+        Integer idx = outputIndex.get(key);
+        if (idx == null) {
+            idx = outputIndex.size();
+            outputIndex.put(key, idx);
+            outputs.ch('[');
+            for (int id : ids) {
+                outputs.num(id).ch(',');
+            }
+            outputs.trim().ch(']').ch(',');
+        }
+        if (out != null) {
+            outputBySeq.put(out, idx);
+        }
+        return idx;
+    }
+
+    /** The index in "attrs" of {@code [name, exprId, type]} (each distinct attribute written once). */
+    private int attribute(Attribute a) {
+        Integer known = attrByRef.get(a);
+        if (known == null) {
+            known = newAttribute(a);
+            attrByRef.put(a, known);
+        }
+        return known;
+    }
+
+    private int newAttribute(Attribute a) {
+        long id = a.exprId().id();
+        String name = a.name();
+        DataType dt = a.dataType();
+        String type = typeNames.get(dt);
+        if (type == null) {
+            type = dt.catalogString();
+            typeNames.put(dt, type);
+        }
+        List<Object[]> same = attrIndex.computeIfAbsent(id, x -> new ArrayList<>(1));
+        for (Object[] known : same) {
+            if (known[0].equals(name) && known[1].equals(type)) {
+                return (Integer) known[2];
+            }
+        }
+        int idx = attrCount++;
+        same.add(new Object[] {name, type, idx});
+        attrs.ch('[').str(name).ch(',').num(id).ch(',').str(type).ch(']').ch(',');
+        return idx;
+    }
+
+    /** An int[] with value equality (key of the output-list table). */
+    private static final class Ints {
+        private final int[] values;
+        private final int hash;
+
+        Ints(int[] values) {
+            this.values = values;
+            this.hash = java.util.Arrays.hashCode(values);
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof Ints && java.util.Arrays.equals(values, ((Ints) o).values);
+        }
+
+        @Override
+        public int hashCode() {
+            return hash;
+        }
     }
 
     // ---- constructor fields -----------------------------------------------------------------
@@ -263,7 +364,7 @@ public final class PlanJson {
             }
         }
         if (j.out.length() > 0) {
-            a.key(name).ch('{').key("t").str("Options").ch(',').raw(j.trim().toString()).ch('}').ch(',');
+            a.key(name).ch('{').key("t").str("Options").ch(',').raw(j.trim()).ch('}').ch(',');
         }
     }
 
@@ -467,35 +568,49 @@ public final class PlanJson {
             for (int i = n - 1; i >= 0; i--) {
                 childIdx[i] = results.pop();
             }
+            long id = 0;
+            String name = null;
+            if (e instanceof NamedExpression) {
+                try {
+                    NamedExpression ne = (NamedExpression) e;
+                    id = ne.exprId().id();
+                    name = ne.name();
+                } catch (RuntimeException ignored) {
+                    // unresolved: no exprId
+                }
+            }
+            Integer sq = e instanceof SubqueryExpression ? planIndex.get(((SubqueryExpression) e).plan()) : null;
+            String t = e == root ? text(e, aliased) : null;
+            // [kind, children, exprId, name, subquery plan, text], trailing absent fields left out
+            int last = t != null ? 5 : sq != null ? 4 : name != null ? 3 : n > 0 ? 1 : 0;
             Json j = exprs;
-            j.ch('{').key("k").num(kind(e));
-            if (n > 0) {
-                j.ch(',').key("c").ch('[');
+            j.ch('[').num(kind(e));
+            if (last >= 1) {
+                j.ch(',').ch('[');
                 for (int c : childIdx) {
                     j.num(c).ch(',');
                 }
                 j.trim().ch(']');
             }
-            if (e instanceof NamedExpression) {
-                try {
-                    NamedExpression ne = (NamedExpression) e;
-                    long id = ne.exprId().id();
-                    String name = ne.name();
-                    j.ch(',').key("i").num(id).ch(',').key("n").str(name);
-                } catch (RuntimeException ignored) {
-                    // unresolved: no exprId
+            if (last >= 3) {
+                if (name != null) {
+                    j.ch(',').num(id).ch(',').str(name);
+                } else {
+                    j.raw(",null,null");
                 }
             }
-            if (e instanceof SubqueryExpression) {
-                Integer idx = planIndex.get(((SubqueryExpression) e).plan());
-                if (idx != null) {
-                    j.ch(',').key("p").num(idx);
+            if (last >= 4) {
+                j.ch(',');
+                if (sq != null) {
+                    j.num(sq);
+                } else {
+                    j.raw("null");
                 }
             }
-            if (e == root) {
-                j.ch(',').key("t").str(text(e, aliased));
+            if (last >= 5) {
+                j.ch(',').str(t);
             }
-            j.ch('}').ch(',');
+            j.ch(']').ch(',');
             results.push(exprCount++);
         }
         return results.pop();
