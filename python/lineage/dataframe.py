@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .model import LineageResult
-from .plan import PlanDocument, ShimUnavailable, fetch_dataset_json, fetch_json, fetch_sql_json, parse
+from .plan import PlanDocument, ShimUnavailable, fetch_dataset_json, fetch_json, fetch_sql_json, gc_paused, parse
 from .resolve import resolve
 
 
@@ -30,13 +30,23 @@ def _fetch(fetch: Callable[..., str], *args: Any) -> PlanDocument:
         raise LineageUnavailable(str(e)) from e
 
 
+def _resolved(fetch: Callable[..., str], *args: Any) -> LineageResult:
+    """Fetch, parse and resolve under ONE pause of Python's cyclic GC. The parsed document (a few
+    thousand objects) is garbage once resolved and is freed, by reference counting, before the GC
+    is re-enabled, so it never reaches a collection: with separate pauses a collection ran
+    between parse and resolve, scanned the whole live document and promoted it to the older
+    generations, whose collections then re-scan everything the process holds."""
+    with gc_paused():
+        return resolve(_fetch(fetch, *args))
+
+
 def plan_document(spark: Any, jplan: Any) -> PlanDocument:
     """The parsed plan document of a JVM ``LogicalPlan`` (the analyzed plan); one Py4J round trip."""
     return _fetch(fetch_json, spark._jvm, jplan)
 
 
 def lineage_of_plan(spark: Any, jplan: Any) -> LineageResult:
-    return resolve(plan_document(spark, jplan))
+    return _resolved(fetch_json, spark._jvm, jplan)
 
 
 def lineage_of_dataframe(df: Any) -> LineageResult:
@@ -45,7 +55,7 @@ def lineage_of_dataframe(df: Any) -> LineageResult:
     jdf = getattr(df, "_jdf", None)
     if jdf is None:
         raise LineageUnavailable("df.lineage() needs a classic (non-Connect) DataFrame")
-    return resolve(_fetch(fetch_dataset_json, jdf))
+    return _resolved(fetch_dataset_json, jdf)
 
 
 def analyze_sql(spark: Any, sql: str) -> Any:
@@ -61,7 +71,7 @@ def analyze_sql(spark: Any, sql: str) -> Any:
 def lineage_of_sql(spark: Any, sql: str) -> LineageResult:
     """Column lineage of a SQL statement, analyzed but not executed (one Py4J round trip:
     ``PlanWriter.exportSql``)."""
-    return resolve(_fetch(fetch_sql_json, spark._jsparkSession, sql))
+    return _resolved(fetch_sql_json, spark._jsparkSession, sql)
 
 
 def _lineage(self: Any) -> LineageResult:

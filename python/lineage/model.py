@@ -57,7 +57,11 @@ class EdgeSubtype(str, Enum):
 
     @property
     def kind(self) -> EdgeKind:
-        return EdgeKind.DIRECT if self in _DIRECT_SUBTYPES else EdgeKind.INDIRECT
+        # identity tests: hashing an Enum member runs Python code (Enum.__hash__), and this is
+        # asked for every reference the resolver finds
+        if self is EdgeSubtype.IDENTITY or self is EdgeSubtype.TRANSFORMATION or self is EdgeSubtype.AGGREGATION:
+            return EdgeKind.DIRECT
+        return EdgeKind.INDIRECT
 
 
 _DIRECT_SUBTYPES = frozenset({EdgeSubtype.IDENTITY, EdgeSubtype.TRANSFORMATION, EdgeSubtype.AGGREGATION})

@@ -14,7 +14,7 @@ lateral subqueries they filter the outer rows, so they move to the enclosing sco
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, NamedTuple
 
 from .model import (
     ColumnNode,
@@ -31,6 +31,7 @@ from .model import (
 from .plan import Expr, PlanDocument, PlanNode, gc_paused
 
 ROOT_SCOPE = -1
+IDENTITY = EdgeSubtype.IDENTITY
 
 # Operators that do not change the attributes flowing through them (their output is a subset
 # of their children's, same exprIds) and add no column dependency of their own.
@@ -53,8 +54,7 @@ WRITE_KINDS = frozenset({
 RANKING = frozenset({"Rank", "DenseRank", "PercentRank", "CumeDist", "RowNumber", "NTile"})
 
 
-@dataclass(frozen=True)
-class _Refs:
+class _Refs(NamedTuple):
     """References found in one expression: steps (source, subtype) and subquery plan indices."""
 
     steps: tuple[Step, ...]
@@ -85,7 +85,7 @@ class _Pass:
     loop_refs: dict[Any, list[tuple[ColumnNode, int]]] = field(default_factory=dict)
     # relation attributes not referenced yet: exprId -> (relation node, its dataset); defined on
     # first reference (a scan outputs every column of its table; most are never used)
-    lazy: dict[int, tuple[PlanNode, Dataset, str]] = field(default_factory=dict)
+    lazy: dict[int, tuple[PlanNode, Dataset, str, str]] = field(default_factory=dict)
 
     # ---- attribute map ----------------------------------------------------------------------
     def ref(self, expr_id: int, name: str) -> ColumnNode:
@@ -102,9 +102,15 @@ class _Pass:
         return expr_id in self.env or expr_id in self.lazy
 
     def _materialize(self, expr_id: int) -> ColumnNode:
-        rel, ds, name = self.lazy.pop(expr_id)
-        return self.define(name, expr_id, rel.index,
-                           Derivation(rel.kind, ds.name, (Step(ColumnNode.column(ds, name), EdgeSubtype.IDENTITY),)))
+        """The column node of a relation attribute, on its first reference (``define`` inlined:
+        this runs for every column a query uses)."""
+        rel, ds, name, ds_name = self.lazy.pop(expr_id)
+        node = ColumnNode(name, None, expr_id)
+        if node in self.derivations:  # the exprId was defined before by another node
+            node = ColumnNode(name, None, expr_id, rel.index)
+        self.derivations[node] = Derivation(rel.kind, ds_name, (Step(ColumnNode(name, ds), IDENTITY),))
+        self.env[expr_id] = node
+        return node
 
     def define(self, name: str, expr_id: int, index: int, deriv: Derivation) -> ColumnNode:
         node = ColumnNode(name, expr_id=expr_id)
@@ -166,9 +172,11 @@ class _Pass:
         subqueries: list[int] = []
         # (expr, in_aggregate, indirect subtype or None)
         stack: list[tuple[Expr, bool, EdgeSubtype | None]] = [(expr, aggregate, None)]
+        pop = stack.pop
         while stack:
-            e, agg, ind = stack.pop()
+            e, agg, ind = pop()
             kind = e.kind
+            children = e.children
             if kind in SUBQUERY_KINDS:
                 if e.subquery is not None:
                     subqueries.append(e.subquery)
@@ -176,29 +184,27 @@ class _Pass:
                         for a in self.doc.nodes[e.subquery].output:
                             self._found(found, self.ref(a.expr_id, a.name), agg, ind, bare, force)
                 continue  # outer attributes / join conditions are inside the subquery plan
-            if e.expr_id is not None and not e.children and kind not in NON_REFERENCES:
-                self._found(found, self.ref(e.expr_id, e.name or "?"), agg, ind, bare, force)
-                continue
-            if not e.children:
+            if not children:
+                if e.expr_id is not None and kind not in NON_REFERENCES:
+                    self._found(found, self.ref(e.expr_id, e.name or "?"), agg, ind, bare, force)
                 continue
             if kind == "AggregateExpression":  # children: the function, then FILTER (WHERE ...)
-                stack.append((e.children[0], True, ind))
-                stack.extend((c, agg, EdgeSubtype.CONDITIONAL) for c in e.children[1:])
+                stack.append((children[0], True, ind))
+                stack += [(c, agg, EdgeSubtype.CONDITIONAL) for c in children[1:]]
             elif kind == "WindowSpecDefinition" or kind in RANKING:
-                stack.extend((c, agg, EdgeSubtype.WINDOW) for c in e.children)
+                stack += [(c, agg, EdgeSubtype.WINDOW) for c in children]
             elif kind == "CaseWhen":
-                n = len(e.children)
+                n = len(children)
                 conditions = n - (n % 2)
-                for i, c in enumerate(e.children):
+                for i, c in enumerate(children):
                     is_cond = i < conditions and i % 2 == 0
                     stack.append((c, agg, EdgeSubtype.CONDITIONAL if is_cond else ind))
             elif kind == "If":
-                stack.append((e.children[0], agg, EdgeSubtype.CONDITIONAL))
-                stack.extend((c, agg, ind) for c in e.children[1:])
+                stack.append((children[0], agg, EdgeSubtype.CONDITIONAL))
+                stack += [(c, agg, ind) for c in children[1:]]
             else:
-                stack.extend((c, agg, ind) for c in e.children)
-        steps = tuple(Step(src, sub) for (src, _), sub in found.items())
-        return _Refs(steps, tuple(subqueries))
+                stack += [(c, agg, ind) for c in children]
+        return _Refs(tuple([Step(src, sub) for (src, _), sub in found.items()]), tuple(subqueries))
 
     @staticmethod
     def _found(found: dict[tuple[ColumnNode, EdgeKind], EdgeSubtype], node: ColumnNode, agg: bool,
@@ -211,11 +217,13 @@ class _Pass:
             sub = force
         else:
             sub = EdgeSubtype.IDENTITY if bare else EdgeSubtype.TRANSFORMATION
-        key = (node, sub.kind)
-        if key in found and sub.kind is EdgeKind.DIRECT:
-            found[key] = compose_subtypes(found[key], sub)
-        elif key not in found:
+        kind = sub.kind
+        key = (node, kind)
+        prev = found.get(key)
+        if prev is None:
             found[key] = sub
+        elif kind is EdgeKind.DIRECT:
+            found[key] = compose_subtypes(prev, sub)
 
     def derive_named(self, node: PlanNode, e: Expr, aggregate: bool = False,
                      force: EdgeSubtype | None = None) -> None:
@@ -297,18 +305,22 @@ def _relation(p: _Pass, node: PlanNode) -> None:
         p.report(node.kind, "relation without identity")
         return
     p.datasets[node.index] = ds
+    env, lazy = p.env, p.lazy
+    ds_name = ds.name
     for a in node.output:
-        pending = p.lazy.get(a.expr_id)
+        expr_id = a.expr_id
+        pending = lazy.get(expr_id)
         if pending is not None and pending[0].kind == node.kind:
             continue
-        prev = p.env.get(a.expr_id)
-        if prev is not None and prev.expr_id == a.expr_id:
-            d = p.derivations.get(prev)
-            if d is not None and d.operator == node.kind:
-                continue
+        prev = env.get(expr_id)
+        if prev is not None:
+            if prev.expr_id == expr_id:
+                d = p.derivations.get(prev)
+                if d is not None and d.operator == node.kind:
+                    continue
+            del env[expr_id]
         # defined on first reference (Pass.ref); until then the exprId means this relation's column
-        p.env.pop(a.expr_id, None)
-        p.lazy[a.expr_id] = (node, ds, a.name)
+        lazy[expr_id] = (node, ds, a.name, ds_name)
 
 
 def _project(p: _Pass, node: PlanNode) -> None:
@@ -701,8 +713,11 @@ def _unknown(p: _Pass, node: PlanNode) -> None:
 def _check_output(p: _Pass, node: PlanNode, known: bool) -> None:
     if not known:
         return
+    if node.children and p.doc.nodes[node.children[0]].output is node.output:
+        return  # the child's output list itself (shared by the parser), already checked
+    env, lazy = p.env, p.lazy
     for a in node.output:
-        if not p.known(a.expr_id):
+        if a.expr_id not in env and a.expr_id not in lazy:
             col = p.define(a.name, a.expr_id, node.index, Derivation(node.kind, "", (), resolved=False))
             p.report(node.kind, f"output attribute {a.name}#{a.expr_id} not derived", col)
 
