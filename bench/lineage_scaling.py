@@ -16,6 +16,7 @@ The per-node figures must stay flat across sizes (linear time). Run:
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -95,7 +96,8 @@ def measure(spark: Any, shape: str, target: int, repeat: int) -> Measure:
         for col in result.outputs:
             result.direct_sources(col)
         c2 = time.process_time()
-        nodes = text.count('{"k":')  # plan nodes + expression nodes
+        raw = json.loads(text)
+        nodes = len(raw["nodes"]) + len(raw["exprs"])  # plan nodes + expression nodes
         walks.append(walk)
         transports.append(max(0.0, (t1 - t0) - walk))
         parses.append(c1 - c0)

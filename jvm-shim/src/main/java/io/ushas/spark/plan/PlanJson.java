@@ -48,19 +48,20 @@ public final class PlanJson {
     private final Json exprs = new Json(1 << 14);
     private final Json attrs = new Json(1 << 12);
     private final Json outputs = new Json(1 << 12);
-    private final Map<Class<?>, Integer> kinds = new IdentityHashMap<>();
-    private final Map<String, Integer> kindByName = new HashMap<>();
+    private final Map<Class<?>, Integer> kinds = new IdentityHashMap<>(64);
+    private final Map<String, Integer> kindByName = new HashMap<>(128);
     private final List<String> kindList = new ArrayList<>();
     /** exprId -> the attributes of that exprId written so far: {name, type, index}. */
-    private final Map<Long, List<Object[]>> attrIndex = new HashMap<>();
+    private final Map<Long, List<Object[]>> attrIndex = new HashMap<>(512);
     private final IdentityHashMap<DataType, String> typeNames = new IdentityHashMap<>();
-    private final Map<Ints, Integer> outputIndex = new HashMap<>();
-    /** Output Seqs and attributes already seen, by identity (a Filter's output IS its child's). */
-    private final IdentityHashMap<Object, Integer> outputBySeq = new IdentityHashMap<>();
-    private final IdentityHashMap<Attribute, Integer> attrByRef = new IdentityHashMap<>();
+    private final Map<Ints, Integer> outputIndex = new HashMap<>(128);
+    /** Output Seqs and attributes already seen, by identity (a Filter's output IS its child's).
+     * Maps are sized for a few hundred plan nodes: growing them was a tenth of a TPC-H walk. */
+    private final IdentityHashMap<Object, Integer> outputBySeq = new IdentityHashMap<>(128);
+    private final IdentityHashMap<Attribute, Integer> attrByRef = new IdentityHashMap<>(1024);
     private int attrCount;
-    private final IdentityHashMap<LogicalPlan, Integer> planIndex = new IdentityHashMap<>();
-    private final IdentityHashMap<LogicalPlan, Boolean> visiting = new IdentityHashMap<>();
+    private final IdentityHashMap<LogicalPlan, Integer> planIndex = new IdentityHashMap<>(128);
+    private final IdentityHashMap<LogicalPlan, Boolean> visiting = new IdentityHashMap<>(128);
     private int nodeCount;
     private int exprCount;
 
@@ -107,7 +108,8 @@ public final class PlanJson {
             new java.util.concurrent.ConcurrentHashMap<>();
 
     private static String simpleName(Class<?> cls) {
-        return SIMPLE_NAMES.computeIfAbsent(cls, c -> {
+        String known = SIMPLE_NAMES.get(cls);
+        return known != null ? known : SIMPLE_NAMES.computeIfAbsent(cls, c -> {
             String name = c.getSimpleName();
             return name.endsWith("$") ? name.substring(0, name.length() - 1) : name;
         });
