@@ -63,7 +63,8 @@ METADATA_CHILDREN: tuple[Directory, ...] = (
         constant("MetadataHistory", "Mh", doc="(versionstamp) -> JSON: who changed what, when")),
         doc="catalogs, databases, tables, views (their columns inside)"),
     constant("MetadataIndex", "Mi",
-             doc="(field, term, kind, scope, objectId, column | None, key) -> (name, shown): search index"),
+             doc="(field, term, kind code, scope code, objectId, column | None, key) -> (name[, value]): "
+                 "search index"),
 )
 #: read / write counters per object
 USAGE_PROFILE_CHILDREN: tuple[Directory, ...] = (

@@ -35,11 +35,13 @@ Scopes
 Storage (``Metadata`` subspace of the project, see :mod:`ushas_catalog.layout`): per object
 id a JSON state record, its entries ``(column | None, scope, 'p' | 't', key) -> value`` and
 its history (versionstamped keys: commit order). The search index ``MetadataIndex`` holds
-``(field, term, TYPE, scope, objectId, column | None, key) -> (name, shown)`` with terms
-lower-cased: field ``kv`` (``key=value``: serves exact and prefix matches on the key too,
-keys cannot contain ``=``), ``v`` (value), ``t`` (tag) and ``f`` (schema field: its dotted
-path and, for a nested field, its own name). Index entries are written in the same
-transaction as the metadata they index, removed when the object is dropped (restored by
+``(field, term, TYPE, scope, objectId, column | None, key) -> (name[, value])`` with terms
+lower-cased, TYPE and scope as small integers (:data:`INDEX_TYPES`, :data:`INDEX_SCOPES`) and
+the entry's value only where the key does not hold it (:func:`index_value`): field ``kv``
+(``key=value``: serves exact and prefix matches on the key too, keys cannot contain ``=``;
+not written for :data:`VALUE_ONLY_SYSTEM_KEYS`), ``v`` (value), ``t`` (tag) and ``f`` (schema
+field: its dotted path and, for a nested field, its own name). Index entries are written in
+the same transaction as the metadata they index, removed when the object is dropped (restored by
 undrop) and everything goes at purge.
 
 History (:meth:`MetadataStore.history`) records every USER change (API, CLI, Spark-mirrored)
@@ -118,10 +120,19 @@ TAG = "t"
 COMMENT = "comment"
 #: index fields
 F_KEY_VALUE, F_VALUE, F_TAG, F_FIELD = "kv", "v", "t", "f"
+#: the codes of object types and scopes in index keys (position in these tuples): short keys
+#: fit more entries in an engine page, so an index write rebalances the B-tree less often
+INDEX_TYPES: tuple[ObjectType, ...] = (ObjectType.CATALOG, ObjectType.DATABASE, ObjectType.TABLE, ObjectType.VIEW,
+                                       ObjectType.COLUMN)
+INDEX_SCOPES: tuple[Scope, ...] = (Scope.USER, Scope.SYSTEM)
 
 #: SYSTEM times: shown, not indexed (unique per commit, they would only cost index writes on
 #: every commit; search is for discovery, not time ranges)
 UNINDEXED_SYSTEM_KEYS = frozenset({"created_at", "updated_at", "last_write_at"})
+#: SYSTEM properties of every object (``format``: of every table), indexed by value only (``v``):
+#: a search on their key (``key:created_by``, ``created_by=alice``) reads the value index
+#: (:mod:`ushas_catalog.search`), which saves an index key per property on every commit
+VALUE_ONLY_SYSTEM_KEYS = frozenset({"created_by", "updated_by", "format"})
 #: SYSTEM keys the catalog maintains (documentation and ``meta show``)
 SYSTEM_KEYS: tuple[str, ...] = ("created_by", "created_at", "updated_by", "updated_at", "format", "partition_count",
                                 "last_writer_run", "last_write_at", "row_count", "file_count")
@@ -328,7 +339,7 @@ class MetadataKeys:
         #: index key prefixes per field: ``index + pack((fld,))``
         self._field_prefixes = {fld: self.index_prefix + pack_element(fld)
                                 for fld in (F_KEY_VALUE, F_VALUE, F_TAG, F_FIELD)}
-        #: ``pack((TYPE, scope, oid))``, the middle of an object's index keys
+        #: ``pack((type code, scope code, oid))``, the middle of an object's index keys
         self._tails: dict[tuple[ObjectType, Scope, uuid.UUID], bytes] = {}
 
     def _object_prefix(self, oid: uuid.UUID) -> bytes:
@@ -362,7 +373,8 @@ class MetadataKeys:
 
     def index_key(self, fld: str, term: str, otype: ObjectType, scope: Scope, oid: uuid.UUID,
                   column: str | None, key: str) -> bytes:
-        """``fdb.tuple.pack((fld, term, TYPE, scope, oid, column, key))`` under the index."""
+        """``fdb.tuple.pack((fld, term, type code, scope code, oid, column, key))`` under the
+        index (codes: :data:`INDEX_TYPES`, :data:`INDEX_SCOPES`)."""
         return self.index_head(fld, term) + self.index_tail(otype, scope, oid) + pack_element(column) + \
             pack_element(key)
 
@@ -371,7 +383,7 @@ class MetadataKeys:
         return self._field_prefixes[fld] + pack_element(term)
 
     def index_tail(self, otype: ObjectType, scope: Scope, oid: uuid.UUID) -> bytes:
-        """``pack((TYPE, scope, oid))``: the part of an index key between the term and the
+        """``pack((type code, scope code, oid))``: the part of an index key between the term and the
         (column, key) of the entry; computed once per object and writer (the index is
         written for every column of a table)."""
         k = (otype, scope, oid)
@@ -379,7 +391,8 @@ class MetadataKeys:
         if tail is None:
             if len(self._tails) >= _KEY_CACHE_SIZE:
                 self._tails.clear()
-            tail = self._tails[k] = pack_element(otype.value) + pack_element(scope.value) + pack_element(oid)
+            tail = self._tails[k] = fdbtuple.pack((INDEX_TYPES.index(otype), INDEX_SCOPES.index(scope))) + \
+                pack_element(oid)
         return tail
 
 
@@ -415,16 +428,47 @@ class Entry:
     key: str
     value: str
 
-    def index_terms(self) -> list[tuple[str, str, str]]:
-        """(field, term, shown) of the index entries of this entry (none for the SYSTEM times)."""
+    def search_terms(self) -> list[tuple[str, str]]:
+        """(field, term) this entry is found by (none for the SYSTEM times)."""
         if self.scope is Scope.SYSTEM and self.key in UNINDEXED_SYSTEM_KEYS:
             return []
         if self.kind == TAG:
-            return [(F_TAG, fold(self.key), self.key)]
+            return [(F_TAG, fold(self.key))]
         if self.key == COMMENT and self.scope is Scope.USER:  # comments: by their text (wide tables have many)
-            return [(F_VALUE, fold(self.value), self.value)]
-        return [(F_KEY_VALUE, fold(f"{self.key}={self.value}"), f"{self.key}={self.value}"),
-                (F_VALUE, fold(self.value), self.value)]
+            return [(F_VALUE, fold(self.value))]
+        return [(F_KEY_VALUE, fold(f"{self.key}={self.value}")), (F_VALUE, fold(self.value))]
+
+    def index_terms(self) -> list[tuple[str, str]]:
+        """(field, term) of the index entries of this entry: its :meth:`search_terms` but the
+        ``kv`` one of a :data:`VALUE_ONLY_SYSTEM_KEYS` property."""
+        terms = self.search_terms()
+        if self.scope is Scope.SYSTEM and self.key in VALUE_ONLY_SYSTEM_KEYS:
+            return [t for t in terms if t[0] != F_KEY_VALUE]
+        return terms
+
+
+def index_value(fld: str, name: str, value: str) -> bytes:
+    """The value of an index entry: ``pack((name,))``, and the entry's value for ``kv`` and
+    ``v`` (:func:`shown` derives the rest from the key)."""
+    if fld == F_KEY_VALUE or fld == F_VALUE:
+        return pack_element(name) + pack_element(value)
+    return pack_element(name)
+
+
+def unpack_index_value(data: bytes) -> tuple[str, str]:
+    """(name, the entry's value: "" for ``t`` and ``f``) of an index entry's value."""
+    name, *value = fdbtuple.unpack(data)
+    return name, value[0] if value else ""
+
+
+def shown(fld: str, column: str | None, key: str, value: str) -> str:
+    """What an index entry shows as matched: ``key=value`` (``kv``), the value (``v``), the
+    tag (``t``) or the field path (``f``: its column)."""
+    if fld == F_KEY_VALUE:
+        return f"{key}={value}"
+    if fld == F_FIELD:
+        return column or ""
+    return key if fld == F_TAG else value
 
 
 def field_terms(path: str) -> list[str]:
@@ -557,9 +601,8 @@ class MetadataWriter:
         keys = self.keys
         tail = keys.index_tail(self._entry_type(state, entry), entry.scope, oid) + pack_element(entry.column) + \
             pack_element(entry.key)
-        value = pack_element(state.name)
-        for fld, term, shown in entry.index_terms():
-            self.tr.set(keys.index_head(fld, term) + tail, value + pack_element(shown))
+        for fld, term in entry.index_terms():
+            self.tr.set(keys.index_head(fld, term) + tail, index_value(fld, state.name, entry.value))
 
     def _unindex_entry(self, oid: uuid.UUID, state: ObjectState, entry: Entry) -> None:
         if not self.index:
@@ -567,7 +610,7 @@ class MetadataWriter:
         keys = self.keys
         tail = keys.index_tail(self._entry_type(state, entry), entry.scope, oid) + pack_element(entry.column) + \
             pack_element(entry.key)
-        for fld, term, _ in entry.index_terms():
+        for fld, term in entry.index_terms():
             self.tr.clear(keys.index_head(fld, term) + tail)
 
     def set_comment(self, oid: uuid.UUID, state: ObjectState, column: str | None, old: str | None,
@@ -590,16 +633,15 @@ class MetadataWriter:
 
     def index_fields(self, oid: uuid.UUID, state: ObjectState, paths: Iterable[str]) -> None:
         """The ``f`` entries of schema fields: ``(f, term, TYPE, SYSTEM, oid, path, "") ->
-        (name, path)`` per term of each path (:func:`field_terms`)."""
+        (name,)`` per term of each path (:func:`field_terms`)."""
         if not self.index:
             return
         head = self.keys.index_head
         tail = self.keys.index_tail(state.type, Scope.SYSTEM, oid)
-        name = pack_element(state.name)
+        value = index_value(F_FIELD, state.name, "")
         writes = []
         for path in paths:
-            packed = pack_element(path)
-            end, value = tail + packed + _EMPTY, name + packed
+            end = tail + pack_element(path) + _EMPTY
             writes.extend((head(F_FIELD, term) + end, value) for term in field_terms(path))
         writes.sort()  # in key order: the engine inserts neighbouring keys cheaper
         tr_set = self.tr.set
@@ -859,4 +901,4 @@ def _names_arg(values: Iterable[str], what: str) -> list[str]:
 __all__ = ["Scope", "ObjectType", "ObjectRef", "ObjectMetadata", "ScopedMetadata", "MetadataChange", "ObjectState",
            "MetadataStore", "MetadataWriter", "MetadataKeys", "Entry", "validate_key", "validate_value", "fold",
            "field_terms", "schema_paths", "MAX_KEY_BYTES", "MAX_VALUE_BYTES", "RESERVED_KEY_PREFIXES",
-           "SPARK_PROPERTY_PREFIX", "SPARK_TAG_PREFIX", "SYSTEM_KEYS", "PROPERTY", "TAG"]
+           "SPARK_PROPERTY_PREFIX", "SPARK_TAG_PREFIX", "SYSTEM_KEYS", "VALUE_ONLY_SYSTEM_KEYS", "PROPERTY", "TAG"]

@@ -26,7 +26,11 @@ query and filters. Between two pages the ranking may move (new metadata, new usa
 that moved is then seen twice or skipped, never an error.
 
 The index is read with range scans of the ``MetadataIndex`` subspace only (one per field
-searched); the usage of the candidates is read per candidate, or with one scan of the
+searched). The SYSTEM ``created_by``, ``updated_by`` and ``format`` have no ``kv`` entries
+(:data:`~ushas_catalog.metadata.VALUE_ONLY_SYSTEM_KEYS`): ``created_by=alice*`` adds a scan of
+the values ``alice*`` kept for that key, and a key search that can match one of them
+(``key:created_by``, ``c*``) adds a scan of every value (such a key is on every object, so
+that search matches every object anyway). The usage of the candidates is read per candidate, or with one scan of the
 usage counters when there are many. :func:`scan_search` answers the same query by reading
 every object of the project (no index): the reference the index is tested and benchmarked
 against.
@@ -40,15 +44,16 @@ import json
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, NamedTuple, Sequence
 
 import fdb.tuple as fdbtuple
 
 from .errors import InvalidArgument
 from .keyspace import KeySpacePath
 from .kv.base import Transaction
-from .metadata import (F_FIELD, F_KEY_VALUE, F_TAG, F_VALUE, MetadataKeys, ObjectType, Scope, field_terms, fold,
-                       pack_element)
+from .metadata import (F_FIELD, F_KEY_VALUE, F_TAG, F_VALUE, INDEX_SCOPES, INDEX_TYPES, VALUE_ONLY_SYSTEM_KEYS,
+                       MetadataKeys, ObjectType, Scope, field_terms, fold, index_value, pack_element, shown,
+                       unpack_index_value)
 
 if TYPE_CHECKING:
     from .metastore import Metastore
@@ -68,6 +73,17 @@ _FIELD_NAMES = {F_TAG: "tag", F_VALUE: "value", F_FIELD: "field", F_KEY_VALUE: "
 
 
 # ---- queries -----------------------------------------------------------------------------------
+class Scan(NamedTuple):
+    """One range scan of the index: the entries of ``field`` whose term is ``term`` (or
+    starts with it: ``prefix``). ``as_key_value``: ``v`` entries of
+    :data:`VALUE_ONLY_SYSTEM_KEYS` properties read as the ``kv`` entries they have none of."""
+
+    field: str
+    term: str
+    prefix: bool
+    as_key_value: bool = False
+
+
 @dataclass(frozen=True)
 class Query:
     """A parsed query: what to match (``targets``: index fields, plus the pseudo field
@@ -114,15 +130,26 @@ class Query:
             raise InvalidArgument("search query contains a NUL character")
         return Query(raw, targets, fold(body), prefix, key_value)
 
-    def scans(self) -> list[tuple[str, str, bool]]:
-        """(index field, encoded-term start, whether the start is a term prefix) per scan."""
+    def fields(self) -> set[str]:
+        """The fields searched (``key`` is searched in ``kv``)."""
+        return {F_KEY_VALUE if t == "key" else t for t in self.targets}
+
+    def scans(self) -> list[Scan]:
+        """The index scans that answer the query."""
         out = []
         for target in self.targets:
             if target == "key":
                 # keys through "key=value": exact key = prefix "key="; key prefix = prefix "key"
-                out.append((F_KEY_VALUE, self.term if self.prefix else self.term + "=", True))
+                out.append(Scan(F_KEY_VALUE, self.term if self.prefix else self.term + "=", True))
+                if any(self.classify(F_KEY_VALUE, "", k) is not None for k in VALUE_ONLY_SYSTEM_KEYS):
+                    out.append(Scan(F_VALUE, "", True, True))  # their keys: on every object, so read all values
+            elif target == F_KEY_VALUE:
+                out.append(Scan(F_KEY_VALUE, self.term, self.prefix))
+                key, _, value = self.term.partition("=")
+                if key in VALUE_ONLY_SYSTEM_KEYS:
+                    out.append(Scan(F_VALUE, value, self.prefix, True))
             else:
-                out.append((target, self.term, self.prefix))
+                out.append(Scan(target, self.term, self.prefix))
         return out
 
     def classify(self, fld: str, term: str, key: str) -> int | None:
@@ -272,21 +299,25 @@ def search(ms: "Metastore", query: str, *, types: Iterable[ObjectType | str] | O
 def _index_hits(tr: Transaction, keys: MetadataKeys, q: Query, filters: Filters) -> list[SearchHit]:
     found: dict[tuple[ObjectType, uuid.UUID, str | None], SearchHit] = {}
     plen = len(keys.index_prefix)
-    for fld, term, is_prefix in q.scans():
-        start = keys.index_prefix + pack_element(fld) + pack_element(term)
-        begin = start[:-1] if is_prefix else start
+    for scan in q.scans():
+        start = keys.index_prefix + pack_element(scan.field) + pack_element(scan.term)
+        begin = start[:-1] if scan.prefix else start
         for kv in tr.get_range(begin, begin + b"\xff", snapshot=True):
-            f, t, otype_s, scope_s, oid, column, key = fdbtuple.unpack(kv.key[plen:])
+            f, t, type_code, scope_code, oid, column, key = fdbtuple.unpack(kv.key[plen:])
+            sc = INDEX_SCOPES[scope_code]
+            if scan.as_key_value:
+                if sc is not Scope.SYSTEM or key not in VALUE_ONLY_SYSTEM_KEYS:
+                    continue
+                f, t = F_KEY_VALUE, fold(shown(F_KEY_VALUE, column, key, unpack_index_value(kv.value)[1]))
             cls = q.classify(f, t, key)
             if cls is None:
                 continue
-            otype, sc = ObjectType(otype_s), Scope(scope_s)
-            rtype = filters.result_type(f, otype)
+            rtype = filters.result_type(f, INDEX_TYPES[type_code])
             if not filters.accepts(rtype, sc):
                 continue
-            name, shown = fdbtuple.unpack(kv.value)
+            name, value = unpack_index_value(kv.value)
             _add(found, rtype, oid, name, column if rtype is ObjectType.COLUMN else None, cls,
-                 Match(_FIELD_NAMES[f], sc, column, shown))
+                 Match(_FIELD_NAMES[f], sc, column, shown(f, column, key, value)))
     return list(found.values())
 
 
@@ -373,12 +404,12 @@ def scan_search(ms: "Metastore", query: str, *, types: Iterable[ObjectType | str
     q, filters, keys, usage = _prepare(ms, query, types, scope, now_ms)
     limit, fp = _limit(limit), filters.fingerprint(q)
     after = decode_cursor(cursor, fp) if cursor is not None else None
-    searched = {f for f, _, _ in q.scans()}
+    searched = q.fields()
     found: dict[tuple[ObjectType, uuid.UUID, str | None], SearchHit] = {}
 
     def match(tr: Transaction, batch: list[_ObjectRef]) -> None:
         for otype, oid, name, fields, comment in _load(tr, batch):
-            for fld, term, sc, column, key, shown in _terms(tr, keys, oid, fields, comment):
+            for fld, term, sc, column, key, value in _terms(tr, keys, oid, fields, comment, stored=False):
                 if fld not in searched:
                     continue
                 cls = q.classify(fld, term, key)
@@ -389,7 +420,7 @@ def scan_search(ms: "Metastore", query: str, *, types: Iterable[ObjectType | str
                 if not filters.accepts(rtype, sc):
                     continue
                 _add(found, rtype, oid, name, column if rtype is ObjectType.COLUMN else None, cls,
-                     Match(_FIELD_NAMES[fld], sc, column, shown))
+                     Match(_FIELD_NAMES[fld], sc, column, shown(fld, column, key, value)))
 
     refs = ms._run(lambda tr: list(_refs(ms, tr)))
     for i in range(0, len(refs), SCAN_BATCH):
@@ -461,8 +492,9 @@ def _objects(ms: "Metastore", tr: Transaction) -> Iterator[tuple[ObjectType, uui
 
 
 def _terms(tr: Transaction, keys: MetadataKeys, oid: uuid.UUID, fields: dict[str, str | None],
-           comment: str | None) -> Iterator[tuple[str, str, Scope, str | None, str, str]]:
-    """(field, folded term, scope, column, key, shown) of everything searchable of an object."""
+           comment: str | None, *, stored: bool) -> Iterator[tuple[str, str, Scope, str | None, str, str]]:
+    """(field, folded term, scope, column, key, value: "" for tags and fields) of everything
+    searchable of an object: what it is found by, or (``stored``) its index entries."""
     from .metadata import COMMENT, Entry, PROPERTY
 
     entries = list(_entries(tr, keys, oid))
@@ -470,11 +502,11 @@ def _terms(tr: Transaction, keys: MetadataKeys, oid: uuid.UUID, fields: dict[str
     if comment is not None:
         entries.append(Entry(None, Scope.USER, PROPERTY, COMMENT, comment))
     for e in entries:
-        for fld, term, shown in e.index_terms():
-            yield fld, term, e.scope, e.column, e.key, shown
+        for fld, term in e.index_terms() if stored else e.search_terms():
+            yield fld, term, e.scope, e.column, e.key, e.value
     for path in fields:
         for term in field_terms(path):
-            yield F_FIELD, term, Scope.SYSTEM, path, "", path
+            yield F_FIELD, term, Scope.SYSTEM, path, "", ""
 
 
 @dataclass
@@ -503,10 +535,9 @@ def check_index(ms: "Metastore") -> IndexCheck:
     def fn(tr: Transaction) -> IndexCheck:
         expected: dict[bytes, bytes] = {}
         for otype, oid, name, fields, comment in _objects(ms, tr):
-            for fld, term, sc, column, key, shown in _terms(tr, keys, oid, fields, comment):
+            for fld, term, sc, column, key, value in _terms(tr, keys, oid, fields, comment, stored=True):
                 etype = ObjectType.COLUMN if column is not None and fld != F_FIELD else otype
-                expected[keys.index_key(fld, term, etype, sc, oid, column, key)] = \
-                    pack_element(name) + pack_element(shown)
+                expected[keys.index_key(fld, term, etype, sc, oid, column, key)] = index_value(fld, name, value)
         actual = {kv.key: kv.value for kv in tr.get_range(*keys.index.range(), snapshot=True)}
         return IndexCheck(len(expected), sorted(set(expected) - set(actual)), sorted(set(actual) - set(expected)),
                           sorted(k for k in set(actual) & set(expected) if actual[k] != expected[k]))
@@ -524,5 +555,5 @@ def _entries(tr: Transaction, keys: MetadataKeys, oid: uuid.UUID) -> Iterator[An
         yield Entry(column, Scope(sc), kind, key, kv.value.decode("utf-8"))
 
 
-__all__ = ["search", "scan_search", "check_index", "IndexCheck", "Query", "SearchHit", "SearchPage", "Match", "Filters", "UsageReader",
+__all__ = ["search", "scan_search", "check_index", "IndexCheck", "Query", "Scan", "SearchHit", "SearchPage", "Match", "Filters", "UsageReader",
            "encode_cursor", "decode_cursor", "DEFAULT_LIMIT", "MAX_LIMIT", "HALF_LIFE_DAYS", "HORIZON_DAYS"]

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from ushas_catalog.errors import InvalidArgument, NoSuchTable, ReadOnlyMetadata
-from ushas_catalog.metadata import MAX_VALUE_BYTES, MetadataKeys, ObjectType, Scope
+from ushas_catalog.metadata import INDEX_SCOPES, INDEX_TYPES, MAX_VALUE_BYTES, MetadataKeys, ObjectType, Scope
 from ushas_catalog.metadata_sync import record_lineage_write
 from ushas_catalog.metastore import Metastore
 from ushas_catalog.search import check_index
@@ -314,7 +314,8 @@ def test_index_key_is_the_tuple_of_the_entry(ms: Metastore) -> None:
                                                  ("kv", "k=v\x00x", ObjectType.COLUMN, Scope.USER, "c", "k"),
                                                  ("t", "é", ObjectType.VIEW, Scope.USER, None, "É")]:
         assert keys.index_key(fld, term, otype, scope, oid, column, key) == fdbtuple.pack(
-            (fld, term, otype.value, scope.value, oid, column, key), prefix=keys.index.key())
+            (fld, term, INDEX_TYPES.index(otype), INDEX_SCOPES.index(scope), oid, column, key),
+            prefix=keys.index.key())
 
 
 class _RecordingReads(Metastore):

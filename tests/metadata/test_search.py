@@ -124,6 +124,90 @@ def test_bad_options(shop: Metastore, options: dict[str, Any], message: str) -> 
         shop.search("x", **options)
 
 
+# ---- SYSTEM created_by / updated_by / format: no kv entries, found through the value index ------
+@pytest.fixture
+def shared_values(shop: Metastore) -> Metastore:
+    """Keys sharing values with the SYSTEM ones (the user is ``tester``, the format ``parquet``):
+    a USER ``created_by`` and ``format``, other keys with the same values, a value equal to a key."""
+    shop.metadata.set("main.sales.customers", {"created_by": "tester", "reviewer": "tester"})
+    shop.metadata.set("main.sales.orders", {"format": "Parquet", "created_by": "TESTER2", "note": "created_by"})
+    shop.metadata.set("main.sales.orders.customer_id", {"updated_by": "tester", "origin": "parquet"})
+    shop.metadata.tag("main.sales", ["created_by"])
+    return shop
+
+
+def test_value_only_system_keys_have_no_key_value_entries(shared_values: Metastore) -> None:
+    import fdb.tuple as fdbtuple
+
+    from ushas_catalog.metadata import INDEX_SCOPES, VALUE_ONLY_SYSTEM_KEYS, MetadataKeys, Scope
+
+    keys = MetadataKeys(shared_values.project_path)
+    rows = shared_values.db.run(lambda tr: [fdbtuple.unpack(kv.key[len(keys.index_prefix):])
+                                            for kv in tr.get_range(*keys.index.range())])
+    kv_keys = {(INDEX_SCOPES[scope], key) for fld, _, _, scope, _, _, key in rows if fld == "kv"}
+    values = {(INDEX_SCOPES[scope], key) for fld, _, _, scope, _, _, key in rows if fld == "v"}
+    for key in VALUE_ONLY_SYSTEM_KEYS:
+        assert (Scope.SYSTEM, key) in values and (Scope.SYSTEM, key) not in kv_keys
+    assert {(Scope.USER, "created_by"), (Scope.USER, "format"), (Scope.USER, "updated_by")} <= kv_keys
+    assert check_index(shared_values).ok
+
+
+SHARED_VALUE_QUERIES: list[tuple[str, dict[str, Any], list[str]]] = [
+    ("created_by=tester", {"scope": "USER"}, ["main.sales.customers"]),
+    ("created_by=tester", {"types": "column"}, []),
+    ("updated_by=tester", {"types": "column"}, ["main.sales.orders.customer_id"]),
+    ("created_by=TESTER*", {"scope": "USER"}, ["main.sales.customers", "main.sales.orders"]),
+    ("created_by=tester2", {}, ["main.sales.orders"]),
+    ("created_by=*", {"types": "catalog"}, ["main"]),
+    ("created_by=", {}, []),
+    ("format=parquet", {}, ["main.sales.customers", "main.sales.orders"]),
+    ("format=parquet", {"scope": "USER"}, ["main.sales.orders"]),
+    ("format=p*", {"types": "view"}, []),
+    ("reviewer=tester", {}, ["main.sales.customers"]),
+    ("origin=parquet", {}, ["main.sales.orders.customer_id"]),
+    ("key:created_by", {"types": ["table", "view"]}, ["main.sales.big_orders", "main.sales.customers",
+                                                      "main.sales.orders"]),
+    ("key:created*", {"scope": "USER"}, ["main.sales.customers", "main.sales.orders"]),
+    ("key:updated_by", {"types": "column"}, ["main.sales.orders.customer_id"]),
+    ("key:form*", {}, ["main.sales.customers", "main.sales.orders"]),
+    ("created_by", {"types": "database"}, ["main.sales"]),  # the key, and the tag
+    ("created_by", {"scope": "USER", "types": "table"}, ["main.sales.customers", "main.sales.orders"]),
+    ("value:tester", {"types": "table"}, ["main.sales.customers", "main.sales.orders"]),
+    ("value:created_by", {}, ["main.sales.orders"]),
+    ("parquet", {"types": "column"}, ["main.sales.orders.customer_id"]),
+    ("c*", {}, []),  # every object: compared with the scan below
+    ("up*", {"types": "column"}, ["main.sales.orders.customer_id"]),
+]
+
+
+@pytest.mark.parametrize("query,options,names", SHARED_VALUE_QUERIES,
+                         ids=[f"{q} {o}" for q, o, _ in SHARED_VALUE_QUERIES])
+def test_value_only_system_keys_answer_like_a_full_scan(shared_values: Metastore, query: str,
+                                                        options: dict[str, Any], names: list[str]) -> None:
+    page = shared_values.search(query, limit=1000, **options)
+    if query != "c*":
+        assert sorted(h.name for h in page.hits) == names
+    assert page.to_json() == scan_search(shared_values, query, limit=1000, **options).to_json()
+
+
+def test_key_value_match_of_a_value_only_key_shows_the_property(shared_values: Metastore) -> None:
+    hit, = shared_values.search("created_by=tester", types="view").hits
+    assert [m.to_json() for m in hit.matches] == [
+        {"field": "property", "scope": "SYSTEM", "column": None, "matched": "created_by=tester"}]
+
+
+@pytest.mark.parametrize("text,scans", [
+    ("owner=a*", [("kv", "owner=a", True, False)]),
+    ("Created_By=A*", [("kv", "created_by=a", True, False), ("v", "a", True, True)]),
+    ("format=", [("kv", "format=", False, False), ("v", "", False, True)]),
+    ("key:owner", [("kv", "owner=", True, False)]),
+    ("key:cr*", [("kv", "cr", True, False), ("v", "", True, True)]),
+    ("tag:created_by", [("t", "created_by", False, False)]),
+])
+def test_query_scans(text: str, scans: list[tuple[str, str, bool, bool]]) -> None:
+    assert [tuple(s) for s in Query.parse(text).scans()] == scans
+
+
 @pytest.mark.parametrize("text,targets,term,prefix", [
     ("PII", ("t", "key", "v", "f"), "pii", False),
     ("tag:pii*", ("t",), "pii", True),
@@ -137,7 +221,8 @@ def test_query_parsing(text: str, targets: tuple[str, ...], term: str, prefix: b
 
 
 # ---- randomized catalogs: the index answers like a full scan -----------------------------------
-WORDS = ["cust", "customer", "customer_id", "Cust_Name", "amount", "amt", "pii", "gold", "go", "ab", "a"]
+WORDS = ["cust", "customer", "customer_id", "Cust_Name", "amount", "amt", "pii", "gold", "go", "ab", "a",
+         "created_by", "Format", "tester", "parquet", "c", "f"]  # the SYSTEM keys kept by value only, their values
 word = st.sampled_from(WORDS)
 _projects = itertools.count()
 
