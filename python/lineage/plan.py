@@ -6,13 +6,14 @@ no recursion (plans 10^4 nodes deep parse fine)."""
 from __future__ import annotations
 
 import gc
-import json
 import os
 import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Iterator, Mapping, NamedTuple, Union
+
+import orjson
 
 FORMAT = "ushas-plan"
 SUPPORTED_VERSIONS = frozenset({1, 2})
@@ -107,7 +108,7 @@ def parse(text: str | bytes | Mapping[str, Any]) -> PlanDocument:
 
 
 def _parse(text: str | bytes | Mapping[str, Any]) -> PlanDocument:
-    doc: Mapping[str, Any] = json.loads(text) if isinstance(text, (str, bytes)) else text
+    doc: Mapping[str, Any] = orjson.loads(text) if isinstance(text, (str, bytes)) else text
     if doc.get("format") != FORMAT:
         raise PlanFormatError(f"not a {FORMAT} document (format={doc.get('format')!r})")
     version = doc.get("version")

@@ -713,8 +713,14 @@ def _unknown(p: _Pass, node: PlanNode) -> None:
 def _check_output(p: _Pass, node: PlanNode, known: bool) -> None:
     if not known:
         return
-    if node.children and p.doc.nodes[node.children[0]].output is node.output:
-        return  # the child's output list itself (shared by the parser), already checked
+    children = node.children
+    if children:
+        nodes = p.doc.nodes
+        first = nodes[children[0]].output
+        if first is node.output:
+            return  # the child's output list itself (shared by the parser), already checked
+        if len(children) == 2 and first + nodes[children[1]].output == node.output:
+            return  # a join's: both children's outputs, already checked
     env, lazy = p.env, p.lazy
     for a in node.output:
         if a.expr_id not in env and a.expr_id not in lazy:
