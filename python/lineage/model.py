@@ -19,6 +19,12 @@ subquery), and expanded onto output columns only when asked.
 
 Stability: the classes and field names here are a contract (the SQL lineage, the store and the
 exports build on them); extend compatibly, never rename. ``to_dict`` / ``from_dict`` round-trip.
+
+The values built per plan node and column (:class:`Dataset`, :class:`ColumnNode`, :class:`Step`,
+:class:`Derivation`, :class:`IndirectDependency`) are ``NamedTuple`` s: immutable, with named
+fields, built and hashed in C. Resolving a plan builds and hashes thousands of them; as frozen
+dataclasses (Python ``__init__`` and ``__hash__``) they were a quarter of the resolution time.
+Like any tuple they compare equal to a plain tuple of the same values.
 """
 from __future__ import annotations
 
@@ -26,7 +32,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping, NamedTuple
 
 FORMAT_VERSION = 1
 
@@ -102,9 +108,9 @@ def _root_length(uri: str) -> int:
     return scheme + 2 if scheme > 0 else 1
 
 
-@dataclass(frozen=True)
-class Dataset:
-    """A leaf dataset. Tables: ``catalog`` + ``identifier`` (namespace parts then table name);
+class Dataset(NamedTuple):
+    """A leaf dataset (an immutable typed tuple, see :class:`ColumnNode`). Tables: ``catalog`` +
+    ``identifier`` (namespace parts then table name);
     paths: ``uri`` + ``format``; in-query sources: ``description`` (e.g. ``VALUES``,
     ``range(0, 10, 1)``)."""
 
@@ -174,9 +180,12 @@ class Dataset:
                        format=d.get("format"), description=d.get("description"))
 
 
-@dataclass(frozen=True)
-class ColumnNode:
-    """A dataset column (``dataset`` set) or an intermediate plan attribute (``expr_id`` set)."""
+class ColumnNode(NamedTuple):
+    """A dataset column (``dataset`` set) or an intermediate plan attribute (``expr_id`` set).
+
+    An immutable value (a typed tuple, like :class:`Step`): resolution builds and hashes
+    thousands of them per query, and a tuple is built and hashed in C, a frozen dataclass in
+    Python."""
 
     name: str
     dataset: Dataset | None = None
@@ -244,9 +253,8 @@ class Edge:
                     subtype=EdgeSubtype(d["subtype"]), expression=d.get("expression", ""))
 
 
-@dataclass(frozen=True)
-class Step:
-    """One incoming edge of a derivation."""
+class Step(NamedTuple):
+    """One incoming edge of a derivation (an immutable typed tuple, see :class:`ColumnNode`)."""
 
     source: ColumnNode
     subtype: EdgeSubtype
@@ -256,8 +264,7 @@ class Step:
         return self.subtype.kind
 
 
-@dataclass(frozen=True)
-class Derivation:
+class Derivation(NamedTuple):
     """How one intermediate node was produced: by plan operator ``operator`` (Project, Aggregate,
     Union, HiveTableRelation, ...), through an expression whose top is ``expression_kind``
     (Alias, AttributeReference, ...) and whose text is ``expression`` (Spark's rendering, with
@@ -275,8 +282,7 @@ class Derivation:
         return self.expression_kind or self.operator
 
 
-@dataclass(frozen=True)
-class IndirectDependency:
+class IndirectDependency(NamedTuple):
     """A row-level dependency of one operator (FILTER, JOIN, GROUP_BY, SORT, ...), stored once.
     ``scope`` None: it affects every output column; otherwise every output column whose
     derivation reaches ``scope``."""
