@@ -32,6 +32,8 @@ from .plan import Expr, PlanDocument, PlanNode, gc_paused
 
 ROOT_SCOPE = -1
 IDENTITY = EdgeSubtype.IDENTITY
+AGGREGATION = EdgeSubtype.AGGREGATION
+DIRECT = EdgeKind.DIRECT
 
 # Operators that do not change the attributes flowing through them (their output is a subset
 # of their children's, same exprIds) and add no column dependency of their own.
@@ -173,6 +175,8 @@ class _Pass:
         # (expr, in_aggregate, indirect subtype or None)
         stack: list[tuple[Expr, bool, EdgeSubtype | None]] = [(expr, aggregate, None)]
         pop = stack.pop
+        env = self.env
+        leaf_subtype = IDENTITY if bare else EdgeSubtype.TRANSFORMATION
         while stack:
             e, agg, ind = pop()
             kind = e.kind
@@ -185,8 +189,20 @@ class _Pass:
                             self._found(found, self.ref(a.expr_id, a.name), agg, ind, bare, force)
                 continue  # outer attributes / join conditions are inside the subquery plan
             if not children:
-                if e.expr_id is not None and kind not in NON_REFERENCES:
-                    self._found(found, self.ref(e.expr_id, e.name or "?"), agg, ind, bare, force)
+                expr_id = e.expr_id
+                if expr_id is not None and kind not in NON_REFERENCES:
+                    # the hottest path of resolution: Pass.ref's env hit and _found, inlined
+                    node = env.get(expr_id)
+                    if node is None:
+                        node = self.ref(expr_id, e.name or "?")
+                    sub = ind if ind is not None else AGGREGATION if agg else force if force is not None \
+                        else leaf_subtype
+                    key = (node, sub.kind)
+                    prev = found.get(key)
+                    if prev is None:
+                        found[key] = sub
+                    elif key[1] is DIRECT:
+                        found[key] = compose_subtypes(prev, sub)
                 continue
             if kind == "AggregateExpression":  # children: the function, then FILTER (WHERE ...)
                 stack.append((children[0], True, ind))

@@ -44,21 +44,21 @@ import org.apache.spark.sql.types.DataType;
 public final class PlanJson {
     public static final int VERSION = 2;
 
-    private final Json nodes = new Json(1 << 14);
-    private final Json exprs = new Json(1 << 14);
-    private final Json attrs = new Json(1 << 12);
-    private final Json outputs = new Json(1 << 12);
+    private final Json nodes = new Json(1 << 12);
+    private final Json exprs = new Json(1 << 12);
+    private final Json attrs = new Json(1 << 11);
+    private final Json outputs = new Json(1 << 10);
     private final Map<Class<?>, Integer> kinds = new IdentityHashMap<>(64);
     private final Map<String, Integer> kindByName = new HashMap<>(128);
     private final List<String> kindList = new ArrayList<>();
     /** exprId -> the attributes of that exprId written so far: {name, type, index}. */
-    private final Map<Long, List<Object[]>> attrIndex = new HashMap<>(512);
+    private final Map<Long, List<Object[]>> attrIndex = new HashMap<>(256);
     private final IdentityHashMap<DataType, String> typeNames = new IdentityHashMap<>();
     private final Map<Ints, Integer> outputIndex = new HashMap<>(128);
     /** Output Seqs and attributes already seen, by identity (a Filter's output IS its child's).
      * Maps are sized for a few hundred plan nodes: growing them was a tenth of a TPC-H walk. */
     private final IdentityHashMap<Object, Integer> outputBySeq = new IdentityHashMap<>(128);
-    private final IdentityHashMap<Attribute, Integer> attrByRef = new IdentityHashMap<>(1024);
+    private final IdentityHashMap<Attribute, Integer> attrByRef = new IdentityHashMap<>(256);
     private int attrCount;
     private final IdentityHashMap<LogicalPlan, Integer> planIndex = new IdentityHashMap<>(128);
     private final IdentityHashMap<LogicalPlan, Boolean> visiting = new IdentityHashMap<>(128);
