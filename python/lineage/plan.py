@@ -53,6 +53,7 @@ class Expr:
 
 ExprField = Union[Expr, tuple[Expr, ...], tuple[tuple[Expr, ...], ...]]
 _NO_ARGS: Mapping[str, Any] = MappingProxyType({})
+_new_tuple = tuple.__new__
 
 
 @dataclass(slots=True, eq=False)
@@ -117,7 +118,7 @@ def _parse(text: str | bytes | Mapping[str, Any]) -> PlanDocument:
                               f"(supported: {sorted(SUPPORTED_VERSIONS)}); rebuild the shim jar")
     kinds: list[str] = doc["kinds"]
     # version 2: each distinct attribute and each distinct output list once, nodes refer to them
-    attrs = [Attr(*a) for a in doc.get("attrs", ())]
+    attrs = [_new_tuple(Attr, a) for a in doc.get("attrs", ())]  # [name, exprId, type] each
     outputs = [tuple([attrs[i] for i in o]) for o in doc.get("outputs", ())]
     exprs: list[Expr] = []
     add = exprs.append
