@@ -32,6 +32,9 @@ from .plan import Expr, PlanDocument, PlanNode, gc_paused
 
 ROOT_SCOPE = -1
 IDENTITY = EdgeSubtype.IDENTITY
+# tuple.__new__(NamedTupleClass, values): a model value built without the Python-level __new__
+# of a NamedTuple (every field given, in order), in the few paths run for every column reference
+_new = tuple.__new__
 AGGREGATION = EdgeSubtype.AGGREGATION
 DIRECT = EdgeKind.DIRECT
 
@@ -107,15 +110,16 @@ class _Pass:
         """The column node of a relation attribute, on its first reference (``define`` inlined:
         this runs for every column a query uses)."""
         rel, ds, name, ds_name = self.lazy.pop(expr_id)
-        node = ColumnNode(name, None, expr_id)
+        node = _new(ColumnNode, (name, None, expr_id, None))
         if node in self.derivations:  # the exprId was defined before by another node
             node = ColumnNode(name, None, expr_id, rel.index)
-        self.derivations[node] = Derivation(rel.kind, ds_name, (Step(ColumnNode(name, ds), IDENTITY),))
+        leaf = _new(ColumnNode, (name, ds, None, None))
+        self.derivations[node] = _new(Derivation, (rel.kind, ds_name, (_new(Step, (leaf, IDENTITY)),), None, True))
         self.env[expr_id] = node
         return node
 
     def define(self, name: str, expr_id: int, index: int, deriv: Derivation) -> ColumnNode:
-        node = ColumnNode(name, expr_id=expr_id)
+        node = _new(ColumnNode, (name, None, expr_id, None))
         if node in self.derivations or self.env.get(expr_id) == node:
             node = ColumnNode(name, expr_id=expr_id, plan_node=index)
         self.derivations[node] = deriv
@@ -220,7 +224,7 @@ class _Pass:
                 stack += [(c, agg, ind) for c in children[1:]]
             else:
                 stack += [(c, agg, ind) for c in children]
-        return _Refs(tuple([Step(src, sub) for (src, _), sub in found.items()]), tuple(subqueries))
+        return _Refs(tuple([_new(Step, (src, sub)) for (src, _), sub in found.items()]), tuple(subqueries))
 
     @staticmethod
     def _found(found: dict[tuple[ColumnNode, EdgeKind], EdgeSubtype], node: ColumnNode, agg: bool,
@@ -253,7 +257,7 @@ class _Pass:
         r = self.refs(e, aggregate=aggregate, force=force)
         kind = e.kind if e.kind != "Alias" else "Alias"
         col = self.define(e.name or "?", e.expr_id, node.index,
-                          Derivation(node.kind, str(e), r.steps, expression_kind=kind))
+                          _new(Derivation, (node.kind, str(e), r.steps, kind, True)))
         self.attach(r.subqueries, col)
 
 
