@@ -665,7 +665,10 @@ def _seq(v: Any) -> list[Expr]:
         return [v]
     out: list[Expr] = []
     for x in v:
-        out.extend(_seq(x))
+        if x.__class__ is Expr:
+            out.append(x)
+        else:
+            out.extend(_seq(x))
     return out
 
 
