@@ -141,7 +141,11 @@ public final class PlanJson {
             }
         }
         for (Expression e : iter(plan.expressions())) {
-            collectSubqueries(e, out);
+            // Spark's cached tree-pattern bits: only a tree holding a PlanExpression (every
+            // SubqueryExpression is one) is searched
+            if (e.containsPattern(PLAN_EXPRESSION)) {
+                collectSubqueries(e, out);
+            }
         }
         return out;
     }
@@ -617,6 +621,9 @@ public final class PlanJson {
         }
         return results.pop();
     }
+
+    private static final scala.Enumeration.Value PLAN_EXPRESSION =
+            org.apache.spark.sql.catalyst.trees.TreePattern.PLAN_EXPRESSION();
 
     private static final org.apache.spark.sql.catalyst.trees.TreeNodeTag<String> FUNC_ALIAS =
             org.apache.spark.sql.catalyst.analysis.FunctionRegistry.FUNC_ALIAS();
