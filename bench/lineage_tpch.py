@@ -18,7 +18,7 @@ What each side includes (every figure: all output columns of one query):
 - ours-sql: ``lineage.sql.sql_lineage`` - our lineage from the SQL text (sqlglot parsing and
   qualification, then one scope walk), DIRECT and INDIRECT.
 
-Timing: rounds, every side measured in every round, the side order rotating per round, so all
+Timing: rounds, every side measured in every round, the side order shuffled (seeded), so all
 sides see the same machine load (the development machines are shared and noisy). Two orders,
 both printed (``--order``):
 
@@ -45,6 +45,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import statistics
 import sys
 import tempfile
@@ -67,14 +68,17 @@ def load() -> tuple[dict[str, dict[str, str]], dict[str, str]]:
 
 
 ORDERS = ("batch", "interleaved")
+SEED = 20261121
 
 
 def measure(queries: dict[str, str], sides: dict[str, Callable[[str], Any]], rounds: int,
             warmup: int = 1, order: str = "batch") -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]:
     """(median, best) seconds per side and query over ``rounds`` rounds, after ``warmup``
-    unmeasured rounds; the order of the sides rotates every round. ``order``: "batch" (a side
-    runs every query, then the next side) or "interleaved" (a query runs through every side,
-    then the next query)."""
+    unmeasured rounds. ``order``: "batch" (a side runs every query, then the next side; the
+    order of the sides shuffled every round) or "interleaved" (a query runs through every side,
+    then the next query; the order of the sides shuffled for every query). Shuffled, seeded: no
+    side always runs right after the same other side (what ran just before, Python or JVM work,
+    decides which caches are cold)."""
     names = list(sides)
     for _ in range(warmup):
         for run in sides.values():
@@ -88,15 +92,15 @@ def measure(queries: dict[str, str], sides: dict[str, Callable[[str], Any]], rou
         elapsed = time.perf_counter() - start
         samples[side][q].append(own if isinstance(own, float) else elapsed)
 
-    for r in range(rounds):
-        rotated = names[r % len(names):] + names[:r % len(names)]
+    rng = random.Random(SEED)
+    for _ in range(rounds):
         if order == "batch":
-            for side in rotated:
+            for side in rng.sample(names, len(names)):
                 for q, sql in queries.items():
                     timed(side, q, sql)
         else:
             for q, sql in queries.items():
-                for side in rotated:
+                for side in rng.sample(names, len(names)):
                     timed(side, q, sql)
     median = {s: {q: statistics.median(v) for q, v in by_q.items()} for s, by_q in samples.items()}
     best = {s: {q: min(v) for q, v in by_q.items()} for s, by_q in samples.items()}

@@ -103,16 +103,22 @@ public final class PlanJson {
         return k;
     }
 
-    /** A class's simple name without Scala's trailing '$' (computed once per class, for the JVM's life). */
-    private static final java.util.concurrent.ConcurrentHashMap<Class<?>, String> SIMPLE_NAMES =
-            new java.util.concurrent.ConcurrentHashMap<>();
+    /** Simple class names without Scala's trailing '$', computed once per class for the JVM's
+     * life; copy-on-write (read without locks, written a few dozen times per JVM). */
+    private static volatile Map<Class<?>, String> simpleNames = new IdentityHashMap<>();
 
     private static String simpleName(Class<?> cls) {
-        String known = SIMPLE_NAMES.get(cls);
-        return known != null ? known : SIMPLE_NAMES.computeIfAbsent(cls, c -> {
-            String name = c.getSimpleName();
-            return name.endsWith("$") ? name.substring(0, name.length() - 1) : name;
-        });
+        String known = simpleNames.get(cls);
+        if (known == null) {
+            String name = cls.getSimpleName();
+            known = name.endsWith("$") ? name.substring(0, name.length() - 1) : name;
+            synchronized (PlanJson.class) {
+                Map<Class<?>, String> copy = new IdentityHashMap<>(simpleNames);
+                copy.put(cls, known);
+                simpleNames = copy;
+            }
+        }
+        return known;
     }
 
     // ---- plan traversal ---------------------------------------------------------------------
