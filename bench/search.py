@@ -1,7 +1,7 @@
 """Metadata search: the index against a full scan of the same store, and what keeping the index
 costs table creation, measured in the same run.
 
-    python bench/search.py [--quick] [--tables N] [--rounds R] [--writes W]
+    python bench/search.py [--quick] [--tables N] [--rounds R] [--writes W] [--options Q] [--candidate Q]
 
 - Load and write cost: ``--tables`` tables (10,000; 1,000 with ``--quick``) of ~20 columns
   each, names drawn from 5,000 column names, with 3 tags (from 300) and an ``owner`` (from
@@ -19,10 +19,19 @@ costs table creation, measured in the same run.
   * ``no metadata`` (for information): ``_metadata_commit`` does nothing, which the product
     never does (``meta show``, ``meta history`` and the Spark mirroring need the metadata).
 
-  The write-cost ratio is index / no index: per block of 100 tables, the time spent in the
-  ``create_table`` calls of each store; the figure is the median over the blocks, for the
-  whole load and for its last tenth (the stores then hold 90-100% of the tables). CPU time
-  of this process is shown next to wall time: the machine is shared. Goal <= 1.5x.
+  The write-cost ratio is index / no index of the TOTAL time spent in the ``create_table``
+  calls of each store (every call summed: the periodic WAL checkpoints, which fall on a few
+  calls, are counted), for the whole load and for its last tenth (the stores then hold
+  90-100% of the tables); the goal (<= 1.5x) is judged on these totals, both of them. For
+  information: the same ratio in CPU time of this process (the machine is shared), the median
+  over blocks of 100 tables of the per-block ratio (which hides a checkpoint that falls in few
+  blocks), the longest single call of each store (a checkpoint pause) and the WAL file sizes
+  at the end of the load.
+- Engine settings: ``--options QUERY`` gives every store these engine options (URI query
+  options, e.g. ``wal_autocheckpoint=4000``; ``page_size=N`` is applied by creating the file
+  with it); ``--candidate QUERY`` also loads an ``index`` / ``no index`` pair with those
+  options, interleaved with the other stores, reported on its own lines (``C``), with the
+  index searches timed on its index store too.
 - Search: prefix searches by tag, key=value and column name, through the index
   (``Metastore.search``) and by a full scan (``search.scan_search``: every table's schema,
   comments and metadata read and matched), on the ``index`` store. Both return the same page
@@ -34,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -105,9 +115,28 @@ class Timings:
     cpu: list[float] = field(default_factory=list)
 
 
-def open_stores(tmp: Path, tag: str, sync: str) -> dict[str, Metastore]:
-    stores = {label: cls.open(f"sqlite:///{tmp}/{tag}-{label.replace(' ', '-')}.db?synchronous={sync}",
-                              project="bench") for label, cls in VARIANTS}
+def store_uri(path: Path, sync: str, options: str) -> str:
+    """The URI of a fresh store; ``page_size=N`` in ``options`` is applied here (it only takes
+    effect on an empty file, so the file is created with it), the other options go to the URI."""
+    query = [f"synchronous={sync}"]
+    for opt in filter(None, options.split("&")):
+        name, _, value = opt.partition("=")
+        if name == "page_size":
+            conn = sqlite3.connect(path)
+            conn.execute(f"PRAGMA page_size = {int(value)}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.close()
+        else:
+            query.append(opt)
+    return f"sqlite:///{path}?{'&'.join(query)}"
+
+
+def open_stores(tmp: Path, tag: str, sync: str, options: str = "",
+                variants: tuple[tuple[str, type[Metastore]], ...] = VARIANTS, suffix: str = "") -> dict[str, Metastore]:
+    stores = {}
+    for label, cls in variants:
+        path = tmp / f"{tag}-{label.replace(' ', '-')}{suffix}.db"
+        stores[label + suffix] = cls.open(store_uri(path, sync, options), project="bench")
     for ms in stores.values():
         ms.create_catalog("main")
         ms.create_database("main.db")
@@ -134,24 +163,57 @@ def create_all(stores: dict[str, Metastore], n: int, rng: random.Random, progres
 
 
 def block_ratio(num: list[float], den: list[float]) -> float:
-    """The median over blocks of BLOCK tables of sum(num) / sum(den) in the block."""
+    """The median over blocks of BLOCK tables of sum(num) / sum(den) in the block (for information:
+    a median hides a checkpoint that falls in few blocks)."""
     ratios = [sum(num[i:i + BLOCK]) / sum(den[i:i + BLOCK]) for i in range(0, len(num) - BLOCK + 1, BLOCK)]
     return statistics.median(ratios) if ratios else sum(num) / sum(den)
 
 
-WRITE_HEADER = (f"{'table creation':<28} {'ms: no meta':>11} {'no index':>9} {'index':>7} {'index/no index':>15} "
-                f"{'(cpu)':>7} {'index/no meta':>14}")
+WRITE_HEADER = (f"{'table creation':<30} {'ms: no meta':>11} {'no index':>9} {'index':>7} "
+                f"{'TOTAL idx/no idx (cpu)':>23} {'median (cpu)':>14} {'idx/no meta':>12} {'longest ms: idx, no idx':>24}")
 
 
-def report_writes(label: str, t: dict[str, Timings], start: int = 0) -> float:
-    """One line of the write-cost table; returns the wall ratio index / no index."""
-    idx, base, none = t["index"], t["no index"], t["no metadata"]
-    mean = {k: statistics.mean(v.wall[start:]) * 1000 for k, v in t.items()}
-    wall = block_ratio(idx.wall[start:], base.wall[start:])
-    cpu = block_ratio(idx.cpu[start:], base.cpu[start:])
-    print(f"{label:<28} {mean['no metadata']:>11.2f} {mean['no index']:>9.2f} {mean['index']:>7.2f} {wall:>14.2f}x "
-          f"{cpu:>6.2f}x {block_ratio(idx.wall[start:], none.wall[start:]):>13.2f}x")
-    return wall
+def report_writes(label: str, t: dict[str, Timings], start: int = 0, suffix: str = "") -> float:
+    """One line of the write-cost table; returns the ratio of the TOTAL wall times index / no index
+    (every call summed, checkpoints included): the figure the goal is judged on."""
+    idx, base, none = t["index" + suffix], t["no index" + suffix], t.get("no metadata" + suffix)
+    mean = {k: statistics.mean(v.wall[start:]) * 1000 for k, v in (("index", idx), ("no index", base), ("no metadata", none))
+            if v is not None}
+    total = sum(idx.wall[start:]) / sum(base.wall[start:])
+    total_cpu = sum(idx.cpu[start:]) / sum(base.cpu[start:])
+    med = block_ratio(idx.wall[start:], base.wall[start:])
+    med_cpu = block_ratio(idx.cpu[start:], base.cpu[start:])
+    no_meta = f"{mean['no metadata']:>11.2f}" if none else f"{'-':>11}"
+    vs_none = f"{sum(idx.wall[start:]) / sum(none.wall[start:]):>11.2f}x" if none else f"{'-':>12}"
+    print(f"{label:<30} {no_meta} {mean['no index']:>9.2f} {mean['index']:>7.2f} "
+          f"{total:>14.2f}x ({total_cpu:.2f}x) {med:>6.2f}x ({med_cpu:.2f}x) {vs_none} "
+          f"{max(idx.wall[start:]) * 1000:>12.0f}, {max(base.wall[start:]) * 1000:.0f}")
+    return total
+
+
+def wal_sizes(tmp: Path, tag: str) -> str:
+    return ", ".join(f"{p.name.removeprefix(tag + '-').removesuffix('.db-wal')} {p.stat().st_size / 2**20:.1f} MB"
+                     for p in sorted(tmp.glob(f"{tag}-*.db-wal")))
+
+
+def search_table(ms: Metastore, rounds: int, scan: bool = True) -> bool:
+    """Times every query through the index (and the full scan); False if a goal is missed."""
+    ok = True
+    print(f"{'search':<22} {'query':<18} {'hits':>6} {'index ms':>10} {'scan ms':>10} {'scan/index':>11}")
+    for label, q, counted in QUERIES:
+        index_s, page = median_time(lambda: ms.search(q, limit=20), rounds)
+        if not scan:
+            print(f"{label:<22} {q:<18} {page.total:>6} {index_s * 1000:>10.2f}")
+            continue
+        scan_s, ref = median_time(lambda: scan_search(ms, q, limit=20), max(1, rounds // 2))
+        if page.to_json() != ref.to_json():
+            print(f"  MISMATCH for {q!r}: the index and the scan disagree")
+            ok = False
+        ratio = scan_s / index_s
+        ok &= ratio >= SEARCH_GOAL or not counted
+        print(f"{label:<22} {q:<18} {page.total:>6} {index_s * 1000:>10.2f} {scan_s * 1000:>10.1f} "
+              f"{ratio:>10.0f}x{'' if counted else '  (not counted)'}")
+    return ok
 
 
 def main() -> int:
@@ -161,45 +223,51 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, help="rounds per search (default 5; 3 with --quick)")
     parser.add_argument("--writes", type=int, help="tables per store for the synchronous=full write cost "
                                                    "(default 500; 150 with --quick)")
+    parser.add_argument("--options", default="", metavar="QUERY",
+                        help="engine options of every store, e.g. wal_autocheckpoint=4000&page_size=8192")
+    parser.add_argument("--candidate", metavar="QUERY",
+                        help="also load an index / no index pair with these engine options, interleaved")
     args = parser.parse_args()
     n = args.tables or (1_000 if args.quick else 10_000)
     rounds = args.rounds or (3 if args.quick else 5)
     writes = args.writes or (150 if args.quick else 500)
     rng = random.Random(6)
     ok = True
+    key = "+C"   # the candidate's stores: "index+C", "no index+C"
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        stores = open_stores(tmp, "load", "normal")
-        print(f"creating {n} tables (~20 columns, 3 tags, an owner each) in each of three stores ...", flush=True)
+        stores = open_stores(tmp, "load", "normal", args.options)
+        if args.candidate:
+            stores |= open_stores(tmp, "load", "normal", args.candidate, VARIANTS[:2], key)
+        print(f"creating {n} tables (~20 columns, 3 tags, an owner each) in each of {len(stores)} stores"
+              f"{' [' + args.options + ']' if args.options else ''} ...", flush=True)
         timings = create_all(stores, n, rng, progress=True)
+        tenth = n - n // 10
         print()
         print(WRITE_HEADER)
-        report_writes(f"normal, 0 -> {n:,} tables", timings)
-        last = report_writes(f"normal, {n - n // 10:,} -> {n:,}", timings, n - n // 10)
-        for label in ("no index", "no metadata"):
-            stores.pop(label).close()
-        ms = stores["index"]
-        print(f"\n{'search':<22} {'query':<18} {'hits':>6} {'index ms':>10} {'scan ms':>10} {'scan/index':>11}")
-        for label, q, counted in QUERIES:
-            index_s, page = median_time(lambda: ms.search(q, limit=20), rounds)
-            scan_s, ref = median_time(lambda: scan_search(ms, q, limit=20), max(1, rounds // 2))
-            if page.to_json() != ref.to_json():
-                print(f"  MISMATCH for {q!r}: the index and the scan disagree")
-                ok = False
-            ratio = scan_s / index_s
-            ok &= ratio >= SEARCH_GOAL or not counted
-            print(f"{label:<22} {q:<18} {page.total:>6} {index_s * 1000:>10.2f} {scan_s * 1000:>10.1f} "
-                  f"{ratio:>10.0f}x{'' if counted else '  (not counted)'}")
-        ms.close()
+        total = report_writes(f"normal, 0 -> {n:,} tables", timings)
+        last = report_writes(f"normal, {tenth:,} -> {n:,}", timings, tenth)
+        if args.candidate:
+            print(f"C = {args.candidate} (interleaved with the stores above)")
+            report_writes(f"C, 0 -> {n:,} tables", timings, suffix=key)
+            report_writes(f"C, {tenth:,} -> {n:,}", timings, tenth, key)
+        print(f"WAL files at the end: {wal_sizes(tmp, 'load')}\n")
+        ok &= search_table(stores.pop("index"), rounds)
+        if args.candidate:
+            print(f"search on the index store of C ({args.candidate}), through the index:")
+            search_table(stores.pop("index" + key), rounds, scan=False)
+        for s in stores.values():
+            s.close()
         print(f"goal: scan/index >= {SEARCH_GOAL:.0f}x on the selective queries\n")
-        full_stores = open_stores(tmp, "full", "full")
+        full_stores = open_stores(tmp, "full", "full", args.options)
         print(WRITE_HEADER)
         full = report_writes(f"full, 0 -> {writes:,} tables", create_all(full_stores, writes, rng))
         for s in full_stores.values():
             s.close()
-        ok &= last <= WRITE_GOAL
-        print(f"goal: index / no index <= {WRITE_GOAL}x (synchronous=normal, last tenth of {n:,} tables: "
-              f"{last:.2f}x; synchronous=full: {full:.2f}x)")
+        ok &= total <= WRITE_GOAL and last <= WRITE_GOAL
+        print(f"goal: index / no index <= {WRITE_GOAL}x on the TOTAL time of the create_table calls "
+              f"(synchronous=normal, all {n:,} tables: {total:.2f}x, last tenth: {last:.2f}x; "
+              f"synchronous=full: {full:.2f}x)")
     print("all goals met" if ok else "GOAL MISSED (see above)")
     return 0 if ok else 1
 
