@@ -11,7 +11,7 @@ import pytest
 from ushas_catalog.errors import Conflict, InvalidArgument, StoreUnavailable
 from ushas_catalog.kv import Transaction, open_database
 from ushas_catalog.kv.ryw import FIRST_BATCH, MAX_BATCH
-from ushas_catalog.kv.sqlite import SqliteDatabase, SqliteOptions, SqliteTransaction
+from ushas_catalog.kv.sqlite import WAL_AUTOCHECKPOINT, SqliteDatabase, SqliteOptions, SqliteTransaction
 
 
 @pytest.mark.parametrize("uri,path,synchronous,timeout", [
@@ -31,6 +31,10 @@ def test_uri_options(uri: str, path: str, synchronous: str, timeout: int) -> Non
     ("sqlite:///a/dir/", "directory"),
     ("sqlite:///a/b.db?synchronous=off", "synchronous"),
     ("sqlite:///a/b.db?busy_timeout_ms=soon", "busy_timeout_ms"),
+    ("sqlite:///a/b.db?wal_autocheckpoint=0", "wal_autocheckpoint"),
+    ("sqlite:///a/b.db?wal_autocheckpoint=-5", "wal_autocheckpoint"),
+    ("sqlite:///a/b.db?wal_autocheckpoint=lots", "wal_autocheckpoint"),
+    ("sqlite:///a/b.db?wal_autocheckpoint=", "wal_autocheckpoint"),
     ("sqlite:///a/b.db?journal=delete", "unknown option"),
     ("sqlite/a/b.db", "invalid store URI"),
     ("mysql:///a", "unknown store URI scheme"),
@@ -53,14 +57,24 @@ def test_file_layout(tmp_path: Path) -> None:
     conn.close()
 
 
-@pytest.mark.parametrize("query,level", [("", 2), ("?synchronous=normal", 1)])
-def test_synchronous_option_reaches_connections(tmp_path: Path, query: str, level: int) -> None:
+@pytest.mark.parametrize("query,pragma,value", [
+    ("", "synchronous", 2), ("?synchronous=normal", "synchronous", 1),
+    ("", "wal_autocheckpoint", WAL_AUTOCHECKPOINT), ("?wal_autocheckpoint=123", "wal_autocheckpoint", 123),
+])
+def test_options_reach_connections(tmp_path: Path, query: str, pragma: str, value: int) -> None:
     db = open_database(f"sqlite://{tmp_path / 'u.db'}{query}")
     tr = db.create_transaction()
     assert isinstance(tr, SqliteTransaction)
-    assert tr._conn.execute("PRAGMA synchronous").fetchone()[0] == level   # type: ignore[union-attr]
+    assert tr._conn.execute(f"PRAGMA {pragma}").fetchone()[0] == value   # type: ignore[union-attr]
     tr.cancel()
     db.close()
+
+
+def test_wal_autocheckpoint_option() -> None:
+    default = SqliteOptions.parse("sqlite:///a/b.db")
+    assert default.wal_autocheckpoint == WAL_AUTOCHECKPOINT
+    assert SqliteOptions.parse("sqlite:///a/b.db?synchronous=normal&wal_autocheckpoint=250") == \
+        SqliteOptions(Path("/a/b.db"), "NORMAL", 5000, 250)
 
 
 def test_not_a_database_is_store_unavailable(tmp_path: Path) -> None:
