@@ -176,7 +176,10 @@ class TableName:
 
 
 def parse_any(name: NameLike) -> CatalogName | DatabaseName | TableName:
-    """A catalog, database or table name by its number of parts (for the CLI)."""
+    """A catalog, database or table name by its number of parts (for the CLI); a name object is
+    returned as it is."""
+    if isinstance(name, (CatalogName, DatabaseName, TableName)):
+        return name
     parts = split_name(name) if isinstance(name, str) else list(name)
     if len(parts) == 1:
         return CatalogName.parse(parts)

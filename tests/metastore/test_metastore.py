@@ -12,6 +12,7 @@ from ushas_catalog.errors import (CatalogAlreadyExists, Conflict, InvalidArgumen
                                   NoSuchVersion, NoSuchView, PartitionAlreadyExists, TableAlreadyExists,
                                   ViewAlreadyExists)
 from ushas_catalog.metastore import Metastore
+from ushas_catalog.names import DatabaseName, TableName
 from ushas_catalog.partitions import Partition
 from ushas_catalog.records.store import RecordStore
 from ushas_catalog.schema import parse_type
@@ -173,6 +174,8 @@ def test_schema_evolution_and_time_travel(sales: Metastore) -> None:
     assert [(h.version, h.operation, h.schema_id) for h in hist] == [
         (4, "ALTER TABLE", 3), (3, "ALTER TABLE", 3), (2, "ALTER TABLE", 2), (1, "CREATE TABLE", 1)]
     assert hist[0].user == "tester" and hist[0].detail["changes"][0]["type"] == "SetProperty"
+    assert sales.history(TableName.parse(T)) == hist  # a name object works as well as a string
+    assert sales.history(DatabaseName.parse("main.sales")) == sales.history("main.sales")
 
 
 @pytest.mark.parametrize("change, message", [
@@ -267,9 +270,7 @@ def test_rename_within_and_across_databases(sales: Metastore) -> None:
     assert any(tid in k for k in raw_keys(sales))
 
 
-def sales_db_name():  # type: ignore[no-untyped-def]
-    from ushas_catalog.names import DatabaseName
-
+def sales_db_name() -> DatabaseName:
     return DatabaseName("main", "sales")
 
 

@@ -40,6 +40,7 @@ def test_table_names_normalize_and_round_trip() -> None:
     assert TableName.parse(("Main", "Sales", "x.y")) == TableName("main", "sales", "x.y")
     assert quote("a`b") == "`a``b`"
     assert isinstance(parse_any("a.b"), DatabaseName)
+    assert parse_any(tn) is tn and parse_any(DatabaseName("a", "b")) == DatabaseName("a", "b")
 
 
 @pytest.mark.parametrize("name, message", [
