@@ -714,6 +714,8 @@ def _resolve(doc: PlanDocument) -> LineageResult:
             _unknown(p, node)
         else:
             handler(p, node)
+            if handler is _relation and node.index in p.datasets:
+                continue  # every output column is pending on this relation: nothing to check
         _check_output(p, node, known=handler is not None)
     return _result(p)
 
