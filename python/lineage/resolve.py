@@ -688,6 +688,8 @@ def _scopes(doc: PlanDocument) -> list[int]:
     A subquery plan root is its own scope; parents come after children in the document, so one
     reverse pass hands every other node its parent's scope."""
     scope = [ROOT_SCOPE] * len(doc.nodes)
+    if not doc.subqueries:
+        return scope  # no subquery plan: every node is in the root scope
     for sq in doc.subqueries:
         scope[sq] = sq
     for node in reversed(doc.nodes):
