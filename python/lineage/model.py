@@ -70,7 +70,6 @@ class EdgeSubtype(str, Enum):
         return EdgeKind.INDIRECT
 
 
-_DIRECT_SUBTYPES = frozenset({EdgeSubtype.IDENTITY, EdgeSubtype.TRANSFORMATION, EdgeSubtype.AGGREGATION})
 _DIRECT_RANK = {EdgeSubtype.IDENTITY: 0, EdgeSubtype.TRANSFORMATION: 1, EdgeSubtype.AGGREGATION: 2}
 
 

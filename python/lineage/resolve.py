@@ -35,8 +35,6 @@ IDENTITY = EdgeSubtype.IDENTITY
 # tuple.__new__(NamedTupleClass, values): a model value built without the Python-level __new__
 # of a NamedTuple (every field given, in order), in the few paths run for every column reference
 _new = tuple.__new__
-AGGREGATION = EdgeSubtype.AGGREGATION
-DIRECT = EdgeKind.DIRECT
 
 # Operators that do not change the attributes flowing through them (their output is a subset
 # of their children's, same exprIds) and add no column dependency of their own.
@@ -107,16 +105,11 @@ class _Pass:
         return expr_id in self.env or expr_id in self.lazy
 
     def _materialize(self, expr_id: int) -> ColumnNode:
-        """The column node of a relation attribute, on its first reference (``define`` inlined:
-        this runs for every column a query uses)."""
+        """The column node of a relation attribute, on its first reference."""
         rel, ds, name, ds_name = self.lazy.pop(expr_id)
-        node = _new(ColumnNode, (name, None, expr_id, None))
-        if node in self.derivations:  # the exprId was defined before by another node
-            node = ColumnNode(name, None, expr_id, rel.index)
         leaf = _new(ColumnNode, (name, ds, None, None))
-        self.derivations[node] = _new(Derivation, (rel.kind, ds_name, (_new(Step, (leaf, IDENTITY)),), None, True))
-        self.env[expr_id] = node
-        return node
+        return self.define(name, expr_id, rel.index,
+                           _new(Derivation, (rel.kind, ds_name, (_new(Step, (leaf, IDENTITY)),), None, True)))
 
     def define(self, name: str, expr_id: int, index: int, deriv: Derivation) -> ColumnNode:
         node = _new(ColumnNode, (name, None, expr_id, None))
@@ -179,8 +172,6 @@ class _Pass:
         # (expr, in_aggregate, indirect subtype or None)
         stack: list[tuple[Expr, bool, EdgeSubtype | None]] = [(expr, aggregate, None)]
         pop = stack.pop
-        env = self.env
-        leaf_subtype = IDENTITY if bare else EdgeSubtype.TRANSFORMATION
         while stack:
             e, agg, ind = pop()
             kind = e.kind
@@ -193,20 +184,8 @@ class _Pass:
                             self._found(found, self.ref(a.expr_id, a.name), agg, ind, bare, force)
                 continue  # outer attributes / join conditions are inside the subquery plan
             if not children:
-                expr_id = e.expr_id
-                if expr_id is not None and kind not in NON_REFERENCES:
-                    # the hottest path of resolution: Pass.ref's env hit and _found, inlined
-                    node = env.get(expr_id)
-                    if node is None:
-                        node = self.ref(expr_id, e.name or "?")
-                    sub = ind if ind is not None else AGGREGATION if agg else force if force is not None \
-                        else leaf_subtype
-                    key = (node, sub.kind)
-                    prev = found.get(key)
-                    if prev is None:
-                        found[key] = sub
-                    elif key[1] is DIRECT:
-                        found[key] = compose_subtypes(prev, sub)
+                if e.expr_id is not None and kind not in NON_REFERENCES:
+                    self._found(found, self.ref(e.expr_id, e.name or "?"), agg, ind, bare, force)
                 continue
             if kind == "AggregateExpression":  # children: the function, then FILTER (WHERE ...)
                 stack.append((children[0], True, ind))
