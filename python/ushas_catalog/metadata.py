@@ -595,23 +595,23 @@ class MetadataWriter:
     def _entry_type(state: ObjectState, entry: Entry) -> ObjectType:
         return ObjectType.COLUMN if entry.column is not None else state.type
 
-    def _index_entry(self, oid: uuid.UUID, state: ObjectState, entry: Entry) -> None:
+    def _index_keys(self, oid: uuid.UUID, state: ObjectState, entry: Entry) -> Iterator[tuple[str, bytes]]:
+        """(field, index key) of each index entry of ``entry``; none when the index is off."""
         if not self.index:
             return
         keys = self.keys
         tail = keys.index_tail(self._entry_type(state, entry), entry.scope, oid) + pack_element(entry.column) + \
             pack_element(entry.key)
         for fld, term in entry.index_terms():
-            self.tr.set(keys.index_head(fld, term) + tail, index_value(fld, state.name, entry.value))
+            yield fld, keys.index_head(fld, term) + tail
+
+    def _index_entry(self, oid: uuid.UUID, state: ObjectState, entry: Entry) -> None:
+        for fld, key in self._index_keys(oid, state, entry):
+            self.tr.set(key, index_value(fld, state.name, entry.value))
 
     def _unindex_entry(self, oid: uuid.UUID, state: ObjectState, entry: Entry) -> None:
-        if not self.index:
-            return
-        keys = self.keys
-        tail = keys.index_tail(self._entry_type(state, entry), entry.scope, oid) + pack_element(entry.column) + \
-            pack_element(entry.key)
-        for fld, term in entry.index_terms():
-            self.tr.clear(keys.index_head(fld, term) + tail)
+        for _, key in self._index_keys(oid, state, entry):
+            self.tr.clear(key)
 
     def set_comment(self, oid: uuid.UUID, state: ObjectState, column: str | None, old: str | None,
                     new: str | None, *, history: bool) -> None:
