@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
 import sys
@@ -34,32 +33,22 @@ from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
 
+from _spark import ushas_session  # noqa: E402  (bench/ is the script's directory)
+
 MODES = {"off": {"enabled": "false"}, "on": {}, "ttl": {"check": "false"}}
 CATALOGS = {"off": "ushas_off", "on": "ushas", "ttl": "ushas_ttl"}
 
 
 def session(root: Path) -> Any:
-    from pyspark.sql import SparkSession
-
-    from ushas_catalog.spark import configure
-
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    (root / "warehouse").mkdir()
+    """The default ``ushas`` catalog plus one catalog per cache mode, on the same store."""
     uri = f"sqlite:///{root / 'ushas.db'}"
-    builder = (SparkSession.builder.master("local[2]").appName("ushas-bench-cache")
-               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "2"))
-    builder = configure(builder, name="ushas", uri=uri, warehouse=str(root / "warehouse"), lineage=False)
+    conf: dict[str, str] = {}
     for mode, options in MODES.items():
-        name = CATALOGS[mode]
-        prefix = f"spark.sql.catalog.{name}"
-        builder = (builder.config(prefix, "io.ushas.spark.UshasCatalog").config(f"{prefix}.uri", uri)
-                   .config(f"{prefix}.catalog", "ushas").config(f"{prefix}.warehouse", str(root / "warehouse")))
-        for key, value in options.items():
-            builder = builder.config(f"{prefix}.cache.{key}", value)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+        prefix = f"spark.sql.catalog.{CATALOGS[mode]}"
+        conf.update({prefix: "io.ushas.spark.UshasCatalog", f"{prefix}.uri": uri, f"{prefix}.catalog": "ushas",
+                     f"{prefix}.warehouse": str(root / "warehouse")})
+        conf.update({f"{prefix}.cache.{key}": value for key, value in options.items()})
+    return ushas_session("ushas-bench-cache", root, conf=conf)
 
 
 def timed(fn: Callable[[], Any]) -> float:

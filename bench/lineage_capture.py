@@ -50,31 +50,15 @@ from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
 
+from _spark import ushas_session  # noqa: E402  (bench/ is the script's directory)
+
 GOAL = 1.02
 
 
 def session(root: Path) -> Any:
-    from pyspark.sql import SparkSession
-
-    from ushas_catalog.spark import configure
-
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    for d in ("warehouse", "hive", "derby", "paths"):
-        (root / d).mkdir()
-    builder = (SparkSession.builder.master("local[2]").appName("ushas-bench-capture")
-               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "2").config("spark.default.parallelism", "2")
-               .config("spark.sql.warehouse.dir", str(root / "hive"))
-               .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={root / 'derby'}")
-               .config("spark.hadoop.javax.jdo.option.ConnectionURL",
-                       f"jdbc:derby:;databaseName={root / 'derby' / 'metastore_db'};create=true")
-               .enableHiveSupport())
-    # lineage=False: no listener from the configuration; the benchmark attaches its own instance
-    builder = configure(builder, name="ushas", uri=f"sqlite:///{root / 'ushas.db'}",
-                        warehouse=str(root / "warehouse"), lineage=False)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+    (root / "paths").mkdir()
+    # no listener from the configuration: the benchmark attaches its own instance
+    return ushas_session("ushas-bench-capture", root, hive=True, conf={"spark.default.parallelism": "2"})
 
 
 @dataclass

@@ -19,7 +19,6 @@ Prints each time and the ratio ushas / hive (goal: all < 1; SHOW PARTITIONS and 
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import tempfile
@@ -28,6 +27,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
+
+from _spark import ushas_session  # noqa: E402  (bench/ is the script's directory)
 
 SIDES = ("spark_catalog", "ushas")
 INCLUDES = {
@@ -40,27 +41,8 @@ INCLUDES = {
 
 
 def session(root: Path, cache: bool) -> Any:
-    from pyspark.sql import SparkSession
-
-    from ushas_catalog.spark import configure
-
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    for d in ("warehouse", "hive", "derby"):
-        (root / d).mkdir()
-    builder = (SparkSession.builder.master("local[2]").appName("ushas-bench")
-               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.sql.warehouse.dir", str(root / "hive"))
-               .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={root / 'derby'}")
-               .config("spark.hadoop.javax.jdo.option.ConnectionURL",
-                       f"jdbc:derby:;databaseName={root / 'derby' / 'metastore_db'};create=true")
-               .config("spark.sql.catalog.ushas.cache.enabled", str(cache).lower())
-               .enableHiveSupport())
-    builder = configure(builder, name="ushas", uri=f"sqlite:///{root / 'ushas.db'}",
-                        warehouse=str(root / "warehouse"), lineage=False)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+    return ushas_session("ushas-bench", root, hive=True,
+                         conf={"spark.sql.catalog.ushas.cache.enabled": str(cache).lower()})
 
 
 def timed(fn: Callable[[], Any]) -> float:
