@@ -54,6 +54,22 @@ def test_get_set_clear(store: Store) -> None:
         KeyValue(k(b"a"), b"2"), KeyValue(k(b"b"), b"")]
 
 
+def test_set_many_is_set_of_each_pair_in_order(store: Store) -> None:
+    db, k = store.db, store.key
+
+    def write(tr: Transaction) -> list[bytes | None]:
+        tr.set(k(b"z"), b"old")
+        tr.set_many([(k(b"b"), b"1"), (k(b"a"), b"2"), (bytearray(k(b"c")), memoryview(b"3")), (k(b"b"), b"4"),
+                     (k(b"z"), b"new")])
+        return [tr.get(k(x)) for x in (b"a", b"b", b"c", b"z")]  # read your writes
+
+    assert db.run(write) == [b"2", b"4", b"3", b"new"]
+    assert db.run(lambda tr: list(tr.get_range(store.prefix, store.end()))) == [
+        KeyValue(k(b"a"), b"2"), KeyValue(k(b"b"), b"4"), KeyValue(k(b"c"), b"3"), KeyValue(k(b"z"), b"new")]
+    db.run(lambda tr: tr.set_many([]))
+    assert len(db.run(lambda tr: list(tr.get_range(store.prefix, store.end())))) == 4
+
+
 def test_range_order_is_bytewise_including_high_bytes(store: Store) -> None:
     suffixes = [bytes([b]) for b in range(256)] + [b"\x01\x00", b"\x7f\xff", b"\x80", b"\x80\x00",
                                                     b"\xfe\xff\xff", b"", b"\x00\x00"]
@@ -293,6 +309,10 @@ LIMIT_CASES = [
      lambda s, tr: tr.clear(s.prefix + b"k" * (10_001 - len(s.prefix)))),
     ("value_bytes", lambda s, tr: tr.set(s.key(b"v"), b"x" * 100_000),
      lambda s, tr: tr.set(s.key(b"v"), b"x" * 100_001)),
+    ("key_bytes", lambda s, tr: tr.set_many([(s.key(b"a"), b""), (s.prefix + b"k" * (10_000 - len(s.prefix)), b"v")]),
+     lambda s, tr: tr.set_many([(s.key(b"a"), b""), (s.prefix + b"k" * (10_001 - len(s.prefix)), b"v")])),
+    ("value_bytes", lambda s, tr: tr.set_many([(s.key(b"v"), b"x" * 100_000)]),
+     lambda s, tr: tr.set_many([(s.key(b"a"), b""), (s.key(b"v"), b"x" * 100_001)])),
 ]
 
 
@@ -325,6 +345,7 @@ def test_transaction_size_limit(store: Store) -> None:
 
 @pytest.mark.parametrize("op,cost", [
     (lambda s, tr: tr.set(s.key(b"k"), b"vvvv"), lambda s: len(s.key(b"k")) + 4),
+    (lambda s, tr: tr.set_many([(s.key(b"k"), b"vv"), (s.key(b"l"), b"")]), lambda s: 2 * len(s.key(b"k")) + 2),
     (lambda s, tr: tr.clear(s.key(b"k")), lambda s: 2 * len(s.key(b"k")) + 1),
     (lambda s, tr: tr.clear_range(s.key(b"a"), s.key(b"bb")), lambda s: len(s.key(b"a")) + len(s.key(b"bb"))),
     (lambda s, tr: tr.add(s.key(b"k"), 1), lambda s: len(s.key(b"k")) + 8),
@@ -364,6 +385,9 @@ def test_transaction_time_limit(store: Store) -> None:
     (lambda s, tr: tr.set(s.key(b"k"), "text"), "value must be bytes"),
     (lambda s, tr: tr.get(b"\xff/system"), "system keyspace"),
     (lambda s, tr: tr.set(b"\xff", b"v"), "system keyspace"),
+    (lambda s, tr: tr.set_many([(s.key(b"k"), b"v"), (b"\xff", b"v")]), "system keyspace"),
+    (lambda s, tr: tr.set_many([(s.key(b"k"), "text")]), "value must be bytes"),
+    (lambda s, tr: tr.set_many([("text", b"v")]), "key must be bytes"),
     (lambda s, tr: list(tr.get_range(b"", b"\xff\x00")), "system keyspace"),
     (lambda s, tr: list(tr.get_range(b"", b"\xff", limit=-1)), "range limit"),
     (lambda s, tr: tr.add(s.key(b"k"), 1.5), "delta must be an int"),

@@ -26,7 +26,7 @@ import random
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, TypeVar, ParamSpec
+from typing import Any, Callable, Iterable, Iterator, TypeVar, ParamSpec
 
 from ..errors import Conflict
 
@@ -87,6 +87,12 @@ class Transaction(ABC):
     @abstractmethod
     def clear_range(self, begin: bytes, end: bytes) -> None:
         """Remove every key with ``begin <= key < end``."""
+
+    def set_many(self, pairs: Iterable[tuple[bytes, bytes]]) -> None:
+        """``set(key, value)`` of each pair, in order (an engine may check and buffer them in
+        one step: the search index merge writes thousands)."""
+        for key, value in pairs:
+            self.set(key, value)
 
     def clear_range_startswith(self, prefix: bytes) -> None:
         self.clear_range(prefix, strinc(prefix))

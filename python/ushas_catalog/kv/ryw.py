@@ -88,6 +88,10 @@ class WriteBuffer:
     def set(self, key: bytes, value: bytes) -> None:
         self._put(key, (SET, value))
 
+    def set_many(self, pairs: list[tuple[bytes, bytes]]) -> None:
+        for key, value in pairs:
+            self._put(key, (SET, value))
+
     def clear(self, key: bytes) -> None:
         self._put(key, (CLEAR, None))
 

@@ -57,7 +57,7 @@ import sqlite3
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from ..errors import InvalidArgument, StoreUnavailable
@@ -284,6 +284,10 @@ class SqliteTransaction(Transaction):
     def set(self, key: bytes, value: bytes) -> None:
         self._live()
         self._writes.set(*self._guard.on_set(key, value))
+
+    def set_many(self, pairs: Iterable[tuple[bytes, bytes]]) -> None:
+        self._live()
+        self._writes.set_many(self._guard.on_set_many(pairs))
 
     def clear(self, key: bytes) -> None:
         self._live()
