@@ -12,7 +12,9 @@ costs table creation, measured in the same run.
   * ``index``: the product (``Metastore``): the metastore records and commit, the metadata
     (SYSTEM created / updated by and at, format, partition count; the Spark-mirrored USER
     owner and tags with their history records; the state record with the schema field
-    names) and the search index;
+    names) and the search index: each table's index entries as one pending key, merged into
+    the index after about one create in 256 (``metadata.INDEX_MERGE_AT``), inside that
+    ``create_table`` call, so counted;
   * ``no index`` (the baseline): the same ``Metastore`` with only the index maintenance
     switched off (``metadata_sync.on_commit(..., index=False)``): every key above but the
     index keys;
@@ -20,9 +22,12 @@ costs table creation, measured in the same run.
     never does (``meta show``, ``meta history`` and the Spark mirroring need the metadata).
 
   The write-cost ratio is index / no index of the TOTAL time spent in the ``create_table``
-  calls of each store (every call summed: the periodic WAL checkpoints, which fall on a few
-  calls, are counted), for the whole load and for its last tenth (the stores then hold
-  90-100% of the tables); the goal (<= 1.5x) is judged on these totals, both of them. For
+  calls of each store (every call summed: the periodic WAL checkpoints and index merges, which
+  fall on a few calls, are counted), for the whole load and for its last tenth (the stores
+  then hold 90-100% of the tables); what is still pending at the end is merged then, and that
+  merge is counted too (added to the last call); the goal (<= 1.5x) is judged on these totals,
+  both of them (the last tenth only when it spans 3 merge periods or more: not with
+  ``--quick``, whose last 100 tables hold zero, one or two merges of ~256 tables). For
   information: the same ratio in CPU time of this process (the machine is shared), the median
   over blocks of 100 tables of the per-block ratio (which hides a checkpoint that falls in few
   blocks), the longest single call of each store (a checkpoint pause) and the WAL file sizes
@@ -56,6 +61,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 
 from ushas_catalog import metadata_sync  # noqa: E402
+from ushas_catalog.metadata import INDEX_MERGE_AT  # noqa: E402
 from ushas_catalog.kv.base import Transaction  # noqa: E402
 from ushas_catalog.metastore import Metastore, Mutation  # noqa: E402
 from ushas_catalog.search import scan_search  # noqa: E402
@@ -162,6 +168,20 @@ def create_all(stores: dict[str, Metastore], n: int, rng: random.Random, progres
     return timings
 
 
+def merge_rest(stores: dict[str, Metastore], timings: dict[str, Timings]) -> str:
+    """Merge what is still pending in the index stores; the time is added to their last
+    ``create_table`` call (the load's index cost includes every merge)."""
+    out = []
+    for label, ms in stores.items():
+        if label.startswith("index"):
+            w, c = time.perf_counter(), time.process_time()
+            n = ms.merge_index()
+            timings[label].cpu[-1] += time.process_time() - c
+            timings[label].wall[-1] += time.perf_counter() - w
+            out.append(f"{label}: {n} objects, {(time.perf_counter() - w) * 1000:.0f} ms")
+    return "; ".join(out)
+
+
 def block_ratio(num: list[float], den: list[float]) -> float:
     """The median over blocks of BLOCK tables of sum(num) / sum(den) in the block (for information:
     a median hides a checkpoint that falls in few blocks)."""
@@ -242,6 +262,7 @@ def main() -> int:
         print(f"creating {n} tables (~20 columns, 3 tags, an owner each) in each of {len(stores)} stores"
               f"{' [' + args.options + ']' if args.options else ''} ...", flush=True)
         timings = create_all(stores, n, rng, progress=True)
+        print(f"pending index entries merged at the end (counted): {merge_rest(stores, timings)}")
         tenth = n - n // 10
         print()
         print(WRITE_HEADER)
@@ -260,13 +281,17 @@ def main() -> int:
             s.close()
         print(f"goal: scan/index >= {SEARCH_GOAL:.0f}x on the selective queries\n")
         full_stores = open_stores(tmp, "full", "full", args.options)
+        full_timings = create_all(full_stores, writes, rng)
+        print(f"pending index entries merged at the end (counted): {merge_rest(full_stores, full_timings)}")
         print(WRITE_HEADER)
-        full = report_writes(f"full, 0 -> {writes:,} tables", create_all(full_stores, writes, rng))
+        full = report_writes(f"full, 0 -> {writes:,} tables", full_timings)
         for s in full_stores.values():
             s.close()
-        ok &= total <= WRITE_GOAL and last <= WRITE_GOAL
+        judge_tail = n // 10 >= 3 * INDEX_MERGE_AT
+        ok &= total <= WRITE_GOAL and (last <= WRITE_GOAL or not judge_tail)
         print(f"goal: index / no index <= {WRITE_GOAL}x on the TOTAL time of the create_table calls "
-              f"(synchronous=normal, all {n:,} tables: {total:.2f}x, last tenth: {last:.2f}x; "
+              f"(synchronous=normal, all {n:,} tables: {total:.2f}x, last tenth: {last:.2f}x"
+              f"{'' if judge_tail else ' (not judged: shorter than 3 index merge periods)'}; "
               f"synchronous=full: {full:.2f}x)")
     print("all goals met" if ok else "GOAL MISSED (see above)")
     return 0 if ok else 1

@@ -65,6 +65,8 @@ METADATA_CHILDREN: tuple[Directory, ...] = (
     constant("MetadataIndex", "Mi",
              doc="(field, term, kind code, scope code, objectId, column | None, key) -> (name[, value]): "
                  "search index"),
+    constant("MetadataPending", "Mp", typed("objectId", KeyType.UUID),
+             doc="-> the index entries of an object created since the last merge into MetadataIndex"),
 )
 #: read / write counters per object
 USAGE_PROFILE_CHILDREN: tuple[Directory, ...] = (

@@ -40,11 +40,18 @@ _PARTITION_OPS = {"ADD PARTITIONS": ("added",), "DROP PARTITIONS": ("dropped",),
                   "REPLACE PARTITIONS": ("added", "dropped")}
 
 
-def on_commit(ms: "Metastore", tr: Transaction, m: "Mutation", *, index: bool = True) -> None:
+def on_commit(ms: "Metastore", tr: Transaction, m: "Mutation", *, index: bool = True) -> bool:
     """Bring the metadata of the mutated object in step with the commit ``m``. ``index=False``
-    only for the write-cost baseline of ``bench/search.py`` (no index key written)."""
+    only for the write-cost baseline of ``bench/search.py`` (no index key written). Returns
+    whether enough index entries are pending for the metastore to merge them into the index
+    (after this transaction: :meth:`Metastore.merge_index`)."""
     w = MetadataWriter(tr, MetadataKeys(ms.project_path), ms.user, source="catalog", now_micros=m.time_micros,
                        index=index)
+    _sync(ms, tr, m, w)
+    return w.finish(ms.index_merge_at)
+
+
+def _sync(ms: "Metastore", tr: Transaction, m: "Mutation", w: MetadataWriter) -> None:
     oid: uuid.UUID = m.path.value
     otype = ObjectType(m.kind.upper())
     op = m.operation

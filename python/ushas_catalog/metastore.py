@@ -26,6 +26,7 @@ from __future__ import annotations
 import datetime as dt
 import getpass
 import json
+import logging
 import os
 import time
 import uuid
@@ -40,10 +41,11 @@ from . import records as rec
 from .change_feed import Change, ChangeFeed
 from .errors import (CatalogAlreadyExists, Conflict, InvalidArgument, NamespaceAlreadyExists, NamespaceNotEmpty,
                      NoSuchCatalog, NoSuchNamespace, NoSuchPartition, NoSuchTable, NoSuchVersion, NoSuchView,
-                     PartitionAlreadyExists, TableAlreadyExists, ViewAlreadyExists)
+                     PartitionAlreadyExists, TableAlreadyExists, UshasError, ViewAlreadyExists)
 from .keyspace import KeySpacePath
 from .kv import Database, Transaction, open_database
 from .layout import DEFAULT_LAYOUT, Layout
+from .metadata import INDEX_MERGE_AT
 from .names import CatalogName, DatabaseName, NameLike, TableName, parse_any, validate_project
 from .objects import (CatalogInfo, DatabaseInfo, DroppedObject, HistoryItem, MutationResult, RelationSummary,
                       SubspaceStats, TableInfo, ViewInfo, detail_from_json, micros_to_datetime)
@@ -204,6 +206,11 @@ class Metastore:
         self._catalogs = self.project_path.add("Catalog")
         #: the project's ordered log of mutations (written by _commit)
         self.change_feed = ChangeFeed(self)
+        #: one create in this many (on average) runs :meth:`merge_index` after its commit (1:
+        #: every create, 0: no pending entries; see :mod:`ushas_catalog.metadata`, "Pending
+        #: index entries")
+        self.index_merge_at = INDEX_MERGE_AT
+        self._merge_due = False
 
     @classmethod
     def open(cls, uri: str, project: str = "default", *, root_prefix: bytes = b"",
@@ -221,7 +228,29 @@ class Metastore:
         self.close()
 
     def _run(self, fn: Callable[[Transaction], T]) -> T:
-        return self.db.run(fn)
+        result = self.db.run(fn)
+        if self._merge_due:  # a commit filled the pending index entries: merge them now
+            self._merge_due = False
+            try:
+                self.merge_index()
+            except UshasError as e:  # fn committed: its caller must not see this; the next commit retries
+                logging.getLogger(__name__).warning("search index merge failed, left pending: %s", e)
+        return result
+
+    def merge_index(self) -> int:
+        """Move the pending search index entries into the index (each transaction at most
+        :data:`~ushas_catalog.metadata.MERGE_BATCH_BYTES` of them); returns the objects moved.
+        Runs by itself after about one create in ``index_merge_at``; searches
+        read pending entries too, so this changes how fast the index is written and read, never
+        what a search finds."""
+        from .metadata import MetadataKeys, merge_pending
+
+        keys = MetadataKeys(self.project_path)
+        total, more = 0, True
+        while more:
+            merged, more = self.db.run(lambda tr: merge_pending(tr, keys))
+            total += merged
+        return total
 
     # ==== the bookkeeping hook ====================================================
     def _commit(self, tr: Transaction, m: Mutation) -> int:
@@ -266,7 +295,8 @@ class Metastore:
     def _metadata_commit(self, tr: Transaction, m: "Mutation") -> None:
         from . import metadata_sync
 
-        metadata_sync.on_commit(self, tr, m)
+        if metadata_sync.on_commit(self, tr, m):
+            self._merge_due = True
 
     def _metadata_purge(self, tr: Transaction, path: KeySpacePath) -> None:
         """Before the keys of the object at ``path`` are cleared (purge, drop view)."""

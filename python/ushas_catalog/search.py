@@ -44,6 +44,7 @@ import json
 import time
 import uuid
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, NamedTuple, Sequence
 
 import fdb.tuple as fdbtuple
@@ -52,8 +53,8 @@ from .errors import InvalidArgument
 from .keyspace import KeySpacePath
 from .kv.base import Transaction
 from .metadata import (F_FIELD, F_KEY_VALUE, F_TAG, F_VALUE, INDEX_SCOPES, INDEX_TYPES, VALUE_ONLY_SYSTEM_KEYS,
-                       MetadataKeys, ObjectType, Scope, field_terms, fold, index_value, pack_element, shown,
-                       unpack_index_value)
+                       MetadataKeys, ObjectType, Scope, decode_pending, field_terms, fold, index_value, pack_element,
+                       pending_rows, shown, unpack_index_value)
 
 if TYPE_CHECKING:
     from .metastore import Metastore
@@ -299,25 +300,28 @@ def search(ms: "Metastore", query: str, *, types: Iterable[ObjectType | str] | O
 def _index_hits(tr: Transaction, keys: MetadataKeys, q: Query, filters: Filters) -> list[SearchHit]:
     found: dict[tuple[ObjectType, uuid.UUID, str | None], SearchHit] = {}
     plen = len(keys.index_prefix)
+    pending = [kv.value for kv in tr.get_range(*keys.pending_range(), snapshot=True)]
     for scan in q.scans():
         start = keys.index_prefix + pack_element(scan.field) + pack_element(scan.term)
         begin = start[:-1] if scan.prefix else start
-        for kv in tr.get_range(begin, begin + b"\xff", snapshot=True):
-            f, t, type_code, scope_code, oid, column, key = fdbtuple.unpack(kv.key[plen:])
+        end = begin + b"\xff"
+        rows = ((kv.key[plen:], kv.value) for kv in tr.get_range(begin, end, snapshot=True))
+        for rel, value in chain(rows, pending_rows(pending, begin[plen:], end[plen:])):
+            f, t, type_code, scope_code, oid, column, key = fdbtuple.unpack(rel)
             sc = INDEX_SCOPES[scope_code]
             if scan.as_key_value:
                 if sc is not Scope.SYSTEM or key not in VALUE_ONLY_SYSTEM_KEYS:
                     continue
-                f, t = F_KEY_VALUE, fold(shown(F_KEY_VALUE, column, key, unpack_index_value(kv.value)[1]))
+                f, t = F_KEY_VALUE, fold(shown(F_KEY_VALUE, column, key, unpack_index_value(value)[1]))
             cls = q.classify(f, t, key)
             if cls is None:
                 continue
             rtype = filters.result_type(f, INDEX_TYPES[type_code])
             if not filters.accepts(rtype, sc):
                 continue
-            name, value = unpack_index_value(kv.value)
+            name, shown_value = unpack_index_value(value)
             _add(found, rtype, oid, name, column if rtype is ObjectType.COLUMN else None, cls,
-                 Match(_FIELD_NAMES[f], sc, column, shown(f, column, key, value)))
+                 Match(_FIELD_NAMES[f], sc, column, shown(f, column, key, shown_value)))
     return list(found.values())
 
 
@@ -517,19 +521,24 @@ class IndexCheck:
     missing: list[bytes]
     stale: list[bytes]
     wrong_value: list[bytes]
+    #: objects with pending entries
+    pending: int = 0
+    #: keys both in the index and pending (an object's entries are in one place)
+    twice: list[bytes] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return not (self.missing or self.stale or self.wrong_value)
+        return not (self.missing or self.stale or self.wrong_value or self.twice)
 
     def to_json(self) -> dict[str, Any]:
         return {"ok": self.ok, "expected": self.expected, "missing": len(self.missing), "stale": len(self.stale),
-                "wrong_value": len(self.wrong_value)}
+                "wrong_value": len(self.wrong_value), "twice": len(self.twice), "pending": self.pending}
 
 
 def check_index(ms: "Metastore") -> IndexCheck:
     """Recompute the index of the project from the records (live objects' metadata entries,
-    schemas and comments) and compare it with the stored one, in one snapshot."""
+    schemas and comments) and compare it with the stored one (the index and the pending
+    entries), in one snapshot."""
     keys = MetadataKeys(ms.project_path)
 
     def fn(tr: Transaction) -> IndexCheck:
@@ -539,8 +548,17 @@ def check_index(ms: "Metastore") -> IndexCheck:
                 etype = ObjectType.COLUMN if column is not None and fld != F_FIELD else otype
                 expected[keys.index_key(fld, term, etype, sc, oid, column, key)] = index_value(fld, name, value)
         actual = {kv.key: kv.value for kv in tr.get_range(*keys.index.range(), snapshot=True)}
+        pending = [kv.value for kv in tr.get_range(*keys.pending_range(), snapshot=True)]
+        twice = []
+        for data in pending:
+            for rel, value in decode_pending(data):
+                key = keys.index_prefix + rel
+                if key in actual:
+                    twice.append(key)
+                actual[key] = value
         return IndexCheck(len(expected), sorted(set(expected) - set(actual)), sorted(set(actual) - set(expected)),
-                          sorted(k for k in set(actual) & set(expected) if actual[k] != expected[k]))
+                          sorted(k for k in set(actual) & set(expected) if actual[k] != expected[k]),
+                          len(pending), sorted(twice))
 
     return ms._run(fn)
 

@@ -4,12 +4,16 @@ from typing import Iterator
 
 import pytest
 
+from ushas_catalog.metadata import INDEX_MERGE_AT
 from ushas_catalog.metastore import Metastore
 
 
-@pytest.fixture
-def ms(store_uri: str) -> Iterator[Metastore]:
+@pytest.fixture(params=[INDEX_MERGE_AT, 1], ids=["pending", "merged"])
+def ms(store_uri: str, request: pytest.FixtureRequest) -> Iterator[Metastore]:
+    """A metastore whose new objects' index entries stay pending (the default: fewer than
+    INDEX_MERGE_AT objects here), or are merged into the index after every create."""
     m = Metastore.open(store_uri, project="acme", user="tester")
+    m.index_merge_at = request.param
     yield m
     m.close()
 

@@ -234,7 +234,8 @@ def test_drop_removes_index_entries_and_undrop_restores_them(sales: Metastore, d
 def _metadata_keys(ms: Metastore) -> int:
     keys = MetadataKeys(ms.project_path)
     return ms.db.run(lambda tr: sum(1 for _ in tr.get_range(*keys.objects.range()))
-                     + sum(1 for _ in tr.get_range(*keys.index.range())))
+                     + sum(1 for _ in tr.get_range(*keys.index.range()))
+                     + sum(1 for _ in tr.get_range(*keys.pending_range())))
 
 
 @pytest.mark.parametrize("purge", [
@@ -292,6 +293,8 @@ def test_projects_are_isolated(store_uri: str) -> None:
             ms.create_catalog("main")
             ms.create_database("main.db")
             ms.create_table("main.db.t", "customer_id BIGINT")
+        found = [{h.id for h in ms.search("customer_id").hits} for ms in (a, b)]  # pending entries: per project
+        assert len(found[0]) == len(found[1]) == 1 and found[0] != found[1]
         a.metadata.tag("main.db.t", ["only_alpha"])
         assert [h.name for h in a.search("only_alpha").hits] == ["main.db.t"]
         assert b.search("only_alpha").total == 0

@@ -141,6 +141,7 @@ def test_value_only_system_keys_have_no_key_value_entries(shared_values: Metasto
 
     from ushas_catalog.metadata import INDEX_SCOPES, VALUE_ONLY_SYSTEM_KEYS, MetadataKeys, Scope
 
+    shared_values.merge_index()
     keys = MetadataKeys(shared_values.project_path)
     rows = shared_values.db.run(lambda tr: [fdbtuple.unpack(kv.key[len(keys.index_prefix):])
                                             for kv in tr.get_range(*keys.index.range())])
@@ -305,10 +306,13 @@ queries = st.tuples(st.sampled_from(["", "tag:", "key:", "value:", "field:"]), w
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=catalogs(), qs=st.lists(queries, min_size=1, max_size=4),
        types=st.sampled_from([None, "table", "column", ["catalog", "database"]]),
-       scope=st.sampled_from([None, "USER", "SYSTEM"]))
+       scope=st.sampled_from([None, "USER", "SYSTEM"]), merge_at=st.sampled_from([0, 1, 2, 3, 256]))
 def test_index_answers_like_a_full_scan(store_uri: str, ops: list[tuple[str, Any]], qs: list[str], types: Any,
-                                        scope: Any) -> None:
+                                        scope: Any, merge_at: int) -> None:
+    """Every index write path: straight into the index (0), pending and merged every 1 / 2 / 3
+    creates, pending until touched (256)."""
     ms = Metastore.open(store_uri, project=f"p{next(_projects)}", user="tester")  # a fresh project per example
+    ms.index_merge_at = merge_at
     try:
         _apply(ms, ops)
         check = check_index(ms)
