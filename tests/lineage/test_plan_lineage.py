@@ -553,6 +553,26 @@ def test_large_plan_goes_through_a_temp_file(lin: Any) -> None:
     assert len(lineage_of_dataframe(df).outputs) == 300
 
 
+@pytest.mark.parametrize("spin", [0.0, 0.002, 5.0])
+@pytest.mark.parametrize("columns", [1, 3000])
+def test_answers_awaited_by_polling_arrive_whole(lin: Any, monkeypatch: Any, spin: float, columns: int) -> None:
+    """The calling thread polls for PlanWriter's answer before blocking (lineage.plan._SpinningReader):
+    small and large answers (3,000 columns: ~200 kB, several TCP segments, longer than the peek
+    buffer) arrive whole, with no poll, a short one or a long one; the connection stays usable for
+    every other Py4J call, and nothing else is ever polled for."""
+    from lineage import plan
+
+    monkeypatch.setattr(plan, "SPIN_SECONDS", spin)
+    df = lin.range(1).selectExpr(*[f"id + {i} as c{i}" for i in range(columns)])
+    expected = df._jdf.queryExecution().analyzed()
+    text = plan.fetch_dataset_json(df._jdf)
+    assert text == lin._jvm.io.ushas.spark.PlanWriter.toJson(expected)  # the same JSON, however read
+    assert len(lineage_of_dataframe(df).outputs) == columns
+    reader = lin._jvm._gateway_client.get_thread_connection().stream
+    assert isinstance(reader, plan._SpinningReader) and not reader.armed
+    assert lin.range(7).count() == 7 and lin.sql("select 'ok'").first()[0] == "ok"
+
+
 @pytest.mark.parametrize("sql, reads, writes", [
     (f"insert into {U} select x, cast(x as double), t.y from {T} join lin.vw using (x)",
      {"lin.t", "lin.vw"}, {"lin.u"}),
