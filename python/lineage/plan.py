@@ -243,9 +243,7 @@ def _arm(gateway_client: Any) -> "_SpinningReader | None":
         return None
     if not isinstance(stream, _SpinningReader):
         sock = getattr(conn, "socket", None)
-        if sock is None or not hasattr(stream, "readline"):
-            return None
-        if not isinstance(sock, socket.socket):
+        if not isinstance(sock, socket.socket) or not hasattr(stream, "readline"):
             return None
         stream = conn.stream = _SpinningReader(stream, sock)
     stream.armed = True

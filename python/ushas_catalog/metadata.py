@@ -52,9 +52,9 @@ soon as they commit. About every :data:`INDEX_MERGE_AT` created objects (those w
 id is a multiple of it: :func:`merge_due`; no counter, so nothing that concurrent creates
 contend on, nothing more to read or write per create), the metastore moves every pending
 entry into ``MetadataIndex`` in one transaction after the create (:func:`merge_pending`),
-where sorted, batched inserts touch each index page once. A transaction that changes a pending object (alter, tag, rename, drop...) first moves
-its entries into the index (:meth:`MetadataWriter.state`), so an object's entries are in one
-place. Why: a create writes ~30 index keys at unrelated places of the index; on a B-tree
+where sorted, batched inserts touch each index page once. A transaction that changes a pending
+object (alter, tag, rename, drop...) first moves its entries into the index
+(:meth:`MetadataWriter.state`), so an object's entries are in one place. Why: a create writes ~30 index keys at unrelated places of the index; on a B-tree
 engine (the embedded one, and FoundationDB's storage servers) each dirties its own page, which
 made creating a table 1.6x slower with the index than without. Like PostgreSQL GIN's pending
 list.
@@ -484,6 +484,19 @@ def pending_rows(values: Iterable[bytes], begin: bytes, end: bytes) -> Iterator[
                     yield key, value
 
 
+def pending_values(tr: Transaction, keys: MetadataKeys) -> list[bytes]:
+    """Every pending value of the project (a snapshot read: searches and checks)."""
+    return [kv.value for kv in tr.get_range(*keys.pending_range(), snapshot=True)]
+
+
+def _write_index(tr: Transaction, keys: MetadataKeys, entries: list[tuple[bytes, bytes]]) -> None:
+    """Set index entries given without the index prefix, in key order (neighbouring keys are
+    inserted together)."""
+    entries.sort()
+    prefix = keys.index_prefix
+    tr.set_many([(prefix + key, value) for key, value in entries])
+
+
 def merge_pending(tr: Transaction, keys: MetadataKeys, max_bytes: int = MERGE_BATCH_BYTES) -> tuple[int, bool]:
     """Move pending index entries into the index, up to ``max_bytes`` of them: (objects
     moved, whether some are left). The pending keys are read with a read conflict: a concurrent
@@ -497,9 +510,7 @@ def merge_pending(tr: Transaction, keys: MetadataKeys, max_bytes: int = MERGE_BA
         tr.clear(kv.key)
         merged += 1
         size += len(kv.value)
-    writes.sort()  # in key order: neighbouring keys are inserted together
-    prefix = keys.index_prefix
-    tr.set_many([(prefix + key, value) for key, value in writes])
+    _write_index(tr, keys, writes)
     return merged, more
 
 
@@ -620,8 +631,7 @@ class MetadataWriter:
         raw = self.tr.get(pkey)
         if raw is None:
             return
-        prefix = self.keys.index_prefix
-        self.tr.set_many([(prefix + key, value) for key, value in sorted(decode_pending(raw))])
+        _write_index(self.tr, self.keys, decode_pending(raw))
         self.tr.clear(pkey)
 
     def finish(self, merge_at: int) -> bool:
@@ -635,12 +645,12 @@ class MetadataWriter:
             if not entries:
                 continue
             items = sorted(entries.items())
-            value = encode_pending((k[plen:], v) for k, v in items) if merge_at > 0 else b""
-            if merge_at <= 0 or len(value) > PENDING_VALUE_MAX:
+            value = encode_pending((k[plen:], v) for k, v in items) if merge_at > 0 else None
+            if value is None or len(value) > PENDING_VALUE_MAX:
                 self.tr.set_many(items)
-            else:
-                self.tr.set(self.keys.pending_key(oid), value)
-                due = due or merge_due(oid, merge_at)
+                continue
+            self.tr.set(self.keys.pending_key(oid), value)
+            due = due or merge_due(oid, merge_at)
         self._deferred.clear()
         return due
 
@@ -1047,4 +1057,5 @@ __all__ = ["Scope", "ObjectType", "ObjectRef", "ObjectMetadata", "ScopedMetadata
            "MetadataStore", "MetadataWriter", "MetadataKeys", "Entry", "validate_key", "validate_value", "fold",
            "field_terms", "schema_paths", "MAX_KEY_BYTES", "MAX_VALUE_BYTES", "RESERVED_KEY_PREFIXES",
            "SPARK_PROPERTY_PREFIX", "SPARK_TAG_PREFIX", "SYSTEM_KEYS", "VALUE_ONLY_SYSTEM_KEYS", "PROPERTY", "TAG",
-           "INDEX_MERGE_AT", "encode_pending", "decode_pending", "pending_rows", "merge_pending", "merge_due"]
+           "INDEX_MERGE_AT", "encode_pending", "decode_pending", "pending_rows", "pending_values", "merge_pending",
+           "merge_due"]

@@ -54,7 +54,7 @@ from .keyspace import KeySpacePath
 from .kv.base import Transaction
 from .metadata import (F_FIELD, F_KEY_VALUE, F_TAG, F_VALUE, INDEX_SCOPES, INDEX_TYPES, VALUE_ONLY_SYSTEM_KEYS,
                        MetadataKeys, ObjectType, Scope, decode_pending, field_terms, fold, index_value, pack_element,
-                       pending_rows, shown, unpack_index_value)
+                       pending_rows, pending_values, shown, unpack_index_value)
 
 if TYPE_CHECKING:
     from .metastore import Metastore
@@ -300,7 +300,7 @@ def search(ms: "Metastore", query: str, *, types: Iterable[ObjectType | str] | O
 def _index_hits(tr: Transaction, keys: MetadataKeys, q: Query, filters: Filters) -> list[SearchHit]:
     found: dict[tuple[ObjectType, uuid.UUID, str | None], SearchHit] = {}
     plen = len(keys.index_prefix)
-    pending = [kv.value for kv in tr.get_range(*keys.pending_range(), snapshot=True)]
+    pending = pending_values(tr, keys)
     for scan in q.scans():
         start = keys.index_prefix + pack_element(scan.field) + pack_element(scan.term)
         begin = start[:-1] if scan.prefix else start
@@ -548,7 +548,7 @@ def check_index(ms: "Metastore") -> IndexCheck:
                 etype = ObjectType.COLUMN if column is not None and fld != F_FIELD else otype
                 expected[keys.index_key(fld, term, etype, sc, oid, column, key)] = index_value(fld, name, value)
         actual = {kv.key: kv.value for kv in tr.get_range(*keys.index.range(), snapshot=True)}
-        pending = [kv.value for kv in tr.get_range(*keys.pending_range(), snapshot=True)]
+        pending = pending_values(tr, keys)
         twice = []
         for data in pending:
             for rel, value in decode_pending(data):

@@ -25,11 +25,9 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-
 from typing import Iterable
 
 from ..errors import InvalidArgument, LimitExceeded
-
 from .base import Limits
 
 SYSTEM_PREFIX = b"\xff"
