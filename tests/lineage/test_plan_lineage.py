@@ -615,3 +615,33 @@ def test_plan_json_v2_shares_attributes_and_output_lists(lin: Any) -> None:
     assert sort.output is doc.nodes[sort.children[0]].output
     assert filt.output is doc.nodes[filt.children[0]].output
     assert [a.name for a in sort.output] == ["x", "y"]
+
+
+def shortcut_matches_spark(spark: Any, plans: list[Any]) -> int:
+    """Asserts PlanJson's output-list shortcut (a Filter, Sort, SubqueryAlias... takes its
+    child's output instead of asking Spark, which recomputes it down the plan) writes exactly
+    the JSON that asking Spark for every node's output writes; returns how many nodes took it."""
+    import json
+
+    writer = spark._jvm.io.ushas.spark.plan.PlanJson
+    took = 0
+    for plan in plans:
+        text = writer.write(plan)
+        assert text == writer.writeAskingSpark(plan)
+        doc = json.loads(text)
+        took += sum(doc["kinds"][n["k"]] in CHILD_OUTPUT for n in doc["nodes"])
+    return took
+
+
+#: the plan classes PlanJson.CHILD_OUTPUT names
+CHILD_OUTPUT = {"Filter", "Sort", "GlobalLimit", "LocalLimit", "Offset", "Tail", "Sample", "Distinct",
+                "Deduplicate", "DeduplicateWithinWatermark", "Repartition", "RepartitionByExpression",
+                "RebalancePartitions", "ResolvedHint", "Subquery", "SubqueryAlias", "WithCTE"}
+
+
+def test_output_shortcut_writes_what_spark_says(lin: Any) -> None:
+    from lineage.dataframe import analyze_sql
+
+    plans = [analyze_sql(lin, c.query) if c.mode == "sql" else c.query(lin)._jdf.queryExecution().analyzed()
+             for c in CASES if c.mode != "capture"]
+    assert shortcut_matches_spark(lin, plans) > len(plans)

@@ -129,6 +129,13 @@ def plan_lineage(spark: Any, sql: str) -> LineageResult:
 
 
 @pytest.mark.spark
+def test_plan_json_output_shortcut(tpch: Any) -> None:
+    from test_plan_lineage import shortcut_matches_spark
+
+    assert shortcut_matches_spark(tpch, [tpch.sql(q)._jdf.queryExecution().analyzed() for q in QUERIES.values()]) > 50
+
+
+@pytest.mark.spark
 @pytest.mark.parametrize("name", list(QUERIES))
 def test_plan_lineage_complete_and_matches(tpch: Any, name: str) -> None:
     sql = QUERIES[name]

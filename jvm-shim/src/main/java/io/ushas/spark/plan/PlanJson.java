@@ -62,14 +62,29 @@ public final class PlanJson {
     private int attrCount;
     private final IdentityHashMap<LogicalPlan, Integer> planIndex = new IdentityHashMap<>(128);
     private final IdentityHashMap<LogicalPlan, Boolean> visiting = new IdentityHashMap<>(128);
+    /** plan node -> the index of its output list in "outputs" */
+    private final IdentityHashMap<LogicalPlan, Integer> outputOfPlan = new IdentityHashMap<>(128);
+    private final boolean askSpark;
     private int nodeCount;
     private int exprCount;
 
-    private PlanJson() {}
+    private PlanJson(boolean askSpark) {
+        this.askSpark = askSpark;
+    }
 
     /** The plan JSON of {@code plan}. */
     public static String write(LogicalPlan plan) {
-        PlanJson w = new PlanJson();
+        return write(plan, false);
+    }
+
+    /** {@link #write}, asking Spark for the output of every node (no {@link #CHILD_OUTPUT}
+     * shortcut): the same JSON, slower; for tests. */
+    public static String writeAskingSpark(LogicalPlan plan) {
+        return write(plan, true);
+    }
+
+    private static String write(LogicalPlan plan, boolean askSpark) {
+        PlanJson w = new PlanJson(askSpark);
         int root = w.walk(plan);
         Json doc = new Json(w.nodes.out.length() + w.exprs.out.length() + 256);
         doc.ch('{').key("format").str("ushas-plan").ch(',').key("version").num(VERSION).ch(',');
@@ -241,8 +256,49 @@ public final class PlanJson {
         planIndex.put(plan, nodeCount++);
     }
 
+    /**
+     * Plan classes whose {@code output} is, by Spark's definition, their (last) child's output with
+     * at most the qualifier or the nullability changed, neither of which the JSON carries (checked
+     * against the bytecode of Spark 4.3: {@code child.output}, {@code child.output.map(_.withQualifier)},
+     * {@code widenOutputForStatefulOp(child.output)}; WithCTE: {@code plan.output}, its last child).
+     * Their output list is their child's, already written: asking Spark would recompute the
+     * child's output, and its child's, down to the first Project / Aggregate / relation (a third
+     * of a TPC-H walk went there). {@link #writeAskingSpark} skips this (tests compare both).
+     */
+    private static final java.util.Set<Class<?>> CHILD_OUTPUT = java.util.Set.of(
+            org.apache.spark.sql.catalyst.plans.logical.Filter.class,
+            org.apache.spark.sql.catalyst.plans.logical.Sort.class,
+            org.apache.spark.sql.catalyst.plans.logical.GlobalLimit.class,
+            org.apache.spark.sql.catalyst.plans.logical.LocalLimit.class,
+            org.apache.spark.sql.catalyst.plans.logical.Offset.class,
+            org.apache.spark.sql.catalyst.plans.logical.Tail.class,
+            org.apache.spark.sql.catalyst.plans.logical.Sample.class,
+            org.apache.spark.sql.catalyst.plans.logical.Distinct.class,
+            org.apache.spark.sql.catalyst.plans.logical.Deduplicate.class,
+            org.apache.spark.sql.catalyst.plans.logical.DeduplicateWithinWatermark.class,
+            org.apache.spark.sql.catalyst.plans.logical.Repartition.class,
+            org.apache.spark.sql.catalyst.plans.logical.RepartitionByExpression.class,
+            org.apache.spark.sql.catalyst.plans.logical.RebalancePartitions.class,
+            org.apache.spark.sql.catalyst.plans.logical.ResolvedHint.class,
+            org.apache.spark.sql.catalyst.plans.logical.Subquery.class,
+            org.apache.spark.sql.catalyst.plans.logical.SubqueryAlias.class,
+            WithCTE.class);
+
     /** The index in "outputs" of the plan's output list (equal lists are written once). */
     private int output(LogicalPlan plan) {
+        if (!askSpark && CHILD_OUTPUT.contains(plan.getClass()) && !plan.children().isEmpty()) {
+            Integer same = outputOfPlan.get(plan.children().last());
+            if (same != null) {
+                outputOfPlan.put(plan, same);
+                return same;
+            }
+        }
+        int idx = outputAskingSpark(plan);
+        outputOfPlan.put(plan, idx);
+        return idx;
+    }
+
+    private int outputAskingSpark(LogicalPlan plan) {
         int[] ids;
         scala.collection.Seq<Attribute> out = null;
         try {
