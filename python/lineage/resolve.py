@@ -55,6 +55,22 @@ WRITE_KINDS = frozenset({
 })
 # Ranking window functions take the window's ORDER BY expressions as their children.
 RANKING = frozenset({"Rank", "DenseRank", "PercentRank", "CumeDist", "RowNumber", "NTile"})
+# subqueries whose plan's output is the expression's value (IN's list is compared to a value)
+VALUE_SUBQUERIES = frozenset({"ScalarSubquery", "ListQuery"})
+
+DIRECT = EdgeKind.DIRECT
+AGGREGATION, TRANSFORMATION = EdgeSubtype.AGGREGATION, EdgeSubtype.TRANSFORMATION
+CONDITIONAL, WINDOW = EdgeSubtype.CONDITIONAL, EdgeSubtype.WINDOW
+# Expression kinds that change the context of the references below them (Pass.refs)
+_SUBQUERY, _AGGREGATE, _WINDOW, _CASE_WHEN, _IF = "subquery", "aggregate", "window", "case when", "if"
+_CONTEXT: Mapping[str, str] = {
+    **{k: _SUBQUERY for k in SUBQUERY_KINDS},
+    "AggregateExpression": _AGGREGATE,
+    "WindowSpecDefinition": _WINDOW,
+    **{k: _WINDOW for k in RANKING},
+    "CaseWhen": _CASE_WHEN,
+    "If": _IF,
+}
 
 
 class _Refs(NamedTuple):
@@ -163,66 +179,88 @@ class _Pass:
     def refs(self, expr: Expr, aggregate: bool = False, force: EdgeSubtype | None = None) -> _Refs:
         """Every column reference of ``expr`` with the subtype of its edge: CONDITIONAL under a
         CASE WHEN / IF condition, WINDOW under a window spec, AGGREGATION under an aggregate
-        function, IDENTITY when the expression is the bare reference, else TRANSFORMATION."""
+        function, IDENTITY when the expression is the bare reference, else TRANSFORMATION.
+
+        Depth-first, children right to left. The walk keeps a stack of frames, each a list of
+        expressions to visit in one context (in an aggregate? under which INDIRECT subtype?):
+        an ordinary node's children join its frame's list (one ``extend``) and only the nodes
+        that change the context (:data:`_CONTEXT`) open frames, so the subtype of a reference
+        is worked out once per frame, not once per reference."""
         top = expr.children[0] if expr.kind == "Alias" and expr.children else expr
         bare = top.kind in SUBQUERY_KINDS or (top.expr_id is not None and not top.children
                                                 and top.kind not in NON_REFERENCES)
         found: dict[tuple[ColumnNode, EdgeKind], EdgeSubtype] = {}
         subqueries: list[int] = []
-        # (expr, in_aggregate, indirect subtype or None)
-        stack: list[tuple[Expr, bool, EdgeSubtype | None]] = [(expr, aggregate, None)]
-        pop = stack.pop
-        while stack:
-            e, agg, ind = pop()
-            kind = e.kind
-            children = e.children
-            if kind in SUBQUERY_KINDS:
-                if e.subquery is not None:
-                    subqueries.append(e.subquery)
-                    if kind in ("ScalarSubquery", "ListQuery"):
-                        for a in self.doc.nodes[e.subquery].output:
-                            self._found(found, self.ref(a.expr_id, a.name), agg, ind, bare, force)
-                continue  # outer attributes / join conditions are inside the subquery plan
-            if not children:
-                if e.expr_id is not None and kind not in NON_REFERENCES:
-                    self._found(found, self.ref(e.expr_id, e.name or "?"), agg, ind, bare, force)
-                continue
-            if kind == "AggregateExpression":  # children: the function, then FILTER (WHERE ...)
-                stack.append((children[0], True, ind))
-                stack += [(c, agg, EdgeSubtype.CONDITIONAL) for c in children[1:]]
-            elif kind == "WindowSpecDefinition" or kind in RANKING:
-                stack += [(c, agg, EdgeSubtype.WINDOW) for c in children]
-            elif kind == "CaseWhen":
-                n = len(children)
-                conditions = n - (n % 2)
-                for i, c in enumerate(children):
-                    is_cond = i < conditions and i % 2 == 0
-                    stack.append((c, agg, EdgeSubtype.CONDITIONAL if is_cond else ind))
-            elif kind == "If":
-                stack.append((children[0], agg, EdgeSubtype.CONDITIONAL))
-                stack += [(c, agg, ind) for c in children[1:]]
+        env = self.env
+        # (expressions to visit, in an aggregate, INDIRECT subtype or None)
+        frames: list[tuple[list[Expr], bool, EdgeSubtype | None]] = [([expr], aggregate, None)]
+        while frames:
+            todo, agg, ind = frames.pop()
+            if ind is not None:
+                sub = ind
+            elif agg:
+                sub = AGGREGATION
+            elif force is not None:
+                sub = force
             else:
-                stack += [(c, agg, ind) for c in children]
+                sub = IDENTITY if bare else TRANSFORMATION
+            edge_kind = sub.kind
+            direct = edge_kind is DIRECT
+            while todo:
+                e = todo.pop()
+                children = e.children
+                kind = e.kind
+                context = _CONTEXT.get(kind)
+                if context is None:
+                    if children:
+                        todo.extend(children)
+                        continue
+                    expr_id = e.expr_id
+                    if expr_id is None or kind in NON_REFERENCES:
+                        continue
+                    node = env.get(expr_id)
+                    if node is None:
+                        node = self.ref(expr_id, e.name or "?")
+                    key = (node, edge_kind)
+                    prev = found.get(key)
+                    if prev is None:
+                        found[key] = sub
+                    elif direct:
+                        found[key] = compose_subtypes(prev, sub)
+                    continue
+                if context is _SUBQUERY:
+                    if e.subquery is not None:
+                        subqueries.append(e.subquery)
+                        if kind in VALUE_SUBQUERIES:
+                            for a in self.doc.nodes[e.subquery].output:
+                                key = (self.ref(a.expr_id, a.name), edge_kind)
+                                prev = found.get(key)
+                                if prev is None:
+                                    found[key] = sub
+                                elif direct:
+                                    found[key] = compose_subtypes(prev, sub)
+                    continue  # outer attributes / join conditions are inside the subquery plan
+                if not children:
+                    continue
+                # the context changes: the rest of this frame waits under the children's frames
+                if todo:
+                    frames.append((todo, agg, ind))
+                if context is _AGGREGATE:  # children: the function, then FILTER (WHERE ...)
+                    frames.append(([children[0]], True, ind))
+                    if len(children) > 1:
+                        frames.append((list(children[1:]), agg, CONDITIONAL))
+                elif context is _WINDOW:
+                    frames.append((list(children), agg, WINDOW))
+                elif context is _CASE_WHEN:  # (condition, value)*, else value
+                    conditions = len(children) - len(children) % 2
+                    for i, c in enumerate(children):
+                        frames.append(([c], agg, CONDITIONAL if i < conditions and i % 2 == 0 else ind))
+                else:  # If: condition, then, else
+                    frames.append(([children[0]], agg, CONDITIONAL))
+                    if len(children) > 1:
+                        frames.append((list(children[1:]), agg, ind))
+                break
         return _Refs(tuple([_new(Step, (src, sub)) for (src, _), sub in found.items()]), tuple(subqueries))
-
-    @staticmethod
-    def _found(found: dict[tuple[ColumnNode, EdgeKind], EdgeSubtype], node: ColumnNode, agg: bool,
-               ind: EdgeSubtype | None, bare: bool, force: EdgeSubtype | None) -> None:
-        if ind is not None:
-            sub = ind
-        elif agg:
-            sub = EdgeSubtype.AGGREGATION
-        elif force is not None:
-            sub = force
-        else:
-            sub = EdgeSubtype.IDENTITY if bare else EdgeSubtype.TRANSFORMATION
-        kind = sub.kind
-        key = (node, kind)
-        prev = found.get(key)
-        if prev is None:
-            found[key] = sub
-        elif kind is EdgeKind.DIRECT:
-            found[key] = compose_subtypes(prev, sub)
 
     def derive_named(self, node: PlanNode, e: Expr, aggregate: bool = False,
                      force: EdgeSubtype | None = None) -> None:
