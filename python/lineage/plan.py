@@ -265,7 +265,7 @@ def _call(gateway_client: Any, method: str, *args: Any) -> str:
     finally:
         if reader is not None:
             reader.armed = False
-    if answer.startswith("ys") and "\\" not in answer:
+    if answer.startswith(protocol.SUCCESS + protocol.STRING_TYPE) and "\\" not in answer:
         return answer[2:]  # a string py4j's unescaping (three splits and joins) would not change
     try:
         # looked up at call time: pyspark wraps it to raise AnalysisException & co.

@@ -28,7 +28,7 @@ from .model import (
     Unresolved,
     compose_subtypes,
 )
-from .plan import Expr, PlanDocument, PlanNode, gc_paused
+from .plan import Attr, Expr, PlanDocument, PlanNode, gc_paused
 
 ROOT_SCOPE = -1
 IDENTITY = EdgeSubtype.IDENTITY
@@ -231,14 +231,8 @@ class _Pass:
                 if context is _SUBQUERY:
                     if e.subquery is not None:
                         subqueries.append(e.subquery)
-                        if kind in VALUE_SUBQUERIES:
-                            for a in self.doc.nodes[e.subquery].output:
-                                key = (self.ref(a.expr_id, a.name), edge_kind)
-                                prev = found.get(key)
-                                if prev is None:
-                                    found[key] = sub
-                                elif direct:
-                                    found[key] = compose_subtypes(prev, sub)
+                        if kind in VALUE_SUBQUERIES:  # its value: the plan's output, visited next, in order
+                            todo.extend(reversed(_attribute_refs(self.doc.nodes[e.subquery].output)))
                     continue  # outer attributes / join conditions are inside the subquery plan
                 if not children:
                     continue
@@ -272,9 +266,8 @@ class _Pass:
         if e.expr_id is None:
             return
         r = self.refs(e, aggregate=aggregate, force=force)
-        kind = e.kind if e.kind != "Alias" else "Alias"
         col = self.define(e.name or "?", e.expr_id, node.index,
-                          _new(Derivation, (node.kind, str(e), r.steps, kind, True)))
+                          _new(Derivation, (node.kind, str(e), r.steps, e.kind, True)))
         self.attach(r.subqueries, col)
 
 
@@ -396,16 +389,12 @@ def _distinct(p: _Pass, node: PlanNode) -> None:
     if keys:
         p.add_dep(node, EdgeSubtype.GROUP_BY, keys)
         return
-    child = p.doc.nodes[node.children[0]]
-    p.add_dep(node, EdgeSubtype.GROUP_BY, [Expr("AttributeReference", expr_id=a.expr_id, name=a.name)
-                                           for a in child.output])
+    p.add_dep(node, EdgeSubtype.GROUP_BY, _attribute_refs(p.doc.nodes[node.children[0]].output))
 
 
 def _set_filter(p: _Pass, node: PlanNode) -> None:
     """Intersect / Except: the left rows pass through; which survive depends on both sides."""
-    cols = [Expr("AttributeReference", expr_id=a.expr_id, name=a.name)
-            for c in node.children for a in p.doc.nodes[c].output]
-    dep_sources = cols
+    dep_sources = [r for c in node.children for r in _attribute_refs(p.doc.nodes[c].output)]
     if dep_sources:
         p.add_dep(node, EdgeSubtype.FILTER, [Expr(node.kind, tuple(dep_sources),
                                                   text=f"{node.kind} ({'ALL' if node.args.get('isAll') else 'DISTINCT'})")])
@@ -687,6 +676,11 @@ def _seq(v: Any) -> list[Expr]:
         else:
             out.extend(_seq(x))
     return out
+
+
+def _attribute_refs(attrs: Iterable[Attr]) -> list[Expr]:
+    """References to a plan node's output attributes, as expressions."""
+    return [Expr("AttributeReference", expr_id=a.expr_id, name=a.name) for a in attrs]
 
 
 def _merge(steps: Iterable[Step]) -> list[Step]:
