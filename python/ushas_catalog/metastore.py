@@ -1582,6 +1582,48 @@ class Metastore:
             begin = store.prefix + b"".join(batch[-1][0]) + b"\xff"
             batch = self._run(lambda tr: list(islice(store.scan_raw(tr, begin, end), PARTITION_BATCH)))
 
+    def partitions_in_ranges(self, name: NameLike,
+                             ranges: Callable[[PartitionScheme], Sequence[tuple[bytes, bytes]]]
+                             ) -> tuple[PartitionScheme, Iterator[Partition]]:
+        """The partitions whose keys fall in the ranges ``ranges(scheme)`` gives (packed partition
+        keys relative to the table's partition subspace, sorted and disjoint: see
+        :class:`ushas_catalog.pruning.Pruning`), in partition order. Only keys inside the ranges
+        are read: the cost follows the partitions selected, not the table's size. The table is
+        resolved (and errors raised) when this is called; the ranges are read in batches of up to
+        :data:`PARTITION_BATCH` records, one transaction each."""
+        tn = TableName.parse(name)
+
+        def first(tr: Transaction) -> tuple[PartitionScheme, RecordStore[rec.Partition]]:
+            t = self._table(tr, tn)
+            scheme = self._scheme(tr, t)
+            _require_partitioned(tn, scheme)
+            return scheme, t.partitions(scheme)
+
+        scheme, store = self._run(first)
+        bounds = [(store.prefix + b, store.prefix + e) for b, e in ranges(scheme)]
+
+        def read(tr: Transaction, index: int, begin: bytes | None) -> tuple[list[Any], int, bytes | None]:
+            out: list[Any] = []
+            while index < len(bounds):
+                b, e = bounds[index]
+                for item in store.scan_raw(tr, begin or b, e):
+                    out.append(item)
+                    if len(out) >= PARTITION_BATCH:
+                        return out, index, store.prefix + b"".join(item[0]) + b"\xff"
+                index, begin = index + 1, None
+            return out, index, None
+
+        def stream() -> Iterator[Partition]:
+            index, begin = 0, None
+            while index < len(bounds):
+                i, b = index, begin
+                batch, index, begin = self._run(lambda tr: read(tr, i, b))
+                # a batch shorter than PARTITION_BATCH ends _stream_partitions' own reading
+                end = store.prefix + b"".join(batch[-1][0]) + b"\xff" if batch else b""
+                yield from self._stream_partitions(scheme, store, end, {}, batch, None)
+
+        return scheme, stream()
+
     def list_partition_keys(self, name: NameLike, prefix: Mapping[str, Any] | None = None
                             ) -> tuple[PartitionScheme, list[tuple[Any, ...]]]:
         """The partition columns and the stored keys (tuple elements, in partition-value
