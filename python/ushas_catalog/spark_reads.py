@@ -17,11 +17,11 @@ Request = dict[str, Any]
 Answer = dict[str, Any]
 
 
-def _files(files: Any) -> list[list[Any]] | None:
-    """Recorded data files as compact ``[path, size, mtime]`` rows (None: not recorded)."""
-    if files is None:
-        return None
-    return [[f.path, f.size, f.mtime] for f in files]
+def _files(record: Any) -> list[list[Any]] | None:
+    """The data files a partition record lists, as compact ``[path, size, mtime]`` rows (None: not
+    recorded, the shim lists the location)."""
+    files = getattr(record, "data_files", None)  # placeholder until writes record their files
+    return None if not files else [[f.path, f.size, f.mtime] for f in files]
 
 
 def list_files(ms: Any, r: Request) -> Answer:
@@ -33,8 +33,9 @@ def list_files(ms: Any, r: Request) -> Answer:
     name = table_name(ctx, r)
     info = ms.get_table(name)
     if not info.partition_columns:
-        recorded = ms.table_data_files(name) if hasattr(ms, "table_data_files") else None
-        return {"columns": [], "rows": [[]], "locations": [location_of(ctx, info)], "files": [_files(recorded)]}
+        files = ms.table_data_files(name) if hasattr(ms, "table_data_files") else None
+        return {"columns": [], "rows": [[]], "locations": [location_of(ctx, info)],
+                "files": [None if files is None else [[f.path, f.size, f.mtime] for f in files]]}
     flt = parse_filter(r.get("filter"))
     pruning: Pruning | None = None
 
@@ -43,21 +44,20 @@ def list_files(ms: Any, r: Request) -> Answer:
         pruning = Pruning(scheme, flt)
         return pruning.key_ranges()
 
-    scheme, partitions = ms.partitions_in_ranges(name, ranges)
+    scheme, partitions = ms.scan_partitions(name, ranges)
     assert pruning is not None
-    columns = list(scheme.names)
-    encoders = [(c.name, c.encode) for c in scheme.columns]
+    converters = [c.json_of() for c in scheme.columns]
+    plain = not any(converters)
     rows: list[list[Any]] = []
     locations: list[str | None] = []
     files: list[list[list[Any]] | None] = []
-    for p in partitions:
-        if flt is not None and not pruning.keep(tuple(encode(p.values[n]) for n, encode in encoders)):
+    for key, record in partitions:
+        if flt is not None and not pruning.keep(key):
             continue
-        values = p.to_json()["values"]
-        rows.append([values[c] for c in columns])
-        locations.append(p.location)
-        files.append(_files(getattr(p, "data_files", None)))
-    return {"columns": columns, "rows": rows, "locations": locations, "files": files}
+        rows.append(list(key) if plain else [v if f is None else f(v) for f, v in zip(converters, key)])
+        locations.append(record.location or None)
+        files.append(_files(record))
+    return {"columns": list(scheme.names), "rows": rows, "locations": locations, "files": files}
 
 
 def table_size(ms: Any, r: Request) -> Answer:
@@ -70,9 +70,9 @@ def table_size(ms: Any, r: Request) -> Answer:
         text = info.properties.get("totalSize")
         return {"bytes": int(text) if text is not None and text.isdigit() else None}
     total, known = 0, False
-    for p in ms.list_partitions(name):
-        if p.bytes is not None:
-            total, known = total + p.bytes, True
+    for _, record in ms.scan_partitions(name)[1]:
+        if record.HasField("bytes"):
+            total, known = total + record.bytes, True
     return {"bytes": total if known else None}
 
 

@@ -140,9 +140,41 @@ def test_dynamic_partition_pruning_through_the_catalog(spark: Any, db: str) -> N
                                           ("d3", sum(i * 10 for i in range(50) if i % 5 == 3))],
                                          "dt string, total bigint")
         assert_df_equality(df, expected, ignore_row_order=True, ignore_nullable=True)
+        # the catalog was asked for the join's partitions only (UshasScanRule, set by the session
+        # extension): the scan's listing before Spark's own dynamic filter already holds just them
+        for aqe in ("true", "false"):
+            spark.conf.set("spark.sql.adaptive.enabled", aqe)
+            df = spark.sql(q)
+            df.collect()
+            (metrics,) = _scan_metrics(df._jdf.queryExecution().executedPlan(), fact.split(".")[-1])
+            assert metrics["numPartitions"] == 2, (aqe, metrics)
+            assert metrics["staticFilesNum"] == metrics["numFiles"], (aqe, metrics)
     finally:
+        spark.conf.unset("spark.sql.adaptive.enabled")
         for k, v in old.items():
             spark.conf.set(k, v)
+
+
+def _scan_metrics(plan: Any, table: str) -> list[dict[str, int]]:
+    """The driver metrics of the file scans of ``table`` in an executed plan (adaptive or not)."""
+    out: list[dict[str, int]] = []
+
+    def walk(node: Any) -> None:
+        name = node.getClass().getSimpleName()
+        if name == "FileSourceScanExec" and node.tableIdentifier().get().table() == table:
+            m = node.metrics()
+            out.append({k: m.apply(k).value() for k in ("numFiles", "staticFilesNum", "numPartitions")
+                        if m.contains(k)})
+        if name == "AdaptiveSparkPlanExec":
+            walk(node.executedPlan())
+        elif "QueryStageExec" in name:
+            walk(node.plan())
+        children = node.children().iterator()
+        while children.hasNext():
+            walk(children.next())
+
+    walk(plan)
+    return out
 
 
 def test_imported_hive_table_reads_hives_counts(spark: Any, spark_dirs: dict[str, Path], tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ import org.apache.spark.sql.catalyst.expressions.And;
 import org.apache.spark.sql.catalyst.expressions.AttributeReference;
 import org.apache.spark.sql.catalyst.expressions.BinaryComparison;
 import org.apache.spark.sql.catalyst.expressions.BoundReference;
+import org.apache.spark.sql.catalyst.expressions.DynamicPruningExpression;
 import org.apache.spark.sql.catalyst.expressions.EqualNullSafe;
 import org.apache.spark.sql.catalyst.expressions.EqualTo;
 import org.apache.spark.sql.catalyst.expressions.Expression;
@@ -25,6 +26,7 @@ import org.apache.spark.sql.catalyst.expressions.Literal;
 import org.apache.spark.sql.catalyst.expressions.Not;
 import org.apache.spark.sql.catalyst.expressions.Or;
 import org.apache.spark.sql.catalyst.expressions.Predicate$;
+import org.apache.spark.sql.execution.InSubqueryExec;
 import org.apache.spark.sql.types.BooleanType;
 import org.apache.spark.sql.types.ByteType;
 import org.apache.spark.sql.types.DataType;
@@ -57,14 +59,50 @@ final class PartitionFilters {
 
     private PartitionFilters() {}
 
-    /** The conjunction of {@code filters} as JSON, or null when there are none. */
-    static JsonNode toJson(List<Expression> filters) {
-        if (filters.isEmpty()) return null;
-        if (filters.size() == 1) return json(filters.get(0));
+    /** The conjunction of {@code filters} and of {@code more} (already JSON), or null when there are none. */
+    static JsonNode toJson(List<Expression> filters, List<JsonNode> more) {
+        List<JsonNode> all = new java.util.ArrayList<>();
+        for (Expression e : filters) all.add(json(e));
+        all.addAll(more);
+        if (all.isEmpty()) return null;
+        if (all.size() == 1) return all.get(0);
         ObjectNode and = F.objectNode().put("op", "and");
         ArrayNode children = and.putArray("children");
-        for (Expression e : filters) children.add(json(e));
+        all.forEach(children::add);
         return and;
+    }
+
+    /** Most values a dynamic filter sends to the catalog; more prune nothing there (Spark still filters). */
+    static final int MAX_RUNTIME_VALUES = 100_000;
+
+    /**
+     * Dynamic partition filters whose subquery has run ({@code DynamicPruningExpression(InSubqueryExec)}
+     * on a partition column), as {@code in} filters of their values; the others are left out.
+     */
+    static List<JsonNode> runtimeJson(List<Expression> filters) {
+        List<JsonNode> out = new java.util.ArrayList<>();
+        for (Expression e : filters) {
+            Expression inner = e instanceof DynamicPruningExpression d ? d.child() : e;
+            if (!(inner instanceof InSubqueryExec in) || !(in.child() instanceof AttributeReference a)) continue;
+            scala.Option<Object[]> values = in.values();
+            if (values.isEmpty() || values.get().length > MAX_RUNTIME_VALUES) continue;
+            ArrayNode list = F.arrayNode();
+            boolean ok = true;
+            for (Object v : values.get()) {
+                JsonNode j = v == null ? null : value(v, a.dataType());
+                if (j == null) {
+                    ok = v == null;  // a NULL join key matches nothing; any other unknown value: no pruning
+                    if (!ok) break;
+                    continue;
+                }
+                list.add(j);
+            }
+            if (!ok) continue;
+            ObjectNode f = F.objectNode().put("op", "in").put("column", a.name());
+            f.set("values", list);
+            out.add(f);
+        }
+        return out;
     }
 
     static JsonNode json(Expression e) {

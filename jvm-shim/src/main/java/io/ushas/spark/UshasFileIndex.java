@@ -45,16 +45,34 @@ final class UshasFileIndex implements FileIndex {
     private final Path root;
     private final Configuration hadoopConf;
     private final long defaultSize;
+    /** one scan's dynamic partition filters ({@link UshasScanRule}); empty for the shared index */
+    private final List<Expression> runtimeFilters;
     private volatile Long size;
 
     UshasFileIndex(UshasCatalog catalog, Identifier ident, StructType partitionSchema, Path root,
                    Configuration hadoopConf, long defaultSize) {
+        this(catalog, ident, partitionSchema, root, hadoopConf, defaultSize, List.of());
+    }
+
+    private UshasFileIndex(UshasCatalog catalog, Identifier ident, StructType partitionSchema, Path root,
+                           Configuration hadoopConf, long defaultSize, List<Expression> runtimeFilters) {
         this.catalog = catalog;
         this.ident = ident;
         this.partitionSchema = partitionSchema;
         this.root = root;
         this.hadoopConf = hadoopConf;
         this.defaultSize = defaultSize;
+        this.runtimeFilters = runtimeFilters;
+    }
+
+    /**
+     * This index for one scan whose dynamic partition filters (from a join) are {@code filters}: when
+     * Spark lists the scan's files, the subqueries have run, and their values go to the catalog with
+     * the static filters, so only the partitions the join needs are read from the catalog. Spark still
+     * applies the dynamic filters itself afterwards; a filter without values yet prunes nothing here.
+     */
+    UshasFileIndex withRuntimeFilters(List<Expression> filters) {
+        return new UshasFileIndex(catalog, ident, partitionSchema, root, hadoopConf, defaultSize, List.copyOf(filters));
     }
 
     @Override
@@ -76,7 +94,8 @@ final class UshasFileIndex implements FileIndex {
 
     private List<PartitionDirectory> list(List<Expression> filters) {
         ObjectNode r = catalog.request(ident);
-        JsonNode filter = PartitionFilters.toJson(filters);
+        List<JsonNode> runtime = PartitionFilters.runtimeJson(runtimeFilters);
+        JsonNode filter = PartitionFilters.toJson(filters, runtime);
         if (filter != null) r.set("filter", filter);
         JsonNode answer = catalog.call("list_files", r, ident, null);
         InternalRow[] rows = partitionSchema.isEmpty() ? new InternalRow[] {new GenericInternalRow(0)}
