@@ -155,6 +155,11 @@ public final class Bridge {
                             + ".bridge.timeout); it still answers liveness checks, so this call itself hangs"
                             + logTail());
                 }
+                Errors.UshasBridgeException died = relaunchIfDied(b, options, op, 0);
+                if (died != null) {
+                    f.cancel(true);
+                    throw died;
+                }
                 String dead = livenessProblem(b, options);
                 if (dead != null) {
                     f.cancel(true);
@@ -170,6 +175,10 @@ public final class Bridge {
                 Thread.currentThread().interrupt();
                 throw new Errors.UshasBridgeException("Ushas catalog: interrupted waiting for the Python bridge", e);
             } catch (ExecutionException e) {
+                Errors.UshasBridgeException died = relaunchIfDied(b, options, op, DEATH_GRACE_MS);
+                if (died != null) {
+                    throw died;
+                }
                 dropIfDead(b);
                 Throwable cause = e.getCause();
                 throw new Errors.UshasBridgeException("Ushas catalog: the Python bridge failed on '" + op + "': "
@@ -187,13 +196,13 @@ public final class Bridge {
     /** How often a waiting call checks that the backend is alive. */
     private static final long LIVENESS_PERIOD_MS = 1000;
 
-    /** Why the backend is not alive ("the process exited with code 1", "a ping ... no answer"), or null. */
+    /** Why the backend is not alive ("its process ended (signal 9)", "a ping ... no answer"), or null. */
     private static String livenessProblem(PythonBackend b, BridgeOptions options) {
         Process p;
         synchronized (LOCK) {
             p = backend == b ? process : null;
         }
-        if (p != null && !p.isAlive()) return "its process exited with code " + p.exitValue();
+        if (p != null && !p.isAlive()) return "its process ended (" + ended(p.exitValue()) + ")";
         Future<String> ping = CALLS.submit(() -> b.call("ping", "{}"));
         try {
             String pong = ping.get(options.livenessSeconds(), TimeUnit.SECONDS);
@@ -227,6 +236,37 @@ public final class Bridge {
         }
     }
 
+    /**
+     * A launched bridge process that is no longer alive: a new one is started at once (its death costs
+     * only the call in flight) and how the old one ended is answered ("signal 9", "exit code 1");
+     * null when {@code b} is not a launched process that died. Deciding to restart lives here because
+     * Python is exactly what is gone.
+     */
+    private static Errors.UshasBridgeException relaunchIfDied(PythonBackend b, BridgeOptions options, String op,
+                                                              long graceMs) {
+        synchronized (LOCK) {
+            if (backend != b || process == null) return null;
+            try {
+                // a call failing on a closed socket can be seen a moment before the process is reaped
+                if (!process.waitFor(graceMs, TimeUnit.MILLISECONDS)) return null;
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return null;
+            }
+            String message = "Ushas catalog: the ushas bridge process died (" + ended(process.exitValue())
+                    + ") during '" + op + "'; restarted: run the statement again" + logTail();  // the dead one's log
+            launch(options);
+            return new Errors.UshasBridgeException(message);
+        }
+    }
+
+    private static final long DEATH_GRACE_MS = 1000;
+
+    /** Java reports a process killed by signal N as exit value 128 + N. */
+    private static String ended(int exit) {
+        return exit > 128 && exit < 128 + 65 ? "signal " + (exit - 128) : "exit code " + exit;
+    }
+
     private static void dropIfDead(PythonBackend b) {
         synchronized (LOCK) {
             if (backend == b && (process == null || !process.isAlive())) {
@@ -237,8 +277,12 @@ public final class Bridge {
 
     private static PythonBackend backend(BridgeOptions options) {
         PythonBackend b = backend;
-        if (b != null) return b;
+        Process p = process;
+        if (b != null && (p == null || p.isAlive())) return b;
         synchronized (LOCK) {
+            if (backend != null && process != null && !process.isAlive()) {
+                stopProcess();  // died between calls: nothing was in flight, start a new one for this call
+            }
             if (backend != null) return backend;
             if (options.waitForRegistration()) {
                 awaitRegistration(options, null);
@@ -249,12 +293,17 @@ public final class Bridge {
         }
     }
 
+    /** The threads of the current gateway: not daemons (py4j's), so they would keep a JVM whose main
+     *  has ended alive; see {@link #stopWithTheApplication}. */
+    private static final java.util.Set<Thread> GATEWAY_THREADS = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
     private static void launch(BridgeOptions options) {
         stopProcess();
         byte[] raw = new byte[24];
         new SecureRandom().nextBytes(raw);
         String secret = HexFormat.of().formatHex(raw);
         InetAddress lo = InetAddress.getLoopbackAddress();
+        java.util.Set<Thread> before = Thread.getAllStackTraces().keySet();
         server = new GatewayServer.GatewayServerBuilder()
                 .javaPort(0).javaAddress(lo).authToken(secret)
                 .callbackClient(0, lo, secret)
@@ -280,18 +329,78 @@ public final class Bridge {
             throw new Errors.UshasBridgeException("Ushas catalog: cannot start the Python bridge with '"
                     + options.python() + "' (set spark.pyspark.python or PYSPARK_PYTHON): " + e.getMessage(), e);
         }
+        stopWithTheApplication();
+        awaitRegistration(options, process);
+        // py4j's unnamed threads started with this gateway and its callback client (at registration)
+        GATEWAY_THREADS.clear();
+        for (Thread t : Thread.getAllStackTraces().keySet()) {
+            if (!before.contains(t) && !t.isDaemon() && t.getName().matches("Thread-\\d+|pool-\\d+-thread-\\d+")) {
+                GATEWAY_THREADS.add(t);
+            }
+        }
+    }
+
+    private static boolean stopsWithTheApplication;
+
+    /** Once per JVM: the gateway's threads are not daemons, so whatever bridge runs is stopped with
+     *  the SparkContext (and the JVM), or the JVM could not exit; a bridge started again later, from
+     *  any thread, is covered too. */
+    private static void stopWithTheApplication() {
+        if (stopsWithTheApplication) return;
+        stopsWithTheApplication = true;
         Runtime.getRuntime().addShutdownHook(new Thread(Bridge::stopProcess, "ushas-bridge-stop"));
-        // the gateway's threads are not daemons: stop them with the SparkContext so the JVM can exit
-        org.apache.spark.sql.SparkSession.getActiveSession().foreach(session -> {
-            session.sparkContext().addSparkListener(new org.apache.spark.scheduler.SparkListener() {
+        org.apache.spark.SparkContext sc = org.apache.spark.SparkContext$.MODULE$.getActive().getOrElse(() -> null);
+        if (sc != null) {
+            sc.addSparkListener(new org.apache.spark.scheduler.SparkListener() {
                 @Override
                 public void onApplicationEnd(org.apache.spark.scheduler.SparkListenerApplicationEnd end) {
                     stopProcess();
                 }
             });
-            return null;
-        });
-        awaitRegistration(options, process);
+        }
+        Thread watchdog = new Thread(Bridge::stopWhenMainEnds, "ushas-bridge-exit");
+        watchdog.setDaemon(true);
+        watchdog.start();
+    }
+
+    /**
+     * An application that ends without stopping Spark (a spark-submit app with no {@code spark.stop()})
+     * leaves its JVM waiting for non-daemon threads once main has returned; if the gateway's are the
+     * only ones left, Spark is stopped as its own shutdown would (listeners told, lineage flushed
+     * through the bridge), then the bridge, so the JVM ends with its own exit status.
+     */
+    private static void stopWhenMainEnds() {
+        while (true) {
+            try {
+                Thread.sleep(500);
+            } catch (InterruptedException e) {
+                return;
+            }
+            Map<Thread, StackTraceElement[]> all = Thread.getAllStackTraces();
+            boolean mainEnded = false;
+            boolean onlyGateway = true;
+            for (Map.Entry<Thread, StackTraceElement[]> e : all.entrySet()) {
+                Thread t = e.getKey();
+                if (t.getName().equals("DestroyJavaVM")) {
+                    mainEnded = true;
+                } else if (!t.isDaemon() && t.isAlive() && !GATEWAY_THREADS.contains(t) && !inPy4j(e.getValue())) {
+                    onlyGateway = false;
+                }
+            }
+            if (mainEnded && onlyGateway && server != null) {
+                org.apache.spark.SparkContext$.MODULE$.getActive().foreach(sc -> {
+                    sc.stop();
+                    return null;
+                });
+                stopProcess();
+                return;
+            }
+        }
+    }
+
+    private static boolean inPy4j(StackTraceElement[] stack) {
+        for (StackTraceElement f : stack) if (f.getClassName().startsWith("py4j.")) return true;
+        return false;
     }
 
     private static void awaitRegistration(BridgeOptions options, Process p) {
