@@ -63,8 +63,8 @@ def occupied(location: str) -> bool:
 def location_in_use(table: tuple[str, ...], location: str, why: str) -> LocationInUse:
     """The error for a managed table ``table`` (catalog, database, name) whose default
     ``location`` is not free (Spark's ``LOCATION_ALREADY_EXISTS``)."""
-    return LocationInUse(f"cannot create managed table {'.'.join(table)} at {location}: {why}; pick another "
-                         f"name, give the table a LOCATION, or remove what is there first",
+    return LocationInUse(f"managed table {'.'.join(table)} cannot have its default location {location}: {why}; "
+                         f"pick another name, give the table a LOCATION, or remove what is there first",
                          spark=SparkError("LOCATION_ALREADY_EXISTS",
                                           {"identifier": spark_id(*table), "location": f"'{location}'"},
                                           runtime=True),
