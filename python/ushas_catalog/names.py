@@ -31,25 +31,25 @@ NameLike = Union[str, Sequence[str]]
 PATH_SEPARATORS = ("/", "\\")
 
 
-def _invalid(message: str, part: object) -> InvalidName:
-    shown = part if isinstance(part, str) else repr(part)
-    return InvalidName(message, spark=SparkError("INVALID_SCHEMA_OR_RELATION_NAME", {"name": spark_id(shown)}),
-                       name=shown[:64])
+def _invalid(message: str, part: str) -> InvalidName:
+    """A name Spark's own catalog refuses too: its ``INVALID_SCHEMA_OR_RELATION_NAME``."""
+    return InvalidName(message, spark=SparkError("INVALID_SCHEMA_OR_RELATION_NAME", {"name": spark_id(part)}),
+                       name=part[:64])
 
 
 def validate_part(part: object, what: str) -> str:
     """``part`` if it is a valid name part, else :class:`InvalidName` saying why."""
     if not isinstance(part, str):
-        raise _invalid(f"{what} name must be a string, not {type(part).__name__}", part)
+        raise InvalidName(f"{what} name must be a string, not {type(part).__name__}", name=repr(part))
     if not part:
-        raise _invalid(f"{what} name must not be empty", part)
+        raise InvalidName(f"{what} name must not be empty")
     try:
         size = len(part.encode("utf-8"))
     except UnicodeEncodeError:
-        raise _invalid(f"{what} name {_show(part)} is not valid Unicode (lone surrogate)", "?") from None
+        raise InvalidName(f"{what} name {_show(part)} is not valid Unicode (lone surrogate)") from None
     if size > MAX_NAME_BYTES:
-        raise _invalid(f"{what} name {_show(part)} is {size} UTF-8 bytes; the maximum is {MAX_NAME_BYTES}",
-                       part[:64])
+        raise InvalidName(f"{what} name {_show(part)} is {size} UTF-8 bytes; the maximum is {MAX_NAME_BYTES}",
+                          name=part[:64])
     for ch in part:
         if unicodedata.category(ch) == "Cc":
             raise _invalid(f"{what} name {_show(part)} contains the control character {ch!r}", part)
