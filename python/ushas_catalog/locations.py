@@ -5,8 +5,9 @@ A table whose location the user did not give (a managed table at
 ``<database location>/<table>``) must have that location to itself: it is refused when the
 location equals, lies inside or holds another table's location (:func:`overlaps`), and, like
 Spark's own catalog (``LOCATION_ALREADY_EXISTS``), when the directory already exists and is
-not empty (:func:`occupied`; checked for local paths, which Python can see). A location the
-user gives explicitly (``LOCATION '...'``, an external table) is taken as given.
+not empty (:func:`occupied`; checked for local paths, which Python can see) and no dropped
+table of that name keeps its data there (until purge). A location the user gives explicitly
+(``LOCATION '...'``, an external table) is taken as given.
 """
 from __future__ import annotations
 

@@ -169,7 +169,10 @@ def create_table(ms: Any, r: Request) -> Answer:
     ctx = SparkCtx.of(r)
     catalog, db, table = table_name(ctx, r)
     database = ms.get_database((catalog, db))
-    args = create_arguments(ctx, db, table, r, database.location)
+    # a dropped table of this name keeps its data (until purge) where the new one goes: not foreign files
+    dropped = {d.name for d in ms.list_dropped_tables((catalog, db))}
+    args = create_arguments(ctx, db, table, r, database.location,
+                            kept_data=str(new_table_name((catalog, db, table))) in dropped)
     return {"table": table_answer(ctx, ms.create_table((catalog, db, table), **args))}
 
 

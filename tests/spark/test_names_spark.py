@@ -226,3 +226,13 @@ def test_rename_into_an_existing_location_is_refused(spark: Any, store: Any, spa
                      lambda: spark.sql(f"ALTER TABLE ushas.{db}.src RENAME TO {db}.dst").collect())
     assert cls == "LOCATION_ALREADY_EXISTS"
     assert [r[0] for r in spark.sql(f"SELECT i FROM ushas.{db}.src").collect()] == [1]
+
+
+def test_data_a_dropped_table_keeps_does_not_block_its_name(spark: Any, store: Any, db: str) -> None:
+    """Until purge a dropped table keeps its data at its location (undrop restores it): creating a
+    table of that name again is not refused for that data (only foreign data blocks a name)."""
+    spark.sql(f"CREATE TABLE ushas.{db}.again (i INT) USING parquet")
+    spark.sql(f"INSERT INTO ushas.{db}.again VALUES (1)")
+    store.drop_table(("ushas", db, "again"))  # the metastore's drop: the files stay
+    spark.sql(f"CREATE TABLE ushas.{db}.again (i INT, j INT) USING parquet")
+    assert [f.name for f in store.get_table(("ushas", db, "again")).schema.fields] == ["i", "j"]
