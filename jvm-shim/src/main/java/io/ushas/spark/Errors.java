@@ -48,8 +48,9 @@ final class Errors {
             case "ViewAlreadyExists" -> sneak(ident != null ? new ViewAlreadyExistsException(ident)
                     : new TableAlreadyExistsException(message));
             case "NamespaceNotEmpty" -> sneak(new NonEmptyNamespaceException(ns));
-            case "InvalidName", "InvalidArgument", "InvalidSchemaChange", "ReadOnlyMetadata", "LimitExceeded",
-                 "NoSuchPartition", "PartitionAlreadyExists", "NoSuchVersion" ->
+            case "InvalidName", "InvalidColumnName", "InvalidArgument", "InvalidSchemaChange", "PartitionColumnChange",
+                 "LocationInUse", "ReadOnlyMetadata", "LimitExceeded", "NoSuchPartition", "PartitionAlreadyExists",
+                 "NoSuchVersion" ->
                     new IllegalArgumentException("[USHAS_" + type + "] " + message);
             default -> new UshasBridgeException("[USHAS_" + type + "] " + message);
         };
