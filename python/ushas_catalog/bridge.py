@@ -142,7 +142,7 @@ def _answer(op: str, payload: str) -> str:
             answer = handler(opened.metastore, request)
         return json.dumps(answer, default=str)
     except UshasError as exc:
-        return json.dumps({"error": {"type": exc.type, "message": exc.message}})
+        return json.dumps({"error": exc.answer()})
     except Exception as exc:  # anything else: a clear error, the trace on the bridge's stderr
         traceback.print_exc(file=sys.stderr)
         return json.dumps({"error": {"type": "BridgeError", "message": f"{type(exc).__name__}: {exc}"}})

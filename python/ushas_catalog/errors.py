@@ -3,11 +3,35 @@
 Every error has a stable ``type`` name. The bridge answers errors as
 ``{"error": {"type": <type>, "message": <message>}}`` and the JVM shim throws the
 matching Spark exception (see ``SPARK_EXCEPTION``), so a Spark user sees Spark's own
-error class and the CLI maps ``exit_code`` to its process exit status.
+error class and the CLI maps ``exit_code`` to its process exit status. An error that
+Spark itself reports with an error class of its own (``INVALID_SCHEMA_OR_RELATION_NAME``,
+``LOCATION_ALREADY_EXISTS``, ...) carries it as :class:`SparkError`; the answer then has
+``"spark": {"errorClass", "parameters", "runtime"}`` and the shim throws Spark's exception
+of that class.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
+
+
+@dataclass(frozen=True)
+class SparkError:
+    """The Spark error class (``error/error-conditions.json`` of Spark 4.3) and its message
+    parameters a Spark user sees for an error; ``runtime``: Spark raises it as a
+    ``SparkRuntimeException`` (else an ``AnalysisException``)."""
+
+    error_class: str
+    parameters: dict[str, str] = field(default_factory=dict)
+    runtime: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"errorClass": self.error_class, "parameters": dict(self.parameters), "runtime": self.runtime}
+
+
+def spark_id(*parts: str) -> str:
+    """A (multi-part) name as Spark's error messages show it (``toSQLId``): `a`.`b`."""
+    return ".".join("`" + p.replace("`", "``") + "`" for p in parts)
 
 
 class UshasError(Exception):
@@ -16,10 +40,11 @@ class UshasError(Exception):
     #: process exit code used by the CLI
     exit_code: int = 2
 
-    def __init__(self, message: str, **detail: Any) -> None:
+    def __init__(self, message: str, *, spark: SparkError | None = None, **detail: Any) -> None:
         super().__init__(message)
         self.message = message
         self.detail = detail
+        self.spark = spark
 
     @property
     def type(self) -> str:
@@ -29,6 +54,13 @@ class UshasError(Exception):
         out: dict[str, Any] = {"type": self.type, "message": self.message}
         if self.detail:
             out["detail"] = {k: v for k, v in self.detail.items() if _jsonable(v)}
+        return out
+
+    def answer(self) -> dict[str, Any]:
+        """The bridge's error answer: type, message and the Spark error class if there is one."""
+        out: dict[str, Any] = {"type": self.type, "message": self.message}
+        if self.spark is not None:
+            out["spark"] = self.spark.to_json()
         return out
 
 
@@ -103,16 +135,31 @@ class NamespaceNotEmpty(UshasError):
     pass
 
 
-class InvalidName(UshasError):
-    pass
-
-
 class InvalidArgument(UshasError):
     pass
 
 
+class InvalidName(InvalidArgument):
+    """A name that is not valid: empty, too long, control characters; for a new object also
+    one that cannot be a path segment (``/``, ``\\``, ``.``, ``..``)."""
+
+
+class InvalidColumnName(InvalidName):
+    """A column name that cannot be a path segment (partition directories are ``col=value``)."""
+
+
 class InvalidSchemaChange(InvalidArgument):
     pass
+
+
+class PartitionColumnChange(InvalidSchemaChange):
+    """Renaming, dropping or changing the type of a partition column: partition columns are
+    fixed (their names and value encodings are in every partition's key and directory)."""
+
+
+class LocationInUse(InvalidArgument):
+    """A managed table's default location exists and is not empty, or holds, or is held by,
+    another table's location."""
 
 
 class ReadOnlyMetadata(InvalidArgument):

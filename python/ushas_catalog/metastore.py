@@ -46,12 +46,14 @@ from .keyspace import KeySpacePath
 from .kv import Database, Transaction, open_database
 from .layout import DEFAULT_LAYOUT, Layout
 from .metadata import INDEX_MERGE_AT
-from .names import CatalogName, DatabaseName, NameLike, TableName, parse_any, validate_project
+from .locations import location_in_use, overlaps
+from .names import (CatalogName, DatabaseName, NameLike, TableName, new_catalog_name, new_database_name,
+                    new_table_name, parse_any, validate_project)
 from .objects import (CatalogInfo, DatabaseInfo, DroppedObject, HistoryItem, MutationResult, RelationSummary,
                       SubspaceStats, TableInfo, ViewInfo, detail_from_json, micros_to_datetime)
 from .partitions import KeyDecoder, Partition, PartitionScheme
 from .records.store import RecordStore, split_elements
-from .schema import StructType, parse_schema, struct_from_proto, struct_to_proto
+from .schema import StructType, check_column_names, parse_schema, struct_from_proto, struct_to_proto
 from .table_changes import (COLUMN_CHANGES, RemoveProperty, SchemaState, SetComment, SetLocation, SetOwner,
                             SetProperty, TableChange, change_to_json)
 
@@ -379,7 +381,7 @@ class Metastore:
     # ==== catalogs ================================================================
     def create_catalog(self, name: NameLike, comment: str | None = None, properties: Mapping[str, str] | None = None,
                        if_not_exists: bool = False, owner: str | None = None) -> CatalogInfo:
-        cn = CatalogName.parse(name)
+        cn = new_catalog_name(name)
         comment = _opt_str(comment, "comment")
         props = _props(properties, "catalog properties")
 
@@ -581,7 +583,7 @@ class Metastore:
     def create_database(self, name: NameLike, comment: str | None = None, location: str | None = None,
                         properties: Mapping[str, str] | None = None, owner: str | None = None,
                         if_not_exists: bool = False) -> DatabaseInfo:
-        dn = DatabaseName.parse(name)
+        dn = new_database_name(name)
         comment = _opt_str(comment, "comment")
         location = _opt_str(location, "location")
         props = _props(properties, "database properties")
@@ -762,6 +764,7 @@ class Metastore:
             location = db_record.location.rstrip("/") + "/" + tn.name
         if external and not location:
             raise InvalidArgument(f"external table {tn} needs a location")
+        check_column_names(struct, _format(format))
         schema_rec = rec.TableSchema(schema_id=schema_id, schema=struct_to_proto(struct),
                                      partition_columns=list(scheme.names), created_at_micros=now)
         storage = rec.TableStorage(format=_format(format), location=location or "", external=external)
@@ -772,20 +775,26 @@ class Metastore:
 
     def create_table(self, name: NameLike, schema: Any, partition_by: Sequence[str] = (), format: str = "parquet",
                      location: str | None = None, properties: Mapping[str, str] | None = None,
-                     comment: str | None = None, owner: str | None = None, external: bool = False) -> TableInfo:
+                     comment: str | None = None, owner: str | None = None, external: bool = False, *,
+                     default_location: bool | None = None) -> TableInfo:
         """Create a table. ``schema``: Spark StructType JSON, a DDL column list or a
         StructType. Spark's reserved properties (location, comment, owner, provider,
         external) in ``properties`` fill the matching arguments left out. Without a
-        location the table goes under the database's location, if it has one."""
-        tn = TableName.parse(name)
+        location the table goes under the database's location, if it has one.
+        ``default_location``: the location is the table's default one, not one the user
+        chose (default: no location given); it must then not overlap another table's
+        location in the database (:class:`~ushas_catalog.errors.LocationInUse`)."""
+        tn = new_table_name(name)
         schema = parse_schema(schema)  # outside the transaction: a wide DDL takes a while to parse
+        if default_location is None:
+            default_location = not location and "location" not in (properties or {})
 
         def fn(tr: Transaction) -> TableInfo:
             db, entry = self._relation(tr, tn)
             if entry is not None:
                 raise TableAlreadyExists(_exists_message(tn, entry), table=str(tn))
             return self._create_in(tr, tn, db, schema, partition_by, format, location, properties, comment, owner,
-                                   external)
+                                   external, default_location=default_location)
 
         return self._run(fn)
 
@@ -797,7 +806,7 @@ class Metastore:
         history: the new definition is the next version (new schema id) and its
         partitions are removed; a missing table is created (unless ``expected_version``
         is given: then it must exist at that version)."""
-        tn = TableName.parse(name)
+        tn = new_table_name(name)
         schema = parse_schema(schema)  # outside the transaction
         _check_expected(expected_version)
 
@@ -836,15 +845,19 @@ class Metastore:
                 return info
             db, _ = self._relation(tr, tn)
             return self._create_in(tr, tn, db, schema, partition_by, format, location, properties, comment, owner,
-                                   external)
+                                   external,
+                                   default_location=not location and "location" not in (properties or {}))
 
         return self._run(replace_or_create)
 
-    def _create_in(self, tr: Transaction, tn: TableName, db: _Object, *args: Any) -> TableInfo:
+    def _create_in(self, tr: Transaction, tn: TableName, db: _Object, *args: Any,
+                   default_location: bool = False) -> TableInfo:
         """Create table ``tn`` (its name known to be free) in database ``db``."""
         db_record = RecordStore.at(db.path.add("DatabaseRecord")).load(tr, ())
         now = _now()
         records = self._table_records(tn, db_record, *args, 1, now)
+        if default_location:
+            self._check_location_free(tr, db, tn, records[1].location)
         tid = uuid.uuid4()
         path = Layout.table(db.path, tid)
         self._names(db.path.add("Table"), "Table").save(tr, (tn.name,), rec.ObjectName(
@@ -967,7 +980,8 @@ class Metastore:
             _expect("table", tn, t.ref.version, expected_version)
             old = {sub: t.store(sub).load(tr, ()) for sub in ("TableSchema", "TableStorage", "TableProperties")}
             state = SchemaState(struct_from_proto(old["TableSchema"].schema),
-                                list(old["TableSchema"].partition_columns))
+                                list(old["TableSchema"].partition_columns), (tn.catalog, tn.database, tn.name),
+                                old["TableStorage"].format)
             storage = _copy(old["TableStorage"])
             props = _copy(old["TableProperties"])
             schema_changed = False
@@ -1029,8 +1043,8 @@ class Metastore:
         """Rename a table, possibly into another database of the same catalog (its keys
         then move, so the whole table must fit one transaction's 10 MB). ``location``: the
         table's new data location, in the same commit (a managed table's directory moves
-        with its name)."""
-        src, dst = TableName.parse(name), TableName.parse(new_name)
+        with its name; it must not overlap another table's location in the new database)."""
+        src, dst = TableName.parse(name), new_table_name(new_name)
         _check_expected(expected_version)
         if location is not None:
             _opt_str(location, "location")
@@ -1043,6 +1057,8 @@ class Metastore:
             ref = _copy(t.ref)
             previous: dict[str, Message] = {}
             if location is not None:
+                self._check_location_free(tr, self._database(tr, dst.database_name, load=False), dst, location,
+                                          skip=t.id)
                 old_storage = moved.store("TableStorage").load(tr, ())
                 storage = _copy(old_storage)
                 storage.location = location
@@ -1057,6 +1073,22 @@ class Metastore:
                                                       ("TableSchema", "TableStorage", "TableProperties")))
 
         return self._run(fn)
+
+    def _check_location_free(self, tr: Transaction, db: _Object, tn: TableName, location: str,
+                             skip: uuid.UUID | None = None) -> None:
+        """:class:`~ushas_catalog.errors.LocationInUse` when ``location`` (the default location
+        of table ``tn``) equals, is inside or holds the location of another table of ``db``."""
+        if not location:
+            return
+        for r in self._names(db.path.add("Table"), "Table").scan(tr):
+            tid = uuid.UUID(bytes=r.record.id)
+            if r.record.kind != rec.ObjectKind.TABLE or tid == skip:
+                continue
+            other = RecordStore.at(Layout.table(db.path, tid).add("TableStorage")).load(tr, ())
+            if other is not None and overlaps(location, other.location):
+                raise location_in_use((tn.catalog, tn.database, tn.name), location,
+                                      f"table {tn.catalog}.{tn.database}.{r.key[0]} has its data at "
+                                      f"{other.location}")
 
     def _move_partition_locations(self, tr: Transaction, t: _Table, old: str, new: str) -> None:
         """Partitions under a table's old location follow its directory to the new one (same
@@ -1180,7 +1212,7 @@ class Metastore:
         """Create (``replace=True``: or replace) a view. Views share the tables' name
         space: a table of that name fails with TableAlreadyExists. ``expected_version``:
         the view must exist at that version (and is replaced)."""
-        tn = TableName.parse(name)
+        tn = new_table_name(name, "view")
         _check_expected(expected_version)
         if not isinstance(sql, str) or not sql.strip():
             raise InvalidArgument("a view needs its SQL text")
@@ -1293,7 +1325,7 @@ class Metastore:
         return self._run(fn)
 
     def rename_view(self, name: NameLike, new_name: NameLike, *, expected_version: int | None = None) -> ViewInfo:
-        src, dst = TableName.parse(name), TableName.parse(new_name)
+        src, dst = TableName.parse(name), new_table_name(new_name, "view")
         _check_expected(expected_version)
 
         def fn(tr: Transaction) -> ViewInfo:

@@ -4,8 +4,16 @@ validation and normalization.
 Catalog, database, table and view names are case-insensitive and stored lower case, like
 Hive and Spark's session catalog; column names keep their case. A name part must be a
 non-empty string of at most :data:`MAX_NAME_BYTES` UTF-8 bytes without control
-characters (NUL included). Every accepted name becomes one ``fdb.tuple`` string element,
-so no name can produce a key outside its parent's range (tenant isolation).
+characters (C0, DEL and C1; NUL included). Every accepted name becomes one ``fdb.tuple``
+string element, so no name can produce a key outside its parent's range (tenant isolation).
+
+Names also become paths: a managed table lives at ``<warehouse>/<database>.db/<table>`` and a
+partition at ``.../<column>=<value>``. So a *new* catalog, database, table or view name, and a
+column name, must be one path segment (:func:`path_problem`): no ``/`` or ``\\``, and not
+``.`` or ``..``. Such names are refused where they enter (create, rename, add / rename column)
+with Spark's ``INVALID_SCHEMA_OR_RELATION_NAME`` (columns: ``INVALID_COLUMN_NAME_AS_PATH``);
+looking such a name up is not an error (the object does not exist), so objects made before
+this rule can still be read, renamed and dropped.
 """
 from __future__ import annotations
 
@@ -13,11 +21,20 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Sequence, Union
 
-from .errors import InvalidName
+from .errors import InvalidColumnName, InvalidName, SparkError, spark_id
 
 MAX_NAME_BYTES = 255
 
 NameLike = Union[str, Sequence[str]]
+
+#: characters a path reads as a separator
+PATH_SEPARATORS = ("/", "\\")
+
+
+def _invalid(message: str, part: str) -> InvalidName:
+    """A name Spark's own catalog refuses too: its ``INVALID_SCHEMA_OR_RELATION_NAME``."""
+    return InvalidName(message, spark=SparkError("INVALID_SCHEMA_OR_RELATION_NAME", {"name": spark_id(part)}),
+                       name=part[:64])
 
 
 def validate_part(part: object, what: str) -> str:
@@ -35,9 +52,42 @@ def validate_part(part: object, what: str) -> str:
                           name=part[:64])
     for ch in part:
         if unicodedata.category(ch) == "Cc":
-            raise InvalidName(f"{what} name {_show(part)} contains the control character {ch!r}",
-                              name=part[:64])
+            raise _invalid(f"{what} name {_show(part)} contains the control character {ch!r}", part)
     return part
+
+
+def path_problem(part: str) -> str | None:
+    """Why ``part`` cannot be one path segment (a directory name), or ``None``: a path
+    separator, a control character, or ``.`` / ``..`` as the whole name."""
+    if part in (".", ".."):
+        return f"is {part!r}, which a path reads as the current or parent directory"
+    for ch in part:
+        if ch in PATH_SEPARATORS:
+            return f"contains {ch!r}, a path separator"
+        if unicodedata.category(ch) == "Cc":
+            return f"contains the control character {ch!r}"
+    return None
+
+
+def check_new_part(part: str, what: str) -> str:
+    """``part`` if it can name a new ``what`` (a catalog, database, table or view), else
+    :class:`InvalidName` with Spark's ``INVALID_SCHEMA_OR_RELATION_NAME``."""
+    why = path_problem(part)
+    if why is not None:
+        raise _invalid(f"{what} name {_show(part)} {why}; it would be a directory name", part)
+    return part
+
+
+def check_column_name(name: str, datasource: str = "parquet") -> str:
+    """``name`` if it can name a (top-level) column, else :class:`InvalidColumnName` with
+    Spark's ``INVALID_COLUMN_NAME_AS_PATH`` (a partition column is a directory ``name=value``)."""
+    why = path_problem(name)
+    if why is not None:
+        raise InvalidColumnName(f"column name {_show(name)} {why}; it would be part of a directory name",
+                                spark=SparkError("INVALID_COLUMN_NAME_AS_PATH",
+                                                 {"datasource": datasource, "columnName": spark_id(name)}),
+                                column=name[:64])
+    return name
 
 
 def normalize(part: object, what: str) -> str:
@@ -173,6 +223,27 @@ class TableName:
 
     def __str__(self) -> str:
         return f"{quote(self.catalog)}.{quote(self.database)}.{quote(self.name)}"
+
+
+def new_catalog_name(name: NameLike) -> CatalogName:
+    """The name of a catalog about to be created: parsed and :func:`check_new_part`."""
+    cn = CatalogName.parse(name)
+    check_new_part(cn.catalog, "catalog")
+    return cn
+
+
+def new_database_name(name: NameLike) -> DatabaseName:
+    """The name of a database about to be created (its catalog exists or is checked itself)."""
+    dn = DatabaseName.parse(name)
+    check_new_part(dn.database, "database")
+    return dn
+
+
+def new_table_name(name: NameLike, what: str = "table") -> TableName:
+    """The name of a table or view about to be created or renamed to."""
+    tn = TableName.parse(name)
+    check_new_part(tn.name, what)
+    return tn
 
 
 def parse_any(name: NameLike) -> CatalogName | DatabaseName | TableName:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Union
 
 from .errors import InvalidArgument
+from .names import check_column_name
 from .records import schema_pb2 as pb
 
 # --- the model ---------------------------------------------------------------------
@@ -281,6 +282,15 @@ def parse_schema(schema: Any) -> StructType:
     if not isinstance(t, StructType):
         raise InvalidArgument(f"a table schema must be a struct, not {t.json_value()!r}")
     return t
+
+
+def check_column_names(struct: StructType, datasource: str = "parquet") -> StructType:
+    """``struct`` if each top-level column name can be part of a directory name (partition
+    directories are ``column=value``), else :class:`~ushas_catalog.errors.InvalidColumnName`
+    (Spark's ``INVALID_COLUMN_NAME_AS_PATH``). Nested field names are not paths: any is kept."""
+    for f in struct.fields:
+        check_column_name(f.name, datasource)
+    return struct
 
 
 def parse_type(value: Any) -> DataType:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .errors import InvalidArgument, NoSuchNamespace, NoSuchTable, NoSuchView
+from .locations import check_free
+from .names import new_table_name
 from .spark_reads import OPS as READ_OPS
 from .spark_tables import (SparkCtx, create_arguments, database_of, location_of, qualify, rename_move, table_answer,
                            table_name, view_answer)
@@ -167,7 +169,10 @@ def create_table(ms: Any, r: Request) -> Answer:
     ctx = SparkCtx.of(r)
     catalog, db, table = table_name(ctx, r)
     database = ms.get_database((catalog, db))
-    args = create_arguments(ctx, db, table, r, database.location)
+    # a dropped table of this name keeps its data (until purge) where the new one goes: not foreign files
+    dropped = {d.name for d in ms.list_dropped_tables((catalog, db))}
+    args = create_arguments(ctx, db, table, r, database.location,
+                            kept_data=str(new_table_name((catalog, db, table))) in dropped)
     return {"table": table_answer(ctx, ms.create_table((catalog, db, table), **args))}
 
 
@@ -204,6 +209,7 @@ def rename_table(ms: Any, r: Request) -> Answer:
     if len(target) != 2:
         raise InvalidArgument(f"rename target {'.'.join(target)!r}: expected database.table")
     src, dst = table_name(ctx, r), (ctx.catalog, target[0], target[1])
+    new_table_name(dst)  # before any path is made of it
     info = ms.get_table(src)
     move = rename_move(ctx, info, ms.get_database(src[:2]).location, ms.get_database(dst[:2]).location, dst)
     if move is None:
@@ -212,6 +218,7 @@ def rename_table(ms: Any, r: Request) -> Answer:
     if r.get("location") is None:
         if ms.table_exists(dst) or ms.view_exists(dst):
             raise TableAlreadyExists(f"table or view {'.'.join(dst)} already exists", table=".".join(dst))
+        check_free((ctx.spark_catalog, dst[1], dst[2]), move["to"])  # the shim would move the data into it
         return {"move": move, "version": info.version}
     if qualify(r["location"]) != move["to"]:
         raise InvalidArgument(f"rename of {'.'.join(src)}: the data was moved to {r['location']}, "

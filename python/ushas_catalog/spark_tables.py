@@ -8,6 +8,8 @@ from typing import Any
 from urllib.parse import urlparse
 
 from .errors import InvalidArgument
+from .locations import check_free
+from .names import new_table_name
 
 #: file formats Spark's V1 file path reads and writes for a catalog table
 FORMATS: frozenset[str] = frozenset({"parquet", "orc", "json", "csv", "avro", "text"})
@@ -63,8 +65,12 @@ def managed_location(ctx: SparkCtx, db_location: str | None, database: str, tabl
 
 
 def create_arguments(ctx: SparkCtx, database: str, table: str, request: dict[str, Any],
-                     db_location: str | None) -> dict[str, Any]:
-    """``createTable(ident, TableInfo)`` -> keyword arguments of ``Metastore.create_table``."""
+                     db_location: str | None, kept_data: bool = False) -> dict[str, Any]:
+    """``createTable(ident, TableInfo)`` -> keyword arguments of ``Metastore.create_table``.
+    The name must be able to name a new table, and a managed table's default location must
+    be free (Spark's ``LOCATION_ALREADY_EXISTS``; see :mod:`ushas_catalog.locations`) unless
+    ``kept_data``: a dropped table of the same name keeps its data there until purged."""
+    new_table_name((ctx.catalog, database, table))
     props: dict[str, str] = dict(request.get("properties") or {})
     partition_by: list[str] = []
     for t in request.get("partitioning") or []:
@@ -81,10 +87,12 @@ def create_arguments(ctx: SparkCtx, database: str, table: str, request: dict[str
     if props.get("external", "").lower() == "true" and location:
         external = True
     location = qualify(location) if location else managed_location(ctx, db_location, database, table)
+    if not external and not kept_data:
+        check_free((ctx.spark_catalog, database, table), location)
     user = {k: v for k, v in props.items() if k not in RESERVED}
     return {"schema": request["schema"], "partition_by": partition_by, "format": fmt, "location": location,
             "properties": user, "comment": props.get("comment"), "owner": props.get("owner"),
-            "external": external}
+            "external": external, "default_location": not external}
 
 
 def rename_move(ctx: SparkCtx, info: Any, db_location: str | None, new_db_location: str | None,

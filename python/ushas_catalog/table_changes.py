@@ -4,13 +4,21 @@ how schema changes are applied (schema evolution).
 Field paths are tuples of names from the top level down; inside an array the element
 is ``"element"``, inside a map ``"key"`` / ``"value"`` (Spark's convention). Names
 match exactly first, else case-insensitively when unique.
+
+Partition columns are fixed: renaming, dropping or changing the type of one is refused
+(:class:`~ushas_catalog.errors.PartitionColumnChange`; Spark users see
+``UNSUPPORTED_FEATURE.TABLE_OPERATION`` or ``CANNOT_ALTER_PARTITION_COLUMN`` as on Spark's
+own catalog), since its name and value encoding are in every partition's key and directory.
+A new or renamed top-level column must be usable in a directory name
+(:func:`~ushas_catalog.names.check_column_name`).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Union
 
-from .errors import InvalidArgument, InvalidSchemaChange
+from .errors import InvalidArgument, InvalidSchemaChange, PartitionColumnChange, SparkError, spark_id
+from .names import check_column_name
 from .schema import (ArrayType, DataType, MapType, StructField, StructType, parse_type, widening_error)
 
 
@@ -295,10 +303,23 @@ def _placed(fields: list[StructField], f: StructField, position: ColumnPosition 
 
 @dataclass
 class SchemaState:
-    """A schema with its partition columns, being changed."""
+    """A schema with its partition columns, being changed; ``table`` (catalog, database, name)
+    and ``datasource`` (the table's format) only name things in errors."""
 
     schema: StructType
     partition_columns: list[str]
+    table: tuple[str, ...] = ()
+    datasource: str = "parquet"
+
+    def _fixed(self, operation: str, column: str) -> PartitionColumnChange:
+        shown = ".".join(self.table) or "the table"
+        return PartitionColumnChange(
+            f"cannot {operation.lower()} {column!r} of {shown}: it is a partition column, and partition columns "
+            f"are fixed (their names and values are in every partition's key and directory)",
+            spark=SparkError("UNSUPPORTED_FEATURE.TABLE_OPERATION",
+                             {"tableName": spark_id(*self.table), "operation": f"{operation} of partition column "
+                                                                               f"{spark_id(column)}"}),
+            column=column)
 
     def apply(self, change: ColumnChange) -> None:
         path = change.field_names
@@ -306,6 +327,8 @@ class SchemaState:
         if isinstance(change, AddColumn):
             if not change.field_names[-1]:
                 raise InvalidSchemaChange("a new column needs a name")
+            if len(path) == 1:
+                check_column_name(path[0], self.datasource)
 
             def add(s: StructType, name: str) -> StructType:
                 if any(f.name.lower() == name.lower() for f in s.fields):
@@ -330,7 +353,7 @@ class SchemaState:
                     return
                 raise InvalidSchemaChange(f"column {'.'.join(path)!r} does not exist", column=".".join(path))
             if top_partition:
-                raise InvalidSchemaChange(f"cannot drop partition column {path[0]!r}", column=path[0])
+                raise self._fixed("DROP COLUMN", path[0])
 
             def delete(s: StructType, name: str) -> StructType:
                 i = _find(s, name, path)
@@ -344,6 +367,10 @@ class SchemaState:
             new = change.new_name
             if not isinstance(new, str) or not new:
                 raise InvalidSchemaChange("a column's new name must be a non-empty string")
+            if top_partition and _exists(self.schema, path):
+                raise self._fixed("RENAME COLUMN", path[0])
+            if len(path) == 1:
+                check_column_name(new, self.datasource)
 
             def rename(s: StructType, name: str) -> StructType:
                 i = _find(s, name, path)
@@ -351,8 +378,6 @@ class SchemaState:
                 if any(j != i and f.name.lower() == new.lower() for j, f in enumerate(s.fields)):
                     raise InvalidSchemaChange(f"cannot rename {'.'.join(path)!r} to {new!r}: that column exists",
                                               column=".".join(path))
-                if top_partition:
-                    self.partition_columns = [new if p == old.name else p for p in self.partition_columns]
                 fields = list(s.fields)
                 fields[i] = StructField(new, old.data_type, old.nullable, old.metadata)
                 return StructType(tuple(fields))
@@ -362,14 +387,18 @@ class SchemaState:
             def retype(s: StructType, name: str) -> StructType:
                 i = _find(s, name, path)
                 old = s.fields[i]
+                if top_partition and old.data_type != change.new_data_type:
+                    raise PartitionColumnChange(
+                        f"cannot change the type of {old.name!r} of {'.'.join(self.table) or 'the table'} from "
+                        f"{old.data_type.ddl()} to {change.new_data_type.ddl()}: it is a partition column, and "
+                        f"partition columns are fixed",
+                        spark=SparkError("CANNOT_ALTER_PARTITION_COLUMN",
+                                         {"tableName": spark_id(*self.table), "columnName": spark_id(old.name)}),
+                        column=old.name)
                 why = widening_error(old.data_type, change.new_data_type)
                 if why is not None:
                     raise InvalidSchemaChange(f"cannot change the type of {'.'.join(path)!r}: {why}",
                                               column=".".join(path))
-                if top_partition and not _same_partition_encoding(old.data_type, change.new_data_type):
-                    raise InvalidSchemaChange(f"cannot change partition column {old.name!r} from "
-                                              f"{old.data_type.ddl()} to {change.new_data_type.ddl()}: its stored "
-                                              f"partition values would need a new encoding", column=old.name)
                 fields = list(s.fields)
                 fields[i] = StructField(old.name, change.new_data_type, old.nullable, old.metadata)
                 return StructType(tuple(fields))
@@ -405,16 +434,3 @@ class SchemaState:
         else:  # pragma: no cover - the union is closed
             raise InvalidArgument(f"not a column change: {change!r}")
 
-
-def _same_partition_encoding(old: DataType, new: DataType) -> bool:
-    from .partitions import PartitionColumn
-
-    a, b = PartitionColumn("c", old).kind, PartitionColumn("c", new).kind
-    integral = {"byte", "short", "integer", "long"}
-    if a in integral and b in integral:
-        return True
-    if {a, b} <= {"float", "double"}:
-        return True
-    from .schema import DecimalType
-
-    return isinstance(old, DecimalType) and isinstance(new, DecimalType) and old.scale == new.scale

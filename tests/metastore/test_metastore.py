@@ -140,18 +140,18 @@ def test_schema_evolution_and_time_travel(sales: Metastore) -> None:
                                          position=ColumnPosition("x")),
                                AddColumn(("first",), parse_type("STRING"), position=ColumnPosition.first()),
                                UpdateColumnType(("amount",), parse_type("DECIMAL(14,2)")),
-                               UpdateColumnType(("h",), parse_type("BIGINT")),
+                               UpdateColumnType(("h",), parse_type("INT")),  # its own type: no change
                                SetProperty("owner_team", "sales"), SetComment("c")])
     assert t2.version == 2 and t2.schema_id == 2
     assert t2.schema.names == ["first", "id", "amount", "point", "dt", "h"]
     assert [f.name for f in t2.schema.field("point").data_type.fields] == ["x", "z", "y"]
     assert t2.properties == {"owner_team": "sales"} and t2.comment == "c"
-    t3 = sales.alter_table(T, [RenameColumn(("dt",), "day"), DeleteColumn(("first",)),
+    t3 = sales.alter_table(T, [RenameColumn(("point",), "pt"), DeleteColumn(("first",)),
                                UpdateColumnComment(("id",), "key"), UpdateColumnNullability(("amount",), False),
                                UpdateColumnPosition(("h",), ColumnPosition.first()), RemoveProperty("owner_team"),
                                SetLocation("/elsewhere")])
-    assert t3.schema_id == 3 and t3.partition_columns == ["day", "h"] and t3.location == "/elsewhere"
-    assert t3.schema.names == ["h", "id", "amount", "point", "day"]
+    assert t3.schema_id == 3 and t3.partition_columns == ["dt", "h"] and t3.location == "/elsewhere"
+    assert t3.schema.names == ["h", "id", "amount", "pt", "dt"]
     assert t3.schema.field("id").comment == "key" and not t3.schema.field("amount").nullable
     # properties-only change keeps the schema id
     t4 = sales.alter_table(T, [SetProperty("x", "y")])
@@ -183,8 +183,10 @@ def test_schema_evolution_and_time_travel(sales: Metastore) -> None:
     (UpdateColumnType(("amount",), parse_type("DECIMAL(9,2)")), "cannot hold"),
     (UpdateColumnType(("id",), parse_type("STRING")), "cannot be widened"),
     (UpdateColumnType(("point",), parse_type("STRUCT<x: DOUBLE>")), "nested types"),
-    (UpdateColumnType(("dt",), parse_type("TIMESTAMP")), "cannot be widened"),
-    (DeleteColumn(("dt",)), "cannot drop partition column"),
+    (UpdateColumnType(("dt",), parse_type("TIMESTAMP")), "it is a partition column"),
+    (UpdateColumnType(("h",), parse_type("BIGINT")), "it is a partition column"),
+    (DeleteColumn(("dt",)), "it is a partition column"),
+    (RenameColumn(("dt",), "day"), "it is a partition column"),
     (DeleteColumn(("nope",)), "does not exist"),
     (AddColumn(("ID",), parse_type("INT")), "already exists"),
     (AddColumn(("id", "sub"), parse_type("INT")), "is not a struct"),

@@ -43,10 +43,10 @@ def register_import_hive(sub: argparse._SubParsersAction) -> None:
 
 def run_import_hive(ctx: Context, args: argparse.Namespace) -> int:
     from ..hive_import import HiveConnection, SparkHiveSource, default_derby_dir, import_hive, open_hive_session
-    from ..names import validate_part
+    from ..names import new_catalog_name
     from ..progress import progress_for
 
-    validate_part(args.catalog, "catalog")
+    new_catalog_name((args.catalog,))  # it may be created: checked before Spark starts
     conn = HiveConnection(metastore_db=args.metastore_db if args.thrift is None else None, thrift=args.thrift,
                           warehouse=args.warehouse)
     if conn.metastore_db is None and conn.thrift is None:

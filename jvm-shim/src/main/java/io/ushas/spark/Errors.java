@@ -1,6 +1,9 @@
 package io.ushas.spark;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import org.apache.spark.QueryContext;
+import org.apache.spark.SparkRuntimeException;
+import org.apache.spark.sql.AnalysisException;
 import org.apache.spark.sql.catalyst.analysis.NamespaceAlreadyExistsException;
 import org.apache.spark.sql.catalyst.analysis.NoSuchNamespaceException;
 import org.apache.spark.sql.catalyst.analysis.NoSuchTableException;
@@ -9,11 +12,17 @@ import org.apache.spark.sql.catalyst.analysis.NonEmptyNamespaceException;
 import org.apache.spark.sql.catalyst.analysis.TableAlreadyExistsException;
 import org.apache.spark.sql.catalyst.analysis.ViewAlreadyExistsException;
 import org.apache.spark.sql.connector.catalog.Identifier;
+import scala.jdk.javaapi.CollectionConverters;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
 
 /**
  * Turns a typed Python error into the Spark exception a Spark user expects
  * (the mapping mirrors {@code ushas_catalog.errors.SPARK_EXCEPTION}). Spark's own exceptions
- * carry Spark's error classes (TABLE_OR_VIEW_NOT_FOUND, SCHEMA_NOT_FOUND, ...).
+ * carry Spark's error classes (TABLE_OR_VIEW_NOT_FOUND, SCHEMA_NOT_FOUND, ...). An error with a
+ * {@code spark} object ({@code errorClass}, {@code parameters}, {@code runtime}: see
+ * {@code ushas_catalog.errors.SparkError}) becomes Spark's exception of that error class.
  */
 final class Errors {
     private Errors() {}
@@ -23,6 +32,10 @@ final class Errors {
         String type = Json.text(error, "type");
         String message = Json.text(error, "message");
         String[] ns = namespace != null ? namespace : ident != null ? ident.namespace() : new String[0];
+        JsonNode spark = error.get("spark");
+        if (spark != null && spark.isObject() && Json.text(spark, "errorClass") != null) {
+            return withErrorClass(spark);
+        }
         RuntimeException sneaky = switch (type == null ? "" : type) {
             case "NoSuchTable" -> sneak(ident != null ? new NoSuchTableException(ident)
                     : new NoSuchTableException(String.join(".", ns), message));
@@ -35,12 +48,28 @@ final class Errors {
             case "ViewAlreadyExists" -> sneak(ident != null ? new ViewAlreadyExistsException(ident)
                     : new TableAlreadyExistsException(message));
             case "NamespaceNotEmpty" -> sneak(new NonEmptyNamespaceException(ns));
-            case "InvalidName", "InvalidArgument", "InvalidSchemaChange", "ReadOnlyMetadata", "LimitExceeded",
-                 "NoSuchPartition", "PartitionAlreadyExists", "NoSuchVersion" ->
+            case "InvalidName", "InvalidColumnName", "InvalidArgument", "InvalidSchemaChange", "PartitionColumnChange",
+                 "LocationInUse", "ReadOnlyMetadata", "LimitExceeded", "NoSuchPartition", "PartitionAlreadyExists",
+                 "NoSuchVersion" ->
                     new IllegalArgumentException("[USHAS_" + type + "] " + message);
             default -> new UshasBridgeException("[USHAS_" + type + "] " + message);
         };
         return sneaky;
+    }
+
+    /** Spark's exception of the error class Python named, with its message parameters. */
+    static RuntimeException withErrorClass(JsonNode spark) {
+        String errorClass = Json.text(spark, "errorClass");
+        Map<String, String> params = new LinkedHashMap<>();
+        JsonNode p = spark.get("parameters");
+        if (p != null) p.fields().forEachRemaining(e -> params.put(e.getKey(), e.getValue().asText()));
+        scala.collection.immutable.Map<String, String> scalaParams =
+                scala.collection.immutable.Map$.MODULE$.from(CollectionConverters.asScala(params));
+        JsonNode runtime = spark.get("runtime");
+        if (runtime != null && runtime.asBoolean()) {
+            return new SparkRuntimeException(errorClass, scalaParams, null, new QueryContext[0], "");
+        }
+        return sneak(new AnalysisException(errorClass, scalaParams));
     }
 
     /** Rethrows a checked Spark exception without declaring it (Spark declares them on the interface). */
