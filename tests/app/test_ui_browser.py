@@ -23,21 +23,19 @@ from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support import expected_conditions as EC  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
-from werkzeug.serving import make_server  # noqa: E402
-
-from ushas_catalog.ui.app import create_app  # noqa: E402
+from ushas_catalog.ui.server import Service  # noqa: E402
 
 
 @pytest.fixture
 def server(store_uri: str):
+    """The service as ``ushas ui`` runs it (waitress, Host check, Content-Security-Policy)."""
     build(store_uri)
-    app = create_app(store_uri, "default")
-    srv = make_server("127.0.0.1", 0, app, threaded=False)
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    service = Service(store_uri, "default", host="127.0.0.1", port=0)
+    thread = threading.Thread(target=service.run, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{srv.server_port}"
-    srv.shutdown()
-    app.config["USHAS"].close()
+    yield f"http://127.0.0.1:{service.port}"
+    service.stop()
+    thread.join(30)
 
 
 @pytest.fixture
