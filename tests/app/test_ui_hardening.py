@@ -211,3 +211,20 @@ def test_service_on_a_thread_stops_when_asked(store_uri: str) -> None:
     assert not thread.is_alive()
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", service.port), timeout=WAIT).close()
+
+
+def test_errors_do_not_show_the_store_path(tmp_path: Path) -> None:
+    """A store that cannot be opened: the error says so without naming the file."""
+    from ushas_catalog.ui.app import create_app
+
+    bogus = tmp_path / "secret-dir" / "not-a-store.db"
+    bogus.parent.mkdir()
+    bogus.write_bytes(b"this is not a database " * 200)
+    app = create_app(f"sqlite:///{bogus}", "default")
+    try:
+        r = app.test_client().get("/api/catalogs")
+        assert r.status_code in (400, 404) and r.json["error"]["type"]
+        assert "secret-dir" not in r.get_data(as_text=True) and "<store>" in r.json["error"]["message"]
+        assert r.headers["X-Content-Type-Options"] == "nosniff"  # the headers come with the app itself too
+    finally:
+        app.config["USHAS"].close()
