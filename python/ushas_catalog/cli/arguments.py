@@ -59,7 +59,7 @@ def number_problem(value: Any) -> str | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int) and not INT_MIN <= value <= INT_MAX:
-        return "is out of range (at most 19 digits)"
+        return "is out of range (a signed 64-bit integer)"
     if isinstance(value, float) and not math.isfinite(value):
         return "is not a finite number"
     return None
