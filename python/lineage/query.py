@@ -31,7 +31,9 @@ def parse_time(text: str | None, what: str = "time") -> int | None:
     if text is None:
         return None
     text = text.strip()
-    if text.isdigit():
+    if text.isascii() and text.isdigit():
+        if len(text) > 18:  # beyond any time a store holds (and int64)
+            raise InvalidArgument(f"{what}: {text[:24]!r}... is out of range for epoch milliseconds")
         return int(text)
     try:
         when = dt.datetime.fromisoformat(text)

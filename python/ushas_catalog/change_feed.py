@@ -168,9 +168,12 @@ def parse_duration(text: str) -> dt.timedelta:
     """``90s``, ``15m``, ``12h``, ``7d``, ``2w`` as a timedelta (InvalidArgument otherwise)."""
     units = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
     t = text.strip().lower() if isinstance(text, str) else ""
-    if len(t) < 2 or t[-1] not in units or not t[:-1].isdigit():
+    if len(t) < 2 or t[-1] not in units or not (t[:-1].isascii() and t[:-1].isdigit()):
         raise InvalidArgument(f"invalid duration {text!r}: expected a number and a unit s, m, h, d or w (e.g. 7d)")
-    return dt.timedelta(seconds=int(t[:-1]) * units[t[-1]])
+    seconds = int(t[:-1]) * units[t[-1]] if len(t) <= 20 else None
+    if seconds is None or seconds >= dt.timedelta.max.days * 86400:
+        raise InvalidArgument(f"invalid duration {text[:24]!r}: out of range (at most 999999999d)")
+    return dt.timedelta(seconds=seconds)
 
 
 # --- the feed -------------------------------------------------------------------------------

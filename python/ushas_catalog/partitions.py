@@ -170,7 +170,7 @@ class PartitionColumn:
                 f = float(raw.strip()) if isinstance(raw, str) else float(raw)
                 if math.isnan(f):
                     raise self._bad(raw, "NaN cannot be a partition value")
-                return f
+                return 0.0 if f == 0.0 else f  # canonical: -0.0 is 0.0 (one key, one partition)
             if kind == "binary":
                 if isinstance(raw, (bytes, bytearray)):
                     return bytes(raw)

@@ -23,21 +23,19 @@ from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support import expected_conditions as EC  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
-from werkzeug.serving import make_server  # noqa: E402
-
-from ushas_catalog.ui.app import create_app  # noqa: E402
+from ushas_catalog.ui.server import Service  # noqa: E402
 
 
 @pytest.fixture
 def server(store_uri: str):
+    """The service as ``ushas ui`` runs it (waitress, Host check, Content-Security-Policy)."""
     build(store_uri)
-    app = create_app(store_uri, "default")
-    srv = make_server("127.0.0.1", 0, app, threaded=False)
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    service = Service(store_uri, "default", host="127.0.0.1", port=0)
+    thread = threading.Thread(target=service.run, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{srv.server_port}"
-    srv.shutdown()
-    app.config["USHAS"].close()
+    yield f"http://127.0.0.1:{service.port}"
+    service.stop()
+    thread.join(30)
 
 
 @pytest.fixture
@@ -48,6 +46,7 @@ def browser(tmp_path: Path):
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
                  "--disable-dev-shm-usage", "--window-size=1400,900", f"--user-data-dir={tmp_path / 'profile'}"):
         opts.add_argument(flag)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # the console: CSP violations show there
     driver = webdriver.Chrome(service=webdriver.ChromeService(executable_path=CHROMEDRIVER), options=opts)
     yield driver
     driver.quit()
@@ -129,3 +128,11 @@ def test_browse_search_and_lineage(server: str, browser, tmp_path: Path) -> None
         By.CSS_SELECTOR, 'g.gnode[data-node="shop.sales.raw.amount"]'))
     for shot in ("table.png", "search.png", "datasets.png", "path-lineage.png", "lineage.png"):
         assert (tmp_path / shot).stat().st_size > 5_000
+
+    # the page works under the service's Content-Security-Policy: its style sheet applies (the
+    # legend's colours, once inline styles), nothing was blocked, the header names no file path
+    legend = b.find_element(By.CSS_SELECTOR, ".legend .legend-direct")
+    assert legend.value_of_css_property("color") in ("rgba(47, 125, 50, 1)", "rgb(47, 125, 50)")
+    assert b.find_element(By.ID, "store").text == "sqlite store · project default"
+    blocked = [e["message"] for e in b.get_log("browser") if "Content Security Policy" in e["message"]]
+    assert blocked == []

@@ -50,10 +50,17 @@ def test_meta_commands(cli) -> None:
     (["meta", "set", "main.sales.orders", "ushas.k=v"], 2, "reserved prefix"),
     (["meta", "tag", "main.sales.nope", "x"], 1, "NoSuchTable"),
     (["search", "*"], 2, "at least one character"),
+    (["search", "\udcff"], 2, "'\\xff' is not valid UTF-8"),  # ushas search $'\xff' (surrogateescape'd argv)
+    (["search", "x", "--limit", "9" * 30], 2, "--limit '999"),
+    (["meta", "set", "main.sales.orders", "k=\ud83d"], 2, "lone surrogate"),
+    (["meta", "history", "main.sales.orders", "--limit", "-" + "9" * 20], 2, "out of range"),
 ])
-def test_meta_errors(cli, argv: list[str], rc: int, message: str) -> None:
-    code, _, err = cli(*argv)
-    assert code == rc and message in err
+def test_meta_errors(cli, capsys: pytest.CaptureFixture[str], argv: list[str], rc: int, message: str) -> None:
+    try:
+        code, _, err = cli(*argv)
+    except SystemExit as exc:  # argparse's usage errors (bad argument bytes and numbers among them)
+        code, err = exc.code, capsys.readouterr().err
+    assert code == rc and message in err and len(err.strip().splitlines()) == 1
 
 
 def test_search_command(cli) -> None:

@@ -88,12 +88,76 @@ def test_drop_undrop_purge(filled: str, capsys: pytest.CaptureFixture[str]) -> N
     (["partitions", "main.sales.orders", "--prefix", "dt=notadate"], 2, "partition column 'dt'"),
     (["drop", "main.sales"], 2, "NamespaceNotEmpty"),
     (["drop", "a.b.c.d"], 2, "1 to 3 parts"),
+    # hostile bytes and numbers (issue 25): each a one-line error naming the argument, exit 2
+    (["describe", "main.sales.orders", "--as-of", "9" * 5000], 2, "--as-of '99"),
+    (["describe", "main.sales.orders", "--as-of", "9" * 20], 2, "out of range"),
+    (["describe", "main.sales.orders", "--as-of", "\u00b2"], 2, "not an integer"),
+    (["tables", "main.\udcff"], 2, "argument 6 'main.\\xff' is not valid UTF-8"),  # as argv decodes $'\xff'
+    (["tables", "main.\ud800"], 2, "lone surrogate"),
+    (["tables", "main.a\x00b"], 2, "NUL"),
+    (["--project", "p\udcfe", "catalogs"], 2, "not valid UTF-8"),
+    (["partitions", "main.sales.orders", "--limit", "9" * 25], 2, "argument --limit '9999"),
+    (["partitions", "main.sales.orders", "--limit", "9" * 5000], 2, "invalid int value"),
+    (["history", "main.sales.orders", "--limit", "-1"], 2, "--limit must be >= 0"),
+    (["changes", "--poll", "nan"], 2, "--poll 'nan' is not a finite number"),
+    (["changes", "--poll", "inf"], 2, "not a finite number"),
+    (["changes", "trim", "--older-than", "9" * 30 + "d"], 2, "out of range"),
+    (["changes", "trim", "--older-than", "\u0661d"], 2, "invalid duration"),  # an Arabic-Indic digit
+    (["lineage", "runs", "main.sales.orders", "--since", "9" * 5000], 2, "out of range for epoch"),
 ])
 def test_errors_one_line_and_exit_code(filled: str, capsys: pytest.CaptureFixture[str], argv: list[str], code: int,
                                        message: str) -> None:
-    rc, _, err = run(capsys, filled, *argv)
-    assert rc == code
+    try:
+        rc, _, err = run(capsys, filled, *argv)
+    except SystemExit as exc:  # argparse's usage errors
+        rc, err = exc.code, capsys.readouterr().err
+    assert rc == code, err
     assert message in err and len(err.strip().splitlines()) == 1
+    assert "Traceback" not in err
+
+
+def test_undecodable_argv_from_a_real_process(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """``ushas search $'\\xff'``: the bytes as the operating system passes them."""
+    env = {**os.environ, "USHAS_URI": f"sqlite:///{tmp_path / 's.db'}"}
+    done = subprocess.run([sys.executable, "-m", "ushas_catalog", "search", b"\xff"], env=env, capture_output=True,
+                          timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.decode() == "ushas: error: argument 2 '\\xff' is not valid UTF-8 (undecodable bytes)\n"
+
+
+def test_text_output_escapes_control_characters(filled: str, capsys: pytest.CaptureFixture[str]) -> None:
+    red, title = "\x1b[31m", "\x1b]0;owned\x07"
+    ms = Metastore.open(filled, project="acme")
+    ms.create_table("main.sales.hostile", f"id INT COMMENT 'a{red}b'", comment=f"{red}two\nlines{title}",
+                    properties={"k": f"v{title}\u202e"})
+    ms.create_view("main.sales.hv", f"SELECT 1 AS id -- {red}", "id INT", comment=red)
+    ms.close()
+    rc, out, _ = run(capsys, filled, "describe", "main.sales.hostile")
+    assert rc == 0 and "\x1b" not in out and "\x07" not in out and "\u202e" not in out
+    assert "Comment:     \\x1b[31mtwo\\x0alines\\x1b]0;owned\\x07" in out  # one line, every byte visible
+    assert "-- a\\x1b[31mb" in out and "k = v\\x1b]0;owned\\x07\\u202e" in out
+    rc, out, _ = run(capsys, filled, "describe", "main.sales.hv")
+    assert rc == 0 and "\x1b" not in out and "-- \\x1b[31m" in out
+    rc, out, _ = run(capsys, filled, "tables", "main.sales")
+    assert rc == 0 and "\x1b" not in out
+    rc, out, _ = run(capsys, filled, "--json", "describe", "main.sales.hostile")  # JSON escapes itself
+    assert rc == 0 and json.loads(out)["comment"] == f"{red}two\nlines{title}"
+    assert run(capsys, filled, "meta", "set", "main.sales.orders", f"note=x{red}\ny")[0] == 0
+    rc, out, _ = run(capsys, filled, "meta", "show", "main.sales.orders")
+    assert rc == 0 and "note = x\\x1b[31m\\x0ay" in out and "\x1b" not in out
+    rc, out, _ = run(capsys, filled, "changes")
+    assert rc == 0 and "hostile" in out and "\x1b" not in out
+
+
+def test_stats_lists_only_its_own_project(filled: str, capsys: pytest.CaptureFixture[str]) -> None:
+    other = Metastore.open(filled, project="someone_else")
+    other.create_catalog("their_secret_catalog")
+    other.close()
+    for argv in (["stats"], ["stats", "--this-project"]):
+        rc, out, _ = run(capsys, filled, "--json", *argv)
+        assert rc == 0 and {s["project"] for s in json.loads(out)} == {"acme"}
+        rc, out, _ = run(capsys, filled, *argv)
+        assert rc == 0 and "acme" in out and "someone_else" not in out
 
 
 def test_usage_error_exits_2(filled: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -44,3 +44,12 @@ def test_many_adds_check_existence_in_one_read(sales: Metastore) -> None:
     result = sales.add_partitions("main.sales.p", [{"k": i} for i in range(0, 300)], if_not_exists=True)
     assert (result.added, result.skipped) == (200, 100)
     assert [k for (k,) in sales.list_partition_keys("main.sales.p")[1]] == list(range(300))
+
+
+def test_zero_and_negative_zero_make_one_partition(sales: Metastore) -> None:
+    sales.create_table("main.sales.z", "a INT, x DOUBLE", partition_by=["x"])
+    sales.add_partitions("main.sales.z", [{"x": "0.0"}])
+    with pytest.raises(PartitionAlreadyExists):
+        sales.add_partitions("main.sales.z", [{"x": "-0.0"}])
+    assert sales.add_partitions("main.sales.z", [{"x": -0.0}], if_not_exists=True).skipped == 1
+    assert [p.spec for p in sales.list_partitions("main.sales.z")] == [{"x": "0.0"}]

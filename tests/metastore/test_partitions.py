@@ -103,3 +103,12 @@ def test_scheme_specs_prefixes_paths() -> None:
     with pytest.raises(InvalidArgument, match="cannot be a partition column"):
         PartitionScheme.of(parse_schema("a ARRAY<INT>"), ["a"])
     assert escape_path_name("a:b=c%") == "a%3Ab%3Dc%25"
+
+
+@pytest.mark.parametrize("ddl", ["DOUBLE", "FLOAT"])
+def test_negative_zero_is_canonical_zero(ddl: str) -> None:
+    c = col(ddl)
+    for raw in (-0.0, "-0.0", "-0", " -0.0 "):
+        element = c.encode(raw)
+        assert fdbtuple.pack((element,)) == fdbtuple.pack((0.0,)), raw  # one key for both zeros
+        assert c.text(element) == c.text(c.encode(0.0))

@@ -15,6 +15,7 @@ import sys
 from typing import Sequence
 
 from ..errors import UshasError
+from .arguments import parse_checked
 from .context import Context
 
 #: modules under ushas_catalog.cli that contribute commands, in help order
@@ -51,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse_checked(parser, argv)  # bad bytes or numbers: one line, exit 2
     ctx = Context(uri=args.uri, project=args.project, json=args.json)
     try:
         rc = args.func(ctx, args)

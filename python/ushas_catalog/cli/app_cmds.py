@@ -3,7 +3,8 @@
 - ``ushas import-hive [--metastore-db PATH | --thrift URI] [--warehouse DIR] [--catalog NAME]``:
   copy a Hive metastore's databases, tables, partitions and views into a catalog
   (:mod:`ushas_catalog.hive_import`), with a progress bar on a terminal and a summary.
-- ``ushas ui [--port N] [--host 127.0.0.1]``: the web UI (:mod:`ushas_catalog.ui`).
+- ``ushas ui [--port N] [--host 127.0.0.1] [--allowed-host NAME]...``: the web UI
+  (:mod:`ushas_catalog.ui`) on a production WSGI server (waitress).
 - ``ushas demo``: a small pipeline run through Spark with the catalog and the lineage listener,
   then the catalog summary and the lineage of its final report (:mod:`ushas_catalog.demo`).
 """
@@ -74,6 +75,10 @@ def register_ui(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--port", type=int, default=8765, help="TCP port (default 8765; 0 picks a free one)")
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default 127.0.0.1: this machine only)")
+    p.add_argument("--allowed-host", action="append", default=[], metavar="NAME[:PORT]", dest="allowed_hosts",
+                   help="also answer requests for this host name (repeatable), e.g. the name a reverse proxy "
+                        "or other machines use; without it only the --host address (and localhost on a "
+                        "loopback address) is answered, which stops DNS-rebinding pages")
     p.set_defaults(func=run_ui)
 
 
@@ -83,8 +88,9 @@ def run_ui(ctx: Context, args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         raise InvalidArgument(f"--port must be 0..65535, not {args.port}")
     ctx.metastore  # fail now, with one line, when the store cannot be opened
-    serve(ctx.uri, ctx.project, host=args.host, port=args.port, announce=lambda url: print(
-        f"Ushas UI on {url}  (store {ctx.uri}, project {ctx.project}; Ctrl-C stops it)", flush=True))
+    serve(ctx.uri, ctx.project, host=args.host, port=args.port, allowed_hosts=args.allowed_hosts,
+          announce=lambda url: print(f"Ushas UI on {url}  (store {ctx.uri}, project {ctx.project}; "
+                                     "Ctrl-C stops it)", flush=True))
     return 0
 
 

@@ -14,6 +14,7 @@ import sys
 from ..change_feed import parse_duration
 from ..errors import InvalidArgument
 from .context import Context
+from .terminal import escape
 
 
 def _reads(p: argparse.ArgumentParser) -> None:
@@ -60,7 +61,7 @@ def cmd_changes(ctx: Context, args: argparse.Namespace) -> int:
             if ctx.json:
                 sys.stdout.write(json.dumps(change.to_json(), default=str, ensure_ascii=False) + "\n")
             else:
-                sys.stdout.write(change.summary() + "\n")
+                sys.stdout.write(escape(change.summary()) + "\n")  # names may hold escape sequences
             sys.stdout.flush()
             printed += 1
             if args.limit is not None and printed >= args.limit:

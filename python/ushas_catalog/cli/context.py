@@ -7,6 +7,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
+from .terminal import escape, escape_lines
+
 
 @dataclass
 class Context:
@@ -33,10 +35,9 @@ class Context:
         if self.json:
             json.dump(data, sys.stdout, indent=2, default=str, ensure_ascii=False)
             sys.stdout.write("\n")
-        elif text is None:
-            print(data)
-        else:
-            print(text(data) if callable(text) else text)
+        else:  # stored values may hold terminal escape sequences: shown escaped (cli.terminal)
+            shown = str(data) if text is None else text(data) if callable(text) else text
+            print(escape_lines(shown))
 
     def table(self, rows: Iterable[dict[str, Any]], columns: list[str]) -> None:
         """Print rows as an aligned text table, or as a JSON list with ``--json``."""
@@ -44,7 +45,7 @@ class Context:
         if self.json:
             self.emit(rows)
             return
-        cells = [[str(r.get(c, "")) if r.get(c) is not None else "" for c in columns] for r in rows]
+        cells = [[escape(str(r.get(c, ""))) if r.get(c) is not None else "" for c in columns] for r in rows]
         widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
         print("  ".join(c.upper().ljust(w) for c, w in zip(columns, widths)).rstrip())
         for row in cells:

@@ -20,6 +20,7 @@ from typing import Any
 from ..errors import InvalidArgument
 from ..metadata import ObjectMetadata, ObjectType, Scope
 from .context import Context
+from .terminal import escape
 
 _TYPES = [t.value.lower() for t in ObjectType]
 _SCOPES = [s.value for s in Scope]
@@ -145,7 +146,7 @@ def _scoped_lines(md: ObjectMetadata, scope: Scope, indent: str) -> list[str]:
     if not sm.properties and not sm.tags:
         return []
     out = [f"{indent}{scope.value}"]
-    out.extend(f"{indent}  {k} = {v}" for k, v in sorted(sm.properties.items()))
+    out.extend(f"{indent}  {escape(k)} = {escape(v)}" for k, v in sorted(sm.properties.items()))  # one line each
     if sm.tags:
         out.append(f"{indent}  tags: {', '.join(sorted(sm.tags))}")
     return out

@@ -13,7 +13,9 @@ from typing import Any
 
 from ..errors import InvalidArgument, NoSuchTable, UshasError
 from ..names import CatalogName, DatabaseName, TableName, parse_any
+from .arguments import parse_int
 from .context import Context
+from .terminal import escape, escape_lines
 
 
 def _reads(p: argparse.ArgumentParser) -> None:
@@ -82,8 +84,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     _reads(p)
     p.set_defaults(func=cmd_dropped)
 
-    p = sub.add_parser("stats", help="keys and bytes per subspace, per project")
-    p.add_argument("--this-project", action="store_true", help="only the --project project")
+    p = sub.add_parser("stats", help="keys and bytes per subspace of the --project project")
+    # the only form since other projects' names and sizes are theirs; kept so old scripts still run
+    p.add_argument("--this-project", action="store_true", help=argparse.SUPPRESS)
     _reads(p)
     p.set_defaults(func=cmd_stats)
 
@@ -136,8 +139,8 @@ def cmd_tables(ctx: Context, args: argparse.Namespace) -> int:
 def parse_as_of(text: str | None) -> int | dt.datetime | None:
     if text is None:
         return None
-    if text.strip().lstrip("-").isdigit():
-        return int(text)
+    if text.strip().lstrip("-+").isdigit():  # also non-ASCII digits: parse_int names them
+        return parse_int(text, "--as-of")
     try:
         return dt.datetime.fromisoformat(text.strip())
     except ValueError:
@@ -163,27 +166,29 @@ def cmd_describe(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def _table_text(t: Any) -> str:
-    lines = [f"Table:       {t.full_name}", f"Id:          {t.id}", f"Version:     {t.version}",
-             f"Schema id:   {t.schema_id}", f"Format:      {t.format}" + ("  (external)" if t.external else ""),
-             f"Location:    {t.location or ''}", f"Owner:       {t.owner or ''}",
-             f"Comment:     {t.comment or ''}", f"Created:     {_time(t.created_at)}",
+    e = escape  # one value per line: a newline or escape sequence in a stored value is shown escaped
+    lines = [f"Table:       {e(t.full_name)}", f"Id:          {t.id}", f"Version:     {t.version}",
+             f"Schema id:   {t.schema_id}", f"Format:      {e(t.format)}" + ("  (external)" if t.external else ""),
+             f"Location:    {e(t.location or '')}", f"Owner:       {e(t.owner or '')}",
+             f"Comment:     {e(t.comment or '')}", f"Created:     {_time(t.created_at)}",
              f"Updated:     {_time(t.updated_at)}", "", "Columns:"]
-    width = max([len(f.name) for f in t.schema.fields] + [4])
+    width = max([len(e(f.name)) for f in t.schema.fields] + [4])
     for f in t.schema.fields:
-        extra = ("" if f.nullable else " NOT NULL") + (f"  -- {f.comment}" if f.comment else "")
-        lines.append(f"  {f.name.ljust(width)}  {f.data_type.ddl()}{extra}")
+        extra = ("" if f.nullable else " NOT NULL") + (f"  -- {e(f.comment)}" if f.comment else "")
+        lines.append(f"  {e(f.name).ljust(width)}  {e(f.data_type.ddl())}{extra}")
     if t.partition_columns:
-        lines += ["", "Partitioned by: " + ", ".join(t.partition_columns)]
+        lines += ["", "Partitioned by: " + ", ".join(e(c) for c in t.partition_columns)]
     if t.properties:
-        lines += ["", "Properties:"] + [f"  {k} = {v}" for k, v in sorted(t.properties.items())]
+        lines += ["", "Properties:"] + [f"  {e(k)} = {e(v)}" for k, v in sorted(t.properties.items())]
     return "\n".join(lines)
 
 
 def _view_text(v: Any) -> str:
-    lines = [f"View:        {v.catalog}.{v.database}.{v.name}", f"Version:     {v.version}",
-             f"Owner:       {v.owner or ''}", f"Comment:     {v.comment or ''}", "", "SQL:", f"  {v.sql}", "",
-             "Columns:"]
-    lines += [f"  {f.name}  {f.data_type.ddl()}" for f in v.schema.fields]
+    e = escape
+    lines = [f"View:        {e(f'{v.catalog}.{v.database}.{v.name}')}", f"Version:     {v.version}",
+             f"Owner:       {e(v.owner or '')}", f"Comment:     {e(v.comment or '')}", "", "SQL:",
+             f"  {escape_lines(v.sql)}", "", "Columns:"]
+    lines += [f"  {e(f.name)}  {e(f.data_type.ddl())}" for f in v.schema.fields]
     return "\n".join(lines)
 
 
@@ -216,6 +221,8 @@ def cmd_partitions(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def cmd_history(ctx: Context, args: argparse.Namespace) -> int:
+    if args.limit is not None and args.limit < 0:
+        raise InvalidArgument(f"--limit must be >= 0, not {args.limit}")
     items = ctx.metastore.history(args.name, limit=args.limit)
     if ctx.json:
         ctx.emit([h.to_json() for h in items])
@@ -314,7 +321,7 @@ def cmd_dropped(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def cmd_stats(ctx: Context, args: argparse.Namespace) -> int:
-    stats = ctx.metastore.stats(all_projects=not args.this_project)
+    stats = ctx.metastore.stats(all_projects=False)
     if ctx.json:
         ctx.emit([s.to_json() for s in stats])
     else:

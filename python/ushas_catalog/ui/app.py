@@ -13,23 +13,31 @@ missing object and 400 for bad input):
 - ``/api/lineage?node=NAME[.COLUMN]&direction=upstream|downstream|both&depth=N&since=&until=``:
   the column graph: nodes, and edges with their type and expression
 - ``/api/runs?dataset=NAME&since=&until=``: who read / wrote a dataset
+- ``/api/info``: the project and the kind of store (never its location)
+
+Every response carries the security headers of :mod:`.security` (a CSP without inline script,
+no framing, ``nosniff``, no referrer). Error messages never show the store's location; an
+unexpected error is logged and answered with a 500 that says only that.
 """
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from flask import Flask, jsonify, request, send_from_directory
+from flask import Flask, Response, jsonify, request, send_from_directory
 
 from ..errors import InvalidArgument, NotFound, UshasError
+from .security import SECURITY_HEADERS
 
 STATIC = Path(__file__).parent / "static"
 #: partitions per page unless ``limit`` says otherwise, and the most one page may hold
 PAGE_SIZE = 50
 MAX_PAGE = 1000
 MAX_DEPTH = 20
+LOG = logging.getLogger("ushas.ui")
 
 
 @dataclass
@@ -101,10 +109,52 @@ def _prefix_arg() -> dict[str, str] | None:
     return spec
 
 
+def store_kind(uri: str) -> str:
+    """What kind of store a URI names (``sqlite``, ``fdb``, ``memory``), without its location."""
+    scheme, sep, _ = uri.partition(":")
+    return scheme.lower() if sep and scheme.isalnum() else "store"
+
+
+def redactor(uri: str) -> Callable[[str], str]:
+    """A function that removes the store's URI and file path from a message."""
+    from urllib.parse import unquote, urlsplit
+
+    secrets = {uri}
+    try:
+        path = unquote(urlsplit(uri).path)
+    except ValueError:
+        path = ""
+    if path.strip("/"):
+        secrets.update({path, "/" + path.lstrip("/")})
+    secrets = {s for s in secrets if len(s) > 1}
+
+    def redact(message: str) -> str:
+        for secret in sorted(secrets, key=len, reverse=True):
+            message = message.replace(secret, "<store>")
+        return message
+    return redact
+
+
 def create_app(uri: str, project: str = "default") -> Flask:
     app = Flask(__name__, static_folder=None)
     stores = Stores(uri, project)
     app.config["USHAS"] = stores
+    redact = redactor(uri)
+
+    @app.after_request
+    def secure(response: Response) -> Response:
+        for name, value in SECURITY_HEADERS.items():
+            response.headers.setdefault(name, value)
+        return response
+
+    @app.errorhandler(Exception)
+    def unexpected(exc: Exception) -> Any:
+        from werkzeug.exceptions import HTTPException
+
+        if isinstance(exc, HTTPException):  # 404 of an unknown page, 405, ...: JSON, no detail
+            return jsonify({"error": {"type": type(exc).__name__, "message": exc.description or exc.name}}), exc.code
+        LOG.exception("unexpected error answering %s", request.path)
+        return jsonify({"error": {"type": "InternalError", "message": "internal error (see the service log)"}}), 500
 
     def api(fn: Callable[..., Any]) -> Callable[..., Any]:
         def wrapped(**kw: Any) -> Any:
@@ -112,7 +162,7 @@ def create_app(uri: str, project: str = "default") -> Flask:
                 with stores.lock:
                     return jsonify(fn(**kw))
             except UshasError as exc:
-                return jsonify({"error": {"type": exc.type, "message": exc.message}}), (
+                return jsonify({"error": {"type": exc.type, "message": redact(exc.message)}}), (
                     404 if isinstance(exc, NotFound) else 400)
         wrapped.__name__ = fn.__name__
         return wrapped
@@ -128,7 +178,7 @@ def create_app(uri: str, project: str = "default") -> Flask:
     @app.get("/api/info")
     @api
     def info() -> Any:
-        return {"uri": uri, "project": project}
+        return {"project": project, "store": store_kind(uri)}
 
     @app.get("/api/catalogs")
     @api

@@ -1,26 +1,200 @@
-"""Running the UI: one process, one request at a time (the store handles are not shared
-between threads), on loopback unless told otherwise."""
+"""Running the UI on a production WSGI server (waitress), on loopback unless told otherwise.
+
+- Concurrency with timeouts: waitress reads requests on one event loop and hands only
+  complete ones to a pool of worker threads, so a client that connects and sends nothing (or
+  one byte a minute) holds no thread and blocks nobody; idle connections are closed after
+  :data:`CHANNEL_TIMEOUT` seconds. Requests are bounded in header and body size.
+- The app is wrapped by :func:`.security.guard`: only the ``Host`` names the service is
+  bound to (or given with ``--allowed-host``) are answered, and every response carries the
+  security headers.
+- An access log line per request on stderr (logger ``ushas.ui.access``).
+- SIGTERM, like Ctrl-C, stops accepting, lets requests in flight finish and their answers go
+  out (up to :data:`SHUTDOWN_GRACE` seconds), then closes the store.
+"""
 from __future__ import annotations
 
-from typing import Callable
+import logging
+import signal
+import socket
+import sys
+import threading
+import time
+from typing import Any, Callable, Iterable, Iterator, Sequence
+from urllib.parse import quote
 
-from werkzeug.serving import make_server
-
+from ..errors import InvalidArgument
 from .app import create_app
+from .security import HostPolicy, StartResponse, WSGIApp, guard
+
+#: seconds an idle or silent connection is kept
+CHANNEL_TIMEOUT = 30
+#: worker threads answering complete requests
+THREADS = 8
+#: open connections at most (more wait in the listen backlog)
+CONNECTION_LIMIT = 1000
+#: seconds requests in flight get to finish at shutdown
+SHUTDOWN_GRACE = 5
+#: seconds between looks at the stop flag (SIGTERM, :meth:`Service.stop`)
+LOOP_WAKEUP = 0.5
+ACCESS_LOG = logging.getLogger("ushas.ui.access")
+#: characters of a path or query written as they are in the access log (the rest %-escaped)
+_LOG_SAFE = "/:@!$&'()*+,;=-._~%?"
 
 
-def serve(uri: str, project: str, *, host: str = "127.0.0.1", port: int = 8765,
+class _Logged:
+    """A response body that writes the access log line once it has been sent."""
+
+    def __init__(self, body: Iterable[bytes], line: Callable[[int], None]) -> None:
+        self.body, self.line, self.sent = body, line, 0
+
+    def __iter__(self) -> Iterator[bytes]:
+        for chunk in self.body:
+            self.sent += len(chunk)
+            yield chunk
+
+    def close(self) -> None:
+        try:
+            close = getattr(self.body, "close", None)
+            if close is not None:
+                close()
+        finally:
+            self.line(self.sent)
+
+
+def access_log(app: WSGIApp, log: logging.Logger = ACCESS_LOG) -> WSGIApp:
+    """``app`` writing one line per request: client, method, path, status, bytes, seconds."""
+
+    def logged(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        began = time.monotonic()
+        status = ["-"]
+
+        def starting(code: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+            status[0] = code.split(" ", 1)[0]
+            return start_response(code, headers, exc_info)
+
+        path = quote(environ.get("PATH_INFO", ""), safe=_LOG_SAFE)
+        query = quote(environ.get("QUERY_STRING", ""), safe=_LOG_SAFE)
+        request = f"{quote(environ.get('REQUEST_METHOD', '-'))} {path}{'?' + query if query else ''}"
+
+        def line(sent: int) -> None:
+            log.info('%s "%s" %s %d %.3fs', environ.get("REMOTE_ADDR", "-"), request, status[0], sent,
+                     time.monotonic() - began)
+
+        return _Logged(app(environ, starting), line)
+
+    return logged
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (0 = a free port); one line of error otherwise."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        return socket.create_server((host, port), family=family, backlog=128)
+    except (OSError, OverflowError, UnicodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise InvalidArgument(f"cannot listen on {host}:{port}: {why}") from None
+
+
+def _log_to_stderr() -> None:
+    if not ACCESS_LOG.handlers and not logging.getLogger().handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+        ACCESS_LOG.addHandler(handler)
+        ACCESS_LOG.setLevel(logging.INFO)
+        ACCESS_LOG.propagate = False
+
+
+class Service:
+    """One running service: the listening socket, the waitress server, the app's stores."""
+
+    def __init__(self, uri: str, project: str, *, host: str = "127.0.0.1", port: int = 8765,
+                 allowed_hosts: Sequence[str] = (), threads: int = THREADS,
+                 channel_timeout: int = CHANNEL_TIMEOUT) -> None:
+        from waitress.server import create_server
+
+        try:
+            policy_names = HostPolicy.for_bind(host, port or 1, allowed_hosts)  # checks --allowed-host first
+        except ValueError as exc:
+            raise InvalidArgument(f"--allowed-host: {exc}") from None
+        self.app = create_app(uri, project)
+        self.socket = listen(host, port)
+        self.host = host
+        self.port: int = self.socket.getsockname()[1]
+        policy_names.port = self.port
+        self.policy = policy_names
+        self.map: dict[int, Any] = {}  # waitress's socket map: the listener, its wake-up pipe, connections
+        self.server = create_server(access_log(guard(self.app.wsgi_app, self.policy)), map=self.map,
+                                    sockets=[self.socket],
+                                    threads=threads, channel_timeout=channel_timeout,
+                                    cleanup_interval=max(1, min(10, channel_timeout)),
+                                    connection_limit=CONNECTION_LIMIT, max_request_header_size=65536,
+                                    max_request_body_size=1 << 20, expose_tracebacks=False, ident="ushas",
+                                    clear_untrusted_proxy_headers=True)
+        self._stopping = threading.Event()
+
+    @property
+    def url(self) -> str:
+        shown = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{shown}:{self.port}/"
+
+    def run(self) -> None:
+        """Serve until :meth:`stop` (from any thread), SIGTERM or Ctrl-C; then :meth:`close`."""
+        previous = None
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.signal(signal.SIGTERM, lambda signum, frame: self.stop())
+        try:
+            while not self._stopping.is_set() and self.map:  # waitress's loop, a wake-up at a time
+                self._loop_once(LOOP_WAKEUP)
+            self._drain()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
+            self.close()
+
+    def stop(self) -> None:
+        """Ask :meth:`run` to stop: it stops accepting within :data:`LOOP_WAKEUP` seconds."""
+        self._stopping.set()
+
+    def _loop_once(self, timeout: float) -> None:
+        from waitress import wasyncore
+
+        wasyncore.loop(timeout=timeout, map=self.map, count=1, use_poll=self.server.adj.asyncore_use_poll)
+
+    def _drain(self) -> None:
+        """Stop accepting; keep the loop running until every request in flight has been answered
+        (its response sent), at most :data:`SHUTDOWN_GRACE` seconds."""
+        self.server.accepting = False  # waitress's listener: not readable, accepts nothing more
+        deadline = time.monotonic() + SHUTDOWN_GRACE
+        while self.map and time.monotonic() < deadline and any(
+                getattr(ch, "requests", None) or getattr(ch, "total_outbufs_len", 0)
+                for ch in list(self.map.values()) if ch is not self.server):
+            self._loop_once(0.05)
+
+    def close(self) -> None:
+        """Stop the worker threads (waiting for any still running), close every connection and
+        the store."""
+        from waitress import wasyncore
+
+        try:
+            self.server.task_dispatcher.shutdown(cancel_pending=True, timeout=SHUTDOWN_GRACE)
+            wasyncore.close_all(self.map)
+        finally:
+            try:
+                self.socket.close()
+            finally:
+                self.app.config["USHAS"].close()
+
+
+def serve(uri: str, project: str, *, host: str = "127.0.0.1", port: int = 8765, allowed_hosts: Sequence[str] = (),
           announce: Callable[[str], None] | None = None) -> None:
     """Serve until interrupted. ``port`` 0 picks a free port; ``announce`` gets the URL."""
-    app = create_app(uri, project)
-    server = make_server(host, port, app, threaded=False)
-    shown = f"[{host}]" if ":" in host else host
+    _log_to_stderr()
+    service = Service(uri, project, host=host, port=port, allowed_hosts=allowed_hosts)
     if announce is not None:
-        announce(f"http://{shown}:{server.server_port}/")
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
-        app.config["USHAS"].close()
+        announce(service.url)
+    service.run()
+
+
+__all__ = ["Service", "serve", "access_log", "listen", "CHANNEL_TIMEOUT", "THREADS", "SHUTDOWN_GRACE", "LOOP_WAKEUP"]

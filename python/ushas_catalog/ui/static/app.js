@@ -189,7 +189,7 @@ function showLineage(node, params) {
     since: params.get("since") || "", until: params.get("until") || "" };
   const dir = el("select", { id: "direction" }, ["both", "upstream", "downstream"].map((d) =>
     el("option", { value: d, selected: d === state.direction ? "" : null }, d)));
-  const depth = el("input", { id: "depth", type: "number", min: 1, max: 20, value: state.depth, style: "width:4em" });
+  const depth = el("input", { id: "depth", type: "number", min: 1, max: 20, value: state.depth });
   const since = el("input", { id: "since", type: "datetime-local", value: state.since });
   const until = el("input", { id: "until", type: "datetime-local", value: state.until });
   const go = () => {
@@ -203,8 +203,8 @@ function showLineage(node, params) {
       el("label", {}, "direction ", dir), el("label", {}, "depth ", depth),
       el("label", {}, "since ", since), el("label", {}, "until ", until),
       el("button", { id: "apply", onclick: go }, "apply"), link(`/runs/${enc(node)}`, "runs of this dataset")),
-    el("div", { class: "legend" }, el("span", { style: "color:#2f7d32" }, "— direct (identity / transformation / aggregation)"),
-      el("span", { style: "color:#9b6b00" }, "- - indirect (filter / join / group by / sort / window / conditional)"),
+    el("div", { class: "legend" }, el("span", { class: "legend-direct" }, "— direct (identity / transformation / aggregation)"),
+      el("span", { class: "legend-indirect" }, "- - indirect (filter / join / group by / sort / window / conditional)"),
       el("span", {}, "click a column to expand it; hover an edge for its expression")),
     info, graphBox);
   const graph = { nodes: new Map(), edges: new Map(), start: null };
@@ -324,5 +324,5 @@ document.getElementById("search-form").addEventListener("submit", (ev) => {
   if (q) location.hash = `/search?q=${enc(q)}`;
 });
 window.addEventListener("hashchange", route);
-api("/api/info").then((i) => { document.getElementById("store").textContent = `${i.uri} · project ${i.project}`; }).catch(() => {});
+api("/api/info").then((i) => { document.getElementById("store").textContent = `${i.store} store · project ${i.project}`; }).catch(() => {});
 route();
