@@ -375,16 +375,19 @@ class SqliteDatabase(Database):
         return created
 
     # --- the counter (see ushas_catalog.kv.counter) -------------------------------------------
-    def commit_version(self) -> int | None:
-        """The commit version counter (the last version committed), None if missing or damaged."""
+    def state(self) -> StoreState:
+        """What the store holds now: its format and counter, or what is wrong with them."""
         conn = self._acquire()
         try:
-            state = probe(conn, self.options.path)
+            return probe(conn, self.options.path)
         except sqlite3.Error as exc:
             raise _store_error(exc, "reading the commit version", self.options.path) from exc
         finally:
             self._release(conn)
-        return state.commit_version
+
+    def commit_version(self) -> int | None:
+        """The commit version counter (the last version committed), None if missing or damaged."""
+        return self.state().commit_version
 
     def set_commit_version_floor(self, floor: int) -> tuple[int | None, int]:
         """Raise the counter to at least ``floor`` (re-creating its table or record if missing),
