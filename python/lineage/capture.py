@@ -745,7 +745,7 @@ class CaptureHub:
                 answer["flushed"] = capture.flush(flush)
             return {**answer, **capture.stats().to_dict()}
         accepted = capture.submit(ev)
-        return {"accepted": accepted}
+        return {"accepted": accepted, "dropped": capture.stats().dropped}
 
     def flush(self, timeout: float = 30.0) -> bool:
         deadline = time.monotonic() + timeout

@@ -239,7 +239,7 @@ def test_hub_routes_messages_to_one_capture_per_store(store_uri: str) -> None:
         ev = event(execution_id, plan("clean"))
         msg = json.dumps({"store": {"uri": store_uri, "project": "p"}, "event": ev})
         # the real resolver reads the fake plan as one unknown operator: no dataset, not a run
-        assert hub.event(msg) == {"accepted": True}
+        assert hub.event(msg) == {"accepted": True, "dropped": 0}
     assert hub.flush(60)
     (capture,) = hub.captures().values()
     assert capture.stats().skipped == 2 and capture.source == "app-1"

@@ -5,13 +5,12 @@ damaged commit version counter is ``StoreDamaged`` (never restarted at 0) and ``
 from __future__ import annotations
 
 import hashlib
-import os
 import sqlite3
-import subprocess
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator
 
 import pytest
+from readonly_fs import make_read_only
 
 from ushas_catalog.cli import main
 from ushas_catalog.errors import NotAStore, StoreDamaged, StoreNotFound, StoreReadOnly
@@ -40,18 +39,6 @@ def cli(capsys: pytest.CaptureFixture[str], uri: str, *argv: str) -> tuple[int, 
 
 
 # ---- read-only files and directories ---------------------------------------------------------------
-def _make_read_only(path: Path) -> Callable[[], None]:
-    """Make ``path`` unwritable (chmod; as root, whom chmod does not stop: chattr +i); returns the undo."""
-    if os.geteuid() != 0:
-        mode = path.stat().st_mode
-        path.chmod(mode & ~0o222)
-        return lambda: path.chmod(mode)
-    done = subprocess.run(["chattr", "+i", str(path)], capture_output=True)
-    if done.returncode != 0:
-        pytest.skip(f"running as root and chattr +i is not available: {done.stderr!r}")
-    return lambda: subprocess.run(["chattr", "-i", str(path)], check=True)
-
-
 @pytest.fixture
 def ro_dir(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """A filled store in a directory that is not writable (no -wal / -shm files can be made)."""
@@ -60,7 +47,7 @@ def ro_dir(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     db_path = d / "ushas.db"
     fill(f"sqlite://{db_path}")
     assert sorted(p.name for p in d.iterdir()) == ["ushas.db"]  # closed cleanly: no -wal / -shm
-    undo = _make_read_only(d)
+    undo = make_read_only(d)
     try:
         yield f"sqlite://{db_path}", db_path
     finally:
@@ -89,7 +76,7 @@ def test_a_read_only_store_file_is_read(tmp_path: Path, capsys: pytest.CaptureFi
     path = tmp_path / "ushas.db"
     uri = f"sqlite://{path}"
     fill(uri)
-    undo = _make_read_only(path)
+    undo = make_read_only(path)
     try:
         before = digest(path)
         rc, out, err = cli(capsys, uri, "tables", "main.sales")

@@ -280,7 +280,18 @@ public final class Bridge {
             throw new Errors.UshasBridgeException("Ushas catalog: cannot start the Python bridge with '"
                     + options.python() + "' (set spark.pyspark.python or PYSPARK_PYTHON): " + e.getMessage(), e);
         }
-        Runtime.getRuntime().addShutdownHook(new Thread(Bridge::stopProcess, "ushas-bridge-stop"));
+        // after the SparkContext has stopped (Spark's hooks run by priority, higher first; the context's is
+        // SPARK_CONTEXT_SHUTDOWN_PRIORITY): a JVM hook of our own would race it and stop Python before the
+        // lineage listener's last flush at application end (spark-sql exits through the shutdown hooks)
+        org.apache.spark.util.ShutdownHookManager.addShutdownHook(
+                org.apache.spark.util.ShutdownHookManager.SPARK_CONTEXT_SHUTDOWN_PRIORITY() - 10,
+                new scala.runtime.AbstractFunction0<scala.runtime.BoxedUnit>() {
+                    @Override
+                    public scala.runtime.BoxedUnit apply() {
+                        stopProcess();
+                        return scala.runtime.BoxedUnit.UNIT;
+                    }
+                });
         // the gateway's threads are not daemons: stop them with the SparkContext so the JVM can exit
         org.apache.spark.sql.SparkSession.getActiveSession().foreach(session -> {
             session.sparkContext().addSparkListener(new org.apache.spark.scheduler.SparkListener() {
