@@ -141,7 +141,7 @@ def test_spark_sql_on_a_read_only_store_reads_and_reports_lost_lineage_once(tmp_
     before = store.read_bytes()
     undo = make_read_only(store_dir)
     try:
-        sql = "SELECT concat('COUNT ', count(*)) FROM ushas.sales.orders;"
+        sql = "SELECT concat('COUNT ', count(id)) FROM ushas.sales.orders;"  # reads a column: a run
         proc = run([spark_bin("spark-sql"), "--master", "local[1]", *confs(store, warehouse), "-e", sql], tmp_path)
     finally:
         undo()

@@ -82,7 +82,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
-from ..errors import (InvalidArgument, LimitExceeded, NotAStore, StoreDamaged, StoreNotFound, StoreReadOnly,
+from ..errors import (InvalidArgument, NotAStore, StoreBusy, StoreDamaged, StoreNotFound, StoreReadOnly,
                       StoreUnavailable)
 from .base import BusyError, Database, KeyValue, RetryableError, Transaction
 from .guard import TransactionGuard
@@ -291,7 +291,8 @@ class SqliteDatabase(Database):
                 if name in ("SQLITE_NOTADB",):
                     raise NotAStore(f"not an ushas store: {path} (not a SQLite database; left untouched)") from exc
                 if name.startswith(_BUSY):
-                    raise BusyError(f"opening: {name} ({exc})") from exc
+                    raise StoreBusy(f"the store {path} stayed locked by another process while opening it: "
+                                    f"{name} ({exc}); try again later") from exc
                 last = exc
             finally:
                 conn.close()
@@ -366,6 +367,9 @@ class SqliteDatabase(Database):
                 conn.execute("ROLLBACK")
                 raise
         except sqlite3.DatabaseError as exc:
+            if (getattr(exc, "sqlite_errorname", "") or "").startswith(_BUSY):
+                raise StoreBusy(f"the store {path} stayed locked by another process while creating it: {exc}; "
+                                f"try again later") from exc
             raise StoreUnavailable(f"cannot initialise sqlite store {path}: {exc}") from exc
         if state.problem is not None:
             raise StoreDamaged(f"the store {path} is damaged: {state.problem}; {REPAIR_HINT}", path=str(path))
