@@ -418,6 +418,7 @@ class LineageCapture:
         self._abandon = False  # set by close() once its time is up: stop retrying
         self._gate_until = 0.0  # monotonic time before which the store is not tried again
         self._gate_delay = 0.0  # the current backoff (0: the store answered last time)
+        self._store_refuses = False  # its last answer was a permanent refusal (read-only, damaged ...)
         self._drop_logged_at: float | None = None  # when drops were last logged at WARNING
         self._drops_unlogged = 0  # drops since then, logged at DEBUG only
         self._worker = threading.Thread(target=self._run, name=f"ushas-lineage-capture-{self.source}",
@@ -499,8 +500,9 @@ class LineageCapture:
                     return True
                 self._cond.wait(self._gate_until - now)
 
-    def _store_failed(self, *, count: bool = True) -> None:
+    def _store_failed(self, *, count: bool = True, refused: bool = False) -> None:
         with self._cond:
+            self._store_refuses = refused
             if count:
                 self._store_failures += 1
             self._gate_delay = min(max(self._gate_delay * 2, self.settings.retry_initial_s),
@@ -510,8 +512,9 @@ class LineageCapture:
         self._reset_store()
 
     def _store_answered(self) -> None:
-        if self._gate_delay:
+        if self._gate_delay or self._store_refuses:
             with self._cond:
+                self._store_refuses = False
                 self._gate_delay = 0.0
                 self._gate_until = 0.0
 
@@ -531,7 +534,8 @@ class LineageCapture:
         """Wait until every queued run is stored or dropped and the counters are published."""
         deadline = time.monotonic() + timeout
         with self._cond:
-            while self._pending or self._dropped != self._dropped_reported:
+            # drops cannot be published to a store that refuses every write: not waited for
+            while self._pending or (self._dropped != self._dropped_reported and not self._store_refuses):
                 left = deadline - time.monotonic()
                 if left <= 0 or not self._worker.is_alive():
                     return False
@@ -640,7 +644,7 @@ class LineageCapture:
                 self._drop(1, f"run {captured.run.run_id} does not fit the store: {exc.message}")
                 return False
             except PERMANENT_STORE_ERRORS as exc:  # retrying cannot help; the backoff still applies
-                self._store_failed()
+                self._store_failed(refused=True)
                 self._drop(1, f"run {captured.run.run_id}: the store cannot take it ({type(exc).__name__}: {exc})")
                 return False
             except InvalidArgument as exc:
@@ -681,7 +685,7 @@ class LineageCapture:
                                        add_dropped=delta)
         except Exception as exc:  # noqa: BLE001 - the store is down: counters stay in memory
             log.debug("lineage: publishing counters failed: %s", exc)
-            self._store_failed(count=False)
+            self._store_failed(count=False, refused=isinstance(exc, PERMANENT_STORE_ERRORS))
             self._last_report = now
             return False
         self._store_answered()

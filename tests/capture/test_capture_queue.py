@@ -303,4 +303,6 @@ def test_a_read_only_store_drops_the_run_at_once() -> None:
         assert cap._cond.wait_for(lambda: cap._dropped >= 1, timeout=30)
     stats = cap.stats()
     assert (stats.dropped, stats.captured) == (1, 0) and opener.attempts >= 1
+    # nothing is pending and the drop cannot be published to a store that refuses writes: not waited for
+    assert cap.flush(30)
     cap.close(timeout=0.1)
