@@ -211,3 +211,13 @@ def test_a_damaged_counter_is_found_at_open_and_rebuilt(tmp_path: Path, damage: 
         ms.close()
     report = rebuild_counter(uri, dry_run=True)
     assert report.healthy and report.counter is not None and report.counter > recorded
+
+
+def test_repair_counter_is_routed_past_the_global_options() -> None:
+    from ushas_catalog.cli.store_cmds import route_counter
+
+    assert route_counter(["--uri", "sqlite:///x", "--project", "repair", "repair", "--dry-run", "--counter"]) == \
+        ["--uri", "sqlite:///x", "--project", "repair", "repair-counter", "--dry-run"]
+    assert route_counter(["--uri=sqlite:///x", "repair", "main.db.t", "--dry-run"]) == \
+        ["--uri=sqlite:///x", "repair", "main.db.t", "--dry-run"]  # the partition repair's own command
+    assert route_counter(["tables", "repair", "--counter"]) == ["tables", "repair", "--counter"]

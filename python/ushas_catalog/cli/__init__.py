@@ -64,7 +64,10 @@ def split_json_flag(argv: Sequence[str]) -> tuple[list[str], bool]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    from .store_cmds import route_counter
+
     argv, json_flag = split_json_flag(sys.argv[1:] if argv is None else argv)
+    argv = route_counter(argv)
     args = parser.parse_args(argv)
     ctx = Context(uri=args.uri, project=args.project, json=bool(args.json or json_flag),
                   create=bool(getattr(args, "creates_store", False)))

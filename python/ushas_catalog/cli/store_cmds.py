@@ -4,7 +4,8 @@ commit version counter from the commit log).
 - ``ushas --uri URI init``: creates the store at ``URI`` (empty: catalogs are created by Spark
   or the API) and says whether it created it or found it. The only CLI command besides
   ``demo`` and ``import-hive`` that creates a store.
-- ``ushas --uri URI repair --counter [--dry-run]``: when opening fails with ``StoreDamaged``
+- ``ushas --uri URI repair --counter [--dry-run]`` (routed to ``repair-counter``: ``repair TABLE``
+  is the partition repair): when opening fails with ``StoreDamaged``
   (the counter record lost or damaged), sets the counter to the largest commit version the
   store records (:mod:`ushas_catalog.kv.counter`); ``--dry-run`` only reports. Never lowers it.
 """
@@ -12,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 
-from ..errors import InvalidArgument
 from .context import Context
 
 
@@ -23,15 +23,42 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output")
     p.set_defaults(func=cmd_init, creates_store=True)
 
-    p = sub.add_parser("repair", help="repair the store: --counter rebuilds its commit version counter",
-                       description="--counter: rebuild the store's commit version counter from the commit log "
-                                   "(the versionstamps of its change feed and metadata history) when it is "
-                                   "missing or damaged (StoreDamaged); never lowers it.")
-    p.add_argument("--counter", action="store_true", required=True,
-                   help="rebuild the commit version counter from the commit log")
+    p = sub.add_parser(COUNTER_COMMAND, help="rebuild the store's commit version counter from the commit log "
+                                             "(also spelled: ushas repair --counter)",
+                       description="Rebuild the store's commit version counter from the commit log (the "
+                                   "versionstamps of its change feed and metadata history) when it is missing or "
+                                   "damaged (StoreDamaged); never lowers it. 'ushas repair --counter' is the same "
+                                   "command.")
     p.add_argument("--dry-run", action="store_true", help="report what would be done, change nothing")
     p.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output")
     p.set_defaults(func=cmd_repair_counter)
+
+
+#: the command ``ushas repair --counter`` is routed to (``repair`` itself repairs tables)
+COUNTER_COMMAND = "repair-counter"
+#: global options of ``ushas`` that take a value (skipped when looking for the command)
+_VALUED = ("--uri", "--project")
+
+
+def route_counter(argv: list[str]) -> list[str]:
+    """``ushas [globals] repair --counter ARGS`` -> ``ushas [globals] repair-counter ARGS``, so the
+    counter rebuild keeps the name ``StoreDamaged`` tells users while ``repair TABLE`` stays the
+    partition repair's own command."""
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a in _VALUED:
+            i += 2
+            continue
+        if a.startswith("-"):
+            i += 1
+            continue
+        if a == "repair" and "--counter" in argv[i + 1:]:
+            rest = list(argv[i + 1:])
+            rest.remove("--counter")
+            return [*argv[:i], COUNTER_COMMAND, *rest]
+        return argv
+    return argv
 
 
 def cmd_init(ctx: Context, args: argparse.Namespace) -> int:
@@ -50,8 +77,6 @@ def cmd_init(ctx: Context, args: argparse.Namespace) -> int:
 def cmd_repair_counter(ctx: Context, args: argparse.Namespace) -> int:
     from ..kv.counter import rebuild_counter
 
-    if not args.counter:
-        raise InvalidArgument("nothing to repair: pass --counter")
     report = rebuild_counter(ctx.uri, dry_run=args.dry_run)
 
     def text(_: object) -> str:
