@@ -15,6 +15,10 @@ oversized keys, values, transactions and transactions older than 5 s raise
 :class:`~ushas_catalog.errors.LimitExceeded` naming the limit, keys in the system keyspace
 (``b"\xff"``...) raise :class:`~ushas_catalog.errors.InvalidArgument`, on every engine.
 A transaction must not be used after ``commit``/``cancel`` (nor its range iterators).
+Readers never wait for writers (snapshot reads; opening a store takes no lock unless it
+creates it). A store locked by another process's write past the retry budget is
+:class:`~ushas_catalog.errors.StoreBusy` (retry later), never ``Conflict`` (what was read
+changed); ``open_database(uri, create=False)`` never creates a store.
 ``snapshot=True`` is a hint: FoundationDB then skips the read conflict; the embedded engine
 conflicts on any overtaken snapshot anyway.
 """

@@ -252,11 +252,16 @@ class SqliteDatabase(Database):
         one. ``check_counter=False`` opens a store whose counter is damaged (for the repair)."""
         options = SqliteOptions.parse(uri)
         path = options.path
-        if path.exists() and not path.is_file():
-            raise StoreUnavailable(f"not an ushas store: {path} (not a regular file)")
-        if not path.exists() or path.stat().st_size == 0:
+        try:
+            exists = path.exists()
+            if exists and not path.is_file():
+                raise NotAStore(f"not an ushas store: {path} (not a regular file)")
+            empty = exists and path.stat().st_size == 0
+        except OSError as exc:
+            raise StoreUnavailable(f"cannot open sqlite store {path}: {exc}") from exc
+        if not exists or empty:
             if not create:
-                raise StoreNotFound(f"store not found: {path}" + (" (an empty file)" if path.exists() else ""))
+                raise StoreNotFound(f"store not found: {path}" + (" (an empty file)" if exists else ""))
             return cls._create(uri, options)
         state, immutable = cls._look(path)
         if state.kind == "empty":
