@@ -11,8 +11,8 @@ URI options (query string)
     write commit) or ``synchronous=normal`` (survives a crash of the process, not of the
     machine; much faster commits). ``busy_timeout_ms`` (default 5000): how long a committing
     writer waits for another process's commit before the attempt is retried.
-    ``mode=ro`` opens the store read-only (also chosen by
-    itself when the file or its directory is not writable). ``wal_autocheckpoint`` (default 1000, SQLite's own; pages of 4 kB): a write commit that
+    ``mode=ro`` opens the store read-only (chosen by itself too when the file or its directory
+    is not writable). ``wal_autocheckpoint`` (default 1000, SQLite's own; pages of 4 kB): a write commit that
     leaves more pages than that in the WAL copies them back into the database file (a
     passive checkpoint, which also fsyncs the database under ``synchronous=normal``). A
     larger value writes back less (a page dirtied several times between two checkpoints is
@@ -52,9 +52,11 @@ Transactions (the contract of :mod:`ushas_catalog.kv.base`)
       transaction. A transaction that read and whose snapshot was overtaken by another
       committed writer fails there with ``SQLITE_BUSY_SNAPSHOT``, raised as
       :class:`RetryableError`; ``Database.run`` retries it from the start, so updates are
-      never lost. ``SQLITE_BUSY`` (another process held the write lock for the whole busy
-      timeout) is a :class:`BusyError`: retried ``max_busy_retries`` times, then
-      :class:`~ushas_catalog.errors.StoreBusy` (not ``Conflict``). The conflict granularity is the
+      never lost. ``SQLITE_BUSY`` (another process holds the write lock: a blind write waited
+      the busy timeout for it, a transaction that read is refused at once) is a
+      :class:`BusyError`: retried while the call is younger than ``Database.busy_budget_s()``
+      (the busy timeout x 3), then :class:`~ushas_catalog.errors.StoreBusy` (not
+      ``Conflict``). The conflict granularity is the
       whole database (coarser than FoundationDB's key ranges, never weaker). Blind writes
       (no read before commit) and atomic adds never conflict: they wait for the write lock.
     - *Read-only transactions* never take the write lock.
