@@ -12,7 +12,12 @@ arguments stall ~44 ms) and hands the group to Python through the bridge (op
 - one worker thread per capture builds the run (plan -> resolver -> edges, within a time and
   size budget: over budget, the run is stored at table level with a marker, never skipped),
   and stores it in one transaction, retrying with backoff while the store is down or slow; a
-  run still not stored ``retry_timeout_s`` after its first attempt is dropped and counted.
+  run still not stored ``retry_timeout_s`` after its first attempt is dropped and counted. The
+  backoff belongs to the store, not to a run: after a failure nothing (no run, no counter
+  report) tries the store again before the backoff has passed, whatever wakes the worker, so a
+  failing store sees at most one attempt per backoff interval (``retry_initial_s`` doubling up
+  to ``retry_max_s``), never a tight loop. A store that cannot take a write at all (read-only,
+  missing, not a store, damaged) drops the run at once.
 - every drop is logged with the running count, and the counts (captured / dropped / pending,
   including the JVM side's own drops) are published to the store for ``ushas lineage status``.
 - the run id is derived from (application id, root execution id): the same action reported
@@ -31,12 +36,18 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping
 
-from ushas_catalog.errors import InvalidArgument, LimitExceeded
+from ushas_catalog.errors import (InvalidArgument, LimitExceeded, NotAStore, StoreDamaged, StoreNotFound,
+                                  StoreReadOnly)
 
 from .model import ColumnNode, Dataset, DatasetKind, Edge, LineageResult
 from .store import CapturedRun, LineageStore, Run, RunStatus, now_ms, run_id_for
 
 log = logging.getLogger("ushas.lineage.capture")
+
+#: store errors that retrying cannot fix: the run is dropped at once (counted), not retried
+PERMANENT_STORE_ERRORS: tuple[type[Exception], ...] = (StoreReadOnly, StoreNotFound, NotAStore, StoreDamaged)
+#: at most one WARNING about drops per this many seconds (the others at DEBUG, counted in the next one)
+DROP_LOG_INTERVAL_S = 60.0
 
 EVENT_FORMAT = "ushas-lineage-event"
 EVENT_VERSION = 1
@@ -405,6 +416,11 @@ class LineageCapture:
         self._reported: tuple[int, int, int] = (0, 0, 0)
         self._closed = False
         self._abandon = False  # set by close() once its time is up: stop retrying
+        self._gate_until = 0.0  # monotonic time before which the store is not tried again
+        self._gate_delay = 0.0  # the current backoff (0: the store answered last time)
+        self._store_refuses = False  # its last answer was a permanent refusal (read-only, damaged ...)
+        self._drop_logged_at: float | None = None  # when drops were last logged at WARNING
+        self._drops_unlogged = 0  # drops since then, logged at DEBUG only
         self._worker = threading.Thread(target=self._run, name=f"ushas-lineage-capture-{self.source}",
                                         daemon=True)
         self._worker.start()
@@ -452,11 +468,55 @@ class LineageCapture:
                 self._cond.notify_all()
 
     def _drop(self, count: int, why: str) -> None:
+        now = time.monotonic()
         with self._cond:
             self._dropped += count
             total = self._dropped
+            loud = self._drop_logged_at is None or now - self._drop_logged_at >= DROP_LOG_INTERVAL_S
+            earlier = self._drops_unlogged
+            if loud:
+                self._drop_logged_at, self._drops_unlogged = now, 0
+            else:
+                self._drops_unlogged += count
             self._cond.notify_all()
-        log.warning("lineage: dropped %d run(s): %s; %d dropped in all", count, why, total)
+        if loud:
+            log.warning("lineage: dropped %d run(s): %s; %d dropped in all%s", count, why, total,
+                        f" ({earlier} more logged at DEBUG since the last warning)" if earlier else "")
+        else:
+            log.debug("lineage: dropped %d run(s): %s; %d dropped in all", count, why, total)
+
+    # ---- the store's backoff (shared by every run and the counter reports) ------------------------
+    def _wait_for_store(self, deadline: float | None = None) -> bool:
+        """Wait until the store may be tried again: a real wait (notifications do not shorten
+        it). False when the capture is abandoning, or the store's backoff ends after ``deadline``."""
+        with self._cond:
+            while True:
+                if self._abandon:
+                    return False
+                now = time.monotonic()
+                if deadline is not None and self._gate_until > deadline:
+                    return False
+                if now >= self._gate_until:
+                    return True
+                self._cond.wait(self._gate_until - now)
+
+    def _store_failed(self, *, count: bool = True, refused: bool = False) -> None:
+        with self._cond:
+            self._store_refuses = refused
+            if count:
+                self._store_failures += 1
+            self._gate_delay = min(max(self._gate_delay * 2, self.settings.retry_initial_s),
+                                   self.settings.retry_max_s)
+            self._gate_until = time.monotonic() + self._gate_delay
+            self._cond.notify_all()
+        self._reset_store()
+
+    def _store_answered(self) -> None:
+        if self._gate_delay or self._store_refuses:
+            with self._cond:
+                self._store_refuses = False
+                self._gate_delay = 0.0
+                self._gate_until = 0.0
 
     # ---- control --------------------------------------------------------------------------------
     def reconfigure(self, settings: CaptureSettings) -> None:
@@ -474,7 +534,8 @@ class LineageCapture:
         """Wait until every queued run is stored or dropped and the counters are published."""
         deadline = time.monotonic() + timeout
         with self._cond:
-            while self._pending or self._dropped != self._dropped_reported:
+            # drops cannot be published to a store that refuses every write: not waited for
+            while self._pending or (self._dropped != self._dropped_reported and not self._store_refuses):
                 left = deadline - time.monotonic()
                 if left <= 0 or not self._worker.is_alive():
                     return False
@@ -502,6 +563,11 @@ class LineageCapture:
                 self._pending -= len(leftover)
             self._drop(len(leftover), "capture closed before they were stored")
         self._worker.join(timeout=max(1.0, timeout))
+        with self._cond:
+            unlogged, total = self._drops_unlogged, self._dropped
+            self._drops_unlogged = 0
+        if unlogged:
+            log.warning("lineage: %d run(s) dropped in all (%d of them logged at DEBUG only)", total, unlogged)
         if self._store is not None:
             try:
                 self._store.close()
@@ -554,12 +620,17 @@ class LineageCapture:
 
     def _store_with_retry(self, captured: CapturedRun, event: ActionEvent) -> bool:
         deadline = time.monotonic() + self.settings.retry_timeout_s
-        delay = self.settings.retry_initial_s
         attempt = 0
+        last: Exception | None = None
         while True:
+            if not self._wait_for_store(deadline):
+                why = "capture closed" if self._abandon else f"the store is failing ({type(last).__name__}: {last})"
+                self._drop(1, f"run {captured.run.run_id} not stored after {attempt} attempt(s): {why}")
+                return False
             attempt += 1
             try:
                 self._open().record(captured)
+                self._store_answered()
                 if attempt > 1:
                     log.warning("lineage: store answered again; run %s stored after %d attempts",
                                 captured.run.run_id, attempt)
@@ -572,24 +643,19 @@ class LineageCapture:
                     continue
                 self._drop(1, f"run {captured.run.run_id} does not fit the store: {exc.message}")
                 return False
+            except PERMANENT_STORE_ERRORS as exc:  # retrying cannot help; the backoff still applies
+                self._store_failed(refused=True)
+                self._drop(1, f"run {captured.run.run_id}: the store cannot take it ({type(exc).__name__}: {exc})")
+                return False
             except InvalidArgument as exc:
                 self._drop(1, f"run {captured.run.run_id} refused by the store: {exc.message}")
                 return False
-            except Exception as exc:  # noqa: BLE001 - store down / slow / conflict: retry
-                with self._cond:
-                    self._store_failures += 1
-                    self._cond.notify_all()
-                self._reset_store()
+            except Exception as exc:  # noqa: BLE001 - store down / slow / conflict: retry after the backoff
+                last = exc
+                self._store_failed()
                 if attempt == 1:
-                    log.warning("lineage: storing run %s failed (%s: %s); retrying for up to %.0f s",
+                    log.warning("lineage: storing run %s failed (%s: %s); retrying with backoff for up to %.0f s",
                                 captured.run.run_id, type(exc).__name__, exc, self.settings.retry_timeout_s)
-                if time.monotonic() + delay > deadline or self._abandon:
-                    self._drop(1, f"run {captured.run.run_id} not stored after {attempt} attempts "
-                                  f"({type(exc).__name__}: {exc})")
-                    return False
-                with self._cond:
-                    self._cond.wait(delay)
-                delay = min(delay * 2, self.settings.retry_max_s)
 
     def _open(self) -> LineageStore:
         if self._store is None:
@@ -610,6 +676,8 @@ class LineageCapture:
         if not force and now - self._last_report < self.settings.report_interval_s:
             return True
         with self._cond:
+            if now < self._gate_until:  # the store failed moments ago: not before its backoff
+                return False
             state = self._state()
             delta = self._dropped - self._dropped_reported
         try:
@@ -617,9 +685,10 @@ class LineageCapture:
                                        add_dropped=delta)
         except Exception as exc:  # noqa: BLE001 - the store is down: counters stay in memory
             log.debug("lineage: publishing counters failed: %s", exc)
-            self._reset_store()
+            self._store_failed(count=False, refused=isinstance(exc, PERMANENT_STORE_ERRORS))
             self._last_report = now
             return False
+        self._store_answered()
         with self._cond:
             self._dropped_reported += delta
             self._reported = state
@@ -680,7 +749,7 @@ class CaptureHub:
                 answer["flushed"] = capture.flush(flush)
             return {**answer, **capture.stats().to_dict()}
         accepted = capture.submit(ev)
-        return {"accepted": accepted}
+        return {"accepted": accepted, "dropped": capture.stats().dropped}
 
     def flush(self, timeout: float = 30.0) -> bool:
         deadline = time.monotonic() + timeout

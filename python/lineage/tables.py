@@ -102,12 +102,13 @@ def _databases(ms: Any, tr: Transaction) -> Iterator[tuple[Any, str]]:
             yield db, f"{c.key[0]}.{d.key[0]}"
 
 
-def open_lineage_store(uri: str, project: str = "default", catalogs: Mapping[str, str] | None = None) -> Any:
+def open_lineage_store(uri: str, project: str = "default", catalogs: Mapping[str, str] | None = None, *,
+                       create: bool = True) -> Any:
     """The lineage store of ``project`` at ``uri``, its table ids read from the metastore of the
-    same store (one database handle shared by both)."""
+    same store (one database handle shared by both). ``create=False``: never create the store."""
     from ushas_catalog.metastore import Metastore
 
     from .store import LineageStore
 
-    ms = Metastore.open(uri, project=project)
+    ms = Metastore.open(uri, project=project, create=create)
     return LineageStore(ms.db, project, layout=ms.layout, tables=MetastoreTableIds(ms, catalogs), owns_db=True)

@@ -16,6 +16,7 @@ its bridge-side caches (:class:`ushas_catalog.cache.BridgeCache`, one per Spark 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 import tempfile
@@ -72,6 +73,8 @@ class Registry:
                 from .metastore import Metastore
 
                 opened = _Opened(Metastore.open(uri, project=project))
+                if opened.metastore.created:  # Spark creates the store it is configured with: say so
+                    logging.getLogger("ushas.bridge").warning("ushas: created a new store at %s", uri)
                 self._opened[key] = opened
             return opened
 

@@ -188,6 +188,30 @@ class StoreUnavailable(UshasError):
     """The key-value store cannot be reached."""
 
 
+class StoreBusy(UshasError):
+    """The store stayed locked by another process's write through the engine's bounded retries.
+    Retryable: try again later. Not a :class:`Conflict` (nothing that was read has changed)."""
+
+    retryable = True
+
+
+class StoreNotFound(StoreUnavailable):
+    """A command that only reads named a store that does not exist (nothing was created)."""
+
+
+class StoreReadOnly(StoreUnavailable):
+    """A write to a store that is open read-only (its file or directory is not writable)."""
+
+
+class NotAStore(StoreUnavailable):
+    """The file exists but is not an ushas store (left untouched)."""
+
+
+class StoreDamaged(StoreUnavailable):
+    """The store's own bookkeeping (its commit version counter) is missing or damaged;
+    ``ushas repair --counter`` rebuilds it from the commit log."""
+
+
 class BridgeError(UshasError):
     """The Python side of the bridge failed in a way that is not one of the above."""
 

@@ -216,9 +216,18 @@ class Metastore:
 
     @classmethod
     def open(cls, uri: str, project: str = "default", *, root_prefix: bytes = b"",
-             user: str | None = None) -> "Metastore":
+             user: str | None = None, create: bool = True) -> "Metastore":
+        """The metastore of ``project`` in the store at ``uri``. ``create=False`` (what every
+        read-only caller passes: CLI reads, the UI) never creates a store: a missing one is
+        ``StoreNotFound``. Opening never waits for another process's write; a store whose file
+        is not writable opens read-only (its writes are ``StoreReadOnly``)."""
         layout = DEFAULT_LAYOUT if not root_prefix else Layout(prefix=root_prefix)
-        return cls(open_database(uri), project, layout=layout, user=user)
+        return cls(open_database(uri, create=create), project, layout=layout, user=user)
+
+    @property
+    def created(self) -> bool:
+        """Whether opening this metastore created its store."""
+        return bool(getattr(self.db, "created", False))
 
     def close(self) -> None:
         self.db.close()

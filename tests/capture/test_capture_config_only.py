@@ -68,6 +68,7 @@ def test_spark_submit_config_only_captures(tmp_path: Path) -> None:
     proc = run([spark_bin("spark-submit"), "--master", "local[1]", *confs(store, warehouse), str(app)], tmp_path)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "ROWS 11.0" in proc.stdout  # the user's data
+    assert "Ushas lineage" not in proc.stderr  # nothing dropped: nothing said
 
     # stored before the application ended: nothing to wait for once spark-submit has returned
     status = cli(store, "status")
@@ -104,6 +105,7 @@ def test_spark_sql_e_captures(tmp_path: Path) -> None:
     proc = run([spark_bin("spark-sql"), "--master", "local[1]", *confs(store, warehouse), "-e", sql], tmp_path)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "ROW Y" in proc.stdout
+    assert "Ushas lineage" not in proc.stderr  # nothing dropped: nothing said (no 'could not report 0 …')
 
     status = cli(store, "status")
     assert status["dropped"] == 0 and status["pending"] == 0, (status, bridge_log_tail(tmp_path))
@@ -116,3 +118,35 @@ def test_spark_sql_e_captures(tmp_path: Path) -> None:
     assert (f"ushas.{db}.b.id", f"ushas.{db}.a.id", "TRANSFORMATION") in edges
     assert upstream_columns(store, f"ushas.{db}.b.loud") >= {f"ushas.{db}.a.v"}
     assert f"ushas.{db}.b.loud" in {c["name"] for c in cli(store, "downstream", f"ushas.{db}.a.v")["columns"]}
+
+
+def test_spark_sql_on_a_read_only_store_reads_and_reports_lost_lineage_once(tmp_path: Path) -> None:
+    """A store in a directory nobody may write: spark-sql reads it; the lineage it cannot store is
+    dropped at once (no retry storm) and reported in one WARN line at the end."""
+    import os
+
+    from readonly_fs import make_read_only
+
+    from ushas_catalog.metastore import Metastore
+
+    store_dir, warehouse = tmp_path / "ro", tmp_path / "warehouse"
+    store_dir.mkdir()
+    store = store_dir / "ushas.db"
+    ms = Metastore.open(f"sqlite:///{store}")
+    ms.create_catalog("ushas")
+    ms.create_database("ushas.sales")
+    ms.create_table("ushas.sales.orders", "id INT, amount DOUBLE", location=str(warehouse / "orders"))
+    ms.close()
+    os.makedirs(warehouse / "orders")
+    before = store.read_bytes()
+    undo = make_read_only(store_dir)
+    try:
+        sql = "SELECT concat('COUNT ', count(id)) FROM ushas.sales.orders;"  # reads a column: a run
+        proc = run([spark_bin("spark-sql"), "--master", "local[1]", *confs(store, warehouse), "-e", sql], tmp_path)
+    finally:
+        undo()
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert "COUNT 0" in proc.stdout
+    lines = [line for line in proc.stderr.splitlines() if "Ushas lineage" in line]
+    assert len(lines) == 1 and "1 action(s) dropped in this application" in lines[0], lines
+    assert store.read_bytes() == before

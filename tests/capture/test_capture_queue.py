@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -238,7 +239,7 @@ def test_hub_routes_messages_to_one_capture_per_store(store_uri: str) -> None:
         ev = event(execution_id, plan("clean"))
         msg = json.dumps({"store": {"uri": store_uri, "project": "p"}, "event": ev})
         # the real resolver reads the fake plan as one unknown operator: no dataset, not a run
-        assert hub.event(msg) == {"accepted": True}
+        assert hub.event(msg) == {"accepted": True, "dropped": 0}
     assert hub.flush(60)
     (capture,) = hub.captures().values()
     assert capture.stats().skipped == 2 and capture.source == "app-1"
@@ -258,3 +259,50 @@ def test_settings_from_options() -> None:
         CaptureSettings.from_options({"maxPending": "x"})
     with pytest.raises(InvalidArgument):
         CaptureSettings(max_pending=0)
+
+
+class Counting:
+    """An opener whose store always fails with ``error``; counts the attempts."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+        self.attempts = 0
+
+    def __call__(self) -> LineageStore:
+        self.attempts += 1
+        raise self.error
+
+
+def test_a_failing_store_is_retried_with_backoff_not_in_a_tight_loop() -> None:
+    """Flushing wakes the worker every few ms; the store is still tried at most once per backoff
+    interval (an upper bound that holds however slow the machine: each attempt after a failure
+    waits at least ``retry_initial_s``)."""
+    opener = Counting(StoreUnavailable("the store is down"))
+    initial = 0.1
+    cap = LineageCapture(opener, CaptureSettings(retry_initial_s=initial, retry_max_s=0.2, retry_timeout_s=600),
+                         source="app-1", resolver=fake_resolver, relations=fake_relations)
+    t0 = time.monotonic()
+    for i in range(1, 4):
+        cap.submit(event(10 * i, plan("clean")))
+    assert not cap.flush(1.0)  # the store never answers
+    elapsed = time.monotonic() - t0
+    assert 1 <= opener.attempts <= 2 + elapsed / initial
+    assert cap.stats().store_failures <= opener.attempts
+    cap.close(timeout=0.1)
+    assert cap.stats().dropped == 3 and cap.stats().pending == 0
+
+
+def test_a_read_only_store_drops_the_run_at_once() -> None:
+    from ushas_catalog.errors import StoreReadOnly
+
+    opener = Counting(StoreReadOnly("the store /x/u.db is open read-only"))
+    cap = LineageCapture(opener, CaptureSettings(retry_initial_s=0.05, retry_max_s=0.05, retry_timeout_s=600),
+                         source="app-1", resolver=fake_resolver, relations=fake_relations)
+    cap.submit(event(10, plan("clean")))
+    with cap._cond:
+        assert cap._cond.wait_for(lambda: cap._dropped >= 1, timeout=30)
+    stats = cap.stats()
+    assert (stats.dropped, stats.captured) == (1, 0) and opener.attempts >= 1
+    # nothing is pending and the drop cannot be published to a store that refuses writes: not waited for
+    assert cap.flush(30)
+    cap.close(timeout=0.1)

@@ -172,6 +172,11 @@ def test_installed_script_on_a_fresh_store(tmp_path) -> None:  # type: ignore[no
     script = os.path.join(os.path.dirname(sys.executable), "ushas")
     cmd = [script] if os.path.exists(script) else [sys.executable, "-m", "ushas_catalog"]
     done = subprocess.run(cmd + ["--json", "catalogs"], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stderr.startswith("ushas: StoreNotFound: store not found")
+    assert not (tmp_path / "fresh.db").exists()  # a read never creates a store
+    done = subprocess.run(cmd + ["init"], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "created a new store" in done.stdout, done.stderr
+    done = subprocess.run(cmd + ["--json", "catalogs"], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == []
     done = subprocess.run(cmd + ["describe", "a.b.c"], env=env, capture_output=True, text=True, timeout=120)

@@ -4,7 +4,11 @@ Each command group lives in its own module under this package and exposes
 ``register(subparsers)``; the command functions take ``(ctx: Context, args)`` and
 return an exit code or ``None``. Errors: a :class:`~ushas_catalog.errors.UshasError`
 becomes one line on stderr and its ``exit_code`` (1 for a missing object, 2 for bad
-input); argparse usage errors also exit 2.
+input); argparse usage errors also exit 2. ``--json`` is accepted anywhere before ``--``.
+
+Only ``init``, ``demo`` and ``import-hive`` create a store (``set_defaults(creates_store=True)``)
+and say so on stderr; every other command opens an existing one (``store not found: PATH``,
+exit 2, when there is none), read-only when its file is not writable.
 """
 from __future__ import annotations
 
@@ -19,7 +23,7 @@ from .arguments import parse_checked
 from .context import Context
 
 #: modules under ushas_catalog.cli that contribute commands, in help order
-COMMAND_MODULES: tuple[str, ...] = ("jarcmd", "metastore_cmds", "lineage_cmds", "meta_cmds",
+COMMAND_MODULES: tuple[str, ...] = ("jarcmd", "store_cmds", "metastore_cmds", "lineage_cmds", "meta_cmds",
                                     "changes_cmds", "app_cmds")
 
 DEFAULT_URI = "sqlite:///" + os.path.join(os.path.expanduser("~"), ".ushas", "ushas.db")
@@ -50,10 +54,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def split_json_flag(argv: Sequence[str]) -> tuple[list[str], bool]:
+    """``--json`` anywhere before a ``--`` (before or after the command and its subcommands):
+    the arguments without it, and whether it was there."""
+    args = list(argv)
+    end = args.index("--") if "--" in args else len(args)
+    found = "--json" in args[:end]
+    return [a for i, a in enumerate(args) if i >= end or a != "--json"], found
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    from .store_cmds import route_counter
+
+    argv, json_flag = split_json_flag(sys.argv[1:] if argv is None else argv)
+    argv = route_counter(argv)
     args = parse_checked(parser, argv)  # bad bytes or numbers: one line, exit 2
-    ctx = Context(uri=args.uri, project=args.project, json=args.json)
+    ctx = Context(uri=args.uri, project=args.project, json=bool(args.json or json_flag),
+                  create=bool(getattr(args, "creates_store", False)))
     try:
         rc = args.func(ctx, args)
         return int(rc or 0)

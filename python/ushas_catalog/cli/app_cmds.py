@@ -39,7 +39,7 @@ def register_import_hive(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--catalog", default="hive", help="the catalog to import into (default 'hive')")
     p.add_argument("--database", action="append", dest="databases", metavar="NAME",
                    help="import only this Hive database (repeatable)")
-    p.set_defaults(func=run_import_hive)
+    p.set_defaults(func=run_import_hive, creates_store=True)
 
 
 def run_import_hive(ctx: Context, args: argparse.Namespace) -> int:
@@ -102,7 +102,7 @@ def register_demo(sub: argparse._SubParsersAction) -> None:
                                    "the catalog summary and the lineage of its final report.")
     p.add_argument("--dir", type=Path, help="where the demo's store, warehouse and Hive metastore go "
                                             "(default: a new directory under the system's temp dir)")
-    p.set_defaults(func=run_demo)
+    p.set_defaults(func=run_demo, creates_store=True)
 
 
 def run_demo(ctx: Context, args: argparse.Namespace) -> int:

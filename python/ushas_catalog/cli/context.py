@@ -15,6 +15,9 @@ class Context:
     uri: str
     project: str
     json: bool = False
+    #: the command may create the store (``init``, ``demo``, ``import-hive``); every other
+    #: command reads an existing store only and a missing one is ``store not found: PATH``
+    create: bool = False
     _metastore: Any = field(default=None, repr=False)
 
     @property
@@ -22,7 +25,9 @@ class Context:
         if self._metastore is None:
             from ..metastore import Metastore
 
-            self._metastore = Metastore.open(self.uri, project=self.project)
+            self._metastore = Metastore.open(self.uri, project=self.project, create=self.create)
+            if self._metastore.created:
+                print(f"ushas: created a new store at {self.uri}", file=sys.stderr)
         return self._metastore
 
     def close(self) -> None:

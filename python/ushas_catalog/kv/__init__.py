@@ -1,15 +1,19 @@
 """Key-value engines: ``sqlite://`` (embedded, the default) and ``fdb://`` (FoundationDB)."""
-from .base import FDB_LIMITS, Database, KeyValue, Limits, RetryableError, Transaction, strinc, transactional
+from .base import FDB_LIMITS, BusyError, Database, KeyValue, Limits, RetryableError, Transaction, strinc, transactional
 from .tuple_compat import ensure_tuple_versionstamps
 
 ensure_tuple_versionstamps()
 
-__all__ = ["Database", "Transaction", "KeyValue", "Limits", "FDB_LIMITS", "RetryableError",
+__all__ = ["BusyError", "Database", "Transaction", "KeyValue", "Limits", "FDB_LIMITS", "RetryableError",
            "strinc", "transactional", "open_database"]
 
 
-def open_database(uri: str) -> Database:
-    """Open an engine from its URI: ``sqlite:///path/ushas.db``, ``fdb:///path/fdb.cluster`` or ``fdb://``."""
+def open_database(uri: str, *, create: bool = True) -> Database:
+    """Open an engine from its URI: ``sqlite:///path/ushas.db``, ``fdb:///path/fdb.cluster`` or ``fdb://``.
+
+    ``create=False`` (every command that only reads) never creates a store: a missing one is
+    :class:`~ushas_catalog.errors.StoreNotFound` (``store not found: PATH``). Opening never
+    waits for another process's write (see each engine's docstring)."""
     from ..errors import InvalidArgument
 
     scheme, sep, rest = uri.partition("://")
@@ -18,9 +22,9 @@ def open_database(uri: str) -> Database:
     if scheme == "sqlite":
         from .sqlite import SqliteDatabase
 
-        return SqliteDatabase.open(uri)
+        return SqliteDatabase.open(uri, create=create)
     if scheme == "fdb":
         from .fdb import FdbDatabase
 
-        return FdbDatabase.open(uri)
+        return FdbDatabase.open(uri, create=create)
     raise InvalidArgument(f"unknown store URI scheme {scheme!r} in {uri!r}: expected sqlite or fdb")

@@ -15,6 +15,10 @@ oversized keys, values, transactions and transactions older than 5 s raise
 :class:`~ushas_catalog.errors.LimitExceeded` naming the limit, keys in the system keyspace
 (``b"\xff"``...) raise :class:`~ushas_catalog.errors.InvalidArgument`, on every engine.
 A transaction must not be used after ``commit``/``cancel`` (nor its range iterators).
+Readers never wait for writers (snapshot reads; opening a store takes no lock unless it
+creates it). A store locked by another process's write past the retry budget is
+:class:`~ushas_catalog.errors.StoreBusy` (retry later), never ``Conflict`` (what was read
+changed); ``open_database(uri, create=False)`` never creates a store.
 ``snapshot=True`` is a hint: FoundationDB then skips the read conflict; the embedded engine
 conflicts on any overtaken snapshot anyway.
 """
@@ -28,7 +32,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, TypeVar, ParamSpec
 
-from ..errors import Conflict
+from ..errors import Conflict, StoreBusy
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -57,6 +61,12 @@ class RetryableError(Exception):
     """A transaction failed in a way that retrying it from the start may fix
     (conflict, transaction too old, engine busy). Raised by engines, caught by
     :meth:`Database.run`; never seen by callers of ``run``."""
+
+
+class BusyError(RetryableError):
+    """The store is locked by another process's write (SQLite's ``SQLITE_BUSY``). Retried like a
+    conflict while the call is younger than :meth:`Database.busy_budget_s`; after that
+    :meth:`Database.run` raises :class:`~ushas_catalog.errors.StoreBusy`, not ``Conflict``."""
 
 
 class Transaction(ABC):
@@ -130,6 +140,14 @@ class Database(ABC):
     limits: Limits = FDB_LIMITS
     #: retries of one transaction before :class:`Conflict` is raised
     max_retries: int = 100
+    #: how long one attempt waits for another process's write lock (the engine's busy timeout)
+    busy_timeout_s: float = 5.0
+    #: attempts after the first that may wait that long before :class:`~ushas_catalog.errors.StoreBusy`
+    max_busy_retries: int = 2
+
+    def busy_budget_s(self) -> float:
+        """How long :meth:`run` keeps retrying a store locked by another writer."""
+        return self.busy_timeout_s * (self.max_busy_retries + 1)
 
     @abstractmethod
     def create_transaction(self) -> Transaction: ...
@@ -140,8 +158,12 @@ class Database(ABC):
     def run(self, fn: Callable[[Transaction], T]) -> T:
         """Run ``fn(tr)`` in a transaction and commit it, retrying from the start with
         bounded, jittered exponential backoff on :class:`RetryableError` (the retry loop
-        of ``fdb.transactional``). ``fn`` must be safe to run more than once."""
+        of ``fdb.transactional``). ``fn`` must be safe to run more than once. A store
+        still locked by another writer after :meth:`busy_budget_s` raises ``StoreBusy``;
+        conflicts after :attr:`max_retries` raise ``Conflict``."""
         delay = 0.001
+        busy = 0
+        started = time.monotonic()
         for attempt in range(self.max_retries + 1):
             tr = self.create_transaction()
             try:
@@ -150,6 +172,13 @@ class Database(ABC):
                 return result
             except RetryableError as exc:
                 tr.cancel()
+                if isinstance(exc, BusyError):
+                    busy += 1
+                    waited = time.monotonic() - started
+                    if waited > self.busy_budget_s():
+                        raise StoreBusy(f"the store {self.uri} stayed locked by another process's write for "
+                                        f"{waited:.1f} s ({busy} busy attempt(s)): {exc}; try again later",
+                                        waited_s=round(waited, 3)) from exc
                 if attempt == self.max_retries:
                     raise Conflict(f"transaction did not commit after {attempt + 1} attempts: {exc}") from exc
                 time.sleep(delay * (0.5 + random.random()))

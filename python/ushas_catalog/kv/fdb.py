@@ -23,11 +23,12 @@ The bindings need the FoundationDB C client library (``libfdb_c``); without it, 
 """
 from __future__ import annotations
 
+import os
 import platform
 from typing import Any, Callable, Iterator, TypeVar
 from urllib.parse import unquote, urlsplit
 
-from ..errors import Conflict, InvalidArgument, LimitExceeded, StoreUnavailable
+from ..errors import Conflict, InvalidArgument, LimitExceeded, StoreBusy, StoreNotFound, StoreUnavailable
 from .base import Database, KeyValue, RetryableError, Transaction
 from .guard import TransactionGuard
 from .ryw import MASK64
@@ -40,6 +41,10 @@ PREFERRED_API_VERSION = 730
 TIMEOUT_MS = 60_000
 
 _SIZE_ERRORS = {2101: "transaction_bytes", 2102: "key_bytes", 2103: "value_bytes"}
+#: retryable errors that mean "the cluster is overloaded", not "what you read changed": past the
+#: retry budget they end as StoreBusy, like SQLITE_BUSY on the embedded engine (process_behind,
+#: proxy_memory_limit_exceeded, batch_transaction_throttled, tag_throttled, grv_proxy_memory_limit_exceeded)
+_BUSY_ERRORS = frozenset({1037, 1040, 1051, 1078, 1213})
 _TIMED_OUT = 1031
 
 
@@ -101,9 +106,14 @@ class FdbDatabase(Database):
         self._db = db
 
     @classmethod
-    def open(cls, uri: str) -> "FdbDatabase":
+    def open(cls, uri: str, *, create: bool = True) -> "FdbDatabase":
+        """``create`` is accepted for the engines' common signature: a FoundationDB cluster is
+        created by its operator, never by opening it (a named cluster file that does not exist
+        is ``StoreNotFound``). Opening takes no lock; reads run at a read version."""
         cluster_file = cluster_file_of(uri)
         fdb = load_bindings()
+        if cluster_file is not None and not os.path.exists(cluster_file):
+            raise StoreNotFound(f"store not found: {cluster_file} (no such FoundationDB cluster file)")
         try:
             db = fdb.open(cluster_file)
             db.options.set_transaction_timeout(TIMEOUT_MS)
@@ -129,6 +139,9 @@ class FdbDatabase(Database):
                 attempts += 1
                 if attempts > self.max_retries:
                     tr.cancel()
+                    if getattr(getattr(exc, "fdb_error", None), "code", None) in _BUSY_ERRORS:
+                        raise StoreBusy(f"FoundationDB stayed overloaded through {attempts} attempts: {exc}; "
+                                        f"try again later") from exc
                     raise Conflict(f"transaction did not commit after {attempts} attempts: {exc}") from exc
                 try:
                     tr.on_error(exc)

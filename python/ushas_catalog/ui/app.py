@@ -55,7 +55,7 @@ class Stores:
         if self._metastore is None:
             from ..metastore import Metastore
 
-            self._metastore = Metastore.open(self.uri, project=self.project)
+            self._metastore = Metastore.open(self.uri, project=self.project, create=False)
         return self._metastore
 
     @property
@@ -64,7 +64,7 @@ class Stores:
             from lineage.query import LineageQueries
             from lineage.tables import open_lineage_store
 
-            self._lineage = LineageQueries(open_lineage_store(self.uri, self.project))
+            self._lineage = LineageQueries(open_lineage_store(self.uri, self.project, create=False))
         return self._lineage
 
     def close(self) -> None:

@@ -348,7 +348,18 @@ public final class Bridge {
     private static void stopWithTheApplication() {
         if (stopsWithTheApplication) return;
         stopsWithTheApplication = true;
-        Runtime.getRuntime().addShutdownHook(new Thread(Bridge::stopProcess, "ushas-bridge-stop"));
+        // after the SparkContext has stopped (Spark's hooks run by priority, higher first; the context's is
+        // SPARK_CONTEXT_SHUTDOWN_PRIORITY): a JVM hook of our own would race it and stop Python before the
+        // lineage listener's last flush at application end (spark-sql exits through the shutdown hooks)
+        org.apache.spark.util.ShutdownHookManager.addShutdownHook(
+                org.apache.spark.util.ShutdownHookManager.SPARK_CONTEXT_SHUTDOWN_PRIORITY() - 10,
+                new scala.runtime.AbstractFunction0<scala.runtime.BoxedUnit>() {
+                    @Override
+                    public scala.runtime.BoxedUnit apply() {
+                        stopProcess();
+                        return scala.runtime.BoxedUnit.UNIT;
+                    }
+                });
         org.apache.spark.SparkContext sc = org.apache.spark.SparkContext$.MODULE$.getActive().getOrElse(() -> null);
         if (sc != null) {
             sc.addSparkListener(new org.apache.spark.scheduler.SparkListener() {

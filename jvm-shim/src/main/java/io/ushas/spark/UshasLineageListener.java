@@ -69,6 +69,8 @@ public final class UshasLineageListener extends SparkListener implements QueryEx
     private final long retryNanos;
     private final long shutdownMillis;
     private final AtomicLong dropped = new AtomicLong();
+    /** Python's drop count (its capture's, JVM drops included) as of its last answer. */
+    private final AtomicLong pythonDropped = new AtomicLong();
     private final AtomicLong sent = new AtomicLong();
     private final AtomicLong offered = new AtomicLong();   // actions put on the queue
     private final AtomicLong finished = new AtomicLong();  // of those: handed over or dropped by the worker
@@ -361,6 +363,7 @@ public final class UshasLineageListener extends SparkListener implements QueryEx
                     return;
                 }
                 sent.incrementAndGet();
+                pythonDropped.accumulateAndGet(answer.path("dropped").asLong(0), Math::max);
                 return;
             } catch (Throwable t) {
                 last = t;
@@ -395,22 +398,47 @@ public final class UshasLineageListener extends SparkListener implements QueryEx
             discardPlans((ArrayNode) msg.get("event").get("executions"));
         }
         long n = dropped.addAndGet(left.size());
-        if (!left.isEmpty()) {
-            LOG.warn("Ushas lineage: {} action(s) not handed over before the application ended; {} dropped in all",
-                    left.size(), n);
-        }
-        if (target == null || (sent.get() == 0 && n == 0)) return;
         // Python stores what it holds now (and learns the final drop count), before the bridge stops
-        ObjectNode msg = control(Math.max(0, deadline - System.currentTimeMillis()));
-        msg.put("jvm_dropped", n);
-        try {
-            JsonNode answer = Bridge.call("lineage.event", msg, target.options());
-            if (!answer.path("flushed").asBoolean(true)) {
-                LOG.warn("Ushas lineage: Python had not stored every run when the application ended: {}", answer);
+        JsonNode answer = null;
+        String failure = null;
+        if (target != null && (sent.get() > 0 || n > 0)) {
+            ObjectNode msg = control(Math.max(0, deadline - System.currentTimeMillis()));
+            msg.put("jvm_dropped", n);
+            try {
+                answer = Bridge.call("lineage.event", msg, target.options());
+            } catch (Throwable t) {  // e.g. the JVM is shutting down (spark-sql): Python stores on its own exit
+                failure = t.toString();
             }
-        } catch (Throwable t) {
-            LOG.warn("Ushas lineage: could not report {} dropped action(s) to Python: {}", n, t.toString());
         }
+        String report = endReport(Math.max(n, pythonDropped.get()), left.size(), answer, failure);
+        if (report != null) {
+            LOG.warn(report);
+        } else if (failure != null) {
+            LOG.debug("Ushas lineage: no final flush at application end (nothing was dropped): {}", failure);
+        }
+    }
+
+    /**
+     * The one line logged at application end: how many actions were dropped (this JVM's and
+     * Python's drops: its final answer, else its last known count), or {@code null} when nothing
+     * was dropped and nothing is left pending. Every drop was logged when it happened (Python's
+     * at most once a minute); this line is the total.
+     */
+    static String endReport(long jvmDropped, int notHandedOver, JsonNode python, String failure) {
+        long total = jvmDropped;
+        long pending = 0;
+        if (python != null && !python.has("error")) {
+            total = Math.max(total, python.path("dropped").asLong(0));  // Python's count includes the JVM's
+            pending = python.path("flushed").asBoolean(true) ? 0 : python.path("pending").asLong(0);
+        }
+        if (total == 0 && pending == 0) return null;
+        StringBuilder line = new StringBuilder("Ushas lineage: ").append(total)
+                .append(" action(s) dropped in this application");
+        if (notHandedOver > 0) line.append(" (").append(notHandedOver).append(" not handed over before it ended)");
+        if (pending > 0) line.append("; ").append(pending).append(" still being stored when it ended");
+        if (failure != null) line.append("; final flush failed: ").append(failure);
+        line.append("; see 'ushas lineage status'");
+        return line.toString();
     }
 
     /** A message to Python without an event: flush for up to {@code millis} (within the bridge timeout). */
