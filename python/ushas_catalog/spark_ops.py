@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .errors import InvalidArgument, NoSuchNamespace, NoSuchTable, NoSuchView
+from .repair import spark_op as repair
 from .spark_tables import (SparkCtx, create_arguments, database_of, location_of, qualify, rename_move, table_answer,
                            table_name, view_answer)
 from .spark_writes import STATS_PROPERTIES, committed, plan_write
@@ -467,4 +468,5 @@ OPS: dict[str, Callable[[Any, Request], Answer]] = {
     "truncate": truncate,
     "commit_write": commit_write,
     "commit_files": commit_files,
+    "repair": repair,  # MSCK REPAIR TABLE / RECOVER PARTITIONS (ushas_catalog.repair)
 }
