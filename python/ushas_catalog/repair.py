@@ -372,10 +372,12 @@ def missing(root: str, listed: Iterable[str], parts: Iterable[Registered],
 
 def repair_table(ms: Any, name: Any, paths: Iterable[str], *, root: str, mode: RepairMode = RepairMode.ADD,
                  exists: Callable[[str], bool | None] | None = None, dry_run: bool = False,
-                 tick: Tick | None = None) -> RepairReport:
+                 on_plan: Callable[[int], None] | None = None, tick: Tick | None = None) -> RepairReport:
     """Repair the registration of the table ``name`` whose directory ``root`` holds the partition
     directories ``paths`` (relative, as listed). ``exists(location)`` tells whether a registered
-    location outside the listing exists (True / False / None for unknown); DROP and SYNC need it."""
+    location outside the listing exists (True / False / None for unknown); DROP and SYNC need it.
+    ``on_plan(n)``: the number of partitions to drop and add, once known; ``tick(step, n)`` after each
+    batch (a transaction) of ``n`` of them."""
     tn = TableName.parse(name)
     scheme, known = registered(ms, tn)
     root = root.rstrip("/")
@@ -391,6 +393,8 @@ def repair_table(ms: Any, name: Any, paths: Iterable[str], *, root: str, mode: R
     to_add = [d for d in dirs if fdbtuple.pack(d.key) not in registered_keys] if mode.adds else []
     report.dropped = [scheme.path(p.key) for p in gone]
     report.added = [scheme.path(d.key) for d in to_add]
+    if on_plan:
+        on_plan(len(gone) + len(to_add))
     if dry_run:
         return report
     if gone:

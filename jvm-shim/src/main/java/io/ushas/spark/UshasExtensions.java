@@ -54,5 +54,4 @@ public final class UshasExtensions extends AbstractFunction1<SparkSessionExtensi
             return child instanceof ResolvedTable t && t.catalog() instanceof UshasCatalog ? t : null;
         }
     }
-
 }
