@@ -59,8 +59,11 @@ final class PartitionRepair {
     private final boolean add;
     private final boolean drop;
     private final String statement;
+    private final org.apache.spark.sql.classic.SparkSession session;
 
-    PartitionRepair(UshasCatalog catalog, Identifier ident, boolean add, boolean drop, String statement) {
+    PartitionRepair(org.apache.spark.sql.classic.SparkSession session, UshasCatalog catalog, Identifier ident,
+                    boolean add, boolean drop, String statement) {
+        this.session = session;
         this.catalog = catalog;
         this.ident = ident;
         this.add = add;
@@ -105,7 +108,8 @@ final class PartitionRepair {
     }
 
     private int threads() {
-        String v = SparkSession.active().conf().get(THREADS_CONF, String.valueOf(DEFAULT_THREADS));
+        String v = (session != null ? session : SparkSession.active()).conf().get(THREADS_CONF,
+                String.valueOf(DEFAULT_THREADS));
         try {
             return Math.max(1, Math.min(256, Integer.parseInt(v.trim())));
         } catch (NumberFormatException e) {
@@ -221,12 +225,18 @@ final class PartitionRepair {
     }
 
     // ---- caches ----------------------------------------------------------------------------------------
-    /** This session's cached relations and data of the table see the new partitions (other sessions see the
-     *  table's new version). */
+    /** This session's cached relation and cached data (CACHE TABLE) of the table see the new partitions;
+     *  other sessions see the table's new version. Nothing is listed or read here. */
     private void refresh() {
         catalog.invalidateTable(ident);
+        if (session == null) return;
+        List<String> parts = new ArrayList<>();
+        parts.add(catalog.name());
+        parts.addAll(List.of(ident.namespace()));
+        parts.add(ident.name());
         try {
-            SparkSession.active().catalog().refreshTable(quoted());
+            session.sharedState().cacheManager().recacheTableOrView(session,
+                    scala.jdk.javaapi.CollectionConverters.asScala(parts).toList(), true);
         } catch (RuntimeException e) {
             LOG.warn("{} {}: refreshing the table's cached data failed: {}", statement, quoted(), e.toString());
         }

@@ -56,7 +56,7 @@ public final class RepairTableExec extends SparkPlan implements LeafExecNode {
 
     private synchronized void run() {
         if (done) return;
-        PartitionRepair.Result r = new PartitionRepair(catalog, ident, add, drop, statement).run();
+        PartitionRepair.Result r = new PartitionRepair(session(), catalog, ident, add, drop, statement).run();
         done = true;
         metrics.get("numListedDirectories").set(r.listed);
         metrics.get("numAddedPartitions").set(r.added);
