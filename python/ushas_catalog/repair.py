@@ -38,6 +38,7 @@ import fdb.tuple as fdbtuple
 
 from .errors import InvalidArgument, LimitExceeded
 from .names import TableName
+from .objects import MutationResult
 from .partitions import NULL_PARTITION, Partition, PartitionScheme
 
 #: estimated mutation bytes per transaction (FoundationDB allows 10,000,000)
@@ -223,9 +224,9 @@ class Listing:
 def local_path(location: str) -> str | None:
     """The local filesystem path of a ``file:`` URI or a plain path; None for any other scheme."""
     parsed = urlparse(location)
-    if parsed.scheme in ("", "file") or (len(parsed.scheme) == 1 and os.name == "nt"):
-        return parsed.path if parsed.scheme == "file" else location
-    return None
+    if parsed.scheme == "file":
+        return parsed.path
+    return location if not parsed.scheme else None
 
 
 def list_directories(root: str, columns: Sequence[str], tick: Tick | None = None) -> Listing:
@@ -287,9 +288,10 @@ class BatchOutcome:
 
 
 def _run_batches(items: Sequence[Any], cost: Callable[[Any], int], max_count: int,
-                 apply: Callable[[list[Any]], Any], tick: Tick | None, what: str) -> BatchOutcome:
+                 apply: Callable[[list[Any]], MutationResult], done: Callable[[MutationResult], int],
+                 tick: Tick | None, step: str) -> BatchOutcome:
     """``apply`` each batch (one transaction); a batch the store still finds over a limit is split in
-    two and retried (nothing of it was committed)."""
+    two and retried (nothing of it was committed). ``done``: what a batch's result counts."""
     out = BatchOutcome()
     pending = list(batches(items, cost, max_count))
     pending.reverse()
@@ -303,28 +305,29 @@ def _run_batches(items: Sequence[Any], cost: Callable[[Any], int], max_count: in
             half = len(batch) // 2
             pending += [batch[half:], batch[:half]]
             continue
-        done = result.added if what == "registering" else result.dropped
-        out.done += done
+        out.done += done(result)
         out.skipped += result.skipped
         if result.version is not None:
             out.transactions += 1
             out.version = result.version
         if tick:
-            tick(what, len(batch))
+            tick(step, len(batch))
     return out
 
 
 def add_batched(ms: Any, name: Any, partitions: Sequence[Partition], tick: Tick | None = None) -> BatchOutcome:
     """Register ``partitions`` (those already registered are skipped) in transactions within limits."""
     return _run_batches(partitions, lambda p: _cost(p.location or "", p.values), ADD_BATCH,
-                        lambda batch: ms.add_partitions(name, batch, if_not_exists=True), tick, "registering")
+                        lambda batch: ms.add_partitions(name, batch, if_not_exists=True), lambda r: r.added,
+                        tick, "registering")
 
 
 def drop_batched(ms: Any, name: Any, specs: Sequence[dict[str, str]], tick: Tick | None = None) -> BatchOutcome:
     """Unregister the partitions of ``specs`` (full specs; those already gone are skipped) in
     transactions within limits."""
     return _run_batches(specs, lambda s: _cost("", s), DROP_BATCH,
-                        lambda batch: ms.drop_partitions(name, batch, if_exists=True), tick, "dropping")
+                        lambda batch: ms.drop_partitions(name, batch, if_exists=True), lambda r: r.dropped,
+                        tick, "dropping")
 
 
 # ---- the repair -----------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from ushas_catalog.cli import main
 from ushas_catalog.errors import InvalidArgument
 from ushas_catalog.kv import FDB_LIMITS
 from ushas_catalog.metastore import Metastore
-from ushas_catalog.partitions import NULL_PARTITION, PartitionScheme, escape_path_name
+from ushas_catalog.partitions import NULL_PARTITION, Partition, PartitionScheme, escape_path_name
 from ushas_catalog.repair import InvalidDir, PartitionDir, RepairMode
 from ushas_catalog.schema import parse_schema
 
@@ -123,9 +123,9 @@ def test_drop_unregisters_partitions_whose_location_is_gone(events: Metastore) -
     events.add_partitions("main.sales.events", [
         {"dt": "2024-01-01", "h": 1},                                         # listed: exists
         {"dt": "2024-01-01", "h": 2},                                         # under the root, gone
-        repair.Partition(values={"dt": "2024-01-03", "h": 1}, location="file:/elsewhere/a"),  # exists
-        repair.Partition(values={"dt": "2024-01-04", "h": 1}, location="file:/elsewhere/b"),  # gone
-        repair.Partition(values={"dt": "2024-01-05", "h": 1}, location="s3a://bucket/c"),     # unknown
+        Partition(values={"dt": "2024-01-03", "h": 1}, location="file:/elsewhere/a"),  # exists
+        Partition(values={"dt": "2024-01-04", "h": 1}, location="file:/elsewhere/b"),  # gone
+        Partition(values={"dt": "2024-01-05", "h": 1}, location="s3a://bucket/c"),     # unknown
     ])
     asked: list[str] = []
 
@@ -146,7 +146,7 @@ def test_drop_unregisters_partitions_whose_location_is_gone(events: Metastore) -
 
 def test_sync_moves_a_partition_whose_location_vanished_to_the_directory_found(events: Metastore) -> None:
     events.add_partitions("main.sales.events", [
-        repair.Partition(values={"dt": "2024-01-01", "h": 1}, location="file:/old/place"),
+        Partition(values={"dt": "2024-01-01", "h": 1}, location="file:/old/place"),
         {"dt": "2024-01-02", "h": 1},
     ])
     report = repair.repair_table(events, "main.sales.events", ["dt=2024-01-01/h=1", "dt=2024-01-03/h=1"], root=ROOT,

@@ -130,8 +130,9 @@ def test_config_only_spark_sql(spark: Any, db: str, ms: Any, spark_dirs: dict[st
     data = tmp_path / "events"
     write(spark, data, {"a": 1, "b": 2})
     table = external(spark, db, data)
+    assert f"spark.sql.extensions={EXTENSIONS}" in conf_args(spark_dirs["store"], spark_dirs["warehouse"])
     proc = run_spark([spark_bin("spark-sql"), "--master", "local[1]",
-                      *conf_args(spark_dirs["store"], spark_dirs["warehouse"], **{"spark.sql.extensions": EXTENSIONS}),
+                      *conf_args(spark_dirs["store"], spark_dirs["warehouse"]),  # sets the extension
                       "-e", f"MSCK REPAIR TABLE {table}; SHOW PARTITIONS {table};"], tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert proc.stdout.split() == ["dt=a", "dt=b"]
