@@ -1582,6 +1582,56 @@ class Metastore:
             begin = store.prefix + b"".join(batch[-1][0]) + b"\xff"
             batch = self._run(lambda tr: list(islice(store.scan_raw(tr, begin, end), PARTITION_BATCH)))
 
+    def scan_partitions(self, name: NameLike,
+                        ranges: Callable[[PartitionScheme], Sequence[tuple[bytes, bytes]]] | None = None
+                        ) -> tuple[PartitionScheme, Iterator[tuple[tuple[Any, ...], rec.Partition]]]:
+        """The stored key (tuple elements) and record of each partition whose key falls in the ranges
+        ``ranges(scheme)`` gives (packed partition keys relative to the table's partition subspace,
+        sorted and disjoint: see :class:`ushas_catalog.pruning.Pruning`; None: every partition), in
+        partition order, without building :class:`Partition` values: the read path's hot loop. Only
+        keys inside the ranges are read, so the cost follows the partitions selected, not the table's
+        size. The table is resolved (and errors raised) when this is called; the ranges are read in
+        batches of up to :data:`PARTITION_BATCH` records, one transaction each."""
+        tn = TableName.parse(name)
+
+        def first(tr: Transaction) -> tuple[PartitionScheme, RecordStore[rec.Partition]]:
+            t = self._table(tr, tn)
+            scheme = self._scheme(tr, t)
+            _require_partitioned(tn, scheme)
+            return scheme, t.partitions(scheme)
+
+        scheme, store = self._run(first)
+        bounds = [(store.prefix + b, store.prefix + e) for b, e in (ranges(scheme) if ranges else [(b"", b"\xff")])]
+
+        def read(tr: Transaction, index: int, begin: bytes | None) -> tuple[list[Any], int, bytes | None]:
+            out: list[Any] = []
+            while index < len(bounds):
+                b, e = bounds[index]
+                for item in store.scan_raw(tr, begin or b, e):
+                    out.append(item)
+                    if len(out) >= PARTITION_BATCH:
+                        return out, index, store.prefix + b"".join(item[0]) + b"\xff"
+                index, begin = index + 1, None
+            return out, index, None
+
+        def stream() -> Iterator[tuple[tuple[Any, ...], rec.Partition]]:
+            memo: dict[bytes, Any] = {}  # raw element -> element: each distinct value decoded once
+            parse = rec.Partition.FromString
+            index, begin = 0, None
+            while index < len(bounds):
+                i, b = index, begin
+                batch, index, begin = self._run(lambda tr: read(tr, i, b))
+                for elements, data in batch:
+                    key = []
+                    for raw in elements:
+                        e = memo.get(raw, memo)
+                        if e is memo:
+                            e = memo[raw] = fdbtuple.unpack(raw)[0]
+                        key.append(e)
+                    yield tuple(key), parse(data)
+
+        return scheme, stream()
+
     def list_partition_keys(self, name: NameLike, prefix: Mapping[str, Any] | None = None
                             ) -> tuple[PartitionScheme, list[tuple[Any, ...]]]:
         """The partition columns and the stored keys (tuple elements, in partition-value

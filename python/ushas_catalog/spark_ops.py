@@ -7,6 +7,7 @@ from typing import Any, Callable
 
 from .errors import InvalidArgument, NoSuchNamespace, NoSuchTable, NoSuchView
 from .repair import spark_op as repair
+from .spark_reads import OPS as READ_OPS
 from .spark_tables import (SparkCtx, create_arguments, database_of, location_of, qualify, rename_move, table_answer,
                            table_name, view_answer)
 from .spark_writes import STATS_PROPERTIES, committed, plan_write
@@ -469,4 +470,5 @@ OPS: dict[str, Callable[[Any, Request], Answer]] = {
     "commit_write": commit_write,
     "commit_files": commit_files,
     "repair": repair,  # MSCK REPAIR TABLE / RECOVER PARTITIONS (ushas_catalog.repair)
+    **READ_OPS,
 }

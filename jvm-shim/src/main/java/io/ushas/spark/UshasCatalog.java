@@ -51,7 +51,7 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces {
     private RelationCache cache = new RelationCache(RelationCache.Settings.fromJson(null));
     /** ops that change nothing: every other op on an identifier drops its cache entry */
     private static final java.util.Set<String> READS = java.util.Set.of("load_relation", "load_table",
-            "relation_exists", "list_partitions", "partition_exists", "load_partition");
+            "relation_exists", "list_partitions", "partition_exists", "load_partition", "list_files", "table_size");
 
     @Override
     public void initialize(String name, CaseInsensitiveStringMap options) {
@@ -382,14 +382,21 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces {
         Transform[] transforms = new Transform[partitionBy.length];
         for (int i = 0; i < partitionBy.length; i++) transforms[i] = Expressions.identity(partitionBy[i]);
         Map<String, String> props = Json.toMap(t.get("properties"));
+        // what Spark turns into its V1 relation: the same table, read through UshasSource (the
+        // catalog's file index); users see `props` (UshasTable.properties), with the real format
+        String location = qualify(props.get(TableCatalog_PROP_LOCATION));
+        Map<String, String> readProps = new java.util.HashMap<>(props);
+        readProps.put(org.apache.spark.sql.connector.catalog.TableCatalog.PROP_PROVIDER, UshasSource.class.getName());
+        UshasSource.options(name, ident, t.get("format").asText(), partitionBy, location)
+                .forEach((k, v) -> readProps.put(org.apache.spark.sql.connector.catalog.TableCatalog.OPTION_PREFIX + k, v));
         TableInfo info = new TableInfo.Builder()
-                .withProperties(props)  // first: it replaces the whole map
+                .withProperties(readProps)  // first: it replaces the whole map
                 .withSchema(schema)
                 .withPartitions(transforms)
                 .build();
-        UshasTable table = new UshasTable(info, name + "." + String.join(".", toParts(ident)), this, ident,
+        UshasTable table = new UshasTable(info, props, name + "." + String.join(".", toParts(ident)), this, ident,
                 partitionBy, t);
-        UshasCommitProtocol.track(qualify(props.get(TableCatalog_PROP_LOCATION)), this, ident);
+        UshasCommitProtocol.track(location, this, ident);
         return table;
     }
 

@@ -12,8 +12,9 @@ import scala.runtime.AbstractFunction1;
 import scala.runtime.BoxedUnit;
 
 /**
- * The session extension: {@code spark.sql.extensions=io.ushas.spark.UshasExtensions}. It plans what
- * Spark refuses for V2 tables but an Ushas table supports: {@code MSCK REPAIR TABLE t [ADD|DROP|SYNC
+ * The session extension: {@code spark.sql.extensions=io.ushas.spark.UshasExtensions}. It installs
+ * {@link UshasScanRule} (dynamic partition pruning asks the catalog for the join's partitions) and plans
+ * what Spark refuses for V2 tables but an Ushas table supports: {@code MSCK REPAIR TABLE t [ADD|DROP|SYNC
  * PARTITIONS]} and {@code ALTER TABLE t RECOVER PARTITIONS} ({@code DataSourceV2Strategy} throws
  * {@code NOT_SUPPORTED_COMMAND_FOR_V2_TABLE} for a {@code RepairTable} / {@code RecoverPartitions} over a
  * {@code ResolvedTable}; extension strategies are asked first). Plans over other catalogs' tables are left
@@ -22,6 +23,7 @@ import scala.runtime.BoxedUnit;
 public final class UshasExtensions extends AbstractFunction1<SparkSessionExtensions, BoxedUnit> {
     @Override
     public BoxedUnit apply(SparkSessionExtensions extensions) {
+        extensions.injectColumnar(UshasScanRule.factory());  // dynamic partition pruning through the catalog
         extensions.injectPlannerStrategy(new AbstractFunction1<SparkSession, SparkStrategy>() {
             @Override
             public SparkStrategy apply(SparkSession session) {

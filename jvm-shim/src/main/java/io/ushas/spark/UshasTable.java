@@ -28,7 +28,7 @@ import java.util.Set;
 
 /**
  * A table of the catalog. Reads take Spark's V1 file path (a {@link DelegatingTable}: pruning,
- * pushdown); every write is a V2 batch write ({@link UshasWrite}, through {@link #forWrite()} when
+ * pushdown) over the files the catalog lists ({@link UshasSource}, {@link UshasFileIndex}); every write is a V2 batch write ({@link UshasWrite}, through {@link #forWrite()} when
  * Spark resolves the table for writing); partition DDL goes to Python in one call per statement.
  */
 public class UshasTable extends DelegatingTable
@@ -43,9 +43,13 @@ public class UshasTable extends DelegatingTable
     private int existsCalls;
     private java.util.Set<String> known;
 
-    UshasTable(TableInfo info, String name, UshasCatalog catalog, Identifier ident, String[] partitionBy,
-               JsonNode answer) {
+    /** The table's properties as users see them (the TableInfo's name UshasSource as the provider) */
+    private final Map<String, String> properties;
+
+    UshasTable(TableInfo info, Map<String, String> properties, String name, UshasCatalog catalog, Identifier ident,
+               String[] partitionBy, JsonNode answer) {
         super(info, name);
+        this.properties = java.util.Collections.unmodifiableMap(properties);
         this.catalog = catalog;
         this.ident = ident;
         this.answer = answer;
@@ -69,6 +73,13 @@ public class UshasTable extends DelegatingTable
     /** The table as Python described it (location, format, partition columns, write options). */
     JsonNode answer() {
         return answer;
+    }
+
+    /** The real format and options; Spark's V1 read description ({@link #getTableInfo()}) names
+     *  {@link UshasSource} instead, so reads go through the catalog's file index. */
+    @Override
+    public Map<String, String> properties() {
+        return properties;
     }
 
     @Override

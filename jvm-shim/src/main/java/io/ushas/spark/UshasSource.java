@@ -1,0 +1,110 @@
+package io.ushas.spark;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.sql.SQLContext;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.connector.catalog.CatalogPlugin;
+import org.apache.spark.sql.connector.catalog.Identifier;
+import org.apache.spark.sql.execution.datasources.DataSource;
+import org.apache.spark.sql.execution.datasources.FileFormat;
+import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
+import org.apache.spark.sql.execution.datasources.v2.FileDataSourceV2;
+import org.apache.spark.sql.internal.SQLConf;
+import org.apache.spark.sql.sources.BaseRelation;
+import org.apache.spark.sql.sources.SchemaRelationProvider;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import scala.Option;
+import scala.jdk.javaapi.CollectionConverters;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * How Spark reads a table of the catalog. A {@link UshasTable} tells Spark (through the table
+ * description Spark turns into a V1 relation) that its data source is this class, with the table's
+ * identity in reserved options; Spark asks it for the relation and gets Spark's own
+ * {@link HadoopFsRelation} with the table's real file format, whose file index is
+ * {@link UshasFileIndex}: the catalog, not a directory listing, says which files are read. Users
+ * never see this class as the table's provider (the table's properties keep the real format).
+ */
+public final class UshasSource implements SchemaRelationProvider {
+    static final String CATALOG = "ushas.catalog";
+    static final String NAMESPACE = "ushas.namespace";
+    static final String TABLE = "ushas.table";
+    static final String FORMAT = "ushas.format";
+    static final String PARTITION_BY = "ushas.partitionBy";
+    static final String LOCATION = "ushas.location";
+
+    /** The reserved options a table's read description carries (added to its {@code option.*}). */
+    static Map<String, String> options(String catalog, Identifier ident, String format, String[] partitionBy,
+                                       String location) {
+        Map<String, String> out = new HashMap<>();
+        out.put(CATALOG, catalog);
+        out.put(NAMESPACE, Json.strings(ident.namespace()).toString());
+        out.put(TABLE, ident.name());
+        out.put(FORMAT, format);
+        out.put(PARTITION_BY, Json.strings(partitionBy).toString());
+        out.put(LOCATION, location);
+        return out;
+    }
+
+    @Override
+    public BaseRelation createRelation(SQLContext sqlContext, scala.collection.immutable.Map<String, String> parameters,
+                                       StructType schema) {
+        SparkSession session = SparkSession.active();
+        String catalogName = required(parameters, CATALOG);
+        CatalogPlugin plugin = session.sessionState().catalogManager().catalog(catalogName);
+        if (!(plugin instanceof UshasCatalog catalog)) {
+            throw new IllegalArgumentException("[USHAS_InvalidArgument] catalog " + catalogName
+                    + " is not an ushas catalog");
+        }
+        Identifier ident = Identifier.of(Json.toStrings(Json.parse(required(parameters, NAMESPACE))),
+                required(parameters, TABLE));
+        JsonNode partitionBy = Json.parse(required(parameters, PARTITION_BY));
+        List<StructField> partitionFields = new ArrayList<>();
+        List<StructField> dataFields = new ArrayList<>();
+        for (StructField f : schema.fields()) {
+            boolean partition = false;
+            for (JsonNode p : partitionBy) partition |= p.asText().equalsIgnoreCase(f.name());
+            (partition ? partitionFields : dataFields).add(f);
+        }
+        Map<String, String> options = new HashMap<>();
+        for (Map.Entry<String, String> e : CollectionConverters.asJava(parameters).entrySet()) {
+            if (!e.getKey().toLowerCase(java.util.Locale.ROOT).startsWith("ushas.")) options.put(e.getKey(), e.getValue());
+        }
+        StructType partitionSchema = new StructType(partitionFields.toArray(new StructField[0]));
+        Path root = new Path(required(parameters, LOCATION));
+        scala.collection.immutable.Map<String, String> scalaOptions =
+                scala.collection.immutable.Map$.MODULE$.from(CollectionConverters.asScala(options));
+        SQLConf conf = session.sessionState().conf();
+        UshasFileIndex index = new UshasFileIndex(catalog, ident, partitionSchema, root,
+                session.sessionState().newHadoopConfWithOptions(scalaOptions), conf.defaultSizeInBytes());
+        return new HadoopFsRelation(index, partitionSchema, new StructType(dataFields.toArray(new StructField[0])),
+                Option.empty(), fileFormat(required(parameters, FORMAT), conf), scalaOptions, session);
+    }
+
+    private static String required(scala.collection.immutable.Map<String, String> parameters, String key) {
+        Option<String> v = parameters.get(key);
+        if (v.isEmpty()) {
+            throw new IllegalArgumentException("[USHAS_InvalidArgument] " + UshasSource.class.getName()
+                    + " reads tables of an ushas catalog only (option " + key + " is missing)");
+        }
+        return v.get();
+    }
+
+    /** The V1 {@link FileFormat} of a format name ({@code parquet}, {@code orc}, {@code csv}, ...). */
+    static FileFormat fileFormat(String format, SQLConf conf) {
+        try {
+            Object source = DataSource.lookupDataSource(format, conf).getDeclaredConstructor().newInstance();
+            if (source instanceof FileFormat f) return f;
+            if (source instanceof FileDataSourceV2 v2) return v2.fallbackFileFormat().getDeclaredConstructor().newInstance();
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalArgumentException("Ushas catalog: cannot instantiate the " + format + " data source: " + e, e);
+        }
+        throw new IllegalArgumentException("Ushas catalog: " + format + " is not a file format");
+    }
+}

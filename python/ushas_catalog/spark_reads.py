@@ -1,0 +1,79 @@
+"""The read side of the Spark shim: which files a query reads, decided by the catalog.
+
+``io.ushas.spark.UshasFileIndex`` asks :func:`list_files` for the partitions its partition filters
+select (pruned over the ordered partition keys: :mod:`ushas_catalog.pruning`) with, for each, its
+location and the data files the committed writes registered — or no list, when nothing recorded
+the files (partitions added with a LOCATION, imported from Hive, registered by a repair): the shim
+then lists that partition's directory, and only that one. Nothing lists the table's root.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .pruning import Pruning, parse_filter
+from .spark_tables import SparkCtx, location_of, table_name
+
+Request = dict[str, Any]
+Answer = dict[str, Any]
+
+
+def _files(record: Any) -> list[list[Any]] | None:
+    """The data files a partition record lists, as compact ``[path, size, mtime]`` rows (None: not
+    recorded, the shim lists the location)."""
+    files = getattr(record, "data_files", None)  # placeholder until writes record their files
+    return None if not files else [[f.path, f.size, f.mtime] for f in files]
+
+
+def list_files(ms: Any, r: Request) -> Answer:
+    """The partitions a query reads: ``{"columns": [...], "rows": [[value, ...], ...],
+    "locations": [...], "files": [[[path, size, mtime], ...] | null, ...]}``; an unpartitioned
+    table answers one row with no values. ``filter`` is the partition filter (see
+    :mod:`ushas_catalog.pruning`; absent: every partition)."""
+    ctx = SparkCtx.of(r)
+    name = table_name(ctx, r)
+    info = ms.get_table(name)
+    if not info.partition_columns:
+        files = ms.table_data_files(name) if hasattr(ms, "table_data_files") else None
+        return {"columns": [], "rows": [[]], "locations": [location_of(ctx, info)],
+                "files": [None if files is None else [[f.path, f.size, f.mtime] for f in files]]}
+    flt = parse_filter(r.get("filter"))
+    pruning: Pruning | None = None
+
+    def ranges(scheme: Any) -> list[tuple[bytes, bytes]]:
+        nonlocal pruning
+        pruning = Pruning(scheme, flt)
+        return pruning.key_ranges()
+
+    scheme, partitions = ms.scan_partitions(name, ranges)
+    assert pruning is not None
+    converters = [c.json_of() for c in scheme.columns]
+    plain = not any(converters)
+    rows: list[list[Any]] = []
+    locations: list[str | None] = []
+    files: list[list[list[Any]] | None] = []
+    for key, record in partitions:
+        if flt is not None and not pruning.keep(key):
+            continue
+        rows.append(list(key) if plain else [v if f is None else f(v) for f, v in zip(converters, key)])
+        locations.append(record.location or None)
+        files.append(_files(record))
+    return {"columns": list(scheme.names), "rows": rows, "locations": locations, "files": files}
+
+
+def table_size(ms: Any, r: Request) -> Answer:
+    """The bytes the catalog recorded for a table (Spark's ``sizeInBytes`` before pruning): the
+    sum over its partitions, or an unpartitioned table's ``totalSize``; ``null`` when unknown."""
+    ctx = SparkCtx.of(r)
+    name = table_name(ctx, r)
+    info = ms.get_table(name)
+    if not info.partition_columns:
+        text = info.properties.get("totalSize")
+        return {"bytes": int(text) if text is not None and text.isdigit() else None}
+    total, known = 0, False
+    for _, record in ms.scan_partitions(name)[1]:
+        if record.HasField("bytes"):
+            total, known = total + record.bytes, True
+    return {"bytes": total if known else None}
+
+
+OPS = {"list_files": list_files, "table_size": table_size}
