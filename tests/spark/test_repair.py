@@ -45,6 +45,7 @@ def test_msck_registers_existing_data(spark: Any, db: str, ms: Any, tmp_path: Pa
     write(spark, data, {"a": 2, "b": 3, "c": 1})
     table = external(spark, db, data)
     assert partitions(spark, table) == []
+    assert spark.sql(f"SELECT count(*) FROM {table}").collect()[0][0] == 0  # reads follow the catalog
     version = ms.get_table(("ushas", db, "t")).version
     df = spark.sql(f"MSCK REPAIR TABLE {table}")
     assert df.collect() == []  # like Spark's own MSCK
@@ -102,6 +103,7 @@ def test_a_bad_directory_value_is_reported_not_fatal(spark: Any, db: str, tmp_pa
     assert metrics(df) == {"numListedDirectories": 4, "numAddedPartitions": 2, "numDroppedPartitions": 0,
                            "numInvalidDirectories": 2}
     assert partitions(spark, table) == ["n=1", "n=20"]
+    assert sorted(r.n for r in spark.sql(f"SELECT n FROM {table}").collect()) == [1, 20]
 
 
 def test_unpartitioned_table_is_refused(spark: Any, db: str, tmp_path: Path) -> None:
