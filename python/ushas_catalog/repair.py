@@ -382,17 +382,22 @@ def repair_table(ms: Any, name: Any, paths: Iterable[str], *, root: str, mode: R
     ``on_plan(n)``: the number of partitions to drop and add, once known; ``tick(step, n)`` after each
     batch (a transaction) of ``n`` of them."""
     tn = TableName.parse(name)
-    scheme, known = registered(ms, tn)
+    if mode.drops:
+        if exists is None:
+            raise InvalidArgument("a DROP or SYNC repair needs to check registered locations (exists)")
+        scheme, known = registered(ms, tn)
+        known_keys = [p.key for p in known]
+    else:  # ADD needs the registered keys only: no partition record is read
+        scheme = partition_scheme(ms, tn)
+        known, known_keys = [], ms.list_partition_keys(tn)[1]
     root = root.rstrip("/")
     dirs, invalid = parse_paths(scheme, paths)
     report = RepairReport(str(tn), mode, dry_run, root, listed=len(dirs) + len(invalid), invalid=invalid)
     gone: list[Registered] = []
-    if mode.drops:
-        if exists is None:
-            raise InvalidArgument("a DROP or SYNC repair needs to check registered locations (exists)")
+    if mode.drops and exists is not None:
         gone, report.unchecked = missing(root, (d.path for d in dirs), known, exists)
     gone_keys = {fdbtuple.pack(p.key) for p in gone}
-    registered_keys = {fdbtuple.pack(p.key) for p in known} - gone_keys
+    registered_keys = {fdbtuple.pack(k) for k in known_keys} - gone_keys
     to_add = [d for d in dirs if fdbtuple.pack(d.key) not in registered_keys] if mode.adds else []
     report.dropped = [scheme.path(p.key) for p in gone]
     report.added = [scheme.path(d.key) for d in to_add]
