@@ -140,3 +140,23 @@ def test_config_only_spark_sql(spark: Any, db: str, ms: Any, spark_dirs: dict[st
     assert proc.stdout.split() == ["dt=a", "dt=b"]
     assert [p.spec["dt"] for p in ms.list_partitions(("ushas", db, "t"))] == ["a", "b"]
     assert partitions(spark, table) == ["dt=a", "dt=b"]  # this session sees the other's registration
+
+
+def test_configure_sets_the_extension_next_to_others(tmp_path: Path) -> None:
+    from ushas_catalog.spark import configure
+
+    class Builder:
+        def __init__(self) -> None:
+            self._options = {"spark.sql.extensions": "com.example.Other"}
+
+        def config(self, key: str, value: str) -> "Builder":
+            self._options[key] = value
+            return self
+
+        def getOrCreate(self) -> None:
+            raise AssertionError("not started here")
+
+    b = configure(Builder(), uri=f"sqlite:///{tmp_path / 'u.db'}")
+    assert b._options["spark.sql.extensions"] == f"com.example.Other,{EXTENSIONS}"
+    assert configure(b, uri=f"sqlite:///{tmp_path / 'u.db'}")._options["spark.sql.extensions"] == \
+        f"com.example.Other,{EXTENSIONS}"  # once
