@@ -285,3 +285,16 @@ def test_cli_refuses_what_it_cannot_list(on_disk: tuple[str, Path], capsys: pyte
     assert exit_.value.code == 2 and "not allowed with argument" in capsys.readouterr().err
     rc, _, err = run(capsys, uri, "repair", "main.sales.nope")
     assert rc == 1 and len(err.strip().splitlines()) == 1
+
+
+def test_cli_progress_on_a_terminal(on_disk: tuple[str, Path], capsys: pytest.CaptureFixture[str],
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    import ushas_catalog.progress as progress
+
+    monkeypatch.setattr(progress, "is_terminal", lambda stream: True)
+    uri, _ = on_disk
+    rc, out, err = run(capsys, uri, "repair", "main.sales.t")
+    assert rc == 0 and "added 2" in out
+    assert "listing main.sales.t" in err and "repairing main.sales.t" in err and "2/2" in err
+    rc, out, err = run(capsys, uri, "--json", "repair", "main.sales.t")
+    assert rc == 0 and json.loads(out)["added"] == [] and err == ""  # --json: no progress
