@@ -17,14 +17,15 @@ def spark_bin(tool: str) -> str:
 
 
 def conf_args(store: Path, warehouse: Path, **extra: str) -> list[str]:
-    """``--conf`` arguments for the shim jar and a ``ushas`` catalog over the sqlite store ``store``;
-    ``extra`` adds or overrides settings."""
+    """``--conf`` arguments for the shim jar, a ``ushas`` catalog over the sqlite store ``store`` and the
+    session extension (as spark-defaults.conf.example sets them); ``extra`` adds or overrides settings."""
     from ushas_catalog.jar import jar_path
 
     conf = {"spark.jars": str(jar_path()),
             "spark.sql.catalog.ushas": "io.ushas.spark.UshasCatalog",
             "spark.sql.catalog.ushas.uri": f"sqlite:///{store}",
             "spark.sql.catalog.ushas.warehouse": str(warehouse),
+            "spark.sql.extensions": "io.ushas.spark.UshasExtensions",
             "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
             "spark.sql.shuffle.partitions": "2", **extra}
     return [a for k, v in conf.items() for a in ("--conf", f"{k}={v}")]

@@ -9,11 +9,13 @@
 
 ``configure`` adds the shim jar to ``spark.jars``, declares the catalog
 (``spark.sql.catalog.<name>=io.ushas.spark.UshasCatalog`` with ``.uri``, ``.project``,
-``.warehouse``), the commit protocol that registers written partitions and, when the jar
-has it, the lineage listener. The builder it returns registers this Python process as the
-catalog's backend right after ``getOrCreate()`` (over the session's own Py4J gateway), so
-no second Python process is started. For a session built another way, call
-:func:`register` once; without it the shim starts ``python -m ushas_catalog.bridge`` itself.
+``.warehouse``), the commit protocol that registers written partitions, the session extension
+(``spark.sql.extensions=io.ushas.spark.UshasExtensions``: MSCK REPAIR TABLE and ALTER TABLE ...
+RECOVER PARTITIONS on the catalog's tables) and, when the jar has it, the lineage listener. The
+builder it returns registers this Python process as the catalog's backend right after
+``getOrCreate()`` (over the session's own Py4J gateway), so no second Python process is started.
+For a session built another way, call :func:`register` once; without it the shim starts
+``python -m ushas_catalog.bridge`` itself.
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ import lineage.dataframe  # noqa: F401  (installs DataFrame.lineage for users of
 CATALOG_CLASS = "io.ushas.spark.UshasCatalog"
 COMMIT_PROTOCOL_CLASS = "io.ushas.spark.UshasCommitProtocol"
 LISTENER_CLASS = "io.ushas.spark.UshasLineageListener"
+EXTENSIONS_CLASS = "io.ushas.spark.UshasExtensions"
 
 
 def _jar_has(jar: str, cls: str) -> bool:
@@ -63,18 +66,25 @@ def configure(builder: Any, name: str = "ushas", uri: str | None = None, project
     if timeout:
         builder = builder.config(f"{prefix}.bridge.timeout", str(int(timeout)))
     builder = builder.config("spark.sql.sources.commitProtocolClass", COMMIT_PROTOCOL_CLASS)
+    builder = builder.config("spark.sql.extensions", _with(options.get("spark.sql.extensions"), EXTENSIONS_CLASS))
     if lineage is None:
         lineage = _jar_has(jar, LISTENER_CLASS)
     if lineage:
-        listeners = [x for x in str(options.get("spark.sql.queryExecutionListeners", "")).split(",") if x]
-        if LISTENER_CLASS not in listeners:
-            listeners.append(LISTENER_CLASS)
-        builder = builder.config("spark.sql.queryExecutionListeners", ",".join(listeners))
+        builder = builder.config("spark.sql.queryExecutionListeners",
+                                 _with(options.get("spark.sql.queryExecutionListeners"), LISTENER_CLASS))
     if not getattr(builder, "_ushas_registers", False):
         original = builder.getOrCreate
         builder.getOrCreate = functools.partial(_get_or_create, original)  # this builder only
         builder._ushas_registers = True
     return builder
+
+
+def _with(classes: Any, cls: str) -> str:
+    """A comma-separated class list (a Spark setting) with ``cls`` added once."""
+    names = [x.strip() for x in str(classes or "").split(",") if x.strip()]
+    if cls not in names:
+        names.append(cls)
+    return ",".join(names)
 
 
 def _get_or_create(original: Any) -> Any:

@@ -8,6 +8,7 @@ from typing import Any, Callable
 from .errors import InvalidArgument, NoSuchNamespace, NoSuchTable, NoSuchView
 from .locations import check_free
 from .names import new_table_name
+from .repair import spark_op as repair
 from .spark_reads import OPS as READ_OPS
 from .spark_tables import (SparkCtx, create_arguments, database_of, location_of, qualify, rename_move, table_answer,
                            table_name, view_answer)
@@ -475,5 +476,6 @@ OPS: dict[str, Callable[[Any, Request], Answer]] = {
     "truncate": truncate,
     "commit_write": commit_write,
     "commit_files": commit_files,
+    "repair": repair,  # MSCK REPAIR TABLE / RECOVER PARTITIONS (ushas_catalog.repair)
     **READ_OPS,
 }

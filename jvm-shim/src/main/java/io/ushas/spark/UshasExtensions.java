@@ -1,0 +1,59 @@
+package io.ushas.spark;
+
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.SparkSessionExtensions;
+import org.apache.spark.sql.catalyst.analysis.ResolvedTable;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.RecoverPartitions;
+import org.apache.spark.sql.catalyst.plans.logical.RepairTable;
+import org.apache.spark.sql.execution.SparkPlan;
+import org.apache.spark.sql.execution.SparkStrategy;
+import scala.runtime.AbstractFunction1;
+import scala.runtime.BoxedUnit;
+
+/**
+ * The session extension: {@code spark.sql.extensions=io.ushas.spark.UshasExtensions}. It installs
+ * {@link UshasScanRule} (dynamic partition pruning asks the catalog for the join's partitions) and plans
+ * what Spark refuses for V2 tables but an Ushas table supports: {@code MSCK REPAIR TABLE t [ADD|DROP|SYNC
+ * PARTITIONS]} and {@code ALTER TABLE t RECOVER PARTITIONS} ({@code DataSourceV2Strategy} throws
+ * {@code NOT_SUPPORTED_COMMAND_FOR_V2_TABLE} for a {@code RepairTable} / {@code RecoverPartitions} over a
+ * {@code ResolvedTable}; extension strategies are asked first). Plans over other catalogs' tables are left
+ * to Spark (session-catalog tables were already turned into Spark's own {@code RepairTableCommand}).
+ */
+public final class UshasExtensions extends AbstractFunction1<SparkSessionExtensions, BoxedUnit> {
+    @Override
+    public BoxedUnit apply(SparkSessionExtensions extensions) {
+        extensions.injectColumnar(UshasScanRule.factory());  // dynamic partition pruning through the catalog
+        extensions.injectPlannerStrategy(new AbstractFunction1<SparkSession, SparkStrategy>() {
+            @Override
+            public SparkStrategy apply(SparkSession session) {
+                return new Strategy();
+            }
+        });
+        return BoxedUnit.UNIT;
+    }
+
+    /** RepairTable / RecoverPartitions of an Ushas table -> {@link RepairTableExec}. */
+    static final class Strategy extends SparkStrategy {
+        @Override
+        public scala.collection.immutable.Seq<SparkPlan> apply(LogicalPlan plan) {
+            SparkPlan exec = null;
+            if (plan instanceof RepairTable r && ushas(r.child()) != null) {
+                ResolvedTable t = ushas(r.child());
+                String statement = "MSCK REPAIR TABLE";
+                exec = new RepairTableExec((UshasCatalog) t.catalog(), t.identifier(), r.enableAddPartitions(),
+                        r.enableDropPartitions(), statement);
+            } else if (plan instanceof RecoverPartitions r && ushas(r.child()) != null) {
+                ResolvedTable t = ushas(r.child());
+                exec = new RepairTableExec((UshasCatalog) t.catalog(), t.identifier(), true, false,
+                        "ALTER TABLE RECOVER PARTITIONS");
+            }
+            if (exec == null) return scala.collection.immutable.List$.MODULE$.empty();
+            return scala.collection.immutable.List$.MODULE$.empty().$colon$colon(exec);
+        }
+
+        private static ResolvedTable ushas(LogicalPlan child) {
+            return child instanceof ResolvedTable t && t.catalog() instanceof UshasCatalog ? t : null;
+        }
+    }
+}
