@@ -53,6 +53,7 @@ def run_import_hive(ctx: Context, args: argparse.Namespace) -> int:
     if conn.metastore_db is None and conn.thrift is None:
         conn = HiveConnection(metastore_db=default_derby_dir(), warehouse=args.warehouse)
     conn.validate()
+    conn.check_reachable()  # an unreachable service: one line, and no store created for nothing
     metastore = ctx.metastore  # open (and check) the store before starting Spark
     bar = progress_for(ctx.json, "importing Hive tables")
     bar.set_item("starting Spark")
@@ -85,8 +86,14 @@ def register_ui(sub: argparse._SubParsersAction) -> None:
 def run_ui(ctx: Context, args: argparse.Namespace) -> int:
     from ..ui.server import serve
 
+    from ..ui.security import HostPolicy
+
     if not 0 <= args.port <= 65535:
         raise InvalidArgument(f"--port must be 0..65535, not {args.port}")
+    try:
+        HostPolicy.for_bind(args.host, args.port or 1, args.allowed_hosts)  # before the store is opened
+    except ValueError as exc:
+        raise InvalidArgument(f"--allowed-host: {exc}") from None
     ctx.metastore  # fail now, with one line, when the store cannot be opened
     serve(ctx.uri, ctx.project, host=args.host, port=args.port, allowed_hosts=args.allowed_hosts,
           announce=lambda url: print(f"Ushas UI on {url}  (store {ctx.uri}, project {ctx.project}; "
