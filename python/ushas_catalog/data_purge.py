@@ -237,3 +237,106 @@ def _owner_alive(owner_file: str) -> bool:
     except PermissionError:
         return True
     return True
+
+
+# ---- ushas purge ------------------------------------------------------------------------------------
+@dataclass
+class PurgeSummary:
+    objects: int = 0
+    garbage: int = 0
+    staging: int = 0
+    report: DeleteReport = field(default_factory=DeleteReport)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"purged_objects": self.objects, "garbage_entries": self.garbage, "staging_dirs": self.staging,
+                "deleted": self.report.deleted, "missing": self.report.missing,
+                "unreachable": list(self.report.unreachable)}
+
+
+def parse_age(text: str) -> dt.timedelta:
+    """``7d``, ``12h``, ``30m``, ``45s`` -> a timedelta."""
+    from .errors import InvalidArgument
+
+    units = {"d": 86_400, "h": 3_600, "m": 60, "s": 1}
+    t = text.strip().lower()
+    if len(t) < 2 or t[-1] not in units or not t[:-1].isdigit():
+        raise InvalidArgument(f"invalid age {text!r}: expected a number and a unit (7d, 12h, 30m, 45s)")
+    return dt.timedelta(seconds=int(t[:-1]) * units[t[-1]])
+
+
+def purge(ms: Any, name: Any = None, older_than: dt.timedelta | None = None) -> PurgeSummary:
+    """``ushas purge [NAME] [--older-than AGE]``: removes dropped objects (of ``name``, or all of the
+    project) with their data, deletes the files overwrites / truncates / dropped partitions let go
+    (of the live table ``name``, or all) and the staging directories of writes that died. Only
+    local files can be deleted here; others are reported as unreachable (their entries are kept)."""
+    from .errors import NotFound
+    from .names import CatalogName, DatabaseName, TableName
+
+    out = PurgeSummary()
+    live: list[Any] = []
+    if name is not None:
+        paths: list[str] = []
+        live_table = isinstance(name, TableName) and ms.table_exists(name)
+        try:
+            if isinstance(name, CatalogName):
+                out.objects = ms.purge_catalog(name, data_paths=paths, older_than=older_than)
+            elif isinstance(name, DatabaseName):
+                out.objects = ms.purge_database(name, data_paths=paths, older_than=older_than)
+            else:
+                out.objects = ms.purge_table(name, data_paths=paths, older_than=older_than)
+        except NotFound:
+            if not live_table:
+                raise
+        delete_local(paths, out.report)
+        if live_table:
+            live = [ms.get_table(name)]
+    else:
+        for cat in ms.list_catalogs():
+            for db in ms.list_databases(cat.name):
+                for d in sorted({d.name for d in ms.list_dropped_tables((cat.name, db.name))}):
+                    out.objects += _purge_one(ms.purge_table, d, older_than, out.report)
+                for t in ms.list_tables((cat.name, db.name)):
+                    if getattr(t, "kind", "TABLE") == "TABLE":
+                        live.append(ms.get_table((cat.name, db.name, t.name)))
+            for d in sorted({d.name for d in ms.list_dropped_databases(cat.name)}):
+                out.objects += _purge_one(ms.purge_database, d, older_than, out.report)
+        for d in sorted({d.name for d in ms.list_dropped_catalogs()}):
+            out.objects += _purge_one(ms.purge_catalog, d, older_than, out.report)
+    entries = ms.garbage(str(name), older_than) if name is not None and live else (
+        [] if name is not None else ms.garbage(None, older_than))
+    by_id = {t.id: t for t in live}
+    done = []
+    for e in entries:
+        before = len(out.report.unreachable)
+        delete_local([f.path for f in e.files], out.report)
+        table = by_id.get(str(e.table_id))
+        if e.directories and table is not None:
+            keep = live_files(_table_files(ms, table))
+            for d in e.directories:
+                sweep_directory(d, e.time_micros, keep, out.report)
+        elif e.directories:
+            continue  # a dropped table's partitions: purging the table deletes them
+        if len(out.report.unreachable) == before:
+            done.append(e.key)
+    ms.forget_garbage(done)
+    out.garbage = len(done)
+    for t in live:
+        if t.location:
+            stale = stale_staging(t.location)
+            delete_local(stale, out.report)
+            out.staging += len(stale)
+    return out
+
+
+def _purge_one(fn: Any, name: str, older_than: dt.timedelta | None, report: DeleteReport) -> int:
+    paths: list[str] = []
+    n = fn(name, data_paths=paths, older_than=older_than)
+    delete_local(paths, report)
+    return n
+
+
+def _table_files(ms: Any, info: Any) -> list[DataFile]:
+    name = (info.catalog, info.database, info.name)
+    if not info.partition_columns:
+        return ms.table_data_files(name) or []
+    return [f for p in ms.list_partitions(name) for f in (p.data_files or [])]
