@@ -283,7 +283,8 @@ def _finish(proc: subprocess.Popen[str], timeout: float) -> tuple[str, str]:
         os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate()
         raise AssertionError(f"spark-submit did not finish in {timeout} s: {err[-3000:]}") from None
-    assert proc.returncode == 0 and "DONE" in out, err[-4000:]
+    assert proc.returncode == 0 and "DONE" in out, out[-2000:] + "\n".join(
+        line for line in err.splitlines() if " INFO " not in line)[-6000:]
     return out, err
 
 
@@ -297,8 +298,8 @@ def test_two_applications_write_one_table_at_once(spark: Any, spark_dirs: dict[s
     for n in (1, 2):
         apps.append(_app(tmp_path, f"""
             for i in range(4):
-                spark.sql("INSERT INTO {t} SELECT id, 'p{n}' FROM range({n * 1000} + i * 10, {n * 1000} + i * 10 + 10)")
-                spark.sql("INSERT OVERWRITE {t} PARTITION (dt = 'o{n}') SELECT id FROM range({n * 1000} + i, {n * 1000} + i + 3)")
+                spark.sql(f"INSERT INTO {t} SELECT id, 'p{n}' FROM range({n * 1000} + {{i * 10}}, {n * 1000 + 10} + {{i * 10}})")
+                spark.sql(f"INSERT OVERWRITE {t} PARTITION (dt = 'o{n}') SELECT id FROM range({n * 1000} + {{i}}, {n * 1000 + 3} + {{i}})")
         """))
     procs = [_submit(app, spark_dirs, tmp_path) for app in apps]
     for p in procs:
