@@ -1123,17 +1123,45 @@ class Metastore:
     def _move_partition_locations(self, tr: Transaction, t: _Table, old: str, new: str) -> None:
         """Partitions under a table's old location follow its directory to the new one (same
         transaction as the move of the table location)."""
-        scheme = self._scheme(tr, t)
-        if not scheme or not old:
+        from .data_garbage import garbage_store
+
+        if not old:
             return
         prefix = old.rstrip("/") + "/"
-        store = t.partitions(scheme)
-        for stored in list(store.scan(tr)):
-            r = stored.record
-            if r.location.startswith(prefix):
-                moved = _copy(r)
-                moved.location = new.rstrip("/") + "/" + r.location[len(prefix):]
-                store.save(tr, stored.key, moved)
+        target = new.rstrip("/") + "/"
+
+        def move_files(files: Any) -> bool:
+            changed = False
+            for f in files:
+                if f.path.startswith(prefix):
+                    f.path = target + f.path[len(prefix):]
+                    changed = True
+            return changed
+
+        scheme = self._scheme(tr, t)
+        if scheme:
+            store = t.partitions(scheme)
+            for stored in list(store.scan(tr)):
+                moved = _copy(stored.record)
+                changed = move_files(moved.data_files)
+                if moved.location.startswith(prefix):
+                    moved.location = target + moved.location[len(prefix):]
+                    changed = True
+                if changed:
+                    store.save(tr, stored.key, moved)
+        else:
+            files = t.store("TableDataFiles")
+            listed = files.load(tr, ())
+            if listed is not None and move_files(listed.files):
+                files.save(tr, (), listed)
+        garbage = garbage_store(self.project_path)
+        for stored in list(garbage.scan(tr, *garbage.prefix_range((t.id,)))):
+            entry = _copy(stored.record)
+            dirs = [target + d[len(prefix):] if d.startswith(prefix) else d for d in entry.directories]
+            if move_files(entry.files) or dirs != list(entry.directories):
+                del entry.directories[:]
+                entry.directories.extend(dirs)
+                garbage.save(tr, tuple(stored.key), entry)
 
     def _move_relation(self, tr: Transaction, src: TableName, dst: TableName, oid: uuid.UUID, path: KeySpacePath,
                        kind: int) -> KeySpacePath:
