@@ -449,23 +449,50 @@ def _commit_write(ms: Any, name: tuple[str, str, str], info: Any, r: Request) ->
 
 
 def commit_files(ms: Any, r: Request) -> Answer:
-    """Spark's file commit into a table location: register the written partitions (replacing
-    the cleared ones) in one transaction, before the write is acknowledged."""
+    """Spark's file commit into a table location (a path write): register the written partitions
+    (replacing the cleared ones) in one transaction, before the write is acknowledged. The files
+    this job wrote (``job_files``) are recorded: a cleared or new partition has exactly them, a
+    recorded one gets them added; a partition whose files were never recorded stays listed."""
+    from .data_files import DataFile, merge
+
     ctx = SparkCtx.of(r)
     name = table_name(ctx, r)
     info = ms.get_table(name)
     if qualify(location_of(ctx, info)) != qualify(r["location"]):
         raise InvalidArgument(f"{'.'.join(name)} is now at {info.location}, not {r['location']}: "
                               f"the write was not registered")
+    deleted = [d.strip("/") for d in r.get("deleted") or []]
     if not info.partition_columns:
-        # NEEDED-BY-SPARK: table-level stats for unpartitioned tables; the new version lets other
-        # sessions' caches see the write (they keep Spark's file listing while the version holds)
-        version = ms.touch_table(name, "WRITE", {"deleted": len(r.get("deleted") or [])})
+        mine = [DataFile.from_json(d) for d in r.get("root_files") or []]
+        old = ms.table_data_files(name)
+        if "" in deleted or old is not None:
+            files = mine if "" in deleted else merge(old or [], mine)
+            version = ms.write_table_files(name, files, "WRITE", detail={"deleted": len(deleted)})
+        else:
+            # NEEDED-BY-SPARK: table-level stats for unpartitioned tables; the new version lets other
+            # sessions' caches see the write (they keep Spark's file listing while the version holds)
+            version = ms.touch_table(name, "WRITE", {"deleted": len(deleted)})
         return {"registered": 0, "version": version}
-    drop, put = committed(location_of(ctx, info), list(info.partition_columns), list(r.get("deleted") or []),
-                          list(r.get("partitions") or []))
+    written = list(r.get("partitions") or [])
+    drop, put = committed(location_of(ctx, info), list(info.partition_columns), list(r.get("deleted") or []), written)
+    existing = {tuple(sorted(p.spec.items())): p for p in ms.list_partitions(name)}
+    for p, w in zip(put, written):
+        mine = [DataFile.from_json(d) for d in w.get("job_files") or []]
+        path = w["path"].strip("/")
+        cleared = bool(r.get("dynamic")) or any(d == "" or path == d or path.startswith(d + "/") for d in deleted)
+        old = existing.get(tuple(sorted((k, v) for k, v in _spec_of(path).items())))
+        if cleared or old is None:
+            p.data_files = mine
+        elif old.data_files is not None:
+            p.data_files = merge(old.data_files, mine)
     result = ms.replace_partitions(name, drop, put)
     return {"registered": len(put), "version": getattr(result, "version", None)}
+
+
+def _spec_of(path: str) -> dict[str, str]:
+    from .spark_writes import parse_partition_path
+
+    return parse_partition_path(path)
 
 
 OPS: dict[str, Callable[[Any, Request], Answer]] = {

@@ -349,3 +349,16 @@ def test_writer_killed_mid_job_leaves_nothing(spark: Any, spark_dirs: dict[str, 
     spark.sql(f"INSERT INTO {t} VALUES (1, 'a')")  # the next write removes the dead job's staging
     assert not (root / "_ushas_staging").exists()
     assert catalog_rows(spark, ms, name) == [(1, "a")]
+
+
+def test_path_writes_into_a_table_directory_are_recorded(spark: Any, db: str, ms: Any) -> None:
+    t, name = f"ushas.{db}.pw", ("ushas", db, "pw")
+    spark.sql(f"CREATE TABLE {t} (id INT, dt STRING) USING parquet PARTITIONED BY (dt)")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'a')")
+    location = ms.get_table(name).location
+    spark.createDataFrame([(2, "a"), (3, "b")], "id int, dt string").write.mode("append") \
+        .partitionBy("dt").parquet(location)
+    files = recorded(ms, name)
+    assert sorted(files) == ["dt=a", "dt=b"] and len(files["dt=a"]) == 2
+    assert {f.path for f in files["dt=a"]} == disk_files(local(location) / "dt=a")
+    assert catalog_rows(spark, ms, name) == [(1, "a"), (2, "a"), (3, "b")]
