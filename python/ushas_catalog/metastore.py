@@ -879,9 +879,11 @@ class Metastore:
             old = {sub: t.store(sub).load(tr, ()) for sub in ("TableSchema", "TableStorage", "TableProperties")}
             records = self._table_records(tn, db_record, schema, partition_by, format, location, properties, comment,
                                           owner, external, old["TableSchema"].schema_id + 1, now)
+            self._release_table_data(tr, t, tn, old["TableSchema"], old["TableStorage"], "REPLACE TABLE", now)
             for sub, r in zip(("TableSchema", "TableStorage", "TableProperties"), records):
                 t.store(sub).save(tr, (), r)
             tr.clear_range(*t.store("TablePartition", ()).path.range())
+            _init_table_files(t.path, tr, records, t.ref.version + 1)
             ref = _copy(t.ref)
             ref.schema_id = records[0].schema_id
             self._commit(tr, Mutation("table", str(tn), t.path, "REPLACE TABLE", t.ref.version + 1, ref,
@@ -902,6 +904,26 @@ class Metastore:
 
         return self._run(replace_or_create)
 
+    def _release_table_data(self, tr: Transaction, t: _Table, tn: TableName, schema: rec.TableSchema,
+                            storage: rec.TableStorage, operation: str, now: int) -> None:
+        """A managed table's data becomes unreachable (REPLACE TABLE): kept until purge (DataGarbage)."""
+        if storage.external:
+            return
+        garbage = Garbage()
+        if schema.partition_columns:
+            for sr in RecordStore.at(t.path.add("TablePartition"), tuple(schema.partition_columns)).scan(tr):
+                if sr.record.files_recorded:
+                    garbage.files.extend(from_records(sr.record.data_files))
+                elif sr.record.location:
+                    garbage.directories.append(sr.record.location)
+        else:
+            listed = t.store("TableDataFiles").load(tr, ())
+            if listed is not None:
+                garbage.files.extend(from_records(listed.files))
+            elif storage.location:
+                garbage.directories.append(storage.location)
+        record_garbage(tr, self.project_path, t.id, str(tn), operation, garbage, now)
+
     def _create_in(self, tr: Transaction, tn: TableName, db: _Object, *args: Any) -> TableInfo:
         """Create table ``tn`` (its name known to be free) in database ``db``."""
         db_record = RecordStore.at(db.path.add("DatabaseRecord")).load(tr, ())
@@ -913,6 +935,7 @@ class Metastore:
             id=tid.bytes, kind=rec.ObjectKind.TABLE, created_at_micros=now), new=True)
         for sub, r in zip(("TableSchema", "TableStorage", "TableProperties"), records):
             RecordStore.at(path.add(sub)).save(tr, (), r, new=True)
+        _init_table_files(path, tr, records, 1)
         ref = rec.TableReference(schema_id=1, created_at_micros=now)
         self._commit(tr, Mutation("table", str(tn), path, "CREATE TABLE", 1, ref, time_micros=now,
                                   changed=("TableSchema", "TableStorage", "TableProperties"),
@@ -1971,6 +1994,17 @@ def _check_unchanged(tr: Transaction, tn: TableName, scheme: PartitionScheme, hi
             raise WriteConflict(f"partition {_spec_text(scheme, key)} of {tn} was changed by another write "
                                 f"(version {sr.key[0]}) after this overwrite started (version {since}): "
                                 f"the overwrite was not committed", table=str(tn), partition=scheme.spec(key))
+
+
+def _init_table_files(path: KeySpacePath, tr: Transaction, records: Sequence[Any], version: int) -> None:
+    """A new (or replaced) managed unpartitioned table has no files: an empty list, so that files
+    already in its directory (a dropped table's, kept until purge) are never read as its own."""
+    store = RecordStore.at(path.add("TableDataFiles"))
+    schema, storage = records[0], records[1]
+    if storage.external or schema.partition_columns:
+        store.delete(tr, ())
+    else:
+        store.save(tr, (), rec.DataFileList(version=version))
 
 
 def _cutoff(older_than: dt.timedelta | None) -> int | None:

@@ -65,7 +65,9 @@ def test_file_lists_above_the_value_limit_are_split_and_read_back(table: tuple[M
 
 def test_unpartitioned_table_files(sales: Metastore, tmp_path: Path) -> None:
     sales.create_table("main.sales.u", "id INT", location=f"file:{tmp_path}/u")
-    assert sales.table_data_files("main.sales.u") is None
+    assert sales.table_data_files("main.sales.u") == []  # a new managed table has no files (whatever is there)
+    sales.create_table("main.sales.x", "id INT", location=f"file:{tmp_path}/x", external=True)
+    assert sales.table_data_files("main.sales.x") is None  # an external table's location is listed
     f = [DataFile(f"file:{tmp_path}/u/a.parquet", 3, 1)]
     v = sales.write_table_files("main.sales.u", f, "WRITE", set_properties={"numFiles": "1"})
     assert sales.table_data_files("main.sales.u") == f and sales.get_table("main.sales.u").version == v
@@ -168,3 +170,13 @@ def ms_name(text: str):  # noqa: ANN201 - the CLI's parsed name
     from ushas_catalog.names import parse_any
 
     return parse_any(text)
+
+
+def test_replace_table_keeps_the_old_data_until_purge(table: tuple[Metastore, Path]) -> None:
+    ms, root = table
+    fa = files(root, "a", 1)
+    ms.replace_partitions("main.sales.t", [], [Partition({"dt": "a"}, data_files=fa)])
+    ms.replace_table("main.sales.t", "id INT", location=f"file:{root}")
+    assert ms.table_data_files("main.sales.t") == []
+    [entry] = ms.garbage("main.sales.t")
+    assert entry.files == fa and entry.operation == "REPLACE TABLE"

@@ -168,6 +168,10 @@ def test_drop_table_keeps_data_for_undrop_and_purge_deletes_it(spark: Any, db: s
 
     spark.sql(f"CREATE TABLE {t} (id INT) USING parquet")
     spark.sql(f"INSERT INTO {t} VALUES (1)")
+    spark.sql(f"DROP TABLE {t}")  # kept until purge, in the directory the next table of that name gets
+    spark.sql(f"CREATE TABLE {t} (id INT) USING parquet")
+    spark.sql(f"INSERT INTO {t} VALUES (2)")
+    assert catalog_rows(spark, ms, name) == [(2,)]  # the dropped table's file is not this table's
     root = local(ms.get_table(name).location)
     spark.sql(f"DROP TABLE {t} PURGE")
     assert not root.exists()
