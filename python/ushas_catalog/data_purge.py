@@ -302,7 +302,7 @@ def purge(ms: Any, name: Any = None, older_than: dt.timedelta | None = None) -> 
                 out.objects += _purge_one(ms.purge_database, d, older_than, out.report)
         for d in sorted({d.name for d in ms.list_dropped_catalogs()}):
             out.objects += _purge_one(ms.purge_catalog, d, older_than, out.report)
-    entries = ms.garbage(str(name), older_than) if name is not None and live else (
+    entries = ms.garbage(name, older_than) if name is not None and live else (
         [] if name is not None else ms.garbage(None, older_than))
     by_id = {t.id: t for t in live}
     done = []

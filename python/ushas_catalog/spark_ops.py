@@ -445,7 +445,7 @@ def _commit_write(ms: Any, name: tuple[str, str, str], info: Any, r: Request) ->
         ms.write_table_files(name, plan.table_files, operation, set_properties=props, remove_properties=remove,
                              garbage=plan.garbage, unchanged_since=check, expected_version=info.version,
                              detail=detail)
-    return {"registered": len(plan.put), "clean": []}
+    return {"registered": len(plan.put)}
 
 
 def commit_files(ms: Any, r: Request) -> Answer:
