@@ -3,6 +3,7 @@ conflicts and ``ushas purge``, without Spark."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import signal
 import subprocess
@@ -180,3 +181,30 @@ def test_replace_table_keeps_the_old_data_until_purge(table: tuple[Metastore, Pa
     assert ms.table_data_files("main.sales.t") == []
     [entry] = ms.garbage("main.sales.t")
     assert entry.files == fa and entry.operation == "REPLACE TABLE"
+
+
+def test_dropped_database_keeps_its_tables_data_until_purged(table: tuple[Metastore, Path]) -> None:
+    ms, root = table
+    ms.replace_partitions("main.sales.t", [], [Partition({"dt": "a"}, data_files=files(root, "a", 1))])
+    ms.drop_database("main.sales", cascade=True)
+    assert root.exists()
+    paths: list[str] = []
+    assert ms.purge_database("main.sales", data_paths=paths) == 1
+    assert paths == [f"file:{root}"]
+
+
+def test_cli_purge_with_retention(table: tuple[Metastore, Path], store_uri: str,
+                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from ushas_catalog.cli import main
+
+    ms, root = table
+    fa = files(root, "a", 1)
+    ms.replace_partitions("main.sales.t", [], [Partition({"dt": "a"}, data_files=fa)])
+    ms.drop_partitions("main.sales.t", [{"dt": "a"}], release_data=True)
+    assert main(["--uri", store_uri, "--project", "acme", "purge", "--older-than", "7d"]) == 0
+    assert "deleted 0 path(s)" in capsys.readouterr().out and Path(fa[0].path[5:]).exists()
+    assert main(["--uri", store_uri, "--project", "acme", "--json", "purge", "main.sales.t"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["garbage_entries"] == 1 and out["deleted"] == 1 and not Path(fa[0].path[5:]).exists()
+    assert main(["--uri", store_uri, "--project", "acme", "purge", "--older-than", "7 days"]) == 2
+    assert "invalid age" in capsys.readouterr().err
