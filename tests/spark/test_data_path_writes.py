@@ -366,3 +366,13 @@ def test_path_writes_into_a_table_directory_are_recorded(spark: Any, db: str, ms
     assert sorted(files) == ["dt=a", "dt=b"] and len(files["dt=a"]) == 2
     assert {f.path for f in files["dt=a"]} == disk_files(local(location) / "dt=a")
     assert catalog_rows(spark, ms, name) == [(1, "a"), (2, "a"), (3, "b")]
+
+
+def test_partition_values_that_need_escaping(spark: Any, db: str, ms: Any) -> None:
+    t, name = f"ushas.{db}.x", ("ushas", db, "x")
+    spark.sql(f"CREATE TABLE {t} (id INT, s STRING, n INT) USING parquet PARTITIONED BY (s, n)")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'x/y:z%w', 1), (2, 'a b=c', 2)")
+    assert sorted(p.spec["s"] for p in ms.list_partitions(name)) == ["a b=c", "x/y:z%w"]
+    assert catalog_rows(spark, ms, name) == [(1, "x/y:z%w", 1), (2, "a b=c", 2)]
+    for p in ms.list_partitions(name):
+        assert all(os.path.exists(local(f.path)) for f in p.data_files) and len(p.data_files) == 1
