@@ -180,6 +180,11 @@ class Conflict(UshasError):
     """A transaction conflict that survived the retry loop, or a stale expected version."""
 
 
+class WriteConflict(Conflict):
+    """An overwrite whose target partitions (or unpartitioned table) changed since the write
+    started: not retried; the write fails and none of its files is registered."""
+
+
 class CursorExpired(InvalidArgument):
     """A change feed cursor older than the feed's retention: events after it were trimmed."""
 

@@ -20,7 +20,12 @@ Where the metastore records live (the record type per subspace is in
   (``TableHistory``: one :class:`HistoryEntry` per version; ``TablePartitionHistory``:
   (version, partition values...) -> :class:`PartitionChange`).
 - ``*Commit``: (version,) -> :class:`Commit` (operation, user, time, detail).
-- ``TablePartition``: (partition values...) -> :class:`Partition`, in value order.
+- ``TablePartition``: (partition values...) -> :class:`Partition`, in value order, with the
+  partition's data files when the write recorded them.
+- ``TableDataFiles``: an unpartitioned table's data files (:class:`DataFileList`).
+- ``DataGarbage`` (project level): (tableId, time, id) -> :class:`DataGarbage`: files a change
+  made unreachable (overwrite, drop, truncate), written in that change's transaction and
+  deleted at purge (``ushas purge``).
 """
 from __future__ import annotations
 
@@ -108,7 +113,9 @@ def _table() -> Directory:
               constant("TablePartition", "Tx", doc="(partition values...) in value order"),
               constant("TablePartitionHistory", "Txh", _version(doc="then partition values")),
               constant("TableCommit", "Tc", _version()),
-              constant("TableHistory", "Th", _version())),
+              constant("TableHistory", "Th", _version()),
+              constant("TableDataFiles", "Tf", doc="an unpartitioned table's data files, as its last write "
+                                                   "registered them (absent: list the location)")),
     )
 
 
@@ -151,6 +158,9 @@ def build_tree() -> Directory:
         constant("Metadata", "M", *METADATA_CHILDREN),
         constant("UsageProfile", "U", *USAGE_PROFILE_CHILDREN),
         constant("ChangeFeed", "F", *CHANGE_FEED_CHILDREN),
+        constant("DataGarbage", "G", typed("tableId", KeyType.UUID, typed("time", KeyType.LONG, typed("id", KeyType.UUID))),
+                 doc="(tableId, time, id) -> DataGarbage: files an overwrite / drop made unreachable, "
+                     "deleted at purge"),
         doc="one tenant; deleting it = one clear_range",
     )
 

@@ -51,6 +51,8 @@ from .names import (CatalogName, DatabaseName, NameLike, TableName, new_catalog_
                     new_table_name, parse_any, validate_project)
 from .objects import (CatalogInfo, DatabaseInfo, DroppedObject, HistoryItem, MutationResult, RelationSummary,
                       SubspaceStats, TableInfo, ViewInfo, detail_from_json, micros_to_datetime)
+from .data_files import DataFile, from_records
+from .data_garbage import Garbage, data_file_records, record_garbage
 from .partitions import KeyDecoder, Partition, PartitionScheme
 from .records.store import RecordStore, split_elements
 from .schema import StructType, check_column_names, parse_schema, struct_from_proto, struct_to_proto
@@ -467,7 +469,7 @@ class Metastore:
         return self._run(fn)
 
     def drop_catalog(self, name: NameLike, cascade: bool = False, purge: bool = False, *,
-                     expected_version: int | None = None) -> None:
+                     expected_version: int | None = None, data_paths: list[str] | None = None) -> None:
         cn = CatalogName.parse(name)
         _check_expected(expected_version)
 
@@ -477,8 +479,10 @@ class Metastore:
             dbs = cat.path.add("Database")
             if not cascade and any(True for _ in self._names(dbs, "Database").scan(tr, limit=1)):
                 raise NamespaceNotEmpty(f"catalog {cn} is not empty (drop it with cascade)", catalog=cn.catalog)
+            found: list[str] = []
             self._drop_object(tr, self._catalogs, "Catalog", cn.catalog, cat, purge, "DROP CATALOG",
-                              rec.ObjectKind.CATALOG)
+                              rec.ObjectKind.CATALOG, found)
+            _give(data_paths, found)
 
         self._run(fn)
 
@@ -499,11 +503,21 @@ class Metastore:
 
         return self._run(fn)
 
-    def purge_catalog(self, name: NameLike) -> int:
-        """Remove every dropped catalog of that name with all it held; returns how many."""
+    def purge_catalog(self, name: NameLike, *, data_paths: list[str] | None = None,
+                      older_than: dt.timedelta | None = None) -> int:
+        """Remove every dropped catalog of that name with all it held; returns how many.
+        ``data_paths`` receives the data paths to delete now (see :meth:`purge_table`)."""
         cn = CatalogName.parse(name)
-        return self._run(lambda tr: self._purge_dropped(tr, self._catalogs, "Catalog", cn.catalog, str(cn),
-                                                        lambda i: self._catalogs.add("catalogId", i), NoSuchCatalog))
+
+        def fn(tr: Transaction) -> int:
+            found: list[str] = []
+            n = self._purge_dropped(tr, self._catalogs, "Catalog", cn.catalog, str(cn),
+                                    lambda i: self._catalogs.add("catalogId", i), NoSuchCatalog, found,
+                                    _cutoff(older_than))
+            _give(data_paths, found)
+            return n
+
+        return self._run(fn)
 
     def list_dropped_catalogs(self) -> list[DroppedObject]:
         return self._run(lambda tr: self._list_dropped(tr, self._catalogs, "Catalog", lambda n: n))
@@ -517,11 +531,12 @@ class Metastore:
 
     # ==== shared drop / undrop / purge ============================================
     def _drop_object(self, tr: Transaction, parent: KeySpacePath, kind: str, key: str, obj: _Object | _Table,
-                     purge: bool, operation: str, object_kind: int) -> None:
+                     purge: bool, operation: str, object_kind: int, data_paths: list[str] | None = None) -> None:
         names = self._names(parent, kind)
         entry = names.load(tr, (key,))
         names.delete(tr, (key,))
         if purge:
+            self._collect_data(tr, obj.path, kind, data_paths)
             self._metadata_purge(tr, obj.path)
             tr.clear_range(*obj.path.range())
             head = obj.ref if isinstance(obj, _Table) else obj.record
@@ -564,16 +579,56 @@ class Metastore:
                                               created_at_micros=dropped.created_at_micros or _now()), new=True)
         return oid
 
+    def _collect_data(self, tr: Transaction, path: KeySpacePath, kind: str, data_paths: list[str] | None) -> None:
+        """Purging the object at ``path``: the data paths of its tables go to ``data_paths`` (and their
+        DataGarbage entries away), to be deleted by the caller after the commit."""
+        from .data_purge import table_data_paths, tables_under
+
+        for table_path, tid, db_path in tables_under(tr, path, kind):
+            found = table_data_paths(tr, self.project_path, table_path, tid, db_path)
+            if data_paths is not None:
+                data_paths.extend(found)
+
+    def garbage(self, table: NameLike | None = None, older_than: dt.timedelta | None = None) -> list[Any]:
+        """The DataGarbage entries (:class:`~ushas_catalog.data_garbage.GarbageEntry`) of one live
+        table or of the project, those recorded more than ``older_than`` ago when given."""
+        from .data_garbage import scan_garbage
+
+        before = None if older_than is None else _now() - int(older_than.total_seconds() * 1_000_000)
+
+        def fn(tr: Transaction) -> list[Any]:
+            tid = self._table(tr, TableName.parse(table)).id if table is not None else None
+            return list(scan_garbage(tr, self.project_path, tid, before))
+
+        return self._run(fn)
+
+    def forget_garbage(self, keys: Iterable[tuple[Any, ...]]) -> None:
+        """Removes DataGarbage entries whose files were deleted."""
+        from .data_garbage import delete_garbage
+
+        key_list = list(keys)
+
+        def fn(tr: Transaction) -> None:
+            for key in key_list:
+                delete_garbage(tr, self.project_path, key)
+
+        self._run(fn)
+
     def _purge_dropped(self, tr: Transaction, parent: KeySpacePath, kind: str, key: str, shown: str,
-                       path_of: Callable[[uuid.UUID], KeySpacePath], missing_error: type[Exception]) -> int:
+                       path_of: Callable[[uuid.UUID], KeySpacePath], missing_error: type[Exception],
+                       data_paths: list[str] | None = None,
+                       dropped_before: int | None = None) -> int:
         store = self._dropped(parent, kind)
         found = list(store.scan(tr, *store.prefix_range((key,))))
         if not found:
             raise missing_error(f"no dropped {kind.lower()} named {shown}")
         head_sub = {"Catalog": "CatalogRecord", "Database": "DatabaseRecord", "Table": "TableReference"}[kind]
+        if dropped_before is not None:
+            found = [r for r in found if r.record.dropped_at_micros < dropped_before]
         for r in found:
             oid = r.key[1]
             head = RecordStore.at(path_of(oid).add(head_sub)).load(tr, ())
+            self._collect_data(tr, path_of(oid), kind, data_paths)
             self._metadata_purge(tr, path_of(oid))
             tr.clear_range(*path_of(oid).range())
             store.delete(tr, (key, oid))
@@ -691,7 +746,7 @@ class Metastore:
         return self._run(fn)
 
     def drop_database(self, name: NameLike, cascade: bool = False, purge: bool = False, *,
-                      expected_version: int | None = None) -> None:
+                      expected_version: int | None = None, data_paths: list[str] | None = None) -> None:
         dn = DatabaseName.parse(name)
         _check_expected(expected_version)
 
@@ -701,8 +756,10 @@ class Metastore:
             if not cascade and any(True for _ in self._names(db.path.add("Table"), "Table").scan(tr, limit=1)):
                 raise NamespaceNotEmpty(f"database {dn} is not empty (drop it with cascade)", database=str(dn))
             cat = self._catalog(tr, dn.catalog_name, load=False)
+            found: list[str] = []
             self._drop_object(tr, cat.path.add("Database"), "Database", dn.database, db, purge, "DROP DATABASE",
-                              rec.ObjectKind.DATABASE)
+                              rec.ObjectKind.DATABASE, found)
+            _give(data_paths, found)
 
         self._run(fn)
 
@@ -723,15 +780,20 @@ class Metastore:
 
         return self._run(fn)
 
-    def purge_database(self, name: NameLike) -> int:
-        """Remove every dropped database of that name with everything in it; returns how many."""
+    def purge_database(self, name: NameLike, *, data_paths: list[str] | None = None,
+                       older_than: dt.timedelta | None = None) -> int:
+        """Remove every dropped database of that name with everything in it; returns how many.
+        ``data_paths`` receives the data paths to delete now (see :meth:`purge_table`)."""
         dn = DatabaseName.parse(name)
 
         def fn(tr: Transaction) -> int:
             cat = self._catalog(tr, dn.catalog_name, load=False)
             dbs = cat.path.add("Database")
-            return self._purge_dropped(tr, dbs, "Database", dn.database, str(dn),
-                                       lambda i: dbs.add("databaseId", i), NoSuchNamespace)
+            found: list[str] = []
+            n = self._purge_dropped(tr, dbs, "Database", dn.database, str(dn),
+                                    lambda i: dbs.add("databaseId", i), NoSuchNamespace, found, _cutoff(older_than))
+            _give(data_paths, found)
+            return n
 
         return self._run(fn)
 
@@ -835,9 +897,11 @@ class Metastore:
             old = {sub: t.store(sub).load(tr, ()) for sub in ("TableSchema", "TableStorage", "TableProperties")}
             records = self._table_records(tn, db_record, schema, partition_by, format, location, properties, comment,
                                           owner, external, old["TableSchema"].schema_id + 1, now)
+            self._release_table_data(tr, t, tn, old["TableSchema"], old["TableStorage"], "REPLACE TABLE", now)
             for sub, r in zip(("TableSchema", "TableStorage", "TableProperties"), records):
                 t.store(sub).save(tr, (), r)
             tr.clear_range(*t.store("TablePartition", ()).path.range())
+            _init_table_files(t.path, tr, records, t.ref.version + 1)
             ref = _copy(t.ref)
             ref.schema_id = records[0].schema_id
             self._commit(tr, Mutation("table", str(tn), t.path, "REPLACE TABLE", t.ref.version + 1, ref,
@@ -859,6 +923,26 @@ class Metastore:
 
         return self._run(replace_or_create)
 
+    def _release_table_data(self, tr: Transaction, t: _Table, tn: TableName, schema: rec.TableSchema,
+                            storage: rec.TableStorage, operation: str, now: int) -> None:
+        """A managed table's data becomes unreachable (REPLACE TABLE): kept until purge (DataGarbage)."""
+        if storage.external:
+            return
+        garbage = Garbage()
+        if schema.partition_columns:
+            for sr in RecordStore.at(t.path.add("TablePartition"), tuple(schema.partition_columns)).scan(tr):
+                if sr.record.files_recorded:
+                    garbage.files.extend(from_records(sr.record.data_files))
+                elif sr.record.location:
+                    garbage.directories.append(sr.record.location)
+        else:
+            listed = t.store("TableDataFiles").load(tr, ())
+            if listed is not None:
+                garbage.files.extend(from_records(listed.files))
+            elif storage.location:
+                garbage.directories.append(storage.location)
+        record_garbage(tr, self.project_path, t.id, str(tn), operation, garbage, now)
+
     def _create_in(self, tr: Transaction, tn: TableName, db: _Object, *args: Any,
                    default_location: bool = False) -> TableInfo:
         """Create table ``tn`` (its name known to be free) in database ``db``."""
@@ -873,6 +957,7 @@ class Metastore:
             id=tid.bytes, kind=rec.ObjectKind.TABLE, created_at_micros=now), new=True)
         for sub, r in zip(("TableSchema", "TableStorage", "TableProperties"), records):
             RecordStore.at(path.add(sub)).save(tr, (), r, new=True)
+        _init_table_files(path, tr, records, 1)
         ref = rec.TableReference(schema_id=1, created_at_micros=now)
         self._commit(tr, Mutation("table", str(tn), path, "CREATE TABLE", 1, ref, time_micros=now,
                                   changed=("TableSchema", "TableStorage", "TableProperties"),
@@ -1102,17 +1187,45 @@ class Metastore:
     def _move_partition_locations(self, tr: Transaction, t: _Table, old: str, new: str) -> None:
         """Partitions under a table's old location follow its directory to the new one (same
         transaction as the move of the table location)."""
-        scheme = self._scheme(tr, t)
-        if not scheme or not old:
+        from .data_garbage import garbage_store
+
+        if not old:
             return
         prefix = old.rstrip("/") + "/"
-        store = t.partitions(scheme)
-        for stored in list(store.scan(tr)):
-            r = stored.record
-            if r.location.startswith(prefix):
-                moved = _copy(r)
-                moved.location = new.rstrip("/") + "/" + r.location[len(prefix):]
-                store.save(tr, stored.key, moved)
+        target = new.rstrip("/") + "/"
+
+        def move_files(files: Any) -> bool:
+            changed = False
+            for f in files:
+                if f.path.startswith(prefix):
+                    f.path = target + f.path[len(prefix):]
+                    changed = True
+            return changed
+
+        scheme = self._scheme(tr, t)
+        if scheme:
+            store = t.partitions(scheme)
+            for stored in list(store.scan(tr)):
+                moved = _copy(stored.record)
+                changed = move_files(moved.data_files)
+                if moved.location.startswith(prefix):
+                    moved.location = target + moved.location[len(prefix):]
+                    changed = True
+                if changed:
+                    store.save(tr, stored.key, moved)
+        else:
+            files = t.store("TableDataFiles")
+            listed = files.load(tr, ())
+            if listed is not None and move_files(listed.files):
+                files.save(tr, (), listed)
+        garbage = garbage_store(self.project_path)
+        for stored in list(garbage.scan(tr, *garbage.prefix_range((t.id,)))):
+            entry = _copy(stored.record)
+            dirs = [target + d[len(prefix):] if d.startswith(prefix) else d for d in entry.directories]
+            if move_files(entry.files) or dirs != list(entry.directories):
+                del entry.directories[:]
+                entry.directories.extend(dirs)
+                garbage.save(tr, tuple(stored.key), entry)
 
     def _move_relation(self, tr: Transaction, src: TableName, dst: TableName, oid: uuid.UUID, path: KeySpacePath,
                        kind: int) -> KeySpacePath:
@@ -1134,17 +1247,21 @@ class Metastore:
         tr.clear_range(*path.range())
         return new_path
 
-    def drop_table(self, name: NameLike, purge: bool = False, *, expected_version: int | None = None) -> None:
+    def drop_table(self, name: NameLike, purge: bool = False, *, expected_version: int | None = None,
+                   data_paths: list[str] | None = None) -> None:
         """Drop a table: its name moves to DroppedTableObjectName (undrop_table restores
-        it); with ``purge`` every key of the table goes, in one clear_range."""
+        it, data and all: nothing is deleted until purge); with ``purge`` every key of the table
+        goes, in one clear_range, and ``data_paths`` receives the data to delete (see :meth:`purge_table`)."""
         tn = TableName.parse(name)
         _check_expected(expected_version)
 
         def fn(tr: Transaction) -> None:
             t = self._table(tr, tn)
             _expect("table", tn, t.ref.version, expected_version)
+            found: list[str] = []
             self._drop_object(tr, t.database.add("Table"), "Table", tn.name, t, purge, "DROP TABLE",
-                              rec.ObjectKind.TABLE)
+                              rec.ObjectKind.TABLE, found)
+            _give(data_paths, found)
 
         self._run(fn)
 
@@ -1160,6 +1277,65 @@ class Metastore:
             t = self._table(tr, tn)
             _expect("table", tn, t.ref.version, expected_version)
             return self._commit(tr, Mutation("table", str(tn), t.path, operation, t.ref.version + 1, _copy(t.ref),
+                                             detail=dict(detail or {})))
+
+        return self._run(fn)
+
+    def table_data_files(self, name: NameLike) -> list[DataFile] | None:
+        """An unpartitioned table's data files as its last write registered them, or None: not
+        recorded (reads list the table location)."""
+        tn = TableName.parse(name)
+
+        def fn(tr: Transaction) -> list[DataFile] | None:
+            r = self._table(tr, tn).store("TableDataFiles").load(tr, ())
+            return None if r is None else from_records(r.files)
+
+        return self._run(fn)
+
+    def write_table_files(self, name: NameLike, files: Sequence[DataFile] | None, operation: str, *,
+                          set_properties: Mapping[str, str] | None = None,
+                          remove_properties: Sequence[str] = (), garbage: Garbage | None = None,
+                          unchanged_since: int | None = None, expected_version: int | None = None,
+                          detail: Mapping[str, Any] | None = None) -> int:
+        """A write (or truncate) of an unpartitioned table in one commit: its data files become
+        ``files`` (None: not recorded), the stats properties are set / removed, ``garbage`` (the files
+        let go) is kept until purge. ``unchanged_since``: :class:`WriteConflict` if the table's
+        files changed after that version. Returns the new version."""
+        from .errors import WriteConflict
+
+        tn = TableName.parse(name)
+        _check_expected(expected_version)
+        file_list = None if files is None else list(files)
+
+        def fn(tr: Transaction) -> int:
+            t = self._table(tr, tn)
+            _expect("table", tn, t.ref.version, expected_version)
+            store = t.store("TableDataFiles")
+            old_files = store.load(tr, ())
+            if unchanged_since is not None and old_files is not None and old_files.version > unchanged_since:
+                raise WriteConflict(f"{tn} was written by another write (version {old_files.version}) after this "
+                                    f"overwrite started (version {unchanged_since}): the overwrite was not committed",
+                                    table=str(tn))
+            v = t.ref.version + 1
+            now = _now()
+            if file_list is None:
+                store.delete(tr, ())
+            else:
+                store.save(tr, (), rec.DataFileList(files=data_file_records(file_list), version=v))
+            previous: dict[str, Message] = {}
+            old_props = t.store("TableProperties").load(tr, ())
+            props = _copy(old_props)
+            for key, value in (set_properties or {}).items():
+                props.properties[key] = value
+            for key in remove_properties:
+                props.properties.pop(key, None)
+            if props != old_props:
+                t.store("TableProperties").save(tr, (), props)
+                previous["TableProperties"] = old_props
+            if garbage:
+                record_garbage(tr, self.project_path, t.id, str(tn), operation, garbage, now)
+            return self._commit(tr, Mutation("table", str(tn), t.path, operation, v, _copy(t.ref), time_micros=now,
+                                             previous=previous, changed=tuple(previous),
                                              detail=dict(detail or {})))
 
         return self._run(fn)
@@ -1182,15 +1358,22 @@ class Metastore:
 
         return self._run(fn)
 
-    def purge_table(self, name: NameLike) -> int:
-        """Remove every dropped table of that name, keys and all; returns how many."""
+    def purge_table(self, name: NameLike, *, data_paths: list[str] | None = None,
+                    older_than: dt.timedelta | None = None) -> int:
+        """Remove every dropped table of that name (dropped more than ``older_than`` ago when given),
+        keys and all; returns how many. ``data_paths`` (a list) receives the paths of their data to
+        delete once this committed: a managed table's location, or its recorded files when a live
+        table shares that location, and the files its overwrites let go; nothing of an external table."""
         tn = TableName.parse(name)
 
         def fn(tr: Transaction) -> int:
             db = self._database(tr, tn.database_name, load=False)
             tables = db.path.add("Table")
-            return self._purge_dropped(tr, tables, "Table", tn.name, str(tn),
-                                       lambda i: tables.add("tableId", i), NoSuchTable)
+            found: list[str] = []
+            n = self._purge_dropped(tr, tables, "Table", tn.name, str(tn),
+                                    lambda i: tables.add("tableId", i), NoSuchTable, found, _cutoff(older_than))
+            _give(data_paths, found)
+            return n
 
         return self._run(fn)
 
@@ -1380,10 +1563,14 @@ class Metastore:
         raise InvalidArgument(f"a partition must be a spec mapping or a Partition, not {type(p).__name__}")
 
     def _partition_record(self, p: Partition, location: str, now: int) -> rec.Partition:
-        if not p.properties and p.files is None and p.bytes is None and p.rows is None:  # ADD PARTITION
+        if not p.properties and p.files is None and p.bytes is None and p.rows is None \
+                and p.data_files is None:  # ADD PARTITION
             return rec.Partition(location=_opt_str(location, "partition location") or "", created_at_micros=now)
         r = rec.Partition(location=_opt_str(location, "partition location") or "", created_at_micros=now,
                           properties=_props(p.properties, "partition properties"))
+        if p.data_files is not None:
+            r.files_recorded = True
+            r.data_files.extend(data_file_records(p.data_files))
         for what in ("files", "bytes", "rows"):
             value = _count(getattr(p, what), what)
             if value is not None:
@@ -1455,9 +1642,12 @@ class Metastore:
                 yield sr.key, sr.record
 
     def drop_partitions(self, name: NameLike, specs: Iterable[Mapping[str, Any]],
-                        if_exists: bool = False, *, expected_version: int | None = None) -> MutationResult:
+                        if_exists: bool = False, *, expected_version: int | None = None,
+                        release_data: bool = False) -> MutationResult:
         """Drop partitions in one transaction. A partial spec drops every partition it
-        matches; a spec matching nothing fails with NoSuchPartition unless ``if_exists``."""
+        matches; a spec matching nothing fails with NoSuchPartition unless ``if_exists``.
+        ``release_data``: their files are kept until purge (a DataGarbage entry, same
+        transaction)."""
         tn = TableName.parse(name)
         _check_expected(expected_version)
         spec_list = [dict(s.values) if isinstance(s, Partition) else s for s in specs]
@@ -1484,6 +1674,11 @@ class Metastore:
                              new=True)
             if not dropped:
                 return MutationResult(None, skipped=missing)
+            if release_data:
+                garbage = Garbage()
+                for key, old in dropped.items():
+                    garbage.add_partition(_partition_out(scheme, key, old))
+                record_garbage(tr, self.project_path, t.id, str(tn), "DROP PARTITIONS", garbage, _now())
             self._commit(tr, Mutation("table", str(tn), t.path, "DROP PARTITIONS", v, _copy(t.ref),
                                       changed=("TablePartition",), detail={"dropped": len(dropped)},
                                       partition_scheme=scheme, dropped_partitions=list(dropped.items())))
@@ -1493,10 +1688,15 @@ class Metastore:
 
     def replace_partitions(self, name: NameLike, drop_specs: Iterable[Mapping[str, Any]],
                            add: Iterable[Partition | Mapping[str, Any]], *,
-                           expected_version: int | None = None) -> MutationResult:
+                           expected_version: int | None = None, garbage: Garbage | None = None,
+                           operation: str = "REPLACE PARTITIONS", unchanged_since: int | None = None,
+                           detail: Mapping[str, Any] | None = None) -> MutationResult:
         """An overwrite in one transaction: partitions matching ``drop_specs`` (partial
         specs allowed; matching nothing is fine) go, ``add`` are written. A partition in
-        both is REPLACED (one key, never duplicated)."""
+        both is REPLACED (one key, never duplicated). ``garbage``: the files this lets go, kept
+        until purge (recorded in the same transaction). ``unchanged_since``: a table version;
+        if a partition this replaces, drops or adds changed after it, :class:`WriteConflict`
+        naming the partition (an overwrite planned from that version)."""
         tn = TableName.parse(name)
         _check_expected(expected_version)
         drop_list = [dict(s.values) if isinstance(s, Partition) else s for s in drop_specs]
@@ -1522,6 +1722,9 @@ class Metastore:
                 location = p.location if p.location is not None else _default_location(storage, scheme, key)
                 new[key] = self._partition_record(p, location, now)
             existing = {key: to_drop.pop(key, None) or store.load(tr, key) for key in new}  # reads first
+            if unchanged_since is not None:
+                _check_unchanged(tr, tn, scheme, history, unchanged_since, t.ref.version,
+                                 set(new) | set(to_drop))
             added = replaced = 0
             gone: list[tuple[tuple[Any, ...], rec.Partition]] = []
             for key, r in new.items():
@@ -1542,9 +1745,12 @@ class Metastore:
                              new=True)
             if not (added or replaced or to_drop):
                 return MutationResult(None)
-            self._commit(tr, Mutation("table", str(tn), t.path, "REPLACE PARTITIONS", v, _copy(t.ref),
+            if garbage:
+                record_garbage(tr, self.project_path, t.id, str(tn), operation, garbage, now)
+            self._commit(tr, Mutation("table", str(tn), t.path, operation, v, _copy(t.ref),
                                       time_micros=now, changed=("TablePartition",),
-                                      detail={"added": added, "replaced": replaced, "dropped": len(to_drop)},
+                                      detail={"added": added, "replaced": replaced, "dropped": len(to_drop),
+                                              **dict(detail or {})},
                                       partition_scheme=scheme, added_partitions=list(new.items()),
                                       dropped_partitions=gone + list(to_drop.items())))
             return MutationResult(v, added=added, dropped=len(to_drop), replaced=replaced)
@@ -1617,7 +1823,8 @@ class Metastore:
                     created = times[r.created_at_micros] = micros_to_datetime(r.created_at_micros)
                 yield Partition(values, r.location or None, r.files if r.HasField("files") else None,
                                 r.bytes if r.HasField("bytes") else None, r.rows if r.HasField("rows") else None,
-                                dict(r.properties) if r.properties else {}, created, spec)
+                                dict(r.properties) if r.properties else {}, created, spec,
+                                from_records(r.data_files) if r.files_recorded else None)
             if len(batch) < PARTITION_BATCH:
                 return
             begin = store.prefix + b"".join(batch[-1][0]) + b"\xff"
@@ -1862,7 +2069,43 @@ def _partition_out(scheme: PartitionScheme, key: tuple[Any, ...], r: rec.Partiti
                      bytes=r.bytes if r.HasField("bytes") else None,
                      rows=r.rows if r.HasField("rows") else None,
                      properties=dict(r.properties), created_at=micros_to_datetime(r.created_at_micros),
-                     spec=scheme.spec(key))
+                     spec=scheme.spec(key), data_files=from_records(r.data_files) if r.files_recorded else None)
+
+
+def _check_unchanged(tr: Transaction, tn: TableName, scheme: PartitionScheme, history: RecordStore[Any],
+                     since: int, current: int, keys: set[tuple[Any, ...]]) -> None:
+    """:class:`WriteConflict` if a commit after version ``since`` changed a partition of ``keys``."""
+    from .errors import WriteConflict
+
+    if not keys or current <= since:
+        return
+    for sr in history.scan(tr, *history.prefix_range((since + 1,))[:1], history.prefix_range((current,))[1]):
+        key = tuple(sr.key[1:])
+        if key in keys:
+            raise WriteConflict(f"partition {_spec_text(scheme, key)} of {tn} was changed by another write "
+                                f"(version {sr.key[0]}) after this overwrite started (version {since}): "
+                                f"the overwrite was not committed", table=str(tn), partition=scheme.spec(key))
+
+
+def _init_table_files(path: KeySpacePath, tr: Transaction, records: Sequence[Any], version: int) -> None:
+    """A new (or replaced) managed unpartitioned table has no files: an empty list, so that files
+    already in its directory (a dropped table's, kept until purge) are never read as its own."""
+    store = RecordStore.at(path.add("TableDataFiles"))
+    schema, storage = records[0], records[1]
+    if storage.external or schema.partition_columns:
+        store.delete(tr, ())
+    else:
+        store.save(tr, (), rec.DataFileList(version=version))
+
+
+def _cutoff(older_than: dt.timedelta | None) -> int | None:
+    return None if older_than is None else _now() - int(older_than.total_seconds() * 1_000_000)
+
+
+def _give(out: list[str] | None, found: list[str]) -> None:
+    """Hands a transaction's findings to the caller's list (each retry starts it again)."""
+    if out is not None:
+        out[:] = found
 
 
 def _check_expected(expected: int | None) -> None:

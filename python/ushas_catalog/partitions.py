@@ -29,6 +29,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 import fdb.tuple as fdbtuple
 
+from .data_files import DataFile
 from .errors import InvalidArgument
 from .schema import DataType, DecimalType, PrimitiveType, StructType
 
@@ -53,12 +54,15 @@ class Partition:
     created_at: dt.datetime | None = None
     #: the values in their text form (``{"dt": "2024-01-01", "h": "3"}``), set on output
     spec: dict[str, str] = field(default_factory=dict)
+    #: the exact data files (a list, possibly empty) or None: not recorded, list the location
+    data_files: list[DataFile] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"spec": self.spec, "values": {k: _json_value(v) for k, v in self.values.items()},
                 "location": self.location, "files": self.files, "bytes": self.bytes, "rows": self.rows,
                 "properties": self.properties,
-                "created_at": self.created_at.isoformat() if self.created_at else None}
+                "created_at": self.created_at.isoformat() if self.created_at else None,
+                "data_files": None if self.data_files is None else [f.to_json() for f in self.data_files]}
 
 
 def _json_value(v: Any) -> Any:

@@ -105,16 +105,9 @@ def alter_namespace(ms: Any, r: Request) -> Answer:
 def drop_namespace(ms: Any, r: Request) -> Answer:
     ctx = SparkCtx.of(r)
     name = (ctx.catalog, database_of(r["namespace"]))
-    paths: list[str] = []
-    if r.get("cascade"):
-        # NEEDED-BY-SPARK: drop_database(cascade) could return the managed locations it dropped
-        for t in ms.list_tables(name):
-            if getattr(t, "kind", "TABLE") == "TABLE":
-                info = ms.get_table((ctx.catalog, name[1], t.name))
-                if not info.external and info.location:
-                    paths.append(info.location)
     ms.drop_database(name, cascade=bool(r.get("cascade")))
-    return {"dropped": True, "delete_paths": paths}
+    # the tables' data stays until the database is purged (undrop restores it with its data)
+    return {"dropped": True, "delete_paths": []}
 
 
 # ---- relations --------------------------------------------------------------------------------------
@@ -190,9 +183,14 @@ def drop_table(ms: Any, r: Request) -> Answer:
         info = ms.get_table(name)
     except NoSuchTable:
         return {"dropped": False}
-    ms.drop_table(name, purge=bool(r.get("purge")))
-    # managed data goes after the metadata commit; external data stays
-    return {"dropped": True, "delete_paths": [] if info.external else [location_of(ctx, info)]}
+    if not r.get("purge"):
+        ms.drop_table(name)
+        # the data stays until purge: undrop restores a table that reads every row it had
+        return {"dropped": True, "delete_paths": []}
+    from .data_purge import purge_dropped_now
+
+    # DROP TABLE ... PURGE: managed data goes after the metadata commit; external data stays
+    return {"dropped": True, "delete_paths": purge_dropped_now(ms, name)}
 
 
 def rename_table(ms: Any, r: Request) -> Answer:
@@ -285,13 +283,17 @@ def drop_partitions(ms: Any, r: Request) -> Answer:
     name = table_name(ctx, r)
     info = ms.get_table(name)
     paths: list[str] = []
-    if not info.external or r.get("purge"):
+    purge = bool(r.get("purge")) and not info.external
+    if purge:  # ALTER TABLE ... DROP PARTITION ... PURGE: the files go now
         for spec in r["partitions"]:
             p = ms.get_partition(name, spec)
-            if p.location:
+            if p.data_files is not None:
+                paths.extend(f.path for f in p.data_files)
+            elif p.location:
                 paths.append(p.location)
-    result = ms.drop_partitions(name, r["partitions"], if_exists=False)
-    return {"dropped": getattr(result, "dropped", 1) > 0, "delete_paths": paths if not info.external else []}
+    # a managed table's dropped partitions keep their files until purge; an external table's always
+    result = ms.drop_partitions(name, r["partitions"], if_exists=False, release_data=not info.external and not purge)
+    return {"dropped": getattr(result, "dropped", 1) > 0, "delete_paths": paths}
 
 
 def list_partitions(ms: Any, r: Request) -> Answer:
@@ -353,7 +355,7 @@ def replace_partition_metadata(ms: Any, r: Request) -> Answer:
     props = dict(r.get("properties") or {})
     location = props.pop("location", None) or old.location
     new = Partition(values=r["values"], location=location, files=old.files, bytes=old.bytes, rows=old.rows,
-                    properties=props)
+                    properties=props, data_files=old.data_files if location == old.location else None)
     ms.replace_partitions(name, [r["values"]], [new])
     return {}
 
@@ -362,29 +364,47 @@ def truncate(ms: Any, r: Request) -> Answer:
     """TRUNCATE TABLE [PARTITION]: the partitions stay, emptied (files 0, bytes 0)."""
     from .partitions import Partition
 
+    from .data_garbage import Garbage
+
     ctx = SparkCtx.of(r)
     name = table_name(ctx, r)
     info = ms.get_table(name)
+    garbage = Garbage()
     if not info.partition_columns:
-        ms.touch_table(name, "TRUNCATE TABLE")  # a new version: other sessions' caches see the data change
-        return {"truncated": True, "clear_paths": [location_of(ctx, info)]}
+        if not info.external:
+            old = ms.table_data_files(name)
+            if old is not None:
+                garbage.files.extend(old)
+            else:
+                garbage.directories.append(qualify(location_of(ctx, info)))
+        ms.write_table_files(name, [], "TRUNCATE TABLE", garbage=garbage, expected_version=info.version,
+                             set_properties={"numFiles": "0", "totalSize": "0", "numRows": "0"})
+        return {"truncated": True, "clear_paths": []}
     specs = r.get("partitions")
     targets = [ms.get_partition(name, s) for s in specs] if specs is not None else list(ms.list_partitions(name))
-    emptied = [Partition(values=p.values, location=p.location, files=0, bytes=0, rows=0, properties=p.properties)
-               for p in targets]
+    emptied = [Partition(values=p.values, location=p.location, files=0, bytes=0, rows=0, properties=p.properties,
+                         data_files=[]) for p in targets]
+    if not info.external:
+        for p in targets:
+            garbage.add_partition(p)
     if emptied:
-        ms.replace_partitions(name, [p.values for p in targets], emptied)
-    return {"truncated": True, "clear_paths": [p.location for p in targets if p.location]}
+        ms.replace_partitions(name, [p.values for p in targets], emptied, expected_version=info.version,
+                              garbage=garbage, operation="TRUNCATE")
+    # the files are kept until purge (ushas purge), unreachable: no file list names them
+    return {"truncated": True, "clear_paths": []}
 
 
 # ---- writes ---------------------------------------------------------------------------------------------
 def commit_write(ms: Any, r: Request) -> Answer:
-    """A V2 batch write Spark's file writers committed: register the written partitions and replace /
-    drop the overwritten ones (or record an unpartitioned table's stats) in one transaction, before
-    the write is acknowledged. The mutation expects the table version the plan was made from; a
-    concurrent change makes it plan again. Answers the directories whose earlier files the shim
-    then removes."""
-    from .errors import Conflict
+    """A V2 batch write whose files the shim placed in the partition directories: register the
+    written partitions with their file lists and replace / drop the overwritten ones (or set an
+    unpartitioned table's files and stats) in ONE transaction, before the write is acknowledged;
+    the files let go are kept until purge (DataGarbage, same transaction). The mutation expects the
+    table version the plan was made from: a concurrent change makes an append plan again; an
+    overwrite whose targets changed after ``base_version`` (the version the job started from)
+    fails with :class:`WriteConflict` naming the partition. On any error the shim removes the
+    job's files: none of them was registered."""
+    from .errors import Conflict, WriteConflict
 
     ctx = SparkCtx.of(r)
     name = table_name(ctx, r)
@@ -396,6 +416,8 @@ def commit_write(ms: Any, r: Request) -> Answer:
                                   f"the write was not registered")
         try:
             return _commit_write(ms, name, info, r)
+        except WriteConflict:
+            raise
         except Conflict:
             if attempt == _WRITE_ATTEMPTS - 1:
                 raise
@@ -403,49 +425,83 @@ def commit_write(ms: Any, r: Request) -> Answer:
 
 
 _WRITE_ATTEMPTS = 5
+_OPERATIONS = {"append": "WRITE", "truncate": "OVERWRITE", "overwrite": "OVERWRITE", "dynamic": "OVERWRITE"}
 
 
 def _commit_write(ms: Any, name: tuple[str, str, str], info: Any, r: Request) -> Answer:
-    from .table_changes import RemoveProperty, SetProperty
-
     partition_by = list(info.partition_columns)
+    mode = r["mode"]
+    base = r.get("base_version")
+    check = int(base) if base is not None and mode != "append" else None
+    detail = {"job_id": r.get("job_id"), "mode": mode}
     old_stats: dict[str, int | None] = {}
+    old_files = None
     if not partition_by:
         for key, prop in STATS_PROPERTIES.items():
             text = info.properties.get(prop)
             old_stats[key] = int(text) if text is not None and text.isdigit() else None
+        old_files = ms.table_data_files(name)
     existing = list(ms.list_partitions(name)) if partition_by else []
-    plan = plan_write(r["location"], partition_by, existing, old_stats, r["mode"], list(r.get("filters") or []),
-                      list(r.get("written") or []), r.get("rows"))
+    plan = plan_write(r["location"], partition_by, existing, old_files, old_stats, mode, list(r.get("filters") or []),
+                      list(r.get("written") or []), r.get("rows"), managed=not info.external)
+    operation = _OPERATIONS.get(mode, "WRITE")
     if partition_by:
-        ms.replace_partitions(name, plan.drop, plan.put, expected_version=info.version)
+        ms.replace_partitions(name, plan.drop, plan.put, expected_version=info.version, garbage=plan.garbage,
+                              operation=operation, unchanged_since=check, detail=detail)
     else:
-        changes: list[Any] = [SetProperty(prop, str(plan.stats[key])) for key, prop in STATS_PROPERTIES.items()
-                              if plan.stats.get(key) is not None]
-        if plan.stats.get("rows") is None and old_stats.get("rows") is not None:
-            changes.append(RemoveProperty(STATS_PROPERTIES["rows"]))
-        ms.alter_table(name, changes, expected_version=info.version)
-    return {"registered": len(plan.put), "clean": plan.clean}
+        props = {prop: str(plan.stats[key]) for key, prop in STATS_PROPERTIES.items() if plan.stats.get(key) is not None}
+        remove = [STATS_PROPERTIES["rows"]] if plan.stats.get("rows") is None and old_stats.get("rows") is not None else []
+        ms.write_table_files(name, plan.table_files, operation, set_properties=props, remove_properties=remove,
+                             garbage=plan.garbage, unchanged_since=check, expected_version=info.version,
+                             detail=detail)
+    return {"registered": len(plan.put)}
 
 
 def commit_files(ms: Any, r: Request) -> Answer:
-    """Spark's file commit into a table location: register the written partitions (replacing
-    the cleared ones) in one transaction, before the write is acknowledged."""
+    """Spark's file commit into a table location (a path write): register the written partitions
+    (replacing the cleared ones) in one transaction, before the write is acknowledged. The files
+    this job wrote (``job_files``) are recorded: a cleared or new partition has exactly them, a
+    recorded one gets them added; a partition whose files were never recorded stays listed."""
+    from .data_files import DataFile, merge
+
     ctx = SparkCtx.of(r)
     name = table_name(ctx, r)
     info = ms.get_table(name)
     if qualify(location_of(ctx, info)) != qualify(r["location"]):
         raise InvalidArgument(f"{'.'.join(name)} is now at {info.location}, not {r['location']}: "
                               f"the write was not registered")
+    deleted = [d.strip("/") for d in r.get("deleted") or []]
     if not info.partition_columns:
-        # NEEDED-BY-SPARK: table-level stats for unpartitioned tables; the new version lets other
-        # sessions' caches see the write (they keep Spark's file listing while the version holds)
-        version = ms.touch_table(name, "WRITE", {"deleted": len(r.get("deleted") or [])})
+        mine = [DataFile.from_json(d) for d in r.get("root_files") or []]
+        old = ms.table_data_files(name)
+        if "" in deleted or old is not None:
+            files = mine if "" in deleted else merge(old or [], mine)
+            version = ms.write_table_files(name, files, "WRITE", detail={"deleted": len(deleted)})
+        else:
+            # NEEDED-BY-SPARK: table-level stats for unpartitioned tables; the new version lets other
+            # sessions' caches see the write (they keep Spark's file listing while the version holds)
+            version = ms.touch_table(name, "WRITE", {"deleted": len(deleted)})
         return {"registered": 0, "version": version}
-    drop, put = committed(location_of(ctx, info), list(info.partition_columns), list(r.get("deleted") or []),
-                          list(r.get("partitions") or []))
+    written = list(r.get("partitions") or [])
+    drop, put = committed(location_of(ctx, info), list(info.partition_columns), list(r.get("deleted") or []), written)
+    existing = {tuple(sorted(p.spec.items())): p for p in ms.list_partitions(name)}
+    for p, w in zip(put, written):
+        mine = [DataFile.from_json(d) for d in w.get("job_files") or []]
+        path = w["path"].strip("/")
+        cleared = bool(r.get("dynamic")) or any(d == "" or path == d or path.startswith(d + "/") for d in deleted)
+        old = existing.get(tuple(sorted((k, v) for k, v in _spec_of(path).items())))
+        if cleared or old is None:
+            p.data_files = mine
+        elif old.data_files is not None:
+            p.data_files = merge(old.data_files, mine)
     result = ms.replace_partitions(name, drop, put)
     return {"registered": len(put), "version": getattr(result, "version", None)}
+
+
+def _spec_of(path: str) -> dict[str, str]:
+    from .spark_writes import parse_partition_path
+
+    return parse_partition_path(path)
 
 
 OPS: dict[str, Callable[[Any, Request], Answer]] = {

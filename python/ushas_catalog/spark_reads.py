@@ -20,8 +20,9 @@ Answer = dict[str, Any]
 def _files(record: Any) -> list[list[Any]] | None:
     """The data files a partition record lists, as compact ``[path, size, mtime]`` rows (None: not
     recorded, the shim lists the location)."""
-    files = getattr(record, "data_files", None)  # placeholder until writes record their files
-    return None if not files else [[f.path, f.size, f.mtime] for f in files]
+    if not record.files_recorded:
+        return None
+    return [[f.path, f.size, f.mtime] for f in record.data_files]
 
 
 def list_files(ms: Any, r: Request) -> Answer:
@@ -33,7 +34,7 @@ def list_files(ms: Any, r: Request) -> Answer:
     name = table_name(ctx, r)
     info = ms.get_table(name)
     if not info.partition_columns:
-        files = ms.table_data_files(name) if hasattr(ms, "table_data_files") else None
+        files = ms.table_data_files(name)
         return {"columns": [], "rows": [[]], "locations": [location_of(ctx, info)],
                 "files": [None if files is None else [[f.path, f.size, f.mtime] for f in files]]}
     flt = parse_filter(r.get("filter"))

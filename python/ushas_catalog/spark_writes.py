@@ -8,8 +8,10 @@ from decimal import Decimal
 from typing import Any
 from urllib.parse import unquote
 
+from .data_files import DataFile, merge, total_size
+from .data_garbage import Garbage
 from .errors import InvalidArgument
-from .partitions import NULL_PARTITION
+from .partitions import NULL_PARTITION, Partition
 
 
 def parse_partition_path(path: str) -> dict[str, str]:
@@ -97,14 +99,12 @@ def overwritten(partitions: list[Any], filters: list[dict[str, Any]]) -> list[An
 
 
 def committed(table_location: str, partition_by: list[str], deleted: list[str],
-              written: list[dict[str, Any]]) -> tuple[list[dict[str, str]], list[Any]]:
+              written: list[dict[str, Any]]) -> tuple[list[dict[str, str]], list[Partition]]:
     """What Spark's commit did -> (partition specs to drop, partitions to put).
 
     ``deleted`` are the paths the write cleared first (relative to the table location; ``""`` is
     the whole table, ``dt=x`` a partition prefix); ``written`` the partition directories it
     committed, with their files and bytes listed after the commit."""
-    from .partitions import Partition
-
     drop: list[dict[str, str]] = []
     for path in deleted:
         if path == "":
@@ -134,12 +134,14 @@ class WritePlan:
     """What one V2 batch write does to the metadata, decided from what Spark committed.
 
     ``drop``: values of replaced partitions the write did not fill again; ``put``: the written
-    partitions (replacing same-valued ones); ``clean``: directories whose files of earlier writes go
-    once the metadata is committed; ``stats``: an unpartitioned table's new files / bytes / rows."""
+    partitions (replacing same-valued ones) with their file lists; ``garbage``: the files the write
+    makes unreachable (kept until purge; nothing for an external table); ``table_files``: an
+    unpartitioned table's new file list (None: not recorded); ``stats``: its files / bytes / rows."""
 
     drop: list[dict[str, Any]] = field(default_factory=list)
     put: list[Any] = field(default_factory=list)
-    clean: list[str] = field(default_factory=list)
+    garbage: Garbage = field(default_factory=Garbage)
+    table_files: list[DataFile] | None = None
     stats: dict[str, int | None] = field(default_factory=dict)
 
 
@@ -159,32 +161,68 @@ def _spec_matches(spec: dict[str, str], p: Any) -> bool:
     return True
 
 
-def plan_write(location: str, partition_by: list[str], existing: list[Any], old_stats: dict[str, int | None],
-               mode: str, filters: list[dict[str, Any]], written: list[dict[str, Any]], rows: int | None) -> WritePlan:
+def _files(items: list[dict[str, Any]] | None) -> list[DataFile]:
+    return [DataFile.from_json(d) for d in items or []]
+
+
+def list_local_files(location: str) -> list[DataFile] | None:
+    """The data files directly in a local directory (``file:`` or a plain path), None for other
+    file systems: a partition at its own location whose files were never recorded."""
+    import os
+
+    if "://" in location or (":" in location.split("/", 1)[0] and not location.startswith("file:")):
+        return None
+    path = location[len("file:"):] if location.startswith("file:") else location
+    while path.startswith("//"):
+        path = path[1:]
+    out: list[DataFile] = []
+    try:
+        entries = list(os.scandir(path))
+    except FileNotFoundError:
+        return []
+    for e in entries:
+        if e.is_file() and not e.name.startswith(("_", ".")):
+            st = e.stat()
+            out.append(DataFile("file:" + os.path.join(path, e.name), st.st_size, int(st.st_mtime * 1000)))
+    return out
+
+
+def plan_write(location: str, partition_by: list[str], existing: list[Any], old_files: list[DataFile] | None,
+               old_stats: dict[str, int | None], mode: str, filters: list[dict[str, Any]],
+               written: list[dict[str, Any]], rows: int | None, *, managed: bool = True) -> WritePlan:
     """The metadata side of a committed V2 write.
 
     ``mode``: ``append``, ``truncate`` (replace everything), ``overwrite`` (replace the partitions
     every filter holds for) or ``dynamic`` (replace the partitions written). ``written``: each
-    directory the job wrote into (``dt=a/h=1``; ``""`` for an unpartitioned table) with its data files
-    and bytes after the commit (``files``, ``bytes``) and those of this job only (``new_files``,
-    ``new_bytes``); ``rows``: the rows the job wrote."""
-    from .partitions import Partition
-
+    directory the job placed files into (``dt=a/h=1``; ``""`` for an unpartitioned table) with
+    this job's files there (``files``: path, size, mtime) and the data files that were there before
+    (``existing``); ``rows``: the rows the job wrote. ``old_files``: an unpartitioned table's
+    recorded files (None: not recorded). A partition (or table) whose files were not recorded keeps
+    being listed after an append unless it was empty; a replaced one gives its files (recorded or
+    found there) to the garbage, kept until purge, unless the table is external."""
     if mode not in ("append", "truncate", "overwrite", "dynamic"):
         raise InvalidArgument(f"unknown write mode {mode!r}")
     plan = WritePlan()
     if not partition_by:
         if mode == "overwrite" and any(f["op"] != "true" for f in filters):
             raise InvalidArgument("an unpartitioned table can only be overwritten whole")
-        w = written[0] if written else {"files": 0, "bytes": 0, "new_files": 0, "new_bytes": 0}
+        w = written[0] if written else {"files": [], "existing": []}
+        new, there = _files(w.get("files")), _files(w.get("existing"))
         if mode == "append":
+            if old_files is not None:
+                plan.table_files = merge(old_files, new)
+            elif not there:
+                plan.table_files = new  # nothing there to keep listing: from now on the list is the table
+            listed = plan.table_files if plan.table_files is not None else there + new
             old_rows = old_stats.get("rows")
-            plan.stats = {"files": int(w["files"]), "bytes": int(w["bytes"]),
-                          "rows": None if rows is None or (old_rows is None and int(w["files"]) != int(w["new_files"]))
+            plan.stats = {"files": len(listed), "bytes": total_size(listed),
+                          "rows": None if rows is None or (old_rows is None and len(listed) != len(new))
                           else (old_rows or 0) + rows}
         else:
-            plan.stats = {"files": int(w["new_files"]), "bytes": int(w["new_bytes"]), "rows": rows}
-            plan.clean.append(location)
+            plan.table_files = new
+            plan.stats = {"files": len(new), "bytes": total_size(new), "rows": rows}
+            if managed:
+                plan.garbage.files.extend(old_files if old_files is not None else there)
         return plan
 
     def replaced(values: dict[str, Any]) -> bool:
@@ -204,22 +242,43 @@ def plan_write(location: str, partition_by: list[str], existing: list[Any], old_
         values = {k: (None if v == NULL_PARTITION else v) for k, v in spec.items()}
         old = next((p for p in existing if _spec_matches(spec, p)), None)
         typed = old.values if old is not None else values
-        if mode == "dynamic" or replaced(typed):
-            files, size, n = int(w["new_files"]), int(w["new_bytes"]), single
-            plan.clean.append(_join(location, w["path"]))
-            if old is not None and old.location and old.location != _join(location, w["path"]):
-                plan.clean.append(old.location)  # a custom location: its files are replaced too
+        target = _join(location, w["path"])
+        new, there = _files(w.get("files")), _files(w.get("existing"))
+        data_files: list[DataFile] | None
+        if old is not None and (mode == "dynamic" or replaced(typed)):
+            data_files, n, where = new, single, target
+            if managed:
+                if old.data_files is not None:
+                    plan.garbage.files.extend(old.data_files)
+                elif not old.location or old.location.rstrip("/") == target:
+                    plan.garbage.files.extend(there)
+                else:
+                    plan.garbage.directories.append(old.location)
+        elif old is None:
+            data_files, n, where = new, single, target
         else:
-            files, size = int(w["files"]), int(w["bytes"])
-            n = None if single is None else (single if old is None else (None if old.rows is None else old.rows + single))
-        plan.put.append(Partition(values=values, location=_join(location, w["path"]), files=files, bytes=size,
-                                  rows=n, properties=dict(old.properties) if old is not None else {}))
+            where = old.location or target
+            n = None if single is None or old.rows is None else old.rows + single
+            if old.data_files is not None:
+                data_files = merge(old.data_files, new)
+            elif where.rstrip("/") == target:
+                data_files = None if there else new  # keep listing the directory unless it was empty
+            else:
+                found = list_local_files(where)
+                if found is None:
+                    raise InvalidArgument(f"cannot append to partition {w['path']} of the table: it lives at "
+                                          f"{where}, whose files were never recorded; overwrite it instead")
+                data_files = merge(found, new)
+        listed = data_files if data_files is not None else there + new
+        plan.put.append(Partition(values=values, location=where, files=len(listed), bytes=total_size(listed),
+                                  rows=n, properties=dict(old.properties) if old is not None else {},
+                                  data_files=data_files))
     for p in existing:
         if mode == "dynamic" or not replaced(p.values):
             continue
         if any(_spec_matches(spec, p) for spec in specs):
             continue
         plan.drop.append(dict(p.values))
-        if p.location:
-            plan.clean.append(p.location)
+        if managed:
+            plan.garbage.add_partition(p)
     return plan

@@ -247,8 +247,14 @@ def test_drop_managed_external_purge(spark: Any, db: str, ms: Any, tmp_path: Pat
     managed = Path(ms.get_table(("ushas", db, "m")).location.removeprefix("file:"))
     assert managed.is_dir()
     spark.sql(f"DROP TABLE ushas.{db}.m")
-    assert not managed.exists() and not ms.table_exists(("ushas", db, "m"))
+    assert not ms.table_exists(("ushas", db, "m"))
     assert [d.name for d in ms.list_dropped_tables(("ushas", db))] == [f"ushas.{db}.m"]  # undrop until purge
+    assert managed.is_dir()  # with its data: deleted at purge
+    spark.sql(f"CREATE TABLE ushas.{db}.p (id INT) USING parquet")
+    spark.sql(f"INSERT INTO ushas.{db}.p VALUES (1)")
+    purged = Path(ms.get_table(("ushas", db, "p")).location.removeprefix("file:"))
+    spark.sql(f"DROP TABLE ushas.{db}.p PURGE")
+    assert not purged.exists()
 
     spark.sql(f"CREATE TABLE ushas.{db}.e (id INT) USING json LOCATION '{tmp_path}/ext'")
     spark.sql(f"INSERT INTO ushas.{db}.e VALUES (1)")

@@ -37,19 +37,28 @@ def expect(spark: Any, table: str, data: list[tuple], schema: str = SCHEMA) -> N
     assert_df_equality(actual, spark.createDataFrame(data, schema), ignore_row_order=True, ignore_nullable=True)
 
 
+def relative(path: str, table_location: str) -> str:
+    return os.path.relpath(path.removeprefix("file:"), table_location.removeprefix("file:"))
+
+
+def kept_files(ms: Any, name: tuple[str, str, str], table_location: str) -> list[str]:
+    """The files overwrites / drops of the table let go, kept on disk until purge (relative paths)."""
+    return sorted(relative(f.path, table_location) for e in ms.garbage(name) for f in e.files)
+
+
 def check_registered(ms: Any, name: tuple[str, str, str], table_location: str) -> dict[str, Any]:
-    """Every registered partition's files / bytes are what is on disk; every file on disk is in a
-    registered partition. Returns the partitions by their first value."""
+    """Every registered partition's file list is its files / bytes, on disk; every file on disk is in a
+    registered partition's list or kept until purge (replaced by an overwrite). Returns the partitions
+    by their first value."""
     parts = list(ms.list_partitions(name))
     on_disk = data_files(table_location)
     registered = []
     for p in parts:
-        files = data_files(p.location)
-        assert p.files == len(files), (p.spec, files)
-        assert p.bytes == sum(os.path.getsize(os.path.join(p.location.removeprefix("file:"), f)) for f in files)
-        registered += [os.path.relpath(os.path.join(p.location.removeprefix("file:"), f),
-                                       table_location.removeprefix("file:")) for f in files]
-    assert sorted(registered) == on_disk
+        assert p.data_files is not None, p.spec
+        assert p.files == len(p.data_files), (p.spec, p.data_files)
+        assert p.bytes == sum(os.path.getsize(f.path.removeprefix("file:")) for f in p.data_files)
+        registered += [relative(f.path, table_location) for f in p.data_files]
+    assert sorted(registered + kept_files(ms, name, table_location)) == on_disk
     return {"/".join(p.spec.values()): p for p in parts}
 
 
@@ -66,19 +75,23 @@ def test_writeto_append_overwrite_partitions_overwrite(spark: Any, db: str, ms: 
     expect(spark, t, [(1, "a"), (2, "b"), (3, "a")])
     parts = check_registered(ms, name, location)
     assert sorted(parts) == ["a", "b"] and parts["a"].files == 2 and parts["a"].bytes > 0
-    old_a = data_files(parts["a"].location)
+    old_a = [relative(f.path, location) for f in parts["a"].data_files]
 
     spark.createDataFrame([(4, "a"), (5, "c")], SCHEMA).writeTo(t).overwritePartitions()  # a replaced, c new
     expect(spark, t, [(2, "b"), (4, "a"), (5, "c")])
     parts = check_registered(ms, name, location)
     assert sorted(parts) == ["a", "b", "c"] and parts["a"].files == 1 and parts["a"].rows is None
-    assert not set(old_a) & set(data_files(parts["a"].location))  # the old files are gone
+    # the old files are in no list at once, and kept until purge
+    assert not set(old_a) & {relative(f.path, location) for f in parts["a"].data_files}
+    assert set(old_a) <= set(kept_files(ms, name, location)) <= set(data_files(location))
 
     spark.createDataFrame([(6, "b")], SCHEMA).writeTo(t).overwrite(col("dt").isin("b", "c"))  # c dropped
     expect(spark, t, [(4, "a"), (6, "b")])
     parts = check_registered(ms, name, location)
     assert sorted(parts) == ["a", "b"] and parts["b"].rows == 1
-    assert not os.path.exists(f"{location.removeprefix('file:')}/dt=c")
+    assert all(f.startswith("dt=c/") or f.startswith("dt=a/") or f.startswith("dt=b/")
+               for f in kept_files(ms, name, location))
+    assert any(f.startswith("dt=c/") for f in kept_files(ms, name, location))  # dt=c: unreachable, kept
 
     spark.createDataFrame([(7, "d")], SCHEMA).writeTo(t).overwrite(col("dt") == "zz")  # replaces nothing
     expect(spark, t, [(4, "a"), (6, "b"), (7, "d")])
@@ -109,7 +122,7 @@ def test_insert_into_overwrite_dynamic_and_static(spark: Any, db: str, ms: Any, 
     expect(spark, t, [(6, "d")])
     parts = check_registered(ms, name, location)
     assert sorted(parts) == ["d"] and parts["d"].files == 1 and parts["d"].rows == 1
-    assert data_files(location) == [p for p in data_files(location) if p.startswith("dt=d/")]
+    assert all(relative(f.path, location).startswith("dt=d/") for f in parts["d"].data_files)
 
     # static partition overwrite in SQL
     spark.sql(f"INSERT OVERWRITE {t} PARTITION (dt='d') SELECT 7")
@@ -128,9 +141,10 @@ def test_unpartitioned_writes_record_stats(spark: Any, db: str, ms: Any, fmt: st
     location = ms.get_table(name).location
 
     def rows_recorded() -> str | None:
-        """numFiles / totalSize are what is on disk; returns numRows."""
+        """numFiles / totalSize are the recorded files' (on disk); returns numRows."""
         props = ms.get_table(name).properties
-        files = data_files(location)
+        files = [relative(f.path, location) for f in ms.table_data_files(name)]
+        assert set(files) <= set(data_files(location))
         assert props.get("numFiles") == str(len(files))
         assert props.get("totalSize") == str(sum(os.path.getsize(os.path.join(location.removeprefix("file:"), f))
                                                  for f in files))
@@ -142,11 +156,12 @@ def test_unpartitioned_writes_record_stats(spark: Any, db: str, ms: Any, fmt: st
     spark.createDataFrame([(4, "w")], schema).write.insertInto(t)
     expect(spark, t, [(1, "x"), (2, "y"), (3, "z"), (4, "w")], schema)
     assert rows_recorded() == "4"
-    old = data_files(location)
+    old = [relative(f.path, location) for f in ms.table_data_files(name)]
 
     spark.createDataFrame([(5, "v")], schema).writeTo(t).overwritePartitions()
     expect(spark, t, [(5, "v")], schema)
-    assert rows_recorded() == "1" and not set(old) & set(data_files(location))
+    assert rows_recorded() == "1" and not set(old) & {relative(f.path, location) for f in ms.table_data_files(name)}
+    assert set(old) <= set(data_files(location))  # unreachable, kept until purge
     spark.createDataFrame([(6, "u"), (7, "t")], schema).writeTo(t).overwrite(lit(True))
     expect(spark, t, [(6, "u"), (7, "t")], schema)
     assert rows_recorded() == "2"

@@ -1,8 +1,10 @@
-"""plan_write without Spark: which partitions a committed V2 write puts, drops and cleans."""
+"""plan_write without Spark: which partitions a committed V2 write puts (with their file lists) and
+drops, and which files it lets go (kept until purge)."""
 from __future__ import annotations
 
 import pytest
 
+from ushas_catalog.data_files import DataFile
 from ushas_catalog.errors import InvalidArgument
 from ushas_catalog.partitions import Partition
 from ushas_catalog.spark_writes import plan_write
@@ -10,88 +12,133 @@ from ushas_catalog.spark_writes import plan_write
 LOC = "file:/w/t"
 
 
-def part(dt: str, files: int = 1, rows: int | None = 5, location: str | None = None) -> Partition:
+def f(path: str, size: int = 10) -> DataFile:
+    return DataFile(f"{LOC}/{path}", size, 1)
+
+
+def part(dt: str, files: int = 1, rows: int | None = 5, location: str | None = None,
+         recorded: bool = True) -> Partition:
+    data = [f(f"dt={dt}/old-{i}.parquet") for i in range(files)] if recorded else None
     return Partition(values={"dt": dt}, location=location or f"{LOC}/dt={dt}", files=files, bytes=10 * files,
-                     rows=rows, spec={"dt": dt})
+                     rows=rows, spec={"dt": dt}, data_files=data)
 
 
-def written(path: str, files: int, new: int) -> dict[str, object]:
-    return {"path": path, "files": files, "bytes": 10 * files, "new_files": new, "new_bytes": 10 * new}
+def written(path: str, new: int, existing: int = 0) -> dict[str, object]:
+    prefix = f"{path}/" if path else ""
+    return {"path": path, "files": [f(f"{prefix}new-{i}.parquet").to_json() for i in range(new)],
+            "existing": [f(f"{prefix}there-{i}.parquet").to_json() for i in range(existing)]}
 
 
 EXISTING = [part("a"), part("b"), part("c")]
 
 
-def test_append_adds_to_partition_totals() -> None:
-    plan = plan_write(LOC, ["dt"], EXISTING, {}, "append", [], [written("dt=a", 2, 1)], 3)
-    assert plan.drop == [] and plan.clean == []
+def test_append_adds_to_the_file_list() -> None:
+    plan = plan_write(LOC, ["dt"], EXISTING, None, {}, "append", [], [written("dt=a", 1, 1)], 3)
+    assert plan.drop == [] and not plan.garbage
     [p] = plan.put
     assert (p.values, p.location, p.files, p.bytes, p.rows) == ({"dt": "a"}, f"{LOC}/dt=a", 2, 20, 8)
+    assert [x.path for x in p.data_files] == [f"{LOC}/dt=a/old-0.parquet", f"{LOC}/dt=a/new-0.parquet"]
+
+
+def test_append_to_unrecorded_partition_keeps_listing_it_unless_empty() -> None:
+    old = [part("a", files=2, recorded=False), part("b", files=0, recorded=False)]
+    plan = plan_write(LOC, ["dt"], old, None, {}, "append", [], [written("dt=a", 1, 2), written("dt=b", 1, 0)], 3)
+    a, b = plan.put
+    assert a.data_files is None and a.files == 3
+    assert [x.path for x in b.data_files] == [f"{LOC}/dt=b/new-0.parquet"]
 
 
 def test_append_to_two_partitions_leaves_rows_unknown() -> None:
-    plan = plan_write(LOC, ["dt"], EXISTING, {}, "append", [], [written("dt=a", 2, 1), written("dt=d", 1, 1)], 3)
+    plan = plan_write(LOC, ["dt"], EXISTING, None, {}, "append", [], [written("dt=a", 1), written("dt=d", 1)], 3)
     assert [p.rows for p in plan.put] == [None, None] and [p.files for p in plan.put] == [2, 1]
 
 
-def test_dynamic_replaces_only_written_partitions() -> None:
-    plan = plan_write(LOC, ["dt"], EXISTING, {}, "dynamic", [], [written("dt=b", 3, 1), written("dt=d", 1, 1)], 4)
+def test_dynamic_replaces_only_written_partitions_and_keeps_their_files_for_purge() -> None:
+    plan = plan_write(LOC, ["dt"], EXISTING, None, {}, "dynamic", [], [written("dt=b", 1), written("dt=d", 1)], 4)
     assert plan.drop == []
     assert [(p.values["dt"], p.files) for p in plan.put] == [("b", 1), ("d", 1)]  # b: the new file only
-    assert plan.clean == [f"{LOC}/dt=b", f"{LOC}/dt=d"]
+    assert [x.path for x in plan.put[0].data_files] == [f"{LOC}/dt=b/new-0.parquet"]
+    assert [x.path for x in plan.garbage.files] == [f"{LOC}/dt=b/old-0.parquet"] and not plan.garbage.directories
 
 
 def test_truncate_drops_what_was_not_written() -> None:
-    plan = plan_write(LOC, ["dt"], EXISTING, {}, "truncate", [], [written("dt=a", 2, 1)], 1)
+    plan = plan_write(LOC, ["dt"], EXISTING, None, {}, "truncate", [], [written("dt=a", 1)], 1)
     assert plan.drop == [{"dt": "b"}, {"dt": "c"}]
     assert [(p.values["dt"], p.files, p.rows) for p in plan.put] == [("a", 1, 1)]
-    assert sorted(plan.clean) == [f"{LOC}/dt=a", f"{LOC}/dt=b", f"{LOC}/dt=c"]
+    assert sorted(x.path for x in plan.garbage.files) == [f"{LOC}/dt={d}/old-0.parquet" for d in "abc"]
 
 
 def test_overwrite_by_filter() -> None:
     flt = [{"op": "in", "column": "dt", "values": ["b", "c"]}]
-    plan = plan_write(LOC, ["dt"], EXISTING, {}, "overwrite", flt, [written("dt=b", 2, 1), written("dt=a", 2, 1)], 2)
+    plan = plan_write(LOC, ["dt"], EXISTING, None, {}, "overwrite", flt, [written("dt=b", 1), written("dt=a", 1)], 2)
     assert plan.drop == [{"dt": "c"}]
     # b replaced (new files only); a is outside the condition: appended to
     assert [(p.values["dt"], p.files) for p in plan.put] == [("b", 1), ("a", 2)]
-    assert sorted(plan.clean) == [f"{LOC}/dt=b", f"{LOC}/dt=c"]
+    assert sorted(x.path for x in plan.garbage.files) == [f"{LOC}/dt=b/old-0.parquet", f"{LOC}/dt=c/old-0.parquet"]
+
+
+def test_replaced_unrecorded_partitions_give_what_was_there() -> None:
+    old = [part("a", recorded=False), part("b", recorded=False)]
+    plan = plan_write(LOC, ["dt"], old, None, {}, "truncate", [], [written("dt=a", 1, 2)], 1)
+    assert sorted(x.path for x in plan.garbage.files) == [f"{LOC}/dt=a/there-0.parquet", f"{LOC}/dt=a/there-1.parquet"]
+    assert plan.garbage.directories == [f"{LOC}/dt=b"]
+
+
+def test_external_tables_give_nothing_to_purge() -> None:
+    plan = plan_write(LOC, ["dt"], EXISTING, None, {}, "truncate", [], [written("dt=a", 1)], 1, managed=False)
+    assert not plan.garbage and plan.drop == [{"dt": "b"}, {"dt": "c"}]
 
 
 def test_overwrite_keeps_partition_properties_and_refuses_data_columns() -> None:
     old = Partition(values={"dt": "a"}, location=f"{LOC}/dt=a", properties={"k": "v"}, spec={"dt": "a"})
-    plan = plan_write(LOC, ["dt"], [old], {}, "overwrite", [{"op": "eq", "column": "dt", "value": "a"}],
-                      [written("dt=a", 1, 1)], 1)
+    plan = plan_write(LOC, ["dt"], [old], None, {}, "overwrite", [{"op": "eq", "column": "dt", "value": "a"}],
+                      [written("dt=a", 1)], 1)
     assert plan.put[0].properties == {"k": "v"}
     with pytest.raises(InvalidArgument, match="not a partition column"):
-        plan_write(LOC, ["dt"], [old], {}, "overwrite", [{"op": "eq", "column": "id", "value": 1}], [], 0)
+        plan_write(LOC, ["dt"], [old], None, {}, "overwrite", [{"op": "eq", "column": "id", "value": 1}], [], 0)
 
 
 def test_null_and_typed_partition_values_match_written_directories() -> None:
     old = [Partition(values={"n": None}, location=f"{LOC}/n=__HIVE_DEFAULT_PARTITION__", spec={"n": "x"}),
            Partition(values={"n": 7}, location=f"{LOC}/n=7", spec={"n": "7"})]
-    plan = plan_write(LOC, ["n"], old, {}, "dynamic", [],
-                      [written("n=__HIVE_DEFAULT_PARTITION__", 1, 1), written("n=7", 1, 1)], 2)
+    plan = plan_write(LOC, ["n"], old, None, {}, "dynamic", [],
+                      [written("n=__HIVE_DEFAULT_PARTITION__", 1), written("n=7", 1)], 2)
     assert [p.values for p in plan.put] == [{"n": None}, {"n": "7"}] and plan.drop == []
 
 
-def test_unpartitioned_stats() -> None:
-    w = [written("", 3, 1)]
-    assert plan_write(LOC, [], [], {"rows": 4}, "append", [], w, 2).stats == {"files": 3, "bytes": 30, "rows": 6}
-    assert plan_write(LOC, [], [], {"rows": None}, "append", [], w, 2).stats["rows"] is None
-    over = plan_write(LOC, [], [], {"rows": 4}, "dynamic", [], w, 2)
-    assert over.stats == {"files": 1, "bytes": 10, "rows": 2} and over.clean == [LOC]
+def test_unpartitioned_file_lists_and_stats() -> None:
+    w = [written("", 1, 2)]
+    rec = [DataFile(f"{LOC}/old-{i}.parquet", 10, 1) for i in range(2)]
+    append = plan_write(LOC, [], [], rec, {"rows": 4}, "append", [], w, 2)
+    assert append.stats == {"files": 3, "bytes": 30, "rows": 6} and len(append.table_files) == 3
+    assert plan_write(LOC, [], [], None, {"rows": None}, "append", [], w, 2).stats["rows"] is None
+    assert plan_write(LOC, [], [], None, {}, "append", [], w, 2).table_files is None  # files there: listed
+    assert len(plan_write(LOC, [], [], None, {}, "append", [], [written("", 1)], 2).table_files) == 1
+    over = plan_write(LOC, [], [], rec, {"rows": 4}, "dynamic", [], w, 2)
+    assert over.stats == {"files": 1, "bytes": 10, "rows": 2} and over.garbage.files == rec
+    unrecorded = plan_write(LOC, [], [], None, {}, "truncate", [], w, 2)
+    assert [x.path for x in unrecorded.garbage.files] == [f"{LOC}/there-0.parquet", f"{LOC}/there-1.parquet"]
     with pytest.raises(InvalidArgument, match="overwritten whole"):
-        plan_write(LOC, [], [], {}, "overwrite", [{"op": "eq", "column": "x", "value": 1}], w, 1)
+        plan_write(LOC, [], [], None, {}, "overwrite", [{"op": "eq", "column": "x", "value": 1}], w, 1)
     with pytest.raises(InvalidArgument, match="unknown write mode"):
-        plan_write(LOC, [], [], {}, "merge", [], w, 1)
+        plan_write(LOC, [], [], None, {}, "merge", [], w, 1)
 
 
 def test_written_directory_must_name_the_partition_columns() -> None:
     with pytest.raises(InvalidArgument, match="partition columns"):
-        plan_write(LOC, ["dt", "h"], [], {}, "append", [], [written("dt=a", 1, 1)], 1)
+        plan_write(LOC, ["dt", "h"], [], None, {}, "append", [], [written("dt=a", 1)], 1)
 
 
-def test_replaced_custom_location_is_cleaned_too() -> None:
-    old = [part("a", location="file:/custom/a")]
-    plan = plan_write(LOC, ["dt"], old, {}, "dynamic", [], [written("dt=a", 1, 1)], 1)
-    assert plan.put[0].location == f"{LOC}/dt=a" and plan.clean == [f"{LOC}/dt=a", "file:/custom/a"]
+def test_replaced_partition_at_its_own_location_moves_to_the_written_directory() -> None:
+    old = [part("a", location="file:/custom/a", recorded=False)]
+    plan = plan_write(LOC, ["dt"], old, None, {}, "dynamic", [], [written("dt=a", 1)], 1)
+    assert plan.put[0].location == f"{LOC}/dt=a" and plan.garbage.directories == ["file:/custom/a"]
+
+
+def test_append_to_partition_at_its_own_location_records_both(tmp_path) -> None:
+    (tmp_path / "x.parquet").write_bytes(b"12345")
+    old = [part("a", location=f"file:{tmp_path}", recorded=False)]
+    plan = plan_write(LOC, ["dt"], old, None, {}, "append", [], [written("dt=a", 1)], 1)
+    p = plan.put[0]
+    assert p.location == f"file:{tmp_path}"
+    assert sorted(x.path for x in p.data_files) == sorted([f"file:{tmp_path}/x.parquet", f"{LOC}/dt=a/new-0.parquet"])

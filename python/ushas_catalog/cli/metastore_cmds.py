@@ -74,8 +74,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     _reads(p)
     p.set_defaults(func=cmd_undrop)
 
-    p = sub.add_parser("purge", help="remove dropped catalogs, databases or tables of a name, keys and all")
-    p.add_argument("name", help="catalog[.database[.table]]")
+    p = sub.add_parser("purge", help="delete what drops and overwrites kept: dropped catalogs, databases or "
+                                      "tables (keys and data), replaced files, staging of dead writes")
+    p.add_argument("name", nargs="?", help="catalog[.database[.table]] (default: the whole project)")
+    p.add_argument("--older-than", metavar="AGE", help="only what was dropped / replaced more than AGE ago "
+                                                         "(7d, 12h, 30m, 45s)")
     _reads(p)
     p.set_defaults(func=cmd_purge)
 
@@ -234,6 +237,7 @@ def cmd_history(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def cmd_drop(ctx: Context, args: argparse.Namespace) -> int:
+    from ..data_purge import delete_local
     from ..progress import progress_for
 
     ms = ctx.metastore
@@ -241,14 +245,16 @@ def cmd_drop(ctx: Context, args: argparse.Namespace) -> int:
     # a purge removes the whole tree in one transaction: the line says what is being removed
     # while it runs (a large catalog takes a while), and 1/1 once committed
     with progress_for(ctx.json or not args.purge, f"purging {name}", total=1, item="one transaction") as bar:
+        paths: list[str] = []  # with --purge: the data to delete once the drop committed
         if isinstance(name, CatalogName):
-            ms.drop_catalog(name, cascade=args.cascade, purge=args.purge)
+            ms.drop_catalog(name, cascade=args.cascade, purge=args.purge, data_paths=paths)
         elif isinstance(name, DatabaseName):
-            ms.drop_database(name, cascade=args.cascade, purge=args.purge)
+            ms.drop_database(name, cascade=args.cascade, purge=args.purge, data_paths=paths)
         elif ms.view_exists(name):
             ms.drop_view(name)
         else:
-            ms.drop_table(name, purge=args.purge)
+            ms.drop_table(name, purge=args.purge, data_paths=paths)
+        delete_local(paths)
         bar.advance(item="")
     ctx.emit({"dropped": str(name), "purged": bool(args.purge)}, f"dropped {name}" + (" (purged)" if args.purge else ""))
     return 0
@@ -282,21 +288,26 @@ def _dropped_count(ms: Any, name: Any) -> int | None:
 
 
 def cmd_purge(ctx: Context, args: argparse.Namespace) -> int:
+    from ..data_purge import parse_age, purge
     from ..progress import progress_for
 
     ms = ctx.metastore
-    name = parse_any(args.name)
-    # every dropped object of the name goes in one transaction: the bar fills when it commits
-    total = None if ctx.json else _dropped_count(ms, name)
-    with progress_for(ctx.json, f"purging dropped {name}", total=total, item="one transaction") as bar:
-        if isinstance(name, CatalogName):
-            n = ms.purge_catalog(name)
-        elif isinstance(name, DatabaseName):
-            n = ms.purge_database(name)
-        else:
-            n = ms.purge_table(name)
-        bar.advance(n, item="")
-    ctx.emit({"purged": str(name), "count": n}, f"purged {n} dropped object(s) named {name}")
+    name = parse_any(args.name) if args.name else None
+    older_than = parse_age(args.older_than) if args.older_than else None
+    # dropped objects go in one transaction per name: the bar fills when the purge is done
+    total = None if ctx.json or name is None else _dropped_count(ms, name)
+    with progress_for(ctx.json, f"purging {name or 'project ' + ms.project}", total=total,
+                      item="one transaction") as bar:
+        summary = purge(ms, name, older_than)
+        bar.advance(summary.objects, item="")
+    data = {"purged": str(name) if name is not None else None, "count": summary.objects, **summary.to_json()}
+    text = (f"purged {summary.objects} dropped object(s)" + (f" named {name}" if name is not None else "")
+            + f", {summary.garbage} set(s) of replaced files, {summary.staging} staging dir(s) of dead writes; "
+            f"deleted {summary.report.deleted} path(s)")
+    if summary.report.unreachable:
+        text += (f"; {len(summary.report.unreachable)} path(s) not on this machine's file system were kept: "
+                 + ", ".join(summary.report.unreachable[:3]))
+    ctx.emit(data, text)
     return 0
 
 

@@ -10,7 +10,7 @@ from .catalog_pb2 import CatalogRecord, DatabaseRecord
 from .change_pb2 import ChangeEvent, PartitionDelta
 from .commit_pb2 import Commit, HistoryEntry
 from .names_pb2 import DroppedObjectName, ObjectKind, ObjectName
-from .partition_pb2 import Partition, PartitionChange
+from .partition_pb2 import DataFile, DataFileList, DataGarbage, Partition, PartitionChange
 from .schema_pb2 import ArrayType, DataType, DecimalType, MapType, StructField, StructType
 from .table_pb2 import TableProperties, TableReference, TableSchema, TableStorage
 from .view_pb2 import ViewRecord
@@ -18,7 +18,7 @@ from .store import RECORD_TYPES, RecordStore, RecordTypeError
 
 __all__ = [
     "CatalogRecord", "DatabaseRecord", "ChangeEvent", "PartitionDelta", "Commit", "HistoryEntry", "DroppedObjectName", "ObjectKind",
-    "ObjectName", "Partition", "PartitionChange", "ArrayType", "DataType", "DecimalType", "MapType",
+    "ObjectName", "Partition", "PartitionChange", "DataFile", "DataFileList", "DataGarbage", "ArrayType", "DataType", "DecimalType", "MapType",
     "StructField", "StructType", "TableProperties", "TableReference", "TableSchema", "TableStorage",
     "ViewRecord", "RECORD_TYPES", "RecordStore", "RecordTypeError",
 ]

@@ -19,7 +19,7 @@ from ..kv.base import FDB_LIMITS, Transaction
 from .catalog_pb2 import CatalogRecord, DatabaseRecord
 from .commit_pb2 import Commit, HistoryEntry
 from .names_pb2 import DroppedObjectName, ObjectName
-from .partition_pb2 import Partition, PartitionChange
+from .partition_pb2 import DataFileList, DataGarbage, Partition, PartitionChange
 from .table_pb2 import TableProperties, TableReference, TableSchema, TableStorage
 from .view_pb2 import ViewRecord
 
@@ -54,6 +54,8 @@ RECORD_TYPES: dict[str, tuple[type[Message], tuple[str, ...] | None]] = {
     "TablePartitionHistory": (PartitionChange, None),
     "TableCommit": (Commit, ("version",)),
     "TableHistory": (HistoryEntry, ("version",)),
+    "TableDataFiles": (DataFileList, ()),
+    "DataGarbage": (DataGarbage, ("tableId", "time", "id")),
 }
 
 

@@ -6,6 +6,8 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.LocatedFileStatus;
+import org.apache.hadoop.fs.RemoteIterator;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.mapreduce.Job;
 import org.apache.hadoop.mapreduce.lib.output.FileOutputFormat;
@@ -16,6 +18,7 @@ import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.AttributeReference;
 import org.apache.spark.sql.catalyst.types.DataTypeUtils;
 import org.apache.spark.sql.connector.write.BatchWrite;
+import org.apache.spark.sql.connector.write.DataWriter;
 import org.apache.spark.sql.connector.write.DataWriterFactory;
 import org.apache.spark.sql.connector.write.LogicalWriteInfo;
 import org.apache.spark.sql.connector.write.PhysicalWriteInfo;
@@ -47,17 +50,21 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.TreeSet;
+import java.util.TreeMap;
 import java.util.UUID;
 
 /**
  * A V2 batch write made of Spark's own file writing parts: {@link FileWriterFactory} writes each task's
- * rows with the format's {@code OutputWriterFactory} (from {@code FileFormat.prepareWrite}) into
- * partition directories under the table location, through Spark's SQL commit protocol. At commit:
- * the job's files are committed, then ONE bridge call registers the written partitions (values,
- * location, files, bytes, rows) and replaces / drops the overwritten ones in one metadata transaction,
- * and only then are the replaced files (those of earlier writes) removed. If the metadata commit
- * fails, this job's files are removed again and the metadata is untouched.
+ * rows with the format's {@code OutputWriterFactory} (from {@code FileFormat.prepareWrite}) through
+ * Spark's SQL commit protocol into this job's own staging directory,
+ * {@code <table root>/_ushas_staging/<job id>} (so Hadoop's {@code _temporary} is per job). At commit:
+ * the job's files are committed into the staging directory, moved into the partition directories
+ * ({@code <root>/dt=x/}, names unique per job), then ONE bridge call registers the written partitions
+ * with their exact file lists (path, size, mtime) and replaces / drops the overwritten ones in one
+ * metadata transaction: only then are the files part of the table (reads use the recorded lists).
+ * Nothing is deleted here: the files an overwrite replaces are kept until purge. If the metadata
+ * commit fails (an overwrite that lost a race included), this job's files are removed; the staging
+ * directory always is. Staging directories of writes that died are removed by the next write.
  */
 final class UshasBatchWrite implements BatchWrite {
     private final UshasTable table;
@@ -68,9 +75,13 @@ final class UshasBatchWrite implements BatchWrite {
     private final FileCommitProtocol committer;
     private final String jobId;
     private final Path root;
+    private final Path staging;
+    private final long baseVersion;
+    private final int[] emptyToNull;
 
     private UshasBatchWrite(UshasTable table, String mode, Filter[] filters, Job job, WriteJobDescription description,
-                            FileCommitProtocol committer, String jobId, Path root) {
+                            FileCommitProtocol committer, String jobId, Path root, Path staging, long baseVersion,
+                            int[] emptyToNull) {
         this.table = table;
         this.mode = mode;
         this.filters = filters;
@@ -79,6 +90,9 @@ final class UshasBatchWrite implements BatchWrite {
         this.committer = committer;
         this.jobId = jobId;
         this.root = root;
+        this.staging = staging;
+        this.baseVersion = baseVersion;
+        this.emptyToNull = emptyToNull;
     }
 
     static UshasBatchWrite create(UshasTable table, LogicalWriteInfo info, String mode, Filter[] filters) {
@@ -94,15 +108,20 @@ final class UshasBatchWrite implements BatchWrite {
         scala.collection.immutable.Map<String, String> scalaOptions = scalaMap(options);
         Configuration hadoopConf = spark.sessionState().newHadoopConfWithOptions(scalaOptions);
 
+        String jobId = UUID.randomUUID().toString();
         Path root;
+        Path staging;
         try {
             Path path = new Path(answer.get("location").asText());
             FileSystem fs = path.getFileSystem(hadoopConf);
             root = fs.makeQualified(path);
             if (!fs.exists(root)) fs.mkdirs(root);
+            Staging.removeStale(fs, root);
+            staging = Staging.create(fs, root, jobId);
         } catch (IOException e) {
             throw new Errors.UshasBridgeException("Ushas catalog: cannot prepare " + answer.get("location") + ": " + e, e);
         }
+        long baseVersion = answer.has("version") ? answer.get("version").asLong() : -1;
 
         FileFormat fileFormat = fileFormat(format, conf);
         StructType schema = info.schema();
@@ -111,11 +130,13 @@ final class UshasBatchWrite implements BatchWrite {
         List<Attribute> partitionCols = new ArrayList<>();
         List<Attribute> dataCols = new ArrayList<>();
         List<StructField> dataFields = new ArrayList<>();
+        List<Integer> stringPartitions = new ArrayList<>();
         for (AttributeReference a : CollectionConverters.asJava(DataTypeUtils.toAttributes(schema))) {
             all.add(a);
             boolean isPartition = partitionNames.stream().anyMatch(p -> p.equalsIgnoreCase(a.name()));
             if (isPartition) {
                 partitionCols.add(a);
+                if (a.dataType() instanceof org.apache.spark.sql.types.StringType) stringPartitions.add(all.size() - 1);
             } else {
                 dataCols.add(a);
                 StructField f = schema.apply(a.name());
@@ -134,11 +155,10 @@ final class UshasBatchWrite implements BatchWrite {
         }
         job.setOutputKeyClass(Void.class);
         job.setOutputValueClass(InternalRow.class);
-        FileOutputFormat.setOutputPath(job, root);
-        String jobId = UUID.randomUUID().toString();
-        // files go straight into their partition directories at job commit (no dynamic staging): what an
-        // overwrite replaces is removed only after the metadata commit, by this job's id in the file names
-        FileCommitProtocol committer = committer(conf, jobId, root.toString());
+        FileOutputFormat.setOutputPath(job, staging);
+        // the job commits into its own staging directory; commit() moves the files into the partition
+        // directories and registers them (file names carry the job id: unique per job)
+        FileCommitProtocol committer = committer(conf, jobId, staging.toString());
         OutputWriterFactory writerFactory = fileFormat.prepareWrite(spark, job, scalaOptions,
                 new StructType(dataFields.toArray(new StructField[0])));
         SerializableConfiguration statsConf = new SerializableConfiguration(hadoopConf);
@@ -155,13 +175,14 @@ final class UshasBatchWrite implements BatchWrite {
                 seq(dataCols),
                 seq(partitionCols),
                 Option.empty(),
-                root.toString(),
+                staging.toString(),
                 scala.collection.immutable.Map$.MODULE$.empty(),
                 maxRecords != null ? Long.parseLong(maxRecords) : conf.maxRecordsPerFile(),
                 timeZone,
                 seq(List.of(stats)));
         committer.setupJob(job);
-        return new UshasBatchWrite(table, mode, filters, job, description, committer, jobId, root);
+        return new UshasBatchWrite(table, mode, filters, job, description, committer, jobId, root, staging, baseVersion,
+                stringPartitions.stream().mapToInt(Integer::intValue).toArray());
     }
 
     /** Spark's SQL commit protocol; a user's own protocol class is kept, ours (which registers V1-path
@@ -188,7 +209,8 @@ final class UshasBatchWrite implements BatchWrite {
 
     @Override
     public DataWriterFactory createBatchWriterFactory(PhysicalWriteInfo info) {
-        return new FileWriterFactory(description, committer);
+        DataWriterFactory files = new FileWriterFactory(description, committer);
+        return emptyToNull.length == 0 ? files : new EmptyToNull(files, emptyToNull);
     }
 
     @Override
@@ -198,75 +220,106 @@ final class UshasBatchWrite implements BatchWrite {
 
     @Override
     public void commit(WriterCommitMessage[] messages) {
-        List<FileCommitProtocol.TaskCommitMessage> taskMessages = new ArrayList<>();
-        TreeSet<String> written = new TreeSet<>();
-        long rows = 0;
-        for (WriterCommitMessage m : messages) {
-            WriteTaskResult result = (WriteTaskResult) m;
-            taskMessages.add(result.commitMsg());
-            for (String p : CollectionConverters.asJava(result.summary().updatedPartitions())) written.add(p);
-            for (WriteTaskStats s : CollectionConverters.asJava(result.summary().stats())) {
-                if (s instanceof BasicWriteTaskStats b) rows += b.numRows();
-            }
-        }
-        if (table.partitionSchema().isEmpty()) written.add("");
-        committer.commitJob(job, seq(taskMessages));
-
         FileSystem fs;
         try {
             fs = root.getFileSystem(job.getConfiguration());
         } catch (IOException e) {
             throw new Errors.UshasBridgeException("Ushas catalog: cannot reach " + root + ": " + e, e);
         }
+        List<Path> placed = new ArrayList<>();
+        boolean registered = false;
         UshasCatalog catalog = table.catalog();
-        ObjectNode r = catalog.request(table.ident());
-        r.put("location", root.toString());
-        r.put("mode", mode);
-        r.put("job_id", jobId);
-        r.put("rows", rows);
-        ArrayNode fs_ = r.putArray("filters");
-        for (Filter f : filters) fs_.add(Rows.filter(f));
-        ArrayNode parts = r.putArray("written");
-        for (String p : written) {
-            long files = 0, bytes = 0, newFiles = 0, newBytes = 0;
-            for (FileStatus s : dataFiles(fs, p.isEmpty() ? root : new Path(root, p))) {
-                files++;
-                bytes += s.getLen();
-                if (s.getPath().getName().contains(jobId)) {
-                    newFiles++;
-                    newBytes += s.getLen();
-                }
-            }
-            parts.addObject().put("path", p).put("files", files).put("bytes", bytes)
-                    .put("new_files", newFiles).put("new_bytes", newBytes);
-        }
-        JsonNode answer;
         try {
-            answer = catalog.call("commit_write", r, table.ident(), null);
-        } catch (RuntimeException e) {
-            // metadata untouched: take this job's files back out so readers do not see them either
-            for (String p : written) removeFiles(fs, p.isEmpty() ? root : new Path(root, p), true);
-            catalog.invalidateTable(table.ident());
-            throw e;
-        }
-        // the metadata now names the new files only: remove the replaced ones
-        for (JsonNode p : answer.get("clean")) {
-            Path dir = new Path(p.asText());
-            removeFiles(fs, dir, false);
-            try {
-                if (!fs.makeQualified(dir).equals(root) && fs.exists(dir) && fs.listStatus(dir).length == 0) {
-                    fs.delete(dir, false);
+            List<FileCommitProtocol.TaskCommitMessage> taskMessages = new ArrayList<>();
+            long rows = 0;
+            for (WriterCommitMessage m : messages) {
+                WriteTaskResult result = (WriteTaskResult) m;
+                taskMessages.add(result.commitMsg());
+                for (WriteTaskStats s : CollectionConverters.asJava(result.summary().stats())) {
+                    if (s instanceof BasicWriteTaskStats b) rows += b.numRows();
                 }
-            } catch (IOException e) {
-                throw new Errors.UshasBridgeException("Ushas catalog: cannot remove " + dir + ": " + e, e);
             }
+            committer.commitJob(job, seq(taskMessages));
+
+            // the job's files, by partition directory (relative to the staging directory)
+            TreeMap<String, List<FileStatus>> written = new TreeMap<>();
+            if (table.partitionSchema().isEmpty()) written.put("", new ArrayList<>());
+            RemoteIterator<LocatedFileStatus> it = fs.listFiles(staging, true);
+            String stagingPrefix = fs.makeQualified(staging).toUri().getPath();
+            while (it.hasNext()) {
+                LocatedFileStatus s = it.next();
+                String n = s.getPath().getName();
+                if (n.startsWith("_") || n.startsWith(".")) continue;
+                String parent = s.getPath().getParent().toUri().getPath();
+                String rel = parent.length() > stagingPrefix.length() ? parent.substring(stagingPrefix.length() + 1) : "";
+                if (rel.startsWith("_") || rel.contains("/_")) continue;  // _temporary leftovers
+                written.computeIfAbsent(rel, k -> new ArrayList<>()).add(s);
+            }
+            ObjectNode r = catalog.request(table.ident());
+            r.put("location", root.toString());
+            r.put("mode", mode);
+            r.put("job_id", jobId);
+            r.put("rows", rows);
+            if (baseVersion >= 0) r.put("base_version", baseVersion);
+            ArrayNode fs_ = r.putArray("filters");
+            for (Filter f : filters) fs_.add(Rows.filter(f));
+            ArrayNode parts = r.putArray("written");
+            for (Map.Entry<String, List<FileStatus>> e : written.entrySet()) {
+                Path dir = e.getKey().isEmpty() ? root : new Path(root, e.getKey());
+                ObjectNode part = parts.addObject().put("path", e.getKey());
+                ArrayNode existing = part.putArray("existing");
+                for (FileStatus s : dataFiles(fs, dir)) existing.add(file(fs, s.getPath(), s));
+                ArrayNode files = part.putArray("files");
+                if (!e.getValue().isEmpty()) fs.mkdirs(dir);
+                for (FileStatus s : e.getValue()) {
+                    Path target = new Path(dir, s.getPath().getName());
+                    if (!fs.rename(s.getPath(), target)) {
+                        throw new IOException("cannot move " + s.getPath() + " to " + target);
+                    }
+                    placed.add(target);
+                    files.add(file(fs, target, s));
+                }
+            }
+            catalog.call("commit_write", r, table.ident(), null);
+            registered = true;
+        } catch (IOException e) {
+            throw new Errors.UshasBridgeException("Ushas catalog: the write into " + table.name() + " failed: " + e
+                    + "; nothing was registered", e);
+        } finally {
+            if (!registered) {
+                // nothing registered: take this job's files back out (no reader uses them: no list names them)
+                for (Path p : placed) {
+                    try {
+                        fs.delete(p, false);
+                    } catch (IOException ignored) {
+                        // left unregistered: reads ignore it, purge does not know it
+                    }
+                }
+            }
+            Staging.remove(fs, staging);
+            catalog.invalidateTable(table.ident());
         }
-        catalog.invalidateTable(table.ident());
+    }
+
+    private static ObjectNode file(FileSystem fs, Path path, FileStatus status) {
+        ObjectNode f = Json.object();
+        f.put("path", fs.makeQualified(path).toString());
+        f.put("size", status.getLen());
+        f.put("mtime", status.getModificationTime());
+        return f;
     }
 
     @Override
     public void abort(WriterCommitMessage[] messages) {
-        committer.abortJob(job);
+        try {
+            committer.abortJob(job);
+        } finally {
+            try {
+                Staging.remove(root.getFileSystem(job.getConfiguration()), staging);
+            } catch (IOException ignored) {
+                // the next write or ushas purge removes it
+            }
+        }
     }
 
     /** The data files directly in a directory (not hidden, not Spark's markers). */
@@ -284,21 +337,55 @@ final class UshasBatchWrite implements BatchWrite {
         return out;
     }
 
-    /** Removes this job's data files ({@code ours}) or every other data file of a directory, and the
-     *  checksum / marker files that went with them. */
-    private void removeFiles(FileSystem fs, Path dir, boolean ours) {
-        try {
-            if (!fs.exists(dir)) return;
-            for (FileStatus s : fs.listStatus(dir)) {
-                if (!s.isFile()) continue;
-                String n = s.getPath().getName();
-                boolean mine = n.contains(jobId);
-                boolean crc = n.startsWith(".") && n.endsWith(".crc");
-                boolean data = !n.startsWith("_") && !n.startsWith(".");
-                if ((data || crc) && mine == ours) fs.delete(s.getPath(), false);
-            }
-        } catch (IOException e) {
-            throw new Errors.UshasBridgeException("Ushas catalog: cannot clean " + dir + ": " + e, e);
+    /** Spark's {@code Empty2Null} for the writer: an empty string partition value is written as NULL
+     *  (both land in {@code __HIVE_DEFAULT_PARTITION__}); the rows arrive sorted by the partition
+     *  columns, and '' sorts right after NULL, so each task still writes one directory at a time. */
+    static final class EmptyToNull implements DataWriterFactory {
+        private static final long serialVersionUID = 1L;
+        private final DataWriterFactory inner;
+        private final int[] ordinals;
+
+        EmptyToNull(DataWriterFactory inner, int[] ordinals) {
+            this.inner = inner;
+            this.ordinals = ordinals;
+        }
+
+        @Override
+        public DataWriter<InternalRow> createWriter(int partitionId, long taskId) {
+            DataWriter<InternalRow> writer = inner.createWriter(partitionId, taskId);
+            return new DataWriter<>() {
+                @Override
+                public void write(InternalRow row) throws IOException {
+                    InternalRow out = row;
+                    for (int i : ordinals) {
+                        if (!out.isNullAt(i) && out.getUTF8String(i).numBytes() == 0) {
+                            if (out == row) out = row.copy();
+                            out.setNullAt(i);
+                        }
+                    }
+                    writer.write(out);
+                }
+
+                @Override
+                public WriterCommitMessage commit() throws IOException {
+                    return writer.commit();
+                }
+
+                @Override
+                public void abort() throws IOException {
+                    writer.abort();
+                }
+
+                @Override
+                public void close() throws IOException {
+                    writer.close();
+                }
+
+                @Override
+                public org.apache.spark.sql.connector.metric.CustomTaskMetric[] currentMetricsValues() {
+                    return writer.currentMetricsValues();
+                }
+            };
         }
     }
 

@@ -34,6 +34,7 @@ public class UshasCommitProtocol extends SQLHadoopMapReduceCommitProtocol {
     private static final Map<String, Target> TARGETS = new ConcurrentHashMap<>();
 
     private final String outputPath;
+    private final String writeJobId;
     private final boolean dynamic;
     private final List<String> deleted = new ArrayList<>();
     private transient java.util.Set<String> taskPartitions;
@@ -41,6 +42,7 @@ public class UshasCommitProtocol extends SQLHadoopMapReduceCommitProtocol {
     public UshasCommitProtocol(String jobId, String path, boolean dynamicPartitionOverwrite) {
         super(jobId, path, dynamicPartitionOverwrite);
         this.outputPath = path;
+        this.writeJobId = jobId;
         this.dynamic = dynamicPartitionOverwrite;
     }
 
@@ -121,26 +123,39 @@ public class UshasCommitProtocol extends SQLHadoopMapReduceCommitProtocol {
         }
         ArrayNode written = r.putArray("partitions");
         for (String p : partitions) {
-            long files = 0;
-            long bytes = 0;
-            try {
-                Path dir = new Path(root, p);
-                if (fs.exists(dir)) {
-                    for (FileStatus s : fs.listStatus(dir)) {
-                        String n = s.getPath().getName();
-                        if (s.isFile() && !n.startsWith("_") && !n.startsWith(".")) {
-                            files++;
-                            bytes += s.getLen();
+            ObjectNode w = written.addObject().put("path", p);
+            ArrayNode mine = w.putArray("job_files");
+            long[] counts = list(fs, new Path(root, p), mine, p);
+            w.put("files", counts[0]).put("bytes", counts[1]);
+        }
+        if (partitions.isEmpty()) list(fs, root, r.putArray("root_files"), "");
+        target.catalog().call("commit_files", r, target.ident(), null);
+        target.catalog().invalidateTable(target.ident());
+    }
+
+    /** Counts the data files directly in {@code dir} (files, bytes) and adds this job's to {@code mine}
+     *  (path, size, mtime): what the catalog records as the write's files. */
+    private long[] list(FileSystem fs, Path dir, ArrayNode mine, String what) {
+        long files = 0;
+        long bytes = 0;
+        try {
+            if (fs.exists(dir)) {
+                for (FileStatus s : fs.listStatus(dir)) {
+                    String n = s.getPath().getName();
+                    if (s.isFile() && !n.startsWith("_") && !n.startsWith(".")) {
+                        files++;
+                        bytes += s.getLen();
+                        if (n.contains(writeJobId)) {
+                            mine.addObject().put("path", fs.makeQualified(s.getPath()).toString())
+                                    .put("size", s.getLen()).put("mtime", s.getModificationTime());
                         }
                     }
                 }
-            } catch (IOException e) {
-                throw new Errors.UshasBridgeException("Ushas catalog: cannot list written partition " + p + ": " + e, e);
             }
-            written.addObject().put("path", p).put("files", files).put("bytes", bytes);
+        } catch (IOException e) {
+            throw new Errors.UshasBridgeException("Ushas catalog: cannot list written partition " + what + ": " + e, e);
         }
-        target.catalog().call("commit_files", r, target.ident(), null);
-        target.catalog().invalidateTable(target.ident());
+        return new long[] {files, bytes};
     }
 
     private static String relative(String root, String path) {

@@ -1,0 +1,115 @@
+package io.ushas.spark;
+
+import org.apache.hadoop.fs.FSDataInputStream;
+import org.apache.hadoop.fs.FSDataOutputStream;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+
+import java.io.IOException;
+import java.net.InetAddress;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Paths;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * The staging directories of writes: {@code <table root>/_ushas_staging/<job id>}, one per write job,
+ * with an {@code _owner} file (host, boot id, pid, process start) saying which driver runs it. A write
+ * removes the staging directories of writes that died (their driver is a process of this machine
+ * that is gone, or they are older than {@link #GRACE_MS}); {@code ushas purge} does the same
+ * ({@code ushas_catalog.data_purge.stale_staging}).
+ */
+final class Staging {
+    static final String DIR = "_ushas_staging";
+    /** a staging directory whose owner cannot be checked (another machine) is removed after this long */
+    static final long GRACE_MS = 24L * 3600 * 1000;
+
+    private Staging() {}
+
+    static Path create(FileSystem fs, Path root, String jobId) throws IOException {
+        Path dir = new Path(new Path(root, DIR), jobId);
+        fs.mkdirs(dir);
+        ProcessHandle self = ProcessHandle.current();
+        String owner = "host=" + host() + "\nboot=" + bootId() + "\npid=" + self.pid() + "\nstart="
+                + self.info().startInstant().map(i -> Long.toString(i.toEpochMilli())).orElse("") + "\n";
+        try (FSDataOutputStream out = fs.create(new Path(dir, "_owner"), true)) {
+            out.write(owner.getBytes(StandardCharsets.UTF_8));
+        }
+        return dir;
+    }
+
+    static void remove(FileSystem fs, Path staging) {
+        try {
+            fs.delete(staging, true);
+            Path parent = staging.getParent();
+            FileStatus[] left = fs.exists(parent) ? fs.listStatus(parent) : null;
+            if (left != null && left.length == 0) fs.delete(parent, false);
+        } catch (IOException ignored) {
+            // another write's staging appeared, or the store refused: the next write / ushas purge retries
+        }
+    }
+
+    /** Removes the staging directories under {@code root} whose write is over. */
+    static void removeStale(FileSystem fs, Path root) {
+        Path parent = new Path(root, DIR);
+        try {
+            if (!fs.exists(parent)) return;
+            long now = System.currentTimeMillis();
+            for (FileStatus s : fs.listStatus(parent)) {
+                if (!s.isDirectory()) continue;
+                boolean old = now - s.getModificationTime() > GRACE_MS;
+                if (old || !alive(fs, new Path(s.getPath(), "_owner"))) fs.delete(s.getPath(), true);
+            }
+        } catch (IOException ignored) {
+            // best effort: a later write or ushas purge removes them
+        }
+    }
+
+    private static boolean alive(FileSystem fs, Path ownerFile) throws IOException {
+        Map<String, String> owner = new HashMap<>();
+        try (FSDataInputStream in = fs.open(ownerFile)) {
+            for (String line : new String(in.readAllBytes(), StandardCharsets.UTF_8).split("\n")) {
+                int eq = line.indexOf('=');
+                if (eq > 0) owner.put(line.substring(0, eq), line.substring(eq + 1));
+            }
+        } catch (java.io.FileNotFoundException e) {
+            return true;  // being set up: the grace period decides
+        }
+        String boot = bootId();
+        if (!boot.isEmpty() && !owner.getOrDefault("boot", "").isEmpty()) {
+            if (!boot.equals(owner.get("boot"))) return true;  // another machine: the grace period decides
+        } else if (!host().equals(owner.get("host"))) {
+            return true;
+        }
+        long pid;
+        try {
+            pid = Long.parseLong(owner.getOrDefault("pid", ""));
+        } catch (NumberFormatException e) {
+            return false;
+        }
+        Optional<ProcessHandle> handle = ProcessHandle.of(pid);
+        if (handle.isEmpty() || !handle.get().isAlive()) return false;
+        String start = owner.getOrDefault("start", "");
+        Optional<java.time.Instant> started = handle.get().info().startInstant();
+        return start.isEmpty() || started.isEmpty() || Long.toString(started.get().toEpochMilli()).equals(start);
+    }
+
+    private static String host() {
+        try {
+            return InetAddress.getLocalHost().getHostName();
+        } catch (IOException e) {
+            return "";
+        }
+    }
+
+    private static String bootId() {
+        try {
+            return Files.readString(Paths.get("/proc/sys/kernel/random/boot_id")).trim();
+        } catch (IOException | RuntimeException e) {
+            return "";
+        }
+    }
+}
