@@ -253,6 +253,7 @@ def run_queries(spark: Any, fs: SlowFs, tree: Tree, tables: dict[str, str], repe
     """Each query ``repeats`` times per side, sides alternating (and which goes first); a side whose
     first run took more than ``once_over_s`` seconds is not repeated."""
     out: dict[str, dict[str, list[Sample]]] = {}
+    disagreements: list[str] = []
     for q in queries(tree):
         samples: dict[str, list[Sample]] = {side: [] for side in SIDES}
         for r in range(repeats):
@@ -266,7 +267,10 @@ def run_queries(spark: Any, fs: SlowFs, tree: Tree, tables: dict[str, str], repe
                 results[side] = s.rows
             if len({tuple(v) for v in results.values()}) > 1:
                 print(f"  !! {q.name}, repeat {r}: the sides returned different rows: {results}")
+                disagreements.append(q.name)
         out[q.name] = samples
+    print("rows: " + (f"the sides DIFFERED in {len(disagreements)} runs (above)" if disagreements
+                      else "every side returned the same rows in every run"))
     return out
 
 
