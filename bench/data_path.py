@@ -1,8 +1,8 @@
 """The data path: planning reads of a many-partition table on a filesystem with object-store latency.
 
     python bench/data_path.py [--quick] [--partitions N] [--data-partitions N] [--latency-ms MS]
-                              [--repeats N] [--pruning-sizes 1000,10000,...] [--cache on|off]
-                              [--skip spark,repair,pruning]
+                              [--repeats N] [--once-over S] [--pruning-sizes 1000,10000,...]
+                              [--cache on|off] [--skip spark,repair,pruning]
 
 One table of N partitions ``dt=YYYY-MM-DD/hr=H`` (N = 100,000; 2,000 with --quick), a few hundred
 of which hold small parquet files; the others are empty directories (each costs a listing the same
@@ -17,7 +17,7 @@ Hive support, the same data seen three ways:
 - ``hive``: a table in the Hive metastore (embedded Derby), partitions registered by
   ``MSCK REPAIR TABLE``, ``spark.sql.hive.manageFilesourcePartitions=true``: metastore-side pruning,
   then only the selected partitions' directories are listed (the best Hive can do);
-- ``root listing``: ``spark.read.parquet('slowfs://…/root')`` with partition discovery: every
+- ``root listing``: ``spark.read.parquet('slowfs://…/tree')`` with partition discovery: every
   directory of the table listed, today's path for paths and for tables that do not track partitions.
 
 Measured, sides alternating, a fresh DataFrame each time, every plan cold
