@@ -263,6 +263,8 @@ def run_queries(spark: Any, fs: SlowFs, tree: Tree, tables: dict[str, str], repe
                 if samples[side] and samples[side][0].plan_s + samples[side][0].run_s > once_over_s:
                     continue
                 s = measure(spark, fs, side, q.sql("{T}", r), tree, tables)
+                print(f"  ({q.name}, {side}, run {r + 1}: plan {s.plan_s:.2f} s, run {s.run_s:.2f} s)",
+                      file=sys.stderr, flush=True)
                 samples[side].append(s)
                 results[side] = s.rows
             if len({tuple(v) for v in results.values()}) > 1:
