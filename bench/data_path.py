@@ -371,41 +371,20 @@ def run_repair(spark: Any, fs: SlowFs, ms: Metastore, uri: str, tree: Tree) -> N
 # --- catalog pruning without Spark ----------------------------------------------------------------
 
 def find_pruner() -> tuple[str, Callable[[Metastore, str, dict[str, Any]], int]]:
-    """The catalog's pruning entry point: ``data_reads.list_files(ms, name, filters)`` when the build
-    has it, else today's ``Metastore.list_partitions(prefix=...)`` (one prefix read per selected day).
-    Returns (label, fn(ms, table, filters) -> number of partitions selected). Adapt here if the
-    entry point moves."""
-    try:
-        from ushas_catalog.data_reads import list_files  # type: ignore[import-not-found]
-    except ImportError:
-        return "fallback: Metastore.list_partitions(prefix=...) per selected day", prune_with_prefixes
+    """The catalog's pruning entry point, as the shim calls it for a scan:
+    ``spark_reads.list_files(ms, request)`` with the partition filter (key ranges over the ordered
+    partition keys, then the residual filter). Returns (label, fn(ms, table, filters) -> number of
+    partitions selected)."""
+    from ushas_catalog.spark_reads import list_files
 
     def prune(ms: Metastore, name: str, filters: dict[str, Any]) -> int:
-        result = list_files(ms, name, filters)
-        parts = getattr(result, "partitions", result)
-        return sum(1 for _ in parts)
+        catalog, database, table = name.split(".")
+        request = {"ctx": {"uri": "-", "project": ms.project, "catalog": catalog, "spark_catalog": catalog,
+                           "warehouse": "/unused"},
+                   "namespace": [database], "name": table, "filter": filters}
+        return len(list_files(ms, request)["rows"])
 
-    return "ushas_catalog.data_reads.list_files", prune
-
-
-def prune_with_prefixes(ms: Metastore, name: str, filters: dict[str, Any]) -> int:
-    """The filters of this benchmark (eq / ge / le on dt, eq on hr, under 'and') as prefix reads."""
-    leaves = filters["children"] if filters["op"] == "and" else [filters]
-    eq = {f["column"]: f["value"] for f in leaves if f["op"] == "eq"}
-    lo = next((f["value"] for f in leaves if f["op"] == "ge"), None)
-    hi = next((f["value"] for f in leaves if f["op"] == "le"), None)
-    if "dt" in eq:
-        days = [dt.date.fromisoformat(eq["dt"])]
-    else:
-        first, last = dt.date.fromisoformat(lo), dt.date.fromisoformat(hi)
-        days = [first + dt.timedelta(days=d) for d in range((last - first).days + 1)]
-    n = 0
-    for day in days:
-        prefix: dict[str, Any] = {"dt": day}
-        if "hr" in eq:
-            prefix["hr"] = eq["hr"]
-        n += sum(1 for _ in ms.list_partitions(name, prefix=prefix))
-    return n
+    return "ushas_catalog.spark_reads.list_files (the scan's bridge op)", prune
 
 
 def pruning_filters(n: int, r: int) -> dict[str, dict[str, Any]]:
