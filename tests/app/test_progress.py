@@ -118,7 +118,8 @@ def test_purge_shows_progress_on_a_terminal_only(store_uri: str) -> None:
     build(store_uri)
     assert run_cli(["--uri", store_uri, "drop", "shop", "--cascade"], tty=False)[0] == 0
     rc, out, err = run_cli(["--uri", store_uri, "purge", "shop"], tty=True)
-    assert rc == 0 and out.strip() == "purged 1 dropped object(s) named shop"
+    assert rc == 0 and out.strip() == ("purged 1 dropped object(s) named shop, 0 set(s) of replaced files, "
+                                       "0 staging dir(s) of dead writes; deleted 0 path(s)")
     assert "purging dropped shop  [------------------------]  0/1  one transaction" in err
     assert last_line(err) == "purging dropped shop  [" + "#" * BAR_WIDTH + "]  1/1"
 

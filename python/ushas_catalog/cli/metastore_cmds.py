@@ -296,7 +296,8 @@ def cmd_purge(ctx: Context, args: argparse.Namespace) -> int:
     older_than = parse_age(args.older_than) if args.older_than else None
     # dropped objects go in one transaction per name: the bar fills when the purge is done
     total = None if ctx.json or name is None else _dropped_count(ms, name)
-    with progress_for(ctx.json, f"purging {name or 'project ' + ms.project}", total=total,
+    label = f"purging dropped {name}" if name is not None else f"purging project {ms.project}"
+    with progress_for(ctx.json, label, total=total,
                       item="one transaction") as bar:
         summary = purge(ms, name, older_than)
         bar.advance(summary.objects, item="")
