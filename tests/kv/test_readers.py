@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+from small_store import fill
 
 from ushas_catalog.cli import main
 from ushas_catalog.errors import Conflict, LimitExceeded, StoreBusy
@@ -56,14 +57,7 @@ class LockHolder:
 
 @pytest.fixture
 def filled(tmp_path: Path) -> str:
-    uri = f"sqlite://{tmp_path / 'u.db'}"
-    ms = Metastore.open(uri, project="acme", user="t")
-    ms.create_catalog("main")
-    ms.create_database("main.sales", location="/wh/sales")
-    ms.create_table("main.sales.orders", "id BIGINT, dt DATE", partition_by=["dt"])
-    ms.add_partitions("main.sales.orders", [{"dt": "2024-01-01"}])
-    ms.close()
-    return uri
+    return fill(f"sqlite://{tmp_path / 'u.db'}")
 
 
 @pytest.fixture

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from small_store import fill
 
 from ushas_catalog.cli import main, split_json_flag
-from ushas_catalog.metastore import Metastore
 
 READS: list[list[str]] = [
     ["keyspace"], ["catalogs"], ["databases"], ["databases", "main"], ["tables", "main.sales"],
@@ -23,13 +23,7 @@ READS: list[list[str]] = [
 
 @pytest.fixture
 def filled(store_uri: str) -> str:
-    ms = Metastore.open(store_uri, project="acme", user="cli")
-    ms.create_catalog("main")
-    ms.create_database("main.sales", location="/wh/sales")
-    ms.create_table("main.sales.orders", "id BIGINT, dt DATE", partition_by=["dt"])
-    ms.add_partitions("main.sales.orders", [{"dt": "2024-01-01"}])
-    ms.close()
-    return store_uri
+    return fill(store_uri, user="cli")
 
 
 def run(capsys: pytest.CaptureFixture[str], uri: str, *argv: str) -> tuple[int, str, str]:

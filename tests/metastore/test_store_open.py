@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+from small_store import fill
 from readonly_fs import make_read_only
 
 from ushas_catalog.cli import main
@@ -21,15 +22,6 @@ from ushas_catalog.metastore import Metastore
 
 def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def fill(uri: str) -> None:
-    ms = Metastore.open(uri, project="acme", user="t")
-    ms.create_catalog("main")
-    ms.create_database("main.sales", location="/wh/sales")
-    ms.create_table("main.sales.orders", "id BIGINT, dt DATE", partition_by=["dt"])
-    ms.add_partitions("main.sales.orders", [{"dt": "2024-01-01"}])
-    ms.close()
 
 
 def cli(capsys: pytest.CaptureFixture[str], uri: str, *argv: str) -> tuple[int, str, str]:

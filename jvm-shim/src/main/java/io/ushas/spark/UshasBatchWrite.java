@@ -123,7 +123,7 @@ final class UshasBatchWrite implements BatchWrite {
         }
         long baseVersion = answer.has("version") ? answer.get("version").asLong() : -1;
 
-        FileFormat fileFormat = fileFormat(format, conf);
+        FileFormat fileFormat = UshasSource.fileFormat(format, conf);
         StructType schema = info.schema();
         List<String> partitionNames = List.of(table.partitionSchema().fieldNames());
         List<Attribute> all = new ArrayList<>();
@@ -194,17 +194,6 @@ final class UshasBatchWrite implements BatchWrite {
             return new SQLHadoopMapReduceCommitProtocol(jobId, path, false);
         }
         return FileCommitProtocol.instantiate(cls, jobId, path, false);
-    }
-
-    private static FileFormat fileFormat(String format, SQLConf conf) {
-        try {
-            Object source = DataSource.lookupDataSource(format, conf).getDeclaredConstructor().newInstance();
-            if (source instanceof FileFormat f) return f;
-            if (source instanceof FileDataSourceV2 v2) return v2.fallbackFileFormat().getDeclaredConstructor().newInstance();
-        } catch (ReflectiveOperationException e) {
-            throw new IllegalArgumentException("Ushas catalog: cannot instantiate the " + format + " data source: " + e, e);
-        }
-        throw new IllegalArgumentException("Ushas catalog: " + format + " is not a file format");
     }
 
     @Override
