@@ -55,7 +55,7 @@ from .data_files import DataFile, from_records
 from .data_garbage import Garbage, data_file_records, record_garbage
 from .partitions import KeyDecoder, Partition, PartitionScheme
 from .records.store import RecordStore, split_elements
-from .schema import StructType, check_column_names, parse_schema, struct_from_proto, struct_to_proto
+from .schema import check_column_names, parse_schema, struct_from_proto, struct_to_proto
 from .table_changes import (COLUMN_CHANGES, RemoveProperty, SchemaState, SetComment, SetLocation, SetOwner,
                             SetProperty, TableChange, change_to_json)
 
@@ -1842,16 +1842,11 @@ class Metastore:
         batches of up to :data:`PARTITION_BATCH` records, one transaction each."""
         tn = TableName.parse(name)
 
-        def first(tr: Transaction) -> tuple[PartitionScheme, RecordStore[rec.Partition]]:
-            t = self._table(tr, tn)
-            scheme = self._scheme(tr, t)
-            _require_partitioned(tn, scheme)
-            return scheme, t.partitions(scheme)
-
-        scheme, store = self._run(first)
-        bounds = [(store.prefix + b, store.prefix + e) for b, e in (ranges(scheme) if ranges else [(b"", b"\xff")])]
+        bounds: list[tuple[bytes, bytes]] = []
+        store: RecordStore[rec.Partition] | None = None
 
         def read(tr: Transaction, index: int, begin: bytes | None) -> tuple[list[Any], int, bytes | None]:
+            assert store is not None
             out: list[Any] = []
             while index < len(bounds):
                 b, e = bounds[index]
@@ -1862,13 +1857,24 @@ class Metastore:
                 index, begin = index + 1, None
             return out, index, None
 
+        def first(tr: Transaction) -> tuple[PartitionScheme, tuple[list[Any], int, bytes | None]]:
+            """The table resolved and the first batch read: one transaction for most scans."""
+            nonlocal store
+            t = self._table(tr, tn)
+            scheme = self._scheme(tr, t)
+            _require_partitioned(tn, scheme)
+            store = t.partitions(scheme)
+            bounds[:] = [(store.prefix + b, store.prefix + e)
+                         for b, e in (ranges(scheme) if ranges else [(b"", b"\xff")])]
+            return scheme, read(tr, 0, None)
+
+        scheme, head = self._run(first)
+
         def stream() -> Iterator[tuple[tuple[Any, ...], rec.Partition]]:
             memo: dict[bytes, Any] = {}  # raw element -> element: each distinct value decoded once
             parse = rec.Partition.FromString
-            index, begin = 0, None
-            while index < len(bounds):
-                i, b = index, begin
-                batch, index, begin = self._run(lambda tr: read(tr, i, b))
+            batch, index, begin = head
+            while True:
                 for elements, data in batch:
                     key = []
                     for raw in elements:
@@ -1877,6 +1883,10 @@ class Metastore:
                             e = memo[raw] = fdbtuple.unpack(raw)[0]
                         key.append(e)
                     yield tuple(key), parse(data)
+                if index >= len(bounds):
+                    return
+                i, b = index, begin
+                batch, index, begin = self._run(lambda tr: read(tr, i, b))
 
         return scheme, stream()
 

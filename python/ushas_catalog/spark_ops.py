@@ -179,18 +179,17 @@ def alter_table(ms: Any, r: Request) -> Answer:
 def drop_table(ms: Any, r: Request) -> Answer:
     ctx = SparkCtx.of(r)
     name = table_name(ctx, r)
-    try:
-        info = ms.get_table(name)
-    except NoSuchTable:
-        return {"dropped": False}
-    if not r.get("purge"):
-        ms.drop_table(name)
-        # the data stays until purge: undrop restores a table that reads every row it had
-        return {"dropped": True, "delete_paths": []}
     from .data_purge import purge_dropped_now
 
-    # DROP TABLE ... PURGE: managed data goes after the metadata commit; external data stays
-    return {"dropped": True, "delete_paths": purge_dropped_now(ms, name)}
+    try:
+        if not r.get("purge"):
+            ms.drop_table(name)  # one transaction, which also decides managed or external
+            # the data stays until purge: undrop restores a table that reads every row it had
+            return {"dropped": True, "delete_paths": []}
+        # DROP TABLE ... PURGE: managed data goes after the metadata commit; external data stays
+        return {"dropped": True, "delete_paths": purge_dropped_now(ms, name)}
+    except NoSuchTable:
+        return {"dropped": False}
 
 
 def rename_table(ms: Any, r: Request) -> Answer:
