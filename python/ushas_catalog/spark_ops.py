@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from .data_files import DataFile
 from .errors import InvalidArgument, NoSuchNamespace, NoSuchTable, NoSuchView
 from .locations import check_free
 from .names import new_table_name
@@ -404,11 +405,28 @@ def commit_write(ms: Any, r: Request) -> Answer:
     overwrite whose targets changed after ``base_version`` (the version the job started from)
     fails with :class:`WriteConflict` naming the partition. On any error the shim removes the
     job's files: none of them was registered."""
-    from .errors import Conflict, WriteConflict, WriteEnded
-    from .write_fence import check_fence
+    from .errors import UshasError, WriteEnded
+    from .write_fence import release_files
 
     ctx = SparkCtx.of(r)
     name = table_name(ctx, r)
+    try:
+        return _fenced_commit_write(ms, ctx, name, r)
+    except WriteEnded as ended:
+        # the write will never be registered: the files the shim placed go at purge (if it cannot
+        # remove them itself: it gave up waiting for this answer)
+        try:
+            release_files(ms, name, ended.write_id, [DataFile.from_json(f) for w in r.get("written") or []
+                                                     for f in w.get("files") or []])
+        except UshasError:
+            pass  # left unregistered: no file list names them, reads ignore them
+        raise
+
+
+def _fenced_commit_write(ms: Any, ctx: SparkCtx, name: tuple[str, str, str], r: Request) -> Answer:
+    from .errors import Conflict, WriteConflict, WriteEnded
+    from .write_fence import check_fence
+
     fence = _fence(r)
     done = check_fence(ms, fence, ".".join(name))
     if done is not None:  # a retry of a commit that went through: its answer, nothing applied again

@@ -234,6 +234,25 @@ def abort_write(ms: Any, write_id: str, reason: str, table: str = "") -> WriteOu
     return ms.db.run(fn)
 
 
+def release_files(ms: Any, table: Any, write_id: str, files: list[Any]) -> None:
+    """The files a write placed that will never be registered (it was aborted or expired) are handed
+    to the table's data garbage, deleted by ``ushas purge`` (the writer may have removed them already).
+    ``table``: the table's name; ``files``: :class:`~ushas_catalog.data_files.DataFile` values."""
+    import uuid
+
+    from .data_garbage import Garbage, record_garbage
+
+    if not files:
+        return
+    info = ms.get_table(table)
+
+    def fn(tr: Transaction) -> None:
+        record_garbage(tr, ms.project_path, uuid.UUID(str(info.id)), ".".join(table) if isinstance(table, tuple)
+                       else str(table), f"ABORTED WRITE {write_id}", Garbage(files=list(files)), _now_micros())
+
+    ms.db.run(fn)
+
+
 def get_outcome(ms: Any, write_id: str) -> WriteOutcome:
     """What became of write ``write_id`` of ``ms``'s project (a :class:`~ushas_catalog.metastore.Metastore`)."""
     check_write_id(write_id)
