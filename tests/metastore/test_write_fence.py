@@ -154,6 +154,12 @@ def test_cli_write_and_writes(orders: Metastore, store_uri: str, capsys: pytest.
     listed = json.loads(capsys.readouterr().out)
     assert {w["write_id"]: w["state"] for w in listed} == {"w-c": "COMMITTED", "w-a": "ABORTED"}
     assert main([*base, "write", "bad\x1b"]) == 2
+    capsys.readouterr()
+    assert main([*base, "writes", "--trim-older-than", "7d", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"trimmed": 0}
+    assert main([*base, "writes", "--trim-older-than", "0s"]) == 0
+    assert "removed 2 write outcome(s)" in capsys.readouterr().out
+    assert main([*base, "writes", "--trim-older-than", "soon"]) == 2
 
 
 def test_trim_outcomes(orders: Metastore) -> None:
@@ -161,3 +167,66 @@ def test_trim_outcomes(orders: Metastore) -> None:
     cut = time.time_ns() // 1000 + 1
     assert trim_outcomes(orders, cut) == 1
     assert list_outcomes(orders) == []
+
+
+# ---- the bridge ops the Spark shim calls (commit_write / abort_write / write_outcome) ----------------
+def _request(ms: Metastore, store_uri: str, write_id: str, deadline_ms: int, dt: str = "a") -> dict:
+    from ushas_catalog.spark_tables import SparkCtx, location_of
+
+    r = {"ctx": {"uri": store_uri, "project": "acme", "catalog": "main", "warehouse": "/wh"},
+         "namespace": ["sales"], "name": "orders"}
+    location = location_of(SparkCtx.of(r), ms.get_table(T))
+    return {**r, "location": location, "mode": "append", "rows": 1, "filters": [],
+            "write_id": write_id, "deadline_ms": deadline_ms,
+            "written": [{"path": f"dt={dt}", "existing": [],
+                         "files": [{"path": f"{location}/dt={dt}/part-{write_id}.parquet", "size": 1, "mtime": 1}]}]}
+
+
+def _garbage_of(ms: Metastore, write_id: str) -> list[str]:
+    from ushas_catalog.data_garbage import scan_garbage
+
+    entries = ms.db.run(lambda tr: list(scan_garbage(tr, ms.project_path)))
+    return [f.path for e in entries if e.operation == f"ABORTED WRITE {write_id}" for f in e.files]
+
+
+def test_bridge_abort_then_late_commit_refused(orders: Metastore, store_uri: str) -> None:
+    from ushas_catalog.spark_ops import OPS
+
+    before = _state(orders)
+    r = _request(orders, store_uri, "job-1", _now_ms() + 60_000)
+    out = OPS["abort_write"](orders, {**r, "reason": "Spark aborted the write"})
+    assert out["state"] == "ABORTED" and out["table"] == T
+    with pytest.raises(WriteAborted, match="job-1"):
+        OPS["commit_write"](orders, r)
+    assert _state(orders) == before
+    # the job's placed files will never be registered: they go at purge
+    assert _garbage_of(orders, "job-1") == [r["written"][0]["files"][0]["path"]]
+    assert OPS["write_outcome"](orders, {"write_id": "job-1"})["state"] == "ABORTED"
+
+
+def test_bridge_commit_once_under_unknown_result(orders: Metastore, store_uri: str) -> None:
+    from ushas_catalog.spark_ops import OPS
+
+    before = _state(orders)
+    r = _request(orders, store_uri, "job-2", _now_ms() + 60_000)
+    orders.db.inject_commit_unknown_result(1)
+    first = OPS["commit_write"](orders, r)
+    assert _state(orders) == (before[0] + 1, ["a"], before[2] + 1, before[3] + 1)
+    again = OPS["commit_write"](orders, r)  # the JVM's answer was lost; the same write arrives again
+    assert again["version"] == first["version"] and again["registered"] == first["registered"] == 1
+    assert _state(orders) == (before[0] + 1, ["a"], before[2] + 1, before[3] + 1)
+    out = OPS["abort_write"](orders, {**r, "reason": "bridge timeout"})
+    assert (out["state"], out["version"]) == ("COMMITTED", first["version"])
+    assert _garbage_of(orders, "job-2") == []
+
+
+def test_bridge_commit_after_deadline_refused(orders: Metastore, store_uri: str) -> None:
+    from ushas_catalog.spark_ops import OPS
+
+    before = _state(orders)
+    r = _request(orders, store_uri, "job-3", _now_ms() - 1)
+    with pytest.raises(WriteExpired, match="job-3"):
+        OPS["commit_write"](orders, r)
+    assert _state(orders) == before
+    assert OPS["write_outcome"](orders, {"write_id": "job-3"})["state"] == "ABORTED"
+    assert len(_garbage_of(orders, "job-3")) == 1
