@@ -48,6 +48,8 @@ def fenced(spark: Any, tmp_path: Path) -> Iterator[tuple[str, str]]:
     spark.conf.set(f"{prefix}.bridge.timeout", "3")
     yield name, uri
     spark.sql("USE spark_catalog.default")
+    for key in ("", ".uri", ".warehouse", ".bridge.timeout"):
+        spark.conf.unset(prefix + key)
 
 
 def _cli(uri: str, *args: str) -> subprocess.CompletedProcess[str]:
