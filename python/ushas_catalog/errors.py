@@ -185,6 +185,24 @@ class WriteConflict(Conflict):
     started: not retried; the write fails and none of its files is registered."""
 
 
+class WriteEnded(UshasError):
+    """A fenced write (``write_id``) whose commit was refused because the write is over: it was
+    aborted, or its caller's deadline passed. Nothing of it was committed; it never will be."""
+
+    def __init__(self, message: str, *, write_id: str, **detail: Any) -> None:
+        super().__init__(message, write_id=write_id, **detail)
+        self.write_id = write_id
+
+
+class WriteAborted(WriteEnded):
+    """The write was recorded ABORTED (Spark's abort, a bridge timeout) before its commit arrived."""
+
+
+class WriteExpired(WriteEnded):
+    """The write's commit would have started after its caller's deadline (the moment the caller
+    stopped waiting for it): refused, and the write recorded ABORTED."""
+
+
 class CursorExpired(InvalidArgument):
     """A change feed cursor older than the feed's retention: events after it were trimmed."""
 

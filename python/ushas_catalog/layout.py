@@ -161,6 +161,8 @@ def build_tree() -> Directory:
         constant("DataGarbage", "G", typed("tableId", KeyType.UUID, typed("time", KeyType.LONG, typed("id", KeyType.UUID))),
                  doc="(tableId, time, id) -> DataGarbage: files an overwrite / drop made unreachable, "
                      "deleted at purge"),
+        constant("WriteOutcome", "W", typed("writeId", KeyType.STRING),
+                 doc="(writeId) -> WriteOutcome: a fenced write COMMITTED (its answer) or ABORTED (why)"),
         doc="one tenant; deleting it = one clear_range",
     )
 

@@ -77,6 +77,14 @@ class _Unset:
 UNSET: Any = _Unset()
 
 
+def _version_answer(version: int) -> tuple[dict[str, Any], int | None]:
+    return {"version": version}, version
+
+
+def _version_of(answer: dict[str, Any]) -> int:
+    return int(answer["version"])
+
+
 def _now() -> int:
     return time.time_ns() // 1000
 
@@ -249,6 +257,15 @@ class Metastore:
             except UshasError as e:  # fn committed: its caller must not see this; the next commit retries
                 logging.getLogger(__name__).warning("search index merge failed, left pending: %s", e)
         return result
+
+    def _fenced(self, write_id: str | None, deadline_ms: int | None, tn: TableName,
+                fn: Callable[[Transaction], T], encode: Callable[[T], tuple[dict[str, Any], int | None]],
+                decode: Callable[[dict[str, Any]], T]) -> T:
+        """``self._run(fn)``, as fenced write ``write_id`` when given (:mod:`ushas_catalog.write_fence`)."""
+        from .write_fence import WriteFence, run_fenced
+
+        return run_fenced(self._run, self.project_path, WriteFence.of(write_id, deadline_ms), str(tn), fn,
+                          encode, decode)
 
     def merge_index(self) -> int:
         """Move the pending search index entries into the index (each transaction at most
@@ -1266,10 +1283,13 @@ class Metastore:
         self._run(fn)
 
     def touch_table(self, name: NameLike, operation: str, detail: Mapping[str, Any] | None = None, *,
-                    expected_version: int | None = None) -> int:
+                    expected_version: int | None = None, write_id: str | None = None,
+                    deadline_ms: int | None = None) -> int:
         """A change of a table's data that no metadata record holds (a write into an unpartitioned
         table, TRUNCATE TABLE): a new version with its commit, so whoever compares versions (the
-        Spark catalog's cache) sees it. Returns the new version."""
+        Spark catalog's cache) sees it. Returns the new version. ``write_id`` / ``deadline_ms``:
+        a fenced write (:mod:`ushas_catalog.write_fence`): applied at most once, never after it
+        was aborted or after the deadline."""
         tn = TableName.parse(name)
         _check_expected(expected_version)
 
@@ -1279,7 +1299,7 @@ class Metastore:
             return self._commit(tr, Mutation("table", str(tn), t.path, operation, t.ref.version + 1, _copy(t.ref),
                                              detail=dict(detail or {})))
 
-        return self._run(fn)
+        return self._fenced(write_id, deadline_ms, tn, fn, _version_answer, _version_of)
 
     def table_data_files(self, name: NameLike) -> list[DataFile] | None:
         """An unpartitioned table's data files as its last write registered them, or None: not
@@ -1296,11 +1316,13 @@ class Metastore:
                           set_properties: Mapping[str, str] | None = None,
                           remove_properties: Sequence[str] = (), garbage: Garbage | None = None,
                           unchanged_since: int | None = None, expected_version: int | None = None,
-                          detail: Mapping[str, Any] | None = None) -> int:
+                          detail: Mapping[str, Any] | None = None, write_id: str | None = None,
+                          deadline_ms: int | None = None) -> int:
         """A write (or truncate) of an unpartitioned table in one commit: its data files become
         ``files`` (None: not recorded), the stats properties are set / removed, ``garbage`` (the files
         let go) is kept until purge. ``unchanged_since``: :class:`WriteConflict` if the table's
-        files changed after that version. Returns the new version."""
+        files changed after that version. Returns the new version. ``write_id`` / ``deadline_ms``:
+        a fenced write (:mod:`ushas_catalog.write_fence`)."""
         from .errors import WriteConflict
 
         tn = TableName.parse(name)
@@ -1338,7 +1360,7 @@ class Metastore:
                                              previous=previous, changed=tuple(previous),
                                              detail=dict(detail or {})))
 
-        return self._run(fn)
+        return self._fenced(write_id, deadline_ms, tn, fn, _version_answer, _version_of)
 
     def undrop_table(self, name: NameLike, *, expected_version: int | None = None) -> TableInfo:
         """Restore the most recently dropped table of that name (``expected_version``: the
@@ -1690,13 +1712,16 @@ class Metastore:
                            add: Iterable[Partition | Mapping[str, Any]], *,
                            expected_version: int | None = None, garbage: Garbage | None = None,
                            operation: str = "REPLACE PARTITIONS", unchanged_since: int | None = None,
-                           detail: Mapping[str, Any] | None = None) -> MutationResult:
+                           detail: Mapping[str, Any] | None = None, write_id: str | None = None,
+                           deadline_ms: int | None = None) -> MutationResult:
         """An overwrite in one transaction: partitions matching ``drop_specs`` (partial
         specs allowed; matching nothing is fine) go, ``add`` are written. A partition in
         both is REPLACED (one key, never duplicated). ``garbage``: the files this lets go, kept
         until purge (recorded in the same transaction). ``unchanged_since``: a table version;
         if a partition this replaces, drops or adds changed after it, :class:`WriteConflict`
-        naming the partition (an overwrite planned from that version)."""
+        naming the partition (an overwrite planned from that version). ``write_id`` /
+        ``deadline_ms``: a fenced write (:mod:`ushas_catalog.write_fence`): applied at most once
+        (a retry answers the first result), never after it was aborted or after the deadline."""
         tn = TableName.parse(name)
         _check_expected(expected_version)
         drop_list = [dict(s.values) if isinstance(s, Partition) else s for s in drop_specs]
@@ -1755,7 +1780,9 @@ class Metastore:
                                       dropped_partitions=gone + list(to_drop.items())))
             return MutationResult(v, added=added, dropped=len(to_drop), replaced=replaced)
 
-        return self._run(fn)
+        return self._fenced(write_id, deadline_ms, tn, fn, lambda r: (r.to_json(), r.version),
+                            lambda a: MutationResult(a.get("version"), added=a.get("added", 0),
+                                                     dropped=a.get("dropped", 0), replaced=a.get("replaced", 0)))
 
     def get_partition(self, name: NameLike, spec: Mapping[str, Any]) -> Partition:
         tn = TableName.parse(name)

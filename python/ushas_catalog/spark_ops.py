@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from .data_files import DataFile
 from .errors import InvalidArgument, NoSuchNamespace, NoSuchTable, NoSuchView
 from .locations import check_free
 from .names import new_table_name
@@ -403,10 +404,32 @@ def commit_write(ms: Any, r: Request) -> Answer:
     overwrite whose targets changed after ``base_version`` (the version the job started from)
     fails with :class:`WriteConflict` naming the partition. On any error the shim removes the
     job's files: none of them was registered."""
-    from .errors import Conflict, WriteConflict
+    from .errors import UshasError, WriteEnded
+    from .write_fence import release_files
 
     ctx = SparkCtx.of(r)
     name = table_name(ctx, r)
+    try:
+        return _fenced_commit_write(ms, ctx, name, r)
+    except WriteEnded as ended:
+        # the write will never be registered: the files the shim placed go at purge (if it cannot
+        # remove them itself: it gave up waiting for this answer)
+        try:
+            release_files(ms, name, ended.write_id, [DataFile.from_json(f) for w in r.get("written") or []
+                                                     for f in w.get("files") or []])
+        except UshasError:
+            pass  # left unregistered: no file list names them, reads ignore them
+        raise
+
+
+def _fenced_commit_write(ms: Any, ctx: SparkCtx, name: tuple[str, str, str], r: Request) -> Answer:
+    from .errors import Conflict, WriteConflict, WriteEnded
+    from .write_fence import check_fence
+
+    fence = _fence(r)
+    done = check_fence(ms, fence, ".".join(name))
+    if done is not None:  # a retry of a commit that went through: its answer, nothing applied again
+        return _committed_answer(done)
     for attempt in range(_WRITE_ATTEMPTS):
         info = ms.get_table(name)
         location = qualify(location_of(ctx, info))
@@ -414,8 +437,8 @@ def commit_write(ms: Any, r: Request) -> Answer:
             raise InvalidArgument(f"{'.'.join(name)} is now at {info.location}, not {r['location']}: "
                                   f"the write was not registered")
         try:
-            return _commit_write(ms, name, info, r)
-        except WriteConflict:
+            return _commit_write(ms, name, info, r, fence)
+        except (WriteConflict, WriteEnded):
             raise
         except Conflict:
             if attempt == _WRITE_ATTEMPTS - 1:
@@ -427,7 +450,25 @@ _WRITE_ATTEMPTS = 5
 _OPERATIONS = {"append": "WRITE", "truncate": "OVERWRITE", "overwrite": "OVERWRITE", "dynamic": "OVERWRITE"}
 
 
-def _commit_write(ms: Any, name: tuple[str, str, str], info: Any, r: Request) -> Answer:
+def _fence(r: Request) -> Any:
+    """The write's identity and its caller's deadline (:class:`ushas_catalog.write_fence.WriteFence`),
+    None for an unfenced request (an older shim)."""
+    from .write_fence import WriteFence
+
+    return WriteFence.of(r.get("write_id"), r.get("deadline_ms"))
+
+
+def _fence_args(fence: Any) -> dict[str, Any]:
+    return {} if fence is None else {"write_id": fence.write_id, "deadline_ms": fence.deadline_ms}
+
+
+def _committed_answer(done: Any) -> Answer:
+    answer = done.answer or {}
+    return {"registered": int(answer.get("added", 0)) + int(answer.get("replaced", 0)), "version": done.version,
+            "write_id": done.write_id, "already_committed": True}
+
+
+def _commit_write(ms: Any, name: tuple[str, str, str], info: Any, r: Request, fence: Any = None) -> Answer:
     partition_by = list(info.partition_columns)
     mode = r["mode"]
     base = r.get("base_version")
@@ -445,15 +486,17 @@ def _commit_write(ms: Any, name: tuple[str, str, str], info: Any, r: Request) ->
                       list(r.get("written") or []), r.get("rows"), managed=not info.external)
     operation = _OPERATIONS.get(mode, "WRITE")
     if partition_by:
-        ms.replace_partitions(name, plan.drop, plan.put, expected_version=info.version, garbage=plan.garbage,
-                              operation=operation, unchanged_since=check, detail=detail)
+        result = ms.replace_partitions(name, plan.drop, plan.put, expected_version=info.version,
+                                       garbage=plan.garbage, operation=operation, unchanged_since=check,
+                                       detail=detail, **_fence_args(fence))
+        version = result.version
     else:
         props = {prop: str(plan.stats[key]) for key, prop in STATS_PROPERTIES.items() if plan.stats.get(key) is not None}
         remove = [STATS_PROPERTIES["rows"]] if plan.stats.get("rows") is None and old_stats.get("rows") is not None else []
-        ms.write_table_files(name, plan.table_files, operation, set_properties=props, remove_properties=remove,
-                             garbage=plan.garbage, unchanged_since=check, expected_version=info.version,
-                             detail=detail)
-    return {"registered": len(plan.put)}
+        version = ms.write_table_files(name, plan.table_files, operation, set_properties=props,
+                                       remove_properties=remove, garbage=plan.garbage, unchanged_since=check,
+                                       expected_version=info.version, detail=detail, **_fence_args(fence))
+    return {"registered": len(plan.put), "version": version}
 
 
 def commit_files(ms: Any, r: Request) -> Answer:
@@ -463,8 +506,15 @@ def commit_files(ms: Any, r: Request) -> Answer:
     recorded one gets them added; a partition whose files were never recorded stays listed."""
     from .data_files import DataFile, merge
 
+    from .write_fence import check_fence
+
     ctx = SparkCtx.of(r)
     name = table_name(ctx, r)
+    fence = _fence(r)
+    done = check_fence(ms, fence, ".".join(name))
+    if done is not None:  # a retry of a commit that went through: its answer, nothing applied again
+        return _committed_answer(done)
+    fenced = _fence_args(fence)
     info = ms.get_table(name)
     if qualify(location_of(ctx, info)) != qualify(r["location"]):
         raise InvalidArgument(f"{'.'.join(name)} is now at {info.location}, not {r['location']}: "
@@ -475,11 +525,11 @@ def commit_files(ms: Any, r: Request) -> Answer:
         old = ms.table_data_files(name)
         if "" in deleted or old is not None:
             files = mine if "" in deleted else merge(old or [], mine)
-            version = ms.write_table_files(name, files, "WRITE", detail={"deleted": len(deleted)})
+            version = ms.write_table_files(name, files, "WRITE", detail={"deleted": len(deleted)}, **fenced)
         else:
             # NEEDED-BY-SPARK: table-level stats for unpartitioned tables; the new version lets other
             # sessions' caches see the write (they keep Spark's file listing while the version holds)
-            version = ms.touch_table(name, "WRITE", {"deleted": len(deleted)})
+            version = ms.touch_table(name, "WRITE", {"deleted": len(deleted)}, **fenced)
         return {"registered": 0, "version": version}
     written = list(r.get("partitions") or [])
     drop, put = committed(location_of(ctx, info), list(info.partition_columns), list(r.get("deleted") or []), written)
@@ -493,8 +543,26 @@ def commit_files(ms: Any, r: Request) -> Answer:
             p.data_files = mine
         elif old.data_files is not None:
             p.data_files = merge(old.data_files, mine)
-    result = ms.replace_partitions(name, drop, put)
+    result = ms.replace_partitions(name, drop, put, **fenced)
     return {"registered": len(put), "version": getattr(result, "version", None)}
+
+
+def abort_write(ms: Any, r: Request) -> Answer:
+    """Ends a write that will not commit (Spark's ``abort``, or a ``commit_write`` whose outcome the
+    JVM does not know: bridge timeout, bridge died): records it ABORTED in one transaction unless it
+    COMMITTED; answers what it is now (``state``: COMMITTED means keep its files, it went through)."""
+    from .write_fence import abort_write as abort
+
+    ctx = SparkCtx.of(r)
+    table = ".".join(table_name(ctx, r)) if r.get("name") is not None else ""
+    return abort(ms, r["write_id"], str(r.get("reason") or "aborted"), table).to_json()
+
+
+def write_outcome(ms: Any, r: Request) -> Answer:
+    """What became of a write (COMMITTED / ABORTED / UNKNOWN)."""
+    from .write_fence import get_outcome
+
+    return get_outcome(ms, r["write_id"]).to_json()
 
 
 def _spec_of(path: str) -> dict[str, str]:
@@ -531,6 +599,8 @@ OPS: dict[str, Callable[[Any, Request], Answer]] = {
     "truncate": truncate,
     "commit_write": commit_write,
     "commit_files": commit_files,
+    "abort_write": abort_write,
+    "write_outcome": write_outcome,
     "repair": repair,  # MSCK REPAIR TABLE / RECOVER PARTITIONS (ushas_catalog.repair)
     **READ_OPS,
 }

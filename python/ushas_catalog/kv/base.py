@@ -69,6 +69,13 @@ class BusyError(RetryableError):
     :meth:`Database.run` raises :class:`~ushas_catalog.errors.StoreBusy`, not ``Conflict``."""
 
 
+class CommitUnknownResult(RetryableError):
+    """FoundationDB's ``commit_unknown_result`` (1021): the commit may or may not have been applied.
+    Retried like any retryable error, so a transaction must be idempotent to be applied once (a
+    fenced write checks its recorded outcome: :mod:`ushas_catalog.write_fence`). Tests inject it with
+    :meth:`Database.inject_commit_unknown_result`."""
+
+
 class Transaction(ABC):
     """One FoundationDB-style transaction. Obtain one from :meth:`Database.run`."""
 
@@ -145,6 +152,23 @@ class Database(ABC):
     #: attempts after the first that may wait that long before :class:`~ushas_catalog.errors.StoreBusy`
     max_busy_retries: int = 2
 
+    #: test hook: the next this many successful commits of :meth:`run` raise
+    #: :class:`CommitUnknownResult` after committing (:meth:`inject_commit_unknown_result`)
+    _unknown_results: int = 0
+
+    def inject_commit_unknown_result(self, count: int = 1) -> None:
+        """Test hook: the next ``count`` commits through :meth:`run` are applied and then raise
+        :class:`CommitUnknownResult`, as a FoundationDB commit whose answer was lost can; the retry
+        loop runs the transaction again."""
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise ValueError(f"count must be an int >= 0, not {count!r}")
+        self._unknown_results = count
+
+    def _after_commit(self) -> None:
+        if self._unknown_results > 0:
+            self._unknown_results -= 1
+            raise CommitUnknownResult("commit_unknown_result (injected): the transaction may have committed")
+
     def busy_budget_s(self) -> float:
         """How long :meth:`run` keeps retrying a store locked by another writer."""
         return self.busy_timeout_s * (self.max_busy_retries + 1)
@@ -169,6 +193,7 @@ class Database(ABC):
             try:
                 result = fn(tr)
                 tr.commit()
+                self._after_commit()
                 return result
             except RetryableError as exc:
                 tr.cancel()

@@ -14,11 +14,12 @@ from .partition_pb2 import DataFile, DataFileList, DataGarbage, Partition, Parti
 from .schema_pb2 import ArrayType, DataType, DecimalType, MapType, StructField, StructType
 from .table_pb2 import TableProperties, TableReference, TableSchema, TableStorage
 from .view_pb2 import ViewRecord
+from .write_pb2 import WriteOutcome
 from .store import RECORD_TYPES, RecordStore, RecordTypeError
 
 __all__ = [
     "CatalogRecord", "DatabaseRecord", "ChangeEvent", "PartitionDelta", "Commit", "HistoryEntry", "DroppedObjectName", "ObjectKind",
     "ObjectName", "Partition", "PartitionChange", "DataFile", "DataFileList", "DataGarbage", "ArrayType", "DataType", "DecimalType", "MapType",
     "StructField", "StructType", "TableProperties", "TableReference", "TableSchema", "TableStorage",
-    "ViewRecord", "RECORD_TYPES", "RecordStore", "RecordTypeError",
+    "ViewRecord", "WriteOutcome", "RECORD_TYPES", "RecordStore", "RecordTypeError",
 ]

@@ -78,6 +78,9 @@ final class UshasBatchWrite implements BatchWrite {
     private final Path staging;
     private final long baseVersion;
     private final int[] emptyToNull;
+    /** commit() could not learn whether its commit_write went through: its files are {@link #kept}. */
+    private volatile boolean outcomeUnknown;
+    private final List<Path> kept = java.util.Collections.synchronizedList(new ArrayList<>());
 
     private UshasBatchWrite(UshasTable table, String mode, Filter[] filters, Job job, WriteJobDescription description,
                             FileCommitProtocol committer, String jobId, Path root, Path staging, long baseVersion,
@@ -269,13 +272,14 @@ final class UshasBatchWrite implements BatchWrite {
                     files.add(file(fs, target, s));
                 }
             }
-            catalog.call("commit_write", r, table.ident(), null);
-            registered = true;
+            registered = register(catalog, r);
         } catch (IOException e) {
             throw new Errors.UshasBridgeException("Ushas catalog: the write into " + table.name() + " failed: " + e
                     + "; nothing was registered", e);
         } finally {
-            if (!registered) {
+            if (outcomeUnknown) {
+                kept.addAll(placed);  // abort() removes them if the write is then known ABORTED
+            } else if (!registered) {
                 // nothing registered: take this job's files back out (no reader uses them: no list names them)
                 for (Path p : placed) {
                     try {
@@ -290,6 +294,62 @@ final class UshasBatchWrite implements BatchWrite {
         }
     }
 
+    /**
+     * The {@code commit_write} call, fenced: it carries this write's id (the job id) and the moment this
+     * JVM stops waiting for it (now + {@code bridge.timeout}); Python never starts the commit after that.
+     * An error answer means nothing was registered. A call whose outcome is unknown (bridge timeout, the
+     * bridge died) ends the write with {@code abort_write}, which answers what it became: COMMITTED (the
+     * commit went through: the write succeeded) or ABORTED (it never will: its files are removed). When
+     * even that cannot be asked, the files are kept and the error names the write id and the command
+     * that tells what became of it. Returns whether the write is registered (else throws).
+     */
+    private boolean register(UshasCatalog catalog, ObjectNode r) {
+        Bridge.BridgeOptions options = catalog.bridgeOptions();
+        r.put("write_id", jobId);
+        r.put("deadline_ms", System.currentTimeMillis() + 1000L * options.timeoutSeconds());
+        JsonNode answer;
+        try {
+            answer = Bridge.call("commit_write", r, options);
+        } catch (RuntimeException unknown) {
+            String state = endWrite(catalog, "the commit_write call failed: " + firstLine(unknown));
+            if ("COMMITTED".equals(state)) return true;
+            if ("ABORTED".equals(state)) {
+                throw new Errors.UshasBridgeException("Ushas catalog: the write into " + table.name() + " failed: "
+                        + unknown.getMessage() + "; write " + jobId + " is recorded ABORTED: nothing of it was "
+                        + "registered, and nothing ever will be", unknown);
+            }
+            outcomeUnknown = true;
+            throw new Errors.UshasBridgeException("Ushas catalog: the write into " + table.name() + " (write id "
+                    + jobId + ") may or may not have been registered: " + unknown.getMessage() + "; its files are "
+                    + "kept; run `ushas write " + jobId + "` (with this catalog's --uri and --project) to see what "
+                    + "became of it", unknown);
+        }
+        JsonNode error = answer.get("error");
+        if (error != null && !error.isNull()) throw Errors.toSpark(error, table.ident(), null);
+        return true;
+    }
+
+    /** {@code abort_write}: ends this write unless it committed; its state (COMMITTED / ABORTED), or null
+     *  when the bridge could not answer. */
+    private String endWrite(UshasCatalog catalog, String reason) {
+        ObjectNode r = catalog.request(table.ident());
+        r.put("write_id", jobId);
+        r.put("reason", reason);
+        try {
+            JsonNode answer = Bridge.call("abort_write", r, catalog.bridgeOptions());
+            JsonNode state = answer.get("state");
+            return state == null || state.isNull() ? null : state.asText();
+        } catch (RuntimeException e) {
+            return null;
+        }
+    }
+
+    private static String firstLine(Throwable t) {
+        String m = String.valueOf(t.getMessage());
+        int nl = m.indexOf('\n');
+        return nl < 0 ? m : m.substring(0, nl);
+    }
+
     private static ObjectNode file(FileSystem fs, Path path, FileStatus status) {
         ObjectNode f = Json.object();
         f.put("path", fs.makeQualified(path).toString());
@@ -301,12 +361,29 @@ final class UshasBatchWrite implements BatchWrite {
     @Override
     public void abort(WriterCommitMessage[] messages) {
         try {
+            // the write is over: a commit of it that arrives later is refused (a committed one stays)
+            String state = endWrite(table.catalog(), "Spark aborted the write");
+            if ("ABORTED".equals(state)) removeKept();
             committer.abortJob(job);
         } finally {
             try {
                 Staging.remove(root.getFileSystem(job.getConfiguration()), staging);
             } catch (IOException ignored) {
                 // the next write or ushas purge removes it
+            }
+        }
+    }
+
+    /** The files of a write whose outcome commit() could not learn, now known ABORTED: never registered. */
+    private void removeKept() {
+        synchronized (kept) {
+            if (kept.isEmpty()) return;
+            try {
+                FileSystem fs = root.getFileSystem(job.getConfiguration());
+                for (Path p : kept) fs.delete(p, false);
+                kept.clear();
+            } catch (IOException ignored) {
+                // left unregistered: reads ignore them
             }
         }
     }

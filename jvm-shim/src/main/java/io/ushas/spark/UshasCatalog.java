@@ -139,6 +139,11 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces {
         return answer;
     }
 
+    /** This catalog's bridge options (the writes' deadlines: now + {@code bridge.timeout}). */
+    Bridge.BridgeOptions bridgeOptions() {
+        return bridgeOptions;
+    }
+
     Configuration hadoopConf() {
         return hadoopConf;
     }

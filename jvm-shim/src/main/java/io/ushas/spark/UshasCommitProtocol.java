@@ -129,6 +129,9 @@ public class UshasCommitProtocol extends SQLHadoopMapReduceCommitProtocol {
             w.put("files", counts[0]).put("bytes", counts[1]);
         }
         if (partitions.isEmpty()) list(fs, root, r.putArray("root_files"), "");
+        // the write's identity and the moment this JVM stops waiting: Python never commits it after that
+        r.put("write_id", writeJobId);
+        r.put("deadline_ms", System.currentTimeMillis() + 1000L * target.catalog().bridgeOptions().timeoutSeconds());
         target.catalog().call("commit_files", r, target.ident(), null);
         target.catalog().invalidateTable(target.ident());
     }
