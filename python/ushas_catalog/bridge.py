@@ -25,7 +25,8 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .errors import BridgeError, UshasError
+from .errors import BridgeError, CallAbandoned, UshasError
+from .kv import deadline
 
 #: an op handler: (opened metastore, request) -> JSON-able answer
 Handler = Callable[[Any, dict[str, Any]], dict[str, Any]]
@@ -141,8 +142,16 @@ def _answer(op: str, payload: str) -> str:
         if not ctx.get("uri"):
             raise BridgeError("the request carries no store uri")
         opened = REGISTRY.get(ctx["uri"], ctx.get("project") or "default")
-        with opened.lock:
-            answer = handler(opened.metastore, request)
+        with deadline.until(request.get("deadline_ms")):
+            # the caller's deadline bounds the wait for the store's lock too: an abandoned call ends
+            left = deadline.remaining()
+            if not opened.lock.acquire(timeout=-1 if left is None else max(0.0, left)):
+                raise CallAbandoned(f"the caller stopped waiting: '{op}' was abandoned while the calls before "
+                                    f"it on this store still ran")
+            try:
+                answer = handler(opened.metastore, request)
+            finally:
+                opened.lock.release()
         return json.dumps(answer, default=str)
     except UshasError as exc:
         return json.dumps({"error": exc.answer()})

@@ -218,6 +218,11 @@ class StoreBusy(UshasError):
     retryable = True
 
 
+class CallAbandoned(StoreBusy):
+    """The call's caller (a Spark statement whose bridge timeout ran out) stopped waiting before the
+    store could be had: the call ended without touching the store, releasing it."""
+
+
 class StoreNotFound(StoreUnavailable):
     """A command that only reads named a store that does not exist (nothing was created)."""
 

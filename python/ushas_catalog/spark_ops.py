@@ -404,13 +404,19 @@ def commit_write(ms: Any, r: Request) -> Answer:
     overwrite whose targets changed after ``base_version`` (the version the job started from)
     fails with :class:`WriteConflict` naming the partition. On any error the shim removes the
     job's files: none of them was registered."""
-    from .errors import UshasError, WriteEnded
-    from .write_fence import release_files
+    from .errors import CallAbandoned, UshasError, WriteEnded
+    from .write_fence import end_abandoned, release_files
 
     ctx = SparkCtx.of(r)
     name = table_name(ctx, r)
     try:
         return _fenced_commit_write(ms, ctx, name, r)
+    except CallAbandoned:
+        fence = _fence(r)
+        if fence is not None:  # nothing applied; its end is recorded once the store can be had
+            end_abandoned(ms, fence.write_id, name, [DataFile.from_json(f) for w in r.get("written") or []
+                                                      for f in w.get("files") or []])
+        raise
     except WriteEnded as ended:
         # the write will never be registered: the files the shim placed go at purge (if it cannot
         # remove them itself: it gave up waiting for this answer)

@@ -21,6 +21,7 @@ commits first decides, the other sees it. ``ushas write WRITE_ID`` / ``ushas wri
 from __future__ import annotations
 
 import json
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, TypeVar
@@ -251,6 +252,39 @@ def release_files(ms: Any, table: Any, write_id: str, files: list[Any]) -> None:
                        else str(table), f"ABORTED WRITE {write_id}", Garbage(files=list(files)), _now_micros())
 
     ms.db.run(fn)
+
+
+#: how long a write whose caller gave up keeps trying to record its end while the store stays busy
+ABANDONED_RETRY_S = 600.0
+
+
+def end_abandoned(ms: Any, write_id: str, table: Any, files: list[Any]) -> threading.Thread:
+    """A commit whose caller stopped waiting before the store could be had (a bridge timeout while
+    another process held the store): nothing of it was applied. In the background, as soon as the
+    store can be had, the write is recorded ABORTED (unless it committed) and its placed files are
+    handed to purge, so a late retry is refused and ``ushas write ID`` tells what became of it."""
+    from .errors import StoreBusy
+
+    def end() -> None:
+        give_up = time.monotonic() + ABANDONED_RETRY_S
+        while True:
+            try:
+                outcome = abort_write(ms, write_id, "the caller stopped waiting (bridge timeout) before the "
+                                                    "commit could run", ".".join(table) if isinstance(table, tuple)
+                                      else str(table))
+                if outcome.state == ABORTED:
+                    release_files(ms, table, write_id, files)
+                return
+            except StoreBusy:
+                if time.monotonic() > give_up:
+                    return  # left UNKNOWN: nothing of it was applied, nothing refers to its files
+                time.sleep(1.0)
+            except Exception:  # noqa: BLE001 - a closed store at shutdown, anything else: nothing to do
+                return
+
+    thread = threading.Thread(target=end, name=f"ushas-end-write-{write_id}", daemon=True)
+    thread.start()
+    return thread
 
 
 def get_outcome(ms: Any, write_id: str) -> WriteOutcome:

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, TypeVar, ParamSpec
 
 from ..errors import Conflict, StoreBusy
+from .deadline import check as check_deadline
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -197,6 +198,7 @@ class Database(ABC):
                 return result
             except RetryableError as exc:
                 tr.cancel()
+                check_deadline("retrying the transaction on a busy store")
                 if isinstance(exc, BusyError):
                     busy += 1
                     waited = time.monotonic() - started

@@ -79,6 +79,9 @@ public final class Bridge {
      *  {@code bridge.livenessTimeout} seconds), so a dead or hung Python is an error within seconds. */
     static JsonNode call(String op, ObjectNode request, BridgeOptions options) {
         PythonBackend b = backend(options);
+        // when this call gives up (epoch ms): Python stops waiting for the store past it, so a call
+        // abandoned here ends there and releases the store; a write's commit is fenced by it too
+        request.put("deadline_ms", System.currentTimeMillis() + 1000L * options.timeoutSeconds());
         String json = request.toString();
         Path spooled = json.length() > INLINE_MAX ? spool(json) : null;
         try {

@@ -1,0 +1,114 @@
+"""A call its caller abandoned ends and releases the store (issue: commits a user can trust): the
+caller's deadline (the Spark shim's bridge timeout) stops the engine's retries on a busy store and
+the bridge's wait for the calls before it, so nothing is applied after the caller gave up."""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from small_store import fill
+from store_lock import LockHolder
+
+from ushas_catalog.bridge import REGISTRY, handle
+from ushas_catalog.errors import CallAbandoned, StoreBusy
+from ushas_catalog.kv import deadline, open_database
+from ushas_catalog.metastore import Metastore
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> str:
+    return fill(f"sqlite://{tmp_path / 'u.db'}")
+
+
+@pytest.fixture
+def locked(store: str) -> Iterator[str]:
+    holder = LockHolder(Path(store.removeprefix("sqlite://")))
+    try:
+        yield store
+    finally:
+        holder.release()
+
+
+def _in_ms(seconds: float) -> int:
+    return int((time.time() + seconds) * 1000)
+
+
+def test_retries_on_a_busy_store_stop_at_the_callers_deadline(locked: str) -> None:
+    db = open_database(locked + "?busy_timeout_ms=200", create=False)  # its own budget: 3 x 0.2 s
+    try:
+        started = time.monotonic()
+        with deadline.until(_in_ms(0.25)), pytest.raises(CallAbandoned, match="stopped waiting"):
+            db.run(lambda tr: tr.set(b"late", b"1"))
+        assert time.monotonic() - started < db.busy_budget_s()  # well before the engine's own budget
+        assert isinstance(CallAbandoned("x"), StoreBusy)  # retryable, not a Conflict
+    finally:
+        db.close()
+
+
+def test_no_deadline_keeps_the_engines_own_budget() -> None:
+    with deadline.until(None):
+        assert deadline.remaining() is None
+        deadline.check("nothing")  # no deadline: never abandoned
+    with deadline.until(_in_ms(60)):
+        left = deadline.remaining()
+        assert left is not None and 50 < left <= 60
+    assert deadline.remaining() is None
+
+
+def test_an_abandoned_bridge_call_releases_the_store(store: str) -> None:
+    """A call stuck behind the store's lock past its deadline ends at once with CallAbandoned;
+    the next call gets the store."""
+    ctx = {"uri": store, "project": "acme", "catalog": "main", "spark_catalog": "main", "warehouse": "/wh"}
+    request = {"ctx": ctx, "namespace": ["sales"], "name": "orders"}
+    opened = REGISTRY.get(store, "acme")
+    try:
+        assert opened.lock.acquire()  # an earlier call still running on this store
+        released = threading.Timer(3.0, opened.lock.release)
+        released.start()
+        started = time.monotonic()
+        answer = json.loads(handle("load_table", json.dumps({**request, "deadline_ms": _in_ms(0.3)})))
+        assert answer["error"]["type"] == "CallAbandoned", answer
+        assert time.monotonic() - started < 2.5  # it did not wait for the earlier call to end
+        released.join()
+        answer = json.loads(handle("load_table", json.dumps({**request, "deadline_ms": _in_ms(30)})))
+        assert "error" not in answer and answer["table"]["partition_by"] == ["dt"]
+    finally:
+        REGISTRY.close()
+
+
+def test_an_abandoned_write_applies_nothing(locked: str) -> None:
+    """add_partitions through the bridge while another process holds the write lock: past the
+    deadline it ends with CallAbandoned, and once the lock is free nothing of it is there."""
+    ctx = {"uri": locked + "?busy_timeout_ms=200", "project": "acme", "catalog": "main", "spark_catalog": "main",
+           "warehouse": "/wh"}
+    request = {"ctx": ctx, "namespace": ["sales"], "name": "orders", "deadline_ms": _in_ms(0.25),
+               "partitions": [{"values": {"dt": "2024-02-02"}, "properties": {}}]}
+    try:
+        answer = json.loads(handle("add_partitions", json.dumps(request)))
+        assert answer["error"]["type"] == "CallAbandoned", answer
+    finally:
+        REGISTRY.close()
+
+
+def test_after_the_lock_is_released_the_abandoned_write_is_not_there(store: str) -> None:
+    holder = LockHolder(Path(store.removeprefix("sqlite://")))
+    ctx = {"uri": store + "?busy_timeout_ms=200", "project": "acme", "catalog": "main", "spark_catalog": "main",
+           "warehouse": "/wh"}
+    request = {"ctx": ctx, "namespace": ["sales"], "name": "orders", "deadline_ms": _in_ms(0.25),
+               "partitions": [{"values": {"dt": "2024-02-02"}, "properties": {}}]}
+    try:
+        answer = json.loads(handle("add_partitions", json.dumps(request)))
+        assert answer["error"]["type"] == "CallAbandoned"
+    finally:
+        holder.release()
+        REGISTRY.close()
+    time.sleep(0.5)
+    ms = Metastore.open(store, project="acme", create=False)
+    try:
+        assert [p.spec["dt"] for p in ms.list_partitions("main.sales.orders")] == ["2024-01-01"]
+    finally:
+        ms.close()
