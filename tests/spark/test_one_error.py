@@ -71,6 +71,18 @@ def test_catalog_error_prints_once_like_sparks_own(
     _assert_no_listener_noise(proc.stderr)
 
 
+@pytest.mark.parametrize("conf, message", [
+    ({"spark.sql.catalog.ushas.uri": ""}, "[USHAS_InvalidArgument] spark.sql.catalog.ushas.uri is required"),
+    ({"spark.sql.catalog.ushas.bridge.timeout": "abc"},
+     "[USHAS_InvalidArgument] spark.sql.catalog.ushas.bridge.timeout must be a whole number"),
+])
+def test_bad_configuration_prints_once(tmp_path: Path, conf: dict[str, str], message: str) -> None:
+    proc = _spark_sql(tmp_path, "SHOW NAMESPACES IN ushas", **conf)
+    assert proc.returncode != 0, proc.stdout[-2000:]
+    assert proc.stderr.count(message) == 1, proc.stderr[-4000:]
+    assert "QueryExecutionException" not in proc.stderr and "\tat " not in proc.stderr, proc.stderr[-4000:]
+
+
 def test_bridge_failure_prints_once(tmp_path: Path) -> None:
     proc = _spark_sql(tmp_path, "SHOW NAMESPACES IN ushas",
                       **{"spark.sql.catalog.ushas.python": str(tmp_path / "no-such-python")})

@@ -81,9 +81,22 @@ final class Errors {
     /** An {@link AnalysisException} of the catalog's own error class {@code errorClass} (its message is
      * the catalog's, not a template of Spark's), so Spark's tools print it once like their own. */
     static AnalysisException analysis(String errorClass, String message) {
+        return analysis(errorClass, message, null);
+    }
+
+    static AnalysisException analysis(String errorClass, String message, Throwable cause) {
         return new AnalysisException("[" + errorClass + "] " + message, Option.empty(), Option.empty(),
-                Option.empty(), Option.apply(errorClass), scala.collection.immutable.Map$.MODULE$.empty(),
+                Option.apply(cause), Option.apply(errorClass), scala.collection.immutable.Map$.MODULE$.empty(),
                 new QueryContext[0], Option.apply(USER_SQL_STATE), Option.empty());
+    }
+
+    /** Thrown (unchecked) for bad input the shim itself refuses: {@code [USHAS_InvalidArgument] message}. */
+    static RuntimeException invalidArgument(String message) {
+        return sneak(analysis("USHAS_InvalidArgument", message));
+    }
+
+    static RuntimeException invalidArgument(String message, Throwable cause) {
+        return sneak(analysis("USHAS_InvalidArgument", message, cause));
     }
 
     /** Rethrows a checked Spark exception without declaring it (Spark declares them on the interface). */
