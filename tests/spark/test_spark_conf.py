@@ -133,6 +133,7 @@ def test_spark_conf_refuses_bad_names(capsys: pytest.CaptureFixture[str]) -> Non
 def test_pasted_spark_conf_works_in_spark_sql(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     store = tmp_path / "ushas.db"
     assert main(["--uri", f"sqlite:///{store}", "init"]) == 0
+    capsys.readouterr()
     assert main(["spark-conf", "--uri", f"sqlite:///{store}", "--warehouse", str(tmp_path / "wh")]) == 0
     (tmp_path / "conf").mkdir()
     defaults = tmp_path / "conf" / "spark-defaults.conf"
