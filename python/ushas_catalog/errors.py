@@ -244,7 +244,10 @@ class BridgeError(UshasError):
     """The Python side of the bridge failed in a way that is not one of the above."""
 
 
-#: error type -> the Spark exception class the JVM shim throws for it.
+#: error type -> the Spark exception class the JVM shim throws for it. Every other type reaches Spark as
+#: ``[USHAS_<type>] message``: bad input (InvalidArgument, InvalidName, ...) as an AnalysisException of
+#: error class ``USHAS_<type>`` (SQLSTATE 42000), store and bridge failures as a SparkThrowable of that
+#: class (SQLSTATE 58000), so spark-sql prints them once, like Spark's own errors (jvm-shim Errors.java).
 SPARK_EXCEPTION: dict[str, str] = {
     "NoSuchCatalog": "org.apache.spark.sql.catalyst.analysis.NoSuchNamespaceException",
     "NoSuchNamespace": "org.apache.spark.sql.catalyst.analysis.NoSuchNamespaceException",

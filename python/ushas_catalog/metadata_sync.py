@@ -115,13 +115,16 @@ def _table(ms: "Metastore", tr: Transaction, w: MetadataWriter, oid: uuid.UUID, 
             system("partition_count", "0" if partitioned else None)
         elif not partitioned:
             system("partition_count", None)
-    if m.operation in _PARTITION_OPS:
+    counted = _PARTITION_OPS.get(m.operation) or (
+        ("added", "dropped") if "TablePartition" in m.changed and "added" in m.detail and "dropped" in m.detail
+        else None)  # a write (APPEND, OVERWRITE PARTITIONS, ...) through replace_partitions
+    if counted:
         current = w.get(oid, None, Scope.SYSTEM, PROPERTY, "partition_count")
         if current is None:  # a table from before metadata: count once (this commit's writes included)
             count = _count_partitions(tr, m.path)
         else:
             count = int(current) + sum(int(m.detail.get(k, 0)) * (1 if k == "added" else -1)
-                                       for k in _PARTITION_OPS[m.operation])
+                                       for k in counted)
         system("partition_count", str(count))
     if "TableProperties" in changed:
         props = RecordStore.at(m.path.add("TableProperties")).load(tr, ())

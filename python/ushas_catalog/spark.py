@@ -25,10 +25,7 @@ from typing import Any
 
 import lineage.dataframe  # noqa: F401  (installs DataFrame.lineage for users of this helper)
 
-CATALOG_CLASS = "io.ushas.spark.UshasCatalog"
-COMMIT_PROTOCOL_CLASS = "io.ushas.spark.UshasCommitProtocol"
-LISTENER_CLASS = "io.ushas.spark.UshasLineageListener"
-EXTENSIONS_CLASS = "io.ushas.spark.UshasExtensions"
+from .spark_options import CATALOG_CLASS, COMMIT_PROTOCOL_CLASS, EXTENSIONS_CLASS, LISTENER_CLASS
 
 
 def _jar_has(jar: str, cls: str) -> bool:

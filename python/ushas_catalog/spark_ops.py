@@ -377,7 +377,7 @@ def truncate(ms: Any, r: Request) -> Answer:
                 garbage.files.extend(old)
             else:
                 garbage.directories.append(qualify(location_of(ctx, info)))
-        ms.write_table_files(name, [], "TRUNCATE TABLE", garbage=garbage, expected_version=info.version,
+        ms.write_table_files(name, [], "TRUNCATE", garbage=garbage, expected_version=info.version,
                              set_properties={"numFiles": "0", "totalSize": "0", "numRows": "0"})
         return {"truncated": True, "clear_paths": []}
     specs = r.get("partitions")
@@ -453,7 +453,17 @@ def _fenced_commit_write(ms: Any, ctx: SparkCtx, name: tuple[str, str, str], r: 
 
 
 _WRITE_ATTEMPTS = 5
-_OPERATIONS = {"append": "WRITE", "truncate": "OVERWRITE", "overwrite": "OVERWRITE", "dynamic": "OVERWRITE"}
+
+
+def write_operation(mode: str, partitioned: bool) -> str:
+    """The history name of a write: ``APPEND``; ``OVERWRITE`` (the whole table: Spark's truncate mode, or an
+    unpartitioned table); ``OVERWRITE PARTITIONS`` (a partitioned table's overwrite by a partition filter or
+    a dynamic partition overwrite: only the partitions it names or writes)."""
+    if mode == "append":
+        return "APPEND"
+    if mode in ("overwrite", "dynamic") and partitioned:
+        return "OVERWRITE PARTITIONS"
+    return "OVERWRITE"
 
 
 def _fence(r: Request) -> Any:
@@ -490,7 +500,7 @@ def _commit_write(ms: Any, name: tuple[str, str, str], info: Any, r: Request, fe
     existing = list(ms.list_partitions(name)) if partition_by else []
     plan = plan_write(r["location"], partition_by, existing, old_files, old_stats, mode, list(r.get("filters") or []),
                       list(r.get("written") or []), r.get("rows"), managed=not info.external)
-    operation = _OPERATIONS.get(mode, "WRITE")
+    operation = write_operation(mode, bool(partition_by))
     if partition_by:
         result = ms.replace_partitions(name, plan.drop, plan.put, expected_version=info.version,
                                        garbage=plan.garbage, operation=operation, unchanged_since=check,
@@ -531,7 +541,8 @@ def commit_files(ms: Any, r: Request) -> Answer:
         old = ms.table_data_files(name)
         if "" in deleted or old is not None:
             files = mine if "" in deleted else merge(old or [], mine)
-            version = ms.write_table_files(name, files, "WRITE", detail={"deleted": len(deleted)}, **fenced)
+            version = ms.write_table_files(name, files, "OVERWRITE" if "" in deleted else "APPEND",
+                                           detail={"deleted": len(deleted)}, **fenced)
         else:
             # NEEDED-BY-SPARK: table-level stats for unpartitioned tables; the new version lets other
             # sessions' caches see the write (they keep Spark's file listing while the version holds)
@@ -549,7 +560,8 @@ def commit_files(ms: Any, r: Request) -> Answer:
             p.data_files = mine
         elif old.data_files is not None:
             p.data_files = merge(old.data_files, mine)
-    result = ms.replace_partitions(name, drop, put, **fenced)
+    mode = "truncate" if "" in deleted else "dynamic" if r.get("dynamic") or deleted else "append"
+    result = ms.replace_partitions(name, drop, put, operation=write_operation(mode, True), **fenced)
     return {"registered": len(put), "version": getattr(result, "version", None)}
 
 

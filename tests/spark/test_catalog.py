@@ -52,9 +52,9 @@ def test_namespaces(spark: Any, ms: Any, tmp_path: Path) -> None:
 
 
 def test_multi_level_namespace_refused(spark: Any) -> None:
-    from pyspark.errors import IllegalArgumentException
+    from pyspark.errors import AnalysisException
 
-    with pytest.raises(IllegalArgumentException, match="one namespace level"):
+    with pytest.raises(AnalysisException, match="one namespace level"):
         spark.sql("CREATE NAMESPACE ushas.a.b")
 
 
@@ -320,14 +320,14 @@ def test_cli_sees_spark_metadata(spark: Any, db: str, spark_dirs: dict[str, Path
 
 # ---- bad input: Spark's usual errors, nothing half-written -------------------------------------------------
 def test_bad_input(spark: Any, db: str, ms: Any) -> None:
-    from pyspark.errors import AnalysisException, IllegalArgumentException, NumberFormatException
+    from pyspark.errors import AnalysisException, NumberFormatException
     from pyspark.errors.exceptions.captured import CapturedException
 
-    with pytest.raises(IllegalArgumentException, match="unknown table format 'foo'"):
+    with pytest.raises(AnalysisException, match="unknown table format 'foo'"):
         spark.sql(f"CREATE TABLE ushas.{db}.x (id INT) USING foo")
-    with pytest.raises(IllegalArgumentException, match="255"):
+    with pytest.raises(AnalysisException, match="255"):
         spark.sql(f"CREATE TABLE ushas.{db}.{'n' * 300} (id INT) USING parquet")
-    with pytest.raises(IllegalArgumentException, match="bucket"):
+    with pytest.raises(AnalysisException, match="bucket"):
         spark.sql(f"CREATE TABLE ushas.{db}.x (id INT) USING parquet CLUSTERED BY (id) INTO 4 BUCKETS")
     assert ms.list_tables(("ushas", db)) == []
 

@@ -187,7 +187,7 @@ def test_save_as_table_and_create(spark: Any, db: str, ms: Any) -> None:
 
 
 def test_overwrite_by_data_column_is_refused(spark: Any, db: str, ms: Any) -> None:
-    from pyspark.errors import IllegalArgumentException
+    from pyspark.errors import AnalysisException
     from pyspark.sql.functions import col
 
     t, name = f"ushas.{db}.r", ("ushas", db, "r")
@@ -196,7 +196,7 @@ def test_overwrite_by_data_column_is_refused(spark: Any, db: str, ms: Any) -> No
     spark.sql(f"INSERT INTO {t} VALUES (1, 'a')")
     before = data_files(ms.get_table(name).location)
     for target, cond in ((t, col("id") == 1), (f"{t}u", col("dt") == "a")):
-        with pytest.raises(IllegalArgumentException, match="only the partition columns"):
+        with pytest.raises(AnalysisException, match="only the partition columns"):
             spark.createDataFrame([(2, "a")], SCHEMA).writeTo(target).overwrite(cond)
     expect(spark, t, [(1, "a")])
     assert data_files(ms.get_table(name).location) == before

@@ -23,8 +23,8 @@ from .arguments import parse_checked
 from .context import Context
 
 #: modules under ushas_catalog.cli that contribute commands, in help order
-COMMAND_MODULES: tuple[str, ...] = ("jarcmd", "store_cmds", "metastore_cmds", "lineage_cmds", "meta_cmds",
-                                    "changes_cmds", "app_cmds", "repair_cmds", "write_cmds")
+COMMAND_MODULES: tuple[str, ...] = ("jarcmd", "spark_conf_cmds", "store_cmds", "metastore_cmds", "lineage_cmds",
+                                    "meta_cmds", "changes_cmds", "app_cmds", "repair_cmds", "write_cmds")
 
 DEFAULT_URI = "sqlite:///" + os.path.join(os.path.expanduser("~"), ".ushas", "ushas.db")
 

@@ -521,7 +521,7 @@ public final class Bridge {
             } catch (NumberFormatException ignored) {
                 // reported below
             }
-            throw new IllegalArgumentException("[USHAS_InvalidArgument] spark.sql.catalog." + name + "." + key
+            throw Errors.invalidArgument("spark.sql.catalog." + name + "." + key
                     + " must be a whole number of seconds > 0, not '" + v + "'");
         }
     }

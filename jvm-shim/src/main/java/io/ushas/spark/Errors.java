@@ -3,6 +3,7 @@ package io.ushas.spark;
 import com.fasterxml.jackson.databind.JsonNode;
 import org.apache.spark.QueryContext;
 import org.apache.spark.SparkRuntimeException;
+import org.apache.spark.SparkThrowable;
 import org.apache.spark.sql.AnalysisException;
 import org.apache.spark.sql.catalyst.analysis.NamespaceAlreadyExistsException;
 import org.apache.spark.sql.catalyst.analysis.NoSuchNamespaceException;
@@ -12,6 +13,7 @@ import org.apache.spark.sql.catalyst.analysis.NonEmptyNamespaceException;
 import org.apache.spark.sql.catalyst.analysis.TableAlreadyExistsException;
 import org.apache.spark.sql.catalyst.analysis.ViewAlreadyExistsException;
 import org.apache.spark.sql.connector.catalog.Identifier;
+import scala.Option;
 import scala.jdk.javaapi.CollectionConverters;
 
 import java.util.LinkedHashMap;
@@ -26,6 +28,11 @@ import java.util.Map;
  */
 final class Errors {
     private Errors() {}
+
+    /** SQLSTATE of the catalog's refusals of bad input ("syntax error or access rule violation"). */
+    static final String USER_SQL_STATE = "42000";
+    /** SQLSTATE of bridge and store failures ("system error"). */
+    static final String SYSTEM_SQL_STATE = "58000";
 
     /** Thrown for an error answer; unchecked so it passes through any Spark interface method. */
     static RuntimeException toSpark(JsonNode error, Identifier ident, String[] namespace) {
@@ -50,9 +57,8 @@ final class Errors {
             case "NamespaceNotEmpty" -> sneak(new NonEmptyNamespaceException(ns));
             case "InvalidName", "InvalidColumnName", "InvalidArgument", "InvalidSchemaChange", "PartitionColumnChange",
                  "LocationInUse", "ReadOnlyMetadata", "LimitExceeded", "NoSuchPartition", "PartitionAlreadyExists",
-                 "NoSuchVersion" ->
-                    new IllegalArgumentException("[USHAS_" + type + "] " + message);
-            default -> new UshasBridgeException("[USHAS_" + type + "] " + message);
+                 "NoSuchVersion" -> sneak(analysis("USHAS_" + type, message));
+            default -> new UshasBridgeException("USHAS_" + type, "[USHAS_" + type + "] " + message);
         };
         return sneaky;
     }
@@ -72,6 +78,27 @@ final class Errors {
         return sneak(new AnalysisException(errorClass, scalaParams));
     }
 
+    /** An {@link AnalysisException} of the catalog's own error class {@code errorClass} (its message is
+     * the catalog's, not a template of Spark's), so Spark's tools print it once like their own. */
+    static AnalysisException analysis(String errorClass, String message) {
+        return analysis(errorClass, message, null);
+    }
+
+    static AnalysisException analysis(String errorClass, String message, Throwable cause) {
+        return new AnalysisException("[" + errorClass + "] " + message, Option.empty(), Option.empty(),
+                Option.apply(cause), Option.apply(errorClass), scala.collection.immutable.Map$.MODULE$.empty(),
+                new QueryContext[0], Option.apply(USER_SQL_STATE), Option.empty());
+    }
+
+    /** Thrown (unchecked) for bad input the shim itself refuses: {@code [USHAS_InvalidArgument] message}. */
+    static RuntimeException invalidArgument(String message) {
+        return sneak(analysis("USHAS_InvalidArgument", message));
+    }
+
+    static RuntimeException invalidArgument(String message, Throwable cause) {
+        return sneak(analysis("USHAS_InvalidArgument", message, cause));
+    }
+
     /** Rethrows a checked Spark exception without declaring it (Spark declares them on the interface). */
     static RuntimeException sneak(Throwable t) {
         Errors.<RuntimeException>throwAs(t);
@@ -83,14 +110,35 @@ final class Errors {
         throw (T) t;
     }
 
-    /** Failures of the bridge itself: Python missing, crashed, hanging. */
-    static final class UshasBridgeException extends RuntimeException {
+    /** Failures of the bridge itself (Python missing, crashed, hanging) and of the store: a
+     * {@link SparkThrowable} of error class {@code USHAS_BRIDGE} (or the store's {@code USHAS_<type>}), so
+     * spark-sql / spark-submit print its message once instead of wrapping it with its stack. */
+    static final class UshasBridgeException extends RuntimeException implements SparkThrowable {
+        private final String errorClass;
+
         UshasBridgeException(String message) {
-            super(message);
+            this("USHAS_BRIDGE", message);
         }
 
         UshasBridgeException(String message, Throwable cause) {
             super(message, cause);
+            this.errorClass = "USHAS_BRIDGE";
+        }
+
+        UshasBridgeException(String errorClass, String message) {
+            super(message);
+            this.errorClass = errorClass;
+        }
+
+        @Override
+        public String getCondition() {
+            return errorClass;
+        }
+
+        /** A system error's state (not Spark's internal-error "XX", for which spark-sql prints the stack). */
+        @Override
+        public String getSqlState() {
+            return SYSTEM_SQL_STATE;
         }
     }
 }

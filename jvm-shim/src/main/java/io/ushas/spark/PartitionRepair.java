@@ -113,7 +113,7 @@ final class PartitionRepair {
         try {
             return Math.max(1, Math.min(256, Integer.parseInt(v.trim())));
         } catch (NumberFormatException e) {
-            throw new IllegalArgumentException("[USHAS_InvalidArgument] " + THREADS_CONF + " must be an integer, not "
+            throw Errors.invalidArgument("" + THREADS_CONF + " must be an integer, not "
                     + v);
         }
     }

@@ -115,7 +115,7 @@ final class Rows {
         if (t instanceof DateType) return (int) LocalDate.parse(v.asText()).toEpochDay();
         if (t instanceof DecimalType d) return Decimal.apply(new BigDecimal(v.asText()), d.precision(), d.scale());
         if (t instanceof StringType) return UTF8String.fromString(v.asText());
-        throw new IllegalArgumentException("[USHAS_InvalidArgument] unsupported partition column type " + t.simpleString());
+        throw Errors.invalidArgument("unsupported partition column type " + t.simpleString());
     }
 
     static ArrayNode rows(InternalRow[] rows, StructType schema) {

@@ -59,7 +59,7 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces {
         SparkSession session = SparkSession.active();
         String uri = options.get("uri");
         if (uri == null || uri.isBlank()) {
-            throw new IllegalArgumentException("[USHAS_InvalidArgument] spark.sql.catalog." + name
+            throw Errors.invalidArgument("spark.sql.catalog." + name
                     + ".uri is required (e.g. sqlite:///path/ushas.db or fdb:///etc/foundationdb/fdb.cluster)");
         }
         context = Json.object();
@@ -153,7 +153,7 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces {
             Path p = new Path(location);
             return p.getFileSystem(hadoopConf).makeQualified(p).toString();
         } catch (IOException e) {
-            throw new IllegalArgumentException("[USHAS_InvalidArgument] invalid location " + location + ": " + e, e);
+            throw Errors.invalidArgument("invalid location " + location + ": " + e, e);
         }
     }
 
@@ -216,7 +216,7 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces {
             } else if (c instanceof NamespaceChange.RemoveProperty rm) {
                 out.addObject().put("kind", "RemoveProperty").put("property", rm.property());
             } else {
-                throw new IllegalArgumentException("[USHAS_InvalidArgument] unsupported namespace change " + c);
+                throw Errors.invalidArgument("unsupported namespace change " + c);
             }
         }
         call("alter_namespace", r, null, namespace);

@@ -131,9 +131,21 @@ public final class UshasLineageListener extends SparkListener implements QueryEx
         callback(funcName, qe, null);
     }
 
+    /** A query that failed on its own: its failure is Spark's to report, so nothing here logs above DEBUG,
+     * and its analyzed plan is captured only if analysis had finished (never analyzed again). */
     @Override
     public void onFailure(String funcName, QueryExecution qe, Exception exception) {
         callback(funcName, qe, exception);
+    }
+
+    /** Whether {@code qe}'s analysis completed: Spark's tracker records the phase only on success, so a
+     * failed analysis (or one never run) is not re-run by asking for the plan. */
+    private static boolean analyzed(QueryExecution qe) {
+        try {
+            return qe.tracker().phases().contains(org.apache.spark.sql.catalyst.QueryPlanningTracker.ANALYSIS());
+        } catch (Throwable t) {
+            return false;
+        }
     }
 
     private void callback(String funcName, QueryExecution qe, Exception error) {
@@ -150,7 +162,11 @@ public final class UshasLineageListener extends SparkListener implements QueryEx
             lastFunc = funcName;
             lastError = error;
         } catch (Throwable t) {
-            LOG.warn("Ushas lineage: capture failed for an execution: {}", t.toString());
+            if (error != null) {
+                LOG.debug("Ushas lineage: capture failed for a failed execution", t);
+            } else {
+                LOG.warn("Ushas lineage: capture failed for an execution: {}", t.toString());
+            }
         }
     }
 
@@ -184,7 +200,7 @@ public final class UshasLineageListener extends SparkListener implements QueryEx
     private void complete(End end, String func, QueryExecution qe, Exception error) {
         Group g = groups.computeIfAbsent(end.root, r -> new Group());
         g.startMs = Math.min(g.startMs, end.startMs);
-        g.executions.add(execution(end.id, func, qe));
+        g.executions.add(execution(end.id, func, qe, error != null));
         if (g.sql == null || end.id == end.root) {
             String sql = sqlText(qe);
             if (sql != null) g.sql = sql;
@@ -205,11 +221,16 @@ public final class UshasLineageListener extends SparkListener implements QueryEx
         }
     }
 
-    private ObjectNode execution(long id, String func, QueryExecution qe) {
+    private ObjectNode execution(long id, String func, QueryExecution qe, boolean failed) {
         ObjectNode x = Json.object();
         x.put("execution_id", id);
         x.put("func", func);
         long t0 = System.nanoTime();
+        if (failed && !analyzed(qe)) {
+            x.put("error", "plan not serialized: the query failed before its analysis completed");
+            x.put("walk_ms", 0.0);
+            return x;
+        }
         try {
             String plan = PlanWriter.export(qe.analyzed(), inlineLimit);
             if (plan.startsWith("{")) {

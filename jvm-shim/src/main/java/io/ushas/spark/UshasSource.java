@@ -59,7 +59,7 @@ public final class UshasSource implements SchemaRelationProvider {
         String catalogName = required(parameters, CATALOG);
         CatalogPlugin plugin = session.sessionState().catalogManager().catalog(catalogName);
         if (!(plugin instanceof UshasCatalog catalog)) {
-            throw new IllegalArgumentException("[USHAS_InvalidArgument] catalog " + catalogName
+            throw Errors.invalidArgument("catalog " + catalogName
                     + " is not an ushas catalog");
         }
         Identifier ident = Identifier.of(Json.toStrings(Json.parse(required(parameters, NAMESPACE))),
@@ -90,7 +90,7 @@ public final class UshasSource implements SchemaRelationProvider {
     private static String required(scala.collection.immutable.Map<String, String> parameters, String key) {
         Option<String> v = parameters.get(key);
         if (v.isEmpty()) {
-            throw new IllegalArgumentException("[USHAS_InvalidArgument] " + UshasSource.class.getName()
+            throw Errors.invalidArgument("" + UshasSource.class.getName()
                     + " reads tables of an ushas catalog only (option " + key + " is missing)");
         }
         return v.get();

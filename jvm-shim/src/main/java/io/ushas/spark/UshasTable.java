@@ -282,7 +282,7 @@ public class UshasTable extends DelegatingTable
             fs = src.getFileSystem(catalog.hadoopConf());
             if (fs.exists(src)) {
                 if (fs.exists(dst)) {
-                    throw new IllegalArgumentException("[USHAS_InvalidArgument] cannot rename " + from + " to " + to
+                    throw Errors.invalidArgument("cannot rename " + from + " to " + to
                             + ": its new location " + dst + " already exists; the table keeps its name");
                 }
                 fs.mkdirs(dst.getParent());

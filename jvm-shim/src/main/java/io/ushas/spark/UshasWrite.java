@@ -89,7 +89,7 @@ final class UshasWrite implements Write, RequiresDistributionAndOrdering {
                 if (f instanceof AlwaysTrue) continue;
                 for (String ref : f.references()) {
                     if (partitionColumns.stream().noneMatch(c -> c.equalsIgnoreCase(ref))) {
-                        throw new IllegalArgumentException("[USHAS_InvalidArgument] cannot overwrite " + table.name()
+                        throw Errors.invalidArgument("cannot overwrite " + table.name()
                                 + " where " + f + ": an overwrite condition may use only the partition columns ("
                                 + (partitionColumns.isEmpty() ? "none: the table is unpartitioned, overwrite it whole"
                                    : String.join(", ", partitionColumns)) + ")");
