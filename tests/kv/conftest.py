@@ -54,3 +54,23 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     if request.param == "fdb":
         s.db.run(lambda tr: tr.clear_range_startswith(prefix))
     s.db.close()
+
+
+@pytest.fixture
+def filled(tmp_path: Path) -> str:
+    """A small sqlite store (tests/small_store.py)."""
+    from small_store import fill
+
+    return fill(f"sqlite://{tmp_path / 'u.db'}")
+
+
+@pytest.fixture
+def locked(filled: str) -> Iterator[str]:
+    """``filled`` while another process holds its write lock."""
+    from store_lock import LockHolder
+
+    holder = LockHolder(Path(filled.removeprefix("sqlite://")))
+    try:
+        yield filled
+    finally:
+        holder.release()

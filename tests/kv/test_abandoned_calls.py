@@ -7,30 +7,14 @@ import json
 import threading
 import time
 from pathlib import Path
-from typing import Iterator
 
 import pytest
-from small_store import fill
 from store_lock import LockHolder
 
 from ushas_catalog.bridge import REGISTRY, handle
 from ushas_catalog.errors import CallAbandoned, StoreBusy
 from ushas_catalog.kv import deadline, open_database
 from ushas_catalog.metastore import Metastore
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> str:
-    return fill(f"sqlite://{tmp_path / 'u.db'}")
-
-
-@pytest.fixture
-def locked(store: str) -> Iterator[str]:
-    holder = LockHolder(Path(store.removeprefix("sqlite://")))
-    try:
-        yield store
-    finally:
-        holder.release()
 
 
 def _in_ms(seconds: float) -> int:
@@ -59,12 +43,12 @@ def test_no_deadline_keeps_the_engines_own_budget() -> None:
     assert deadline.remaining() is None
 
 
-def test_an_abandoned_bridge_call_releases_the_store(store: str) -> None:
+def test_an_abandoned_bridge_call_releases_the_store(filled: str) -> None:
     """A call stuck behind the store's lock past its deadline ends at once with CallAbandoned;
     the next call gets the store."""
-    ctx = {"uri": store, "project": "acme", "catalog": "main", "spark_catalog": "main", "warehouse": "/wh"}
+    ctx = {"uri": filled, "project": "acme", "catalog": "main", "spark_catalog": "main", "warehouse": "/wh"}
     request = {"ctx": ctx, "namespace": ["sales"], "name": "orders"}
-    opened = REGISTRY.get(store, "acme")
+    opened = REGISTRY.get(filled, "acme")
     try:
         assert opened.lock.acquire()  # an earlier call still running on this store
         released = threading.Timer(3.0, opened.lock.release)
@@ -94,9 +78,9 @@ def test_an_abandoned_write_applies_nothing(locked: str) -> None:
         REGISTRY.close()
 
 
-def test_after_the_lock_is_released_the_abandoned_write_is_not_there(store: str) -> None:
-    holder = LockHolder(Path(store.removeprefix("sqlite://")))
-    ctx = {"uri": store + "?busy_timeout_ms=200", "project": "acme", "catalog": "main", "spark_catalog": "main",
+def test_after_the_lock_is_released_the_abandoned_write_is_not_there(filled: str) -> None:
+    holder = LockHolder(Path(filled.removeprefix("sqlite://")))
+    ctx = {"uri": filled + "?busy_timeout_ms=200", "project": "acme", "catalog": "main", "spark_catalog": "main",
            "warehouse": "/wh"}
     request = {"ctx": ctx, "namespace": ["sales"], "name": "orders", "deadline_ms": _in_ms(0.25),
                "partitions": [{"values": {"dt": "2024-02-02"}, "properties": {}}]}
@@ -107,7 +91,7 @@ def test_after_the_lock_is_released_the_abandoned_write_is_not_there(store: str)
         holder.release()
         REGISTRY.close()
     time.sleep(0.5)
-    ms = Metastore.open(store, project="acme", create=False)
+    ms = Metastore.open(filled, project="acme", create=False)
     try:
         assert [p.spec["dt"] for p in ms.list_partitions("main.sales.orders")] == ["2024-01-01"]
     finally:

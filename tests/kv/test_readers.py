@@ -9,30 +9,14 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Iterator
 
 import pytest
-from small_store import fill
 from store_lock import LockHolder
 
 from ushas_catalog.cli import main
 from ushas_catalog.errors import Conflict, LimitExceeded, StoreBusy
 from ushas_catalog.kv import Limits, open_database
 from ushas_catalog.metastore import Metastore
-
-@pytest.fixture
-def filled(tmp_path: Path) -> str:
-    return fill(f"sqlite://{tmp_path / 'u.db'}")
-
-
-@pytest.fixture
-def locked(filled: str) -> Iterator[str]:
-    holder = LockHolder(Path(filled.removeprefix("sqlite://")))
-    try:
-        yield filled
-    finally:
-        holder.release()
-
 
 def test_api_opens_and_reads_while_another_process_writes(locked: str) -> None:
     # a short busy timeout: a reader that waited for the lock would fail within it
