@@ -318,6 +318,14 @@ class PartitionScheme:
             prefix.append(resolved.pop(len(prefix)))
         return tuple(prefix), resolved
 
+    def json_row(self) -> "Callable[[tuple[Any, ...]], list[Any]]":
+        """The function from a stored key to its row of JSON values (ISO dates, decimal text...),
+        as listings answer them; converting only the columns that need it."""
+        converters = [c.json_of() for c in self.columns]
+        if not any(converters):
+            return list
+        return lambda key: [v if f is None else f(v) for f, v in zip(converters, key)]
+
     def values(self, key: tuple[Any, ...]) -> dict[str, Any]:
         return {c.name: c.decode(e) for c, e in zip(self.columns, key)}
 

@@ -317,10 +317,8 @@ def list_partitions(ms: Any, r: Request) -> Answer:
 
 def partition_rows(scheme: Any, keys: list[tuple[Any, ...]]) -> list[list[Any]]:
     """Stored partition keys as rows of JSON values (identity for most column types)."""
-    converters = [c.json_of() for c in scheme.columns]
-    if not any(converters):
-        return [list(k) for k in keys]
-    return [[v if f is None else f(v) for f, v in zip(converters, k)] for k in keys]
+    row = scheme.json_row()
+    return [row(k) for k in keys]
 
 
 def partition_exists(ms: Any, r: Request) -> Answer:

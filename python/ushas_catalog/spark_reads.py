@@ -8,7 +8,7 @@ then lists that partition's directory, and only that one. Nothing lists the tabl
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable
 
 from .pruning import Pruning, parse_filter
 from .spark_tables import SparkCtx, location_of, table_name
@@ -17,12 +17,10 @@ Request = dict[str, Any]
 Answer = dict[str, Any]
 
 
-def _files(record: Any) -> list[list[Any]] | None:
-    """The data files a partition record lists, as compact ``[path, size, mtime]`` rows (None: not
-    recorded, the shim lists the location)."""
-    if not record.files_recorded:
-        return None
-    return [[f.path, f.size, f.mtime] for f in record.data_files]
+def _files(files: Iterable[Any] | None) -> list[list[Any]] | None:
+    """Recorded data files (DataFile values or their records) as compact ``[path, size, mtime]``
+    rows; None (not recorded: the shim lists the location) stays None."""
+    return None if files is None else [[f.path, f.size, f.mtime] for f in files]
 
 
 def list_files(ms: Any, r: Request) -> Answer:
@@ -36,7 +34,7 @@ def list_files(ms: Any, r: Request) -> Answer:
     if not info.partition_columns:
         files = ms.table_data_files(name)
         return {"columns": [], "rows": [[]], "locations": [location_of(ctx, info)],
-                "files": [None if files is None else [[f.path, f.size, f.mtime] for f in files]]}
+                "files": [_files(files)]}
     flt = parse_filter(r.get("filter"))
     pruning: Pruning | None = None
 
@@ -47,17 +45,16 @@ def list_files(ms: Any, r: Request) -> Answer:
 
     scheme, partitions = ms.scan_partitions(name, ranges)
     assert pruning is not None
-    converters = [c.json_of() for c in scheme.columns]
-    plain = not any(converters)
+    row = scheme.json_row()
     rows: list[list[Any]] = []
     locations: list[str | None] = []
     files: list[list[list[Any]] | None] = []
     for key, record in partitions:
         if flt is not None and not pruning.keep(key):
             continue
-        rows.append(list(key) if plain else [v if f is None else f(v) for f, v in zip(converters, key)])
+        rows.append(row(key))
         locations.append(record.location or None)
-        files.append(_files(record))
+        files.append(_files(record.data_files if record.files_recorded else None))
     return {"columns": list(scheme.names), "rows": rows, "locations": locations, "files": files}
 
 

@@ -241,7 +241,7 @@ final class UshasBatchWrite implements BatchWrite {
             while (it.hasNext()) {
                 LocatedFileStatus s = it.next();
                 String n = s.getPath().getName();
-                if (n.startsWith("_") || n.startsWith(".")) continue;
+                if (DataFileNames.hidden(n)) continue;
                 String parent = s.getPath().getParent().toUri().getPath();
                 String rel = parent.length() > stagingPrefix.length() ? parent.substring(stagingPrefix.length() + 1) : "";
                 if (rel.startsWith("_") || rel.contains("/_")) continue;  // _temporary leftovers
@@ -395,7 +395,7 @@ final class UshasBatchWrite implements BatchWrite {
             if (!fs.exists(dir)) return out;
             for (FileStatus s : fs.listStatus(dir)) {
                 String n = s.getPath().getName();
-                if (s.isFile() && !n.startsWith("_") && !n.startsWith(".")) out.add(s);
+                if (s.isFile() && !DataFileNames.hidden(n)) out.add(s);
             }
         } catch (IOException e) {
             throw new Errors.UshasBridgeException("Ushas catalog: cannot list " + dir + ": " + e, e);

@@ -145,7 +145,7 @@ public class UshasCommitProtocol extends SQLHadoopMapReduceCommitProtocol {
             if (fs.exists(dir)) {
                 for (FileStatus s : fs.listStatus(dir)) {
                     String n = s.getPath().getName();
-                    if (s.isFile() && !n.startsWith("_") && !n.startsWith(".")) {
+                    if (s.isFile() && !DataFileNames.hidden(n)) {
                         files++;
                         bytes += s.getLen();
                         if (n.contains(writeJobId)) {

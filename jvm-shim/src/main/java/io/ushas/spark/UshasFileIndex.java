@@ -191,18 +191,13 @@ final class UshasFileIndex implements FileIndex {
     private static void collect(FileSystem fs, Path dir, List<FileStatusWithMetadata> out) throws IOException {
         for (FileStatus s : fs.listStatus(dir)) {
             String name = s.getPath().getName();
-            if (hidden(name)) continue;
+            if (DataFileNames.hidden(name)) continue;
             if (s.isDirectory()) {
                 collect(fs, s.getPath(), out);
             } else {
                 out.add(new FileStatusWithMetadata(s, scala.collection.immutable.Map$.MODULE$.empty()));
             }
         }
-    }
-
-    /** Spark's rule for files that are not data ({@code _SUCCESS}, {@code .crc}, staging directories). */
-    static boolean hidden(String name) {
-        return (name.startsWith("_") && !name.contains("=")) || name.startsWith(".") || name.endsWith("._COPYING_");
     }
 
     @Override
