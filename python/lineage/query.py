@@ -19,6 +19,8 @@ from typing import Any, Iterable
 
 from ushas_catalog.errors import InvalidArgument, NoSuchRun, NoSuchTable
 
+from .identity import canonical_uri, looks_like_path
+from .links import Links
 from .model import Dataset, EdgeSubtype
 from .store import Access, DatasetKey, LineageStore, Run, StoredEdge
 
@@ -124,6 +126,13 @@ class LineageQueries:
         """The dataset key a user-typed name denotes: a metastore table by its current name,
         then any dataset ever captured under that name (a Hive table, a path, a dropped or
         renamed table), also with ``spark_catalog.`` prepended for ``db.table``."""
+        if looks_like_path(name):  # any spelling: /x, file:/x, file:///x, trailing slash
+            uri = canonical_uri(name)
+            table_id = self.store.table_for_path(uri)
+            if table_id is not None:
+                return table_id
+            keys = self.store.keys_named(uri)
+            return keys[-1] if keys else None
         candidates = [name]
         parts = name.split(".")
         if len(parts) == 2 and "://" not in name and ":" not in name:
@@ -189,6 +198,9 @@ class LineageQueries:
         node = self.resolve(start) if isinstance(start, str) else start
         answer = Answer(direction, (node,), depth, since, until)
         upstream = direction == "upstream"
+        links = Links(self.store)
+        node = NodeRef(links.canonical(node.dataset), node.column)
+        answer.start = (node,)
         visited: set[NodeRef] = {node}
         queue: deque[tuple[NodeRef, int]] = deque([(node, 0)])
         while queue:
@@ -198,16 +210,16 @@ class LineageQueries:
                     answer.truncated = True
                 continue
             whole = current.column is None
-            if upstream:
-                edges = self.store.upstream_edges(current.dataset, current.column, since, until,
-                                                  all_columns=whole)
-            else:
-                edges = self.store.downstream_edges(current.dataset, current.column, since, until,
-                                                    all_columns=whole)
-            answer.scans += 1
+            edges = []
+            for key in [current.dataset, *links.aliases(current.dataset)]:
+                if upstream:
+                    edges += self.store.upstream_edges(key, current.column, since, until, all_columns=whole)
+                else:
+                    edges += self.store.downstream_edges(key, current.column, since, until, all_columns=whole)
+                answer.scans += 1
             for edge in edges:
-                target = NodeRef(edge.target, edge.target_column)
-                source = NodeRef(edge.source, edge.source_column)
+                target = NodeRef(links.canonical(edge.target), edge.target_column)
+                source = NodeRef(links.canonical(edge.source), edge.source_column)
                 hop = answer.hops.get((target, source, edge.subtype))
                 if hop is None:
                     hop = answer.hops[(target, source, edge.subtype)] = Hop(target, source, edge.subtype)
@@ -237,6 +249,9 @@ class LineageQueries:
         """Who read / wrote ``dataset`` in ``[since, until]``, oldest first."""
         node = self.resolve(dataset) if isinstance(dataset, str) else dataset
         rows = self.store.accesses(node.dataset, since, until, access=access)
+        for alias in Links(self.store).aliases(node.dataset):  # paths captured before the table existed
+            rows += self.store.accesses(alias, since, until, access=access)
+        rows.sort(key=lambda r: (r.time_ms, str(r.run_id)))
         runs: dict[uuid.UUID, Run] = {}
         out = []
         for row in rows:
