@@ -22,15 +22,23 @@ class Links:
     store: LineageStore
     _aliases: dict[DatasetKey, list[DatasetKey]] = field(default_factory=dict)
     _canonical: dict[DatasetKey, DatasetKey] = field(default_factory=dict)
+    _locations: Any = None
+    _read: bool = False
+
+    def locations(self) -> Any:
+        """The tables' locations, read once per walk (None without a metastore)."""
+        if not self._read:
+            self._read = True
+            self._locations = _safe(self.store.table_locations)
+        return self._locations
 
     def aliases(self, key: DatasetKey) -> list[DatasetKey]:
         """Path keys that denote the table ``key`` (none for anything but a metastore table)."""
         if key not in self._aliases:
             found: list[DatasetKey] = []
-            if isinstance(key, uuid.UUID):
-                location = _safe(self.store.location_of, key)
-                if location:
-                    found = [k for k in _safe(self.store.path_keys_under, location) or [] if k != key]
+            location = _safe(self.store.location_of, key) if isinstance(key, uuid.UUID) else None
+            if location:
+                found = [k for k in _safe(self.store.path_keys_under, location) or [] if k != key]
             self._aliases[key] = found
         return self._aliases[key]
 
@@ -38,12 +46,18 @@ class Links:
         """The table a path key lies in now, else the key itself."""
         if key not in self._canonical:
             out = key
-            if isinstance(key, str) and looks_like_path(key):
-                table_id = _safe(self.store.table_for_path, key)
-                if table_id is not None:
-                    out = table_id
+            locations = self.locations() if isinstance(key, str) and looks_like_path(key) else None
+            found = locations.find(key) if locations is not None else None
+            if found is not None:
+                out = found.table.table_id
             self._canonical[key] = out
         return self._canonical[key]
+
+    def table_for_path(self, text: str) -> uuid.UUID | None:
+        """The table whose location holds the path ``text`` (any spelling), or None."""
+        locations = self.locations()
+        found = locations.find(text) if locations is not None else None
+        return found.table.table_id if found is not None else None
 
 
 def _safe(fn: Any, *args: Any) -> Any:

@@ -128,7 +128,7 @@ class LineageQueries:
         renamed table), also with ``spark_catalog.`` prepended for ``db.table``."""
         if looks_like_path(name):  # any spelling: /x, file:/x, file:///x, trailing slash
             uri = canonical_uri(name)
-            table_id = self.store.table_for_path(uri)
+            table_id = Links(self.store).table_for_path(uri)
             if table_id is not None:
                 return table_id
             keys = self.store.keys_named(uri)

@@ -586,20 +586,19 @@ class LineageStore:
     def current_table_id(self, dataset: Dataset) -> uuid.UUID | None:
         return self.db.run(lambda tr: self.tables.table_id(tr, dataset))
 
-    def table_for_path(self, uri: str) -> uuid.UUID | None:
-        """The id of the metastore table whose location holds ``uri`` (any spelling), or None."""
-        by_path = getattr(self.tables, "table_for_path", None)
-        if by_path is None:
-            return None
-        from .identity import canonical_uri
-
-        found = self.db.run(lambda tr: by_path(tr, Dataset.path(canonical_uri(uri))))
-        return found[0] if found is not None else None
+    def table_locations(self) -> Any:
+        """Where the metastore's tables are, read now (a :class:`~lineage.identity.TableLocations`),
+        or None when this store has no metastore."""
+        scan = getattr(self.tables, "scan_locations", None)
+        return self.db.run(scan) if scan is not None else None
 
     def location_of(self, table_id: uuid.UUID) -> str | None:
-        """The location of a metastore table (canonical spelling), or None."""
+        """The location of a live metastore table (canonical spelling), or None."""
         of = getattr(self.tables, "location_of", None)
-        return self.db.run(lambda tr: of(tr, table_id)) if of is not None else None
+        if of is None:
+            return None
+        ref = self.dataset(table_id)
+        return self.db.run(lambda tr: of(tr, table_id, ref.name if ref is not None else None))
 
     def path_keys_under(self, location: str) -> list[DatasetKey]:
         """Keys of the path datasets captured at ``location`` or under it (by name; paths

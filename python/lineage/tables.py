@@ -62,11 +62,31 @@ class MetastoreTableIds:
 
     # ---- paths: one identity per dataset (lineage.identity) ------------------------------------
     def locations(self, tr: Transaction) -> TableLocations:
-        """The tables' locations, read at most every :data:`LOCATIONS_TTL_S` seconds."""
+        """The tables' locations, read at most every :data:`LOCATIONS_TTL_S` seconds (capture)."""
         cached = getattr(self, "_locations", None)
         if cached is None or time.monotonic() - cached.built > LOCATIONS_TTL_S:
-            cached = self._locations = TableLocations.of(table_locations(self.metastore, tr))
+            cached = self._locations = self.scan_locations(tr)
         return cached
+
+    def location_of(self, tr: Transaction, table_id: uuid.UUID, last_name: str | None = None) -> str | None:
+        """The location (canonical) of a live metastore table, None when it has none or is gone."""
+        from ushas_catalog.names import TableName
+        from ushas_catalog.records.store import RecordStore
+
+        state = self.table_state(tr, table_id, last_name)
+        if state is None or state.dropped:
+            return None
+        try:
+            t = self.metastore._table(tr, TableName.parse(tuple(state.name.split(".")))) # noqa: SLF001
+        except (NotFound, InvalidName):
+            return None
+        storage = RecordStore.at(t.path.add("TableStorage")).load(tr, ())
+        location = getattr(storage, "location", "") if storage is not None else ""
+        return canonical_uri(location) if location else None
+
+    def scan_locations(self, tr: Transaction) -> TableLocations:
+        """The tables' locations, read now."""
+        return TableLocations.of(table_locations(self.metastore, tr))
 
     def table_for_path(self, tr: Transaction, dataset: Dataset) -> tuple[uuid.UUID, Dataset] | None:
         """The metastore table a path dataset is (or lies under): its id and the dataset as a
@@ -82,10 +102,6 @@ class MetastoreTableIds:
             spark_names = [k for k, v in self.catalogs.items() if v == t.catalog]
             catalog = spark_names[0] if spark_names else catalog
         return t.table_id, linked(dataset, Dataset.table(catalog, t.database, t.table))
-
-    def location_of(self, tr: Transaction, table_id: uuid.UUID) -> str | None:
-        loc = self.locations(tr).by_id.get(table_id)
-        return loc.location if loc is not None else None
 
     def table_state(self, tr: Transaction, table_id: uuid.UUID, last_name: str | None = None) -> TableState | None:
         ms = self.metastore
