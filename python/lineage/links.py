@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .identity import looks_like_path
-from .store import DatasetKey, LineageStore
+from .store import Access, DatasetKey, LineageStore, StoredEdge
+from .views import VIEW_DESCRIPTION
 
 
 @dataclass
@@ -58,6 +59,37 @@ class Links:
         locations = self.locations()
         found = locations.find(text) if locations is not None else None
         return found.table.table_id if found is not None else None
+
+
+@dataclass
+class ViewVersions:
+    """The definition of each view in force for one walk: of the runs that defined a view (wrote
+    it as a view) in ``[since, until]``, the latest. Edges into a view from an older definition
+    are left out; edges of other runs are kept."""
+
+    store: LineageStore
+    since: int | None = None
+    until: int | None = None
+    _latest: dict[DatasetKey, Any] = field(default_factory=dict)
+    _defines: dict[tuple[Any, DatasetKey], bool] = field(default_factory=dict)
+
+    def defines(self, run_id: uuid.UUID, key: DatasetKey) -> bool:
+        if (run_id, key) not in self._defines:
+            self._defines[(run_id, key)] = any(
+                acc is Access.WRITE and ref.key == key and ref.dataset.description == VIEW_DESCRIPTION
+                for acc, ref in self.store.run_datasets(run_id))
+        return self._defines[(run_id, key)]
+
+    def latest(self, key: DatasetKey) -> uuid.UUID | None:
+        """The run of the view's definition in force (None: not a view in this window)."""
+        if key not in self._latest:
+            rows = self.store.accesses(key, self.since, self.until, access=Access.WRITE, reverse=True, limit=1)
+            self._latest[key] = rows[0].run_id if rows and self.defines(rows[0].run_id, key) else None
+        return self._latest[key]
+
+    def keep(self, edge: StoredEdge) -> bool:
+        latest = self.latest(edge.target)
+        return latest is None or edge.run_id == latest or not self.defines(edge.run_id, edge.target)
 
 
 def _safe(fn: Any, *args: Any) -> Any:

@@ -20,7 +20,7 @@ from typing import Any, Iterable
 from ushas_catalog.errors import InvalidArgument, NoSuchRun, NoSuchTable
 
 from .identity import canonical_uri, looks_like_path
-from .links import Links
+from .links import Links, ViewVersions
 from .model import Dataset, EdgeSubtype
 from .store import Access, DatasetKey, LineageStore, Run, StoredEdge
 
@@ -199,6 +199,7 @@ class LineageQueries:
         answer = Answer(direction, (node,), depth, since, until)
         upstream = direction == "upstream"
         links = Links(self.store)
+        versions = ViewVersions(self.store, since, until)
         node = NodeRef(links.canonical(node.dataset), node.column)
         answer.start = (node,)
         visited: set[NodeRef] = {node}
@@ -218,6 +219,8 @@ class LineageQueries:
                     edges += self.store.downstream_edges(key, current.column, since, until, all_columns=whole)
                 answer.scans += 1
             for edge in edges:
+                if not versions.keep(edge):  # a view's superseded definition
+                    continue
                 target = NodeRef(links.canonical(edge.target), edge.target_column)
                 source = NodeRef(links.canonical(edge.source), edge.source_column)
                 hop = answer.hops.get((target, source, edge.subtype))

@@ -5,7 +5,8 @@
   (``AlterViewAs``) resolve like an INSERT into ``v``: view column <- the columns of ``q``, typed
   edges and expressions. Captured, each is a run writing the view, so the store keeps every
   definition by time (versioned) and upstream / downstream / impact walk through the view.
-  Temporary views are not datasets: their definitions stay table-level reads, and a query over a
+  The walks use the definition in force: of a view's definitions in the window asked, the
+  latest (``lineage.links.ViewVersions``). Temporary views are not datasets: their definitions stay table-level reads, and a query over a
   temporary view sees straight through it, as before.
 - **A query reading a persistent view** depends on the view (its columns are a step of the
   plan: the ``View`` node) and on the tables under it: the captured edges name both
@@ -23,6 +24,13 @@ VIEW_KINDS = frozenset({"CreateView", "AlterViewAs", "CreateViewCommand"})
 VIEW_COLUMN = "View"
 TEMP_VIEW_COLUMN = "TempView"
 TEMP_VIEW_TYPES = frozenset({"LocalTempView", "GlobalTempView"})
+#: ``Dataset.description`` of a view as its definition writes it: the store keeps, per run, that the
+#: run defined the view, so walks use the definition in force (lineage.links.ViewVersions)
+VIEW_DESCRIPTION = "view"
+
+
+def as_view(ds: Dataset | None) -> Dataset | None:
+    return ds._replace(description=VIEW_DESCRIPTION) if ds is not None else None
 
 
 def _identifier(args: Mapping[str, Any]) -> Dataset | None:
@@ -45,11 +53,11 @@ def view_definition(node: PlanNode, nodes: Sequence[PlanNode]) -> tuple[Dataset 
         name = a.get("name")
         if not isinstance(name, Mapping) or not name.get("database"):
             return None, None, None
-        target = Dataset.table(name.get("catalog") or "spark_catalog", name["database"], name["table"])
+        target = as_view(Dataset.table(name.get("catalog") or "spark_catalog", name["database"], name["table"]))
         query = node.plans.get("plan")
     else:
         ident_idx = node.plans.get("child", node.children[0] if node.children else None)
-        target = _identifier(nodes[ident_idx].args) if ident_idx is not None else None
+        target = as_view(_identifier(nodes[ident_idx].args)) if ident_idx is not None else None
         query = node.plans.get("query")
     columns = a.get("userSpecifiedColumns")
     names = [str(c) for c in columns] if isinstance(columns, list) and columns else None

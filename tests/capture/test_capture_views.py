@@ -78,9 +78,20 @@ def test_alter_and_replace_view_are_new_versions(spark, env: dict[str, Any]) -> 
     spark.sql(f"ALTER VIEW ushas.{db}.v AS SELECT id, upper(status) AS s FROM ushas.{db}.orders")
     spark.sql(f"CREATE OR REPLACE VIEW ushas.{db}.v AS SELECT id, lower(status) AS s, dt FROM ushas.{db}.orders")
     settle(spark)
-    assert len(q.runs(f"ushas.{db}.v", access=Access.WRITE)) == 3
+    runs = q.runs(f"ushas.{db}.v", access=Access.WRITE)
+    assert len(runs) == 3
     assert names(q, q.upstream(f"ushas.{db}.v.s")) == {f"ushas.{db}.orders.status"}
     assert names(q, q.upstream(f"ushas.{db}.v.dt")) == {f"ushas.{db}.orders.dt"}
+    # the definition in force: the latest one in the window asked
+    now = q.answer_json(q.upstream(f"ushas.{db}.v.s"), explain=True)
+    assert now["edges"][0]["runs"] == [str(runs[2][1].run_id)]
+    assert "lower" in now["paths"][f"ushas.{db}.orders.status"][0]["expression"]
+    then = q.answer_json(q.upstream(f"ushas.{db}.v.s", until=runs[1][1].end_ms), explain=True)
+    assert then["edges"][0]["runs"] == [str(runs[1][1].run_id)]
+    assert "upper" in then["paths"][f"ushas.{db}.orders.status"][0]["expression"]
+    assert names(q, q.upstream(f"ushas.{db}.v.dt", until=runs[1][1].end_ms)) == set()
+    down = q.answer_json(q.downstream(f"ushas.{db}.orders.status"))
+    assert [e["runs"] for e in down["edges"] if e["target"] == f"ushas.{db}.v.s"] == [[str(runs[2][1].run_id)]]
     # a temporary view is not a dataset: what reads it sees through it, as before
     spark.sql(f"CREATE TEMP VIEW tv_{env['tag']} AS SELECT id, amount FROM ushas.{db}.orders")
     spark.sql(f"CREATE TABLE ushas.{db}.from_temp (id BIGINT, amount DOUBLE) USING parquet")
