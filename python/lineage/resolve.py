@@ -574,6 +574,27 @@ def _generated_members(p: _Pass, gen: Expr, col: ColumnNode) -> None:
             p.members[col] = p.members[node]
 
 
+def _bin_by(p: _Pass, node: PlanNode) -> None:
+    """BIN BY (RANGE s TO e BIN WIDTH w DISTRIBUTE UNIFORM (v, ...)): each row is split over the
+    bins its range covers; a distributed column's value is scaled by the share of its range in
+    the bin (<- the column and the range), the appended bin start / end / ratio <- the range."""
+    x = node.exprs
+    rng = [e for key in ("rangeStart", "rangeEnd") for e in _seq(x.get(key))]
+    range_steps = [Step(s.source, TRANSFORMATION) for e in rng for s in p.refs(e).steps]
+    text = ", ".join(str(e) for e in rng)
+    for original, scaled in zip(_seq(x.get("distributeColumns")), _seq(x.get("scaledDistributeColumns"))):
+        if scaled.expr_id is None or original.expr_id is None:
+            continue
+        src = p.ref(original.expr_id, original.name or "?")
+        p.define(scaled.name or "?", scaled.expr_id, node.index,
+                 Derivation(node.kind, f"{original} scaled by the share of [{text}] in the bin",
+                            tuple(_merge([Step(src, TRANSFORMATION), *range_steps]))))
+    for a in _seq(x.get("appendedAttributes")):
+        if a.expr_id is not None:
+            p.define(a.name or "?", a.expr_id, node.index,
+                     Derivation(node.kind, f"{a.name} of the bin of [{text}]", tuple(_merge(range_steps))))
+
+
 def _positional(p: _Pass, node: PlanNode, source: PlanNode, operator: str, text: str) -> None:
     for j, a in enumerate(node.output):
         if j >= len(source.output):
@@ -771,6 +792,7 @@ HANDLERS: Mapping[str, Handler] = {
     "Union": _union,
     "Expand": _expand,
     "Generate": _generate,
+    "BinBy": _bin_by,
     "CTERelationDef": _cte_def,
     "CTERelationRef": _cte_ref,
     "UnionLoop": _union_loop,

@@ -186,6 +186,18 @@ def _df_struct_get_field(spark: Any) -> Any:
     return spark.table(T).select(F.struct("x", "y").alias("st")).select(F.col("st").getField("y").alias("y"))
 
 
+def _df_bin_by(spark: Any) -> Any:
+    key = "spark.sql.binByRelationOperator.enabled"  # off by default in Spark 4.3
+    spark.conf.set(key, "true")
+    try:
+        df = spark.sql("select k, v, bin_start, bin_distribute_ratio from lin.ev "
+                       "bin by (range s to e bin width interval 1 hour distribute uniform (v))")
+        df._jdf.queryExecution().analyzed()  # analyzed while enabled
+        return df
+    finally:
+        spark.conf.unset(key)
+
+
 PIVOTED = {"p1": frozenset({"CONDITIONAL:lin.sales.product"}), "p2": frozenset({"CONDITIONAL:lin.sales.product"})}
 
 
@@ -456,6 +468,10 @@ CASES: list[PlanCase] = [
     PlanCase("values_non_foldable", "In-query source (VALUES)",
              "select a, b from values ('one', current_timestamp()) as data(a, b)",
              {"a": {"<VALUES>.a": "I"}, "b": {"<VALUES>.b": "I"}}),
+    PlanCase("bin_by", "BIN BY", _df_bin_by,
+             {"k": {"lin.ev.k": "I"}, "v": {"lin.ev.v": "T", "lin.ev.s": "T", "lin.ev.e": "T"},
+              "bin_start": {"lin.ev.s": "T", "lin.ev.e": "T"},
+              "bin_distribute_ratio": {"lin.ev.s": "T", "lin.ev.e": "T"}}, mode="dataframe"),
     PlanCase("range", "In-query source (range)", "select id from range(10)", {"id": {"<range(0, 10, 1)>.id": "I"}}),
     PlanCase("literal", "In-query source (literal)", "select 1 as one, 'a' as s", {"one": {}, "s": {}}),
     PlanCase("df_values", "In-query source (VALUES)", _df_values, {"n1": {"<LogicalRDD>.n": "T"}, "c": {"<LogicalRDD>.c": "I"}},
@@ -516,6 +532,7 @@ def lin(spark: Any) -> Any:
     spark.sql(f"create table if not exists {S} (region string, product string, q1 int, q2 int, amount double) "
               "using parquet")
     spark.sql("create table if not exists lin.mt (k int, v int) using parquet")
+    spark.sql("create table if not exists lin.ev (s timestamp, e timestamp, v double, k string) using parquet")
     spark.sql(f"create or replace view lin.vw as select x, y from {T} where x > 0")
     return spark
 
