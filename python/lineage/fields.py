@@ -71,15 +71,15 @@ def generator_outputs(gen: Expr, outputs: int) -> list[list[Expr] | None] | None
         values = list(children[1:])
         if outputs < 1:
             return None
-        return [values[j::outputs] for j in range(outputs)]
+        return [list(values[j::outputs]) for j in range(outputs)]
     if kind == "Inline" and children:
         members = struct_members(children[0])
         if members is not None and len(members) == outputs:
-            return list(members)
+            return [list(m) for m in members]
         return None
     if kind in ("Explode", "PosExplode") and children:
         child = unalias(children[0])
-        position = [[]] if kind == "PosExplode" else []
+        position: list[list[Expr] | None] = [[]] if kind == "PosExplode" else []
         rest = outputs - len(position)
         if child.kind in ARRAY_BUILDERS and rest == 1:
             return position + [list(child.children)]

@@ -530,7 +530,8 @@ def _generate(p: _Pass, node: PlanNode) -> None:
     named = [o for o in outs if o.expr_id is not None]
     per_output = _generator_steps(p, gen, len(named))
     for i, o in enumerate(named):
-        own = per_output[i] if per_output is not None and per_output[i] is not None else steps
+        mine = per_output[i] if per_output is not None else None
+        own = mine if mine is not None else steps
         col = p.define(o.name or "?", o.expr_id, node.index,  # type: ignore[arg-type]
                        Derivation(node.kind, str(gen), own, expression_kind=gen.kind))
         p.attach(r.subqueries, col)
@@ -724,8 +725,7 @@ def _create_view(p: _Pass, node: PlanNode) -> None:
     """CREATE [OR REPLACE] VIEW / ALTER VIEW ... AS: a write of the view (lineage.views)."""
     target, query_idx, names = view_definition(node, p.doc.nodes)
     if target is None or query_idx is None:
-        _unknown(p, node)  # a temporary view: not a dataset, as before
-        return
+        return  # a temporary view: not a dataset; what reads it sees through it
     query = p.doc.nodes[query_idx]
     if names is None or len(names) != len(query.output):
         names = [a.name for a in query.output]

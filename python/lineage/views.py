@@ -2,7 +2,7 @@
 
 - **A view definition is a write of the view.** ``CREATE [OR REPLACE] VIEW v AS q`` (V2
   ``CreateView``, V1 ``CreateViewCommand`` for a persistent view) and ``ALTER VIEW v AS q``
-  (``AlterViewAs``) resolve like an INSERT into ``v``: view column <- the columns of ``q``, typed
+  (``AlterViewAs``, V1 ``AlterViewAsCommand``) resolve like an INSERT into ``v``: view column <- the columns of ``q``, typed
   edges and expressions. Captured, each is a run writing the view, so the store keeps every
   definition by time (versioned) and upstream / downstream / impact walk through the view.
   The walks use the definition in force: of a view's definitions in the window asked, the
@@ -19,7 +19,7 @@ from typing import Any, Mapping, Sequence
 from .model import Dataset, Edge, LineageResult
 from .plan import PlanNode
 
-VIEW_KINDS = frozenset({"CreateView", "AlterViewAs", "CreateViewCommand"})
+VIEW_KINDS = frozenset({"CreateView", "AlterViewAs", "CreateViewCommand", "AlterViewAsCommand"})
 #: the derivation ``expression_kind`` of a persistent view's column (``TempView`` for temporary ones)
 VIEW_COLUMN = "View"
 TEMP_VIEW_COLUMN = "TempView"
@@ -47,14 +47,14 @@ def view_definition(node: PlanNode, nodes: Sequence[PlanNode]) -> tuple[Dataset 
     """(view, index of the defining query's plan node, the view's column names when given) of a
     view definition node; the view is None for a temporary view (not a dataset)."""
     a = node.args
-    if node.kind == "CreateViewCommand":
-        if a.get("viewType") in TEMP_VIEW_TYPES or a.get("viewType") is None:
+    if node.kind in ("CreateViewCommand", "AlterViewAsCommand"):  # session catalog (V1) views
+        if node.kind == "CreateViewCommand" and a.get("viewType") != "PersistedView":
             return None, None, None  # temporary (or a shim too old to say): as before
         name = a.get("name")
         if not isinstance(name, Mapping) or not name.get("database"):
-            return None, None, None
+            return None, None, None  # ALTER VIEW of a temporary view: its name is not qualified
         target = as_view(Dataset.table(name.get("catalog") or "spark_catalog", name["database"], name["table"]))
-        query = node.plans.get("plan")
+        query = node.plans.get("plan", node.plans.get("query"))
     else:
         ident_idx = node.plans.get("child", node.children[0] if node.children else None)
         target = as_view(_identifier(nodes[ident_idx].args)) if ident_idx is not None else None

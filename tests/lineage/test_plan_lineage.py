@@ -424,6 +424,10 @@ CASES: list[PlanCase] = [
     PlanCase("create_view", "View definition (CREATE VIEW)",
              f"create or replace view lin.vw2 (a, uy) as select x, upper(y) from {T} where x > 0",
              {"a": {"lin.t.x": "I"}, "uy": {"lin.t.y": "T"}}, fs("FILTER:lin.t.x"), target="lin.vw2"),
+    PlanCase("alter_view", "View definition (ALTER VIEW AS)", f"alter view lin.vw as select x, y from {T} where x > 0",
+             {"x": {"lin.t.x": "I"}, "y": {"lin.t.y": "I"}}, fs("FILTER:lin.t.x"), target="lin.vw"),
+    PlanCase("create_temp_view", "View definition (temporary: not a dataset)",
+             f"create or replace temp view lin_tv2 as select x from {T}", {}),
     PlanCase("df_temp_view", "View", _df_temp_view, {"w": {"lin.u.w": "I"}}, fs("FILTER:lin.u.k"), mode="dataframe"),
     # ---- pivot / unpivot ----------------------------------------------------------------
     PlanCase("pivot", "Pivot",
