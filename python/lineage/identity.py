@@ -114,3 +114,14 @@ class TableLocations:
 def path_names_prefix(location: str) -> str:
     """Names of path datasets under ``location`` start with this."""
     return canonical_uri(location).rstrip("/") + "/"
+
+
+def partition_of(uri: str, location: str | None) -> dict[str, str]:
+    """The partition a directory under a table's ``location`` names (its ``k=v`` segments)."""
+    if not location:
+        return {}
+    path, loc = canonical_uri(uri), canonical_uri(location)
+    if not path.startswith(loc.rstrip("/") + "/"):
+        return {}
+    rest = path[len(loc.rstrip("/")) + 1:].split("/")
+    return dict(seg.split("=", 1) for seg in rest if "=" in seg)

@@ -19,9 +19,9 @@ from typing import Any, Iterable
 
 from ushas_catalog.errors import InvalidArgument, NoSuchRun, NoSuchTable
 
-from .identity import canonical_uri, looks_like_path
+from .identity import canonical_uri, looks_like_path, partition_of
 from .links import Links, ViewVersions
-from .model import Dataset, EdgeSubtype
+from .model import Dataset, DatasetKind, EdgeSubtype
 from .store import Access, DatasetKey, LineageStore, Run, StoredEdge
 
 
@@ -271,8 +271,8 @@ class LineageQueries:
         edges = self.store.run_edges(rid)
         return {
             "run": run.to_dict(),
-            "inputs": [self._dataset_json(ref.key) for acc, ref in datasets if acc is Access.READ],
-            "outputs": [self._dataset_json(ref.key) for acc, ref in datasets if acc is Access.WRITE],
+            "inputs": [self._access_json(ref) for acc, ref in datasets if acc is Access.READ],
+            "outputs": [self._access_json(ref) for acc, ref in datasets if acc is Access.WRITE],
             "edges": [self._edge_json(e, expr) for e, expr in edges],
         }
 
@@ -289,6 +289,18 @@ class LineageQueries:
     # ---- JSON ----------------------------------------------------------------------------------
     def _dataset_json(self, key: DatasetKey) -> dict[str, Any]:
         return self.display(key)
+
+    def _access_json(self, ref: Any) -> dict[str, Any]:
+        """A dataset a run touched; a table accessed by path also shows that path and the
+        partition its directory names (lineage.identity)."""
+        out = self._dataset_json(ref.key)
+        ds = ref.dataset
+        if ds.kind is DatasetKind.TABLE and ds.uri and isinstance(ref.key, uuid.UUID):
+            out["path"] = ds.uri
+            spec = partition_of(ds.uri, self.store.location_of(ref.key))
+            if spec:
+                out["partition"] = spec
+        return out
 
     def node_name(self, node: NodeRef) -> str:
         name = self.display(node.dataset)["name"]

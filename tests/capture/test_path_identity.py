@@ -63,6 +63,9 @@ def test_paths_are_the_table_in_the_store_and_in_queries(store_uri: str, tmp_pat
     for spelling in (str(loc), f"file:{loc}", f"file://{loc}/", f"{loc}/dt=2024-01-01"):
         assert q.resolve_dataset(spelling) == table_id, spelling
     assert [acc for acc, _ in q.runs(f"file:///{str(loc).lstrip('/')}")] == [Access.READ]
+    detail = q.run(run(1, T1).run_id)
+    assert detail["inputs"] == [{"name": "ushas.sales.orders", "table_id": str(table_id), "dropped": False,
+                                 "path": f"file:{loc}/dt=2024-01-01", "partition": {"dt": "2024-01-01"}}]
     (ref,) = [r for acc, r in store.run_datasets(run(1, T1).run_id) if acc is Access.READ]
     assert ref.key == table_id and ref.dataset.name == "ushas.sales.orders"
     assert ref.dataset.uri == f"file:{loc}/dt=2024-01-01"  # the path it was read by: a symlink
@@ -83,3 +86,21 @@ def test_paths_are_the_table_in_the_store_and_in_queries(store_uri: str, tmp_pat
     assert [acc for acc, _ in q.runs("ushas.sales.early")] == [Access.WRITE]
     store.close()
     ms.close()
+
+
+def test_cli_takes_a_path_in_any_spelling(capsys, store_uri: str, tmp_path) -> None:
+    import json
+
+    from ushas_catalog.cli import main
+
+    users = Dataset.path(f"file:{tmp_path}/users", "parquet")
+    report = Dataset.path("file:/data/report", "parquet")
+    store = open_lineage_store(store_uri, "p")
+    store.record(CapturedRun(run(1, T1), reads=(users,), writes=(report,),
+                             edges=(edge(col(report, "n"), col(users, "name"), EdgeSubtype.TRANSFORMATION),)))
+    store.close()
+    for spelling in (f"{tmp_path}/users", f"file:{tmp_path}/users", f"file://{tmp_path}/users/"):
+        assert main(["--uri", store_uri, "--project", "p", "--json", "lineage", "runs", spelling]) == 0
+        assert [r["access"] for r in json.loads(capsys.readouterr().out)] == ["read"]
+        assert main(["--uri", store_uri, "--project", "p", "--json", "lineage", "downstream", f"{spelling}.name"]) == 0
+        assert [c["name"] for c in json.loads(capsys.readouterr().out)["columns"]] == ["file:/data/report.n"]
