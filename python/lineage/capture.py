@@ -41,6 +41,7 @@ from ushas_catalog.errors import (InvalidArgument, LimitExceeded, NotAStore, Sto
 
 from .model import ColumnNode, Dataset, DatasetKind, Edge, LineageResult
 from .store import CapturedRun, LineageStore, Run, RunStatus, now_ms, run_id_for
+from .views import view_edges
 
 log = logging.getLogger("ushas.lineage.capture")
 
@@ -352,7 +353,7 @@ def _target_edges(result: LineageResult) -> list[Edge]:
     if result.target is None:
         return []
     out = []
-    for e in result.edges:
+    for e in (*result.edges, *view_edges(result)):  # through persistent views, and to their columns
         target = e.target
         if target is not None and target.dataset is None:
             target = ColumnNode.column(result.target, target.name)

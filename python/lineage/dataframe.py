@@ -77,8 +77,11 @@ def lineage_of_sql(spark: Any, sql: str) -> LineageResult:
 def _lineage(self: Any) -> LineageResult:
     """Column lineage of this DataFrame: ``str()`` prints one tree per output column;
     ``.edges``, ``.to_dict()``, ``.to_json()``, ``.to_openlineage()``, ``.to_dot()``,
-    ``.to_mermaid()``; notebooks render it as HTML."""
-    return lineage_of_dataframe(self)
+    ``.to_mermaid()``; notebooks render it as HTML. A path that lies in a table's location of
+    the session's ushas catalogs is shown as that table (lineage.session_paths)."""
+    from .session_paths import link_session_paths
+
+    return link_session_paths(self.sparkSession, lineage_of_dataframe(self))
 
 
 def install() -> None:

@@ -19,7 +19,9 @@ from typing import Any, Iterable
 
 from ushas_catalog.errors import InvalidArgument, NoSuchRun, NoSuchTable
 
-from .model import Dataset, EdgeSubtype
+from .identity import canonical_uri, looks_like_path, partition_of
+from .links import Links, ViewVersions
+from .model import Dataset, DatasetKind, EdgeSubtype
 from .store import Access, DatasetKey, LineageStore, Run, StoredEdge
 
 
@@ -124,6 +126,13 @@ class LineageQueries:
         """The dataset key a user-typed name denotes: a metastore table by its current name,
         then any dataset ever captured under that name (a Hive table, a path, a dropped or
         renamed table), also with ``spark_catalog.`` prepended for ``db.table``."""
+        if looks_like_path(name):  # any spelling: /x, file:/x, file:///x, trailing slash
+            uri = canonical_uri(name)
+            table_id = Links(self.store).table_for_path(uri)
+            if table_id is not None:
+                return table_id
+            keys = self.store.keys_named(uri)
+            return keys[-1] if keys else None
         candidates = [name]
         parts = name.split(".")
         if len(parts) == 2 and "://" not in name and ":" not in name:
@@ -189,6 +198,10 @@ class LineageQueries:
         node = self.resolve(start) if isinstance(start, str) else start
         answer = Answer(direction, (node,), depth, since, until)
         upstream = direction == "upstream"
+        links = Links(self.store)
+        versions = ViewVersions(self.store, since, until)
+        node = NodeRef(links.canonical(node.dataset), node.column)
+        answer.start = (node,)
         visited: set[NodeRef] = {node}
         queue: deque[tuple[NodeRef, int]] = deque([(node, 0)])
         while queue:
@@ -198,16 +211,18 @@ class LineageQueries:
                     answer.truncated = True
                 continue
             whole = current.column is None
-            if upstream:
-                edges = self.store.upstream_edges(current.dataset, current.column, since, until,
-                                                  all_columns=whole)
-            else:
-                edges = self.store.downstream_edges(current.dataset, current.column, since, until,
-                                                    all_columns=whole)
-            answer.scans += 1
+            edges = []
+            for key in [current.dataset, *links.aliases(current.dataset)]:
+                if upstream:
+                    edges += self.store.upstream_edges(key, current.column, since, until, all_columns=whole)
+                else:
+                    edges += self.store.downstream_edges(key, current.column, since, until, all_columns=whole)
+                answer.scans += 1
             for edge in edges:
-                target = NodeRef(edge.target, edge.target_column)
-                source = NodeRef(edge.source, edge.source_column)
+                if not versions.keep(edge):  # a view's superseded definition
+                    continue
+                target = NodeRef(links.canonical(edge.target), edge.target_column)
+                source = NodeRef(links.canonical(edge.source), edge.source_column)
                 hop = answer.hops.get((target, source, edge.subtype))
                 if hop is None:
                     hop = answer.hops[(target, source, edge.subtype)] = Hop(target, source, edge.subtype)
@@ -237,6 +252,9 @@ class LineageQueries:
         """Who read / wrote ``dataset`` in ``[since, until]``, oldest first."""
         node = self.resolve(dataset) if isinstance(dataset, str) else dataset
         rows = self.store.accesses(node.dataset, since, until, access=access)
+        for alias in Links(self.store).aliases(node.dataset):  # paths captured before the table existed
+            rows += self.store.accesses(alias, since, until, access=access)
+        rows.sort(key=lambda r: (r.time_ms, str(r.run_id)))
         runs: dict[uuid.UUID, Run] = {}
         out = []
         for row in rows:
@@ -253,8 +271,8 @@ class LineageQueries:
         edges = self.store.run_edges(rid)
         return {
             "run": run.to_dict(),
-            "inputs": [self._dataset_json(ref.key) for acc, ref in datasets if acc is Access.READ],
-            "outputs": [self._dataset_json(ref.key) for acc, ref in datasets if acc is Access.WRITE],
+            "inputs": [self._access_json(ref) for acc, ref in datasets if acc is Access.READ],
+            "outputs": [self._access_json(ref) for acc, ref in datasets if acc is Access.WRITE],
             "edges": [self._edge_json(e, expr) for e, expr in edges],
         }
 
@@ -271,6 +289,18 @@ class LineageQueries:
     # ---- JSON ----------------------------------------------------------------------------------
     def _dataset_json(self, key: DatasetKey) -> dict[str, Any]:
         return self.display(key)
+
+    def _access_json(self, ref: Any) -> dict[str, Any]:
+        """A dataset a run touched; a table accessed by path also shows that path and the
+        partition its directory names (lineage.identity)."""
+        out = self._dataset_json(ref.key)
+        ds = ref.dataset
+        if ds.kind is DatasetKind.TABLE and ds.uri and isinstance(ref.key, uuid.UUID):
+            out["path"] = ds.uri
+            spec = partition_of(ds.uri, self.store.location_of(ref.key))
+            if spec:
+                out["partition"] = spec
+        return out
 
     def node_name(self, node: NodeRef) -> str:
         name = self.display(node.dataset)["name"]

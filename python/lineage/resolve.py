@@ -28,7 +28,9 @@ from .model import (
     Unresolved,
     compose_subtypes,
 )
+from .fields import ARRAY_BUILDERS, STRUCT_BUILDERS, field_ordinal, generator, generator_outputs, struct_members
 from .plan import Attr, Expr, PlanDocument, PlanNode, gc_paused
+from .views import TEMP_VIEW_COLUMN, VIEW_COLUMN, VIEW_KINDS, view_definition
 
 ROOT_SCOPE = -1
 IDENTITY = EdgeSubtype.IDENTITY
@@ -63,7 +65,10 @@ AGGREGATION, TRANSFORMATION = EdgeSubtype.AGGREGATION, EdgeSubtype.TRANSFORMATIO
 CONDITIONAL, WINDOW = EdgeSubtype.CONDITIONAL, EdgeSubtype.WINDOW
 # Expression kinds that change the context of the references below them (Pass.refs)
 _SUBQUERY, _AGGREGATE, _WINDOW, _CASE_WHEN, _IF = "subquery", "aggregate", "window", "case when", "if"
+_FIELD, _PIVOT = "field", "pivot"
 _CONTEXT: Mapping[str, str] = {
+    "GetStructField": _FIELD,
+    "PivotFirst": _PIVOT,
     **{k: _SUBQUERY for k in SUBQUERY_KINDS},
     "AggregateExpression": _AGGREGATE,
     "WindowSpecDefinition": _WINDOW,
@@ -105,6 +110,8 @@ class _Pass:
     # relation attributes not referenced yet: exprId -> (relation node, its dataset); defined on
     # first reference (a scan outputs every column of its table; most are never used)
     lazy: dict[int, tuple[PlanNode, Dataset, str, str]] = field(default_factory=dict)
+    # struct columns built in the plan: column -> the steps feeding each member (lineage.fields)
+    members: dict[ColumnNode, tuple[tuple[Step, ...], ...]] = field(default_factory=dict)
 
     # ---- attribute map ----------------------------------------------------------------------
     def ref(self, expr_id: int, name: str) -> ColumnNode:
@@ -228,6 +235,19 @@ class _Pass:
                     elif direct:
                         found[key] = compose_subtypes(prev, sub)
                     continue
+                if context is _FIELD:
+                    member = self._member(e)
+                    if member is None:
+                        todo.extend(children)
+                        continue
+                    for s in member:
+                        if s.subtype.kind is DIRECT:
+                            key, msub = (s.source, edge_kind), (compose_subtypes(sub, s.subtype) if direct else sub)
+                        else:
+                            key, msub = (s.source, s.subtype.kind), s.subtype
+                        prev = found.get(key)
+                        found[key] = msub if prev is None or key[1] is not DIRECT else compose_subtypes(prev, msub)
+                    continue
                 if context is _SUBQUERY:
                     if e.subquery is not None:
                         subqueries.append(e.subquery)
@@ -245,6 +265,10 @@ class _Pass:
                         frames.append((list(children[1:]), agg, CONDITIONAL))
                 elif context is _WINDOW:
                     frames.append((list(children), agg, WINDOW))
+                elif context is _PIVOT:  # PivotFirst(pivot column, value): the pivot value picks the column
+                    frames.append(([children[0]], agg, CONDITIONAL))
+                    if len(children) > 1:
+                        frames.append((list(children[1:]), agg, ind))
                 elif context is _CASE_WHEN:  # (condition, value)*, else value
                     conditions = len(children) - len(children) % 2
                     for i, c in enumerate(children):
@@ -255,6 +279,39 @@ class _Pass:
                         frames.append((list(children[1:]), agg, ind))
                 break
         return _Refs(tuple([_new(Step, (src, sub)) for (src, _), sub in found.items()]), tuple(subqueries))
+
+    def _member(self, e: Expr) -> tuple[Step, ...] | None:
+        """The steps feeding the struct member a field access takes, when the struct was built
+        in the plan (``named_struct(...) AS s`` then ``s.amt``); None otherwise."""
+        ordinal = field_ordinal(e)
+        child = e.children[0] if e.children else None
+        if ordinal is None or child is None or child.expr_id is None or child.children \
+                or child.kind in NON_REFERENCES or not self.members:
+            return None
+        node = self.env.get(child.expr_id)
+        members = self.members.get(node) if node is not None else None
+        if members is None or ordinal >= len(members):
+            return None
+        return members[ordinal]
+
+    def member_steps(self, exprs: Iterable[Expr]) -> tuple[Step, ...]:
+        """The merged steps of several expressions feeding one member or output."""
+        out: list[Step] = []
+        for x in exprs:
+            out.extend(self.refs(x).steps)
+        return tuple(_merge(out))
+
+    def record_members(self, col: ColumnNode, e: Expr) -> None:
+        """Remember what feeds each member of the struct column ``col`` (built by ``e``)."""
+        top = e.children[0] if e.kind == "Alias" and e.children else e
+        if top.kind in STRUCT_BUILDERS or top.kind in ARRAY_BUILDERS:
+            members = struct_members(top)
+            if members is not None:
+                self.members[col] = tuple(self.member_steps(m) for m in members)
+        elif top.expr_id is not None and not top.children and self.members:
+            src = self.env.get(top.expr_id)  # an alias of a struct column keeps its members
+            if src is not None and src in self.members:
+                self.members[col] = self.members[src]
 
     def derive_named(self, node: PlanNode, e: Expr, aggregate: bool = False,
                      force: EdgeSubtype | None = None) -> None:
@@ -269,6 +326,11 @@ class _Pass:
         col = self.define(e.name or "?", e.expr_id, node.index,
                           _new(Derivation, (node.kind, str(e), r.steps, e.kind, True)))
         self.attach(r.subqueries, col)
+        if e.children and (e.children[0].kind in _BUILDERS or self.members):
+            self.record_members(col, e)
+
+
+_BUILDERS = STRUCT_BUILDERS | ARRAY_BUILDERS
 
 
 # ---- datasets -------------------------------------------------------------------------------
@@ -311,7 +373,7 @@ def relation_dataset(p: _Pass, node: PlanNode) -> Dataset | None:
     if node.kind == "DataSourceV2ScanRelation":
         rel = node.plans.get("relation")
         return p.datasets.get(rel) if rel is not None else None
-    if node.kind == "LocalRelation":
+    if node.kind in ("LocalRelation", "ResolvedInlineTable"):
         return Dataset.inline(f"VALUES@{node.index}")
     if node.kind in ("LogicalRDD", "ExternalRDD"):
         return Dataset.inline(f"{node.kind}@{node.index}")
@@ -322,6 +384,7 @@ def relation_dataset(p: _Pass, node: PlanNode) -> Dataset | None:
 
 RELATIONS = frozenset({"LogicalRelation", "HiveTableRelation", "DataSourceV2Relation",
                        "StreamingDataSourceV2Relation", "DataSourceV2ScanRelation", "LocalRelation",
+                       "ResolvedInlineTable",
                        "Range", "LogicalRDD", "ExternalRDD"})
 
 
@@ -463,14 +526,74 @@ def _generate(p: _Pass, node: PlanNode) -> None:
         p.report(node.kind, "no generator")
         return
     r = p.refs(gen, force=EdgeSubtype.TRANSFORMATION)
-    steps = tuple(Step(s.source, EdgeSubtype.TRANSFORMATION if s.subtype is EdgeSubtype.IDENTITY else s.subtype)
-                  for s in r.steps)
-    for o in outs:
-        if o.expr_id is None:
-            continue
-        col = p.define(o.name or "?", o.expr_id, node.index,
-                       Derivation(node.kind, str(gen), steps, expression_kind=gen.kind))
+    steps = _generated(r.steps)
+    named = [o for o in outs if o.expr_id is not None]
+    per_output = _generator_steps(p, gen, len(named))
+    for i, o in enumerate(named):
+        mine = per_output[i] if per_output is not None else None
+        own = mine if mine is not None else steps
+        col = p.define(o.name or "?", o.expr_id, node.index,  # type: ignore[arg-type]
+                       Derivation(node.kind, str(gen), own, expression_kind=gen.kind))
         p.attach(r.subqueries, col)
+        if len(named) == 1:
+            _generated_members(p, gen, col)
+
+
+def _generated(steps: Iterable[Step]) -> tuple[Step, ...]:
+    """A generator's output is never its input as is: IDENTITY becomes TRANSFORMATION."""
+    return tuple(Step(s.source, EdgeSubtype.TRANSFORMATION if s.subtype is EdgeSubtype.IDENTITY else s.subtype)
+                 for s in steps)
+
+
+def _generator_steps(p: _Pass, gen: Expr, outputs: int) -> list[tuple[Step, ...] | None] | None:
+    """Per output of a generator, the steps of exactly what lands in it (lineage.fields), or None."""
+    groups = generator_outputs(gen, outputs)
+    if groups is not None:
+        return [None if g is None else _generated(p.member_steps(g)) for g in groups]
+    g = generator(gen)
+    if g.kind == "Inline" and g.children:  # inline of an array of structs built upstream
+        child = g.children[0]
+        node = p.env.get(child.expr_id) if child.expr_id is not None and not child.children else None
+        members = p.members.get(node) if node is not None else None
+        if members is not None and len(members) == outputs:
+            return [_generated(m) for m in members]
+    return None
+
+
+def _generated_members(p: _Pass, gen: Expr, col: ColumnNode) -> None:
+    """explode of an array of structs: the output struct keeps the members' sources."""
+    g = generator(gen)
+    if g.kind not in ("Explode", "PosExplode") or not g.children:
+        return
+    child = g.children[0]
+    members = struct_members(child)
+    if members is not None:
+        p.members[col] = tuple(p.member_steps(m) for m in members)
+    elif child.expr_id is not None and not child.children:
+        node = p.env.get(child.expr_id)
+        if node is not None and node in p.members:
+            p.members[col] = p.members[node]
+
+
+def _bin_by(p: _Pass, node: PlanNode) -> None:
+    """BIN BY (RANGE s TO e BIN WIDTH w DISTRIBUTE UNIFORM (v, ...)): each row is split over the
+    bins its range covers; a distributed column's value is scaled by the share of its range in
+    the bin (<- the column and the range), the appended bin start / end / ratio <- the range."""
+    x = node.exprs
+    rng = [e for key in ("rangeStart", "rangeEnd") for e in _seq(x.get(key))]
+    range_steps = [Step(s.source, TRANSFORMATION) for e in rng for s in p.refs(e).steps]
+    text = ", ".join(str(e) for e in rng)
+    for original, scaled in zip(_seq(x.get("distributeColumns")), _seq(x.get("scaledDistributeColumns"))):
+        if scaled.expr_id is None or original.expr_id is None:
+            continue
+        src = p.ref(original.expr_id, original.name or "?")
+        p.define(scaled.name or "?", scaled.expr_id, node.index,
+                 Derivation(node.kind, f"{original} scaled by the share of [{text}] in the bin",
+                            tuple(_merge([Step(src, TRANSFORMATION), *range_steps]))))
+    for a in _seq(x.get("appendedAttributes")):
+        if a.expr_id is not None:
+            p.define(a.name or "?", a.expr_id, node.index,
+                     Derivation(node.kind, f"{a.name} of the bin of [{text}]", tuple(_merge(range_steps))))
 
 
 def _positional(p: _Pass, node: PlanNode, source: PlanNode, operator: str, text: str) -> None:
@@ -480,7 +603,9 @@ def _positional(p: _Pass, node: PlanNode, source: PlanNode, operator: str, text:
         src = p.ref(source.output[j].expr_id, source.output[j].name)
         if src.expr_id == a.expr_id:
             continue
-        p.define(a.name, a.expr_id, node.index, Derivation(operator, text, (Step(src, EdgeSubtype.IDENTITY),)))
+        col = p.define(a.name, a.expr_id, node.index, Derivation(operator, text, (Step(src, EdgeSubtype.IDENTITY),)))
+        if src in p.members:
+            p.members[col] = p.members[src]
 
 
 def _cte_def(p: _Pass, node: PlanNode) -> None:
@@ -512,7 +637,8 @@ def _view(p: _Pass, node: PlanNode) -> None:
     if not isinstance(desc, Mapping):
         return
     ds = _catalog_table(desc)
-    if node.args.get("isTempView"):
+    temp = bool(node.args.get("isTempView"))
+    if temp:
         ds = Dataset.table(None, *ds.identifier[-1:]) if ds.catalog is None else ds
     p.datasets[node.index] = ds
     for j, a in enumerate(node.output):
@@ -520,7 +646,7 @@ def _view(p: _Pass, node: PlanNode) -> None:
         view_col = ColumnNode.column(ds, a.name)
         p.derivations[view_col] = Derivation("View", str(src) if src else "",
                                              (Step(src, EdgeSubtype.IDENTITY),) if src else (),
-                                             expression_kind="View")
+                                             expression_kind=TEMP_VIEW_COLUMN if temp else VIEW_COLUMN)
         node_ = ColumnNode(a.name, expr_id=a.expr_id, plan_node=node.index)
         p.derivations[node_] = Derivation("View", ds.name, (Step(view_col, EdgeSubtype.IDENTITY),))
         p.env[a.expr_id] = node_
@@ -583,9 +709,28 @@ def _write(p: _Pass, node: PlanNode) -> None:
             names = [a.name for a in query.output]
     cols = tuple((name, p.ref(a.expr_id, a.name), (), "") for name, a in zip(names, query.output))
     p.writes[node.index] = _Write(target, node.kind, cols)
-    if node.kind == "OverwriteByExpression":
-        # the rows replaced are chosen by a condition on the target's columns, like DELETE ... WHERE
-        p.add_dep(node, EdgeSubtype.FILTER, _seq(node.exprs.get("deleteExpr")))
+    # OverwriteByExpression: the condition choosing the rows replaced (a static partition spec,
+    # overwrite(cond)) is on the target's own columns: no data flows from it into the written
+    # rows, so it is neither an edge nor a read (no self-edge target <- target.dt)
+
+
+def _identifier_only(p: _Pass, node: PlanNode) -> None:
+    """ALTER VIEW's target (the view as it is): its columns are not read."""
+    for a in node.output:
+        if not p.known(a.expr_id):
+            p.define(a.name, a.expr_id, node.index, Derivation(node.kind, "", ()))
+
+
+def _create_view(p: _Pass, node: PlanNode) -> None:
+    """CREATE [OR REPLACE] VIEW / ALTER VIEW ... AS: a write of the view (lineage.views)."""
+    target, query_idx, names = view_definition(node, p.doc.nodes)
+    if target is None or query_idx is None:
+        return  # a temporary view: not a dataset; what reads it sees through it
+    query = p.doc.nodes[query_idx]
+    if names is None or len(names) != len(query.output):
+        names = [a.name for a in query.output]
+    cols = tuple((name, p.ref(a.expr_id, a.name), (), "") for name, a in zip(names, query.output))
+    p.writes[node.index] = _Write(target, node.kind, cols)
 
 
 def _assignments(e: Expr) -> tuple[list[tuple[Expr, Expr, Expr]], list[Expr]]:
@@ -647,6 +792,7 @@ HANDLERS: Mapping[str, Handler] = {
     "Union": _union,
     "Expand": _expand,
     "Generate": _generate,
+    "BinBy": _bin_by,
     "CTERelationDef": _cte_def,
     "CTERelationRef": _cte_ref,
     "UnionLoop": _union_loop,
@@ -655,11 +801,13 @@ HANDLERS: Mapping[str, Handler] = {
     "View": _view,
     "SubqueryAlias": _subquery_alias,
     "ResolvedIdentifier": lambda p, n: None,
+    "ResolvedPersistentView": _identifier_only,
     "CommandResult": lambda p, n: None,
     "MergeIntoTable": _row_level,
     "UpdateTable": _row_level,
     "DeleteFromTable": _row_level,
     **{k: _write for k in WRITE_KINDS},
+    **{k: _create_view for k in VIEW_KINDS},
 }
 
 
@@ -825,6 +973,10 @@ def relations(doc: PlanDocument) -> tuple[tuple[Dataset, ...], tuple[Dataset, ..
             _subquery_alias(p, node)
         elif node.kind in WRITE_KINDS:
             target = _write_target(p, node)
+            if target is not None:
+                writes.setdefault(target)
+        elif node.kind in VIEW_KINDS:
+            target = view_definition(node, doc.nodes)[0]
             if target is not None:
                 writes.setdefault(target)
         elif node.kind in ROW_LEVEL and node.children and node.children[0] in p.datasets:

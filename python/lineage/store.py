@@ -320,6 +320,19 @@ class LineageStore:
 
     # ---- writes ------------------------------------------------------------------------------
     def dataset_key(self, tr: Transaction, dataset: Dataset) -> DatasetKey:
+        return self.identify(tr, dataset)[0]
+
+    def identify(self, tr: Transaction, dataset: Dataset) -> tuple[DatasetKey, Dataset]:
+        """The key of ``dataset`` and the dataset as stored: a path that is (or lies under) a
+        metastore table's location is that table (lineage.identity), kept with its path."""
+        if dataset.kind is DatasetKind.PATH:
+            by_path = getattr(self.tables, "table_for_path", None)
+            found = by_path(tr, dataset) if by_path is not None else None
+            if found is not None:
+                return found
+        return self._dataset_key(tr, dataset), dataset
+
+    def _dataset_key(self, tr: Transaction, dataset: Dataset) -> DatasetKey:
         if dataset.kind is DatasetKind.TABLE:
             table_id = self.tables.table_id(tr, dataset)
             if table_id is not None:
@@ -348,10 +361,11 @@ class LineageStore:
 
         def key_of(ds: Dataset) -> DatasetKey:
             if ds not in keys:
-                keys[ds] = self.dataset_key(tr, ds)
-                ref = DatasetRef(keys[ds], ds)
+                keys[ds], stored = self.identify(tr, ds)
+                ref = DatasetRef(keys[ds], stored)
                 tr.set(self._ds_path(self._ds, keys[ds]).key(), ref.to_value())
-                tr.set(self._names.add("name", ds.name).pack((keys[ds],)), b"")
+                for name in dict.fromkeys((stored.name, ds.name)):
+                    tr.set(self._names.add("name", name).pack((keys[ds],)), b"")
             return keys[ds]
 
         day = _day(t)
@@ -360,7 +374,7 @@ class LineageStore:
             for ds in dict.fromkeys(d for d in datasets if d.kind is not DatasetKind.INLINE):
                 k = key_of(ds)
                 tr.set(self._run_ds.add("runId", run.run_id).pack((access.value, k)),
-                       DatasetRef(k, ds).to_value())
+                       DatasetRef(k, self.identify(tr, ds)[1]).to_value())
                 tr.set(self._ds_path(self._access, k).pack((t, run.run_id, access.value)), b"")
                 if ok:
                     counter = "reads" if access is Access.READ else "writes"
@@ -571,6 +585,38 @@ class LineageStore:
 
     def current_table_id(self, dataset: Dataset) -> uuid.UUID | None:
         return self.db.run(lambda tr: self.tables.table_id(tr, dataset))
+
+    def table_locations(self) -> Any:
+        """Where the metastore's tables are, read now (a :class:`~lineage.identity.TableLocations`),
+        or None when this store has no metastore."""
+        scan = getattr(self.tables, "scan_locations", None)
+        return self.db.run(scan) if scan is not None else None
+
+    def location_of(self, table_id: uuid.UUID) -> str | None:
+        """The location of a live metastore table (canonical spelling), or None."""
+        of = getattr(self.tables, "location_of", None)
+        if of is None:
+            return None
+        ref = self.dataset(table_id)
+        return self.db.run(lambda tr: of(tr, table_id, ref.name if ref is not None else None))
+
+    def path_keys_under(self, location: str) -> list[DatasetKey]:
+        """Keys of the path datasets captured at ``location`` or under it (by name; paths
+        captured before a table existed there are keyed by their path)."""
+        from .identity import canonical_uri
+
+        loc = canonical_uri(location)
+        exact = self._names.add("name", loc)
+        prefix = self._names.key() + fdbtuple.pack((loc.rstrip("/") + "/",))[:-1]
+
+        def scan(tr: Transaction) -> list[DatasetKey]:
+            out: list[DatasetKey] = [_suffix(exact, kv.key)[0] for kv in tr.get_range(*exact.range(), snapshot=True)]
+            for kv in tr.get_range(prefix, prefix + b"\xff", snapshot=True):
+                name, key = fdbtuple.unpack(kv.key[len(self._names.key()):])
+                out.append(key)
+            return [k for k in dict.fromkeys(out) if isinstance(k, str)]
+
+        return self.db.run(scan)
 
     def describe(self, key: DatasetKey) -> dict[str, Any]:
         """Display form of a dataset key: its current name, and whether it was dropped."""

@@ -12,14 +12,19 @@ scans the project's databases.
 """
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Any, Iterator, Mapping
 
 from ushas_catalog.errors import InvalidName, NotFound
 from ushas_catalog.kv.base import Transaction
 
+from .identity import TableLocation, TableLocations, canonical_uri, linked
 from .model import Dataset, DatasetKind
 from .store import TableState
+
+#: how long a scan of the tables' locations answers path lookups before it is read again
+LOCATIONS_TTL_S = 2.0
 
 
 class MetastoreTableIds:
@@ -55,6 +60,49 @@ class MetastoreTableIds:
         except NotFound:
             return None
 
+    # ---- paths: one identity per dataset (lineage.identity) ------------------------------------
+    def locations(self, tr: Transaction) -> TableLocations:
+        """The tables' locations, read at most every :data:`LOCATIONS_TTL_S` seconds (capture)."""
+        cached = getattr(self, "_locations", None)
+        if cached is None or time.monotonic() - cached.built > LOCATIONS_TTL_S:
+            cached = self._locations = self.scan_locations(tr)
+        return cached
+
+    def location_of(self, tr: Transaction, table_id: uuid.UUID, last_name: str | None = None) -> str | None:
+        """The location (canonical) of a live metastore table, None when it has none or is gone."""
+        from ushas_catalog.names import TableName
+        from ushas_catalog.records.store import RecordStore
+
+        state = self.table_state(tr, table_id, last_name)
+        if state is None or state.dropped:
+            return None
+        try:
+            t = self.metastore._table(tr, TableName.parse(tuple(state.name.split(".")))) # noqa: SLF001
+        except (NotFound, InvalidName):
+            return None
+        storage = RecordStore.at(t.path.add("TableStorage")).load(tr, ())
+        location = getattr(storage, "location", "") if storage is not None else ""
+        return canonical_uri(location) if location else None
+
+    def scan_locations(self, tr: Transaction) -> TableLocations:
+        """The tables' locations, read now."""
+        return TableLocations.of(table_locations(self.metastore, tr))
+
+    def table_for_path(self, tr: Transaction, dataset: Dataset) -> tuple[uuid.UUID, Dataset] | None:
+        """The metastore table a path dataset is (or lies under): its id and the dataset as a
+        table that keeps the path (``uri``); None when no table holds the path."""
+        if dataset.kind is not DatasetKind.PATH or not dataset.uri:
+            return None
+        found = self.locations(tr).find(dataset.uri)
+        if found is None:
+            return None
+        t = found.table
+        catalog = t.catalog
+        if self.catalogs is not None:  # name it as the session does (its Spark catalog name)
+            spark_names = [k for k, v in self.catalogs.items() if v == t.catalog]
+            catalog = spark_names[0] if spark_names else catalog
+        return t.table_id, linked(dataset, Dataset.table(catalog, t.database, t.table))
+
     def table_state(self, tr: Transaction, table_id: uuid.UUID, last_name: str | None = None) -> TableState | None:
         ms = self.metastore
         if last_name:
@@ -70,7 +118,7 @@ class MetastoreTableIds:
                     found = _find_in(ms, tr, db, table_id, f"{parts[0]}.{parts[1]}")
                     if found is not None:
                         return found
-        for db, shown in _databases(ms, tr):
+        for db, shown in databases_of(ms, tr):
             found = _find_in(ms, tr, db, table_id, shown)
             if found is not None:
                 return found
@@ -88,7 +136,25 @@ def _find_in(ms: Any, tr: Transaction, db: Any, table_id: uuid.UUID, shown: str)
     return None
 
 
-def _databases(ms: Any, tr: Transaction) -> Iterator[tuple[Any, str]]:
+def table_locations(ms: Any, tr: Transaction) -> Iterator[TableLocation]:
+    """Every live table of the metastore with a location (views and location-less tables skipped)."""
+    from ushas_catalog import records as rec
+    from ushas_catalog.layout import Layout
+    from ushas_catalog.records.store import RecordStore
+
+    for db, shown in databases_of(ms, tr):
+        catalog, database = shown.split(".", 1)
+        for r in ms._names(db.path.add("Table"), "Table").scan(tr, snapshot=True):  # noqa: SLF001
+            if r.record.kind != rec.ObjectKind.TABLE:
+                continue
+            tid = uuid.UUID(bytes=r.record.id)
+            storage = RecordStore.at(Layout.table(db.path, tid).add("TableStorage")).load(tr, ())
+            location = getattr(storage, "location", "") if storage is not None else ""
+            if location:
+                yield TableLocation(tid, catalog, database, r.key[0], canonical_uri(location))
+
+
+def databases_of(ms: Any, tr: Transaction) -> Iterator[tuple[Any, str]]:
     from ushas_catalog.names import DatabaseName
 
     for c in ms._names(ms._catalogs, "Catalog").scan(tr, snapshot=True):  # noqa: SLF001

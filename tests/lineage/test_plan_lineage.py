@@ -180,6 +180,27 @@ def _df_struct(spark: Any) -> Any:
     return spark.table(T).select("s.a", "s.b")
 
 
+def _df_struct_get_field(spark: Any) -> Any:
+    from pyspark.sql import functions as F
+
+    return spark.table(T).select(F.struct("x", "y").alias("st")).select(F.col("st").getField("y").alias("y"))
+
+
+def _df_bin_by(spark: Any) -> Any:
+    key = "spark.sql.binByRelationOperator.enabled"  # off by default in Spark 4.3
+    spark.conf.set(key, "true")
+    try:
+        df = spark.sql("select k, v, bin_start, bin_distribute_ratio from lin.ev "
+                       "bin by (range s to e bin width interval 1 hour distribute uniform (v))")
+        df._jdf.queryExecution().analyzed()  # analyzed while enabled
+        return df
+    finally:
+        spark.conf.unset(key)
+
+
+PIVOTED = {"p1": frozenset({"CONDITIONAL:lin.sales.product"}), "p2": frozenset({"CONDITIONAL:lin.sales.product"})}
+
+
 def _df_temp_view(spark: Any) -> Any:
     spark.table(U).where("k > 0").select("k", "w").createOrReplaceTempView("lin_tv")
     return spark.sql("select w from lin_tv")
@@ -344,7 +365,26 @@ CASES: list[PlanCase] = [
              {"key": {"lin.t.m": "T"}, "value": {"lin.t.m": "T"}}),
     PlanCase("explode_select", "Generate (explode)", f"select explode(arr) as e from {T}", {"e": {"lin.t.arr": "T"}}),
     PlanCase("inline", "Generate (inline)", f"select inline(array(struct(x, y))) from {T}",
-             {"x": {"lin.t.x": "T", "lin.t.y": "T"}, "y": {"lin.t.x": "T", "lin.t.y": "T"}}),
+             {"x": {"lin.t.x": "T"}, "y": {"lin.t.y": "T"}}),
+    PlanCase("inline_named_struct", "Generate (inline)",
+             f"select k, q from {T} lateral view inline(array(named_struct('k', y, 'q', x))) tf as k, q",
+             {"k": {"lin.t.y": "T"}, "q": {"lin.t.x": "T"}}),
+    PlanCase("inline_of_built_array", "Generate (inline)",
+             f"select k, q from (select array(named_struct('k', y, 'q', x), named_struct('k', 'z', 'q', 0)) as a "
+             f"from {T}) lateral view inline(a) tf as k, q",
+             {"k": {"lin.t.y": "T"}, "q": {"lin.t.x": "T"}}),
+    PlanCase("explode_structs", "Generate (explode)",
+             f"select e.q as q from (select explode(array(named_struct('k', y, 'q', x))) as e from {T})",
+             {"q": {"lin.t.x": "T"}}),
+    PlanCase("explode_built_map", "Generate (explode)",
+             f"select key, value from {T} lateral view explode(map(y, x)) tf as key, value",
+             {"key": {"lin.t.y": "T"}, "value": {"lin.t.x": "T"}}),
+    PlanCase("posexplode_built_array", "Generate (posexplode)",
+             f"select p, e from {T} lateral view posexplode(array(x, x + 1)) tf as p, e",
+             {"p": {}, "e": {"lin.t.x": "T"}}),
+    PlanCase("stack", "Generate (stack)",
+             f"select stack(2, 'x', x, 'y', cast(y as int)) as (label, value) from {T}",
+             {"label": {}, "value": {"lin.t.x": "T", "lin.t.y": "T"}}),
     PlanCase("df_explode", "Generate (explode)", _df_explode, {"x": {"lin.t.x": "I"}, "e": {"lin.t.arr": "T"}},
              mode="dataframe"),
     # ---- subqueries ---------------------------------------------------------------------
@@ -381,19 +421,24 @@ CASES: list[PlanCase] = [
     PlanCase("view", "View", "select x from lin.vw", {"x": {"lin.t.x": "T"}}, fs("FILTER:lin.t.x")),
     PlanCase("view_aggregate", "View", "select count(*) as c, max(y) as my from lin.vw",
              {"c": {}, "my": {"lin.t.y": "A"}}, fs("FILTER:lin.t.x")),
+    PlanCase("create_view", "View definition (CREATE VIEW)",
+             f"create or replace view lin.vw2 (a, uy) as select x, upper(y) from {T} where x > 0",
+             {"a": {"lin.t.x": "I"}, "uy": {"lin.t.y": "T"}}, fs("FILTER:lin.t.x"), target="lin.vw2"),
+    PlanCase("alter_view", "View definition (ALTER VIEW AS)", f"alter view lin.vw as select x, y from {T} where x > 0",
+             {"x": {"lin.t.x": "I"}, "y": {"lin.t.y": "I"}}, fs("FILTER:lin.t.x"), target="lin.vw"),
+    PlanCase("create_temp_view", "View definition (temporary: not a dataset)",
+             f"create or replace temp view lin_tv2 as select x from {T}", {}),
     PlanCase("df_temp_view", "View", _df_temp_view, {"w": {"lin.u.w": "I"}}, fs("FILTER:lin.u.k"), mode="dataframe"),
     # ---- pivot / unpivot ----------------------------------------------------------------
     PlanCase("pivot", "Pivot",
              f"select * from (select region, product, amount from {S}) pivot (sum(amount) for product in ('p1' as p1, 'p2' as p2))",
              {"region": {"lin.sales.region": "I"},
-              "p1": {"lin.sales.amount": "A", "lin.sales.product": "A"},
-              "p2": {"lin.sales.amount": "A", "lin.sales.product": "A"}},
-             fs("GROUP_BY:lin.sales.region", "GROUP_BY:lin.sales.product")),
+              "p1": {"lin.sales.amount": "A"}, "p2": {"lin.sales.amount": "A"}},
+             fs("GROUP_BY:lin.sales.region", "GROUP_BY:lin.sales.product"), scoped=PIVOTED),
     PlanCase("df_pivot", "Pivot", _df_pivot,
              {"region": {"lin.sales.region": "I"},
-              "p1": {"lin.sales.amount": "A", "lin.sales.product": "A"},
-              "p2": {"lin.sales.amount": "A", "lin.sales.product": "A"}},
-             fs("GROUP_BY:lin.sales.region", "GROUP_BY:lin.sales.product"), mode="dataframe"),
+              "p1": {"lin.sales.amount": "A"}, "p2": {"lin.sales.amount": "A"}},
+             fs("GROUP_BY:lin.sales.region", "GROUP_BY:lin.sales.product"), scoped=PIVOTED, mode="dataframe"),
     PlanCase("unpivot", "Unpivot", f"select * from {S} unpivot (qty for quarter in (q1, q2))",
              {"region": {"lin.sales.region": "I"}, "product": {"lin.sales.product": "I"},
               "amount": {"lin.sales.amount": "I"}, "quarter": {}, "qty": {"lin.sales.q1": "I", "lin.sales.q2": "I"}},
@@ -415,9 +460,22 @@ CASES: list[PlanCase] = [
              {"a0": {"lin.t.arr": "T"}, "mk": {"lin.t.m": "T"}}),
     PlanCase("df_struct", "Struct field access", _df_struct, {"a": {"lin.t.s": "T"}, "b": {"lin.t.s": "T"}},
              mode="dataframe"),
+    PlanCase("struct_member_of_subquery", "Struct field access",
+             f"select s.w as sw from (select named_struct('k', x, 'w', y) as s from {T})", {"sw": {"lin.t.y": "T"}}),
+    PlanCase("struct_member_via_cte", "Struct field access",
+             f"with c as (select struct(x, y) as s from {T}) select s.x as sx from c", {"sx": {"lin.t.x": "T"}}),
+    PlanCase("df_struct_get_field", "Struct field access", _df_struct_get_field,
+             {"y": {"lin.t.y": "T"}}, mode="dataframe"),
     # ---- leaves: in-query sources ---------------------------------------------------------
     PlanCase("values", "In-query source (VALUES)", "select a + b as ab from values (1, 2), (3, 4) as v(a, b)",
              {"ab": {"<VALUES>.a": "T", "<VALUES>.b": "T"}}),
+    PlanCase("values_non_foldable", "In-query source (VALUES)",
+             "select a, b from values ('one', current_timestamp()) as data(a, b)",
+             {"a": {"<VALUES>.a": "I"}, "b": {"<VALUES>.b": "I"}}),
+    PlanCase("bin_by", "BIN BY", _df_bin_by,
+             {"k": {"lin.ev.k": "I"}, "v": {"lin.ev.v": "T", "lin.ev.s": "T", "lin.ev.e": "T"},
+              "bin_start": {"lin.ev.s": "T", "lin.ev.e": "T"},
+              "bin_distribute_ratio": {"lin.ev.s": "T", "lin.ev.e": "T"}}, mode="dataframe"),
     PlanCase("range", "In-query source (range)", "select id from range(10)", {"id": {"<range(0, 10, 1)>.id": "I"}}),
     PlanCase("literal", "In-query source (literal)", "select 1 as one, 'a' as s", {"one": {}, "s": {}}),
     PlanCase("df_values", "In-query source (VALUES)", _df_values, {"n1": {"<LogicalRDD>.n": "T"}, "c": {"<LogicalRDD>.c": "I"}},
@@ -478,6 +536,7 @@ def lin(spark: Any) -> Any:
     spark.sql(f"create table if not exists {S} (region string, product string, q1 int, q2 int, amount double) "
               "using parquet")
     spark.sql("create table if not exists lin.mt (k int, v int) using parquet")
+    spark.sql("create table if not exists lin.ev (s timestamp, e timestamp, v double, k string) using parquet")
     spark.sql(f"create or replace view lin.vw as select x, y from {T} where x > 0")
     return spark
 

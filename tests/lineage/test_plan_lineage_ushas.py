@@ -71,13 +71,28 @@ CASES: list[PlanCase] = [
              {"k": {"ushas.linq.a.k": "I"}, "uw": {"ushas.linq.a.w": "T"}}, fs("FILTER:ushas.linq.a.k"),
              target="ushas.linq.c2"),
     PlanCase("ushas_overwrite_by_expression", "Write (V2 OverwriteByExpression)", _p_overwrite_by_expression,
-             {"k": {"ushas.linq.a.k": "T"}, "w": {"ushas.linq.a.w": "I"}}, fs("FILTER:ushas.linq.b.k"),
-             target="ushas.linq.b", mode="plan"),
+             {"k": {"ushas.linq.a.k": "T"}, "w": {"ushas.linq.a.w": "I"}},
+             target="ushas.linq.b", mode="plan"),  # the overwrite condition is on the target: no edge
     PlanCase("ushas_overwrite_partitions_dynamic", "Write (V2 OverwritePartitionsDynamic)", _p_overwrite_partitions,
              {"id": {"ushas.linq.a.k": "I"}, "dt": {"ushas.linq.a.w": "T"}}, target="ushas.linq.p", mode="plan"),
     PlanCase("ushas_overwrite_by_expression_executed", "Write (V2 OverwriteByExpression)", _w_overwrite_by_expression,
-             {"id": {"ushas.linq.a.k": "I"}, "dt": {"ushas.linq.a.w": "T"}}, fs("FILTER:ushas.linq.p.dt"),
+             {"id": {"ushas.linq.a.k": "I"}, "dt": {"ushas.linq.a.w": "T"}},
              target="ushas.linq.p", mode="capture"),
+    PlanCase("ushas_insert_overwrite_static_partition", "Write (V2 OverwriteByExpression)",
+             f"insert overwrite {P} partition (dt = '2024-01-01') select k from {A} where k > 0",
+             {"id": {"ushas.linq.a.k": "I"}, "dt": {}}, fs("FILTER:ushas.linq.a.k"), target="ushas.linq.p"),
+    PlanCase("ushas_create_view", "View definition (CREATE VIEW)",
+             f"create view ushas.linq.v1 as select k, upper(w) as uw from {A} where k > 0",
+             {"k": {"ushas.linq.a.k": "I"}, "uw": {"ushas.linq.a.w": "T"}}, fs("FILTER:ushas.linq.a.k"),
+             target="ushas.linq.v1"),
+    PlanCase("ushas_create_view_columns", "View definition (CREATE VIEW)",
+             f"create or replace view ushas.linq.v2 (key, name) as select k, concat(w, '!') from {A}",
+             {"key": {"ushas.linq.a.k": "I"}, "name": {"ushas.linq.a.w": "T"}}, target="ushas.linq.v2"),
+    PlanCase("ushas_alter_view", "View definition (ALTER VIEW AS)",
+             f"alter view ushas.linq.v0 as select w, k * 2 as k2 from {A}",
+             {"w": {"ushas.linq.a.w": "I"}, "k2": {"ushas.linq.a.k": "T"}}, target="ushas.linq.v0"),
+    PlanCase("ushas_read_view", "View", "select uw from ushas.linq.v0r",
+             {"uw": {"ushas.linq.a.w": "T"}}, fs("FILTER:ushas.linq.a.k")),
     PlanCase("ushas_overwrite_partitions_executed", "Write (V2 OverwritePartitionsDynamic)", _w_overwrite_partitions,
              {"id": {"ushas.linq.a.k": "I"}, "dt": {"ushas.linq.a.w": "T"}}, target="ushas.linq.p", mode="capture"),
 ]
@@ -93,6 +108,8 @@ def ushas(spark: Any) -> Any:
     spark.sql(f"create table if not exists {B} (k int, w string) using parquet")
     spark.sql(f"create table if not exists {P} (id int, dt string) using parquet partitioned by (dt)")
     spark.sql("create table if not exists spark_catalog.default.lin_u2 (k int) using parquet")
+    spark.sql(f"create or replace view ushas.linq.v0 as select k from {A}")
+    spark.sql(f"create or replace view ushas.linq.v0r as select k, upper(w) as uw from {A} where k > 0")
     return spark
 
 

@@ -407,6 +407,8 @@ public final class PlanJson {
             }
         } else if (v instanceof scala.collection.Map) {
             pathOptions(name, (scala.collection.Map<?, ?>) v, a);
+        } else if (v instanceof scala.collection.Iterable && "userSpecifiedColumns".equals(name)) {
+            viewColumns(name, (scala.collection.Iterable<?>) v, a);
         } else if (v instanceof scala.collection.Iterable) {
             seqField(name, (scala.collection.Iterable<?>) v, x, a);
         } else {
@@ -418,6 +420,16 @@ public final class PlanJson {
                 a.ch(',');
             }
         }
+    }
+
+    /** A view's column list ({@code CREATE VIEW v (a, b COMMENT '...')}): the names. */
+    private static void viewColumns(String name, scala.collection.Iterable<?> seq, Json a) {
+        a.key(name).ch('[');
+        for (Object o : iter(seq)) {
+            Object first = o instanceof scala.Tuple2 ? ((scala.Tuple2<?, ?>) o)._1() : o;
+            a.str(String.valueOf(first)).ch(',');
+        }
+        a.trim().ch(']').ch(',');
     }
 
     /** Of a Map field (data source options), only the keys naming what is read or written. */
@@ -561,6 +573,8 @@ public final class PlanJson {
             a.str(v.toString());
         } else if (v instanceof scala.Enumeration.Value) {
             a.str(v.toString());
+        } else if (v instanceof org.apache.spark.sql.catalyst.analysis.ViewType) {
+            a.str(simpleName(v.getClass())); // LocalTempView, GlobalTempView, PersistedView
         } else {
             return false;
         }
@@ -647,6 +661,10 @@ public final class PlanJson {
                     // unresolved: no exprId
                 }
             }
+            if (e instanceof org.apache.spark.sql.catalyst.expressions.GetStructField) {
+                // the field taken, by ordinal, in the name slot (no exprId)
+                name = String.valueOf(((org.apache.spark.sql.catalyst.expressions.GetStructField) e).ordinal());
+            }
             Integer sq = e instanceof SubqueryExpression ? planIndex.get(((SubqueryExpression) e).plan()) : null;
             String t = e == root ? text(e, aliased) : null;
             // [kind, children, exprId, name, subquery plan, text], trailing absent fields left out
@@ -661,8 +679,10 @@ public final class PlanJson {
                 j.trim().ch(']');
             }
             if (last >= 3) {
-                if (name != null) {
+                if (name != null && e instanceof NamedExpression) {
                     j.ch(',').num(id).ch(',').str(name);
+                } else if (name != null) {
+                    j.raw(",null,").str(name);
                 } else {
                     j.raw(",null,null");
                 }
