@@ -27,6 +27,8 @@ from typing import Any, Iterator
 
 import fdb.tuple as fdbtuple
 
+from .errors import KeySpaceError
+
 
 class KeyType(Enum):
     """The tuple element type a directory holds."""
@@ -57,10 +59,6 @@ class _AnyValue:
 
 
 ANY_VALUE: Any = _AnyValue()
-
-
-class KeySpaceError(ValueError):
-    """The key space tree is malformed, or a path / key does not fit it."""
 
 
 @dataclass(frozen=True)

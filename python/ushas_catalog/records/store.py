@@ -14,6 +14,7 @@ from typing import Any, Generic, Iterator, TypeVar
 import fdb.tuple as fdbtuple
 from google.protobuf.message import Message
 
+from ..errors import RecordTypeError
 from ..keyspace import KeySpacePath
 from ..kv.base import FDB_LIMITS, Transaction
 from .catalog_pb2 import CatalogRecord, DatabaseRecord
@@ -59,10 +60,6 @@ RECORD_TYPES: dict[str, tuple[type[Message], tuple[str, ...] | None]] = {
     "DataGarbage": (DataGarbage, ("tableId", "time", "id")),
     "WriteOutcome": (WriteOutcome, ("writeId",)),
 }
-
-
-class RecordTypeError(TypeError):
-    """A message of the wrong type was given to a record store."""
 
 
 @dataclass(frozen=True, slots=True)
