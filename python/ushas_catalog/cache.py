@@ -266,11 +266,11 @@ def lookup(ms: Any, cache: BridgeCache, ctx: SparkCtx, name: TableName, known: K
             if known is not None and known.id == str(oid) and known.version == record.version:
                 return {"unchanged": True}
             key = (ctx, "view", oid)
-            body = cache.get(key, record.version)
-            if body is None:
-                body = view_answer(ms._view_info(name, oid, record))
-                cache.put(key, record.version, body)
-            return {"kind": "view", "view": body, "id": str(oid), "version": record.version}
+            view_body = cache.get(key, record.version)
+            if view_body is None:
+                view_body = view_answer(ms._view_info(name, oid, record))
+                cache.put(key, record.version, view_body)
+            return {"kind": "view", "view": view_body, "id": str(oid), "version": record.version}
         path = Layout.table(db.path, oid)
         ref = RecordStore.at(path.add("TableReference")).load(tr, ())
         if ref is None:  # pragma: no cover - a name entry always has its table

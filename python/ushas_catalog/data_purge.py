@@ -85,7 +85,7 @@ def tables_under(tr: Transaction, path: KeySpacePath, kind: str) -> list[tuple[K
     """(table path, table id, database path) of every table, live or dropped, under a catalog
     (``kind="Catalog"``), a database (``"Database"``) or the table itself (``"Table"``)."""
     if kind == "Table":
-        return [(path, path.value, path.parent.parent)]  # type: ignore[list-item]
+        return [(path, path.value, path.parent.parent)]  # type: ignore[list-item, union-attr]
     dbs = [path] if kind == "Database" else _children(tr, path.add("Database"), "Database", "databaseId")
     out = []
     for db in dbs:

@@ -159,7 +159,7 @@ class KeySpacePath:
         self.value = value
         self.parent = parent
         base = parent._key if parent is not None else keyspace.prefix
-        self._key = base + fdbtuple.pack((value,))
+        self._key: bytes = base + fdbtuple.pack((value,))
 
     def add(self, name: str, value: Any = ANY_VALUE) -> "KeySpacePath":
         """The child directory ``name`` with ``value`` (omit it for a constant)."""

@@ -164,7 +164,7 @@ def run_fenced(run: Callable[[Callable[[Transaction], Any]], Any], project: KeyS
 
     def fenced(tr: Transaction) -> Any:
         found = _gate(tr, project, fence, table)
-        if found is _EXPIRED:
+        if isinstance(found, _Expired):
             return _EXPIRED
         if found is not None:
             return decode(found.answer or {})

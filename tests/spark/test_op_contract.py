@@ -4,7 +4,6 @@ sent by the shim (no dead half of the contract). Parses the Java sources: fails 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from ushas_catalog.jar import source_dir
 
