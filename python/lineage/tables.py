@@ -17,6 +17,7 @@ from typing import Any, Iterator, Mapping
 
 from ushas_catalog.errors import InvalidName, NotFound
 from ushas_catalog.kv.base import Transaction
+from ushas_catalog.layout import CATALOG_ID, DATABASE, TABLE
 
 from .model import Dataset, DatasetKind
 from .store import TableState
@@ -78,7 +79,7 @@ class MetastoreTableIds:
 
 
 def _find_in(ms: Any, tr: Transaction, db: Any, table_id: uuid.UUID, shown: str) -> TableState | None:
-    tables = db.path.add("Table")
+    tables = db.path.add(TABLE)
     for r in ms._names(tables, "Table").scan(tr, snapshot=True):  # noqa: SLF001
         if uuid.UUID(bytes=r.record.id) == table_id:
             return TableState(f"{shown}.{r.key[0]}")
@@ -93,7 +94,7 @@ def _databases(ms: Any, tr: Transaction) -> Iterator[tuple[Any, str]]:
 
     for c in ms._names(ms._catalogs, "Catalog").scan(tr, snapshot=True):  # noqa: SLF001
         cid = uuid.UUID(bytes=c.record.id)
-        dbs = ms._catalogs.add("catalogId", cid).add("Database")  # noqa: SLF001
+        dbs = ms._catalogs.add(CATALOG_ID, cid).add(DATABASE)  # noqa: SLF001
         for d in ms._names(dbs, "Database").scan(tr, snapshot=True):  # noqa: SLF001
             try:
                 db = ms._database(tr, DatabaseName.parse((c.key[0], d.key[0])), load=False)  # noqa: SLF001
