@@ -134,7 +134,9 @@ def _answer(op: str, payload: str) -> str:
     try:
         request = json.loads(receive(payload))
         if op == "lineage.event":  # the lineage listener: queued, answered at once, no metastore lock
-            return json.dumps(REGISTRY.lineage().event(request))
+            from lineage import actions  # executions grouped into actions, then captured
+
+            return json.dumps(actions.receive(REGISTRY.lineage(), request))
         handler = spark_ops.OPS.get(op)
         if handler is None:
             raise BridgeError(f"unknown bridge operation {op!r}")
