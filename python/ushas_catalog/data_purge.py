@@ -20,9 +20,10 @@ from typing import Any, Iterable
 from . import records as rec
 from .data_files import DataFile
 from .data_garbage import delete_garbage, scan_garbage
-from .keyspace import KeySpacePath
+from .keyspace import KeySpacePath, RecordSubspace, Subspace
 from .kv import Transaction
-from .layout import (DATABASE, TABLE, TABLE_DATA_FILES, TABLE_ID, TABLE_OBJECT_NAME, TABLE_PARTITION, TABLE_SCHEMA,
+from .layout import (DATABASE, DATABASE_ID, DATABASE_OBJECT_NAME, DROPPED_DATABASE_OBJECT_NAME, DROPPED_TABLE_OBJECT_NAME,
+                     TABLE, TABLE_DATA_FILES, TABLE_ID, TABLE_OBJECT_NAME, TABLE_PARTITION, TABLE_SCHEMA,
                      TABLE_STORAGE)
 from .records.store import RecordStore
 
@@ -88,22 +89,26 @@ def tables_under(tr: Transaction, path: KeySpacePath, kind: str) -> list[tuple[K
     (``kind="Catalog"``), a database (``"Database"``) or the table itself (``"Table"``)."""
     if kind == "Table":
         return [(path, path.value, path.parent.parent)]  # type: ignore[list-item, union-attr]
-    dbs = [path] if kind == "Database" else _children(tr, path.add(DATABASE), "Database", "databaseId")
+    dbs = [path] if kind == "Database" else _children(tr, path.add(DATABASE), DATABASE_OBJECT_NAME,
+                                                         DROPPED_DATABASE_OBJECT_NAME, DATABASE_ID)
     out = []
     for db in dbs:
-        for t in _children(tr, db.add(TABLE), "Table", "tableId"):
+        for t in _children(tr, db.add(TABLE), TABLE_OBJECT_NAME, DROPPED_TABLE_OBJECT_NAME, TABLE_ID,
+                           tables_only=True):
             out.append((t, t.value, db))
     return out
 
 
-def _children(tr: Transaction, parent: KeySpacePath, kind: str, id_dir: str) -> list[KeySpacePath]:
+def _children(tr: Transaction, parent: KeySpacePath, names: RecordSubspace[rec.ObjectName],
+              dropped: RecordSubspace[rec.DroppedObjectName], id_dir: Subspace, *,
+              tables_only: bool = False) -> list[KeySpacePath]:
     ids: list[uuid.UUID] = []
-    for sr in RecordStore.at(parent.add(f"{kind}ObjectName")).scan(tr):
-        if kind != "Table" or sr.record.kind == rec.ObjectKind.TABLE:
+    for sr in RecordStore.of(parent, names).scan(tr):
+        if not tables_only or sr.record.kind == rec.ObjectKind.TABLE:
             ids.append(uuid.UUID(bytes=sr.record.id))
-    for sr in RecordStore.at(parent.add(f"Dropped{kind}ObjectName")).scan(tr):
-        if kind != "Table" or sr.record.kind == rec.ObjectKind.TABLE:
-            ids.append(uuid.UUID(bytes=sr.record.id))
+    for dr in RecordStore.of(parent, dropped).scan(tr):
+        if not tables_only or dr.record.kind == rec.ObjectKind.TABLE:
+            ids.append(uuid.UUID(bytes=dr.record.id))
     return [parent.add(id_dir, i) for i in ids]
 
 
