@@ -31,13 +31,13 @@ def spark(spark_dirs: dict[str, Path]):
     the shim jar, the ``ushas`` catalog on a session-wide sqlite store and the lineage listener."""
     from pyspark.sql import SparkSession
 
-    from ushas_catalog.jar import jar_path
+    from ushas_catalog.jar import jar_path, test_jar_path
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = (
         SparkSession.builder.master("local[2]")
         .appName("ushas-tests")
-        .config("spark.jars", str(jar_path()))
+        .config("spark.jars", f"{jar_path()},{test_jar_path()}")  # + the test-only classes (src/test/java)
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.default.parallelism", "2")

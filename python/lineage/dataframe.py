@@ -14,13 +14,11 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ushas_catalog.errors import LineageUnavailable
+
 from .model import LineageResult
 from .plan import PlanDocument, ShimUnavailable, fetch_dataset_json, fetch_json, fetch_sql_json, gc_paused, parse
 from .resolve import resolve
-
-
-class LineageUnavailable(RuntimeError):
-    pass
 
 
 def _fetch(fetch: Callable[..., str], *args: Any) -> PlanDocument:

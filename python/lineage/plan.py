@@ -15,13 +15,10 @@ from types import MappingProxyType
 from typing import Any, Mapping, NamedTuple, Union
 
 import orjson
+from ushas_catalog.errors import PlanFormatError, ShimUnavailable
 
 FORMAT = "ushas-plan"
 SUPPORTED_VERSIONS = frozenset({1, 2})
-
-
-class PlanFormatError(ValueError):
-    pass
 
 
 class Attr(NamedTuple):
@@ -168,11 +165,6 @@ def _expr_field(v: Any, exprs: list[Expr]) -> ExprField:
 # ---- transport from the JVM -----------------------------------------------------------------
 INLINE_LIMIT = 7000  # Py4J answers above ~8 k chars stall ~44 ms (SPARK-4.3-FACTS.md)
 WRITER = "io.ushas.spark.PlanWriter"
-
-
-class ShimUnavailable(RuntimeError):
-    """The shim jar (``io.ushas.spark.PlanWriter``) is not on the driver's classpath, or is older
-    than this package (an entry point is missing): rebuild it and restart Spark."""
 
 
 _SERVERS: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()

@@ -38,6 +38,11 @@ import fdb.tuple as fdbtuple
 from ushas_catalog.errors import InvalidArgument, NoSuchRun
 from ushas_catalog.keyspace import KeySpacePath
 from ushas_catalog.kv.base import Database, Transaction
+from ushas_catalog.layout import (COUNTER, DATASET_NAME, DATASET_USAGE, DATA_LINEAGE, LINEAGE_CAPTURE_SOURCE,
+                                  LINEAGE_COUNTER, LINEAGE_DATASET, LINEAGE_DATASET_ACCESS, LINEAGE_DATASET_NAME,
+                                  LINEAGE_DOWNSTREAM, LINEAGE_RUN, LINEAGE_RUN_BY_TIME, LINEAGE_RUN_DATASET,
+                                  LINEAGE_RUN_EDGE, LINEAGE_UPSTREAM, NAME, RUN_ID, SOURCE, TABLE_ID, TIME,
+                                  USAGE_PROFILE)
 from ushas_catalog.metadata_sync import record_lineage_write
 
 from .model import Dataset, DatasetKind, Edge, EdgeKind, EdgeSubtype
@@ -284,19 +289,19 @@ class LineageStore:
         self._owns_db = owns_db
         root = self.layout.project(project)
         self._root = root
-        lineage = root.add("DataLineage")
-        self._run = lineage.add("LineageRun")
-        self._by_time = lineage.add("LineageRunByTime")
-        self._run_ds = lineage.add("LineageRunDataset")
-        self._access = lineage.add("LineageDatasetAccess")
-        self._run_edge = lineage.add("LineageRunEdge")
-        self._up = lineage.add("LineageUpstream")
-        self._down = lineage.add("LineageDownstream")
-        self._ds = lineage.add("LineageDataset")
-        self._names = lineage.add("LineageDatasetName")
-        self._counter = lineage.add("LineageCounter")
-        self._source = lineage.add("LineageCaptureSource")
-        self._usage = root.add("UsageProfile").add("DatasetUsage")
+        lineage = root.add(DATA_LINEAGE)
+        self._run = lineage.add(LINEAGE_RUN)
+        self._by_time = lineage.add(LINEAGE_RUN_BY_TIME)
+        self._run_ds = lineage.add(LINEAGE_RUN_DATASET)
+        self._access = lineage.add(LINEAGE_DATASET_ACCESS)
+        self._run_edge = lineage.add(LINEAGE_RUN_EDGE)
+        self._up = lineage.add(LINEAGE_UPSTREAM)
+        self._down = lineage.add(LINEAGE_DOWNSTREAM)
+        self._ds = lineage.add(LINEAGE_DATASET)
+        self._names = lineage.add(LINEAGE_DATASET_NAME)
+        self._counter = lineage.add(LINEAGE_COUNTER)
+        self._source = lineage.add(LINEAGE_CAPTURE_SOURCE)
+        self._usage = root.add(USAGE_PROFILE).add(DATASET_USAGE)
 
     @classmethod
     def open(cls, uri: str, project: str = "default", *, tables: TableIds | None = None) -> LineageStore:
@@ -312,11 +317,11 @@ class LineageStore:
     @staticmethod
     def _ds_path(base: KeySpacePath, key: DatasetKey) -> KeySpacePath:
         if isinstance(key, uuid.UUID):
-            return base.add("tableId", key)
-        return base.add("datasetName", key)
+            return base.add(TABLE_ID, key)
+        return base.add(DATASET_NAME, key)
 
     def _counter_key(self, name: str) -> bytes:
-        return self._counter.add("counter", name).key()
+        return self._counter.add(COUNTER, name).key()
 
     # ---- writes ------------------------------------------------------------------------------
     def dataset_key(self, tr: Transaction, dataset: Dataset) -> DatasetKey:
@@ -351,12 +356,12 @@ class LineageStore:
 
     def _record(self, tr: Transaction, captured: CapturedRun) -> bool:
         run = captured.run
-        run_key = self._run.add("runId", run.run_id).key()
+        run_key = self._run.add(RUN_ID, run.run_id).key()
         if tr.get(run_key) is not None:
             return False
         t = run.end_ms
         tr.set(run_key, json.dumps(_clip_run(run).to_dict(), separators=(",", ":")).encode())
-        tr.set(self._by_time.add("time", t).add("runId", run.run_id).key(), b"")
+        tr.set(self._by_time.add(TIME, t).add(RUN_ID, run.run_id).key(), b"")
         keys: dict[Dataset, DatasetKey] = {}
 
         def key_of(ds: Dataset) -> DatasetKey:
@@ -365,7 +370,7 @@ class LineageStore:
                 ref = DatasetRef(keys[ds], stored)
                 tr.set(self._ds_path(self._ds, keys[ds]).key(), ref.to_value())
                 for name in dict.fromkeys((stored.name, ds.name)):
-                    tr.set(self._names.add("name", name).pack((keys[ds],)), b"")
+                    tr.set(self._names.add(NAME, name).pack((keys[ds],)), b"")
             return keys[ds]
 
         day = _day(t)
@@ -373,7 +378,7 @@ class LineageStore:
         for access, datasets in ((Access.READ, captured.reads), (Access.WRITE, captured.writes)):
             for ds in dict.fromkeys(d for d in datasets if d.kind is not DatasetKind.INLINE):
                 k = key_of(ds)
-                tr.set(self._run_ds.add("runId", run.run_id).pack((access.value, k)),
+                tr.set(self._run_ds.add(RUN_ID, run.run_id).pack((access.value, k)),
                        DatasetRef(k, self.identify(tr, ds)[1]).to_value())
                 tr.set(self._ds_path(self._access, k).pack((t, run.run_id, access.value)), b"")
                 if ok:
@@ -397,7 +402,7 @@ class LineageStore:
                 tcol = edge.target.name if edge.target is not None else None
                 scol = edge.source.name
                 sub = edge.subtype.value
-                tr.set(self._run_edge.add("runId", run.run_id).pack((tgt, tcol, src, scol, sub)),
+                tr.set(self._run_edge.add(RUN_ID, run.run_id).pack((tgt, tcol, src, scol, sub)),
                        edge.expression[:MAX_EXPRESSION_CHARS].encode())
                 tr.set(self._ds_path(self._up, tgt).pack((tcol, t, run.run_id, src, scol, sub)), b"")
                 tr.set(self._ds_path(self._down, src).pack((scol, t, run.run_id, tgt, tcol, sub)), b"")
@@ -423,7 +428,7 @@ class LineageStore:
                             "updated_ms": now_ms()}).encode()
 
         def write(tr: Transaction) -> None:
-            tr.set(self._source.add("source", source).key(), value)
+            tr.set(self._source.add(SOURCE, source).key(), value)
             if add_dropped:
                 tr.add(self._counter_key("dropped"), add_dropped)
 
@@ -431,13 +436,13 @@ class LineageStore:
 
     # ---- reads: runs ------------------------------------------------------------------------
     def get_run(self, run_id: uuid.UUID) -> Run:
-        value = self.db.run(lambda tr: tr.get(self._run.add("runId", run_id).key()))
+        value = self.db.run(lambda tr: tr.get(self._run.add(RUN_ID, run_id).key()))
         if value is None:
             raise NoSuchRun(f"no lineage run {run_id}")
         return Run.from_dict(json.loads(value))
 
     def has_run(self, run_id: uuid.UUID) -> bool:
-        return self.db.run(lambda tr: tr.get(self._run.add("runId", run_id).key())) is not None
+        return self.db.run(lambda tr: tr.get(self._run.add(RUN_ID, run_id).key())) is not None
 
     def find_runs(self, prefix: str) -> list[uuid.UUID]:
         """Run ids whose text starts with ``prefix`` (the CLI accepts an unambiguous prefix).
@@ -453,7 +458,7 @@ class LineageStore:
         def scan(tr: Transaction) -> list[uuid.UUID]:
             out = []
             for kv in tr.get_range(begin, end, snapshot=True):
-                rid = self.layout.keyspace.parse(kv.key).value_of("runId")
+                rid = self.layout.keyspace.parse(kv.key).value_of(RUN_ID)
                 if str(rid).startswith(prefix.lower()):
                     out.append(rid)
             return out
@@ -463,14 +468,14 @@ class LineageStore:
     def runs_between(self, since: int | None = None, until: int | None = None, *,
                      limit: int = 0, reverse: bool = False) -> list[Run]:
         """Runs that ended in ``[since, until]``, in time order (newest first if ``reverse``)."""
-        begin = self._by_time.add("time", _bound(since, 0)).key()
-        end = self._by_time.add("time", _bound(until, _MAX_MS - 1) + 1).key()
+        begin = self._by_time.add(TIME, _bound(since, 0)).key()
+        end = self._by_time.add(TIME, _bound(until, _MAX_MS - 1) + 1).key()
 
         def scan(tr: Transaction) -> list[Run]:
             out = []
             for kv in tr.get_range(begin, end, limit=limit, reverse=reverse, snapshot=True):
-                rid = self.layout.keyspace.parse(kv.key).value_of("runId")
-                value = tr.get(self._run.add("runId", rid).key(), snapshot=True)
+                rid = self.layout.keyspace.parse(kv.key).value_of(RUN_ID)
+                value = tr.get(self._run.add(RUN_ID, rid).key(), snapshot=True)
                 if value is not None:
                     out.append(Run.from_dict(json.loads(value)))
             return out
@@ -478,7 +483,7 @@ class LineageStore:
         return self.db.run(scan)
 
     def run_datasets(self, run_id: uuid.UUID) -> list[tuple[Access, DatasetRef]]:
-        base = self._run_ds.add("runId", run_id)
+        base = self._run_ds.add(RUN_ID, run_id)
 
         def scan(tr: Transaction) -> list[tuple[Access, DatasetRef]]:
             out = []
@@ -491,7 +496,7 @@ class LineageStore:
 
     def run_edges(self, run_id: uuid.UUID) -> list[tuple[StoredEdge, str]]:
         """The edges one run stored, with their expressions."""
-        base = self._run_edge.add("runId", run_id)
+        base = self._run_edge.add(RUN_ID, run_id)
         run = self.get_run(run_id)
 
         def scan(tr: Transaction) -> list[tuple[StoredEdge, str]]:
@@ -505,7 +510,7 @@ class LineageStore:
         return self.db.run(scan)
 
     def expression(self, edge: StoredEdge) -> str:
-        key = self._run_edge.add("runId", edge.run_id).pack(
+        key = self._run_edge.add(RUN_ID, edge.run_id).pack(
             (edge.target, edge.target_column, edge.source,
              edge.source_column, edge.subtype.value))
         value = self.db.run(lambda tr: tr.get(key, snapshot=True))
@@ -576,7 +581,7 @@ class LineageStore:
 
     def keys_named(self, name: str) -> list[DatasetKey]:
         """Every dataset key ever captured under ``name`` (tables renamed since included)."""
-        base = self._names.add("name", name)
+        base = self._names.add(NAME, name)
 
         def scan(tr: Transaction) -> list[DatasetKey]:
             return [_suffix(base, kv.key)[0] for kv in tr.get_range(*base.range(), snapshot=True)]
@@ -606,7 +611,7 @@ class LineageStore:
         from .identity import canonical_uri
 
         loc = canonical_uri(location)
-        exact = self._names.add("name", loc)
+        exact = self._names.add(NAME, loc)
         prefix = self._names.key() + fdbtuple.pack((loc.rstrip("/") + "/",))[:-1]
 
         def scan(tr: Transaction) -> list[DatasetKey]:
@@ -674,7 +679,7 @@ class LineageStore:
             dropped = _from_le(tr.get(self._counter_key("dropped"), snapshot=True))
             sources: dict[str, dict[str, int]] = {}
             for kv in tr.get_range(begin, end, snapshot=True):
-                name = self.layout.keyspace.parse(kv.key).value_of("source")
+                name = self.layout.keyspace.parse(kv.key).value_of(SOURCE)
                 sources[name] = json.loads(kv.value)
             pending = sum(int(s.get("pending", 0)) for s in sources.values())
             return StoreStatus(captured, dropped, pending, sources)

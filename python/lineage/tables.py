@@ -18,6 +18,7 @@ from typing import Any, Iterator, Mapping
 
 from ushas_catalog.errors import InvalidName, NotFound
 from ushas_catalog.kv.base import Transaction
+from ushas_catalog.layout import CATALOG_ID, DATABASE, TABLE, TABLE_STORAGE
 
 from .identity import TableLocation, TableLocations, canonical_uri, linked
 from .model import Dataset, DatasetKind
@@ -80,7 +81,7 @@ class MetastoreTableIds:
             t = self.metastore._table(tr, TableName.parse(tuple(state.name.split(".")))) # noqa: SLF001
         except (NotFound, InvalidName):
             return None
-        storage = RecordStore.at(t.path.add("TableStorage")).load(tr, ())
+        storage = RecordStore.at(t.path.add(TABLE_STORAGE)).load(tr, ())
         location = getattr(storage, "location", "") if storage is not None else ""
         return canonical_uri(location) if location else None
 
@@ -126,7 +127,7 @@ class MetastoreTableIds:
 
 
 def _find_in(ms: Any, tr: Transaction, db: Any, table_id: uuid.UUID, shown: str) -> TableState | None:
-    tables = db.path.add("Table")
+    tables = db.path.add(TABLE)
     for r in ms._names(tables, "Table").scan(tr, snapshot=True):  # noqa: SLF001
         if uuid.UUID(bytes=r.record.id) == table_id:
             return TableState(f"{shown}.{r.key[0]}")
@@ -144,11 +145,11 @@ def table_locations(ms: Any, tr: Transaction) -> Iterator[TableLocation]:
 
     for db, shown in databases_of(ms, tr):
         catalog, database = shown.split(".", 1)
-        for r in ms._names(db.path.add("Table"), "Table").scan(tr, snapshot=True):  # noqa: SLF001
+        for r in ms._names(db.path.add(TABLE), "Table").scan(tr, snapshot=True):  # noqa: SLF001
             if r.record.kind != rec.ObjectKind.TABLE:
                 continue
             tid = uuid.UUID(bytes=r.record.id)
-            storage = RecordStore.at(Layout.table(db.path, tid).add("TableStorage")).load(tr, ())
+            storage = RecordStore.at(Layout.table(db.path, tid).add(TABLE_STORAGE)).load(tr, ())
             location = getattr(storage, "location", "") if storage is not None else ""
             if location:
                 yield TableLocation(tid, catalog, database, r.key[0], canonical_uri(location))
@@ -159,7 +160,7 @@ def databases_of(ms: Any, tr: Transaction) -> Iterator[tuple[Any, str]]:
 
     for c in ms._names(ms._catalogs, "Catalog").scan(tr, snapshot=True):  # noqa: SLF001
         cid = uuid.UUID(bytes=c.record.id)
-        dbs = ms._catalogs.add("catalogId", cid).add("Database")  # noqa: SLF001
+        dbs = ms._catalogs.add(CATALOG_ID, cid).add(DATABASE)  # noqa: SLF001
         for d in ms._names(dbs, "Database").scan(tr, snapshot=True):  # noqa: SLF001
             try:
                 db = ms._database(tr, DatabaseName.parse((c.key[0], d.key[0])), load=False)  # noqa: SLF001

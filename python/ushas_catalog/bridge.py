@@ -87,7 +87,7 @@ class Registry:
             for opened in self._opened.values():
                 try:
                     opened.metastore.close()
-                except Exception:  # closing is best effort at shutdown
+                except Exception:  # noqa: BLE001 - closing is best effort at shutdown
                     pass
             self._opened.clear()
 
@@ -134,7 +134,9 @@ def _answer(op: str, payload: str) -> str:
     try:
         request = json.loads(receive(payload))
         if op == "lineage.event":  # the lineage listener: queued, answered at once, no metastore lock
-            return json.dumps(REGISTRY.lineage().event(request))
+            from lineage import actions  # executions grouped into actions, then captured
+
+            return json.dumps(actions.receive(REGISTRY.lineage(), request))
         handler = spark_ops.OPS.get(op)
         if handler is None:
             raise BridgeError(f"unknown bridge operation {op!r}")
@@ -155,7 +157,7 @@ def _answer(op: str, payload: str) -> str:
         return json.dumps(answer, default=str)
     except UshasError as exc:
         return json.dumps({"error": exc.answer()})
-    except Exception as exc:  # anything else: a clear error, the trace on the bridge's stderr
+    except Exception as exc:  # noqa: BLE001 - anything else: a clear error, the trace on the bridge's stderr
         traceback.print_exc(file=sys.stderr)
         return json.dumps({"error": {"type": "BridgeError", "message": f"{type(exc).__name__}: {exc}"}})
 

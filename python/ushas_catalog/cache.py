@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, Hashable, Mapping, TypeVar
 
 from .errors import InvalidArgument, NoSuchTable, NoSuchView
-from .layout import Layout
+from .layout import TABLE_HISTORY, TABLE_REFERENCE, VIEW_RECORD, Layout
 from .names import TableName
 from . import records as rec
 from .records.store import RecordStore
@@ -234,7 +234,7 @@ def _answer_unchanged_since(tr: Any, table_path: Any, since: int, now: int) -> b
         return now == since
     if now - since > MAX_HISTORY_GAP:
         return False
-    history = RecordStore.at(table_path.add("TableHistory"))
+    history = RecordStore.of(table_path, TABLE_HISTORY)
     seen = 0
     for r in history.scan(tr, history.key((since + 1,)), history.key((now + 1,))):
         seen += 1
@@ -260,19 +260,19 @@ def lookup(ms: Any, cache: BridgeCache, ctx: SparkCtx, name: TableName, known: K
             if not views:
                 raise NoSuchTable(f"{name} is a view, not a table", table=str(name))
             path = Layout.view(db.path, oid)
-            record = RecordStore.at(path.add("ViewRecord")).load(tr, ())
+            record = RecordStore.of(path, VIEW_RECORD).load(tr, ())
             if record is None:  # pragma: no cover - a name entry always has its view
                 raise NoSuchView(f"view {name} has a name but no record", view=str(name))
             if known is not None and known.id == str(oid) and known.version == record.version:
                 return {"unchanged": True}
             key = (ctx, "view", oid)
-            body = cache.get(key, record.version)
-            if body is None:
-                body = view_answer(ms._view_info(name, oid, record))
-                cache.put(key, record.version, body)
-            return {"kind": "view", "view": body, "id": str(oid), "version": record.version}
+            view_body = cache.get(key, record.version)
+            if view_body is None:
+                view_body = view_answer(ms._view_info(name, oid, record))
+                cache.put(key, record.version, view_body)
+            return {"kind": "view", "view": view_body, "id": str(oid), "version": record.version}
         path = Layout.table(db.path, oid)
-        ref = RecordStore.at(path.add("TableReference")).load(tr, ())
+        ref = RecordStore.of(path, TABLE_REFERENCE).load(tr, ())
         if ref is None:  # pragma: no cover - a name entry always has its table
             raise NoSuchTable(f"table {name} has a name but no reference record", table=str(name))
         if known is not None and known.id == str(oid) and known.version == ref.version:

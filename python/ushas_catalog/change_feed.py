@@ -42,6 +42,7 @@ from google.protobuf.message import Message
 from . import records as rec
 from .errors import CursorExpired, InvalidArgument
 from .kv.base import Transaction
+from .layout import CHANGE_EVENT, CHANGE_FEED, CHANGE_FEED_STATE, NAME
 from .objects import micros_to_datetime
 from .records.store import RecordStore
 
@@ -182,9 +183,9 @@ class ChangeFeed:
 
     def __init__(self, ms: "Metastore") -> None:
         self.ms = ms
-        root = ms.project_path.add("ChangeFeed")
-        self.events_prefix = root.add("ChangeEvent").key()
-        self._state = root.add("ChangeFeedState")
+        root = ms.project_path.add(CHANGE_FEED)
+        self.events_prefix = root.add(CHANGE_EVENT).key()
+        self._state = root.add(CHANGE_FEED_STATE)
         #: next user version (the 2 bytes after the versionstamp) per transaction
         self._seq: "weakref.WeakKeyDictionary[Transaction, int]" = weakref.WeakKeyDictionary()
 
@@ -368,7 +369,7 @@ class ChangeFeed:
 
     # ---- internals ------------------------------------------------------------------------------
     def _state_key(self, name: str) -> bytes:
-        return self._state.add("name", name).key()
+        return self._state.add(NAME, name).key()
 
     def _scan(self, tr: Transaction, begin: bytes, end: bytes,
               limit: int) -> tuple[list[tuple[bytes, bytes]], bool]:

@@ -15,6 +15,7 @@ from . import records as rec
 from .data_files import DataFile, from_records, to_records
 from .keyspace import KeySpacePath
 from .kv import Transaction
+from .layout import DATA_GARBAGE
 from .records.store import RecordStore
 
 
@@ -57,7 +58,7 @@ class GarbageEntry:
 
 
 def garbage_store(project: KeySpacePath) -> RecordStore[rec.DataGarbage]:
-    return RecordStore.at(project.add("DataGarbage"))
+    return RecordStore.of(project, DATA_GARBAGE)
 
 
 def record_garbage(tr: Transaction, project: KeySpacePath, table_id: uuid.UUID, table: str, operation: str,

@@ -20,8 +20,11 @@ from typing import Any, Iterable
 from . import records as rec
 from .data_files import DataFile
 from .data_garbage import delete_garbage, scan_garbage
-from .keyspace import KeySpacePath
+from .keyspace import KeySpacePath, RecordSubspace, Subspace
 from .kv import Transaction
+from .layout import (DATABASE, DATABASE_ID, DATABASE_OBJECT_NAME, DROPPED_DATABASE_OBJECT_NAME, DROPPED_TABLE_OBJECT_NAME,
+                     TABLE, TABLE_DATA_FILES, TABLE_ID, TABLE_OBJECT_NAME, TABLE_PARTITION, TABLE_SCHEMA,
+                     TABLE_STORAGE)
 from .records.store import RecordStore
 
 #: staging directories of writes (``<table root>/_ushas_staging/<job id>``)
@@ -41,7 +44,7 @@ def table_data_paths(tr: Transaction, project: KeySpacePath, table_path: KeySpac
     own transaction; its DataGarbage entries are removed there too): a managed table's location
     (recursively) when no live table of its database shares it, else exactly its recorded files;
     nothing of an external table."""
-    storage = RecordStore.at(table_path.add("TableStorage")).load(tr, ())
+    storage = RecordStore.of(table_path, TABLE_STORAGE).load(tr, ())
     entries = list(scan_garbage(tr, project, table_id))
     if forget_garbage:
         for e in entries:
@@ -49,29 +52,29 @@ def table_data_paths(tr: Transaction, project: KeySpacePath, table_path: KeySpac
     if storage is None or storage.external or not storage.location:
         return []
     location = storage.location.rstrip("/")
-    schema = RecordStore.at(table_path.add("TableSchema")).load(tr, ())
+    schema = RecordStore.of(table_path, TABLE_SCHEMA).load(tr, ())
     files: list[str] = [f.path for e in entries for f in e.files]
     unrecorded: list[str] = list(d for e in entries for d in e.directories)
     if schema is not None and schema.partition_columns:
-        parts = RecordStore.at(table_path.add("TablePartition"), tuple(schema.partition_columns))
+        parts = RecordStore.of(table_path, TABLE_PARTITION, tuple(schema.partition_columns))
         for sr in parts.scan(tr):
             if sr.record.files_recorded:
                 files.extend(f.path for f in sr.record.data_files)
             elif sr.record.location:
                 unrecorded.append(sr.record.location)
     else:
-        listed = RecordStore.at(table_path.add("TableDataFiles")).load(tr, ())
+        listed = RecordStore.of(table_path, TABLE_DATA_FILES).load(tr, ())
         if listed is not None:
             files.extend(f.path for f in listed.files)
         else:
             unrecorded.append(location)
     shared = False
-    names = RecordStore.at(database_path.add("Table").add("TableObjectName"))
+    names = RecordStore.of(database_path.add(TABLE), TABLE_OBJECT_NAME)
     for sr in names.scan(tr):
         oid = uuid.UUID(bytes=sr.record.id)
         if oid == table_id or sr.record.kind != rec.ObjectKind.TABLE:
             continue
-        other = RecordStore.at(database_path.add("Table").add("tableId", oid).add("TableStorage")).load(tr, ())
+        other = RecordStore.of(database_path.add(TABLE).add(TABLE_ID, oid), TABLE_STORAGE).load(tr, ())
         if other is not None and other.location and (_under(other.location, location)
                                                      or _under(location, other.location)):
             shared = True
@@ -85,23 +88,27 @@ def tables_under(tr: Transaction, path: KeySpacePath, kind: str) -> list[tuple[K
     """(table path, table id, database path) of every table, live or dropped, under a catalog
     (``kind="Catalog"``), a database (``"Database"``) or the table itself (``"Table"``)."""
     if kind == "Table":
-        return [(path, path.value, path.parent.parent)]  # type: ignore[list-item]
-    dbs = [path] if kind == "Database" else _children(tr, path.add("Database"), "Database", "databaseId")
+        return [(path, path.value, path.parent.parent)]  # type: ignore[list-item, union-attr]
+    dbs = [path] if kind == "Database" else _children(tr, path.add(DATABASE), DATABASE_OBJECT_NAME,
+                                                         DROPPED_DATABASE_OBJECT_NAME, DATABASE_ID)
     out = []
     for db in dbs:
-        for t in _children(tr, db.add("Table"), "Table", "tableId"):
+        for t in _children(tr, db.add(TABLE), TABLE_OBJECT_NAME, DROPPED_TABLE_OBJECT_NAME, TABLE_ID,
+                           tables_only=True):
             out.append((t, t.value, db))
     return out
 
 
-def _children(tr: Transaction, parent: KeySpacePath, kind: str, id_dir: str) -> list[KeySpacePath]:
+def _children(tr: Transaction, parent: KeySpacePath, names: RecordSubspace[rec.ObjectName],
+              dropped: RecordSubspace[rec.DroppedObjectName], id_dir: Subspace, *,
+              tables_only: bool = False) -> list[KeySpacePath]:
     ids: list[uuid.UUID] = []
-    for sr in RecordStore.at(parent.add(f"{kind}ObjectName")).scan(tr):
-        if kind != "Table" or sr.record.kind == rec.ObjectKind.TABLE:
+    for sr in RecordStore.of(parent, names).scan(tr):
+        if not tables_only or sr.record.kind == rec.ObjectKind.TABLE:
             ids.append(uuid.UUID(bytes=sr.record.id))
-    for sr in RecordStore.at(parent.add(f"Dropped{kind}ObjectName")).scan(tr):
-        if kind != "Table" or sr.record.kind == rec.ObjectKind.TABLE:
-            ids.append(uuid.UUID(bytes=sr.record.id))
+    for dr in RecordStore.of(parent, dropped).scan(tr):
+        if not tables_only or dr.record.kind == rec.ObjectKind.TABLE:
+            ids.append(uuid.UUID(bytes=dr.record.id))
     return [parent.add(id_dir, i) for i in ids]
 
 

@@ -11,8 +11,18 @@ of that class.
 """
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar, Iterator
+
+#: the exception classes the JVM shim throws (``jvm-shim/.../Errors.java``): Spark's
+#: ``AnalysisException`` of error class ``USHAS_<type>`` (SQLSTATE 42000) for bad input and missing or
+#: existing objects, the shim's ``SparkThrowable`` of class ``USHAS_<type>`` (SQLSTATE 58000) for store,
+#: bridge and internal failures, or Spark's own exception of an object kind (``NoSuchTableException``...)
+ANALYSIS = "org.apache.spark.sql.AnalysisException"
+SYSTEM = "io.ushas.spark.Errors$UshasBridgeException"
+_SPARK = "org.apache.spark.sql.catalyst.analysis."
 
 
 @dataclass(frozen=True)
@@ -39,6 +49,8 @@ class UshasError(Exception):
 
     #: process exit code used by the CLI
     exit_code: int = 2
+    #: the exception class the JVM shim throws for this error (:data:`SPARK_EXCEPTION`)
+    spark_exception: ClassVar[str] = SYSTEM
 
     def __init__(self, message: str, *, spark: SparkError | None = None, **detail: Any) -> None:
         super().__init__(message)
@@ -59,9 +71,15 @@ class UshasError(Exception):
     def answer(self) -> dict[str, Any]:
         """The bridge's error answer: type, message and the Spark error class if there is one."""
         out: dict[str, Any] = {"type": self.type, "message": self.message}
-        if self.spark is not None:
-            out["spark"] = self.spark.to_json()
+        spark = self.spark_error()
+        if spark is not None:
+            out["spark"] = spark.to_json()
         return out
+
+    def spark_error(self) -> SparkError | None:
+        """The Spark error class and parameters the shim raises :attr:`spark_exception` with
+        (``None``: the shim's own ``USHAS_<type>``, or Spark's exception built from the identifier)."""
+        return self.spark
 
 
 def _jsonable(v: Any) -> bool:
@@ -71,6 +89,7 @@ def _jsonable(v: Any) -> bool:
 # --- missing objects: exit code 1 -------------------------------------------------
 class NotFound(UshasError):
     exit_code = 1
+    spark_exception = ANALYSIS
 
 
 class NoSuchProject(NotFound):
@@ -78,23 +97,30 @@ class NoSuchProject(NotFound):
 
 
 class NoSuchCatalog(NotFound):
-    pass
+    spark_exception = _SPARK + "NoSuchNamespaceException"
 
 
 class NoSuchNamespace(NotFound):
     """A database (Spark namespace) does not exist."""
 
+    spark_exception = _SPARK + "NoSuchNamespaceException"
+
 
 class NoSuchTable(NotFound):
-    pass
+    spark_exception = _SPARK + "NoSuchTableException"
 
 
 class NoSuchView(NotFound):
-    pass
+    spark_exception = _SPARK + "NoSuchViewException"
 
 
 class NoSuchPartition(NotFound):
-    pass
+    """Spark's ``PARTITIONS_NOT_FOUND`` (details: ``table``, and ``partition`` as a spec dict)."""
+
+    spark_exception = _SPARK + "NoSuchPartitionsException"
+
+    def spark_error(self) -> SparkError | None:
+        return self.spark or _partition_error("PARTITIONS_NOT_FOUND", self)
 
 
 class NoSuchVersion(NotFound):
@@ -107,7 +133,7 @@ class NoSuchRun(NotFound):
 
 # --- already there -----------------------------------------------------------------
 class AlreadyExists(UshasError):
-    pass
+    spark_exception = ANALYSIS
 
 
 class CatalogAlreadyExists(AlreadyExists):
@@ -115,28 +141,51 @@ class CatalogAlreadyExists(AlreadyExists):
 
 
 class NamespaceAlreadyExists(AlreadyExists):
-    pass
+    spark_exception = _SPARK + "NamespaceAlreadyExistsException"
 
 
 class TableAlreadyExists(AlreadyExists):
-    pass
+    spark_exception = _SPARK + "TableAlreadyExistsException"
 
 
 class ViewAlreadyExists(AlreadyExists):
-    pass
+    spark_exception = _SPARK + "ViewAlreadyExistsException"
 
 
 class PartitionAlreadyExists(AlreadyExists):
-    pass
+    """Spark's ``PARTITIONS_ALREADY_EXIST`` (details: ``table``, and ``partition`` as a spec dict)."""
+
+    spark_exception = _SPARK + "PartitionsAlreadyExistException"
+
+    def spark_error(self) -> SparkError | None:
+        return self.spark or _partition_error("PARTITIONS_ALREADY_EXIST", self)
+
+
+def _partition_error(error_class: str, error: UshasError) -> SparkError:
+    """Spark's message parameters of a partition error, as Spark's own check words them:
+    ``PARTITION (`dt` = a, `h` = 1)`` of table `` `c`.`d`.`t` ``."""
+    spec = error.detail.get("partition")
+    if isinstance(spec, dict):
+        shown = ", ".join(f"{spark_id(str(k))} = {v}" for k, v in spec.items())
+    else:  # the spec as the message words it: "(dt=a, h=1)"
+        found = re.search(r"\(([^()]*)\)", error.message)
+        shown = ", ".join(f"{spark_id(k.strip())} = {v}" for k, _, v in
+                          (p.partition("=") for p in found.group(1).split(", "))) if found else error.message
+    table = error.detail.get("table_parts")
+    if isinstance(table, (tuple, list)):
+        table_name = spark_id(*map(str, table))
+    else:
+        table_name = spark_id(*str(error.detail.get("table", "")).split("."))
+    return SparkError(error_class, {"partitionList": f"PARTITION ({shown})", "tableName": table_name})
 
 
 # --- bad input -------------------------------------------------------------------------
 class NamespaceNotEmpty(UshasError):
-    pass
+    spark_exception = _SPARK + "NonEmptyNamespaceException"
 
 
 class InvalidArgument(UshasError):
-    pass
+    spark_exception = ANALYSIS
 
 
 class InvalidName(InvalidArgument):
@@ -169,6 +218,8 @@ class ReadOnlyMetadata(InvalidArgument):
 # --- engine ----------------------------------------------------------------------------
 class LimitExceeded(UshasError):
     """A FoundationDB limit (key, value, transaction size, transaction time) was exceeded."""
+
+    spark_exception = ANALYSIS
 
     def __init__(self, message: str, *, limit: str, actual: int | float | None = None,
                  maximum: int | float | None = None) -> None:
@@ -244,19 +295,61 @@ class BridgeError(UshasError):
     """The Python side of the bridge failed in a way that is not one of the above."""
 
 
-#: error type -> the Spark exception class the JVM shim throws for it. Every other type reaches Spark as
-#: ``[USHAS_<type>] message``: bad input (InvalidArgument, InvalidName, ...) as an AnalysisException of
-#: error class ``USHAS_<type>`` (SQLSTATE 42000), store and bridge failures as a SparkThrowable of that
-#: class (SQLSTATE 58000), so spark-sql prints them once, like Spark's own errors (jvm-shim Errors.java).
-SPARK_EXCEPTION: dict[str, str] = {
-    "NoSuchCatalog": "org.apache.spark.sql.catalyst.analysis.NoSuchNamespaceException",
-    "NoSuchNamespace": "org.apache.spark.sql.catalyst.analysis.NoSuchNamespaceException",
-    "NoSuchTable": "org.apache.spark.sql.catalyst.analysis.NoSuchTableException",
-    "NoSuchView": "org.apache.spark.sql.catalyst.analysis.NoSuchViewException",
-    "NoSuchPartition": "org.apache.spark.sql.catalyst.analysis.NoSuchPartitionException",
-    "NamespaceAlreadyExists": "org.apache.spark.sql.catalyst.analysis.NamespaceAlreadyExistsException",
-    "TableAlreadyExists": "org.apache.spark.sql.catalyst.analysis.TableAlreadyExistsException",
-    "ViewAlreadyExists": "org.apache.spark.sql.catalyst.analysis.ViewAlreadyExistsException",
-    "PartitionAlreadyExists": "org.apache.spark.sql.catalyst.analysis.PartitionsAlreadyExistException",
-    "NamespaceNotEmpty": "org.apache.spark.sql.catalyst.analysis.NonEmptyNamespaceException",
-}
+class InternalError(UshasError):
+    """The code broke one of its own rules (a bug, not bad input): the shim reports it as a system error."""
+
+
+class KeySpaceError(InternalError, ValueError):
+    """The key space tree is malformed, or a path / key does not fit it."""
+
+
+class RecordTypeError(InternalError, TypeError):
+    """A message of the wrong type was given to a record store."""
+
+
+class PlanFormatError(UshasError, ValueError):
+    """A plan document the lineage resolver cannot read (not ``ushas-plan``, an unknown version: a shim
+    jar older or newer than this package)."""
+
+
+class ShimUnavailable(UshasError, RuntimeError):
+    """The shim jar (``io.ushas.spark.PlanWriter``) is not on the driver's classpath, or is older
+    than this package (an entry point is missing): rebuild it and restart Spark."""
+
+
+class LineageUnavailable(UshasError, RuntimeError):
+    """``df.lineage()`` cannot work in this session (the shim is not loaded)."""
+
+
+class JarBuildError(UshasError):
+    """The shim jar cannot be built (no JDK, javac failed)."""
+
+
+def hierarchy() -> Iterator[type[UshasError]]:
+    """Every error type of the hierarchy, :class:`UshasError` first."""
+    todo: list[type[UshasError]] = [UshasError]
+    while todo:
+        cls = todo.pop(0)
+        yield cls
+        todo.extend(cls.__subclasses__())
+
+
+def spark_exceptions() -> dict[str, str]:
+    """Error type -> the exception class the JVM shim throws for it (derived from the hierarchy)."""
+    return {cls.__name__: cls.spark_exception for cls in hierarchy()}
+
+
+def contract_json() -> str:
+    """The error table the shim jar carries (``io/ushas/spark/errors.json``, written by ``jar.py`` at build
+    time): the ONE copy of the mapping, read by ``Errors.java``. A type the table does not name (an error
+    class defined after the jar was built) reaches Spark as the shim's system error ``USHAS_<type>``."""
+    return json.dumps({"errors": spark_exceptions(), "analysis": ANALYSIS, "system": SYSTEM},
+                      sort_keys=True, indent=1)
+
+
+#: error type -> the Spark exception class the JVM shim throws for it. The types that do not name one of
+#: Spark's object exceptions reach Spark as ``[USHAS_<type>] message``: bad input (InvalidArgument,
+#: InvalidName, NotFound, ...) as an AnalysisException of error class ``USHAS_<type>`` (SQLSTATE 42000),
+#: store, bridge and internal failures as a SparkThrowable of that class (SQLSTATE 58000), so spark-sql
+#: prints them once, like Spark's own errors (jvm-shim Errors.java reads this table from the jar).
+SPARK_EXCEPTION: dict[str, str] = spark_exceptions()

@@ -305,7 +305,7 @@ def open_hive_session(conn: HiveConnection) -> Any:
     spark.sparkContext.setLogLevel("ERROR")
     try:
         spark._jsparkSession.sessionState().catalog().externalCatalog().listDatabases()
-    except Exception as exc:  # py4j's error carries the Java stack: reduce it to its cause
+    except Exception as exc:  # noqa: BLE001 - py4j's error carries the Java stack: reduce it to its cause
         spark.stop()
         raise StoreUnavailable(f"cannot open the Hive metastore: {_java_cause(exc)}") from None
     return spark
@@ -403,7 +403,7 @@ def import_hive(metastore: Any, source: HiveSource, catalog: str = "hive", *,
         for name in tables:
             try:
                 table = source.table(db.name, name)
-            except Exception as exc:  # Hive cannot describe it (missing serde class, corrupt entry, ...)
+            except Exception as exc:  # noqa: BLE001 - Hive cannot describe it (missing serde class, corrupt entry, ...)
                 report.problems.append(Problem(f"{db.name}.{name}", f"Hive cannot describe it: {_java_cause(exc)}"))
             else:
                 if table.table_type == "VIEW":
@@ -476,7 +476,7 @@ def _import_table(metastore: Any, catalog: str, table: HiveTable, source: HiveSo
     if table.partition_columns:
         try:
             added, existing_parts = _import_partitions(metastore, name, source.partitions(table.database, table.name))
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any failure (Hive, py4j, the store) is reported, the table undone
             reason = f"{exc.type}: {exc.message}" if isinstance(exc, UshasError) else _java_cause(exc)
             if created:
                 metastore.drop_table(name, purge=True)  # no half-imported table stays behind
@@ -520,7 +520,7 @@ def _difference(existing: Any, table: HiveTable, fmt: str) -> str | None:
         return "partitioning"
     if existing.format != fmt:
         return f"format ({existing.format}, Hive has {fmt})"
-    if (existing.location or "").rstrip("/") != table.location.rstrip("/"):
+    if (existing.location or "").rstrip("/") != (table.location or "").rstrip("/"):
         return f"location ({existing.location}, Hive has {table.location})"
     return None
 

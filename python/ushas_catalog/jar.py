@@ -1,7 +1,8 @@
 """Builds the JVM shim jar with ``javac`` against the jars inside the installed pyspark.
 
 No Maven: the sources under ``jvm-shim/src/main/java`` are compiled against
-``pyspark/jars/*`` and packaged with ``jar``. The result is cached under
+``pyspark/jars/*`` and packaged with ``jar``, with the error table generated from
+:mod:`ushas_catalog.errors` (``io/ushas/spark/errors.json``). The result is cached under
 ``$USHAS_JAR_CACHE`` (default ``~/.cache/ushas-catalog``) in a file named after a hash
 of the sources and the Spark version, so it is rebuilt exactly when either changes.
 Concurrent builders (several test workers, several Spark drivers) serialize on a lock
@@ -16,12 +17,9 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Callable, Sequence
 
-from .errors import UshasError
-
-
-class JarBuildError(UshasError):
-    pass
+from .errors import JarBuildError, contract_json
 
 
 def source_dir() -> Path:
@@ -43,14 +41,17 @@ def spark_jars_dir() -> Path:
     return jars
 
 
-def _sources(root: Path) -> list[Path]:
-    return sorted((root / "src" / "main" / "java").rglob("*.java"))
+def _sources(root: Path, source_set: str = "main") -> list[Path]:
+    return sorted((root / "src" / source_set / "java").rglob("*.java"))
 
 
-def _fingerprint(sources: list[Path], root: Path) -> str:
+def _fingerprint(sources: list[Path], root: Path, *extra: str) -> str:
     import pyspark
 
     h = hashlib.sha256(pyspark.__version__.encode())
+    h.update(contract_json().encode())  # the generated error table the jar carries
+    for text in extra:
+        h.update(text.encode())
     for path in sources:
         h.update(str(path.relative_to(root)).encode())
         h.update(path.read_bytes())
@@ -73,21 +74,39 @@ def jar_path(build: bool = True) -> Path:
     if not sources:
         raise JarBuildError(f"no Java sources under {root}")
     target = cache_dir() / f"ushas-shim-{_fingerprint(sources, root)}.jar"
+    return _built(target, build, lambda: _build(root, sources, target))
+
+
+def test_jar_path(build: bool = True) -> Path:
+    """The jar of the shim's test-only classes (``jvm-shim/src/test/java``: plan capture helpers, probes of
+    package-private adapters), compiled against Spark and the shim jar; never part of the product jar.
+    The test session puts it on its classpath next to :func:`jar_path`."""
+    root = source_dir()
+    sources = _sources(root, "test")
+    if not sources:
+        raise JarBuildError(f"no test Java sources under {root} (a source checkout is needed)")
+    main = jar_path(build)
+    target = cache_dir() / f"ushas-shim-tests-{_fingerprint(sources, root, main.name)}.jar"
+    return _built(target, build, lambda: _build(root, sources, target, extra_classpath=[main], with_contract=False))
+
+
+def _built(target: Path, build: bool, make: Callable[[], None]) -> Path:
     if target.exists() or not build:
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with open(target.parent / ".build.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not target.exists():
-            _build(root, sources, target)
+            make()
     return target
 
 
-def _build(root: Path, sources: list[Path], target: Path) -> None:
+def _build(root: Path, sources: list[Path], target: Path, extra_classpath: Sequence[Path] = (),
+           with_contract: bool = True) -> None:
     for tool in ("javac", "jar"):
         if shutil.which(tool) is None:
             raise JarBuildError(f"'{tool}' not found on PATH: a JDK 17 is needed to build the shim")
-    classpath = str(spark_jars_dir() / "*")
+    classpath = os.pathsep.join([str(spark_jars_dir() / "*"), *map(str, extra_classpath)])
     with tempfile.TemporaryDirectory(prefix="ushas-jar-") as tmp:
         classes = Path(tmp) / "classes"
         classes.mkdir()
@@ -96,9 +115,12 @@ def _build(root: Path, sources: list[Path], target: Path) -> None:
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             raise JarBuildError("javac failed building the shim:\n" + proc.stderr[-8000:])
-        resources = root / "src" / "main" / "resources"
-        if resources.is_dir():
-            shutil.copytree(resources, classes, dirs_exist_ok=True)
+        if with_contract:
+            resources = root / "src" / "main" / "resources"
+            if resources.is_dir():
+                shutil.copytree(resources, classes, dirs_exist_ok=True)
+            # the error table, generated from ushas_catalog.errors: the one copy Errors.java reads
+            (classes / "io" / "ushas" / "spark" / "errors.json").write_text(contract_json(), encoding="utf-8")
         staged = Path(tmp) / target.name
         proc = subprocess.run(["jar", "cf", str(staged), "-C", str(classes), "."],
                               capture_output=True, text=True)
@@ -107,6 +129,7 @@ def _build(root: Path, sources: list[Path], target: Path) -> None:
         partial = target.with_suffix(".jar.part")
         shutil.copyfile(staged, partial)
         os.replace(partial, target)
-    for old in target.parent.glob("ushas-shim-*.jar"):
-        if old != target:
+    family = "ushas-shim-tests-" if with_contract is False else "ushas-shim-"
+    for old in target.parent.glob(family + "*.jar"):
+        if old != target and (with_contract is False or not old.name.startswith("ushas-shim-tests-")):
             old.unlink(missing_ok=True)

@@ -23,9 +23,11 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Iterator
+from typing import Any, Generic, Iterator, Self, TypeVar
 
 import fdb.tuple as fdbtuple
+
+from .errors import KeySpaceError
 
 
 class KeyType(Enum):
@@ -59,8 +61,51 @@ class _AnyValue:
 ANY_VALUE: Any = _AnyValue()
 
 
-class KeySpaceError(ValueError):
-    """The key space tree is malformed, or a path / key does not fit it."""
+class Codec(str, Enum):
+    """How the values under a directory are encoded."""
+
+    PROTOBUF = "protobuf"  # one message type (RecordSubspace.record) through records.RecordStore
+    JSON = "json"  # UTF-8 JSON (split over numbered keys where it may pass the value limit)
+    TEXT = "text"  # UTF-8 text
+    COUNTER = "counter"  # little-endian int64, changed by atomic adds
+    EMPTY = "empty"  # the key is the datum, the value is empty
+    BYTES = "bytes"  # the owning module's own encoding (packed tuples, versionstamps): see the doc
+
+
+class Subspace(str):
+    """The declared name of a key space directory (``layout.TABLE_SCHEMA``), with the encoding of the values
+    stored directly under it. A ``str``, so ``path.add(layout.TABLE_SCHEMA)`` costs what ``add("TableSchema")``
+    did, but a misspelt constant fails the type check and the import, and the tree is built from these
+    declarations: the name, the codec and the record type are declared once."""
+
+    codec: Codec | None
+
+    def __new__(cls, name: str, *, codec: Codec | None = None) -> Self:
+        self = super().__new__(cls, name)
+        self.codec = codec
+        return self
+
+
+M = TypeVar("M")
+
+
+class RecordSubspace(Subspace, Generic[M]):
+    """A subspace of records of ONE protobuf message type ``record`` under the primary key ``key`` (element
+    names; ``None``: the arity varies per store, e.g. one element per partition column). The record store of
+    it (``records.RecordStore.of``) is typed by it, and refuses any other message."""
+
+    record: type[M]
+    key: tuple[str, ...] | None
+    #: the role of a head subspace's siblings in a versioned object: "head", "history" or "commit"
+    role: str | None
+
+    def __new__(cls, name: str, record: type[M], key: tuple[str, ...] | None = (), *,
+                role: str | None = None) -> "RecordSubspace[M]":
+        self = super().__new__(cls, name, codec=Codec.PROTOBUF)
+        self.record = record
+        self.key = key
+        self.role = role
+        return self
 
 
 @dataclass(frozen=True)
@@ -77,11 +122,16 @@ class Directory:
     value: Any = ANY_VALUE
     children: tuple["Directory", ...] = ()
     doc: str = ""
+    #: the declaration this directory was built from (its codec, its record type)
+    subspace: Subspace | None = field(default=None, compare=False, repr=False)
     _by_name: dict[str, "Directory"] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.name:
             raise KeySpaceError("a directory needs a name")
+        if isinstance(self.name, Subspace):  # the declaration is kept aside; the name is a plain str
+            object.__setattr__(self, "subspace", self.subspace or self.name)
+            object.__setattr__(self, "name", str(self.name))
         if self.key_type is KeyType.NULL and self.value is ANY_VALUE:
             object.__setattr__(self, "value", None)
         if self.value is not ANY_VALUE and not self.key_type.accepts(self.value):
@@ -97,6 +147,11 @@ class Directory:
         object.__setattr__(self, "_by_name", by_name)
 
     @property
+    def record(self) -> RecordSubspace[Any] | None:
+        """The record declaration of this directory (``None``: it holds no protobuf records)."""
+        return self.subspace if isinstance(self.subspace, RecordSubspace) else None
+
+    @property
     def is_constant(self) -> bool:
         return self.value is not ANY_VALUE
 
@@ -109,7 +164,8 @@ class Directory:
 
     def with_children(self, *children: "Directory") -> "Directory":
         """A copy with ``children`` appended (validated like any tree)."""
-        return Directory(self.name, self.key_type, self.value, self.children + tuple(children), self.doc)
+        return Directory(self.name, self.key_type, self.value, self.children + tuple(children), self.doc,
+                         self.subspace)
 
     def match(self, element: Any) -> bool:
         """Whether a tuple element belongs to this directory."""
@@ -161,7 +217,7 @@ class KeySpacePath:
         self.value = value
         self.parent = parent
         base = parent._key if parent is not None else keyspace.prefix
-        self._key = base + fdbtuple.pack((value,))
+        self._key: bytes = base + fdbtuple.pack((value,))
 
     def add(self, name: str, value: Any = ANY_VALUE) -> "KeySpacePath":
         """The child directory ``name`` with ``value`` (omit it for a constant)."""
@@ -331,6 +387,11 @@ class KeySpace:
                 out["code"] = d.value
             if d.doc:
                 out["doc"] = d.doc
+            if d.subspace is not None and d.subspace.codec is not None:
+                out["codec"] = d.subspace.codec.value
+            if d.record is not None:
+                out["record"] = getattr(getattr(d.record.record, "DESCRIPTOR", None), "full_name", d.record.record.__name__)
+                out["key"] = list(d.record.key) if d.record.key is not None else None
             if d.children:
                 out["children"] = [node(c) for c in d.children]
             return out

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 from .keyspace import KeySpacePath
 from .kv.base import Transaction
 from .errors import InvalidArgument
+from .layout import DATABASE, DATABASE_ID, TABLE, TABLE_PARTITION, TABLE_PROPERTIES, TABLE_SCHEMA, TABLE_STORAGE
 from .metadata import (COMMENT, PROPERTY, SPARK_PROPERTY_PREFIX, SPARK_TAG_PREFIX, TAG, Entry, MetadataKeys, MetadataWriter,
                        ObjectState, ObjectType, Scope, _micros_iso, schema_paths, validate_key, validate_value)
 from .names import quote
@@ -103,12 +104,12 @@ def _table(ms: "Metastore", tr: Transaction, w: MetadataWriter, oid: uuid.UUID, 
     if "TableStorage" in changed:
         fmt = m.detail.get("format") if m.operation in ("CREATE TABLE", "REPLACE TABLE") else None
         if not isinstance(fmt, str):  # CREATE / REPLACE carry it in the commit detail; else read it
-            fmt = RecordStore.at(m.path.add("TableStorage")).load(tr, ()).format
+            fmt = RecordStore.of(m.path, TABLE_STORAGE).load(tr, ()).format
         system("format", fmt)
     if "TableSchema" in changed:
         from .schema import struct_from_proto
 
-        schema = RecordStore.at(m.path.add("TableSchema")).load(tr, ())
+        schema = RecordStore.of(m.path, TABLE_SCHEMA).load(tr, ())
         _sync_fields(w, oid, state, schema_paths(struct_from_proto(schema.schema)), m.detail, fresh)
         partitioned = bool(schema.partition_columns)
         if m.operation in ("CREATE TABLE", "REPLACE TABLE"):
@@ -127,15 +128,15 @@ def _table(ms: "Metastore", tr: Transaction, w: MetadataWriter, oid: uuid.UUID, 
                                        for k in counted)
         system("partition_count", str(count))
     if "TableProperties" in changed:
-        props = RecordStore.at(m.path.add("TableProperties")).load(tr, ())
+        props = RecordStore.of(m.path, TABLE_PROPERTIES).load(tr, ())
         _mirror(w, oid, state, props.properties, props.comment if props.HasField("comment") else None, fresh)
 
 
 def _count_partitions(tr: Transaction, path: KeySpacePath) -> int:
     import fdb.tuple as fdbtuple
 
-    arity = len(RecordStore.at(path.add("TableSchema")).load(tr, ()).partition_columns)
-    sub = path.add("TablePartition")
+    arity = len(RecordStore.of(path, TABLE_SCHEMA).load(tr, ()).partition_columns)
+    sub = path.add(TABLE_PARTITION)
     plen = len(sub.key())
     return len({fdbtuple.unpack(kv.key[plen:])[:arity] for kv in tr.get_range(*sub.range())})
 
@@ -221,11 +222,11 @@ def _each_object(ms: "Metastore", tr: Transaction, path: KeySpacePath, *, purge:
     visit(path.value)
     kind = path.directory.name
     if kind == "catalogId":
-        dbs = path.add("Database")
+        dbs = path.add(DATABASE)
         for did in _ids(ms, tr, dbs, "Database", purge):
-            _each_object(ms, tr, dbs.add("databaseId", did), purge=purge, visit=visit)
+            _each_object(ms, tr, dbs.add(DATABASE_ID, did), purge=purge, visit=visit)
     elif kind == "databaseId":
-        for rid in _ids(ms, tr, path.add("Table"), "Table", purge):
+        for rid in _ids(ms, tr, path.add(TABLE), "Table", purge):
             visit(rid)
 
 

@@ -158,10 +158,10 @@ class PartitionColumn:
                 assert isinstance(t, DecimalType)
                 if isinstance(raw, (bool, float)):
                     raise self._bad(raw, "give decimals as strings, ints or Decimal")
-                d = raw if isinstance(raw, Decimal) else Decimal(str(raw).strip())
-                if not d.is_finite():
+                number = raw if isinstance(raw, Decimal) else Decimal(str(raw).strip())
+                if not number.is_finite():
                     raise self._bad(raw, "not a finite number")
-                scaled = d.scaleb(t.scale)
+                scaled = number.scaleb(t.scale)
                 if scaled != scaled.to_integral_value():
                     raise self._bad(raw, f"more than {t.scale} decimal places")
                 unscaled = int(scaled)

@@ -208,19 +208,20 @@ class Pruning:
             if not parts or any(len(p) != 1 for p in parts) or len({next(iter(p)) for p in parts}) != 1:
                 return {}
             i = next(iter(parts[0]))
-            acc = parts[0][i]
+            union = parts[0][i]
             for p in parts[1:]:
-                acc = acc.union(p[i])
-            return {i: acc}
+                union = union.union(p[i])
+            return {i: union}
         if op == "and":
             acc: dict[int, Allowed] = {}
             for c in f.get("children") or []:
                 for i, a in self._allowed_by(c).items():
                     acc[i] = acc[i].intersect(a) if i in acc else a
             return acc
-        i = self._column(f)
-        if i is None:
+        found = self._column(f)
+        if found is None:
             return {}
+        i = found
         column = self.scheme.columns[i]
         if op == "is_null":
             return {i: Allowed(True, ())}

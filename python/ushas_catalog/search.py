@@ -52,6 +52,8 @@ import fdb.tuple as fdbtuple
 from .errors import InvalidArgument
 from .keyspace import KeySpacePath
 from .kv.base import Transaction
+from .layout import (CATALOG_ID, CATALOG_RECORD, DATABASE, DATABASE_ID, DATABASE_RECORD, DATASET_USAGE, TABLE,
+                     TABLE_ID, TABLE_PROPERTIES, TABLE_SCHEMA, USAGE_PROFILE, VIEW_RECORD)
 from .metadata import (F_FIELD, F_KEY_VALUE, F_TAG, F_VALUE, INDEX_SCOPES, INDEX_TYPES, VALUE_ONLY_SYSTEM_KEYS,
                        MetadataKeys, ObjectType, Scope, decode_pending, field_terms, fold, index_value, pack_element,
                        pending_rows, pending_values, shown, unpack_index_value)
@@ -349,7 +351,7 @@ class UsageReader:
     (``UsageProfile / DatasetUsage / tableId / <id> / (day, "reads" | "writes") -> count``)."""
 
     def __init__(self, ms: "Metastore", now_ms: int | None = None) -> None:
-        self.usage = ms.project_path.add("UsageProfile").add("DatasetUsage")
+        self.usage = ms.project_path.add(USAGE_PROFILE).add(DATASET_USAGE)
         self.today = (now_ms if now_ms is not None else time.time_ns() // 1_000_000) // DAY_MS
 
     def weight(self, day: int) -> float:
@@ -370,7 +372,7 @@ class UsageReader:
             h.score = scores.get(h.id, 0.0)
 
     def _one(self, tr: Transaction, oid: uuid.UUID) -> float:
-        base = self.usage.add("tableId", oid)
+        base = self.usage.add(TABLE_ID, oid)
         begin = base.pack((self.today - HORIZON_DAYS + 1,))
         plen = len(base.key())
         return float(sum(self.weight(fdbtuple.unpack(kv.key[plen:])[0]) * _count(kv.value)
@@ -449,16 +451,16 @@ def _refs(ms: "Metastore", tr: Transaction) -> Iterator[_ObjectRef]:
     cats = ms._catalogs
     for c in ms._names(cats, "Catalog").scan(tr):
         cid = uuid.UUID(bytes=c.record.id)
-        cpath = cats.add("catalogId", cid)
+        cpath = cats.add(CATALOG_ID, cid)
         cn = CatalogName(c.key[0])
         yield ObjectType.CATALOG, cid, str(cn), cpath
-        dbs = cpath.add("Database")
+        dbs = cpath.add(DATABASE)
         for d in ms._names(dbs, "Database").scan(tr):
             did = uuid.UUID(bytes=d.record.id)
-            dpath = dbs.add("databaseId", did)
+            dpath = dbs.add(DATABASE_ID, did)
             dn = DatabaseName(cn.catalog, d.key[0])
             yield ObjectType.DATABASE, did, str(dn), dpath
-            for r in ms._names(dpath.add("Table"), "Table").scan(tr):
+            for r in ms._names(dpath.add(TABLE), "Table").scan(tr):
                 rid = uuid.UUID(bytes=r.record.id)
                 tn = str(TableName(cn.catalog, dn.database, r.key[0]))
                 if r.record.kind == ObjectKind.TABLE:
@@ -476,16 +478,16 @@ def _load(tr: Transaction, refs: Iterable[_ObjectRef]) -> Iterator[tuple[ObjectT
 
     for otype, oid, name, path in refs:
         if otype is ObjectType.CATALOG:
-            yield otype, oid, name, {}, RecordStore.at(path.add("CatalogRecord")).load(tr, ()).comment or None
+            yield otype, oid, name, {}, RecordStore.of(path, CATALOG_RECORD).load(tr, ()).comment or None
         elif otype is ObjectType.DATABASE:
-            yield otype, oid, name, {}, RecordStore.at(path.add("DatabaseRecord")).load(tr, ()).comment or None
+            yield otype, oid, name, {}, RecordStore.of(path, DATABASE_RECORD).load(tr, ()).comment or None
         elif otype is ObjectType.TABLE:
-            schema = RecordStore.at(path.add("TableSchema")).load(tr, ())
-            props = RecordStore.at(path.add("TableProperties")).load(tr, ())
+            schema = RecordStore.of(path, TABLE_SCHEMA).load(tr, ())
+            props = RecordStore.of(path, TABLE_PROPERTIES).load(tr, ())
             yield (otype, oid, name, schema_paths(struct_from_proto(schema.schema)),
                    props.comment if props.HasField("comment") else None)
         else:
-            v = RecordStore.at(path.add("ViewRecord")).load(tr, ())
+            v = RecordStore.of(path, VIEW_RECORD).load(tr, ())
             yield otype, oid, name, schema_paths(struct_from_proto(v.schema)), v.comment if v.HasField("comment") else None
 
 

@@ -53,7 +53,7 @@ LEGACY_CATALOG_OPTIONS: dict[str, str] = {"timeout": "bridge.timeout", "startTim
 SESSION_OPTIONS: tuple[SparkOption, ...] = (
     SparkOption("spark.ushas.lineage.catalog", None, "the catalog whose store receives lineage (default: the "
                                                      "first Ushas catalog by name)"),
-    SparkOption("spark.ushas.lineage.queueSize", "1000", "lineage actions queued before drops"),
+    SparkOption("spark.ushas.lineage.queueSize", "1000", "lineage executions queued before drops"),
     SparkOption("spark.ushas.lineage.inlinePlanChars", "3000", "plans larger than this go through a temp file"),
     SparkOption("spark.ushas.lineage.retryTimeout", "30", "seconds the listener retries an unreachable bridge"),
     SparkOption("spark.ushas.lineage.shutdownTimeout", "10", "seconds to drain lineage at application end"),

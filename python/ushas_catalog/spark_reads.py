@@ -32,9 +32,9 @@ def list_files(ms: Any, r: Request) -> Answer:
     name = table_name(ctx, r)
     info = ms.get_table(name)
     if not info.partition_columns:
-        files = ms.table_data_files(name)
+        recorded = ms.table_data_files(name)
         return {"columns": [], "rows": [[]], "locations": [location_of(ctx, info)],
-                "files": [_files(files)]}
+                "files": [_files(recorded)]}
     flt = parse_filter(r.get("filter"))
     pruning: Pruning | None = None
 

@@ -153,7 +153,8 @@ def changes_from_json(items: list[dict[str, Any]]) -> list[TableChange]:
 
         {"type": "AddColumn", "fieldNames": ["point", "z"], "dataType": <Spark JSON type>,
          "nullable": true, "comment": "text" | null,
-         "position": {"type": "first"} | {"type": "after", "column": "y"} | null}
+         "position": {"type": "first"} | {"type": "after", "column": "y"} | null,
+         "default": SQL text | absent}  (a default is refused: column defaults are not supported)
         {"type": "DeleteColumn", "fieldNames": [...], "ifExists": false}
         {"type": "RenameColumn", "fieldNames": [...], "newName": "name"}
         {"type": "UpdateColumnType", "fieldNames": [...], "newDataType": <Spark JSON type>}
@@ -214,6 +215,9 @@ def _change_from_json(i: int, item: Any) -> TableChange:
                               f"{{'type': 'first'}} or {{'type': 'after', 'column': name}}")
 
     if kind == "AddColumn":
+        if item.get("default") is not None:  # Spark refuses DEFAULT in CREATE TABLE for this catalog; so do we
+            raise InvalidArgument(f"table change #{i} ({kind}): column default values are not supported "
+                                  f"(DEFAULT {item['default']})")
         return AddColumn(names(), parse_type(get("dataType")), bool(item.get("nullable", True)),
                          optional_str("comment"), position(item.get("position")))
     if kind == "DeleteColumn":

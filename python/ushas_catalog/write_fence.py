@@ -30,6 +30,7 @@ from . import records as rec
 from .errors import InvalidArgument, WriteAborted, WriteExpired
 from .keyspace import KeySpacePath
 from .kv import Transaction
+from .layout import WRITE_OUTCOME
 from .records.store import RecordStore
 
 T = TypeVar("T")
@@ -119,7 +120,7 @@ def _iso(micros: int) -> str:
 
 
 def outcome_store(project: KeySpacePath) -> RecordStore[rec.WriteOutcome]:
-    return RecordStore.at(project.add("WriteOutcome"))
+    return RecordStore.of(project, WRITE_OUTCOME)
 
 
 def _outcome(write_id: str, r: rec.WriteOutcome | None) -> WriteOutcome:
@@ -164,7 +165,7 @@ def run_fenced(run: Callable[[Callable[[Transaction], Any]], Any], project: KeyS
 
     def fenced(tr: Transaction) -> Any:
         found = _gate(tr, project, fence, table)
-        if found is _EXPIRED:
+        if isinstance(found, _Expired):
             return _EXPIRED
         if found is not None:
             return decode(found.answer or {})

@@ -114,8 +114,8 @@ def test_lineage_graph(client) -> None:
     early = client.get(f"/api/lineage?node=spark_catalog.default.cleaned.amount&direction=downstream"
                        f"&until={T1 + 1}").json
     assert early["edges"] == []
-    late = client.get(f"/api/lineage?node=spark_catalog.default.cleaned.amount&direction=downstream"
-                      f"&since=2023-11-14T23:00:00").json
+    late = client.get("/api/lineage?node=spark_catalog.default.cleaned.amount&direction=downstream"
+                      "&since=2023-11-14T23:00:00").json
     assert {e["target"] for e in late["edges"]} >= {"file:/data/report.total"}
     assert T2 >= parse_time("2023-11-14T23:00:00", "since")
 

@@ -10,7 +10,7 @@ from lineage.query import LineageQueries, NodeRef
 from lineage.store import Access, CapturedRun, LineageStore, RunStatus, run_id_for
 from ushas_catalog.errors import InvalidArgument, NoSuchRun, NoSuchTable
 
-from .pipeline import (CLEANED, RAW, REPORT, T1, T2, T3, FakeTables, clean_run, col, edge, report_run, run)
+from .pipeline import (CLEANED, RAW, T1, T2, T3, FakeTables, clean_run, col, edge, report_run, run)
 
 
 @pytest.fixture

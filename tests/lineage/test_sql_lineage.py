@@ -48,7 +48,7 @@ def case(id: str, operator: str, sql: str, direct: dict[str, dict[str, str]],
     return SqlCase(id, operator, sql, direct, frozenset(indirect), target)
 
 
-I, T, A = "IDENTITY", "TRANSFORMATION", "AGGREGATION"
+I, T, A = "IDENTITY", "TRANSFORMATION", "AGGREGATION"  # noqa: E741 - I, T, A: the edge kinds, short for the table below
 
 CASES: list[SqlCase] = [
     # ---- projections ----------------------------------------------------------------------

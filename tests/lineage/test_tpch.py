@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import sqlglot
 from sqlglot import exp
 from sqlglot.lineage import lineage as sqlglot_lineage
 

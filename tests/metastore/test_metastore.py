@@ -6,7 +6,6 @@ import uuid
 
 import pytest
 
-from ushas_catalog import records as rec
 from ushas_catalog.errors import (CatalogAlreadyExists, Conflict, InvalidArgument, InvalidSchemaChange, NamespaceAlreadyExists,
                                   NamespaceNotEmpty, NoSuchCatalog, NoSuchNamespace, NoSuchPartition, NoSuchTable,
                                   NoSuchVersion, NoSuchView, PartitionAlreadyExists, TableAlreadyExists,
@@ -14,7 +13,6 @@ from ushas_catalog.errors import (CatalogAlreadyExists, Conflict, InvalidArgumen
 from ushas_catalog.metastore import Metastore
 from ushas_catalog.names import DatabaseName, TableName
 from ushas_catalog.partitions import Partition
-from ushas_catalog.records.store import RecordStore
 from ushas_catalog.schema import parse_type
 from ushas_catalog.table_changes import (AddColumn, ColumnPosition, DeleteColumn, RemoveProperty, RenameColumn,
                                          SetComment, SetLocation, SetProperty, UpdateColumnComment,

@@ -16,7 +16,7 @@ import argparse
 import importlib
 import os
 import sys
-from typing import Sequence
+from typing import NoReturn, Sequence
 
 from ..errors import UshasError
 from .arguments import parse_checked
@@ -30,7 +30,7 @@ DEFAULT_URI = "sqlite:///" + os.path.join(os.path.expanduser("~"), ".ushas", "us
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2
+    def error(self, message: str) -> NoReturn:  # one line, exit 2
         self.exit(2, f"ushas: error: {message}\n")
 
 

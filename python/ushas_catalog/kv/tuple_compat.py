@@ -30,7 +30,7 @@ def ensure_tuple_versionstamps() -> None:
         return
     try:
         import fdb.impl  # noqa: F401  (loads libfdb_c; selects no API version)
-    except Exception:
+    except Exception:  # noqa: BLE001 - optional engine: any failure to load it means absent
         placeholder = types.ModuleType("fdb.impl", "placeholder: libfdb_c is not installed")
         placeholder.Value = _NoFutureValue  # type: ignore[attr-defined]
         fdb.impl = placeholder  # type: ignore[attr-defined]

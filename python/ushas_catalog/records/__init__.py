@@ -15,7 +15,7 @@ from .schema_pb2 import ArrayType, DataType, DecimalType, MapType, StructField, 
 from .table_pb2 import TableProperties, TableReference, TableSchema, TableStorage
 from .view_pb2 import ViewRecord
 from .write_pb2 import WriteOutcome
-from .store import RECORD_TYPES, RecordStore, RecordTypeError
+from .store import RecordStore, RecordTypeError
 
 __all__ = [
     "CatalogRecord", "DatabaseRecord", "ChangeEvent", "PartitionDelta", "Commit", "HistoryEntry", "DroppedObjectName", "ObjectKind",
@@ -23,3 +23,12 @@ __all__ = [
     "StructField", "StructType", "TableProperties", "TableReference", "TableSchema", "TableStorage",
     "ViewRecord", "WriteOutcome", "RECORD_TYPES", "RecordStore", "RecordTypeError",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``RECORD_TYPES``: derived from the key space declarations (``ushas_catalog.layout``)."""
+    if name == "RECORD_TYPES":
+        from ..layout import RECORD_TYPES
+
+        return RECORD_TYPES
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -4,7 +4,8 @@ Keys are ``<subspace path key> + fdb.tuple.pack(primary key)``. A record whose
 serialized size exceeds the engine's value limit (100 kB) is split: its bytes go to
 ``pk + (1,)``, ``pk + (2,)`` ... (no key at ``pk`` itself) and reading it back joins
 them. Writing a message of another type than the store's raises
-:class:`RecordTypeError`; so a TableProperties record can never land in TableSchema.
+:class:`RecordTypeError`; so a TableProperties record can never land in TableSchema. The message type
+and primary key of each subspace are declared once, in :mod:`ushas_catalog.layout`.
 """
 from __future__ import annotations
 
@@ -14,55 +15,21 @@ from typing import Any, Generic, Iterator, TypeVar
 import fdb.tuple as fdbtuple
 from google.protobuf.message import Message
 
-from ..keyspace import KeySpacePath
+from ..errors import KeySpaceError, RecordTypeError
+from ..keyspace import KeySpacePath, RecordSubspace
 from ..kv.base import FDB_LIMITS, Transaction
-from .catalog_pb2 import CatalogRecord, DatabaseRecord
-from .commit_pb2 import Commit, HistoryEntry
-from .names_pb2 import DroppedObjectName, ObjectName
-from .partition_pb2 import DataFileList, DataGarbage, Partition, PartitionChange
-from .table_pb2 import TableProperties, TableReference, TableSchema, TableStorage
-from .view_pb2 import ViewRecord
-from .write_pb2 import WriteOutcome
 
 M = TypeVar("M", bound=Message)
 
-#: subspace (directory) name -> (message type, primary key element names). A primary
-#: key of ``None`` names has a per-store arity (partition values: one per partition column).
-RECORD_TYPES: dict[str, tuple[type[Message], tuple[str, ...] | None]] = {
-    "CatalogObjectName": (ObjectName, ("name",)),
-    "DroppedCatalogObjectName": (DroppedObjectName, ("name", "id")),
-    "CatalogRecord": (CatalogRecord, ()),
-    "CatalogHistory": (CatalogRecord, ("version",)),
-    "CatalogCommit": (Commit, ("version",)),
-    "DatabaseObjectName": (ObjectName, ("name",)),
-    "DroppedDatabaseObjectName": (DroppedObjectName, ("name", "id")),
-    "DatabaseRecord": (DatabaseRecord, ()),
-    "DatabaseHistory": (DatabaseRecord, ("version",)),
-    "DatabaseCommit": (Commit, ("version",)),
-    "ViewRecord": (ViewRecord, ()),
-    "ViewHistory": (ViewRecord, ("version",)),
-    "ViewCommit": (Commit, ("version",)),
-    "TableObjectName": (ObjectName, ("name",)),
-    "DroppedTableObjectName": (DroppedObjectName, ("name", "id")),
-    "TableReference": (TableReference, ()),
-    "TableSchema": (TableSchema, ()),
-    "TableSchemaHistory": (TableSchema, ("version",)),
-    "TableStorage": (TableStorage, ()),
-    "TableStorageHistory": (TableStorage, ("version",)),
-    "TableProperties": (TableProperties, ()),
-    "TablePropertiesHistory": (TableProperties, ("version",)),
-    "TablePartition": (Partition, None),
-    "TablePartitionHistory": (PartitionChange, None),
-    "TableCommit": (Commit, ("version",)),
-    "TableHistory": (HistoryEntry, ("version",)),
-    "TableDataFiles": (DataFileList, ()),
-    "DataGarbage": (DataGarbage, ("tableId", "time", "id")),
-    "WriteOutcome": (WriteOutcome, ("writeId",)),
-}
 
 
-class RecordTypeError(TypeError):
-    """A message of the wrong type was given to a record store."""
+def __getattr__(name: str) -> Any:
+    """``RECORD_TYPES``: the registry derived from the key space declarations (``layout.RECORD_TYPES``)."""
+    if name == "RECORD_TYPES":
+        from ..layout import RECORD_TYPES
+
+        return RECORD_TYPES
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,20 +54,28 @@ class RecordStore(Generic[M]):
 
     @classmethod
     def at(cls, path: KeySpacePath, key_names: tuple[str, ...] | None = None) -> "RecordStore[Any]":
-        """The store of the subspace ``path`` names, with its registered message type.
-        ``key_names`` is required for subspaces whose key arity varies (partitions)."""
+        """The store of the subspace ``path`` names, with the message type its declaration names
+        (``layout.TABLE_SCHEMA``...). ``key_names`` is required for subspaces whose key arity varies
+        (partitions)."""
         name = path.directory.name
-        try:
-            message_type, names = RECORD_TYPES[name]
-        except KeyError:
-            raise ValueError(f"no record type is registered for subspace {name!r}") from None
+        declared = path.directory.record
+        if declared is None:
+            raise KeySpaceError(f"no record type is declared for subspace {name!r}")
+        names = declared.key
         if names is None:
             if key_names is None:
-                raise ValueError(f"subspace {name!r} needs key_names")
+                raise KeySpaceError(f"subspace {name!r} needs key_names")
             names = key_names
         elif key_names is not None and tuple(key_names) != names:
-            raise ValueError(f"subspace {name!r} has primary key {names}, not {tuple(key_names)}")
-        return cls(path, message_type, names)
+            raise KeySpaceError(f"subspace {name!r} has primary key {names}, not {tuple(key_names)}")
+        return cls(path, declared.record, names)
+
+    @classmethod
+    def of(cls, parent: KeySpacePath, subspace: "RecordSubspace[M]",
+           key_names: tuple[str, ...] | None = None) -> "RecordStore[M]":
+        """The store of ``subspace`` under ``parent``, typed by its declaration:
+        ``RecordStore.of(table_path, layout.TABLE_SCHEMA)`` is a ``RecordStore[TableSchema]``."""
+        return cls.at(parent.add(subspace), key_names)
 
     # --- keys ----------------------------------------------------------------------
     def key(self, pk: tuple[Any, ...]) -> bytes:

@@ -20,8 +20,8 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
- * Turns a typed Python error into the Spark exception a Spark user expects
- * (the mapping mirrors {@code ushas_catalog.errors.SPARK_EXCEPTION}). Spark's own exceptions
+ * Turns a typed Python error into the Spark exception a Spark user expects: the exception class of each
+ * type is {@code ushas_catalog.errors.SPARK_EXCEPTION}, shipped in the jar as {@code errors.json}. Spark's own exceptions
  * carry Spark's error classes (TABLE_OR_VIEW_NOT_FOUND, SCHEMA_NOT_FOUND, ...). An error with a
  * {@code spark} object ({@code errorClass}, {@code parameters}, {@code runtime}: see
  * {@code ushas_catalog.errors.SparkError}) becomes Spark's exception of that error class.
@@ -34,43 +34,78 @@ final class Errors {
     /** SQLSTATE of bridge and store failures ("system error"). */
     static final String SYSTEM_SQL_STATE = "58000";
 
-    /** Thrown for an error answer; unchecked so it passes through any Spark interface method. */
+    /** The error table, type -> exception class, generated from {@code ushas_catalog.errors} into the jar
+     * ({@code errors.json}, next to this class) when the jar is built: the one copy of the mapping. */
+    private static final Map<String, String> TABLE = loadTable();
+    private static final String PKG = "org.apache.spark.sql.catalyst.analysis.";
+
+    private static Map<String, String> loadTable() {
+        try (java.io.InputStream in = Errors.class.getResourceAsStream("errors.json")) {
+            if (in == null) throw new IllegalStateException("the shim jar has no io/ushas/spark/errors.json");
+            return Json.toMap(Json.MAPPER.readTree(in).get("errors"));
+        } catch (java.io.IOException e) {
+            throw new IllegalStateException("the shim jar's errors.json cannot be read: " + e, e);
+        }
+    }
+
+    /** The exception class the error table names for a Python error type (the shim's system error for a
+     * type it does not name). */
+    static String exceptionOf(String type) {
+        String name = type == null ? null : TABLE.get(type);
+        return name != null ? name : UshasBridgeException.class.getName();
+    }
+
+    /** Thrown for an error answer; unchecked so it passes through any Spark interface method. The exception
+     * class comes from the error table; this method only knows how to build each class. */
     static RuntimeException toSpark(JsonNode error, Identifier ident, String[] namespace) {
         String type = Json.text(error, "type");
         String message = Json.text(error, "message");
         String[] ns = namespace != null ? namespace : ident != null ? ident.namespace() : new String[0];
+        String exception = exceptionOf(type);
         JsonNode spark = error.get("spark");
         if (spark != null && spark.isObject() && Json.text(spark, "errorClass") != null) {
-            return withErrorClass(spark);
+            return exception.startsWith(PKG) ? withErrorClass(exception, spark) : withErrorClass(spark);
         }
-        RuntimeException sneaky = switch (type == null ? "" : type) {
-            case "NoSuchTable" -> sneak(ident != null ? new NoSuchTableException(ident)
+        return switch (exception.startsWith(PKG) ? exception.substring(PKG.length()) : exception) {
+            case "NoSuchTableException" -> sneak(ident != null ? new NoSuchTableException(ident)
                     : new NoSuchTableException(String.join(".", ns), message));
-            case "NoSuchView" -> sneak(ident != null ? new NoSuchViewException(ident)
+            case "NoSuchViewException" -> sneak(ident != null ? new NoSuchViewException(ident)
                     : new NoSuchTableException(String.join(".", ns), message));
-            case "NoSuchNamespace", "NoSuchCatalog" -> sneak(new NoSuchNamespaceException(ns));
-            case "NamespaceAlreadyExists" -> sneak(new NamespaceAlreadyExistsException(ns));
-            case "TableAlreadyExists" -> sneak(ident != null ? new TableAlreadyExistsException(ident)
+            case "NoSuchNamespaceException" -> sneak(new NoSuchNamespaceException(ns));
+            case "NamespaceAlreadyExistsException" -> sneak(new NamespaceAlreadyExistsException(ns));
+            case "TableAlreadyExistsException" -> sneak(ident != null ? new TableAlreadyExistsException(ident)
                     : new TableAlreadyExistsException(message));
-            case "ViewAlreadyExists" -> sneak(ident != null ? new ViewAlreadyExistsException(ident)
+            case "ViewAlreadyExistsException" -> sneak(ident != null ? new ViewAlreadyExistsException(ident)
                     : new TableAlreadyExistsException(message));
-            case "NamespaceNotEmpty" -> sneak(new NonEmptyNamespaceException(ns));
-            case "InvalidName", "InvalidColumnName", "InvalidArgument", "InvalidSchemaChange", "PartitionColumnChange",
-                 "LocationInUse", "ReadOnlyMetadata", "LimitExceeded", "NoSuchPartition", "PartitionAlreadyExists",
-                 "NoSuchVersion" -> sneak(analysis("USHAS_" + type, message));
+            case "NonEmptyNamespaceException" -> sneak(new NonEmptyNamespaceException(ns));
+            case "org.apache.spark.sql.AnalysisException" -> sneak(analysis("USHAS_" + type, message));
             default -> new UshasBridgeException("USHAS_" + type, "[USHAS_" + type + "] " + message);
         };
-        return sneaky;
+    }
+
+    /** Spark's exception {@code className} (an AnalysisException with an (errorClass, parameters) constructor,
+     * e.g. NoSuchPartitionsException) of the error class and parameters Python named. */
+    static RuntimeException withErrorClass(String className, JsonNode spark) {
+        try {
+            Object e = Class.forName(className).getConstructor(String.class, scala.collection.immutable.Map.class)
+                    .newInstance(Json.text(spark, "errorClass"), parameters(spark));
+            return sneak((Throwable) e);
+        } catch (ReflectiveOperationException | ClassCastException e) {
+            return withErrorClass(spark);  // a Spark without that constructor: the error class still reaches it
+        }
+    }
+
+    private static scala.collection.immutable.Map<String, String> parameters(JsonNode spark) {
+        Map<String, String> params = new LinkedHashMap<>();
+        JsonNode p = spark.get("parameters");
+        if (p != null) p.fields().forEachRemaining(e -> params.put(e.getKey(), e.getValue().asText()));
+        return scala.collection.immutable.Map$.MODULE$.from(CollectionConverters.asScala(params));
     }
 
     /** Spark's exception of the error class Python named, with its message parameters. */
     static RuntimeException withErrorClass(JsonNode spark) {
         String errorClass = Json.text(spark, "errorClass");
-        Map<String, String> params = new LinkedHashMap<>();
-        JsonNode p = spark.get("parameters");
-        if (p != null) p.fields().forEachRemaining(e -> params.put(e.getKey(), e.getValue().asText()));
-        scala.collection.immutable.Map<String, String> scalaParams =
-                scala.collection.immutable.Map$.MODULE$.from(CollectionConverters.asScala(params));
+        scala.collection.immutable.Map<String, String> scalaParams = parameters(spark);
         JsonNode runtime = spark.get("runtime");
         if (runtime != null && runtime.asBoolean()) {
             return new SparkRuntimeException(errorClass, scalaParams, null, new QueryContext[0], "");

@@ -21,6 +21,12 @@ import java.util.Optional;
  * removes the staging directories of writes that died (their driver is a process of this machine
  * that is gone, or they are older than {@link #GRACE_MS}); {@code ushas purge} does the same
  * ({@code ushas_catalog.data_purge.stale_staging}).
+ *
+ * <p>Why this rule is also here and not only in Python: the owner is this JVM's own process
+ * ({@link ProcessHandle}: pid and start instant, so a reused pid is not taken for the writer), the
+ * directories live on any Hadoop file system (s3a, hdfs: Python's purge only sees local ones), and a write
+ * must clear its table's dead staging before it starts, without a bridge round trip per directory. Keep the
+ * two in step (host / boot id / pid, 24 h grace).
  */
 final class Staging {
     static final String DIR = "_ushas_staging";

@@ -301,7 +301,9 @@ final class UshasBatchWrite implements BatchWrite {
      * bridge died) ends the write with {@code abort_write}, which answers what it became: COMMITTED (the
      * commit went through: the write succeeded) or ABORTED (it never will: its files are removed). When
      * even that cannot be asked, the files are kept and the error names the write id and the command
-     * that tells what became of it. Returns whether the write is registered (else throws).
+     * that tells what became of it. Returns whether the write is registered (else throws). This stays in the
+     * JVM: it is what to do when Python could not be reached or did not answer; what the write became is
+     * Python's answer ({@code abort_write}), not decided here.
      */
     private boolean register(UshasCatalog catalog, ObjectNode r) {
         Bridge.BridgeOptions options = catalog.bridgeOptions();

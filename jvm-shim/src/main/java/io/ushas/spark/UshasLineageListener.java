@@ -34,13 +34,22 @@ import scala.Tuple2;
 /**
  * Automatic lineage capture ({@code spark.sql.queryExecutionListeners=io.ushas.spark.UshasLineageListener}).
  *
- * <p>Thin by design: on Spark's listener thread it only serializes the analyzed plan (PlanWriter; large
- * plans go to a private temp file, never through a Py4J argument) and groups the executions of one user
- * action by root execution id (a CTAS or a V1 INSERT is reported as several executions); the group is
- * offered to a bounded queue, and one worker thread hands it to Python ({@code lineage.event} over the
- * bridge), which queues it again and stores it asynchronously. The query never waits and never fails
- * because of lineage: a full queue or an unreachable bridge drops the action, counted, logged, and the
- * count travels to Python with the next event (or at application end).
+ * <p>Thin by design: on Spark's listener thread it only serializes the analyzed plan of each execution
+ * (PlanWriter; large plans go to a private temp file, never through a Py4J argument) with its root execution
+ * id; the message is offered to a bounded queue, and one worker thread hands it to Python
+ * ({@code lineage.event} over the bridge). Python decides what the executions are: it groups those of one
+ * user action into one run ({@code lineage.actions}: a CTAS or a V1 INSERT is reported as several
+ * executions) and stores it asynchronously. The query never waits and never fails because of lineage: a
+ * full queue or an unreachable bridge drops the action, counted, logged, and the count travels to Python
+ * with the next message (or at application end).
+ *
+ * <p>What stays here because it needs the JVM: the plan walk (the analyzed plan exists only on Spark's
+ * thread, during the callback); the pairing of Spark's two callbacks of one execution; the bounded queue and
+ * its worker (Spark's listener thread must never wait on Py4J: measured 40-150 us per call, 2-4 ms on a new
+ * thread, unbounded when the bridge is down); retrying delivery for {@code .retryTimeout} (what is retried
+ * is reaching Python, which cannot decide it); counting the actions the JVM drops (Python never sees them);
+ * choosing the catalog whose bridge options reach Python ({@link #target()}: the options are needed before
+ * Python can be called).
  *
  * <p>{@link #flush(long)} / {@link #flushAll(long)} wait until every action Spark has reported so far is
  * stored (or counted as dropped): Spark's listener bus drained, this queue handed over, Python's queue
@@ -80,24 +89,17 @@ public final class UshasLineageListener extends SparkListener implements QueryEx
 
     // listener-thread state (Spark delivers one queue's events on one thread)
     private final Map<Long, long[]> starts = new HashMap<>();  // executionId -> {root, start ms}
-    private final Map<Long, Group> groups = new java.util.LinkedHashMap<>();  // root id -> executions so far
     private final java.util.ArrayDeque<End> parkedEnds = new java.util.ArrayDeque<>();
+    /** Root ids of actions one of whose executions was dropped here: the action is dropped as a whole
+     * (counted once, when its root ends); bounded like Python's open actions. */
+    private final java.util.LinkedHashSet<Long> lostRoots = new java.util.LinkedHashSet<>();
+    /** The same for executions the worker could not hand over (worker thread only). */
+    private final java.util.LinkedHashSet<Long> lostByWorker = new java.util.LinkedHashSet<>();
     private QueryExecution lastQe;
     private String lastFunc;
     private Exception lastError;
 
     private Target target;  // resolved at the first event
-
-    /** One user action: its executions, in the order they ended. */
-    private static final class Group {
-        final ArrayNode executions = Json.array();
-        long startMs = Long.MAX_VALUE;
-        String sql;
-        String error;
-        boolean failed;
-        boolean rootFailed;
-        boolean rootSeen;
-    }
 
     private record End(long id, long root, long startMs, long endMs, QueryExecution qe) {}
 
@@ -197,28 +199,17 @@ public final class UshasLineageListener extends SparkListener implements QueryEx
         }
     }
 
+    /** One execution, adapted to JSON (plan, root id, times, SQL text, error) and handed to the queue. */
     private void complete(End end, String func, QueryExecution qe, Exception error) {
-        Group g = groups.computeIfAbsent(end.root, r -> new Group());
-        g.startMs = Math.min(g.startMs, end.startMs);
-        g.executions.add(execution(end.id, func, qe, error != null));
-        if (g.sql == null || end.id == end.root) {
-            String sql = sqlText(qe);
-            if (sql != null) g.sql = sql;
-        }
-        if (error != null) {
-            g.failed = true;
-            if (end.id == end.root) g.rootFailed = true;
-            if (g.error == null || end.id == end.root) g.error = errorText(error);
-        }
-        if (end.id == end.root) {
-            g.rootSeen = true;
-            groups.remove(end.root);
-            ship(end.root, g, end.endMs);
-        }
-        while (groups.size() > 1000) {  // roots that never end here (another session's): bounded memory
-            Long eldest = groups.keySet().iterator().next();
-            discardPlans(groups.remove(eldest).executions);
-        }
+        ObjectNode x = execution(end.id, func, qe, error != null);
+        x.put("root_id", end.root);
+        x.put("start_ms", end.startMs);
+        x.put("end_ms", end.endMs);
+        x.put("failed", error != null);
+        if (error != null) x.put("error", errorText(error));
+        String sql = sqlText(qe);
+        if (sql != null) x.put("sql", sql);
+        ship(end.id, end.root, x);
     }
 
     private ObjectNode execution(long id, String func, QueryExecution qe, boolean failed) {
@@ -261,46 +252,49 @@ public final class UshasLineageListener extends SparkListener implements QueryEx
         return s.length() > MAX_ERROR_CHARS ? s.substring(0, MAX_ERROR_CHARS) : s;
     }
 
-    private void ship(long root, Group g, long endMs) {
+    private void ship(long id, long root, ObjectNode execution) {
         Target t = target();
         if (t == null) {
-            discardPlans(g.executions);
+            discardPlan(execution);
             return;
         }
-        ObjectNode ev = Json.object();
-        ev.put("format", "ushas-lineage-event");
-        ev.put("version", 1);
-        ev.put("application_id", sc.applicationId());
-        ev.put("application_name", sc.appName());
-        ev.put("user", sc.sparkUser());
-        ev.put("execution_id", root);
-        ev.put("start_ms", g.startMs == Long.MAX_VALUE ? endMs : g.startMs);
-        ev.put("end_ms", endMs);
-        boolean failed = g.rootSeen ? g.rootFailed : g.failed;
-        ev.put("status", failed ? "FAIL" : "COMPLETE");
-        if (g.error != null && failed) ev.put("error", g.error);
-        if (g.sql != null) ev.put("sql", g.sql);
-        ev.set("catalogs", t.catalogs());
-        ev.set("executions", g.executions);
+        boolean isRoot = id == root;
+        ObjectNode action = Json.object();
+        action.put("application_id", sc.applicationId());
+        action.put("application_name", sc.appName());
+        action.put("user", sc.sparkUser());
+        action.set("catalogs", t.catalogs());
         ObjectNode msg = Json.object();
         msg.set("ctx", t.ctx());
         msg.set("store", t.ctx());
-        msg.set("event", ev);
+        msg.set("action", action);
+        msg.set("execution", execution);
+        if (isRoot && lostRoots.remove(root)) {  // an execution of it was dropped: the action goes as a whole
+            msg.put("discard", true);
+            discardPlan(execution);
+            execution.remove("plan_file");
+            long n = dropped.incrementAndGet();
+            LOG.warn("Ushas lineage: queue full, dropped execution {}; {} dropped in all", root, n);
+        }
         offered.incrementAndGet();
         if (!queue.offer(msg)) {
             offered.decrementAndGet();
-            long n = dropped.incrementAndGet();
-            discardPlans(g.executions);
-            LOG.warn("Ushas lineage: queue full ({} actions), dropped execution {}; {} dropped in all",
-                    queue.size(), root, n);
+            discardPlan(execution);
+            if (msg.has("discard")) return;  // counted above
+            if (isRoot) {
+                long n = dropped.incrementAndGet();
+                LOG.warn("Ushas lineage: queue full ({} actions), dropped execution {}; {} dropped in all",
+                        queue.size(), root, n);
+            } else {
+                lostRoots.add(root);
+                while (lostRoots.size() > 1000) lostRoots.remove(lostRoots.iterator().next());
+            }
         }
     }
 
-    private static void discardPlans(ArrayNode executions) {
-        for (var x : executions) {
-            if (x.hasNonNull("plan_file")) {
-                new File(x.get("plan_file").asText()).delete();
-            }
+    private static void discardPlan(JsonNode execution) {
+        if (execution != null && execution.hasNonNull("plan_file")) {
+            new File(execution.get("plan_file").asText()).delete();
         }
     }
 
@@ -369,18 +363,25 @@ public final class UshasLineageListener extends SparkListener implements QueryEx
     }
 
     private void deliver(ObjectNode msg) {
+        JsonNode x = msg.get("execution");
+        long root = x.path("root_id").asLong();
+        if (x.path("execution_id").asLong() == root && lostByWorker.remove(root) && !msg.has("discard")) {
+            msg.put("discard", true);  // counted when its lost execution was: Python lets the action go
+            discardPlan(x);
+            ((ObjectNode) x).remove("plan_file");
+        }
         long deadline = System.nanoTime() + (stopping ? Math.min(retryNanos, TimeUnit.SECONDS.toNanos(2)) : retryNanos);
         long delayMs = 50;
         Throwable last = null;
         while (System.nanoTime() < deadline) {
             try {
-                ((ObjectNode) msg.get("event")).put("jvm_dropped", dropped.get());
+                msg.put("jvm_dropped", dropped.get());
                 JsonNode answer = Bridge.call("lineage.event", msg, target.options());
                 if (answer.has("error")) {  // Python refused it (a bug, not an outage): retrying won't help
-                    long n = dropped.incrementAndGet();
-                    discardPlans((ArrayNode) msg.get("event").get("executions"));
+                    discardPlan(msg.get("execution"));
+                    lost(msg);
                     LOG.warn("Ushas lineage: Python refused execution {}: {}; {} dropped in all",
-                            msg.get("event").get("execution_id"), answer.get("error"), n);
+                            msg.get("execution").get("execution_id"), answer.get("error"), dropped.get());
                     return;
                 }
                 sent.incrementAndGet();
@@ -397,10 +398,23 @@ public final class UshasLineageListener extends SparkListener implements QueryEx
                 delayMs = Math.min(delayMs * 2, 2000);
             }
         }
-        long n = dropped.incrementAndGet();
-        discardPlans((ArrayNode) msg.get("event").get("executions"));
+        discardPlan(msg.get("execution"));
+        lost(msg);
         LOG.warn("Ushas lineage: Python did not take execution {} ({}); {} dropped in all",
-                msg.get("event").get("execution_id"), last, n);
+                msg.get("execution").get("execution_id"), last, dropped.get());
+    }
+
+    /** The worker could not hand over a message: its action is dropped, counted once. A nested execution's
+     * action is counted now and Python lets the rest of it go when its root comes, flagged {@code discard}. */
+    private void lost(ObjectNode msg) {
+        if (msg.has("discard")) return;  // counted when it was flagged
+        JsonNode x = msg.get("execution");
+        long root = x.path("root_id").asLong(), id = x.path("execution_id").asLong();
+        dropped.incrementAndGet();
+        if (id != root) {
+            lostByWorker.add(root);
+            while (lostByWorker.size() > 1000) lostByWorker.remove(lostByWorker.iterator().next());
+        }
     }
 
     @Override
@@ -415,10 +429,13 @@ public final class UshasLineageListener extends SparkListener implements QueryEx
         }
         List<ObjectNode> left = new ArrayList<>();
         queue.drainTo(left);
+        long roots = 0;
         for (ObjectNode msg : left) {
-            discardPlans((ArrayNode) msg.get("event").get("executions"));
+            discardPlan(msg.get("execution"));
+            JsonNode x = msg.get("execution");
+            if (!msg.has("discard") && x.path("execution_id").asLong() == x.path("root_id").asLong()) roots++;
         }
-        long n = dropped.addAndGet(left.size());
+        long n = dropped.addAndGet(roots);
         // Python stores what it holds now (and learns the final drop count), before the bridge stops
         JsonNode answer = null;
         String failure = null;

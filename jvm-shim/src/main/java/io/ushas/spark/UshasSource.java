@@ -103,8 +103,8 @@ public final class UshasSource implements SchemaRelationProvider {
             if (source instanceof FileFormat f) return f;
             if (source instanceof FileDataSourceV2 v2) return v2.fallbackFileFormat().getDeclaredConstructor().newInstance();
         } catch (ReflectiveOperationException e) {
-            throw new IllegalArgumentException("Ushas catalog: cannot instantiate the " + format + " data source: " + e, e);
+            throw Errors.invalidArgument("cannot instantiate the " + format + " data source: " + e, e);
         }
-        throw new IllegalArgumentException("Ushas catalog: " + format + " is not a file format");
+        throw Errors.invalidArgument(format + " is not a file format");
     }
 }
