@@ -29,7 +29,7 @@ import fdb.tuple as fdbtuple
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
 
 from ushas_catalog.metastore import Metastore  # noqa: E402
-from ushas_catalog.names import TableName  # noqa: E402
+from ushas_catalog.model.names import TableName  # noqa: E402
 
 SHARDS = 100
 

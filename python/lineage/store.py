@@ -1,5 +1,5 @@
 """The lineage store: captured runs in the project's ``DataLineage`` subspace, usage
-counters in ``UsageProfile`` (the directories are declared in ``ushas_catalog.layout``).
+counters in ``UsageProfile`` (the directories are declared in ``ushas_catalog.keyspace.layout``).
 
 One captured run = ONE transaction that writes:
 
@@ -36,9 +36,9 @@ from typing import Any, Callable, Iterable, Protocol
 import fdb.tuple as fdbtuple
 
 from ushas_catalog.errors import InvalidArgument, NoSuchRun
-from ushas_catalog.keyspace import KeySpacePath
+from ushas_catalog.keyspace.tree import KeySpacePath
 from ushas_catalog.kv.base import Database, Transaction
-from ushas_catalog.metadata_sync import record_lineage_write
+from ushas_catalog.metadata.sync import record_lineage_write
 
 from .model import Dataset, DatasetKind, Edge, EdgeKind, EdgeSubtype
 
@@ -275,7 +275,7 @@ class LineageStore:
 
     def __init__(self, db: Database, project: str, *, layout: Any = None,
                  tables: TableIds | None = None, owns_db: bool = False) -> None:
-        from ushas_catalog.layout import DEFAULT_LAYOUT
+        from ushas_catalog.keyspace.layout import DEFAULT_LAYOUT
 
         self.db = db
         self.project = project

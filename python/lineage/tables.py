@@ -32,7 +32,7 @@ class MetastoreTableIds:
         self.catalogs = dict(catalogs) if catalogs else None
 
     def _name(self, dataset: Dataset) -> Any:
-        from ushas_catalog.names import TableName
+        from ushas_catalog.model.names import TableName
 
         if dataset.kind is not DatasetKind.TABLE or len(dataset.identifier) != 2 or not dataset.catalog:
             return None
@@ -61,7 +61,7 @@ class MetastoreTableIds:
             parts = last_name.split(".")
             if len(parts) == 3:
                 try:
-                    from ushas_catalog.names import DatabaseName
+                    from ushas_catalog.model.names import DatabaseName
 
                     db = ms._database(tr, DatabaseName.parse((parts[0], parts[1])), load=False)  # noqa: SLF001
                 except (NotFound, InvalidName):
@@ -89,7 +89,7 @@ def _find_in(ms: Any, tr: Transaction, db: Any, table_id: uuid.UUID, shown: str)
 
 
 def _databases(ms: Any, tr: Transaction) -> Iterator[tuple[Any, str]]:
-    from ushas_catalog.names import DatabaseName
+    from ushas_catalog.model.names import DatabaseName
 
     for c in ms._names(ms._catalogs, "Catalog").scan(tr, snapshot=True):  # noqa: SLF001
         cid = uuid.UUID(bytes=c.record.id)

@@ -1,7 +1,7 @@
 """The metastore's Python API: catalogs, databases, tables, views and partitions of one
 project (tenant), each operation exactly one KV transaction (``Database.run``).
 
-Where things live is :mod:`ushas_catalog.layout`; the records are
+Where things live is :mod:`ushas_catalog.keyspace.layout`; the records are
 :mod:`ushas_catalog.records`. In short:
 
 - Names map to UUIDs in ``*ObjectName``; tables and views share ``TableObjectName``.
@@ -38,25 +38,25 @@ import fdb.tuple as fdbtuple
 from google.protobuf.message import Message
 
 from . import records as rec
-from .change_feed import Change, ChangeFeed
+from .changes.feed import Change, ChangeFeed
 from .errors import (CatalogAlreadyExists, Conflict, InvalidArgument, NamespaceAlreadyExists, NamespaceNotEmpty,
                      NoSuchCatalog, NoSuchNamespace, NoSuchPartition, NoSuchTable, NoSuchVersion, NoSuchView,
                      PartitionAlreadyExists, TableAlreadyExists, UshasError, ViewAlreadyExists)
-from .keyspace import KeySpacePath
+from .keyspace.tree import KeySpacePath
 from .kv import Database, Transaction, open_database
-from .layout import DEFAULT_LAYOUT, Layout
-from .metadata import INDEX_MERGE_AT
-from .locations import location_in_use, overlaps
-from .names import (CatalogName, DatabaseName, NameLike, TableName, new_catalog_name, new_database_name,
+from .keyspace.layout import DEFAULT_LAYOUT, Layout
+from .metadata.store import INDEX_MERGE_AT
+from .data.locations import location_in_use, overlaps
+from .model.names import (CatalogName, DatabaseName, NameLike, TableName, new_catalog_name, new_database_name,
                     new_table_name, parse_any, validate_project)
-from .objects import (CatalogInfo, DatabaseInfo, DroppedObject, HistoryItem, MutationResult, RelationSummary,
+from .model.objects import (CatalogInfo, DatabaseInfo, DroppedObject, HistoryItem, MutationResult, RelationSummary,
                       SubspaceStats, TableInfo, ViewInfo, detail_from_json, micros_to_datetime)
-from .data_files import DataFile, from_records
-from .data_garbage import Garbage, data_file_records, record_garbage
-from .partitions import KeyDecoder, Partition, PartitionScheme
+from .model.data_files import DataFile, from_records
+from .data.garbage import Garbage, data_file_records, record_garbage
+from .model.partitions import KeyDecoder, Partition, PartitionScheme
 from .records.store import RecordStore, split_elements
-from .schema import check_column_names, parse_schema, struct_from_proto, struct_to_proto
-from .table_changes import (COLUMN_CHANGES, RemoveProperty, SchemaState, SetComment, SetLocation, SetOwner,
+from .model.schema import check_column_names, parse_schema, struct_from_proto, struct_to_proto
+from .model.table_changes import (COLUMN_CHANGES, RemoveProperty, SchemaState, SetComment, SetLocation, SetOwner,
                             SetProperty, TableChange, change_to_json)
 
 T = TypeVar("T")
@@ -261,8 +261,8 @@ class Metastore:
     def _fenced(self, write_id: str | None, deadline_ms: int | None, tn: TableName,
                 fn: Callable[[Transaction], T], encode: Callable[[T], tuple[dict[str, Any], int | None]],
                 decode: Callable[[dict[str, Any]], T]) -> T:
-        """``self._run(fn)``, as fenced write ``write_id`` when given (:mod:`ushas_catalog.write_fence`)."""
-        from .write_fence import WriteFence, run_fenced
+        """``self._run(fn)``, as fenced write ``write_id`` when given (:mod:`ushas_catalog.data.write_fence`)."""
+        from .data.write_fence import WriteFence, run_fenced
 
         return run_fenced(self._run, self.project_path, WriteFence.of(write_id, deadline_ms), str(tn), fn,
                           encode, decode)
@@ -273,7 +273,7 @@ class Metastore:
         Runs by itself after about one create in ``index_merge_at``; searches
         read pending entries too, so this changes how fast the index is written and read, never
         what a search finds."""
-        from .metadata import MetadataKeys, merge_pending
+        from .metadata.store import MetadataKeys, merge_pending
 
         keys = MetadataKeys(self.project_path)
         total, more = 0, True
@@ -318,19 +318,19 @@ class Metastore:
     def changes(self, since: str | None = None, follow: bool = False, poll_interval: float = 1.0,
                 batch: int = 500, stop: Callable[[], bool] | None = None) -> Iterator[Change]:
         """The project's change events after cursor ``since``, in commit order (see
-        :mod:`ushas_catalog.change_feed`); ``follow`` keeps polling for new ones."""
+        :mod:`ushas_catalog.changes.feed`); ``follow`` keeps polling for new ones."""
         return self.change_feed.changes(since, follow=follow, poll_interval=poll_interval, batch=batch, stop=stop)
 
     # ---- metadata & search (issue 6): SYSTEM metadata, Spark-mirrored USER metadata, index --
     def _metadata_commit(self, tr: Transaction, m: "Mutation") -> None:
-        from . import metadata_sync
+        from .metadata import sync as metadata_sync
 
         if metadata_sync.on_commit(self, tr, m):
             self._merge_due = True
 
     def _metadata_purge(self, tr: Transaction, path: KeySpacePath) -> None:
         """Before the keys of the object at ``path`` are cleared (purge, drop view)."""
-        from . import metadata_sync
+        from .metadata import sync as metadata_sync
 
         metadata_sync.on_purge(self, tr, path)
 
@@ -338,13 +338,13 @@ class Metastore:
     def metadata(self) -> Any:
         """USER / SYSTEM properties and tags of this project's objects: a
         :class:`ushas_catalog.metadata.MetadataStore`."""
-        from .metadata import MetadataStore
+        from .metadata.store import MetadataStore
 
         return MetadataStore(self)
 
     def search(self, query: str, **options: Any) -> Any:
-        """Search metadata, tags and schema field names: see :func:`ushas_catalog.search.search`."""
-        from .search import search
+        """Search metadata, tags and schema field names: see :func:`ushas_catalog.metadata.search.search`."""
+        from .metadata.search import search
 
         return search(self, query, **options)
 
@@ -599,7 +599,7 @@ class Metastore:
     def _collect_data(self, tr: Transaction, path: KeySpacePath, kind: str, data_paths: list[str] | None) -> None:
         """Purging the object at ``path``: the data paths of its tables go to ``data_paths`` (and their
         DataGarbage entries away), to be deleted by the caller after the commit."""
-        from .data_purge import table_data_paths, tables_under
+        from .data.purge import table_data_paths, tables_under
 
         for table_path, tid, db_path in tables_under(tr, path, kind):
             found = table_data_paths(tr, self.project_path, table_path, tid, db_path)
@@ -607,9 +607,9 @@ class Metastore:
                 data_paths.extend(found)
 
     def garbage(self, table: NameLike | None = None, older_than: dt.timedelta | None = None) -> list[Any]:
-        """The DataGarbage entries (:class:`~ushas_catalog.data_garbage.GarbageEntry`) of one live
+        """The DataGarbage entries (:class:`~ushas_catalog.data.garbage.GarbageEntry`) of one live
         table or of the project, those recorded more than ``older_than`` ago when given."""
-        from .data_garbage import scan_garbage
+        from .data.garbage import scan_garbage
 
         before = None if older_than is None else _now() - int(older_than.total_seconds() * 1_000_000)
 
@@ -621,7 +621,7 @@ class Metastore:
 
     def forget_garbage(self, keys: Iterable[tuple[Any, ...]]) -> None:
         """Removes DataGarbage entries whose files were deleted."""
-        from .data_garbage import delete_garbage
+        from .data.garbage import delete_garbage
 
         key_list = list(keys)
 
@@ -1075,7 +1075,7 @@ class Metastore:
 
     def alter_table(self, name: NameLike, changes: Sequence[TableChange],
                     expected_version: int | None = None) -> TableInfo:
-        """Apply table changes in one commit (see :mod:`ushas_catalog.table_changes`).
+        """Apply table changes in one commit (see :mod:`ushas_catalog.model.table_changes`).
         Column changes make one new schema id (the old schema is kept in history).
         ``expected_version``: fail with :class:`Conflict` if the table moved on."""
         tn = TableName.parse(name)
@@ -1204,7 +1204,7 @@ class Metastore:
     def _move_partition_locations(self, tr: Transaction, t: _Table, old: str, new: str) -> None:
         """Partitions under a table's old location follow its directory to the new one (same
         transaction as the move of the table location)."""
-        from .data_garbage import garbage_store
+        from .data.garbage import garbage_store
 
         if not old:
             return
@@ -1288,7 +1288,7 @@ class Metastore:
         """A change of a table's data that no metadata record holds (a write into an unpartitioned
         table, TRUNCATE TABLE): a new version with its commit, so whoever compares versions (the
         Spark catalog's cache) sees it. Returns the new version. ``write_id`` / ``deadline_ms``:
-        a fenced write (:mod:`ushas_catalog.write_fence`): applied at most once, never after it
+        a fenced write (:mod:`ushas_catalog.data.write_fence`): applied at most once, never after it
         was aborted or after the deadline."""
         tn = TableName.parse(name)
         _check_expected(expected_version)
@@ -1322,7 +1322,7 @@ class Metastore:
         ``files`` (None: not recorded), the stats properties are set / removed, ``garbage`` (the files
         let go) is kept until purge. ``unchanged_since``: :class:`WriteConflict` if the table's
         files changed after that version. Returns the new version. ``write_id`` / ``deadline_ms``:
-        a fenced write (:mod:`ushas_catalog.write_fence`)."""
+        a fenced write (:mod:`ushas_catalog.data.write_fence`)."""
         from .errors import WriteConflict
 
         tn = TableName.parse(name)
@@ -1720,7 +1720,7 @@ class Metastore:
         until purge (recorded in the same transaction). ``unchanged_since``: a table version;
         if a partition this replaces, drops or adds changed after it, :class:`WriteConflict`
         naming the partition (an overwrite planned from that version). ``write_id`` /
-        ``deadline_ms``: a fenced write (:mod:`ushas_catalog.write_fence`): applied at most once
+        ``deadline_ms``: a fenced write (:mod:`ushas_catalog.data.write_fence`): applied at most once
         (a retry answers the first result), never after it was aborted or after the deadline."""
         tn = TableName.parse(name)
         _check_expected(expected_version)
@@ -1862,7 +1862,7 @@ class Metastore:
                         ) -> tuple[PartitionScheme, Iterator[tuple[tuple[Any, ...], rec.Partition]]]:
         """The stored key (tuple elements) and record of each partition whose key falls in the ranges
         ``ranges(scheme)`` gives (packed partition keys relative to the table's partition subspace,
-        sorted and disjoint: see :class:`ushas_catalog.pruning.Pruning`; None: every partition), in
+        sorted and disjoint: see :class:`ushas_catalog.data.pruning.Pruning`; None: every partition), in
         partition order, without building :class:`Partition` values: the read path's hot loop. Only
         keys inside the ranges are read, so the cost follows the partitions selected, not the table's
         size. The table is resolved (and errors raised) when this is called; the ranges are read in

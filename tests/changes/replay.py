@@ -6,15 +6,15 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from ushas_catalog.change_feed import Change
-from ushas_catalog.keyspace import KeySpacePath
+from ushas_catalog.changes.feed import Change
+from ushas_catalog.keyspace.tree import KeySpacePath
 from ushas_catalog.kv import Transaction
-from ushas_catalog.layout import Layout
+from ushas_catalog.keyspace.layout import Layout
 from ushas_catalog.metastore import Metastore
-from ushas_catalog.names import DatabaseName
-from ushas_catalog.partitions import PartitionScheme
+from ushas_catalog.model.names import DatabaseName
+from ushas_catalog.model.partitions import PartitionScheme
 from ushas_catalog.records.store import RecordStore
-from ushas_catalog.schema import struct_from_proto
+from ushas_catalog.model.schema import struct_from_proto
 
 Spec = tuple[tuple[str, str], ...]
 

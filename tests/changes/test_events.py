@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import pytest
 
-from ushas_catalog.change_feed import Change
+from ushas_catalog.changes.feed import Change
 from ushas_catalog.errors import NoSuchTable, TableAlreadyExists
 from ushas_catalog.metastore import Metastore
-from ushas_catalog.partitions import Partition
-from ushas_catalog.schema import parse_type
-from ushas_catalog.table_changes import AddColumn, SetProperty
+from ushas_catalog.model.partitions import Partition
+from ushas_catalog.model.schema import parse_type
+from ushas_catalog.model.table_changes import AddColumn, SetProperty
 
 T = "main.sales.orders"
 

@@ -1,4 +1,4 @@
-"""ushas_catalog.cache without Spark: settings, the LRU/TTL map, and the coherent lookups the shim's
+"""ushas_catalog.spark.cache without Spark: settings, the LRU/TTL map, and the coherent lookups the shim's
 load_table / load_relation / list_partitions use (one transaction reading the name chain and the head
 record when nothing changed; the decoded answer reused when only partitions or data changed)."""
 from __future__ import annotations
@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from ushas_catalog.cache import (BridgeCache, CacheSettings, Known, LruTtlCache, list_partition_values, lookup,
+from ushas_catalog.spark.cache import (BridgeCache, CacheSettings, Known, LruTtlCache, list_partition_values, lookup,
                                  parse_duration)
 from ushas_catalog.errors import InvalidArgument, NoSuchTable
 from ushas_catalog.metastore import Metastore
-from ushas_catalog.names import TableName
-from ushas_catalog.spark_tables import SparkCtx
-from ushas_catalog.table_changes import changes_from_json
+from ushas_catalog.model.names import TableName
+from ushas_catalog.spark.tables import SparkCtx
+from ushas_catalog.model.table_changes import changes_from_json
 
 CTX = SparkCtx("sqlite:///unused", "acme", "main", "main", "file:/wh")
 T = TableName("main", "sales", "orders")
@@ -195,7 +195,7 @@ def test_touch_table_is_a_commit(orders: Metastore) -> None:
 
 
 def test_a_long_gap_decodes_again(orders: Metastore, monkeypatch: pytest.MonkeyPatch) -> None:
-    import ushas_catalog.cache as cache_module
+    import ushas_catalog.spark.cache as cache_module
 
     monkeypatch.setattr(cache_module, "MAX_HISTORY_GAP", 2)
     cache = BridgeCache()

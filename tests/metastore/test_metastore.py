@@ -12,11 +12,11 @@ from ushas_catalog.errors import (CatalogAlreadyExists, Conflict, InvalidArgumen
                                   NoSuchVersion, NoSuchView, PartitionAlreadyExists, TableAlreadyExists,
                                   ViewAlreadyExists)
 from ushas_catalog.metastore import Metastore
-from ushas_catalog.names import DatabaseName, TableName
-from ushas_catalog.partitions import Partition
+from ushas_catalog.model.names import DatabaseName, TableName
+from ushas_catalog.model.partitions import Partition
 from ushas_catalog.records.store import RecordStore
-from ushas_catalog.schema import parse_type
-from ushas_catalog.table_changes import (AddColumn, ColumnPosition, DeleteColumn, RemoveProperty, RenameColumn,
+from ushas_catalog.model.schema import parse_type
+from ushas_catalog.model.table_changes import (AddColumn, ColumnPosition, DeleteColumn, RemoveProperty, RenameColumn,
                                          SetComment, SetLocation, SetProperty, UpdateColumnComment,
                                          UpdateColumnNullability, UpdateColumnPosition, UpdateColumnType,
                                          changes_from_json)

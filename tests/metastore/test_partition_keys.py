@@ -6,8 +6,8 @@ import pytest
 
 from ushas_catalog.errors import PartitionAlreadyExists
 from ushas_catalog.metastore import Metastore
-from ushas_catalog.partitions import Partition
-from ushas_catalog.spark_ops import partition_rows
+from ushas_catalog.model.partitions import Partition
+from ushas_catalog.spark.ops import partition_rows
 
 T = "main.sales.events"
 

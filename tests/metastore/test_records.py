@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ushas_catalog.layout import Layout
+from ushas_catalog.keyspace.layout import Layout
 from ushas_catalog.records import (DataType, Partition, RecordStore, RecordTypeError, StructField, StructType,
                                    TableProperties, TableSchema)
 from ushas_catalog.records.store import RECORD_TYPES

@@ -1,4 +1,4 @@
-"""Registering existing partition directories (``ushas_catalog.repair``): parsing directory names like
+"""Registering existing partition directories (``ushas_catalog.data.repair``): parsing directory names like
 Spark, ADD / DROP / SYNC decisions, batched transactions within FoundationDB's limits (100,000
 directories in one pass), and the ``ushas repair`` command."""
 from __future__ import annotations
@@ -11,14 +11,14 @@ from typing import Any
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ushas_catalog import repair
+from ushas_catalog.data import repair
 from ushas_catalog.cli import main
 from ushas_catalog.errors import InvalidArgument
 from ushas_catalog.kv import FDB_LIMITS
 from ushas_catalog.metastore import Metastore
-from ushas_catalog.partitions import NULL_PARTITION, Partition, PartitionScheme, escape_path_name
-from ushas_catalog.repair import InvalidDir, PartitionDir, RepairMode
-from ushas_catalog.schema import parse_schema
+from ushas_catalog.model.partitions import NULL_PARTITION, Partition, PartitionScheme, escape_path_name
+from ushas_catalog.data.repair import InvalidDir, PartitionDir, RepairMode
+from ushas_catalog.model.schema import parse_schema
 
 ROOT = "file:/data/events"
 

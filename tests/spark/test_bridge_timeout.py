@@ -59,7 +59,7 @@ def _spark_sql(spark_dirs: dict[str, Path], tmp_path: Path, sql: str, **conf: st
 
 
 def test_ping_is_answered_without_a_store() -> None:
-    from ushas_catalog.bridge import handle
+    from ushas_catalog.spark.bridge import handle
 
     assert handle("ping", "") == '{"pong": true}'
     assert "BridgeError" in handle("no_such_op", "{}")

@@ -39,14 +39,14 @@ import fdb.tuple as fdbtuple
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
-from . import records as rec
-from .errors import CursorExpired, InvalidArgument
-from .kv.base import Transaction
-from .objects import micros_to_datetime
-from .records.store import RecordStore
+from .. import records as rec
+from ..errors import CursorExpired, InvalidArgument
+from ..kv.base import Transaction
+from ..model.objects import micros_to_datetime
+from ..records.store import RecordStore
 
 if TYPE_CHECKING:
-    from .metastore import Metastore, Mutation
+    from ..metastore import Metastore, Mutation
 
 #: cursors are this prefix + the event's 12-byte versionstamp in hex
 CURSOR_PREFIX = "fc1-"

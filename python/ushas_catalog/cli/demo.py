@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from .errors import InvalidArgument, StoreUnavailable
-from .progress import Steps
+from ..errors import InvalidArgument, StoreUnavailable
+from ..progress import Steps
 
 CATALOG = "ushas"
 DATABASE = "shop"
@@ -107,8 +107,8 @@ def pipeline(paths: DemoPaths) -> list[tuple[str, list[str]]]:
 def start_spark(paths: DemoPaths) -> Any:
     from pyspark.sql import SparkSession
 
-    from .hive_import import quiet_log4j
-    from .spark import configure
+    from ..spark.hive_import import quiet_log4j
+    from ..spark import configure
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = (SparkSession.builder.master("local[2]").appName("ushas-demo")
@@ -132,7 +132,7 @@ def wait_for_lineage(uri: str, project: str, dataset: str, timeout: float = LINE
     from lineage.query import LineageQueries
     from lineage.tables import open_lineage_store
 
-    from .bridge import REGISTRY
+    from ..spark.bridge import REGISTRY
 
     deadline = time.monotonic() + timeout
     store = open_lineage_store(uri, project)
@@ -224,7 +224,7 @@ def lineage_tree(uri: str, project: str, dataset: str) -> tuple[dict[str, Any], 
 def run_demo(ctx: Any, directory: Path | None = None, uri: str | None = None,
              out: Callable[[str], None] = print) -> int:
     """The ``ushas demo`` command: returns its exit code."""
-    from .metastore import Metastore
+    from ..metastore import Metastore
 
     paths = DemoPaths.make(directory, uri)
     stages = pipeline(paths)

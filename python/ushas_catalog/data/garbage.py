@@ -3,7 +3,7 @@ unreachable, recorded (``DataGarbage``, project level, keyed by table id and tim
 transaction of the change that let them go, and deleted only by a purge.
 
 A dropped table needs no entry: its metadata (partitions with their file lists) stays until the
-table is purged, and that is what purging it deletes (:mod:`ushas_catalog.data_purge`).
+table is purged, and that is what purging it deletes (:mod:`ushas_catalog.data.purge`).
 """
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
-from . import records as rec
-from .data_files import DataFile, from_records, to_records
-from .keyspace import KeySpacePath
-from .kv import Transaction
-from .records.store import RecordStore
+from .. import records as rec
+from ..model.data_files import DataFile, from_records, to_records
+from ..keyspace.tree import KeySpacePath
+from ..kv import Transaction
+from ..records.store import RecordStore
 
 
 def data_file_records(files: Iterable[DataFile]) -> list[rec.DataFile]:
@@ -35,7 +35,7 @@ class Garbage:
         return bool(self.files or self.directories)
 
     def add_partition(self, old: Any, keep_directories: bool = True) -> None:
-        """The data of a replaced or dropped partition (a :class:`~ushas_catalog.partitions.Partition`)."""
+        """The data of a replaced or dropped partition (a :class:`~ushas_catalog.model.partitions.Partition`)."""
         if old.data_files is not None:
             self.files.extend(old.data_files)
         elif old.location and keep_directories:

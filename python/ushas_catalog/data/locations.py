@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from urllib.parse import unquote, urlparse
 
-from .errors import LocationInUse, SparkError, spark_id
+from ..errors import LocationInUse, SparkError, spark_id
 
 
 def normalized(location: str) -> str:

@@ -16,7 +16,7 @@ turned into JSON by ``io.ushas.spark.PartitionFilters``):
 
 Values are a partition value's text form (``"2024-01-01"``), a number, or ``{"days": n}`` /
 ``{"micros": n}`` for dates and timestamps as Spark holds them. Partition keys are stored ordered
-by value (:mod:`ushas_catalog.partitions`), so the conjuncts on the leading columns become a few
+by value (:mod:`ushas_catalog.model.partitions`), so the conjuncts on the leading columns become a few
 contiguous key ranges — only the keys inside them are read — and the rest of the filter is
 evaluated on each key read (SQL's three-valued logic; what cannot be evaluated keeps the
 partition). The shim then applies Spark's own predicate to what comes back, so pruning here only
@@ -29,8 +29,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import fdb.tuple as fdbtuple
 
-from .errors import InvalidArgument
-from .partitions import PartitionColumn, PartitionScheme
+from ..errors import InvalidArgument
+from ..model.partitions import PartitionColumn, PartitionScheme
 
 #: more leading-column points than this and the next columns are not expanded into point ranges
 MAX_POINTS = 10_000

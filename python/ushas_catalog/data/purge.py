@@ -2,7 +2,7 @@
 
 A change that makes files unreachable (overwrite, truncate, DROP PARTITION, DROP TABLE) keeps
 them: a dropped table keeps its metadata (partitions with their file lists) until purged, and the
-other changes record ``DataGarbage`` entries (:mod:`ushas_catalog.data_garbage`). A purge removes
+other changes record ``DataGarbage`` entries (:mod:`ushas_catalog.data.garbage`). A purge removes
 the metadata and answers the paths to delete; the caller deletes them only after that commit:
 the Spark shim (``delete_paths``) for ``DROP TABLE … PURGE``, :func:`delete_local` for ``ushas purge``.
 External tables' files are never deleted.
@@ -17,12 +17,12 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from . import records as rec
-from .data_files import DataFile
-from .data_garbage import delete_garbage, scan_garbage
-from .keyspace import KeySpacePath
-from .kv import Transaction
-from .records.store import RecordStore
+from .. import records as rec
+from ..model.data_files import DataFile
+from .garbage import delete_garbage, scan_garbage
+from ..keyspace.tree import KeySpacePath
+from ..kv import Transaction
+from ..records.store import RecordStore
 
 #: staging directories of writes (``<table root>/_ushas_staging/<job id>``)
 STAGING_DIR = "_ushas_staging"
@@ -255,7 +255,7 @@ class PurgeSummary:
 
 def parse_age(text: str) -> dt.timedelta:
     """``7d``, ``12h``, ``30m``, ``45s`` -> a timedelta."""
-    from .errors import InvalidArgument
+    from ..errors import InvalidArgument
 
     units = {"d": 86_400, "h": 3_600, "m": 60, "s": 1}
     t = text.strip().lower()
@@ -269,8 +269,8 @@ def purge(ms: Any, name: Any = None, older_than: dt.timedelta | None = None) -> 
     project) with their data, deletes the files overwrites / truncates / dropped partitions let go
     (of the live table ``name``, or all) and the staging directories of writes that died. Only
     local files can be deleted here; others are reported as unreachable (their entries are kept)."""
-    from .errors import NotFound
-    from .names import CatalogName, DatabaseName, TableName
+    from ..errors import NotFound
+    from ..model.names import CatalogName, DatabaseName, TableName
 
     out = PurgeSummary()
     live: list[Any] = []

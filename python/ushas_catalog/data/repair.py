@@ -36,10 +36,10 @@ from urllib.parse import urlparse
 
 import fdb.tuple as fdbtuple
 
-from .errors import InvalidArgument, LimitExceeded
-from .names import TableName
-from .objects import MutationResult
-from .partitions import NULL_PARTITION, Partition, PartitionScheme
+from ..errors import InvalidArgument, LimitExceeded
+from ..model.names import TableName
+from ..model.objects import MutationResult
+from ..model.partitions import NULL_PARTITION, Partition, PartitionScheme
 
 #: estimated mutation bytes per transaction (FoundationDB allows 10,000,000)
 BATCH_BYTES = 2_000_000
@@ -422,7 +422,7 @@ def spark_op(ms: Any, r: dict[str, Any]) -> dict[str, Any]:
     """``repair`` steps, each answering JSON: ``start`` (the table root to list and its partition
     columns), ``registered`` (registered partitions: value texts and location, relative to the root
     when under it), ``drop`` (unregister these value lists), ``add`` (register these listed paths)."""
-    from .spark_tables import SparkCtx, location_of, qualify, table_name
+    from ..spark.tables import SparkCtx, location_of, qualify, table_name
 
     ctx = SparkCtx.of(r)
     name = table_name(ctx, r)

@@ -26,11 +26,11 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, TypeVar
 
-from . import records as rec
-from .errors import InvalidArgument, WriteAborted, WriteExpired
-from .keyspace import KeySpacePath
-from .kv import Transaction
-from .records.store import RecordStore
+from .. import records as rec
+from ..errors import InvalidArgument, WriteAborted, WriteExpired
+from ..keyspace.tree import KeySpacePath
+from ..kv import Transaction
+from ..records.store import RecordStore
 
 T = TypeVar("T")
 
@@ -238,10 +238,10 @@ def abort_write(ms: Any, write_id: str, reason: str, table: str = "") -> WriteOu
 def release_files(ms: Any, table: Any, write_id: str, files: list[Any]) -> None:
     """The files a write placed that will never be registered (it was aborted or expired) are handed
     to the table's data garbage, deleted by ``ushas purge`` (the writer may have removed them already).
-    ``table``: the table's name; ``files``: :class:`~ushas_catalog.data_files.DataFile` values."""
+    ``table``: the table's name; ``files``: :class:`~ushas_catalog.model.data_files.DataFile` values."""
     import uuid
 
-    from .data_garbage import Garbage, record_garbage
+    from .garbage import Garbage, record_garbage
 
     if not files:
         return
@@ -263,7 +263,7 @@ def end_abandoned(ms: Any, write_id: str, table: Any, files: list[Any]) -> threa
     another process held the store): nothing of it was applied. In the background, as soon as the
     store can be had, the write is recorded ABORTED (unless it committed) and its placed files are
     handed to purge, so a late retry is refused and ``ushas write ID`` tells what became of it."""
-    from .errors import StoreBusy
+    from ..errors import StoreBusy
 
     def end() -> None:
         give_up = time.monotonic() + ABANDONED_RETRY_S

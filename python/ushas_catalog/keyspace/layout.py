@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import uuid
 
-from .keyspace import Directory, KeySpace, KeySpacePath, KeyType, constant, typed
+from .tree import Directory, KeySpace, KeySpacePath, KeyType, constant, typed
 
 # --- extension points: other subtrees of a project -----------------------------------
 def _by_dataset(name: str, code: str, doc: str) -> Directory:
@@ -58,7 +58,7 @@ DATA_LINEAGE_CHILDREN: tuple[Directory, ...] = (
     constant("LineageCaptureSource", "Ls", typed("source", KeyType.STRING), doc="-> counters of one capturing process"),
 )
 #: user / system properties and tags, search index (written by ``ushas_catalog.metadata``,
-#: read by ``ushas_catalog.search``); objects are keyed by their metastore id, so a rename or a
+#: read by ``ushas_catalog.metadata.search``); objects are keyed by their metastore id, so a rename or a
 #: move between databases leaves their metadata in place
 METADATA_CHILDREN: tuple[Directory, ...] = (
     constant("MetadataObject", "Mo", typed(
@@ -78,7 +78,7 @@ USAGE_PROFILE_CHILDREN: tuple[Directory, ...] = (
     _by_dataset("DatasetUsage", "Ud", "(day, reads | writes) -> count (atomic adds)"),
 )
 #: ordered log of catalog changes (written by ``Metastore._commit``, read by
-#: ``ushas_catalog.change_feed``): versionstamped keys, so commit order across processes
+#: ``ushas_catalog.changes.feed``): versionstamped keys, so commit order across processes
 CHANGE_FEED_CHILDREN: tuple[Directory, ...] = (
     constant("ChangeEvent", "Fe", doc="(versionstamp[, chunk]) -> ChangeEvent, in commit order"),
     constant("ChangeFeedState", "Fs", typed("name", KeyType.STRING),

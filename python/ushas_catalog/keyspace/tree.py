@@ -272,7 +272,7 @@ class KeySpace:
         """Every key of this key space."""
         if not self.prefix:
             return b"", b"\xff"
-        from .kv.base import strinc
+        from ..kv.base import strinc
 
         return self.prefix, strinc(self.prefix)
 

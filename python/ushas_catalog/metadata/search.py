@@ -49,15 +49,15 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, NamedTuple, Sequence
 
 import fdb.tuple as fdbtuple
 
-from .errors import InvalidArgument
-from .keyspace import KeySpacePath
-from .kv.base import Transaction
-from .metadata import (F_FIELD, F_KEY_VALUE, F_TAG, F_VALUE, INDEX_SCOPES, INDEX_TYPES, VALUE_ONLY_SYSTEM_KEYS,
+from ..errors import InvalidArgument
+from ..keyspace.tree import KeySpacePath
+from ..kv.base import Transaction
+from .store import (F_FIELD, F_KEY_VALUE, F_TAG, F_VALUE, INDEX_SCOPES, INDEX_TYPES, VALUE_ONLY_SYSTEM_KEYS,
                        MetadataKeys, ObjectType, Scope, decode_pending, field_terms, fold, index_value, pack_element,
                        pending_rows, pending_values, shown, unpack_index_value)
 
 if TYPE_CHECKING:
-    from .metastore import Metastore
+    from ..metastore import Metastore
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 1000
@@ -442,9 +442,9 @@ _ObjectRef = tuple[ObjectType, uuid.UUID, str, KeySpacePath]
 
 def _refs(ms: "Metastore", tr: Transaction) -> Iterator[_ObjectRef]:
     """Every live object of the project, by name."""
-    from .layout import Layout
-    from .names import CatalogName, DatabaseName, TableName
-    from .records import ObjectKind
+    from ..keyspace.layout import Layout
+    from ..model.names import CatalogName, DatabaseName, TableName
+    from ..records import ObjectKind
 
     cats = ms._catalogs
     for c in ms._names(cats, "Catalog").scan(tr):
@@ -470,9 +470,9 @@ def _refs(ms: "Metastore", tr: Transaction) -> Iterator[_ObjectRef]:
 def _load(tr: Transaction, refs: Iterable[_ObjectRef]) -> Iterator[tuple[ObjectType, uuid.UUID, str,
                                                                           dict[str, str | None], str | None]]:
     """(type, id, name, schema field paths -> comment, comment) from the metastore records."""
-    from .metadata import schema_paths
-    from .records.store import RecordStore
-    from .schema import struct_from_proto
+    from .store import schema_paths
+    from ..records.store import RecordStore
+    from ..model.schema import struct_from_proto
 
     for otype, oid, name, path in refs:
         if otype is ObjectType.CATALOG:
@@ -499,7 +499,7 @@ def _terms(tr: Transaction, keys: MetadataKeys, oid: uuid.UUID, fields: dict[str
            comment: str | None, *, stored: bool) -> Iterator[tuple[str, str, Scope, str | None, str, str]]:
     """(field, folded term, scope, column, key, value: "" for tags and fields) of everything
     searchable of an object: what it is found by, or (``stored``) its index entries."""
-    from .metadata import COMMENT, Entry, PROPERTY
+    from .store import COMMENT, Entry, PROPERTY
 
     entries = list(_entries(tr, keys, oid))
     entries += [Entry(p, Scope.USER, PROPERTY, COMMENT, c) for p, c in fields.items() if c is not None]
@@ -564,7 +564,7 @@ def check_index(ms: "Metastore") -> IndexCheck:
 
 
 def _entries(tr: Transaction, keys: MetadataKeys, oid: uuid.UUID) -> Iterator[Any]:
-    from .metadata import Entry
+    from .store import Entry
 
     base = keys.entries(oid)
     plen = len(base.key())

@@ -2,7 +2,7 @@
 tables, views and columns, their history, and the search index kept with them.
 
 Python API: ``Metastore.metadata`` (a :class:`MetadataStore`) and ``Metastore.search(...)``
-(:mod:`ushas_catalog.search`)::
+(:mod:`ushas_catalog.metadata.search`)::
 
     ms.metadata.set("main.sales.orders", {"owner_team": "growth"})
     ms.metadata.tag("main.sales.orders.customer_id", ["pii"])
@@ -32,7 +32,7 @@ Scopes
     ``row_count`` and ``file_count`` (where known) on tables written by a captured run.
     Writing SYSTEM metadata through this API raises :class:`ReadOnlyMetadata`.
 
-Storage (``Metadata`` subspace of the project, see :mod:`ushas_catalog.layout`): per object
+Storage (``Metadata`` subspace of the project, see :mod:`ushas_catalog.keyspace.layout`): per object
 id a JSON state record, its entries ``(column | None, scope, 'p' | 't', key) -> value`` and
 its history (versionstamped keys: commit order). The search index ``MetadataIndex`` holds
 ``(field, term, TYPE, scope, objectId, column | None, key) -> (name[, value])`` with terms
@@ -80,13 +80,13 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 import fdb.tuple as fdbtuple
 
-from .errors import InvalidArgument, InvalidName, NoSuchTable, ReadOnlyMetadata
-from .keyspace import KeySpacePath
-from .kv.base import Transaction
-from .names import CatalogName, DatabaseName, TableName, quote, split_name
+from ..errors import InvalidArgument, InvalidName, NoSuchTable, ReadOnlyMetadata
+from ..keyspace.tree import KeySpacePath
+from ..kv.base import Transaction
+from ..model.names import CatalogName, DatabaseName, TableName, quote, split_name
 
 if TYPE_CHECKING:
-    from .metastore import Metastore
+    from ..metastore import Metastore
 
 MAX_KEY_BYTES = 256
 #: one created object in this many (on average) makes the metastore merge the pending index
@@ -154,7 +154,7 @@ INDEX_SCOPES: tuple[Scope, ...] = (Scope.USER, Scope.SYSTEM)
 UNINDEXED_SYSTEM_KEYS = frozenset({"created_at", "updated_at", "last_write_at"})
 #: SYSTEM properties of every object (``format``: of every table), indexed by value only (``v``):
 #: a search on their key (``key:created_by``, ``created_by=alice``) reads the value index
-#: (:mod:`ushas_catalog.search`), which saves an index key per property on every commit
+#: (:mod:`ushas_catalog.metadata.search`), which saves an index key per property on every commit
 VALUE_ONLY_SYSTEM_KEYS = frozenset({"created_by", "updated_by", "format"})
 #: SYSTEM keys the catalog maintains (documentation and ``meta show``)
 SYSTEM_KEYS: tuple[str, ...] = ("created_by", "created_at", "updated_by", "updated_at", "format", "partition_count",
@@ -889,7 +889,7 @@ class MetadataStore:
         _, entry = ms._relation(tr, tn)
         if entry is None:
             raise NoSuchTable(f"table or view {tn} does not exist", table=str(tn))
-        from .records import ObjectKind
+        from ..records import ObjectKind
 
         rtype = ObjectType.TABLE if entry.kind == ObjectKind.TABLE else ObjectType.VIEW
         rid = uuid.UUID(bytes=entry.id)
@@ -908,7 +908,7 @@ class MetadataStore:
         return ObjectRef(ObjectType.COLUMN, rid, str(tn), wanted, rtype)
 
     def _schema_fields(self, tr: Transaction, tn: TableName, rtype: ObjectType) -> dict[str, str | None]:
-        from .schema import struct_from_proto
+        from ..model.schema import struct_from_proto
 
         if rtype is ObjectType.TABLE:
             t = self.ms._table(tr, tn)
@@ -947,7 +947,7 @@ class MetadataStore:
         if len(given) != 1:
             raise InvalidArgument("'comment' is the object's own comment in the metastore: set or unset it on its "
                                   "own, not together with other keys")
-        from .table_changes import SetComment, UpdateColumnComment
+        from ..model.table_changes import SetComment, UpdateColumnComment
 
         ref = self.ms._run(lambda tr: self.resolve(tr, target))
         ms = self.ms

@@ -22,16 +22,16 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from .keyspace import KeySpacePath
-from .kv.base import Transaction
-from .errors import InvalidArgument
-from .metadata import (COMMENT, PROPERTY, SPARK_PROPERTY_PREFIX, SPARK_TAG_PREFIX, TAG, Entry, MetadataKeys, MetadataWriter,
+from ..keyspace.tree import KeySpacePath
+from ..kv.base import Transaction
+from ..errors import InvalidArgument
+from .store import (COMMENT, PROPERTY, SPARK_PROPERTY_PREFIX, SPARK_TAG_PREFIX, TAG, Entry, MetadataKeys, MetadataWriter,
                        ObjectState, ObjectType, Scope, _micros_iso, schema_paths, validate_key, validate_value)
-from .names import quote
-from .records.store import RecordStore
+from ..model.names import quote
+from ..records.store import RecordStore
 
 if TYPE_CHECKING:
-    from .metastore import Metastore, Mutation
+    from ..metastore import Metastore, Mutation
 
 #: operations that drop (the object stays until purge) / restore an object
 _DROPS = frozenset({"DROP CATALOG", "DROP DATABASE", "DROP TABLE"})
@@ -88,7 +88,7 @@ def _sync(ms: "Metastore", tr: Transaction, m: "Mutation", w: MetadataWriter) ->
         _table(ms, tr, w, oid, state, m, fresh, system)
     elif otype is ObjectType.VIEW:
         if op != "RENAME VIEW":
-            from .schema import struct_from_proto
+            from ..model.schema import struct_from_proto
 
             _sync_fields(w, oid, state, schema_paths(struct_from_proto(m.head.schema)), m.detail, fresh)
             _mirror(w, oid, state, m.head.properties, m.head.comment if m.head.HasField("comment") else None, fresh)
@@ -106,7 +106,7 @@ def _table(ms: "Metastore", tr: Transaction, w: MetadataWriter, oid: uuid.UUID, 
             fmt = RecordStore.at(m.path.add("TableStorage")).load(tr, ()).format
         system("format", fmt)
     if "TableSchema" in changed:
-        from .schema import struct_from_proto
+        from ..model.schema import struct_from_proto
 
         schema = RecordStore.at(m.path.add("TableSchema")).load(tr, ())
         _sync_fields(w, oid, state, schema_paths(struct_from_proto(schema.schema)), m.detail, fresh)

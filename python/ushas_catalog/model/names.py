@@ -21,7 +21,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Sequence, Union
 
-from .errors import InvalidColumnName, InvalidName, SparkError, spark_id
+from ..errors import InvalidColumnName, InvalidName, SparkError, spark_id
 
 MAX_NAME_BYTES = 255
 

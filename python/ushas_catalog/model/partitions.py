@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterable, Mapping
 import fdb.tuple as fdbtuple
 
 from .data_files import DataFile
-from .errors import InvalidArgument
+from ..errors import InvalidArgument
 from .schema import DataType, DecimalType, PrimitiveType, StructType
 
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"

@@ -12,9 +12,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Union
 
-from .errors import InvalidArgument
+from ..errors import InvalidArgument
 from .names import check_column_name
-from .records import schema_pb2 as pb
+from ..records import schema_pb2 as pb
 
 # --- the model ---------------------------------------------------------------------
 

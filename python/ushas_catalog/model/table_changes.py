@@ -10,14 +10,14 @@ Partition columns are fixed: renaming, dropping or changing the type of one is r
 ``UNSUPPORTED_FEATURE.TABLE_OPERATION`` or ``CANNOT_ALTER_PARTITION_COLUMN`` as on Spark's
 own catalog), since its name and value encoding are in every partition's key and directory.
 A new or renamed top-level column must be usable in a directory name
-(:func:`~ushas_catalog.names.check_column_name`).
+(:func:`~ushas_catalog.model.names.check_column_name`).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Union
 
-from .errors import InvalidArgument, InvalidSchemaChange, PartitionColumnChange, SparkError, spark_id
+from ..errors import InvalidArgument, InvalidSchemaChange, PartitionColumnChange, SparkError, spark_id
 from .names import check_column_name
 from .schema import (ArrayType, DataType, MapType, StructField, StructType, parse_type, widening_error)
 

@@ -14,7 +14,7 @@ from typing import Any, Generic, Iterator, TypeVar
 import fdb.tuple as fdbtuple
 from google.protobuf.message import Message
 
-from ..keyspace import KeySpacePath
+from ..keyspace.tree import KeySpacePath
 from ..kv.base import FDB_LIMITS, Transaction
 from .catalog_pb2 import CatalogRecord, DatabaseRecord
 from .commit_pb2 import Commit, HistoryEntry

@@ -11,7 +11,7 @@ exception of ``errors.SPARK_EXCEPTION``. Two ways in:
   lives until the JVM closes its stdin.
 
 The module holds the ONE registry of the bridge: opened metastores by (uri, project), each with
-its bridge-side caches (:class:`ushas_catalog.cache.BridgeCache`, one per Spark catalog instance).
+its bridge-side caches (:class:`ushas_catalog.spark.cache.BridgeCache`, one per Spark catalog instance).
 """
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .errors import BridgeError, CallAbandoned, UshasError
-from .kv import deadline
+from ..errors import BridgeError, CallAbandoned, UshasError
+from ..kv import deadline
 
 #: an op handler: (opened metastore, request) -> JSON-able answer
 Handler = Callable[[Any, dict[str, Any]], dict[str, Any]]
@@ -71,7 +71,7 @@ class Registry:
         with self._lock:
             opened = self._opened.get(key)
             if opened is None:
-                from .metastore import Metastore
+                from ..metastore import Metastore
 
                 opened = _Opened(Metastore.open(uri, project=project))
                 if opened.metastore.created:  # Spark creates the store it is configured with: say so
@@ -121,7 +121,7 @@ def reply(answer: str) -> str:
 
 
 def handle(op: str, payload: str) -> str:
-    """One call from the shim: parse, dispatch to :mod:`ushas_catalog.spark_ops`, answer JSON
+    """One call from the shim: parse, dispatch to :mod:`ushas_catalog.spark.ops`, answer JSON
     (long requests and answers travel as files: :func:`receive`, :func:`reply`)."""
     if op == "ping":  # the shim's liveness check while a call waits: no parsing, no lock
         return '{"pong": true}'
@@ -129,7 +129,7 @@ def handle(op: str, payload: str) -> str:
 
 
 def _answer(op: str, payload: str) -> str:
-    from . import spark_ops
+    from . import ops as spark_ops
 
     try:
         request = json.loads(receive(payload))

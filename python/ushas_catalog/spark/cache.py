@@ -24,12 +24,12 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, Hashable, Mapping, TypeVar
 
-from .errors import InvalidArgument, NoSuchTable, NoSuchView
-from .layout import Layout
-from .names import TableName
-from . import records as rec
-from .records.store import RecordStore
-from .spark_tables import SparkCtx, table_answer, view_answer
+from ..errors import InvalidArgument, NoSuchTable, NoSuchView
+from ..keyspace.layout import Layout
+from ..model.names import TableName
+from .. import records as rec
+from ..records.store import RecordStore
+from .tables import SparkCtx, table_answer, view_answer
 
 V = TypeVar("V")
 

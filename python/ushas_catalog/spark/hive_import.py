@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Protocol
 from urllib.parse import urlsplit
 
-from .errors import AlreadyExists, InvalidArgument, StoreUnavailable, UshasError
-from .partitions import Partition
+from ..errors import AlreadyExists, InvalidArgument, StoreUnavailable, UshasError
+from ..model.partitions import Partition
 
 #: partitions added per transaction (FoundationDB's 10 MB transaction limit stays far away)
 PARTITION_BATCH = 2_000
@@ -512,7 +512,7 @@ def _import_partitions(metastore: Any, name: str, partitions: Iterable[HiveParti
 
 def _difference(existing: Any, table: HiveTable, fmt: str) -> str | None:
     """What differs between a catalog table and the Hive table it would be imported from."""
-    from .schema import parse_schema
+    from ..model.schema import parse_schema
 
     if existing.schema.json_value() != parse_schema(table.schema).json_value():
         return "schema"

@@ -17,7 +17,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from .errors import UshasError
+from ..errors import UshasError
 
 
 class JarBuildError(UshasError):
@@ -27,8 +27,8 @@ class JarBuildError(UshasError):
 def source_dir() -> Path:
     """The shim's Java sources: the repository's ``jvm-shim`` (editable install) or the
     copy shipped inside the package."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here.parent.parent / "jvm-shim", here / "_jvm_shim"):
+    package = Path(__file__).resolve().parent.parent  # python/ushas_catalog
+    for candidate in (package.parent.parent / "jvm-shim", package / "_jvm_shim"):
         if (candidate / "src" / "main" / "java").is_dir():
             return candidate
     raise JarBuildError("jvm-shim sources not found next to the package")

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .data_files import DataFile
-from .errors import InvalidArgument, NoSuchNamespace, NoSuchTable, NoSuchView
-from .locations import check_free
-from .names import new_table_name
-from .repair import spark_op as repair
-from .spark_reads import OPS as READ_OPS
-from .spark_tables import (SparkCtx, create_arguments, database_of, location_of, qualify, rename_move, table_answer,
+from ..model.data_files import DataFile
+from ..errors import InvalidArgument, NoSuchNamespace, NoSuchTable, NoSuchView
+from ..data.locations import check_free
+from ..model.names import new_table_name
+from ..data.repair import spark_op as repair
+from .reads import OPS as READ_OPS
+from .tables import (SparkCtx, create_arguments, database_of, location_of, qualify, rename_move, table_answer,
                            table_name, view_answer)
-from .spark_writes import STATS_PROPERTIES, committed, plan_write
-from .table_changes import changes_from_json
+from .writes import STATS_PROPERTIES, committed, plan_write
+from ..model.table_changes import changes_from_json
 
 Request = dict[str, Any]
 Answer = dict[str, Any]
@@ -25,7 +25,7 @@ _NS_FIELDS = ("comment", "location", "owner")
 
 # ---- catalog & namespaces -----------------------------------------------------------------------
 def _cache(ctx: SparkCtx) -> Any:
-    """The bridge-side cache of the store ``ctx`` names (:class:`ushas_catalog.cache.BridgeCache`)."""
+    """The bridge-side cache of the store ``ctx`` names (:class:`ushas_catalog.spark.cache.BridgeCache`)."""
     from .bridge import REGISTRY
 
     return REGISTRY.get(ctx.uri, ctx.project).cache(ctx.spark_catalog)
@@ -116,7 +116,7 @@ def load_relation(ms: Any, r: Request) -> Answer:
     """A table or view, in one transaction; with ``known`` (the id and version the JVM holds)
     ``{"unchanged": true}`` when that is still the relation under the name (see cache.lookup)."""
     from .cache import Known, lookup
-    from .names import TableName
+    from ..model.names import TableName
 
     ctx = SparkCtx.of(r)
     return lookup(ms, _cache(ctx), ctx, TableName.parse(table_name(ctx, r)), Known.of(r.get("known")), views=True)
@@ -124,7 +124,7 @@ def load_relation(ms: Any, r: Request) -> Answer:
 
 def load_table(ms: Any, r: Request) -> Answer:
     from .cache import Known, lookup
-    from .names import TableName
+    from ..model.names import TableName
 
     ctx = SparkCtx.of(r)
     return lookup(ms, _cache(ctx), ctx, TableName.parse(table_name(ctx, r)), Known.of(r.get("known")), views=False)
@@ -180,7 +180,7 @@ def alter_table(ms: Any, r: Request) -> Answer:
 def drop_table(ms: Any, r: Request) -> Answer:
     ctx = SparkCtx.of(r)
     name = table_name(ctx, r)
-    from .data_purge import purge_dropped_now
+    from ..data.purge import purge_dropped_now
 
     try:
         if not r.get("purge"):
@@ -199,7 +199,7 @@ def rename_table(ms: Any, r: Request) -> Answer:
     (nothing committed), the shim moves the directory, and the second request (with ``location``
     and the version the move was planned from) commits the new name and location in one
     transaction; the shim moves the directory back if that fails (a concurrent change included)."""
-    from .errors import TableAlreadyExists
+    from ..errors import TableAlreadyExists
 
     ctx = SparkCtx.of(r)
     target = list(r["to"])
@@ -265,7 +265,7 @@ def rename_view(ms: Any, r: Request) -> Answer:
 
 # ---- partitions ---------------------------------------------------------------------------------------
 def add_partitions(ms: Any, r: Request) -> Answer:
-    from .partitions import Partition
+    from ..model.partitions import Partition
 
     ctx = SparkCtx.of(r)
     parts = []
@@ -300,9 +300,9 @@ def list_partitions(ms: Any, r: Request) -> Answer:
     """``listPartitionIdentifiers`` (SHOW PARTITIONS, existence sets): the values of the matching
     partitions, compact (``{"columns": [...], "rows": [[v, ...], ...]}``, ``Rows.fromAnswer``). Uncached
     (cache off, or a partial spec) they are read from the keys alone: no partition record is read or
-    decoded; else the cached full listing (:func:`ushas_catalog.cache.list_partition_values`)."""
+    decoded; else the cached full listing (:func:`ushas_catalog.spark.cache.list_partition_values`)."""
     from .cache import list_partition_values
-    from .names import TableName
+    from ..model.names import TableName
 
     ctx = SparkCtx.of(r)
     prefix = {k: v for k, v in (r.get("values") or {}).items()}
@@ -322,7 +322,7 @@ def partition_rows(scheme: Any, keys: list[tuple[Any, ...]]) -> list[list[Any]]:
 
 
 def partition_exists(ms: Any, r: Request) -> Answer:
-    from .errors import NoSuchPartition
+    from ..errors import NoSuchPartition
 
     ctx = SparkCtx.of(r)
     try:
@@ -345,7 +345,7 @@ def load_partition(ms: Any, r: Request) -> Answer:
 
 
 def replace_partition_metadata(ms: Any, r: Request) -> Answer:
-    from .partitions import Partition
+    from ..model.partitions import Partition
 
     ctx = SparkCtx.of(r)
     name = table_name(ctx, r)
@@ -360,9 +360,9 @@ def replace_partition_metadata(ms: Any, r: Request) -> Answer:
 
 def truncate(ms: Any, r: Request) -> Answer:
     """TRUNCATE TABLE [PARTITION]: the partitions stay, emptied (files 0, bytes 0)."""
-    from .partitions import Partition
+    from ..model.partitions import Partition
 
-    from .data_garbage import Garbage
+    from ..data.garbage import Garbage
 
     ctx = SparkCtx.of(r)
     name = table_name(ctx, r)
@@ -402,8 +402,8 @@ def commit_write(ms: Any, r: Request) -> Answer:
     overwrite whose targets changed after ``base_version`` (the version the job started from)
     fails with :class:`WriteConflict` naming the partition. On any error the shim removes the
     job's files: none of them was registered."""
-    from .errors import CallAbandoned, UshasError, WriteEnded
-    from .write_fence import end_abandoned, release_files
+    from ..errors import CallAbandoned, UshasError, WriteEnded
+    from ..data.write_fence import end_abandoned, release_files
 
     ctx = SparkCtx.of(r)
     name = table_name(ctx, r)
@@ -427,8 +427,8 @@ def commit_write(ms: Any, r: Request) -> Answer:
 
 
 def _fenced_commit_write(ms: Any, ctx: SparkCtx, name: tuple[str, str, str], r: Request) -> Answer:
-    from .errors import Conflict, WriteConflict, WriteEnded
-    from .write_fence import check_fence
+    from ..errors import Conflict, WriteConflict, WriteEnded
+    from ..data.write_fence import check_fence
 
     fence = _fence(r)
     done = check_fence(ms, fence, ".".join(name))
@@ -465,9 +465,9 @@ def write_operation(mode: str, partitioned: bool) -> str:
 
 
 def _fence(r: Request) -> Any:
-    """The write's identity and its caller's deadline (:class:`ushas_catalog.write_fence.WriteFence`),
+    """The write's identity and its caller's deadline (:class:`ushas_catalog.data.write_fence.WriteFence`),
     None for an unfenced request (an older shim)."""
-    from .write_fence import WriteFence
+    from ..data.write_fence import WriteFence
 
     return WriteFence.of(r.get("write_id"), r.get("deadline_ms"))
 
@@ -518,9 +518,9 @@ def commit_files(ms: Any, r: Request) -> Answer:
     (replacing the cleared ones) in one transaction, before the write is acknowledged. The files
     this job wrote (``job_files``) are recorded: a cleared or new partition has exactly them, a
     recorded one gets them added; a partition whose files were never recorded stays listed."""
-    from .data_files import DataFile, merge
+    from ..model.data_files import DataFile, merge
 
-    from .write_fence import check_fence
+    from ..data.write_fence import check_fence
 
     ctx = SparkCtx.of(r)
     name = table_name(ctx, r)
@@ -567,7 +567,7 @@ def abort_write(ms: Any, r: Request) -> Answer:
     """Ends a write that will not commit (Spark's ``abort``, or a ``commit_write`` whose outcome the
     JVM does not know: bridge timeout, bridge died): records it ABORTED in one transaction unless it
     COMMITTED; answers what it is now (``state``: COMMITTED means keep its files, it went through)."""
-    from .write_fence import abort_write as abort
+    from ..data.write_fence import abort_write as abort
 
     ctx = SparkCtx.of(r)
     table = ".".join(table_name(ctx, r)) if r.get("name") is not None else ""
@@ -576,13 +576,13 @@ def abort_write(ms: Any, r: Request) -> Answer:
 
 def write_outcome(ms: Any, r: Request) -> Answer:
     """What became of a write (COMMITTED / ABORTED / UNKNOWN)."""
-    from .write_fence import get_outcome
+    from ..data.write_fence import get_outcome
 
     return get_outcome(ms, r["write_id"]).to_json()
 
 
 def _spec_of(path: str) -> dict[str, str]:
-    from .spark_writes import parse_partition_path
+    from .writes import parse_partition_path
 
     return parse_partition_path(path)
 
@@ -617,6 +617,6 @@ OPS: dict[str, Callable[[Any, Request], Answer]] = {
     "commit_files": commit_files,
     "abort_write": abort_write,
     "write_outcome": write_outcome,
-    "repair": repair,  # MSCK REPAIR TABLE / RECOVER PARTITIONS (ushas_catalog.repair)
+    "repair": repair,  # MSCK REPAIR TABLE / RECOVER PARTITIONS (ushas_catalog.data.repair)
     **READ_OPS,
 }

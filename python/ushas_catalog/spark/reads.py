@@ -1,7 +1,7 @@
 """The read side of the Spark shim: which files a query reads, decided by the catalog.
 
 ``io.ushas.spark.UshasFileIndex`` asks :func:`list_files` for the partitions its partition filters
-select (pruned over the ordered partition keys: :mod:`ushas_catalog.pruning`) with, for each, its
+select (pruned over the ordered partition keys: :mod:`ushas_catalog.data.pruning`) with, for each, its
 location and the data files the committed writes registered — or no list, when nothing recorded
 the files (partitions added with a LOCATION, imported from Hive, registered by a repair): the shim
 then lists that partition's directory, and only that one. Nothing lists the table's root.
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from .pruning import Pruning, parse_filter
-from .spark_tables import SparkCtx, location_of, table_name
+from ..data.pruning import Pruning, parse_filter
+from .tables import SparkCtx, location_of, table_name
 
 Request = dict[str, Any]
 Answer = dict[str, Any]
@@ -27,7 +27,7 @@ def list_files(ms: Any, r: Request) -> Answer:
     """The partitions a query reads: ``{"columns": [...], "rows": [[value, ...], ...],
     "locations": [...], "files": [[[path, size, mtime], ...] | null, ...]}``; an unpartitioned
     table answers one row with no values. ``filter`` is the partition filter (see
-    :mod:`ushas_catalog.pruning`; absent: every partition)."""
+    :mod:`ushas_catalog.data.pruning`; absent: every partition)."""
     ctx = SparkCtx.of(r)
     name = table_name(ctx, r)
     info = ms.get_table(name)

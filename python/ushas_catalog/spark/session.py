@@ -25,7 +25,7 @@ from typing import Any
 
 import lineage.dataframe  # noqa: F401  (installs DataFrame.lineage for users of this helper)
 
-from .spark_options import CATALOG_CLASS, COMMIT_PROTOCOL_CLASS, EXTENSIONS_CLASS, LISTENER_CLASS
+from .options import CATALOG_CLASS, COMMIT_PROTOCOL_CLASS, EXTENSIONS_CLASS, LISTENER_CLASS
 
 
 def _jar_has(jar: str, cls: str) -> bool:
@@ -43,7 +43,7 @@ def configure(builder: Any, name: str = "ushas", uri: str | None = None, project
     ``<spark.sql.warehouse.dir>/<name>``); ``catalog``: the metastore catalog (default ``name``);
     ``lineage``: add the lineage listener (default: when the jar has it); ``timeout``: seconds
     a catalog call may take before Spark gets an error (``bridge.timeout``, default 60)."""
-    from .errors import InvalidArgument
+    from ..errors import InvalidArgument
     from .jar import jar_path
 
     if not uri:

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
-from .errors import InvalidArgument
-from .locations import check_free
-from .names import new_table_name
+from ..errors import InvalidArgument
+from ..data.locations import check_free
+from ..model.names import new_table_name
 
 #: file formats Spark's V1 file path reads and writes for a catalog table
 FORMATS: frozenset[str] = frozenset({"parquet", "orc", "json", "csv", "avro", "text"})
@@ -68,7 +68,7 @@ def create_arguments(ctx: SparkCtx, database: str, table: str, request: dict[str
                      db_location: str | None, kept_data: bool = False) -> dict[str, Any]:
     """``createTable(ident, TableInfo)`` -> keyword arguments of ``Metastore.create_table``.
     The name must be able to name a new table, and a managed table's default location must
-    be free (Spark's ``LOCATION_ALREADY_EXISTS``; see :mod:`ushas_catalog.locations`) unless
+    be free (Spark's ``LOCATION_ALREADY_EXISTS``; see :mod:`ushas_catalog.data.locations`) unless
     ``kept_data``: a dropped table of the same name keeps its data there until purged."""
     new_table_name((ctx.catalog, database, table))
     props: dict[str, str] = dict(request.get("properties") or {})

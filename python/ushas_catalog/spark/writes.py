@@ -8,10 +8,10 @@ from decimal import Decimal
 from typing import Any
 from urllib.parse import unquote
 
-from .data_files import DataFile, merge, total_size
-from .data_garbage import Garbage
-from .errors import InvalidArgument
-from .partitions import NULL_PARTITION, Partition
+from ..model.data_files import DataFile, merge, total_size
+from ..data.garbage import Garbage
+from ..errors import InvalidArgument
+from ..model.partitions import NULL_PARTITION, Partition
 
 
 def parse_partition_path(path: str) -> dict[str, str]:
