@@ -51,7 +51,7 @@ class MetastoreTableIds:
         if name is None:
             return None
         try:
-            return self.metastore._table(tr, name).id  # noqa: SLF001 - same transaction as the lineage write
+            return self.metastore.resolver.table(tr, name).id
         except NotFound:
             return None
 
@@ -63,7 +63,7 @@ class MetastoreTableIds:
                 try:
                     from ushas_catalog.model.names import DatabaseName
 
-                    db = ms._database(tr, DatabaseName.parse((parts[0], parts[1])), load=False)  # noqa: SLF001
+                    db = ms.resolver.database(tr, DatabaseName.parse((parts[0], parts[1])), load=False)
                 except (NotFound, InvalidName):
                     db = None
                 if db is not None:
@@ -79,10 +79,10 @@ class MetastoreTableIds:
 
 def _find_in(ms: Any, tr: Transaction, db: Any, table_id: uuid.UUID, shown: str) -> TableState | None:
     tables = db.path.add("Table")
-    for r in ms._names(tables, "Table").scan(tr, snapshot=True):  # noqa: SLF001
+    for r in ms.resolver.names(tables, "Table").scan(tr, snapshot=True):
         if uuid.UUID(bytes=r.record.id) == table_id:
             return TableState(f"{shown}.{r.key[0]}")
-    for r in ms._dropped(tables, "Table").scan(tr, snapshot=True):  # noqa: SLF001
+    for r in ms.resolver.dropped(tables, "Table").scan(tr, snapshot=True):
         if r.key[1] == table_id:
             return TableState(f"{shown}.{r.key[0]}", dropped=True)
     return None
@@ -91,12 +91,12 @@ def _find_in(ms: Any, tr: Transaction, db: Any, table_id: uuid.UUID, shown: str)
 def _databases(ms: Any, tr: Transaction) -> Iterator[tuple[Any, str]]:
     from ushas_catalog.model.names import DatabaseName
 
-    for c in ms._names(ms._catalogs, "Catalog").scan(tr, snapshot=True):  # noqa: SLF001
+    for c in ms.resolver.names(ms.resolver.catalogs, "Catalog").scan(tr, snapshot=True):
         cid = uuid.UUID(bytes=c.record.id)
-        dbs = ms._catalogs.add("catalogId", cid).add("Database")  # noqa: SLF001
-        for d in ms._names(dbs, "Database").scan(tr, snapshot=True):  # noqa: SLF001
+        dbs = ms.resolver.catalogs.add("catalogId", cid).add("Database")
+        for d in ms.resolver.names(dbs, "Database").scan(tr, snapshot=True):
             try:
-                db = ms._database(tr, DatabaseName.parse((c.key[0], d.key[0])), load=False)  # noqa: SLF001
+                db = ms.resolver.database(tr, DatabaseName.parse((c.key[0], d.key[0])), load=False)
             except (NotFound, InvalidName):
                 continue
             yield db, f"{c.key[0]}.{d.key[0]}"

@@ -75,10 +75,10 @@ def store_state(ms: Metastore, database: str) -> dict[str, TableState]:
         out[info.id] = TableState(name, info.version, False, parts)
     dropped = ms.list_dropped_tables(database)
     if dropped:
-        db_path = ms._run(lambda tr: ms._database(tr, DatabaseName.parse(database), load=False).path)
+        db_path = ms.run(lambda tr: ms.resolver.database(tr, DatabaseName.parse(database), load=False).path)
         for d in dropped:
             path = Layout.table(db_path, uuid.UUID(d.id))
-            version, parts = ms._run(lambda tr: _raw_table(tr, path))
+            version, parts = ms.run(lambda tr: _raw_table(tr, path))
             out[d.id] = TableState(d.name, version, True, parts)
     return out
 

@@ -137,7 +137,7 @@ def test_partition_and_data_changes_reuse_the_decoded_answer(orders: Metastore,
     known = Known(first["id"], first["version"])
     orders.add_partitions(T, [{"dt": "b"}])
     orders.touch_table(T, "WRITE")
-    monkeypatch.setattr(orders, "_table_info", lambda *a: pytest.fail("decoded again"))
+    monkeypatch.setattr("ushas_catalog.spark.cache.table_info", lambda *a: pytest.fail("decoded again"))
     changed = lookup(orders, cache, CTX, T, known, views=False)
     assert changed["version"] == 4 and changed["table"]["version"] == 4
     assert {k: v for k, v in changed["table"].items() if k != "version"} == \
@@ -203,7 +203,7 @@ def test_a_long_gap_decodes_again(orders: Metastore, monkeypatch: pytest.MonkeyP
     for _ in range(3):
         orders.touch_table(T, "WRITE")
     decoded: list[int] = []
-    real = orders._table_info
-    monkeypatch.setattr(orders, "_table_info", lambda *a: decoded.append(1) or real(*a))
+    real = cache_module.table_info
+    monkeypatch.setattr("ushas_catalog.spark.cache.table_info", lambda *a: decoded.append(1) or real(*a))
     again = lookup(orders, cache, CTX, T, Known(first["id"], first["version"]), views=False)
     assert again["version"] == first["version"] + 3 and decoded == [1]

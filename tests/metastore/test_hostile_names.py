@@ -118,7 +118,7 @@ def test_objects_made_before_the_rule_can_still_be_read_and_dropped(filled: Meta
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """Only new names are checked: looking a hostile name up says it does not exist, and an
     object that has one (written by an older version) can be renamed away and dropped."""
-    import ushas_catalog.metastore as metastore_module
+    import ushas_catalog.catalog.tables as metastore_module
     from ushas_catalog.model.names import TableName
 
     assert not filled.table_exists("main.sales.`a/b`")

@@ -267,7 +267,7 @@ def test_rename_within_and_across_databases(sales: Metastore) -> None:
         sales.rename_table("main.other.orders", "main.sales.taken")
     # the table's keys left the old database with it
     tid = uuid.UUID(r.id).bytes
-    sales_db = sales.db.run(lambda tr: sales._database(tr, sales_db_name(), load=False).path)
+    sales_db = sales.db.run(lambda tr: sales.resolver.database(tr, sales_db_name(), load=False).path)
     assert not any(tid in k for k in raw_keys(sales, *sales_db.range()))
     assert any(tid in k for k in raw_keys(sales))
 

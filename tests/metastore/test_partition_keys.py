@@ -17,7 +17,7 @@ def make(ms: Metastore) -> None:
 
 
 def test_keys_match_the_full_listing(sales: Metastore, monkeypatch: pytest.MonkeyPatch) -> None:
-    import ushas_catalog.metastore as m
+    import ushas_catalog.catalog.partitions as m
 
     monkeypatch.setattr(m, "PARTITION_BATCH", 7)  # several batches, one transaction each
     make(sales)

@@ -46,7 +46,8 @@ from ..model.objects import micros_to_datetime
 from ..records.store import RecordStore
 
 if TYPE_CHECKING:
-    from ..metastore import Metastore, Mutation
+    from ..catalog.commits import Mutation
+    from ..catalog.core import CatalogCore as Metastore
 
 #: cursors are this prefix + the event's 12-byte versionstamp in hex
 CURSOR_PREFIX = "fc1-"
@@ -280,7 +281,7 @@ class ChangeFeed:
             rows, more = self._scan(tr, begin, end, limit)
             return [self._decode(stamp, data) for stamp, data in rows], more
 
-        return self.ms._run(fn)
+        return self.ms.run(fn)
 
     def changes(self, since: str | None = None, follow: bool = False, poll_interval: float = 1.0,
                 batch: int = READ_BATCH, stop: Callable[[], bool] | None = None) -> Iterator[Change]:
@@ -310,11 +311,11 @@ class ChangeFeed:
                 return encode_cursor(kv.key[len(self.events_prefix) + 1:len(self.events_prefix) + _VS_LEN])
             return None
 
-        return self.ms._run(fn)
+        return self.ms.run(fn)
 
     def trimmed_cursor(self) -> str | None:
         """The cursor of the last event removed by retention (None: nothing trimmed)."""
-        stamp = self.ms._run(lambda tr: tr.get(self._state_key("trimmed")))
+        stamp = self.ms.run(lambda tr: tr.get(self._state_key("trimmed")))
         return encode_cursor(stamp) if stamp is not None else None
 
     # ---- retention ----------------------------------------------------------------------------
@@ -340,7 +341,7 @@ class ChangeFeed:
         last: bytes | None = None
         stop_key: bytes | None = None
         while stop_key is None:
-            rows, more = self.ms._run(lambda tr: self._scan(tr, begin, end, batch))
+            rows, more = self.ms.run(lambda tr: self._scan(tr, begin, end, batch))
             for stamp, data in rows:
                 if rec.ChangeEvent.FromString(data).committed_at_micros > horizon:
                     stop_key = self.events_prefix + bytes([_VS_CODE]) + stamp
@@ -363,7 +364,7 @@ class ChangeFeed:
             if previous is None or previous < mark:
                 tr.set(key, mark)
 
-        self.ms._run(clear)
+        self.ms.run(clear)
         return TrimResult(removed, encode_cursor(last))
 
     # ---- internals ------------------------------------------------------------------------------

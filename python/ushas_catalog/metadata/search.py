@@ -57,7 +57,7 @@ from .store import (F_FIELD, F_KEY_VALUE, F_TAG, F_VALUE, INDEX_SCOPES, INDEX_TY
                        pending_rows, pending_values, shown, unpack_index_value)
 
 if TYPE_CHECKING:
-    from ..metastore import Metastore
+    from ..catalog.core import CatalogCore as Metastore
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 1000
@@ -294,7 +294,7 @@ def search(ms: "Metastore", query: str, *, types: Iterable[ObjectType | str] | O
         usage.score(tr, hits)
         return hits
 
-    return _page(ms._run(fn), limit, after, fp)
+    return _page(ms.run(fn), limit, after, fp)
 
 
 def _index_hits(tr: Transaction, keys: MetadataKeys, q: Query, filters: Filters) -> list[SearchHit]:
@@ -426,12 +426,12 @@ def scan_search(ms: "Metastore", query: str, *, types: Iterable[ObjectType | str
                 _add(found, rtype, oid, name, column if rtype is ObjectType.COLUMN else None, cls,
                      Match(_FIELD_NAMES[fld], sc, column, shown(fld, column, key, value)))
 
-    refs = ms._run(lambda tr: list(_refs(ms, tr)))
+    refs = ms.run(lambda tr: list(_refs(ms, tr)))
     for i in range(0, len(refs), SCAN_BATCH):
-        ms._run(lambda tr: match(tr, refs[i:i + SCAN_BATCH]))
+        ms.run(lambda tr: match(tr, refs[i:i + SCAN_BATCH]))
     hits = list(found.values())
     for i in range(0, len(hits), SCAN_BATCH):
-        ms._run(lambda tr: [setattr(h, "score", usage._one(tr, h.id)) for h in hits[i:i + SCAN_BATCH]
+        ms.run(lambda tr: [setattr(h, "score", usage._one(tr, h.id)) for h in hits[i:i + SCAN_BATCH]
                             if h.type in (ObjectType.TABLE, ObjectType.VIEW, ObjectType.COLUMN)])
     return _page(hits, limit, after, fp)
 
@@ -446,19 +446,19 @@ def _refs(ms: "Metastore", tr: Transaction) -> Iterator[_ObjectRef]:
     from ..model.names import CatalogName, DatabaseName, TableName
     from ..records import ObjectKind
 
-    cats = ms._catalogs
-    for c in ms._names(cats, "Catalog").scan(tr):
+    cats = ms.resolver.catalogs
+    for c in ms.resolver.names(cats, "Catalog").scan(tr):
         cid = uuid.UUID(bytes=c.record.id)
         cpath = cats.add("catalogId", cid)
         cn = CatalogName(c.key[0])
         yield ObjectType.CATALOG, cid, str(cn), cpath
         dbs = cpath.add("Database")
-        for d in ms._names(dbs, "Database").scan(tr):
+        for d in ms.resolver.names(dbs, "Database").scan(tr):
             did = uuid.UUID(bytes=d.record.id)
             dpath = dbs.add("databaseId", did)
             dn = DatabaseName(cn.catalog, d.key[0])
             yield ObjectType.DATABASE, did, str(dn), dpath
-            for r in ms._names(dpath.add("Table"), "Table").scan(tr):
+            for r in ms.resolver.names(dpath.add("Table"), "Table").scan(tr):
                 rid = uuid.UUID(bytes=r.record.id)
                 tn = str(TableName(cn.catalog, dn.database, r.key[0]))
                 if r.record.kind == ObjectKind.TABLE:
@@ -560,7 +560,7 @@ def check_index(ms: "Metastore") -> IndexCheck:
                           sorted(k for k in set(actual) & set(expected) if actual[k] != expected[k]),
                           len(pending), sorted(twice))
 
-    return ms._run(fn)
+    return ms.run(fn)
 
 
 def _entries(tr: Transaction, keys: MetadataKeys, oid: uuid.UUID) -> Iterator[Any]:

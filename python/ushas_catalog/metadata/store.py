@@ -86,7 +86,7 @@ from ..kv.base import Transaction
 from ..model.names import CatalogName, DatabaseName, TableName, quote, split_name
 
 if TYPE_CHECKING:
-    from ..metastore import Metastore
+    from ..catalog.core import CatalogCore as Metastore
 
 MAX_KEY_BYTES = 256
 #: one created object in this many (on average) makes the metastore merge the pending index
@@ -879,14 +879,14 @@ class MetadataStore:
         ms = self.ms
         if len(parts) == 1:
             cn = CatalogName.parse(parts)
-            cat = ms._catalog(tr, cn, load=False)
+            cat = ms.resolver.catalog(tr, cn, load=False)
             return ObjectRef(ObjectType.CATALOG, cat.id, str(cn))
         if len(parts) == 2:
             dn = DatabaseName.parse(parts)
-            db = ms._database(tr, dn, load=False)
+            db = ms.resolver.database(tr, dn, load=False)
             return ObjectRef(ObjectType.DATABASE, db.id, str(dn))
         tn = TableName.parse(parts[:3])
-        _, entry = ms._relation(tr, tn)
+        _, entry = ms.resolver.relation(tr, tn)
         if entry is None:
             raise NoSuchTable(f"table or view {tn} does not exist", table=str(tn))
         from ..records import ObjectKind
@@ -911,9 +911,9 @@ class MetadataStore:
         from ..model.schema import struct_from_proto
 
         if rtype is ObjectType.TABLE:
-            t = self.ms._table(tr, tn)
+            t = self.ms.resolver.table(tr, tn)
             return schema_paths(struct_from_proto(t.store("TableSchema").load(tr, ()).schema))
-        v = self.ms._view(tr, tn)
+        v = self.ms.resolver.view(tr, tn)
         return schema_paths(struct_from_proto(v.record.schema))
 
     def _writer(self, tr: Transaction) -> MetadataWriter:
@@ -949,7 +949,7 @@ class MetadataStore:
                                   "own, not together with other keys")
         from ..model.table_changes import SetComment, UpdateColumnComment
 
-        ref = self.ms._run(lambda tr: self.resolve(tr, target))
+        ref = self.ms.run(lambda tr: self.resolve(tr, target))
         ms = self.ms
         if ref.type is ObjectType.CATALOG:
             ms.alter_catalog(ref.name, comment=comment)
@@ -990,12 +990,12 @@ class MetadataStore:
             apply(w, ref)
             return self._read(tr, ref)
 
-        return self.ms._run(fn)
+        return self.ms.run(fn)
 
     # -- reads ------------------------------------------------------------------------------
     def get(self, target: "str | Sequence[str] | ObjectRef") -> ObjectMetadata:
         """USER and SYSTEM metadata of an object (a table's or view's includes its columns')."""
-        return self.ms._run(lambda tr: self._read(tr, self.resolve(tr, target)))
+        return self.ms.run(lambda tr: self._read(tr, self.resolve(tr, target)))
 
     def _read(self, tr: Transaction, ref: ObjectRef) -> ObjectMetadata:
         w = self._writer(tr)
@@ -1041,7 +1041,7 @@ class MetadataStore:
             out.reverse()
             return out
 
-        return self.ms._run(fn)
+        return self.ms.run(fn)
 
 
 def _names_arg(values: Iterable[str], what: str) -> list[str]:

@@ -31,7 +31,8 @@ from ..model.names import quote
 from ..records.store import RecordStore
 
 if TYPE_CHECKING:
-    from ..metastore import Metastore, Mutation
+    from ..catalog.commits import Mutation
+    from ..catalog.core import CatalogCore as Metastore
 
 #: operations that drop (the object stays until purge) / restore an object
 _DROPS = frozenset({"DROP CATALOG", "DROP DATABASE", "DROP TABLE"})
@@ -230,9 +231,9 @@ def _each_object(ms: "Metastore", tr: Transaction, path: KeySpacePath, *, purge:
 
 
 def _ids(ms: "Metastore", tr: Transaction, parent: KeySpacePath, kind: str, dropped: bool) -> list[uuid.UUID]:
-    out = [uuid.UUID(bytes=r.record.id) for r in ms._names(parent, kind).scan(tr)]
+    out = [uuid.UUID(bytes=r.record.id) for r in ms.resolver.names(parent, kind).scan(tr)]
     if dropped:
-        out.extend(r.key[1] for r in ms._dropped(parent, kind).scan(tr))
+        out.extend(r.key[1] for r in ms.resolver.dropped(parent, kind).scan(tr))
     return out
 
 

@@ -74,6 +74,7 @@ class Registry:
                 from ..metastore import Metastore
 
                 opened = _Opened(Metastore.open(uri, project=project))
+                opened.metastore.index_merges = "background"  # a Spark call never waits for an index merge
                 if opened.metastore.created:  # Spark creates the store it is configured with: say so
                     logging.getLogger("ushas.bridge").warning("ushas: created a new store at %s", uri)
                 self._opened[key] = opened

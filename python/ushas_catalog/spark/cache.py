@@ -24,6 +24,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, Hashable, Mapping, TypeVar
 
+from ..catalog.infos import table_info, view_info
 from ..errors import InvalidArgument, NoSuchTable, NoSuchView
 from ..keyspace.layout import Layout
 from ..model.names import TableName
@@ -251,7 +252,7 @@ def lookup(ms: Any, cache: BridgeCache, ctx: SparkCtx, name: TableName, known: K
     ``{"kind": "table"|"view", "table"|"view": ..., "id": ..., "version": ...}``."""
 
     def fn(tr: Any) -> dict[str, Any]:
-        db, entry = ms._relation(tr, name)
+        db, entry = ms.resolver.relation(tr, name)
         if entry is None:
             raise NoSuchTable(f"table or view {name} does not exist" if views else f"table {name} does not exist",
                               table=str(name))
@@ -268,7 +269,7 @@ def lookup(ms: Any, cache: BridgeCache, ctx: SparkCtx, name: TableName, known: K
             key = (ctx, "view", oid)
             body = cache.get(key, record.version)
             if body is None:
-                body = view_answer(ms._view_info(name, oid, record))
+                body = view_answer(view_info(name, oid, record))
                 cache.put(key, record.version, body)
             return {"kind": "view", "view": body, "id": str(oid), "version": record.version}
         path = Layout.table(db.path, oid)
@@ -285,20 +286,20 @@ def lookup(ms: Any, cache: BridgeCache, ctx: SparkCtx, name: TableName, known: K
         if body is None:
             records = [RecordStore.at(path.add(sub)).load(tr, ())
                        for sub in ("TableSchema", "TableStorage", "TableProperties")]
-            body = table_answer(ctx, ms._table_info(name, oid, ref, *records))
+            body = table_answer(ctx, table_info(name, oid, ref, *records))
         if prior is None or prior.version != ref.version:
             cache.put(key, ref.version, body)
         return {"kind": "table", "table": body, "id": str(oid), "version": ref.version}
 
-    return ms._run(fn)
+    return ms.run(fn)
 
 
 def _table_version(ms: Any, name: TableName) -> tuple[uuid.UUID, int]:
     def fn(tr: Any) -> tuple[uuid.UUID, int]:
-        t = ms._table(tr, name)
+        t = ms.resolver.table(tr, name)
         return t.id, t.ref.version
 
-    return ms._run(fn)
+    return ms.run(fn)
 
 
 def list_partition_values(ms: Any, cache: BridgeCache, name: TableName,
