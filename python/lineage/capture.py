@@ -223,7 +223,7 @@ def default_relations(doc: Any) -> tuple[tuple[Dataset, ...], tuple[Dataset, ...
     from . import resolve
 
     # NEEDED-BY-CAPTURE: a public lineage.resolve.relations(PlanDocument) -> (reads, writes);
-    # until then the resolver's relation_dataset and _write_target are used as they are.
+    # until then the resolver's relation_dataset and write_target are used as they are.
     p = _RelationPass(doc)
     reads: dict[Dataset, None] = {}
     writes: dict[Dataset, None] = {}
@@ -234,7 +234,7 @@ def default_relations(doc: Any) -> tuple[tuple[Dataset, ...], tuple[Dataset, ...
                 p.datasets[node.index] = ds
                 reads.setdefault(ds)
         elif node.kind in resolve.WRITE_KINDS:
-            target = resolve._write_target(p, node)  # type: ignore[arg-type]
+            target = resolve.write_target(p, node)  # type: ignore[arg-type]
             if target is not None:
                 writes.setdefault(target)
         elif node.children and node.children[0] in p.datasets and node.kind == "SubqueryAlias":

@@ -533,7 +533,7 @@ def _subquery_alias(p: _Pass, node: PlanNode) -> None:
 
 
 # ---- writes ---------------------------------------------------------------------------------
-def _write_target(p: _Pass, node: PlanNode) -> Dataset | None:
+def write_target(p: _Pass, node: PlanNode) -> Dataset | None:
     a = node.args
     for key in ("catalogTable", "table", "tableDesc"):
         v = a.get(key)
@@ -566,7 +566,7 @@ def _write_target(p: _Pass, node: PlanNode) -> Dataset | None:
 
 
 def _write(p: _Pass, node: PlanNode) -> None:
-    target = _write_target(p, node)
+    target = write_target(p, node)
     query_idx = node.plans.get("query")
     if query_idx is None:
         query_idx = node.children[-1] if node.children else None
@@ -824,7 +824,7 @@ def relations(doc: PlanDocument) -> tuple[tuple[Dataset, ...], tuple[Dataset, ..
         elif node.kind == "SubqueryAlias":
             _subquery_alias(p, node)
         elif node.kind in WRITE_KINDS:
-            target = _write_target(p, node)
+            target = write_target(p, node)
             if target is not None:
                 writes.setdefault(target)
         elif node.kind in ROW_LEVEL and node.children and node.children[0] in p.datasets:

@@ -132,7 +132,7 @@ def wait_for_lineage(uri: str, project: str, dataset: str, timeout: float = LINE
     from lineage.query import LineageQueries
     from lineage.tables import open_lineage_store
 
-    from ..spark.bridge import REGISTRY
+    from ..spark.registry import REGISTRY
 
     deadline = time.monotonic() + timeout
     store = open_lineage_store(uri, project)

@@ -23,7 +23,7 @@ Who does what:
   caches see the partitions as they are registered; a batch that fails leaves the earlier ones
   registered and a repeated repair goes on from there.
 
-The JVM drives the same steps through the bridge op ``repair`` (:func:`spark_op`).
+The JVM drives the same steps through the bridge op ``repair`` (:func:`ushas_catalog.spark.repair.spark_op`).
 """
 from __future__ import annotations
 
@@ -417,45 +417,6 @@ def repair_table(ms: Any, name: Any, paths: Iterable[str], *, root: str, mode: R
     return report
 
 
-# ---- the bridge op (the JVM lists, Python decides and registers) ----------------------------------------
-def spark_op(ms: Any, r: dict[str, Any]) -> dict[str, Any]:
-    """``repair`` steps, each answering JSON: ``start`` (the table root to list and its partition
-    columns), ``registered`` (registered partitions: value texts and location, relative to the root
-    when under it), ``drop`` (unregister these value lists), ``add`` (register these listed paths)."""
-    from ..spark.tables import SparkCtx, location_of, qualify, table_name
-
-    ctx = SparkCtx.of(r)
-    name = table_name(ctx, r)
-    step = r.get("step")
-    info = ms.get_table(name)
-    root = qualify(location_of(ctx, info)).rstrip("/")
-    if step == "start":
-        scheme = partition_scheme(ms, name)
-        return {"location": root, "columns": list(scheme.names), "version": info.version}
-    if step == "registered":
-        scheme, known = registered(ms, name)
-        prefix = root + "/"
-        rows = []
-        for p in known:
-            texts = [p.spec[c] for c in scheme.names]
-            relative = p.location.startswith(prefix)
-            rows.append([texts, p.location[len(prefix):] if relative else p.location, 1 if relative else 0])
-        return {"location": root, "partitions": rows}
-    if step == "drop":
-        scheme = partition_scheme(ms, name)
-        specs = [dict(zip(scheme.names, texts)) for texts in r.get("partitions") or []]
-        outcome = drop_batched(ms, name, specs)
-        return {"dropped": outcome.done, "transactions": outcome.transactions, "version": outcome.version}
-    if step == "add":
-        scheme = partition_scheme(ms, name)
-        dirs, invalid = parse_paths(scheme, r.get("paths") or [])
-        parts = [Partition(values=d.spec, location=join_location(root, d.path)) for d in dirs]
-        outcome = add_batched(ms, name, parts)
-        return {"added": outcome.done, "skipped": outcome.skipped, "transactions": outcome.transactions,
-                "version": outcome.version, "invalid": [[d.path, d.reason] for d in invalid]}
-    raise InvalidArgument(f"unknown repair step {step!r}")
-
-
 __all__ = ["RepairMode", "RepairReport", "PartitionDir", "InvalidDir", "Listing", "BatchOutcome", "Registered",
            "unescape_path_name", "parse_path", "parse_paths", "list_directories", "local_path", "batches",
-           "add_batched", "drop_batched", "registered", "missing", "repair_table", "spark_op"]
+           "add_batched", "drop_batched", "registered", "missing", "repair_table"]

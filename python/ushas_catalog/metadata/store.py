@@ -332,7 +332,7 @@ def _check_user_scope(scope: Scope | str) -> Scope:
     return s
 
 
-def _micros_iso(micros: int) -> str:
+def micros_iso(micros: int) -> str:
     return (dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(microseconds=micros)).isoformat()
 
 

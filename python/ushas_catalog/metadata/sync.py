@@ -26,7 +26,7 @@ from ..keyspace.tree import KeySpacePath
 from ..kv.base import Transaction
 from ..errors import InvalidArgument
 from .store import (COMMENT, PROPERTY, SPARK_PROPERTY_PREFIX, SPARK_TAG_PREFIX, TAG, Entry, MetadataKeys, MetadataWriter,
-                       ObjectState, ObjectType, Scope, _micros_iso, schema_paths, validate_key, validate_value)
+                       ObjectState, ObjectType, Scope, micros_iso, schema_paths, validate_key, validate_value)
 from ..model.names import quote
 from ..records.store import RecordStore
 
@@ -70,7 +70,7 @@ def _sync(ms: "Metastore", tr: Transaction, m: "Mutation", w: MetadataWriter) ->
         w.known_new(oid, state) if fresh else w.save_state(oid, state)
     elif state.name != m.name:
         w.rename(oid, m.name)
-    when = _micros_iso(m.time_micros)
+    when = micros_iso(m.time_micros)
 
     def system(key: str, value: str | None) -> None:
         if value is None:
@@ -252,7 +252,7 @@ def record_lineage_write(tr: Transaction, project_path: KeySpacePath, table_id: 
     when known (``None`` leaves the stored value). Recorded in the metadata history
     (source ``lineage``)."""
     w = MetadataWriter(tr, MetadataKeys(project_path), user, source="lineage", now_micros=at_ms * 1000)
-    values = {"last_writer_run": str(run_id), "last_write_at": _micros_iso(at_ms * 1000)}
+    values = {"last_writer_run": str(run_id), "last_write_at": micros_iso(at_ms * 1000)}
     for key, n in (("row_count", rows), ("file_count", files)):
         if n is not None:
             if isinstance(n, bool) or not isinstance(n, int) or n < 0:

@@ -10,90 +10,26 @@ exception of ``errors.SPARK_EXCEPTION``. Two ways in:
   launches ``python -m ushas_catalog.bridge`` (:func:`main`), which connects back, registers and
   lives until the JVM closes its stdin.
 
-The module holds the ONE registry of the bridge: opened metastores by (uri, project), each with
-its bridge-side caches (:class:`ushas_catalog.spark.cache.BridgeCache`, one per Spark catalog instance).
+The ONE registry of the bridge (opened metastores by (uri, project), each with its bridge-side
+caches) is :data:`ushas_catalog.spark.registry.REGISTRY`.
 """
 from __future__ import annotations
 
 import json
-import logging
 import os
 import sys
 import tempfile
-import threading
 import traceback
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..errors import BridgeError, CallAbandoned, UshasError
 from ..kv import deadline
+from .registry import REGISTRY
 
 #: an op handler: (opened metastore, request) -> JSON-able answer
 Handler = Callable[[Any, dict[str, Any]], dict[str, Any]]
 
 
-@dataclass
-class _Opened:
-    metastore: Any
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    caches: dict[str, Any] = field(default_factory=dict)  # Spark catalog name -> cache.BridgeCache
-
-    def cache(self, spark_catalog: str) -> Any:
-        """The bridge-side cache of one Spark catalog instance on this store (its own settings)."""
-        found = self.caches.get(spark_catalog)
-        if found is None:
-            from .cache import BridgeCache
-
-            found = self.caches[spark_catalog] = BridgeCache()
-        return found
-
-
-class Registry:
-    """Opened metastores by (uri, project); each used under its own lock (Py4J answers
-    callbacks on several threads)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._opened: dict[tuple[str, str], _Opened] = {}
-        self._lineage: Any = None  # lineage.capture.CaptureHub, made at the first lineage event
-
-    def lineage(self) -> Any:
-        """The lineage capture hub of this process (queues of the lineage listener's events)."""
-        with self._lock:
-            if self._lineage is None:
-                from lineage.capture import CaptureHub
-
-                self._lineage = CaptureHub()
-            return self._lineage
-
-    def get(self, uri: str, project: str) -> _Opened:
-        key = (uri, project)
-        with self._lock:
-            opened = self._opened.get(key)
-            if opened is None:
-                from ..metastore import Metastore
-
-                opened = _Opened(Metastore.open(uri, project=project))
-                opened.metastore.index_merges = "background"  # a Spark call never waits for an index merge
-                if opened.metastore.created:  # Spark creates the store it is configured with: say so
-                    logging.getLogger("ushas.bridge").warning("ushas: created a new store at %s", uri)
-                self._opened[key] = opened
-            return opened
-
-    def close(self) -> None:
-        hub, self._lineage = self._lineage, None
-        if hub is not None:
-            hub.close()
-        with self._lock:
-            for opened in self._opened.values():
-                try:
-                    opened.metastore.close()
-                except Exception:  # closing is best effort at shutdown
-                    pass
-            self._opened.clear()
-
-
-REGISTRY = Registry()
 
 
 #: longer messages go through a file: Py4J stalls ~44 ms on any message over ~8k characters and

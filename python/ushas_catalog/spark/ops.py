@@ -9,7 +9,7 @@ from ..model.data_files import DataFile
 from ..errors import InvalidArgument, NoSuchNamespace, NoSuchTable, NoSuchView
 from ..data.locations import check_free
 from ..model.names import new_table_name
-from ..data.repair import spark_op as repair
+from .repair import spark_op as repair
 from .reads import OPS as READ_OPS
 from .tables import (SparkCtx, create_arguments, database_of, location_of, qualify, rename_move, table_answer,
                            table_name, view_answer)
@@ -26,7 +26,7 @@ _NS_FIELDS = ("comment", "location", "owner")
 # ---- catalog & namespaces -----------------------------------------------------------------------
 def _cache(ctx: SparkCtx) -> Any:
     """The bridge-side cache of the store ``ctx`` names (:class:`ushas_catalog.spark.cache.BridgeCache`)."""
-    from .bridge import REGISTRY
+    from .registry import REGISTRY
 
     return REGISTRY.get(ctx.uri, ctx.project).cache(ctx.spark_catalog)
 
