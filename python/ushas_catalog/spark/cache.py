@@ -1,5 +1,9 @@
 """The caching catalog: settings, the bridge-side cache and the coherent lookups behind the shim.
 
+The cache is a decorator: :class:`Answers` reads answers from the records, :class:`CachedAnswers`
+wraps it with the bridge cache, and :func:`answers` picks one from the cache settings, so no lookup
+branches on whether caching is on.
+
 Coherence comes from versions, not from expiry. Every mutation of a table (partitions included,
 and writes into unpartitioned tables through :meth:`Metastore.touch_table`) or of a view bumps the
 version of its head record (``TableReference`` / ``ViewRecord``) in :meth:`Metastore._commit`, and
@@ -244,12 +248,103 @@ def _answer_unchanged_since(tr: Any, table_path: Any, since: int, now: int) -> b
     return seen == now - since
 
 
+class Answers:
+    """Where a lookup's Spark answers come from, inside the lookup's transaction: decoded from the
+    records (this class). :class:`CachedAnswers` decorates it with the bridge cache."""
+
+    def view(self, tr: Any, ctx: SparkCtx, name: TableName, oid: uuid.UUID, record: Any) -> dict[str, Any]:
+        return view_answer(view_info(name, oid, record))
+
+    def table(self, tr: Any, ctx: SparkCtx, name: TableName, oid: uuid.UUID, path: Any, ref: Any) -> dict[str, Any]:
+        records = [RecordStore.at(path.add(sub)).load(tr, ()) for sub in ("TableSchema", "TableStorage", "TableProperties")]
+        return table_answer(ctx, table_info(name, oid, ref, *records))
+
+    def partition_values(self, ms: Any, name: TableName, prefix: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+        return [p.to_json()["values"] for p in ms.list_partitions(name, prefix=prefix or None)]
+
+    def partition_listing(self, ms: Any, name: TableName, prefix: Mapping[str, Any] | None) -> dict[str, Any]:
+        """SHOW PARTITIONS' rows, read from the partition keys alone (no record read or decoded)."""
+        scheme, keys = ms.list_partition_keys(name, prefix=prefix or None)
+        return {"columns": list(scheme.names), "rows": partition_rows(scheme, keys)}
+
+
+#: the uncached answers
+DECODED = Answers()
+
+
+class CachedAnswers(Answers):
+    """The caching decorator around :class:`Answers` (like Paimon's ``CachingCatalog`` around a
+    catalog): the same answers, reused from the bridge cache while the object's version says they
+    still hold (a table's answer also while only partitions or data changed since)."""
+
+    def __init__(self, inner: Answers, cache: BridgeCache) -> None:
+        self.inner = inner
+        self.cache = cache
+
+    def view(self, tr: Any, ctx: SparkCtx, name: TableName, oid: uuid.UUID, record: Any) -> dict[str, Any]:
+        key = (ctx, "view", oid)
+        body = self.cache.get(key, record.version)
+        if body is None:
+            body = self.inner.view(tr, ctx, name, oid, record)
+            self.cache.put(key, record.version, body)
+        return body
+
+    def table(self, tr: Any, ctx: SparkCtx, name: TableName, oid: uuid.UUID, path: Any, ref: Any) -> dict[str, Any]:
+        key = (ctx, "table", oid)
+        prior = self.cache.latest(key)
+        body: dict[str, Any] | None = None
+        if prior is not None and _answer_unchanged_since(tr, path, prior.version, ref.version):
+            body = prior.body if prior.version == ref.version else {**prior.body, "version": ref.version}
+        if body is None:
+            body = self.inner.table(tr, ctx, name, oid, path, ref)
+        if prior is None or prior.version != ref.version:
+            self.cache.put(key, ref.version, body)
+        return body
+
+    def partition_values(self, ms: Any, name: TableName, prefix: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+        """The full listing is cached by (table id, version): one small transaction when nothing
+        changed. A fresh listing is cached only when the version read after it equals the one read
+        before (no commit in between). Partial specs are not cached."""
+        if prefix:
+            return self.inner.partition_values(ms, name, prefix)
+        oid, version = _table_version(ms, name)
+        key = ("partitions", oid)
+        cached = self.cache.get(key, version)
+        if cached is not None:
+            return list(cached["values"])
+        values = self.inner.partition_values(ms, name, None)
+        if _table_version(ms, name) == (oid, version):
+            self.cache.put(key, version, {"values": values})
+        return values
+
+
+    def partition_listing(self, ms: Any, name: TableName, prefix: Mapping[str, Any] | None) -> dict[str, Any]:
+        """SHOW PARTITIONS' rows from the cached full listing (partial specs: uncached)."""
+        if prefix:
+            return self.inner.partition_listing(ms, name, prefix)
+        values = self.partition_values(ms, name, None)
+        columns = list(values[0]) if values else []
+        return {"columns": columns, "rows": [[v[c] for c in columns] for v in values]}
+
+
+def partition_rows(scheme: Any, keys: list[tuple[Any, ...]]) -> list[list[Any]]:
+    """Stored partition keys as rows of JSON values (identity for most column types)."""
+    row = scheme.json_row()
+    return [row(k) for k in keys]
+
+
+def answers(cache: BridgeCache) -> Answers:
+    """The answers for ``cache``'s settings: decoded, decorated with the cache when it is on."""
+    return CachedAnswers(DECODED, cache) if cache.settings.enabled else DECODED
+
+
 def lookup(ms: Any, cache: BridgeCache, ctx: SparkCtx, name: TableName, known: Known | None,
            views: bool) -> dict[str, Any]:
     """``load_table`` (``views=False``) / ``load_relation`` (``views=True``) in ONE transaction.
 
     Answers ``{"unchanged": true}`` when ``known`` is still the object under ``name``; else
     ``{"kind": "table"|"view", "table"|"view": ..., "id": ..., "version": ...}``."""
+    source = answers(cache)
 
     def fn(tr: Any) -> dict[str, Any]:
         db, entry = ms.resolver.relation(tr, name)
@@ -266,30 +361,16 @@ def lookup(ms: Any, cache: BridgeCache, ctx: SparkCtx, name: TableName, known: K
                 raise NoSuchView(f"view {name} has a name but no record", view=str(name))
             if known is not None and known.id == str(oid) and known.version == record.version:
                 return {"unchanged": True}
-            key = (ctx, "view", oid)
-            body = cache.get(key, record.version)
-            if body is None:
-                body = view_answer(view_info(name, oid, record))
-                cache.put(key, record.version, body)
-            return {"kind": "view", "view": body, "id": str(oid), "version": record.version}
+            return {"kind": "view", "view": source.view(tr, ctx, name, oid, record), "id": str(oid),
+                    "version": record.version}
         path = Layout.table(db.path, oid)
         ref = RecordStore.at(path.add("TableReference")).load(tr, ())
         if ref is None:  # pragma: no cover - a name entry always has its table
             raise NoSuchTable(f"table {name} has a name but no reference record", table=str(name))
         if known is not None and known.id == str(oid) and known.version == ref.version:
             return {"unchanged": True}
-        key = (ctx, "table", oid)
-        prior = cache.latest(key)
-        body: dict[str, Any] | None = None
-        if prior is not None and _answer_unchanged_since(tr, path, prior.version, ref.version):
-            body = prior.body if prior.version == ref.version else {**prior.body, "version": ref.version}
-        if body is None:
-            records = [RecordStore.at(path.add(sub)).load(tr, ())
-                       for sub in ("TableSchema", "TableStorage", "TableProperties")]
-            body = table_answer(ctx, table_info(name, oid, ref, *records))
-        if prior is None or prior.version != ref.version:
-            cache.put(key, ref.version, body)
-        return {"kind": "table", "table": body, "id": str(oid), "version": ref.version}
+        return {"kind": "table", "table": source.table(tr, ctx, name, oid, path, ref), "id": str(oid),
+                "version": ref.version}
 
     return ms.run(fn)
 
@@ -304,17 +385,5 @@ def _table_version(ms: Any, name: TableName) -> tuple[uuid.UUID, int]:
 
 def list_partition_values(ms: Any, cache: BridgeCache, name: TableName,
                           prefix: Mapping[str, Any] | None) -> list[dict[str, Any]]:
-    """SHOW PARTITIONS' listing (values of every partition, in order). The full listing is cached
-    by (table id, version): one small transaction when nothing changed. A fresh listing is cached
-    only when the version read after it equals the one read before (no commit in between)."""
-    if prefix or not cache.settings.enabled:
-        return [p.to_json()["values"] for p in ms.list_partitions(name, prefix=prefix or None)]
-    oid, version = _table_version(ms, name)
-    key = ("partitions", oid)
-    cached = cache.get(key, version)
-    if cached is not None:
-        return list(cached["values"])
-    values = [p.to_json()["values"] for p in ms.list_partitions(name)]
-    if _table_version(ms, name) == (oid, version):
-        cache.put(key, version, {"values": values})
-    return values
+    """SHOW PARTITIONS' listing (values of every partition, in order), through :func:`answers`."""
+    return answers(cache).partition_values(ms, name, prefix)

@@ -11,6 +11,7 @@ from ..data.locations import check_free
 from ..model.names import new_table_name
 from .repair import spark_op as repair
 from .reads import OPS as READ_OPS
+from .cache import partition_rows  # noqa: F401 - the bridge's partition rows (tests import it here)
 from .tables import (SparkCtx, create_arguments, database_of, location_of, qualify, rename_move, table_answer,
                            table_name, view_answer)
 from .writes import STATS_PROPERTIES, committed, plan_write
@@ -298,27 +299,15 @@ def drop_partitions(ms: Any, r: Request) -> Answer:
 
 def list_partitions(ms: Any, r: Request) -> Answer:
     """``listPartitionIdentifiers`` (SHOW PARTITIONS, existence sets): the values of the matching
-    partitions, compact (``{"columns": [...], "rows": [[v, ...], ...]}``, ``Rows.fromAnswer``). Uncached
-    (cache off, or a partial spec) they are read from the keys alone: no partition record is read or
-    decoded; else the cached full listing (:func:`ushas_catalog.spark.cache.list_partition_values`)."""
-    from .cache import list_partition_values
+    partitions, compact (``{"columns": [...], "rows": [[v, ...], ...]}``, ``Rows.fromAnswer``), from
+    :func:`ushas_catalog.spark.cache.answers`: read from the keys alone when uncached, else the cached
+    full listing."""
+    from .cache import answers
     from ..model.names import TableName
 
     ctx = SparkCtx.of(r)
     prefix = {k: v for k, v in (r.get("values") or {}).items()}
-    cache = _cache(ctx)
-    if prefix or not cache.settings.enabled:
-        scheme, keys = ms.list_partition_keys(table_name(ctx, r), prefix=prefix or None)
-        return {"columns": list(scheme.names), "rows": partition_rows(scheme, keys)}
-    values = list_partition_values(ms, cache, TableName.parse(table_name(ctx, r)), None)
-    columns = list(values[0]) if values else []
-    return {"columns": columns, "rows": [[v[c] for c in columns] for v in values]}
-
-
-def partition_rows(scheme: Any, keys: list[tuple[Any, ...]]) -> list[list[Any]]:
-    """Stored partition keys as rows of JSON values (identity for most column types)."""
-    row = scheme.json_row()
-    return [row(k) for k in keys]
+    return answers(_cache(ctx)).partition_listing(ms, TableName.parse(table_name(ctx, r)), prefix)
 
 
 def partition_exists(ms: Any, r: Request) -> Answer:
