@@ -179,3 +179,16 @@ def test_the_checks_see_a_cycle_and_a_layer_violation() -> None:
     assert cycles(mods, edges[:1]) == []
     assert layer_of("ushas_catalog.catalog.tables") > layer_of("ushas_catalog.kv.base")
     assert layer_of("ushas_catalog.metastore") > layer_of("ushas_catalog.metadata.search")
+
+
+def test_big_modules_say_why() -> None:
+    """A module over 600 lines says at its top (its docstring's ``Size`` paragraph) why it is one module."""
+    unexplained = []
+    for name, path in modules().items():
+        text = path.read_text()
+        if path.name.endswith("_pb2.py") or text.count("\n") <= 600:
+            continue
+        doc = ast.get_docstring(ast.parse(text)) or ""
+        if "Size (" not in doc:
+            unexplained.append(f"{name}: {text.count(chr(10))} lines")
+    assert unexplained == []

@@ -1,5 +1,9 @@
 """Automatic lineage capture: events from ``io.ushas.spark.UshasLineageListener`` -> the store.
 
+Size (over 600 lines): the capture pipeline (events, analysis, the bounded queue and its worker,
+stats, the hub of the bridge process); candidates to move out next: :class:`Analysis` and the
+event parsing.
+
 The JVM listener groups Spark's executions by root execution id (one user action that Spark
 reports as several events, e.g. a CTAS = ``create`` + ``inner data writing``), serializes each
 analyzed plan with PlanWriter (inline when small, else a private temp file: large Py4J

@@ -1,6 +1,9 @@
 """Column lineage of an analyzed Spark plan: ONE bottom-up pass over the plan document with a hash
 map exprId -> column node; time linear in the number of plan nodes plus expression nodes.
 
+Size (over 600 lines): one handler per Spark operator kind of the single pass; they share the
+pass state (the exprId map), so the pass reads in one place.
+
 Nodes arrive in post-order (children, CTE definitions and subquery plans before the node using
 them), so a single loop in index order sees every attribute defined before it is referenced.
 Each operator kind has a handler; an unknown kind never fails: its output passes through by

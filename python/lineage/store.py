@@ -1,6 +1,9 @@
 """The lineage store: captured runs in the project's ``DataLineage`` subspace, usage
 counters in ``UsageProfile`` (the directories are declared in ``ushas_catalog.keyspace.layout``).
 
+Size (over 600 lines): :class:`LineageStore` is one transaction layout (runs, accesses, edges,
+usage) read and written by the same key helpers; splitting reads from writes is the next step.
+
 One captured run = ONE transaction that writes:
 
 - ``LineageRun`` / runId                         -> the run record (JSON)

@@ -2,7 +2,7 @@
 (``Bridge.java``); the bridge itself is :mod:`ushas_catalog.spark.bridge`."""
 import sys
 
-from .spark.bridge import main
+from .spark.bridge import Backend, handle, main  # noqa: F401 - the names the shim and users knew here
 
 if __name__ == "__main__":
     sys.exit(main())
