@@ -26,7 +26,7 @@ BOUND_S = 240
 
 _HANG = """
 import os, signal, sys, time
-import ushas_catalog.bridge as bridge
+import ushas_catalog.spark.bridge as bridge
 
 real = bridge.handle
 
