@@ -23,8 +23,6 @@ import functools
 import zipfile
 from typing import Any
 
-import lineage.dataframe  # noqa: F401  (installs DataFrame.lineage for users of this helper)
-
 from .options import CATALOG_CLASS, COMMIT_PROTOCOL_CLASS, EXTENSIONS_CLASS, LISTENER_CLASS
 
 
