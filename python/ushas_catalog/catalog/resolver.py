@@ -93,18 +93,32 @@ class Resolver:
         db = self.database(tr, name.database_name, load=False)
         return db, self.names(db.path.add("Table"), "Table").load(tr, (name.name,))
 
+    def head(self, tr: Transaction, name: TableName, db: ResolvedObject,
+             entry: rec.ObjectName) -> ResolvedTable | ResolvedObject:
+        """The table (a :class:`ResolvedTable`) or view (a :class:`ResolvedObject`) that the name entry
+        ``entry`` of database ``db`` points to, with its head record."""
+        oid = uuid.UUID(bytes=entry.id)
+        if entry.kind == rec.ObjectKind.VIEW:
+            path = Layout.view(db.path, oid)
+            record = RecordStore.at(path.add("ViewRecord")).load(tr, ())
+            if record is None:  # pragma: no cover - a name entry always has its view
+                raise NoSuchView(f"view {name} has a name but no record", view=str(name))
+            return ResolvedObject("view", name, oid, path, record)
+        path = Layout.table(db.path, oid)
+        ref = RecordStore.at(path.add("TableReference")).load(tr, ())
+        if ref is None:  # pragma: no cover - a name entry always has its table
+            raise NoSuchTable(f"table {name} has a name but no reference record", table=str(name))
+        return ResolvedTable(name, db.path, oid, path, ref)
+
     def table(self, tr: Transaction, name: TableName) -> ResolvedTable:
         db, entry = self.relation(tr, name)
         if entry is None:
             raise NoSuchTable(f"table {name} does not exist", table=str(name))
         if entry.kind != rec.ObjectKind.TABLE:
             raise NoSuchTable(f"{name} is a view, not a table", table=str(name))
-        tid = uuid.UUID(bytes=entry.id)
-        path = Layout.table(db.path, tid)
-        ref = RecordStore.at(path.add("TableReference")).load(tr, ())
-        if ref is None:  # pragma: no cover - a name entry always has its table
-            raise NoSuchTable(f"table {name} has a name but no reference record", table=str(name))
-        return ResolvedTable(name, db.path, tid, path, ref)
+        found = self.head(tr, name, db, entry)
+        assert isinstance(found, ResolvedTable)
+        return found
 
     def view(self, tr: Transaction, name: TableName) -> ResolvedObject:
         db, entry = self.relation(tr, name)
@@ -112,9 +126,9 @@ class Resolver:
             raise NoSuchView(f"view {name} does not exist", view=str(name))
         if entry.kind != rec.ObjectKind.VIEW:
             raise NoSuchView(f"{name} is a table, not a view", view=str(name))
-        vid = uuid.UUID(bytes=entry.id)
-        path = Layout.view(db.path, vid)
-        return ResolvedObject("view", name, vid, path, RecordStore.at(path.add("ViewRecord")).load(tr, ()))
+        found = self.head(tr, name, db, entry)
+        assert isinstance(found, ResolvedObject)
+        return found
 
     @staticmethod
     def scheme(tr: Transaction, t: ResolvedTable) -> PartitionScheme:

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, Hashable, Mapping, TypeVar
 
 from ..catalog.infos import table_info, view_info
-from ..errors import InvalidArgument, NoSuchTable, NoSuchView
-from ..keyspace.layout import Layout
+from ..catalog.resolver import ResolvedTable
+from ..errors import InvalidArgument, NoSuchTable
 from ..model.names import TableName
 from .. import records as rec
 from ..records.store import RecordStore
@@ -351,26 +351,20 @@ def lookup(ms: Any, cache: BridgeCache, ctx: SparkCtx, name: TableName, known: K
         if entry is None:
             raise NoSuchTable(f"table or view {name} does not exist" if views else f"table {name} does not exist",
                               table=str(name))
-        oid = uuid.UUID(bytes=entry.id)
-        if entry.kind == rec.ObjectKind.VIEW:
-            if not views:
-                raise NoSuchTable(f"{name} is a view, not a table", table=str(name))
-            path = Layout.view(db.path, oid)
-            record = RecordStore.at(path.add("ViewRecord")).load(tr, ())
-            if record is None:  # pragma: no cover - a name entry always has its view
-                raise NoSuchView(f"view {name} has a name but no record", view=str(name))
-            if known is not None and known.id == str(oid) and known.version == record.version:
+        if entry.kind == rec.ObjectKind.VIEW and not views:
+            raise NoSuchTable(f"{name} is a view, not a table", table=str(name))
+        found = ms.resolver.head(tr, name, db, entry)
+        if isinstance(found, ResolvedTable):
+            ref = found.ref
+            if known is not None and known.id == str(found.id) and known.version == ref.version:
                 return {"unchanged": True}
-            return {"kind": "view", "view": source.view(tr, ctx, name, oid, record), "id": str(oid),
-                    "version": record.version}
-        path = Layout.table(db.path, oid)
-        ref = RecordStore.at(path.add("TableReference")).load(tr, ())
-        if ref is None:  # pragma: no cover - a name entry always has its table
-            raise NoSuchTable(f"table {name} has a name but no reference record", table=str(name))
-        if known is not None and known.id == str(oid) and known.version == ref.version:
+            return {"kind": "table", "table": source.table(tr, ctx, name, found.id, found.path, ref),
+                    "id": str(found.id), "version": ref.version}
+        record = found.record
+        if known is not None and known.id == str(found.id) and known.version == record.version:
             return {"unchanged": True}
-        return {"kind": "table", "table": source.table(tr, ctx, name, oid, path, ref), "id": str(oid),
-                "version": ref.version}
+        return {"kind": "view", "view": source.view(tr, ctx, name, found.id, record), "id": str(found.id),
+                "version": record.version}
 
     return ms.run(fn)
 
