@@ -27,7 +27,7 @@ that moved is then seen twice or skipped, never an error.
 
 The index is read with range scans of the ``MetadataIndex`` subspace only (one per field
 searched). The SYSTEM ``created_by``, ``updated_by`` and ``format`` have no ``kv`` entries
-(:data:`~ushas_catalog.metadata.VALUE_ONLY_SYSTEM_KEYS`): ``created_by=alice*`` adds a scan of
+(:data:`~ushas_catalog.metadata.values.VALUE_ONLY_SYSTEM_KEYS`): ``created_by=alice*`` adds a scan of
 the values ``alice*`` kept for that key, and a key search that can match one of them
 (``key:created_by``, ``c*``) adds a scan of every value (such a key is on every object, so
 that search matches every object anyway). The usage of the candidates is read per candidate, or with one scan of the

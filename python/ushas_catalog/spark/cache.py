@@ -201,7 +201,7 @@ class _Answer:
 class BridgeCache:
     """The bridge (Python) side: Spark answers of tables and views by id (with the version they
     describe) and full partition listings by table id (with their version). One per opened
-    store, in :data:`ushas_catalog.bridge.REGISTRY`."""
+    store, in :data:`ushas_catalog.spark.registry.REGISTRY`."""
 
     settings: CacheSettings = field(default_factory=CacheSettings)
     entries: LruTtlCache[_Answer] = field(init=False)
