@@ -47,6 +47,9 @@ __all__ = ["Metastore", "Mutation", "UNSET", "FORMATS", "RESERVED_PROPERTIES", "
 
 log = logging.getLogger(__name__)
 
+#: seconds :meth:`Metastore.close` waits for a background index merge (left pending after that)
+CLOSE_WAIT_S = 30.0
+
 
 class Metastore(CatalogCore):
     """Catalog operations of one project. ``Metastore.open("sqlite:///tmp/u.db", project="acme")``."""
@@ -78,7 +81,7 @@ class Metastore(CatalogCore):
         self.hooks.after_run(self._after_run)
 
     def close(self) -> None:
-        self.wait_for_index()
+        self.wait_for_index(CLOSE_WAIT_S)  # a background merge finishes first (bounded: closing never hangs)
         super().close()
 
     # ---- change feed (issue 7) ------------------------------------------------------
