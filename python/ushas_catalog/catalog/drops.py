@@ -6,7 +6,6 @@ import datetime as dt
 import uuid
 from typing import Any, Callable, Iterable
 
-
 from .. import records as rec
 from ..keyspace.tree import KeySpacePath
 from ..kv import Transaction
@@ -20,8 +19,11 @@ from .values import copy_record, now_micros
 
 
 class DropOps(MetastoreBase):
-    def _drop_object(self, tr: Transaction, parent: KeySpacePath, kind: str, key: str, obj: ResolvedObject | ResolvedTable,
-                     purge: bool, operation: str, object_kind: int, data_paths: list[str] | None = None) -> None:
+    """Drop (names to ``Dropped*ObjectName``), undrop, purge and the data garbage they leave."""
+
+    def _drop_object(self, tr: Transaction, parent: KeySpacePath, kind: str, key: str,
+                     obj: ResolvedObject | ResolvedTable, purge: bool, operation: str, object_kind: int,
+                     data_paths: list[str] | None = None) -> None:
         names = self.resolver.names(parent, kind)
         entry = names.load(tr, (key,))
         names.delete(tr, (key,))
@@ -31,8 +33,8 @@ class DropOps(MetastoreBase):
             tr.clear_range(*obj.path.range())
             head = obj.ref if isinstance(obj, ResolvedTable) else obj.record
             self.hooks.removed(tr, kind="table" if isinstance(obj, ResolvedTable) else obj.kind,
-                                            name=str(obj.name), object_id=obj.id, version=head.version,
-                                            operation=operation, change=rec.ChangeEvent.DROPPED, before=head)
+                               name=str(obj.name), object_id=obj.id, version=head.version,
+                               operation=operation, change=rec.ChangeEvent.DROPPED, before=head)
             return
         now = now_micros()
         created = entry.created_at_micros if entry is not None else 0
@@ -123,8 +125,8 @@ class DropOps(MetastoreBase):
             tr.clear_range(*path_of(oid).range())
             store.delete(tr, (key, oid))
             self.hooks.removed(tr, kind=kind.lower(), name=shown, object_id=oid,
-                                            version=head.version if head is not None else 0,
-                                            operation=f"PURGE {kind.upper()}", change=rec.ChangeEvent.PURGED)
+                               version=head.version if head is not None else 0,
+                               operation=f"PURGE {kind.upper()}", change=rec.ChangeEvent.PURGED)
         return len(found)
 
     def _list_dropped(self, tr: Transaction, parent: KeySpacePath, kind: str,

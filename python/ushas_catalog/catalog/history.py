@@ -17,6 +17,8 @@ from .resolver import ResolvedTable
 
 
 class HistoryOps(MetastoreBase):
+    """A table's head records as of a version or a time, and every object's commits."""
+
     def _resolve_as_of(self, tr: Transaction, t: ResolvedTable, as_of: int | dt.datetime) -> int:
         current = t.ref.version
         if isinstance(as_of, bool):

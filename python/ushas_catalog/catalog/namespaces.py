@@ -5,7 +5,6 @@ import datetime as dt
 import uuid
 from typing import Any, Iterable, Mapping
 
-
 from .. import records as rec
 from ..errors import CatalogAlreadyExists, NamespaceAlreadyExists, NamespaceNotEmpty, NoSuchCatalog, NoSuchNamespace
 from ..kv import Transaction
@@ -21,6 +20,8 @@ from .drops import DropOps
 
 
 class NamespaceOps(DropOps):
+    """Catalogs and databases."""
+
     def create_catalog(self, name: NameLike, comment: str | None = None, properties: Mapping[str, str] | None = None,
                        if_not_exists: bool = False, owner: str | None = None) -> CatalogInfo:
         cn = new_catalog_name(name)
@@ -211,7 +212,7 @@ class NamespaceOps(DropOps):
                 path = dbs.add("databaseId", did)
                 record = RecordStore.at(path.add("DatabaseRecord")).load(tr, ())
                 out.append(database_info(ResolvedObject("database", DatabaseName(cn.catalog, r.key[0]), did, path,
-                                                       record)))
+                                                        record)))
             return out
 
         return self.run(fn)
@@ -300,7 +301,8 @@ class NamespaceOps(DropOps):
             dbs = cat.path.add("Database")
             found: list[str] = []
             n = self._purge_dropped(tr, dbs, "Database", dn.database, str(dn),
-                                    lambda i: dbs.add("databaseId", i), NoSuchNamespace, found, cutoff_micros(older_than))
+                                    lambda i: dbs.add("databaseId", i), NoSuchNamespace, found,
+                                    cutoff_micros(older_than))
             give_paths(data_paths, found)
             return n
 

@@ -41,6 +41,8 @@ class PartitionRange:
     filters: dict[int, Any]
 
 class PartitionOps(MetastoreBase):
+    """Partitions of a table: each mutation one transaction, listings streamed in batches."""
+
     def _partition_input(self, p: Partition | Mapping[str, Any]) -> Partition:
         if isinstance(p, Partition):
             return p
@@ -107,7 +109,8 @@ class PartitionOps(MetastoreBase):
             added = len(new)
             if not added:
                 return MutationResult(None, skipped=skipped)
-            self._commit(tr, Mutation("table", str(tn), t.path, "ADD PARTITIONS", v, copy_record(t.ref), time_micros=now,
+            self._commit(tr, Mutation("table", str(tn), t.path, "ADD PARTITIONS", v, copy_record(t.ref),
+                                      time_micros=now,
                                       changed=("TablePartition",), detail={"added": added, "skipped": skipped},
                                       partition_scheme=scheme,
                                       added_partitions=[(k, r) for k, (_, r) in zip(keys, new)]))

@@ -6,6 +6,8 @@ from .base import MetastoreBase
 
 
 class ProjectOps(MetastoreBase):
+    """The project as a whole."""
+
     def drop_project(self) -> None:
         """Delete everything of this project: one clear_range."""
         self.run(lambda tr: tr.clear_range(*self.project_path.range()))

@@ -21,6 +21,8 @@ from .values import check_expected, copy_record, expect_version, now_micros, ver
 
 
 class TableDataOps(MetastoreBase):
+    """What a table's data is in the metadata: its files, writes and truncates."""
+
     def _release_table_data(self, tr: Transaction, t: ResolvedTable, tn: TableName, schema: rec.TableSchema,
                             storage: rec.TableStorage, operation: str, now: int) -> None:
         """A managed table's data becomes unreachable (REPLACE TABLE): kept until purge (DataGarbage)."""
@@ -158,7 +160,8 @@ class TableDataOps(MetastoreBase):
                 previous["TableProperties"] = old_props
             if garbage:
                 record_garbage(tr, self.project_path, t.id, str(tn), operation, garbage, now)
-            return self._commit(tr, Mutation("table", str(tn), t.path, operation, v, copy_record(t.ref), time_micros=now,
+            return self._commit(tr, Mutation("table", str(tn), t.path, operation, v, copy_record(t.ref),
+                                             time_micros=now,
                                              previous=previous, changed=tuple(previous),
                                              detail=dict(detail or {})))
 

@@ -30,6 +30,8 @@ from .table_data import TableDataOps, init_table_files
 
 
 class TableOps(TableDataOps, HistoryOps, DropOps):
+    """Tables: create / replace, get, list, alter, rename, drop / undrop / purge."""
+
     def _table_records(self, tn: TableName, db_record: rec.DatabaseRecord, schema: Any, partition_by: Sequence[str],
                        format: str | None, location: str | None, properties: Mapping[str, str] | None,
                        comment: str | None, owner: str | None, external: bool, schema_id: int,
@@ -170,7 +172,7 @@ class TableOps(TableDataOps, HistoryOps, DropOps):
             current = {sub: t.store(sub).load(tr, ()) for sub in ("TableSchema", "TableStorage", "TableProperties")}
             if as_of is None:
                 return table_info(tn, t.id, t.ref, current["TableSchema"], current["TableStorage"],
-                                        current["TableProperties"])
+                                  current["TableProperties"])
             version = self._resolve_as_of(tr, t, as_of)
             past = {sub: self._head_at(tr, t, sub, version, r) for sub, r in current.items()}
             commit = t.store("TableCommit").load(tr, (version,))
@@ -178,7 +180,7 @@ class TableOps(TableDataOps, HistoryOps, DropOps):
                                      created_at_micros=t.ref.created_at_micros,
                                      updated_at_micros=commit.committed_at_micros)
             return table_info(tn, t.id, ref, past["TableSchema"], past["TableStorage"],
-                                    past["TableProperties"])
+                              past["TableProperties"])
 
         return self.run(fn)
 
@@ -310,7 +312,7 @@ class TableOps(TableDataOps, HistoryOps, DropOps):
                                       previous=previous, changed=tuple(previous),
                                       detail={"from": str(src), "to": str(dst)}))
             return table_info(dst, t.id, ref, *(moved.store(s).load(tr, ()) for s in
-                                                      ("TableSchema", "TableStorage", "TableProperties")))
+                                                ("TableSchema", "TableStorage", "TableProperties")))
 
         return self.run(fn)
 
@@ -362,7 +364,7 @@ class TableOps(TableDataOps, HistoryOps, DropOps):
             ref = copy_record(t.ref)
             self._commit(tr, Mutation("table", str(tn), t.path, "UNDROP TABLE", t.ref.version + 1, ref))
             return table_info(tn, t.id, ref, *(t.store(s).load(tr, ()) for s in
-                                                     ("TableSchema", "TableStorage", "TableProperties")))
+                                               ("TableSchema", "TableStorage", "TableProperties")))
 
         return self.run(fn)
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 import uuid
 from typing import Any, Iterable, Mapping, Sequence
 
-
 from .. import records as rec
 from ..errors import Conflict, InvalidArgument, NoSuchCatalog, NoSuchNamespace, TableAlreadyExists, ViewAlreadyExists
 from ..keyspace.layout import Layout
@@ -20,6 +19,8 @@ from .values import (UNSET, check_expected, check_props, check_str, copy_record,
 
 
 class ViewOps(MetastoreBase):
+    """Views (they share the tables' name space)."""
+
     def create_view(self, name: NameLike, sql: str, schema: Any, comment: str | None = None,
                     properties: Mapping[str, str] | None = None, current_catalog: str | None = None,
                     current_namespace: Sequence[str] | None = None, query_column_names: Sequence[str] = (),
@@ -33,10 +34,12 @@ class ViewOps(MetastoreBase):
         if not isinstance(sql, str) or not sql.strip():
             raise InvalidArgument("a view needs its SQL text")
         struct = parse_schema(schema)
-        record = rec.ViewRecord(sql=sql, schema=struct_to_proto(struct), properties=check_props(properties, "view properties"),
+        record = rec.ViewRecord(sql=sql, schema=struct_to_proto(struct),
+                                properties=check_props(properties, "view properties"),
                                 current_catalog=check_str(current_catalog, "current_catalog") or "",
                                 current_namespace=list(current_namespace or ()),
-                                query_column_names=list(query_column_names), owner=check_str(owner, "owner") or self.user)
+                                query_column_names=list(query_column_names),
+                                owner=check_str(owner, "owner") or self.user)
         if comment is not None:
             record.comment = check_str(comment, "comment") or ""
 
@@ -168,6 +171,6 @@ class ViewOps(MetastoreBase):
             self.hooks.purged(tr, v.path)
             tr.clear_range(*v.path.range())
             self.hooks.removed(tr, kind="view", name=str(tn), object_id=v.id, version=v.record.version,
-                                            operation="DROP VIEW", change=rec.ChangeEvent.DROPPED, before=v.record)
+                               operation="DROP VIEW", change=rec.ChangeEvent.DROPPED, before=v.record)
 
         self.run(fn)

@@ -53,8 +53,8 @@ from ..errors import InvalidArgument
 from ..keyspace.tree import KeySpacePath
 from ..kv.base import Transaction
 from .store import (F_FIELD, F_KEY_VALUE, F_TAG, F_VALUE, INDEX_SCOPES, INDEX_TYPES, VALUE_ONLY_SYSTEM_KEYS,
-                       MetadataKeys, ObjectType, Scope, decode_pending, field_terms, fold, index_value, pack_element,
-                       pending_rows, pending_values, shown, unpack_index_value)
+                    MetadataKeys, ObjectType, Scope, decode_pending, field_terms, fold, index_value, pack_element,
+                    pending_rows, pending_values, shown, unpack_index_value)
 
 if TYPE_CHECKING:
     from ..catalog.core import CatalogCore as Metastore

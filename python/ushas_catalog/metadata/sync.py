@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 from ..keyspace.tree import KeySpacePath
 from ..kv.base import Transaction
 from ..errors import InvalidArgument
-from .store import (COMMENT, PROPERTY, SPARK_PROPERTY_PREFIX, SPARK_TAG_PREFIX, TAG, Entry, MetadataKeys, MetadataWriter,
-                       ObjectState, ObjectType, Scope, micros_iso, schema_paths, validate_key, validate_value)
+from .store import (COMMENT, PROPERTY, SPARK_PROPERTY_PREFIX, SPARK_TAG_PREFIX, TAG, Entry, MetadataKeys,
+                    MetadataWriter, ObjectState, ObjectType, Scope, micros_iso, schema_paths, validate_key,
+                    validate_value)
 from ..model.names import quote
 from ..records.store import RecordStore
 

@@ -256,7 +256,8 @@ class Answers:
         return view_answer(view_info(name, oid, record))
 
     def table(self, tr: Any, ctx: SparkCtx, name: TableName, oid: uuid.UUID, path: Any, ref: Any) -> dict[str, Any]:
-        records = [RecordStore.at(path.add(sub)).load(tr, ()) for sub in ("TableSchema", "TableStorage", "TableProperties")]
+        records = [RecordStore.at(path.add(sub)).load(tr, ())
+                   for sub in ("TableSchema", "TableStorage", "TableProperties")]
         return table_answer(ctx, table_info(name, oid, ref, *records))
 
     def partition_values(self, ms: Any, name: TableName, prefix: Mapping[str, Any] | None) -> list[dict[str, Any]]:
