@@ -256,9 +256,10 @@ class Answers:
         return view_answer(view_info(name, oid, record))
 
     def table(self, tr: Any, ctx: SparkCtx, name: TableName, oid: uuid.UUID, path: Any, ref: Any) -> dict[str, Any]:
-        records = [RecordStore.at(path.add(sub)).load(tr, ())
-                   for sub in ("TableSchema", "TableStorage", "TableProperties")]
-        return table_answer(ctx, table_info(name, oid, ref, *records))
+        schema, storage, props = (RecordStore.at(path.add(sub)).load(tr, ())
+                                  for sub in ("TableSchema", "TableStorage", "TableProperties"))
+        assert schema is not None and storage is not None and props is not None  # a table always has them
+        return table_answer(ctx, table_info(name, oid, ref, schema, storage, props))
 
     def partition_values(self, ms: Any, name: TableName, prefix: Mapping[str, Any] | None) -> list[dict[str, Any]]:
         return [p.to_json()["values"] for p in ms.list_partitions(name, prefix=prefix or None)]
