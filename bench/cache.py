@@ -63,10 +63,10 @@ def ms(seconds: float) -> str:
 
 def check_time(root: Path, n: int) -> float:
     """The coherence check alone, in this process: ``load_table`` with the known id and version."""
-    from ushas_catalog.cache import BridgeCache, Known, lookup
+    from ushas_catalog.spark.cache import BridgeCache, Known, lookup
     from ushas_catalog.metastore import Metastore
-    from ushas_catalog.names import TableName
-    from ushas_catalog.spark_tables import SparkCtx
+    from ushas_catalog.model.names import TableName
+    from ushas_catalog.spark.tables import SparkCtx
 
     ctx = SparkCtx(f"sqlite:///{root / 'ushas.db'}", "default", "ushas", "ushas", str(root / "warehouse"))
     name = TableName("ushas", "bench", "t")

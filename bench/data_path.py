@@ -55,7 +55,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
 from _spark import ushas_session  # noqa: E402  (bench/ is the script's directory)
 
 from ushas_catalog.metastore import Metastore  # noqa: E402
-from ushas_catalog.partitions import Partition  # noqa: E402
+from ushas_catalog.model.partitions import Partition  # noqa: E402
 
 BENCH = Path(__file__).resolve().parent
 JAVA_SOURCE = BENCH / "java" / "LatencyFileSystem.java"
@@ -375,7 +375,7 @@ def find_pruner() -> tuple[str, Callable[[Metastore, str, dict[str, Any]], int]]
     ``spark_reads.list_files(ms, request)`` with the partition filter (key ranges over the ordered
     partition keys, then the residual filter). Returns (label, fn(ms, table, filters) -> number of
     partitions selected)."""
-    from ushas_catalog.spark_reads import list_files
+    from ushas_catalog.spark.reads import list_files
 
     def prune(ms: Metastore, name: str, filters: dict[str, Any]) -> int:
         catalog, database, table = name.split(".")
@@ -384,7 +384,7 @@ def find_pruner() -> tuple[str, Callable[[Metastore, str, dict[str, Any]], int]]
                    "namespace": [database], "name": table, "filter": filters}
         return len(list_files(ms, request)["rows"])
 
-    return "ushas_catalog.spark_reads.list_files (the scan's bridge op)", prune
+    return "ushas_catalog.spark.reads.list_files (the scan's bridge op)", prune
 
 
 def pruning_filters(n: int, r: int) -> dict[str, dict[str, Any]]:

@@ -206,7 +206,7 @@ def main() -> int:
     n = args.queries or (50 if args.quick else 200)
 
     from lineage.capture import flush_spark
-    from ushas_catalog.bridge import REGISTRY
+    from ushas_catalog.spark.bridge import REGISTRY
 
     with tempfile.TemporaryDirectory(prefix="ushas-bench-capture-") as tmp:
         root = Path(tmp)

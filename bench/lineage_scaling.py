@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from pyspark.sql import SparkSession
 
-    from ushas_catalog.jar import jar_path
+    from ushas_catalog.spark.jar import jar_path
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = (SparkSession.builder.master("local[1]").appName("lineage-scaling")

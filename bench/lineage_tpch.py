@@ -117,7 +117,7 @@ def output_names(sql: str, schema: dict[str, Any]) -> list[str]:
 def start_spark(tables: dict[str, dict[str, str]], workdir: Path) -> Any:
     from pyspark.sql import SparkSession
 
-    from ushas_catalog.jar import jar_path
+    from ushas_catalog.spark.jar import jar_path
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = (SparkSession.builder.master("local[2]").appName("ushas-bench-lineage-tpch")

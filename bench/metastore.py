@@ -29,7 +29,7 @@ import fdb.tuple as fdbtuple
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
 
 from ushas_catalog.metastore import Metastore  # noqa: E402
-from ushas_catalog.names import TableName  # noqa: E402
+from ushas_catalog.model.names import TableName  # noqa: E402
 
 SHARDS = 100
 
@@ -56,11 +56,11 @@ def make_table(ms: Metastore, name: str, parts: list[dict[str, object]], batch: 
 
 
 def table_range(ms: Metastore, name: str) -> tuple[bytes, bytes]:
-    return ms.db.run(lambda tr: ms._table(tr, TableName.parse(name)).path.range())
+    return ms.db.run(lambda tr: ms.resolver.table(tr, TableName.parse(name)).path.range())
 
 
 def partition_range(ms: Metastore, name: str) -> tuple[bytes, bytes]:
-    return ms.db.run(lambda tr: ms._table(tr, TableName.parse(name)).path.add("TablePartition").range())
+    return ms.db.run(lambda tr: ms.resolver.table(tr, TableName.parse(name)).path.add("TablePartition").range())
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -60,11 +60,11 @@ from typing import Any, Callable
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 
-from ushas_catalog import metadata_sync  # noqa: E402
-from ushas_catalog.metadata import INDEX_MERGE_AT  # noqa: E402
+from ushas_catalog.metadata import sync as metadata_sync  # noqa: E402
+from ushas_catalog.metadata.store import INDEX_MERGE_AT  # noqa: E402
 from ushas_catalog.kv.base import Transaction  # noqa: E402
 from ushas_catalog.metastore import Metastore, Mutation  # noqa: E402
-from ushas_catalog.search import scan_search  # noqa: E402
+from ushas_catalog.metadata.search import scan_search  # noqa: E402
 
 WORDS = ["customer", "order", "amount", "price", "store", "region", "product", "event", "user", "session"]
 COLUMN_NAMES = [f"{w}_{i}" for w in WORDS for i in range(500)]

@@ -31,7 +31,7 @@ def spark(spark_dirs: dict[str, Path]):
     the shim jar, the ``ushas`` catalog on a session-wide sqlite store and the lineage listener."""
     from pyspark.sql import SparkSession
 
-    from ushas_catalog.jar import jar_path, test_jar_path
+    from ushas_catalog.spark.jar import jar_path, test_jar_path
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = (

@@ -19,7 +19,7 @@ def spark_bin(tool: str) -> str:
 def conf_args(store: Path, warehouse: Path, **extra: str) -> list[str]:
     """``--conf`` arguments for the shim jar, a ``ushas`` catalog over the sqlite store ``store`` and the
     session extension (as spark-defaults.conf.example sets them); ``extra`` adds or overrides settings."""
-    from ushas_catalog.jar import jar_path
+    from ushas_catalog.spark.jar import jar_path
 
     conf = {"spark.jars": str(jar_path()),
             "spark.sql.catalog.ushas": "io.ushas.spark.UshasCatalog",

@@ -1,5 +1,9 @@
 """Automatic lineage capture: events from ``io.ushas.spark.UshasLineageListener`` -> the store.
 
+Size (over 600 lines): the capture pipeline (events, analysis, the bounded queue and its worker,
+stats, the hub of the bridge process); candidates to move out next: :class:`Analysis` and the
+event parsing.
+
 The JVM listener groups Spark's executions by root execution id (one user action that Spark
 reports as several events, e.g. a CTAS = ``create`` + ``inner data writing``), serializes each
 analyzed plan with PlanWriter (inline when small, else a private temp file: large Py4J
@@ -224,7 +228,7 @@ def default_relations(doc: Any) -> tuple[tuple[Dataset, ...], tuple[Dataset, ...
     from . import resolve
 
     # NEEDED-BY-CAPTURE: a public lineage.resolve.relations(PlanDocument) -> (reads, writes);
-    # until then the resolver's relation_dataset and _write_target are used as they are.
+    # until then the resolver's relation_dataset and write_target are used as they are.
     p = _RelationPass(doc)
     reads: dict[Dataset, None] = {}
     writes: dict[Dataset, None] = {}
@@ -235,7 +239,7 @@ def default_relations(doc: Any) -> tuple[tuple[Dataset, ...], tuple[Dataset, ...
                 p.datasets[node.index] = ds
                 reads.setdefault(ds)
         elif node.kind in resolve.WRITE_KINDS:
-            target = resolve._write_target(p, node)  # type: ignore[arg-type]
+            target = resolve.write_target(p, node)  # type: ignore[arg-type]
             if target is not None:
                 writes.setdefault(target)
         elif node.children and node.children[0] in p.datasets and node.kind == "SubqueryAlias":

@@ -31,52 +31,11 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any, Iterable, Iterator, Mapping, NamedTuple
 
+from .kinds import DatasetKind, EdgeKind, EdgeSubtype, compose_subtypes
+
 FORMAT_VERSION = 1
-
-
-class DatasetKind(str, Enum):
-    TABLE = "table"  # a catalog table (ushas, spark_catalog, Hive, any V2 catalog)
-    PATH = "path"  # files read/written by path (file:/..., s3a://...)
-    INLINE = "inline"  # an in-query source: VALUES, range(), a local relation, ...
-
-
-class EdgeKind(str, Enum):
-    DIRECT = "DIRECT"
-    INDIRECT = "INDIRECT"
-
-
-class EdgeSubtype(str, Enum):
-    # DIRECT
-    IDENTITY = "IDENTITY"
-    TRANSFORMATION = "TRANSFORMATION"
-    AGGREGATION = "AGGREGATION"
-    # INDIRECT
-    FILTER = "FILTER"
-    JOIN = "JOIN"
-    GROUP_BY = "GROUP_BY"
-    SORT = "SORT"
-    WINDOW = "WINDOW"
-    CONDITIONAL = "CONDITIONAL"
-
-    @property
-    def kind(self) -> EdgeKind:
-        # identity tests: hashing an Enum member runs Python code (Enum.__hash__), and this is
-        # asked for every reference the resolver finds
-        if self is EdgeSubtype.IDENTITY or self is EdgeSubtype.TRANSFORMATION or self is EdgeSubtype.AGGREGATION:
-            return EdgeKind.DIRECT
-        return EdgeKind.INDIRECT
-
-
-_DIRECT_RANK = {EdgeSubtype.IDENTITY: 0, EdgeSubtype.TRANSFORMATION: 1, EdgeSubtype.AGGREGATION: 2}
-
-
-def compose_subtypes(a: EdgeSubtype, b: EdgeSubtype) -> EdgeSubtype:
-    """The subtype of a DIRECT path made of a step of subtype ``a`` then ``b`` (or of two parallel
-    paths): AGGREGATION dominates TRANSFORMATION, which dominates IDENTITY."""
-    return a if _DIRECT_RANK[a] >= _DIRECT_RANK[b] else b
 
 
 _EMPTY_AUTHORITY = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):///+")
@@ -471,7 +430,7 @@ class LineageResult:
                             seen.add(key)
                             out.append(Edge(None, leaf, EdgeKind.INDIRECT, dep.subtype, dep.expression))
         for col in self.outputs:
-            for sub, leaf, expr in sorted(self._scoped_indirect(col), key=lambda t: (t[0].value, str(t[1]), t[2])):
+            for sub, leaf, expr in sorted(self.scoped_indirect(col), key=lambda t: (t[0].value, str(t[1]), t[2])):
                 key = (col, leaf, sub, expr)
                 if key not in seen:
                     seen.add(key)
@@ -479,7 +438,11 @@ class LineageResult:
         self._cache["edges"] = tuple(out)
         return self._cache["edges"]
 
-    def _scoped_indirect(self, col: ColumnNode) -> set[tuple[EdgeSubtype, ColumnNode, str]]:
+    def memo(self, name: str) -> dict[Any, Any]:
+        """A memo of this result by ``name`` (renderings keep theirs here)."""
+        return self._cache.setdefault(name, {})
+
+    def scoped_indirect(self, col: ColumnNode) -> set[tuple[EdgeSubtype, ColumnNode, str]]:
         closure = self._closure(col)
         found: set[tuple[EdgeSubtype, ColumnNode, str]] = set()
         for dep in self.indirect:
@@ -505,7 +468,7 @@ class LineageResult:
                     for src in dep.sources:
                         for leaf in sorted(self._all_leaves(src), key=str):
                             out.append(Edge(col, leaf, EdgeKind.INDIRECT, dep.subtype, dep.expression))
-            for sub, leaf, expr in sorted(self._scoped_indirect(col) - {
+            for sub, leaf, expr in sorted(self.scoped_indirect(col) - {
                     (d.subtype, leaf, d.expression) for d in self.indirect if d.scope is not None
                     for s in d.sources for leaf in self._all_leaves(s)},
                     key=lambda t: (t[0].value, str(t[1]), t[2])):

@@ -6,10 +6,10 @@ import html
 import re
 from typing import TYPE_CHECKING, Any
 
-from .model import ColumnNode, EdgeKind, EdgeSubtype
+from .kinds import EdgeKind, EdgeSubtype
 
 if TYPE_CHECKING:
-    from .model import LineageResult
+    from .model import ColumnNode, LineageResult
 
 INDENT = "   "
 _ALIAS_TAIL = re.compile(r" AS [^ ]+#\d+$")
@@ -77,7 +77,7 @@ def _body(expression: str) -> str:
 def composed_expression(result: LineageResult, node: ColumnNode, limit: int) -> str:
     """Expression of ``node`` with computed (Alias) inputs substituted recursively, iteratively
     and memoized; a node whose composed text would exceed ``limit`` keeps its references."""
-    memo: dict[ColumnNode, str] = result._cache.setdefault("composed", {})
+    memo: dict[ColumnNode, str] = result.memo("composed")
     top = result.derivations.get(node)
     if top is not None and top.expression_kind is None and all(s.source.is_dataset_column for s in top.inputs):
         return str(node)  # a relation's attribute: the identity of the dataset column
@@ -210,7 +210,7 @@ def to_openlineage(result: LineageResult) -> Any:
             per_leaf.setdefault(leaf, []).append(
                 Transformation(type=EdgeKind.DIRECT.value, subtype=sub.value, description=expr,
                                masking=False))
-        for sub, leaf, dep_expr in sorted(result._scoped_indirect(col),
+        for sub, leaf, dep_expr in sorted(result.scoped_indirect(col),
                                           key=lambda t: (t[0].value, str(t[1]), t[2])):
             per_leaf.setdefault(leaf, []).append(
                 Transformation(type=EdgeKind.INDIRECT.value, subtype=sub.value, description=dep_expr,

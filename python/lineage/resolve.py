@@ -1,6 +1,9 @@
 """Column lineage of an analyzed Spark plan: ONE bottom-up pass over the plan document with a hash
 map exprId -> column node; time linear in the number of plan nodes plus expression nodes.
 
+Size (over 600 lines): one handler per Spark operator kind of the single pass; they share the
+pass state (the exprId map), so the pass reads in one place.
+
 Nodes arrive in post-order (children, CTE definitions and subquery plans before the node using
 them), so a single loop in index order sees every attribute defined before it is referenced.
 Each operator kind has a handler; an unknown kind never fails: its output passes through by
@@ -659,7 +662,7 @@ def _subquery_alias(p: _Pass, node: PlanNode) -> None:
 
 
 # ---- writes ---------------------------------------------------------------------------------
-def _write_target(p: _Pass, node: PlanNode) -> Dataset | None:
+def write_target(p: _Pass, node: PlanNode) -> Dataset | None:
     a = node.args
     for key in ("catalogTable", "table", "tableDesc"):
         v = a.get(key)
@@ -692,7 +695,7 @@ def _write_target(p: _Pass, node: PlanNode) -> Dataset | None:
 
 
 def _write(p: _Pass, node: PlanNode) -> None:
-    target = _write_target(p, node)
+    target = write_target(p, node)
     query_idx = node.plans.get("query")
     if query_idx is None:
         query_idx = node.children[-1] if node.children else None
@@ -972,7 +975,7 @@ def relations(doc: PlanDocument) -> tuple[tuple[Dataset, ...], tuple[Dataset, ..
         elif node.kind == "SubqueryAlias":
             _subquery_alias(p, node)
         elif node.kind in WRITE_KINDS:
-            target = _write_target(p, node)
+            target = write_target(p, node)
             if target is not None:
                 writes.setdefault(target)
         elif node.kind in VIEW_KINDS:

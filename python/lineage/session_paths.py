@@ -54,10 +54,13 @@ def link_paths(result: LineageResult, find: Finder) -> LineageResult:
                          producer=result.producer)
 
 
+#: the shim's catalog class (``ushas_catalog.spark.options.CATALOG_CLASS``, which sits a layer above
+#: lineage; tests/test_architecture.py checks the two agree)
+CATALOG_CLASS = "io.ushas.spark.UshasCatalog"
+
+
 def session_catalogs(spark: Any) -> list[tuple[str, str, str, str]]:
     """(Spark catalog name, store uri, project, metastore catalog) of each ushas catalog of ``spark``."""
-    from ushas_catalog.spark_options import CATALOG_CLASS
-
     conf: Mapping[str, str]
     try:
         conf = dict(spark.conf.getAll)

@@ -1,5 +1,8 @@
 """Column lineage from SQL text, without Spark, through sqlglot.
 
+Size (over 600 lines): one :class:`StatementLineage` walk whose scope handlers share its state
+(ids, intermediate nodes, the scope map); split apart they would pass that state around.
+
 ``sql_lineage(sql, schema=..., dialect="spark")`` parses one statement (a query, ``INSERT …
 SELECT`` or ``CREATE TABLE … AS SELECT``), qualifies it against the table schemas
 (:mod:`lineage.sql_schema`) with :func:`sqlglot.optimizer.qualify.qualify`, and walks its scopes

@@ -147,7 +147,7 @@ class MetastoreSchema:
         schema = info.get("schema") if isinstance(info, Mapping) else getattr(info, "schema", None)
         if schema is None:
             return None
-        if hasattr(schema, "json_value"):  # ushas_catalog.schema.StructType
+        if hasattr(schema, "json_value"):  # ushas_catalog.model.schema.StructType
             schema = schema.json_value()
         return struct_columns(schema)
 

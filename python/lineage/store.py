@@ -1,5 +1,8 @@
 """The lineage store: captured runs in the project's ``DataLineage`` subspace, usage
-counters in ``UsageProfile`` (the directories are declared in ``ushas_catalog.layout``).
+counters in ``UsageProfile`` (the directories are declared in ``ushas_catalog.keyspace.layout``).
+
+Size (over 600 lines): :class:`LineageStore` is one transaction layout (runs, accesses, edges,
+usage) read and written by the same key helpers; splitting reads from writes is the next step.
 
 One captured run = ONE transaction that writes:
 
@@ -36,14 +39,14 @@ from typing import Any, Callable, Iterable, Protocol
 import fdb.tuple as fdbtuple
 
 from ushas_catalog.errors import InvalidArgument, NoSuchRun
-from ushas_catalog.keyspace import KeySpacePath
+from ushas_catalog.keyspace.tree import KeySpacePath
 from ushas_catalog.kv.base import Database, Transaction
-from ushas_catalog.layout import (COUNTER, DATASET_NAME, DATASET_USAGE, DATA_LINEAGE, LINEAGE_CAPTURE_SOURCE,
-                                  LINEAGE_COUNTER, LINEAGE_DATASET, LINEAGE_DATASET_ACCESS, LINEAGE_DATASET_NAME,
-                                  LINEAGE_DOWNSTREAM, LINEAGE_RUN, LINEAGE_RUN_BY_TIME, LINEAGE_RUN_DATASET,
-                                  LINEAGE_RUN_EDGE, LINEAGE_UPSTREAM, NAME, RUN_ID, SOURCE, TABLE_ID, TIME,
-                                  USAGE_PROFILE)
-from ushas_catalog.metadata_sync import record_lineage_write
+from ushas_catalog.keyspace.layout import (COUNTER, DATASET_NAME, DATASET_USAGE, DATA_LINEAGE, LINEAGE_CAPTURE_SOURCE,
+                                           LINEAGE_COUNTER, LINEAGE_DATASET, LINEAGE_DATASET_ACCESS,
+                                           LINEAGE_DATASET_NAME, LINEAGE_DOWNSTREAM, LINEAGE_RUN, LINEAGE_RUN_BY_TIME,
+                                           LINEAGE_RUN_DATASET, LINEAGE_RUN_EDGE, LINEAGE_UPSTREAM, NAME, RUN_ID,
+                                           SOURCE, TABLE_ID, TIME, USAGE_PROFILE)
+from ushas_catalog.metadata.sync import record_lineage_write
 
 from .model import Dataset, DatasetKind, Edge, EdgeKind, EdgeSubtype
 
@@ -280,7 +283,7 @@ class LineageStore:
 
     def __init__(self, db: Database, project: str, *, layout: Any = None,
                  tables: TableIds | None = None, owns_db: bool = False) -> None:
-        from ushas_catalog.layout import DEFAULT_LAYOUT
+        from ushas_catalog.keyspace.layout import DEFAULT_LAYOUT
 
         self.db = db
         self.project = project

@@ -18,7 +18,7 @@ from typing import Any, Iterator, Mapping
 
 from ushas_catalog.errors import InvalidName, NotFound
 from ushas_catalog.kv.base import Transaction
-from ushas_catalog.layout import CATALOG_ID, DATABASE, TABLE, TABLE_STORAGE
+from ushas_catalog.keyspace.layout import CATALOG_ID, DATABASE, TABLE, TABLE_STORAGE
 
 from .identity import TableLocation, TableLocations, canonical_uri, linked
 from .model import Dataset, DatasetKind
@@ -38,7 +38,7 @@ class MetastoreTableIds:
         self.catalogs = dict(catalogs) if catalogs else None
 
     def _name(self, dataset: Dataset) -> Any:
-        from ushas_catalog.names import TableName
+        from ushas_catalog.model.names import TableName
 
         if dataset.kind is not DatasetKind.TABLE or len(dataset.identifier) != 2 or not dataset.catalog:
             return None
@@ -57,7 +57,7 @@ class MetastoreTableIds:
         if name is None:
             return None
         try:
-            return self.metastore._table(tr, name).id  # noqa: SLF001 - same transaction as the lineage write
+            return self.metastore.resolver.table(tr, name).id
         except NotFound:
             return None
 
@@ -71,14 +71,14 @@ class MetastoreTableIds:
 
     def location_of(self, tr: Transaction, table_id: uuid.UUID, last_name: str | None = None) -> str | None:
         """The location (canonical) of a live metastore table, None when it has none or is gone."""
-        from ushas_catalog.names import TableName
+        from ushas_catalog.model.names import TableName
         from ushas_catalog.records.store import RecordStore
 
         state = self.table_state(tr, table_id, last_name)
         if state is None or state.dropped:
             return None
         try:
-            t = self.metastore._table(tr, TableName.parse(tuple(state.name.split(".")))) # noqa: SLF001
+            t = self.metastore.resolver.table(tr, TableName.parse(tuple(state.name.split("."))))
         except (NotFound, InvalidName):
             return None
         storage = RecordStore.at(t.path.add(TABLE_STORAGE)).load(tr, ())
@@ -110,9 +110,9 @@ class MetastoreTableIds:
             parts = last_name.split(".")
             if len(parts) == 3:
                 try:
-                    from ushas_catalog.names import DatabaseName
+                    from ushas_catalog.model.names import DatabaseName
 
-                    db = ms._database(tr, DatabaseName.parse((parts[0], parts[1])), load=False)  # noqa: SLF001
+                    db = ms.resolver.database(tr, DatabaseName.parse((parts[0], parts[1])), load=False)
                 except (NotFound, InvalidName):
                     db = None
                 if db is not None:
@@ -128,10 +128,10 @@ class MetastoreTableIds:
 
 def _find_in(ms: Any, tr: Transaction, db: Any, table_id: uuid.UUID, shown: str) -> TableState | None:
     tables = db.path.add(TABLE)
-    for r in ms._names(tables, "Table").scan(tr, snapshot=True):  # noqa: SLF001
+    for r in ms.resolver.names(tables, "Table").scan(tr, snapshot=True):
         if uuid.UUID(bytes=r.record.id) == table_id:
             return TableState(f"{shown}.{r.key[0]}")
-    for r in ms._dropped(tables, "Table").scan(tr, snapshot=True):  # noqa: SLF001
+    for r in ms.resolver.dropped(tables, "Table").scan(tr, snapshot=True):
         if r.key[1] == table_id:
             return TableState(f"{shown}.{r.key[0]}", dropped=True)
     return None
@@ -140,12 +140,12 @@ def _find_in(ms: Any, tr: Transaction, db: Any, table_id: uuid.UUID, shown: str)
 def table_locations(ms: Any, tr: Transaction) -> Iterator[TableLocation]:
     """Every live table of the metastore with a location (views and location-less tables skipped)."""
     from ushas_catalog import records as rec
-    from ushas_catalog.layout import Layout
+    from ushas_catalog.keyspace.layout import Layout
     from ushas_catalog.records.store import RecordStore
 
     for db, shown in databases_of(ms, tr):
         catalog, database = shown.split(".", 1)
-        for r in ms._names(db.path.add(TABLE), "Table").scan(tr, snapshot=True):  # noqa: SLF001
+        for r in ms.resolver.names(db.path.add(TABLE), "Table").scan(tr, snapshot=True):
             if r.record.kind != rec.ObjectKind.TABLE:
                 continue
             tid = uuid.UUID(bytes=r.record.id)
@@ -156,14 +156,14 @@ def table_locations(ms: Any, tr: Transaction) -> Iterator[TableLocation]:
 
 
 def databases_of(ms: Any, tr: Transaction) -> Iterator[tuple[Any, str]]:
-    from ushas_catalog.names import DatabaseName
+    from ushas_catalog.model.names import DatabaseName
 
-    for c in ms._names(ms._catalogs, "Catalog").scan(tr, snapshot=True):  # noqa: SLF001
+    for c in ms.resolver.names(ms.resolver.catalogs, "Catalog").scan(tr, snapshot=True):
         cid = uuid.UUID(bytes=c.record.id)
-        dbs = ms._catalogs.add(CATALOG_ID, cid).add(DATABASE)  # noqa: SLF001
-        for d in ms._names(dbs, "Database").scan(tr, snapshot=True):  # noqa: SLF001
+        dbs = ms.resolver.catalogs.add(CATALOG_ID, cid).add(DATABASE)
+        for d in ms.resolver.names(dbs, "Database").scan(tr, snapshot=True):
             try:
-                db = ms._database(tr, DatabaseName.parse((c.key[0], d.key[0])), load=False)  # noqa: SLF001
+                db = ms.resolver.database(tr, DatabaseName.parse((c.key[0], d.key[0])), load=False)
             except (NotFound, InvalidName):
                 continue
             yield db, f"{c.key[0]}.{d.key[0]}"

@@ -8,7 +8,7 @@ import pytest
 
 from ushas_catalog.cli import main
 from ushas_catalog.errors import InvalidArgument
-from ushas_catalog.hive_import import (HiveConnection, HiveTable, SOURCE_PROPERTY, catalog_format, import_hive,
+from ushas_catalog.spark.hive_import import (HiveConnection, HiveTable, SOURCE_PROPERTY, catalog_format, import_hive,
                                        table_properties)
 
 SRC = "app_hive_src"  # the Hive database these tests create in the shared session
@@ -82,7 +82,7 @@ def hive_tables(spark, spark_dirs):
 
 @pytest.mark.spark
 def test_import_from_the_live_session(spark, hive_tables: str, store_uri: str) -> None:
-    from ushas_catalog.hive_import import SparkHiveSource
+    from ushas_catalog.spark.hive_import import SparkHiveSource
     from ushas_catalog.metastore import Metastore
 
     m = Metastore.open(store_uri)

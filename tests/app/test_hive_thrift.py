@@ -14,7 +14,7 @@ import pytest
 
 from ushas_catalog.cli import main
 from ushas_catalog.errors import InvalidArgument, StoreUnavailable
-from ushas_catalog.hive_import import SOURCE_PROPERTY, HiveConnection
+from ushas_catalog.spark.hive_import import SOURCE_PROPERTY, HiveConnection
 from ushas_catalog.progress import BAR_WIDTH
 
 from .cli_run import run_cli

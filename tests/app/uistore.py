@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from lineage.model import ColumnNode, Dataset, Edge, EdgeSubtype
 from lineage.store import CapturedRun, Run, RunStatus, run_id_for
-from ushas_catalog.partitions import Partition
+from ushas_catalog.model.partitions import Partition
 
 RAW = Dataset.table("shop", "sales", "raw")
 CLEANED = Dataset.table("spark_catalog", "default", "cleaned")

@@ -34,7 +34,7 @@ def wait_for(check: Callable[[], Any], what: str, timeout: float = 90.0) -> Any:
 
 @pytest.fixture(scope="module")
 def env(spark, spark_dirs: dict[str, Path]) -> dict[str, Any]:
-    from ushas_catalog.bridge import REGISTRY
+    from ushas_catalog.spark.bridge import REGISTRY
 
     uri = f"sqlite:///{spark_dirs['store']}"
     tag = uuid.uuid4().hex[:8]

@@ -6,15 +6,15 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from ushas_catalog.change_feed import Change
-from ushas_catalog.keyspace import KeySpacePath
+from ushas_catalog.changes.feed import Change
+from ushas_catalog.keyspace.tree import KeySpacePath
 from ushas_catalog.kv import Transaction
-from ushas_catalog.layout import Layout
+from ushas_catalog.keyspace.layout import Layout
 from ushas_catalog.metastore import Metastore
-from ushas_catalog.names import DatabaseName
-from ushas_catalog.partitions import PartitionScheme
+from ushas_catalog.model.names import DatabaseName
+from ushas_catalog.model.partitions import PartitionScheme
 from ushas_catalog.records.store import RecordStore
-from ushas_catalog.schema import struct_from_proto
+from ushas_catalog.model.schema import struct_from_proto
 
 Spec = tuple[tuple[str, str], ...]
 
@@ -75,10 +75,10 @@ def store_state(ms: Metastore, database: str) -> dict[str, TableState]:
         out[info.id] = TableState(name, info.version, False, parts)
     dropped = ms.list_dropped_tables(database)
     if dropped:
-        db_path = ms._run(lambda tr: ms._database(tr, DatabaseName.parse(database), load=False).path)
+        db_path = ms.run(lambda tr: ms.resolver.database(tr, DatabaseName.parse(database), load=False).path)
         for d in dropped:
             path = Layout.table(db_path, uuid.UUID(d.id))
-            version, parts = ms._run(lambda tr: _raw_table(tr, path))
+            version, parts = ms.run(lambda tr: _raw_table(tr, path))
             out[d.id] = TableState(d.name, version, True, parts)
     return out
 

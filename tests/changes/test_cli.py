@@ -12,7 +12,7 @@ import pytest
 
 from ushas_catalog.cli import main
 from ushas_catalog.metastore import Metastore
-from ushas_catalog.table_changes import SetProperty
+from ushas_catalog.model.table_changes import SetProperty
 
 T = "main.sales.orders"
 

@@ -10,17 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from ushas_catalog.change_feed import decode_cursor, encode_cursor, parse_duration
+from ushas_catalog.changes.feed import decode_cursor, encode_cursor, parse_duration
 from ushas_catalog.errors import CursorExpired, InvalidArgument
 from ushas_catalog.kv.sqlite import SqliteTransaction
 from ushas_catalog.metastore import Metastore
-from ushas_catalog.table_changes import SetProperty
+from ushas_catalog.model.table_changes import SetProperty
 
 T = "main.sales.orders"
 WRITER = """
 import sys
 from ushas_catalog.metastore import Metastore
-from ushas_catalog.table_changes import SetProperty
+from ushas_catalog.model.table_changes import SetProperty
 uri, table, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 with Metastore.open(uri, project="acme", user=table) as ms:
     for i in range(n):

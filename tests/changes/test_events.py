@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import pytest
 
-from ushas_catalog.change_feed import Change
+from ushas_catalog.changes.feed import Change
 from ushas_catalog.errors import NoSuchTable, TableAlreadyExists
 from ushas_catalog.metastore import Metastore
-from ushas_catalog.partitions import Partition
-from ushas_catalog.schema import parse_type
-from ushas_catalog.table_changes import AddColumn, SetProperty
+from ushas_catalog.model.partitions import Partition
+from ushas_catalog.model.schema import parse_type
+from ushas_catalog.model.table_changes import AddColumn, SetProperty
 
 T = "main.sales.orders"
 
@@ -137,7 +137,7 @@ def test_a_big_event_is_split_and_read_back_whole(ms: Metastore) -> None:
     parts = [Partition({"k": f"key-{i:05d}"}, location="/" + "l" * 200 + f"/{i}") for i in range(1500)]
     ms.add_partitions(T, parts)
     ms.alter_table(T, [SetProperty("after", "big")])
-    raw = ms._run(lambda tr: [kv.key for kv in tr.get_range(ms.change_feed.events_prefix,
+    raw = ms.run(lambda tr: [kv.key for kv in tr.get_range(ms.change_feed.events_prefix,
                                                               ms.change_feed.events_prefix + b"\xff")])
     assert len(raw) > 5  # the partition event took several keys
     for batch in (1, 2, 500):

@@ -10,7 +10,7 @@ import pytest
 from ushas_catalog.errors import Conflict, InvalidArgument
 from ushas_catalog.metastore import Metastore, Mutation
 from ushas_catalog.kv.base import Transaction
-from ushas_catalog.table_changes import SetProperty
+from ushas_catalog.model.table_changes import SetProperty
 
 T = "main.sales.orders"
 V = "main.sales.v"

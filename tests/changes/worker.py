@@ -11,8 +11,8 @@ import sys
 
 from ushas_catalog.errors import Conflict, NoSuchTable, TableAlreadyExists
 from ushas_catalog.metastore import Metastore
-from ushas_catalog.partitions import Partition
-from ushas_catalog.table_changes import SetProperty
+from ushas_catalog.model.partitions import Partition
+from ushas_catalog.model.table_changes import SetProperty
 
 TABLES = 4
 PARTITION_VALUES = 12

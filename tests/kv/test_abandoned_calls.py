@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from store_lock import LockHolder
 
-from ushas_catalog.bridge import REGISTRY, handle
+from ushas_catalog.spark.bridge import REGISTRY, handle
 from ushas_catalog.errors import CallAbandoned, StoreBusy
 from ushas_catalog.kv import deadline, open_database
 from ushas_catalog.metastore import Metastore

@@ -388,7 +388,7 @@ def test_metastore_schema_source() -> None:
 
 @dataclass(frozen=True)
 class _StructLike:
-    """Like ``ushas_catalog.schema.StructType``: gives its Spark JSON through ``json_value()``."""
+    """Like ``ushas_catalog.model.schema.StructType``: gives its Spark JSON through ``json_value()``."""
 
     value: dict
 

@@ -4,7 +4,7 @@ from typing import Iterator
 
 import pytest
 
-from ushas_catalog.metadata import INDEX_MERGE_AT
+from ushas_catalog.metadata.store import INDEX_MERGE_AT
 from ushas_catalog.metastore import Metastore
 
 

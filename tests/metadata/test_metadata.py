@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 
 from ushas_catalog.errors import InvalidArgument, NoSuchTable, ReadOnlyMetadata
-from ushas_catalog.metadata import INDEX_SCOPES, INDEX_TYPES, MAX_VALUE_BYTES, MetadataKeys, ObjectType, Scope
-from ushas_catalog.metadata_sync import record_lineage_write
+from ushas_catalog.metadata.store import INDEX_SCOPES, INDEX_TYPES, MAX_VALUE_BYTES, MetadataKeys, ObjectType, Scope
+from ushas_catalog.metadata.sync import record_lineage_write
 from ushas_catalog.metastore import Metastore
-from ushas_catalog.search import check_index
-from ushas_catalog.table_changes import (AddColumn, DeleteColumn, RenameColumn, SetProperty, RemoveProperty,
+from ushas_catalog.metadata.search import check_index
+from ushas_catalog.model.table_changes import (AddColumn, DeleteColumn, RenameColumn, SetProperty, RemoveProperty,
                                          UpdateColumnComment)
-from ushas_catalog.schema import parse_type
+from ushas_catalog.model.schema import parse_type
 
 OBJECTS: list[tuple[str, ObjectType]] = [
     ("main", ObjectType.CATALOG),
@@ -371,7 +371,7 @@ def test_the_write_cost_baseline_writes_all_metadata_but_the_index(store_uri: st
     with ``on_commit(..., index=False)``: every other metadata key must be the same."""
     import fdb.tuple as fdbtuple
 
-    from ushas_catalog import metadata_sync
+    from ushas_catalog.metadata import sync as metadata_sync
 
     class NoIndex(Metastore):
         def _metadata_commit(self, tr: Any, m: Any) -> None:

@@ -9,14 +9,14 @@ from typing import Any, Iterator
 
 import pytest
 
-from ushas_catalog import metadata
+from ushas_catalog.metadata import store as metadata
 from ushas_catalog.errors import Conflict
 from ushas_catalog.kv.base import RetryableError
-from ushas_catalog.metadata import MetadataKeys, decode_pending, encode_pending, merge_pending, pending_rows
+from ushas_catalog.metadata.store import MetadataKeys, decode_pending, encode_pending, merge_pending, pending_rows
 from ushas_catalog.metastore import Metastore
-from ushas_catalog.search import check_index
-from ushas_catalog.table_changes import AddColumn, DeleteColumn, RenameColumn, SetProperty
-from ushas_catalog.schema import parse_type
+from ushas_catalog.metadata.search import check_index
+from ushas_catalog.model.table_changes import AddColumn, DeleteColumn, RenameColumn, SetProperty
+from ushas_catalog.model.schema import parse_type
 
 
 def _counts(ms: Metastore) -> tuple[int, int]:
@@ -123,7 +123,7 @@ CHANGES: list[tuple[str, Any, list[tuple[str, list[str]]]]] = [
 
 
 def metadata_sync_write(ms: Metastore) -> None:
-    from ushas_catalog.metadata_sync import record_lineage_write
+    from ushas_catalog.metadata.sync import record_lineage_write
 
     oid = uuid.UUID(ms.get_table("main.db.t").id)
     ms.db.run(lambda tr: record_lineage_write(tr, ms.project_path, oid, run_id=uuid.uuid4(), at_ms=1, user="x", rows=7))

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from ushas_catalog.errors import InvalidArgument
 from ushas_catalog.metastore import Metastore
-from ushas_catalog.schema import parse_type
-from ushas_catalog.search import DAY_MS, Query, check_index, scan_search
-from ushas_catalog.table_changes import AddColumn, DeleteColumn, RenameColumn, UpdateColumnComment
+from ushas_catalog.model.schema import parse_type
+from ushas_catalog.metadata.search import DAY_MS, Query, check_index, scan_search
+from ushas_catalog.model.table_changes import AddColumn, DeleteColumn, RenameColumn, UpdateColumnComment
 
 NOW = 1_750_000_000_000
 
@@ -139,7 +139,7 @@ def shared_values(shop: Metastore) -> Metastore:
 def test_value_only_system_keys_have_no_key_value_entries(shared_values: Metastore) -> None:
     import fdb.tuple as fdbtuple
 
-    from ushas_catalog.metadata import INDEX_SCOPES, VALUE_ONLY_SYSTEM_KEYS, MetadataKeys, Scope
+    from ushas_catalog.metadata.store import INDEX_SCOPES, VALUE_ONLY_SYSTEM_KEYS, MetadataKeys, Scope
 
     shared_values.merge_index()
     keys = MetadataKeys(shared_values.project_path)
@@ -333,7 +333,7 @@ def test_index_answers_like_a_full_scan(store_uri: str, ops: list[tuple[str, Any
 
 
 def test_usage_scan_and_per_table_reads_agree(shop: Metastore, monkeypatch: pytest.MonkeyPatch) -> None:
-    import ushas_catalog.search as search_module
+    import ushas_catalog.metadata.search as search_module
 
     today = NOW // DAY_MS
     _use(shop, "main.sales.orders", today - 3, 7)

@@ -1,4 +1,4 @@
-"""ushas_catalog.cache without Spark: settings, the LRU/TTL map, and the coherent lookups the shim's
+"""ushas_catalog.spark.cache without Spark: settings, the LRU/TTL map, and the coherent lookups the shim's
 load_table / load_relation / list_partitions use (one transaction reading the name chain and the head
 record when nothing changed; the decoded answer reused when only partitions or data changed)."""
 from __future__ import annotations
@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from ushas_catalog.cache import (BridgeCache, CacheSettings, Known, LruTtlCache, list_partition_values, lookup,
+from ushas_catalog.spark.cache import (BridgeCache, CacheSettings, Known, LruTtlCache, list_partition_values, lookup,
                                  parse_duration)
 from ushas_catalog.errors import InvalidArgument, NoSuchTable
 from ushas_catalog.metastore import Metastore
-from ushas_catalog.names import TableName
-from ushas_catalog.spark_tables import SparkCtx
-from ushas_catalog.table_changes import changes_from_json
+from ushas_catalog.model.names import TableName
+from ushas_catalog.spark.tables import SparkCtx
+from ushas_catalog.model.table_changes import changes_from_json
 
 CTX = SparkCtx("sqlite:///unused", "acme", "main", "main", "file:/wh")
 T = TableName("main", "sales", "orders")
@@ -137,7 +137,7 @@ def test_partition_and_data_changes_reuse_the_decoded_answer(orders: Metastore,
     known = Known(first["id"], first["version"])
     orders.add_partitions(T, [{"dt": "b"}])
     orders.touch_table(T, "WRITE")
-    monkeypatch.setattr(orders, "_table_info", lambda *a: pytest.fail("decoded again"))
+    monkeypatch.setattr("ushas_catalog.spark.cache.table_info", lambda *a: pytest.fail("decoded again"))
     changed = lookup(orders, cache, CTX, T, known, views=False)
     assert changed["version"] == 4 and changed["table"]["version"] == 4
     assert {k: v for k, v in changed["table"].items() if k != "version"} == \
@@ -195,7 +195,7 @@ def test_touch_table_is_a_commit(orders: Metastore) -> None:
 
 
 def test_a_long_gap_decodes_again(orders: Metastore, monkeypatch: pytest.MonkeyPatch) -> None:
-    import ushas_catalog.cache as cache_module
+    import ushas_catalog.spark.cache as cache_module
 
     monkeypatch.setattr(cache_module, "MAX_HISTORY_GAP", 2)
     cache = BridgeCache()
@@ -203,7 +203,7 @@ def test_a_long_gap_decodes_again(orders: Metastore, monkeypatch: pytest.MonkeyP
     for _ in range(3):
         orders.touch_table(T, "WRITE")
     decoded: list[int] = []
-    real = orders._table_info
-    monkeypatch.setattr(orders, "_table_info", lambda *a: decoded.append(1) or real(*a))
+    real = cache_module.table_info
+    monkeypatch.setattr("ushas_catalog.spark.cache.table_info", lambda *a: decoded.append(1) or real(*a))
     again = lookup(orders, cache, CTX, T, Known(first["id"], first["version"]), views=False)
     assert again["version"] == first["version"] + 3 and decoded == [1]

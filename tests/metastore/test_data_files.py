@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from ushas_catalog.data_files import DataFile
-from ushas_catalog.data_garbage import Garbage
-from ushas_catalog.data_purge import parse_age, purge, stale_staging
+from ushas_catalog.model.data_files import DataFile
+from ushas_catalog.data.garbage import Garbage
+from ushas_catalog.data.purge import parse_age, purge, stale_staging
 from ushas_catalog.errors import InvalidArgument, WriteConflict
 from ushas_catalog.metastore import Metastore
-from ushas_catalog.partitions import Partition
+from ushas_catalog.model.partitions import Partition
 
 SCHEMA = "id INT, dt STRING"
 
@@ -168,7 +168,7 @@ def test_parse_age() -> None:
 
 
 def ms_name(text: str):  # noqa: ANN201 - the CLI's parsed name
-    from ushas_catalog.names import parse_any
+    from ushas_catalog.model.names import parse_any
 
     return parse_any(text)
 

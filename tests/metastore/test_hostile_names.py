@@ -11,11 +11,11 @@ import pytest
 from ushas_catalog.cli import main
 from ushas_catalog.errors import (InvalidArgument, InvalidColumnName, InvalidName, LocationInUse,
                                   PartitionColumnChange)
-from ushas_catalog.hive_import import HiveDatabase, HivePartition, HiveTable, import_hive
+from ushas_catalog.spark.hive_import import HiveDatabase, HivePartition, HiveTable, import_hive
 from ushas_catalog.metastore import Metastore
-from ushas_catalog.names import path_problem
-from ushas_catalog.schema import parse_type
-from ushas_catalog.table_changes import AddColumn, DeleteColumn, RenameColumn, UpdateColumnType
+from ushas_catalog.model.names import path_problem
+from ushas_catalog.model.schema import parse_type
+from ushas_catalog.model.table_changes import AddColumn, DeleteColumn, RenameColumn, UpdateColumnType
 
 from .conftest import raw_keys
 
@@ -118,8 +118,8 @@ def test_objects_made_before_the_rule_can_still_be_read_and_dropped(filled: Meta
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """Only new names are checked: looking a hostile name up says it does not exist, and an
     object that has one (written by an older version) can be renamed away and dropped."""
-    import ushas_catalog.metastore as metastore_module
-    from ushas_catalog.names import TableName
+    import ushas_catalog.catalog.tables as metastore_module
+    from ushas_catalog.model.names import TableName
 
     assert not filled.table_exists("main.sales.`a/b`")
     with monkeypatch.context() as m:  # an old store: the name written as it was before the rule
@@ -158,7 +158,7 @@ def test_partition_columns_are_fixed(filled: Metastore, change: Any, error_class
 def test_partition_columns_keep_what_does_not_change_them(filled: Metastore) -> None:
     t = filled.alter_table(T, [UpdateColumnType(("h",), parse_type("INT"))])  # its own type: no change
     assert t.partition_columns == ["dt", "h"] and t.schema.field("h").data_type == parse_type("INT")
-    from ushas_catalog.table_changes import UpdateColumnComment
+    from ushas_catalog.model.table_changes import UpdateColumnComment
 
     t = filled.alter_table(T, [UpdateColumnComment(("dt",), "the day"), RenameColumn(("v",), "value")])
     assert t.partition_columns == ["dt", "h"] and t.schema.field("dt").comment == "the day"

@@ -6,8 +6,8 @@ import uuid
 import fdb.tuple as fdbtuple
 import pytest
 
-from ushas_catalog.keyspace import (Directory, KeySpace, KeySpaceError, KeyType, constant, typed)
-from ushas_catalog.layout import Layout
+from ushas_catalog.keyspace.tree import (Directory, KeySpace, KeySpaceError, KeyType, constant, typed)
+from ushas_catalog.keyspace.layout import Layout
 
 U1 = uuid.UUID("11111111-1111-1111-1111-111111111111")
 U2 = uuid.UUID("22222222-2222-2222-2222-222222222222")

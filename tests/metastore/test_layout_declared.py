@@ -1,4 +1,4 @@
-"""The key space carries its types: every directory of the tree is declared once in ``ushas_catalog.layout``
+"""The key space carries its types: every directory of the tree is declared once in ``ushas_catalog.keyspace.layout``
 (a Subspace constant with its codec, a RecordSubspace with its message type and primary key), the registries
 are derived from the tree, and every subspace name the code builds a path with is a declared one."""
 from __future__ import annotations
@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from ushas_catalog import layout
+from ushas_catalog.keyspace import layout
 from ushas_catalog.errors import KeySpaceError
-from ushas_catalog.keyspace import Codec, RecordSubspace, Subspace
-from ushas_catalog.records import RecordStore, TableSchema
+from ushas_catalog.keyspace.tree import Codec, RecordSubspace, Subspace
+from ushas_catalog.records import TableSchema
+from ushas_catalog.records.store import RecordStore
 from ushas_catalog.records.store import RECORD_TYPES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,7 +23,7 @@ DECLARED = {str(v): v for k, v in vars(layout).items() if isinstance(v, Subspace
 USE = re.compile(r"\b(?:add|path|value_of|find)\(\s*\"([A-Za-z]+)\"")
 WALK = re.compile(r"\bwalk\((.*)")
 #: the generic key space module and its unit tests (trees of their own)
-OWN_TREES = {"python/ushas_catalog/keyspace.py", "tests/metastore/test_keyspace.py"}
+OWN_TREES = {"python/ushas_catalog/keyspace/tree.py", "tests/metastore/test_keyspace.py"}
 
 
 def test_every_directory_of_the_tree_is_a_declared_subspace() -> None:

@@ -11,10 +11,10 @@ from ushas_catalog.errors import (CatalogAlreadyExists, Conflict, InvalidArgumen
                                   NoSuchVersion, NoSuchView, PartitionAlreadyExists, TableAlreadyExists,
                                   ViewAlreadyExists)
 from ushas_catalog.metastore import Metastore
-from ushas_catalog.names import DatabaseName, TableName
-from ushas_catalog.partitions import Partition
-from ushas_catalog.schema import parse_type
-from ushas_catalog.table_changes import (AddColumn, ColumnPosition, DeleteColumn, RemoveProperty, RenameColumn,
+from ushas_catalog.model.names import DatabaseName, TableName
+from ushas_catalog.model.partitions import Partition
+from ushas_catalog.model.schema import parse_type
+from ushas_catalog.model.table_changes import (AddColumn, ColumnPosition, DeleteColumn, RemoveProperty, RenameColumn,
                                          SetComment, SetLocation, SetProperty, UpdateColumnComment,
                                          UpdateColumnNullability, UpdateColumnPosition, UpdateColumnType,
                                          changes_from_json)
@@ -265,7 +265,7 @@ def test_rename_within_and_across_databases(sales: Metastore) -> None:
         sales.rename_table("main.other.orders", "main.sales.taken")
     # the table's keys left the old database with it
     tid = uuid.UUID(r.id).bytes
-    sales_db = sales.db.run(lambda tr: sales._database(tr, sales_db_name(), load=False).path)
+    sales_db = sales.db.run(lambda tr: sales.resolver.database(tr, sales_db_name(), load=False).path)
     assert not any(tid in k for k in raw_keys(sales, *sales_db.range()))
     assert any(tid in k for k in raw_keys(sales))
 

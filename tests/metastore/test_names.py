@@ -5,7 +5,7 @@ import pytest
 
 from ushas_catalog.errors import InvalidName, NoSuchCatalog
 from ushas_catalog.metastore import Metastore
-from ushas_catalog.names import DatabaseName, TableName, parse_any, quote, split_name
+from ushas_catalog.model.names import DatabaseName, TableName, parse_any, quote, split_name
 
 from .conftest import raw_keys
 

@@ -6,8 +6,8 @@ import pytest
 
 from ushas_catalog.errors import PartitionAlreadyExists
 from ushas_catalog.metastore import Metastore
-from ushas_catalog.partitions import Partition
-from ushas_catalog.spark_ops import partition_rows
+from ushas_catalog.model.partitions import Partition
+from ushas_catalog.spark.ops import partition_rows
 
 T = "main.sales.events"
 
@@ -17,7 +17,7 @@ def make(ms: Metastore) -> None:
 
 
 def test_keys_match_the_full_listing(sales: Metastore, monkeypatch: pytest.MonkeyPatch) -> None:
-    import ushas_catalog.metastore as m
+    import ushas_catalog.catalog.partitions as m
 
     monkeypatch.setattr(m, "PARTITION_BATCH", 7)  # several batches, one transaction each
     make(sales)

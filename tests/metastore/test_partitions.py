@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from ushas_catalog.errors import InvalidArgument
-from ushas_catalog.partitions import NULL_PARTITION, PartitionColumn, PartitionScheme, escape_path_name
-from ushas_catalog.schema import parse_schema, parse_type
+from ushas_catalog.model.partitions import NULL_PARTITION, PartitionColumn, PartitionScheme, escape_path_name
+from ushas_catalog.model.schema import parse_schema, parse_type
 
 
 def col(ddl: str, nullable: bool = True) -> PartitionColumn:

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ushas_catalog.metastore import Metastore
-from ushas_catalog.pruning import Pruning
-from ushas_catalog.spark_reads import list_files
+from ushas_catalog.data.pruning import Pruning
+from ushas_catalog.spark.reads import list_files
 
 DAYS = [dt.date(2024, 1, d) for d in range(1, 8)]
 HOURS = [0, 1, 5, 12, 23]
@@ -150,7 +150,7 @@ def test_unknown_parts_prune_nothing_they_cannot_judge(events: Metastore) -> Non
 
 
 def test_list_files_answers_rows_locations_and_files(events: Metastore) -> None:
-    from ushas_catalog.partitions import Partition
+    from ushas_catalog.model.partitions import Partition
 
     events.add_partitions("main.sales.events", [Partition({"dt": "2024-02-01", "h": 1, "region": "x"},
                                                           location="file:/elsewhere/day")])

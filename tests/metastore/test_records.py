@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from ushas_catalog.layout import Layout
-from ushas_catalog.records import (DataType, Partition, RecordStore, RecordTypeError, StructField, StructType,
-                                   TableProperties, TableSchema)
-from ushas_catalog.records.store import RECORD_TYPES
+from ushas_catalog.keyspace.layout import Layout
+from ushas_catalog.records import DataType, Partition, StructField, StructType, TableProperties, TableSchema
+from ushas_catalog.records.store import RECORD_TYPES, RecordStore, RecordTypeError
 
 from .memkv import MemoryTransaction
 

@@ -1,4 +1,4 @@
-"""Registering existing partition directories (``ushas_catalog.repair``): parsing directory names like
+"""Registering existing partition directories (``ushas_catalog.data.repair``): parsing directory names like
 Spark, ADD / DROP / SYNC decisions, batched transactions within FoundationDB's limits (100,000
 directories in one pass), and the ``ushas repair`` command."""
 from __future__ import annotations
@@ -11,14 +11,15 @@ from typing import Any
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ushas_catalog import repair
+from ushas_catalog.data import repair
+from ushas_catalog.spark.repair import spark_op
 from ushas_catalog.cli import main
 from ushas_catalog.errors import InvalidArgument
 from ushas_catalog.kv import FDB_LIMITS
 from ushas_catalog.metastore import Metastore
-from ushas_catalog.partitions import NULL_PARTITION, Partition, PartitionScheme, escape_path_name
-from ushas_catalog.repair import InvalidDir, PartitionDir, RepairMode
-from ushas_catalog.schema import parse_schema
+from ushas_catalog.model.partitions import NULL_PARTITION, Partition, PartitionScheme, escape_path_name
+from ushas_catalog.data.repair import InvalidDir, PartitionDir, RepairMode
+from ushas_catalog.model.schema import parse_schema
 
 ROOT = "file:/data/events"
 
@@ -179,18 +180,18 @@ def test_bridge_steps(events: Metastore, store_uri: str) -> None:
             "namespace": ["sales"], "name": "events"}
     events.add_partitions("main.sales.events", [
         {"dt": "2024-01-01", "h": 1}, Partition(values={"dt": "2024-01-02", "h": 1}, location="s3a://b/x")])
-    assert repair.spark_op(events, {**base, "step": "start"})["columns"] == ["dt", "h"]
-    rows = repair.spark_op(events, {**base, "step": "registered"})
+    assert spark_op(events, {**base, "step": "start"})["columns"] == ["dt", "h"]
+    rows = spark_op(events, {**base, "step": "registered"})
     assert rows["location"] == ROOT
     assert rows["partitions"] == [[["2024-01-01", "1"], "dt=2024-01-01/h=1", 1], [["2024-01-02", "1"], "s3a://b/x", 0]]
-    assert repair.spark_op(events, {**base, "step": "drop", "partitions": [["2024-01-02", "1"]]})["dropped"] == 1
-    added = repair.spark_op(events, {**base, "step": "add", "paths": ["dt=2024-01-01/h=1", "dt=2024-01-03/h=2",
+    assert spark_op(events, {**base, "step": "drop", "partitions": [["2024-01-02", "1"]]})["dropped"] == 1
+    added = spark_op(events, {**base, "step": "add", "paths": ["dt=2024-01-01/h=1", "dt=2024-01-03/h=2",
                                                                       "dt=x/h=1"]})
     assert (added["added"], added["skipped"], added["transactions"]) == (1, 1, 1)
     assert added["invalid"] == [["dt=x/h=1", "invalid value 'x' for partition column 'dt' (DATE): not a valid DATE"]]
     assert [p.spec["dt"] for p in events.list_partitions("main.sales.events")] == ["2024-01-01", "2024-01-03"]
     with pytest.raises(InvalidArgument, match="unknown repair step"):
-        repair.spark_op(events, {**base, "step": "nope"})
+        spark_op(events, {**base, "step": "nope"})
 
 
 # ---- batches within FoundationDB's limits ---------------------------------------------------------

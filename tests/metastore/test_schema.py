@@ -6,7 +6,7 @@ import json
 import pytest
 
 from ushas_catalog.errors import InvalidArgument
-from ushas_catalog.schema import (ArrayType, DecimalType, MapType, PrimitiveType, StructField, StructType,
+from ushas_catalog.model.schema import (ArrayType, DecimalType, MapType, PrimitiveType, StructField, StructType,
                                   parse_schema, parse_type, struct_from_proto, struct_to_proto, widening_error)
 
 DDL = ("id BIGINT NOT NULL COMMENT 'the id', `a b` ARRAY<STRUCT<x: INT, y: MAP<STRING, DECIMAL(10,2)>>>, "

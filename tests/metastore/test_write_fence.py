@@ -11,8 +11,8 @@ import pytest
 from ushas_catalog.cli import main
 from ushas_catalog.errors import InvalidArgument, WriteAborted, WriteExpired
 from ushas_catalog.metastore import Metastore
-from ushas_catalog.partitions import Partition
-from ushas_catalog.write_fence import abort_write, get_outcome, list_outcomes, trim_outcomes
+from ushas_catalog.model.partitions import Partition
+from ushas_catalog.data.write_fence import abort_write, get_outcome, list_outcomes, trim_outcomes
 
 T = "main.sales.orders"
 
@@ -108,7 +108,7 @@ def test_deadline_checked_on_every_retry(orders: Metastore, monkeypatch: pytest.
         calls["n"] += 1
         if calls["n"] == 1:
             self.cancel()
-            monkeypatch.setattr("ushas_catalog.write_fence.time.time_ns", lambda: (deadline + 1) * 1_000_000)
+            monkeypatch.setattr("ushas_catalog.data.write_fence.time.time_ns", lambda: (deadline + 1) * 1_000_000)
             raise RetryableError("injected conflict")
         return real_commit(self)
 
@@ -171,7 +171,7 @@ def test_trim_outcomes(orders: Metastore) -> None:
 
 # ---- the bridge ops the Spark shim calls (commit_write / abort_write / write_outcome) ----------------
 def _request(ms: Metastore, store_uri: str, write_id: str, deadline_ms: int, dt: str = "a") -> dict:
-    from ushas_catalog.spark_tables import SparkCtx, location_of
+    from ushas_catalog.spark.tables import SparkCtx, location_of
 
     r = {"ctx": {"uri": store_uri, "project": "acme", "catalog": "main", "warehouse": "/wh"},
          "namespace": ["sales"], "name": "orders"}
@@ -183,14 +183,14 @@ def _request(ms: Metastore, store_uri: str, write_id: str, deadline_ms: int, dt:
 
 
 def _garbage_of(ms: Metastore, write_id: str) -> list[str]:
-    from ushas_catalog.data_garbage import scan_garbage
+    from ushas_catalog.data.garbage import scan_garbage
 
     entries = ms.db.run(lambda tr: list(scan_garbage(tr, ms.project_path)))
     return [f.path for e in entries if e.operation == f"ABORTED WRITE {write_id}" for f in e.files]
 
 
 def test_bridge_abort_then_late_commit_refused(orders: Metastore, store_uri: str) -> None:
-    from ushas_catalog.spark_ops import OPS
+    from ushas_catalog.spark.ops import OPS
 
     before = _state(orders)
     r = _request(orders, store_uri, "job-1", _now_ms() + 60_000)
@@ -205,7 +205,7 @@ def test_bridge_abort_then_late_commit_refused(orders: Metastore, store_uri: str
 
 
 def test_bridge_commit_once_under_unknown_result(orders: Metastore, store_uri: str) -> None:
-    from ushas_catalog.spark_ops import OPS
+    from ushas_catalog.spark.ops import OPS
 
     before = _state(orders)
     r = _request(orders, store_uri, "job-2", _now_ms() + 60_000)
@@ -221,7 +221,7 @@ def test_bridge_commit_once_under_unknown_result(orders: Metastore, store_uri: s
 
 
 def test_bridge_commit_after_deadline_refused(orders: Metastore, store_uri: str) -> None:
-    from ushas_catalog.spark_ops import OPS
+    from ushas_catalog.spark.ops import OPS
 
     before = _state(orders)
     r = _request(orders, store_uri, "job-3", _now_ms() - 1)

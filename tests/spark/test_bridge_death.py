@@ -18,7 +18,7 @@ BOUND_S = 240
 #: the bridge, but an op on a table named die_now kills its own process with SIGKILL
 _DYING = """
 import json, os, signal, sys
-import ushas_catalog.bridge as bridge
+import ushas_catalog.spark.bridge as bridge
 
 real = bridge.handle
 

@@ -26,7 +26,7 @@ BOUND_S = 240
 
 _HANG = """
 import os, signal, sys, time
-import ushas_catalog.bridge as bridge
+import ushas_catalog.spark.bridge as bridge
 
 real = bridge.handle
 
@@ -59,7 +59,7 @@ def _spark_sql(spark_dirs: dict[str, Path], tmp_path: Path, sql: str, **conf: st
 
 
 def test_ping_is_answered_without_a_store() -> None:
-    from ushas_catalog.bridge import handle
+    from ushas_catalog.spark.bridge import handle
 
     assert handle("ping", "") == '{"pong": true}'
     assert "BridgeError" in handle("no_such_op", "{}")

@@ -113,7 +113,7 @@ def test_other_process_alters_adds_partitions_with_data(spark: Any, db: str, spa
     location = spark_dirs["warehouse"] / f"{db}.db" / "orders"
     out = other_process(spark_dirs, f"""
         import os, shutil
-        from ushas_catalog.table_changes import changes_from_json
+        from ushas_catalog.model.table_changes import changes_from_json
         name = ("ushas", {db!r}, "orders")
         ms.alter_table(name, changes_from_json([{{"type": "AddColumn", "fieldNames": ["note"],
                                                   "dataType": "string"}}]))

@@ -105,7 +105,7 @@ def test_files_no_write_registered_are_not_read(spark: Any, db: str, tmp_path: P
 
 
 def test_a_table_changed_by_another_process_is_read_fresh(spark: Any, db: str, ms: Any, tmp_path: Path) -> None:
-    from ushas_catalog.partitions import Partition
+    from ushas_catalog.model.partitions import Partition
 
     t = f"ushas.{db}.fresh"
     spark.sql(f"CREATE TABLE {t} (id BIGINT, dt STRING) USING parquet PARTITIONED BY (dt)")
@@ -179,7 +179,7 @@ def _scan_metrics(plan: Any, table: str) -> list[dict[str, int]]:
 
 def test_imported_hive_table_reads_hives_counts(spark: Any, spark_dirs: dict[str, Path], tmp_path: Path) -> None:
     """A Hive table whose second partition lives at its own location reads Hive's counts."""
-    from ushas_catalog.hive_import import SparkHiveSource, import_hive
+    from ushas_catalog.spark.hive_import import SparkHiveSource, import_hive
     from ushas_catalog.metastore import Metastore
 
     src = "hive_dp_" + uuid.uuid4().hex[:6]

@@ -93,7 +93,7 @@ def test_each_write_stages_alone_and_registers_its_files(spark: Any, db: str, ms
 
 
 def test_replaced_and_dropped_files_stay_until_purge(spark: Any, db: str, ms: Any) -> None:
-    from ushas_catalog.data_purge import purge
+    from ushas_catalog.data.purge import purge
 
     t, name = f"ushas.{db}.o", ("ushas", db, "o")
     spark.sql(f"CREATE TABLE {t} (id INT, dt STRING) USING parquet PARTITIONED BY (dt)")
@@ -151,8 +151,8 @@ def test_replaced_and_dropped_files_stay_until_purge(spark: Any, db: str, ms: An
 
 def test_drop_table_keeps_data_for_undrop_and_purge_deletes_it(spark: Any, db: str, ms: Any,
                                                                 tmp_path: Path) -> None:
-    from ushas_catalog.data_purge import purge
-    from ushas_catalog.names import parse_any
+    from ushas_catalog.data.purge import purge
+    from ushas_catalog.model.names import parse_any
 
     t, name = f"ushas.{db}.d", ("ushas", db, "d")
     spark.sql(f"CREATE TABLE {t} (id INT, dt STRING) USING parquet PARTITIONED BY (dt)")

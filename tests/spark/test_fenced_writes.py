@@ -58,7 +58,7 @@ def _cli(uri: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_write_failed_past_bridge_timeout_never_lands(spark: Any, fenced: tuple[str, str], tmp_path: Path) -> None:
-    from ushas_catalog.data_garbage import scan_garbage
+    from ushas_catalog.data.garbage import scan_garbage
     from ushas_catalog.metastore import Metastore
 
     cat, uri = fenced
@@ -120,7 +120,7 @@ def test_write_failed_past_bridge_timeout_never_lands(spark: Any, fenced: tuple[
 def test_spark_writes_record_their_outcome(spark: Any, db: str, ms: Any) -> None:
     """A committed write is recorded COMMITTED with the version it made; a write whose tasks failed
     is recorded ABORTED by Spark's abort (a late commit of it would be refused)."""
-    from ushas_catalog.write_fence import list_outcomes
+    from ushas_catalog.data.write_fence import list_outcomes
 
     table = f"ushas.{db}.w"
     spark.sql(f"CREATE TABLE {table} (id BIGINT, dt STRING) USING parquet PARTITIONED BY (dt)")

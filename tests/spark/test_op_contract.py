@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ushas_catalog.jar import source_dir
+from ushas_catalog.spark.jar import source_dir
 
 #: ops the bridge module answers itself (ushas_catalog.bridge.handle / _answer)
 BRIDGE_OPS = {"ping", "lineage.event"}
@@ -23,7 +23,7 @@ def _java() -> str:
 
 
 def _served() -> set[str]:
-    from ushas_catalog.spark_ops import OPS
+    from ushas_catalog.spark.ops import OPS
 
     return set(OPS) | BRIDGE_OPS
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ushas_catalog.jar import cache_dir, jar_path, source_dir, spark_jars_dir
+from ushas_catalog.spark.jar import cache_dir, jar_path, source_dir, spark_jars_dir
 
 JUNIT = "6.1.3"  # org.junit.platform:junit-platform-console-standalone (JUnit 6: one version for all parts)
 BOUND_S = 300

@@ -1,5 +1,5 @@
 """``ushas spark-conf`` prints a configuration that works when pasted, and the option names and defaults in
-``spark-defaults.conf.example``, ``conf/*.conf``, ``ushas spark-conf`` and ``ushas_catalog.spark_options``
+``spark-defaults.conf.example``, ``conf/*.conf``, ``ushas spark-conf`` and ``ushas_catalog.spark.options``
 are the ones the shim's Java sources read (a renamed or re-defaulted option fails here)."""
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from spark_processes import run_spark, spark_bin
 
-from ushas_catalog.cache import CacheSettings
+from ushas_catalog.spark.cache import CacheSettings
 from ushas_catalog.cli import main
 from ushas_catalog.errors import InvalidArgument
-from ushas_catalog.spark_options import (CATALOG_OPTIONS, LEGACY_CATALOG_OPTIONS, SESSION_OPTIONS, catalog_option,
+from ushas_catalog.spark.options import (CATALOG_OPTIONS, LEGACY_CATALOG_OPTIONS, SESSION_OPTIONS, catalog_option,
                                          session_option)
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -100,7 +100,7 @@ def _printed(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, str]:
 
 
 def test_spark_conf_prints_real_paths(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    from ushas_catalog.jar import jar_path
+    from ushas_catalog.spark.jar import jar_path
 
     conf = _printed(capsys, "spark-conf", "--uri", f"sqlite:///{tmp_path}/u.db", "--warehouse", str(tmp_path / "wh"),
                     "--catalog", "lake", "--project", "p1", "--metastore-catalog", "main")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from ushas_catalog.data_files import DataFile
+from ushas_catalog.model.data_files import DataFile
 from ushas_catalog.errors import InvalidArgument
-from ushas_catalog.partitions import Partition
-from ushas_catalog.spark_writes import plan_write
+from ushas_catalog.model.partitions import Partition
+from ushas_catalog.spark.writes import plan_write
 
 LOC = "file:/w/t"
 

@@ -2,11 +2,11 @@
 
 - ``ushas import-hive [--metastore-db PATH | --thrift URI] [--warehouse DIR] [--catalog NAME]``:
   copy a Hive metastore's databases, tables, partitions and views into a catalog
-  (:mod:`ushas_catalog.hive_import`), with a progress bar on a terminal and a summary.
+  (:mod:`ushas_catalog.spark.hive_import`), with a progress bar on a terminal and a summary.
 - ``ushas ui [--port N] [--host 127.0.0.1] [--allowed-host NAME]...``: the web UI
   (:mod:`ushas_catalog.ui`) on a production WSGI server (waitress).
 - ``ushas demo``: a small pipeline run through Spark with the catalog and the lineage listener,
-  then the catalog summary and the lineage of its final report (:mod:`ushas_catalog.demo`).
+  then the catalog summary and the lineage of its final report (:mod:`ushas_catalog.cli.demo`).
 """
 from __future__ import annotations
 
@@ -43,8 +43,8 @@ def register_import_hive(sub: argparse._SubParsersAction) -> None:
 
 
 def run_import_hive(ctx: Context, args: argparse.Namespace) -> int:
-    from ..hive_import import HiveConnection, SparkHiveSource, default_derby_dir, import_hive, open_hive_session
-    from ..names import new_catalog_name
+    from ..spark.hive_import import HiveConnection, SparkHiveSource, default_derby_dir, import_hive, open_hive_session
+    from ..model.names import new_catalog_name
     from ..progress import progress_for
 
     new_catalog_name((args.catalog,))  # it may be created: checked before Spark starts
@@ -113,7 +113,7 @@ def register_demo(sub: argparse._SubParsersAction) -> None:
 
 
 def run_demo(ctx: Context, args: argparse.Namespace) -> int:
-    from ..demo import run_demo as demo
+    from .demo import run_demo as demo
 
     from . import DEFAULT_URI
 

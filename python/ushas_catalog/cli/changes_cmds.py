@@ -11,7 +11,7 @@ import argparse
 import json
 import sys
 
-from ..change_feed import parse_duration
+from ..changes.feed import parse_duration
 from ..errors import InvalidArgument
 from .context import Context
 from .terminal import escape

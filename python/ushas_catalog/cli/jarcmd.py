@@ -12,7 +12,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(ctx: Context, args: argparse.Namespace) -> int:
-    from ..jar import jar_path
+    from ..spark.jar import jar_path
 
     path = str(jar_path())
     ctx.emit({"jar": path}, path)

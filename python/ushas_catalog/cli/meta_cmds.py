@@ -7,7 +7,7 @@
   columns' too).
 - ``ushas meta history OBJECT [--limit N]``: who changed what, when.
 - ``ushas search QUERY [--type T]... [--scope S] [--limit N] [--cursor C]``: see
-  :mod:`ushas_catalog.search` for the query forms.
+  :mod:`ushas_catalog.metadata.search` for the query forms.
 
 OBJECT is ``catalog``, ``catalog.database``, ``catalog.database.table`` (table or view) or
 ``catalog.database.table.column`` (more parts: a nested field). ``--json`` on every command.
@@ -18,7 +18,7 @@ import argparse
 from typing import Any
 
 from ..errors import InvalidArgument
-from ..metadata import ObjectMetadata, ObjectType, Scope
+from ..metadata.store import ObjectMetadata, ObjectType, Scope
 from .context import Context
 from .terminal import escape
 

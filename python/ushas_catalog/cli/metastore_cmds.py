@@ -12,7 +12,7 @@ import datetime as dt
 from typing import Any
 
 from ..errors import InvalidArgument, NoSuchTable, UshasError
-from ..names import CatalogName, DatabaseName, TableName, parse_any
+from ..model.names import CatalogName, DatabaseName, TableName, parse_any
 from .arguments import parse_int
 from .context import Context
 from .terminal import escape, escape_lines
@@ -96,7 +96,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 # --- commands ---------------------------------------------------------------------------------
 def cmd_keyspace(ctx: Context, args: argparse.Namespace) -> int:
-    from ..layout import DEFAULT_LAYOUT
+    from ..keyspace.layout import DEFAULT_LAYOUT
 
     ctx.emit(DEFAULT_LAYOUT.keyspace.to_json(), DEFAULT_LAYOUT.render())
     return 0
@@ -237,7 +237,7 @@ def cmd_history(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def cmd_drop(ctx: Context, args: argparse.Namespace) -> int:
-    from ..data_purge import delete_local
+    from ..data.purge import delete_local
     from ..progress import progress_for
 
     ms = ctx.metastore
@@ -288,7 +288,7 @@ def _dropped_count(ms: Any, name: Any) -> int | None:
 
 
 def cmd_purge(ctx: Context, args: argparse.Namespace) -> int:
-    from ..data_purge import parse_age, purge
+    from ..data.purge import parse_age, purge
     from ..progress import progress_for
 
     ms = ctx.metastore

@@ -1,5 +1,5 @@
 """``ushas repair TABLE [--add|--drop|--sync] [--dry-run]``: register the partition directories that exist
-under a table's location, like Spark's ``MSCK REPAIR TABLE`` (see :mod:`ushas_catalog.repair`).
+under a table's location, like Spark's ``MSCK REPAIR TABLE`` (see :mod:`ushas_catalog.data.repair`).
 
 The CLI lists local and ``file:`` locations itself (os.scandir); a table on another filesystem (s3a,
 hdfs, ...) is repaired from Spark with ``MSCK REPAIR TABLE``, where Hadoop's FileSystem lists it.
@@ -10,7 +10,7 @@ import argparse
 import os
 
 from ..errors import InvalidArgument
-from ..names import TableName
+from ..model.names import TableName
 from .context import Context
 
 
@@ -35,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _exists(location: str) -> bool | None:
-    from ..repair import local_path
+    from ..data.repair import local_path
 
     path = local_path(location)
     return None if path is None else os.path.exists(path)
@@ -43,7 +43,7 @@ def _exists(location: str) -> bool | None:
 
 def cmd_repair(ctx: Context, args: argparse.Namespace) -> int:
     from ..progress import progress_for
-    from ..repair import RepairMode, list_directories, local_path, partition_scheme, repair_table
+    from ..data.repair import RepairMode, list_directories, local_path, partition_scheme, repair_table
 
     name = TableName.parse(args.table)
     ms = ctx.metastore

@@ -36,8 +36,8 @@ def _local_path(value: str) -> str:
 
 def run(ctx: Context, args: argparse.Namespace) -> int:
     from ..errors import InvalidArgument
-    from ..jar import jar_path
-    from ..spark_options import SparkConfRequest, format_conf, spark_conf
+    from ..spark.jar import jar_path
+    from ..spark.options import SparkConfRequest, format_conf, spark_conf
 
     name = args.catalog
     if not name or not name.isascii() or not name.replace("_", "a").isalnum():

@@ -1,7 +1,7 @@
 """``ushas write WRITE_ID`` and ``ushas writes``: what became of fenced writes (Spark jobs, API writers
 that passed a write id): COMMITTED (with the version it made), ABORTED (why) or UNKNOWN (no outcome
 recorded: nothing of it is committed, and once its deadline passed nothing ever will be). See
-:mod:`ushas_catalog.write_fence`."""
+:mod:`ushas_catalog.data.write_fence`."""
 from __future__ import annotations
 
 import argparse
@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_write(ctx: Context, args: argparse.Namespace) -> int:
-    from ..write_fence import get_outcome
+    from ..data.write_fence import get_outcome
 
     outcome = get_outcome(ctx.metastore, args.write_id)
     ctx.emit(outcome.to_json(), lambda _: outcome.summary())
@@ -37,11 +37,11 @@ def cmd_write(ctx: Context, args: argparse.Namespace) -> int:
 
 def cmd_writes(ctx: Context, args: argparse.Namespace) -> int:
     from ..errors import InvalidArgument
-    from ..write_fence import list_outcomes
+    from ..data.write_fence import list_outcomes
 
     if args.trim_older_than is not None:
-        from ..data_purge import parse_age
-        from ..write_fence import trim_outcomes
+        from ..data.purge import parse_age
+        from ..data.write_fence import trim_outcomes
 
         age = parse_age(args.trim_older_than)
         removed = trim_outcomes(ctx.metastore, time.time_ns() // 1000 - int(age.total_seconds() * 1_000_000))

@@ -73,7 +73,7 @@ class BusyError(RetryableError):
 class CommitUnknownResult(RetryableError):
     """FoundationDB's ``commit_unknown_result`` (1021): the commit may or may not have been applied.
     Retried like any retryable error, so a transaction must be idempotent to be applied once (a
-    fenced write checks its recorded outcome: :mod:`ushas_catalog.write_fence`). Tests inject it with
+    fenced write checks its recorded outcome: :mod:`ushas_catalog.data.write_fence`). Tests inject it with
     :meth:`Database.inject_commit_unknown_result`."""
 
 

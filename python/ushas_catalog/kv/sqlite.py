@@ -1,5 +1,8 @@
 """The embedded engine: ``sqlite:///abs/path/ushas.db`` — durable, multi-process, FoundationDB semantics.
 
+Size (over 600 lines): one engine: the database, its transaction and the options they share
+(held to FoundationDB's semantics by the tests in ``tests/kv``).
+
 Storage
     One table ``kv(k BLOB PRIMARY KEY, v BLOB) WITHOUT ROWID``: keys and values are BLOBs and
     SQLite compares BLOBs with ``memcmp`` (shorter first on a common prefix), which is exactly

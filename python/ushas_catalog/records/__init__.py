@@ -1,4 +1,5 @@
-"""Protobuf records of the metastore and the record store that keeps them in the key space.
+"""Protobuf records of the metastore (the record store that keeps them in the key space is
+:mod:`ushas_catalog.records.store`).
 
 The ``*.proto`` files here are the source; ``*_pb2.py`` are generated and checked in
 (``python -m ushas_catalog.records.generate`` rebuilds them). Records never carry their
@@ -15,20 +16,11 @@ from .schema_pb2 import ArrayType, DataType, DecimalType, MapType, StructField, 
 from .table_pb2 import TableProperties, TableReference, TableSchema, TableStorage
 from .view_pb2 import ViewRecord
 from .write_pb2 import WriteOutcome
-from .store import RecordStore, RecordTypeError
 
 __all__ = [
     "CatalogRecord", "DatabaseRecord", "ChangeEvent", "PartitionDelta", "Commit", "HistoryEntry", "DroppedObjectName", "ObjectKind",
     "ObjectName", "Partition", "PartitionChange", "DataFile", "DataFileList", "DataGarbage", "ArrayType", "DataType", "DecimalType", "MapType",
     "StructField", "StructType", "TableProperties", "TableReference", "TableSchema", "TableStorage",
-    "ViewRecord", "WriteOutcome", "RECORD_TYPES", "RecordStore", "RecordTypeError",
+    "ViewRecord", "WriteOutcome",
 ]
 
-
-def __getattr__(name: str) -> object:
-    """``RECORD_TYPES``: derived from the key space declarations (``ushas_catalog.layout``)."""
-    if name == "RECORD_TYPES":
-        from ..layout import RECORD_TYPES
-
-        return RECORD_TYPES
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -5,7 +5,7 @@ serialized size exceeds the engine's value limit (100 kB) is split: its bytes go
 ``pk + (1,)``, ``pk + (2,)`` ... (no key at ``pk`` itself) and reading it back joins
 them. Writing a message of another type than the store's raises
 :class:`RecordTypeError`; so a TableProperties record can never land in TableSchema. The message type
-and primary key of each subspace are declared once, in :mod:`ushas_catalog.layout`.
+and primary key of each subspace are declared once, in :mod:`ushas_catalog.keyspace.layout`.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import fdb.tuple as fdbtuple
 from google.protobuf.message import Message
 
 from ..errors import KeySpaceError, RecordTypeError
-from ..keyspace import KeySpacePath, RecordSubspace
+from ..keyspace.tree import KeySpacePath, RecordSubspace
 from ..kv.base import FDB_LIMITS, Transaction
 
 M = TypeVar("M", bound=Message)
@@ -26,7 +26,7 @@ M = TypeVar("M", bound=Message)
 def __getattr__(name: str) -> Any:
     """``RECORD_TYPES``: the registry derived from the key space declarations (``layout.RECORD_TYPES``)."""
     if name == "RECORD_TYPES":
-        from ..layout import RECORD_TYPES
+        from ..keyspace.layout import RECORD_TYPES
 
         return RECORD_TYPES
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,116 @@
+"""What every catalog operation module builds on: the store, the project, the resolver, the
+commit hook, one transaction per call (:meth:`MetastoreBase.run`), fenced writes and the
+relation moves tables and views share."""
+from __future__ import annotations
+
+import uuid
+from typing import Any, Callable, TypeVar
+
+from .. import records as rec
+from ..errors import InvalidArgument, TableAlreadyExists
+from ..keyspace.layout import DEFAULT_LAYOUT, Layout
+from ..keyspace.tree import KeySpacePath
+from ..kv import Database, Transaction, open_database
+from ..model.names import DatabaseName, NameLike, TableName, validate_project
+from ..model.objects import RelationSummary, micros_to_datetime
+from .commits import CommitHooks, Mutation, record_commit
+from .resolver import Resolver
+from .values import default_user, exists_message
+from ..keyspace.layout import TABLE
+
+T = TypeVar("T")
+
+
+class MetastoreBase:
+    """The state one metastore instance holds; the operation modules are mixins over it."""
+
+    def __init__(self, db: Database, project: str = "default", *, layout: Layout | None = None,
+                 user: str | None = None) -> None:
+        self.db = db
+        self.project = validate_project(project)
+        self.layout = layout or DEFAULT_LAYOUT
+        self.user = user or default_user()
+        self.project_path = self.layout.project(self.project)
+        #: name -> id -> head record, for every module that resolves names
+        self.resolver = Resolver(self.project_path, self.project)
+        #: subscribers to this instance's commits (see :class:`~.commits.CommitHooks`)
+        self.hooks = CommitHooks()
+
+    @classmethod
+    def open(cls: type[T], uri: str, project: str = "default", *, root_prefix: bytes = b"",
+             user: str | None = None, create: bool = True) -> T:
+        """The metastore of ``project`` in the store at ``uri``. ``create=False`` (what every
+        read-only caller passes: CLI reads, the UI) never creates a store: a missing one is
+        ``StoreNotFound``. Opening never waits for another process's write; a store whose file
+        is not writable opens read-only (its writes are ``StoreReadOnly``)."""
+        layout = DEFAULT_LAYOUT if not root_prefix else Layout(prefix=root_prefix)
+        return cls(open_database(uri, create=create), project, layout=layout, user=user)  # type: ignore[call-arg]
+
+    @property
+    def created(self) -> bool:
+        """Whether opening this metastore created its store."""
+        return bool(getattr(self.db, "created", False))
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def run(self, fn: Callable[[Transaction], T]) -> T:
+        """``fn`` in one transaction (retried on conflicts), then the ``after_run`` subscribers."""
+        result = self.db.run(fn)
+        self.hooks.ran()
+        return result
+
+    def _fenced(self, write_id: str | None, deadline_ms: int | None, tn: TableName,
+                fn: Callable[[Transaction], T], encode: Callable[[T], tuple[dict[str, Any], int | None]],
+                decode: Callable[[dict[str, Any]], T]) -> T:
+        """``self.run(fn)``, as fenced write ``write_id`` when given (:mod:`ushas_catalog.data.write_fence`)."""
+        from ..data.write_fence import WriteFence, run_fenced
+
+        return run_fenced(self.run, self.project_path, WriteFence.of(write_id, deadline_ms), str(tn), fn,
+                          encode, decode)
+
+    def _commit(self, tr: Transaction, m: Mutation) -> int:
+        """Record mutation ``m`` (:func:`~.commits.record_commit`) and tell the commit subscribers,
+        in the same transaction."""
+        v = record_commit(tr, m, self.user)
+        self.hooks.committed(tr, m)
+        return v
+
+    # ---- relations (tables and views share the name space) ------------------------------
+    def _list_relations(self, database: NameLike, kind: int | None) -> list[RelationSummary]:
+        dn = DatabaseName.parse(database)
+
+        def fn(tr: Transaction) -> list[RelationSummary]:
+            db = self.resolver.database(tr, dn, load=False)
+            return [RelationSummary(dn.catalog, dn.database, r.key[0], rec.ObjectKind.Name(r.record.kind),
+                                    str(uuid.UUID(bytes=r.record.id)), micros_to_datetime(r.record.created_at_micros))
+                    for r in self.resolver.names(db.path.add(TABLE), "Table").scan(tr)
+                    if kind is None or r.record.kind == kind]
+
+        return self.run(fn)
+
+    def _move_relation(self, tr: Transaction, src: TableName, dst: TableName, oid: uuid.UUID, path: KeySpacePath,
+                       kind: int) -> KeySpacePath:
+        if src.catalog != dst.catalog:
+            raise InvalidArgument(f"cannot rename {src} to {dst}: a rename stays in its catalog")
+        dst_db, existing = self.resolver.relation(tr, dst)
+        if existing is not None:
+            raise TableAlreadyExists(exists_message(dst, existing), table=str(dst))
+        src_db, entry = self.resolver.relation(tr, src)
+        assert entry is not None
+        self.resolver.names(src_db.path.add(TABLE), "Table").delete(tr, (src.name,))
+        self.resolver.names(dst_db.path.add(TABLE), "Table").save(tr, (dst.name,), entry, new=True)
+        if dst_db.id == src_db.id:
+            return path
+        new_path = (Layout.table if kind == rec.ObjectKind.TABLE else Layout.view)(dst_db.path, oid)
+        old_prefix, new_prefix = path.key(), new_path.key()
+        for kv in tr.get_range(*path.range()):
+            tr.set(new_prefix + kv.key[len(old_prefix):], kv.value)
+        tr.clear_range(*path.range())
+        return new_path

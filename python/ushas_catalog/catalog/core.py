@@ -1,0 +1,14 @@
+"""Every catalog operation on one object: the per-object modules composed. The layers above
+(metadata, search, changes) take a :class:`CatalogCore`; :class:`ushas_catalog.metastore.Metastore`
+adds the subscribers of its commit hook."""
+from __future__ import annotations
+
+from .namespaces import NamespaceOps
+from .partitions import PartitionOps
+from .project import ProjectOps
+from .tables import TableOps
+from .views import ViewOps
+
+
+class CatalogCore(NamespaceOps, TableOps, ViewOps, PartitionOps, ProjectOps):
+    """Catalogs, databases, tables, views and partitions of one project, each call one transaction."""

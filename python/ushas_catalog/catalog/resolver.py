@@ -1,0 +1,139 @@
+"""The one resolver: name -> id (``*ObjectName``) -> head record, for catalogs, databases, tables and
+views. Every module that resolves names uses it (the operations, metadata, search, the Spark cache,
+the lineage store's table ids); handles are plain dataclasses."""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from .. import records as rec
+from ..errors import NoSuchCatalog, NoSuchNamespace, NoSuchTable, NoSuchView
+from ..keyspace.layout import Layout
+from ..keyspace.tree import KeySpacePath
+from ..kv.base import Transaction
+from ..model.names import CatalogName, DatabaseName, TableName
+from ..model.partitions import PartitionScheme
+from ..model.schema import struct_from_proto
+from ..records.store import RecordStore
+from ..keyspace.layout import (CATALOG, CATALOG_ID, CATALOG_RECORD, DATABASE, DATABASE_ID, DATABASE_RECORD,
+                               TABLE, TABLE_REFERENCE, VIEW_RECORD)
+
+
+@dataclass
+class ResolvedObject:
+    """A resolved catalog / database / view: its id path and head record (None: not loaded)."""
+
+    kind: str
+    name: CatalogName | DatabaseName | TableName
+    id: uuid.UUID
+    path: KeySpacePath
+    record: Any
+
+
+@dataclass
+class ResolvedTable:
+    """A resolved table: its database's path, id path and ``TableReference``."""
+
+    name: TableName
+    database: KeySpacePath
+    id: uuid.UUID
+    path: KeySpacePath
+    ref: rec.TableReference
+
+    def store(self, subspace: str, key_names: tuple[str, ...] | None = None) -> RecordStore[Any]:
+        return RecordStore.at(self.path.add(subspace), key_names)
+
+    def partitions(self, scheme: PartitionScheme) -> RecordStore[rec.Partition]:
+        return self.store("TablePartition", scheme.names)
+
+    def partition_history(self, scheme: PartitionScheme) -> RecordStore[rec.PartitionChange]:
+        return self.store("TablePartitionHistory", ("version",) + scheme.names)
+
+
+class Resolver:
+    """Resolution inside one project (``project_path``): every method reads in the caller's
+    transaction ``tr`` and raises the ``NoSuch*`` error of the first missing level."""
+
+    def __init__(self, project_path: KeySpacePath, project: str) -> None:
+        self.project = project
+        #: the project's ``Catalog`` directory
+        self.catalogs = project_path.add(CATALOG)
+
+    @staticmethod
+    def names(parent: KeySpacePath, kind: str) -> RecordStore[rec.ObjectName]:
+        """The live names of ``kind`` ("Catalog", "Database", "Table") under ``parent``."""
+        return RecordStore.at(parent.add(f"{kind}ObjectName"))
+
+    @staticmethod
+    def dropped(parent: KeySpacePath, kind: str) -> RecordStore[rec.DroppedObjectName]:
+        """The dropped names of ``kind`` under ``parent``, keyed (name, id)."""
+        return RecordStore.at(parent.add(f"Dropped{kind}ObjectName"))
+
+    def catalog(self, tr: Transaction, name: CatalogName, *, load: bool = True) -> ResolvedObject:
+        entry = self.names(self.catalogs, "Catalog").load(tr, (name.catalog,))
+        if entry is None:
+            raise NoSuchCatalog(f"catalog {name} does not exist in project {self.project!r}", catalog=name.catalog)
+        cid = uuid.UUID(bytes=entry.id)
+        path = self.catalogs.add(CATALOG_ID, cid)
+        record = RecordStore.at(path.add(CATALOG_RECORD)).load(tr, ()) if load else None
+        return ResolvedObject("catalog", name, cid, path, record)
+
+    def database(self, tr: Transaction, name: DatabaseName, *, load: bool = True) -> ResolvedObject:
+        cat = self.catalog(tr, name.catalog_name, load=False)
+        dbs = cat.path.add(DATABASE)
+        entry = self.names(dbs, "Database").load(tr, (name.database,))
+        if entry is None:
+            raise NoSuchNamespace(f"database {name} does not exist", database=str(name))
+        did = uuid.UUID(bytes=entry.id)
+        path = dbs.add(DATABASE_ID, did)
+        record = RecordStore.at(path.add(DATABASE_RECORD)).load(tr, ()) if load else None
+        return ResolvedObject("database", name, did, path, record)
+
+    def relation(self, tr: Transaction, name: TableName) -> tuple[ResolvedObject, rec.ObjectName | None]:
+        """The database of ``name`` and the name entry of the table or view (None: no such relation)."""
+        db = self.database(tr, name.database_name, load=False)
+        return db, self.names(db.path.add(TABLE), "Table").load(tr, (name.name,))
+
+    def head(self, tr: Transaction, name: TableName, db: ResolvedObject,
+             entry: rec.ObjectName) -> ResolvedTable | ResolvedObject:
+        """The table (a :class:`ResolvedTable`) or view (a :class:`ResolvedObject`) that the name entry
+        ``entry`` of database ``db`` points to, with its head record."""
+        oid = uuid.UUID(bytes=entry.id)
+        if entry.kind == rec.ObjectKind.VIEW:
+            path = Layout.view(db.path, oid)
+            record = RecordStore.at(path.add(VIEW_RECORD)).load(tr, ())
+            if record is None:  # pragma: no cover - a name entry always has its view
+                raise NoSuchView(f"view {name} has a name but no record", view=str(name))
+            return ResolvedObject("view", name, oid, path, record)
+        path = Layout.table(db.path, oid)
+        ref = RecordStore.at(path.add(TABLE_REFERENCE)).load(tr, ())
+        if ref is None:  # pragma: no cover - a name entry always has its table
+            raise NoSuchTable(f"table {name} has a name but no reference record", table=str(name))
+        return ResolvedTable(name, db.path, oid, path, ref)
+
+    def table(self, tr: Transaction, name: TableName) -> ResolvedTable:
+        db, entry = self.relation(tr, name)
+        if entry is None:
+            raise NoSuchTable(f"table {name} does not exist", table=str(name))
+        if entry.kind != rec.ObjectKind.TABLE:
+            raise NoSuchTable(f"{name} is a view, not a table", table=str(name))
+        found = self.head(tr, name, db, entry)
+        assert isinstance(found, ResolvedTable)
+        return found
+
+    def view(self, tr: Transaction, name: TableName) -> ResolvedObject:
+        db, entry = self.relation(tr, name)
+        if entry is None:
+            raise NoSuchView(f"view {name} does not exist", view=str(name))
+        if entry.kind != rec.ObjectKind.VIEW:
+            raise NoSuchView(f"{name} is a table, not a view", view=str(name))
+        found = self.head(tr, name, db, entry)
+        assert isinstance(found, ResolvedObject)
+        return found
+
+    @staticmethod
+    def scheme(tr: Transaction, t: ResolvedTable) -> PartitionScheme:
+        """The partition scheme of table ``t`` (from its current ``TableSchema``)."""
+        schema = t.store("TableSchema").load(tr, ())
+        return PartitionScheme.of(struct_from_proto(schema.schema), schema.partition_columns)

@@ -1,0 +1,141 @@
+"""The Python end of the Spark bridge: one entry point for every call of the JVM shim.
+
+The shim (``io.ushas.spark.UshasCatalog``) sends ``call(op, json)`` over Py4J and gets one JSON
+answer; errors are answered as ``{"error": {"type", "message"}}`` and the shim throws the Spark
+exception of ``errors.SPARK_EXCEPTION``. Two ways in:
+
+* inside a PySpark driver, :func:`ushas_catalog.spark.register` hands a :class:`Backend` to the
+  shim over the session's own gateway (callback server);
+* with configuration only (``spark-submit``, ``spark-sql``), the shim starts a Py4J gateway and
+  launches ``python -m ushas_catalog.bridge`` (:func:`main`), which connects back, registers and
+  lives until the JVM closes its stdin.
+
+The ONE registry of the bridge (opened metastores by (uri, project), each with its bridge-side
+caches) is :data:`ushas_catalog.spark.registry.REGISTRY`.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import traceback
+from typing import Any, Callable
+
+from ..errors import BridgeError, CallAbandoned, UshasError
+from ..kv import deadline
+from .registry import REGISTRY
+
+#: an op handler: (opened metastore, request) -> JSON-able answer
+Handler = Callable[[Any, dict[str, Any]], dict[str, Any]]
+
+
+
+
+#: longer messages go through a file: Py4J stalls ~44 ms on any message over ~8k characters and
+#: needs ~0.5 ms per 1k characters of a callback's answer (the shim's ``Bridge.INLINE_MAX`` matches)
+INLINE_MAX = 7000
+
+
+def receive(payload: str) -> str:
+    """A request as the shim sent it: inline JSON, or ``@<path>`` of a file holding it (the shim
+    deletes it once answered)."""
+    if payload.startswith("@"):
+        with open(payload[1:], encoding="utf-8") as f:
+            return f.read()
+    return payload
+
+
+def reply(answer: str) -> str:
+    """An answer for the shim: inline when short, else ``@<path>`` of a private temp file that the
+    shim reads and deletes."""
+    if len(answer) <= INLINE_MAX:
+        return answer
+    fd, path = tempfile.mkstemp(prefix="ushas-answer-", suffix=".json")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(answer)
+    return "@" + path
+
+
+def handle(op: str, payload: str) -> str:
+    """One call from the shim: parse, dispatch to :mod:`ushas_catalog.spark.ops`, answer JSON
+    (long requests and answers travel as files: :func:`receive`, :func:`reply`)."""
+    if op == "ping":  # the shim's liveness check while a call waits: no parsing, no lock
+        return '{"pong": true}'
+    return reply(_answer(op, payload))
+
+
+def _answer(op: str, payload: str) -> str:
+    from . import ops as spark_ops
+
+    try:
+        request = json.loads(receive(payload))
+        if op == "lineage.event":  # the lineage listener: queued, answered at once, no metastore lock
+            from lineage import actions  # executions grouped into actions, then captured
+
+            return json.dumps(actions.receive(REGISTRY.lineage(), request))
+        handler = spark_ops.OPS.get(op)
+        if handler is None:
+            raise BridgeError(f"unknown bridge operation {op!r}")
+        ctx = request.get("ctx") or {}
+        if not ctx.get("uri"):
+            raise BridgeError("the request carries no store uri")
+        opened = REGISTRY.get(ctx["uri"], ctx.get("project") or "default")
+        with deadline.until(request.get("deadline_ms")):
+            # the caller's deadline bounds the wait for the store's lock too: an abandoned call ends
+            left = deadline.remaining()
+            if not opened.lock.acquire(timeout=-1 if left is None else max(0.0, left)):
+                raise CallAbandoned(f"the caller stopped waiting: '{op}' was abandoned while the calls before "
+                                    f"it on this store still ran")
+            try:
+                answer = handler(opened.metastore, request)
+            finally:
+                opened.lock.release()
+        return json.dumps(answer, default=str)
+    except UshasError as exc:
+        return json.dumps({"error": exc.answer()})
+    except Exception as exc:  # noqa: BLE001 - anything else: a clear error, the trace on the bridge's stderr
+        traceback.print_exc(file=sys.stderr)
+        return json.dumps({"error": {"type": "BridgeError", "message": f"{type(exc).__name__}: {exc}"}})
+
+
+class Backend:
+    """Implements the Java interface ``io.ushas.spark.PythonBackend``."""
+
+    def call(self, op: str, payload: str) -> str:
+        return handle(op, payload)
+
+    def toString(self) -> str:  # Py4J may ask
+        return "ushas_catalog.bridge.Backend"
+
+    class Java:
+        implements = ["io.ushas.spark.PythonBackend"]
+
+
+def main() -> int:
+    """Entry point of the bridge process the shim launches (config-only mode)."""
+    from py4j.java_gateway import CallbackServerParameters, GatewayParameters, JavaGateway
+
+    try:
+        port = int(os.environ["USHAS_BRIDGE_PORT"])
+        secret = os.environ["USHAS_BRIDGE_SECRET"]
+    except (KeyError, ValueError):
+        print("ushas_catalog.bridge is started by the Spark shim (USHAS_BRIDGE_PORT / USHAS_BRIDGE_SECRET unset)",
+              file=sys.stderr)
+        return 2
+    gateway = JavaGateway(
+        gateway_parameters=GatewayParameters(port=port, auth_token=secret, auto_convert=False),
+        callback_server_parameters=CallbackServerParameters(port=0, auth_token=secret, daemonize=True,
+                                                            daemonize_connections=True))
+    callback_port = gateway.get_callback_server().get_listening_port()
+    gateway.jvm.io.ushas.spark.Bridge.registerLaunched(Backend(), callback_port)
+    try:
+        sys.stdin.read()  # the JVM holds the pipe: EOF means it is gone
+    finally:
+        REGISTRY.close()
+        gateway.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,615 @@
+"""The operations behind the Spark shim: one function per shim request, each one
+``Metastore`` call (one KV transaction) plus translation between Spark's shapes and the
+metastore's. ``OPS`` maps the op names ``io.ushas.spark.*`` sends to these functions.
+
+Size (just over 600 lines): one function per shim request, each a few lines of translation;
+the OPS table at the end names them all in one place.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..model.data_files import DataFile
+from ..errors import InvalidArgument, NoSuchNamespace, NoSuchTable, NoSuchView
+from ..data.locations import check_free
+from ..model.names import new_table_name
+from .repair import spark_op as repair
+from .reads import OPS as READ_OPS
+from .cache import partition_rows  # noqa: F401 - the bridge's partition rows (tests import it here)
+from .tables import (SparkCtx, create_arguments, database_of, location_of, qualify, rename_move, table_answer,
+                           table_name, view_answer)
+from .writes import STATS_PROPERTIES, committed, plan_write
+from ..model.table_changes import changes_from_json
+
+Request = dict[str, Any]
+Answer = dict[str, Any]
+
+#: Spark's namespace metadata keys that are database fields
+_NS_FIELDS = ("comment", "location", "owner")
+
+
+# ---- catalog & namespaces -----------------------------------------------------------------------
+def _cache(ctx: SparkCtx) -> Any:
+    """The bridge-side cache of the store ``ctx`` names (:class:`ushas_catalog.spark.cache.BridgeCache`)."""
+    from .registry import REGISTRY
+
+    return REGISTRY.get(ctx.uri, ctx.project).cache(ctx.spark_catalog)
+
+
+def open_catalog(ms: Any, r: Request) -> Answer:
+    """``initialize``: the catalog exists; the ``cache.*`` options are checked and answered
+    parsed, for the JVM's cache, and configure the bridge-side cache of this store."""
+    from .cache import CacheSettings
+
+    ctx = SparkCtx.of(r)
+    settings = CacheSettings.of(r.get("cache_options"))
+    ms.ensure_catalog(ctx.catalog)
+    _cache(ctx).configure(settings)
+    return {"catalog": ctx.catalog, "cache": settings.to_json()}
+
+
+def list_namespaces(ms: Any, r: Request) -> Answer:
+    ctx = SparkCtx.of(r)
+    namespace = r.get("namespace") or []
+    if not namespace:
+        return {"namespaces": [[d.name] for d in ms.list_databases(ctx.catalog)]}
+    db = database_of(namespace)
+    if not ms.database_exists((ctx.catalog, db)):
+        raise NoSuchNamespace(f"database {ctx.catalog}.{db} does not exist")
+    return {"namespaces": []}
+
+
+def namespace_exists(ms: Any, r: Request) -> Answer:
+    ctx = SparkCtx.of(r)
+    namespace = r.get("namespace") or []
+    if len(namespace) != 1:
+        return {"exists": False}
+    return {"exists": bool(ms.database_exists((ctx.catalog, namespace[0])))}
+
+
+def load_namespace(ms: Any, r: Request) -> Answer:
+    ctx = SparkCtx.of(r)
+    db = ms.get_database((ctx.catalog, database_of(r["namespace"])))
+    meta = dict(db.properties)
+    for key in _NS_FIELDS:
+        if getattr(db, key, None) is not None:
+            meta[key] = getattr(db, key)
+    return {"metadata": meta}
+
+
+def create_namespace(ms: Any, r: Request) -> Answer:
+    ctx = SparkCtx.of(r)
+    meta = dict(r.get("metadata") or {})
+    location = meta.pop("location", None)
+    ms.create_database((ctx.catalog, database_of(r["namespace"])), comment=meta.pop("comment", None),
+                       location=qualify(location) if location else None, owner=meta.pop("owner", None),
+                       properties=meta)
+    return {}
+
+
+def alter_namespace(ms: Any, r: Request) -> Answer:
+    ctx = SparkCtx.of(r)
+    set_props: dict[str, str] = {}
+    remove: list[str] = []
+    fields: dict[str, Any] = {}
+    for c in r["changes"]:
+        key = c["property"]
+        if key in ("comment", "location"):
+            value = c.get("value") if c["kind"] == "SetProperty" else None
+            fields[key] = qualify(value) if key == "location" and value else value
+        elif key == "owner":
+            continue  # Spark sets the owner on ALTER; ownership changes are not a Spark statement here
+        elif c["kind"] == "SetProperty":
+            set_props[key] = c["value"]
+        else:
+            remove.append(key)
+    ms.alter_database((ctx.catalog, database_of(r["namespace"])), set_properties=set_props,
+                      remove_properties=remove, **fields)
+    return {}
+
+
+def drop_namespace(ms: Any, r: Request) -> Answer:
+    ctx = SparkCtx.of(r)
+    name = (ctx.catalog, database_of(r["namespace"]))
+    ms.drop_database(name, cascade=bool(r.get("cascade")))
+    # the tables' data stays until the database is purged (undrop restores it with its data)
+    return {"dropped": True, "delete_paths": []}
+
+
+# ---- relations --------------------------------------------------------------------------------------
+def load_relation(ms: Any, r: Request) -> Answer:
+    """A table or view, in one transaction; with ``known`` (the id and version the JVM holds)
+    ``{"unchanged": true}`` when that is still the relation under the name (see cache.lookup)."""
+    from .cache import Known, lookup
+    from ..model.names import TableName
+
+    ctx = SparkCtx.of(r)
+    return lookup(ms, _cache(ctx), ctx, TableName.parse(table_name(ctx, r)), Known.of(r.get("known")), views=True)
+
+
+def load_table(ms: Any, r: Request) -> Answer:
+    from .cache import Known, lookup
+    from ..model.names import TableName
+
+    ctx = SparkCtx.of(r)
+    return lookup(ms, _cache(ctx), ctx, TableName.parse(table_name(ctx, r)), Known.of(r.get("known")), views=False)
+
+
+def relation_exists(ms: Any, r: Request) -> Answer:
+    ctx = SparkCtx.of(r)
+    if len(r["namespace"]) != 1:
+        return {"exists": False}
+    name = table_name(ctx, r)
+    getter = ms.get_table if r.get("kind") == "table" else ms.get_view
+    try:
+        getter(name)
+        return {"exists": True}
+    except (NoSuchTable, NoSuchView, NoSuchNamespace):
+        return {"exists": False}
+
+
+def list_relations(ms: Any, r: Request) -> Answer:
+    ctx = SparkCtx.of(r)
+    db = (ctx.catalog, database_of(r["namespace"]))
+    kind = r.get("kind")
+    out: list[dict[str, str]] = []
+    if kind in (None, "table"):
+        for t in ms.list_tables(db):
+            if getattr(t, "kind", "TABLE") != "TABLE":
+                continue
+            external = getattr(t, "external", None)
+            out.append({"name": t.name, "type": "EXTERNAL" if external else "MANAGED"})
+    if kind in (None, "view"):
+        for v in ms.list_views(db):
+            out.append({"name": v.name, "type": "VIEW"})
+    return {"relations": out}
+
+
+def create_table(ms: Any, r: Request) -> Answer:
+    ctx = SparkCtx.of(r)
+    catalog, db, table = table_name(ctx, r)
+    database = ms.get_database((catalog, db))
+    # a dropped table of this name keeps its data (until purge) where the new one goes: not foreign files
+    dropped = {d.name for d in ms.list_dropped_tables((catalog, db))}
+    args = create_arguments(ctx, db, table, r, database.location,
+                            kept_data=str(new_table_name((catalog, db, table))) in dropped)
+    return {"table": table_answer(ctx, ms.create_table((catalog, db, table), **args))}
+
+
+def alter_table(ms: Any, r: Request) -> Answer:
+    ctx = SparkCtx.of(r)
+    name = table_name(ctx, r)
+    return {"table": table_answer(ctx, ms.alter_table(name, changes_from_json(r["changes"])))}
+
+
+def drop_table(ms: Any, r: Request) -> Answer:
+    ctx = SparkCtx.of(r)
+    name = table_name(ctx, r)
+    from ..data.purge import purge_dropped_now
+
+    try:
+        if not r.get("purge"):
+            ms.drop_table(name)  # one transaction, which also decides managed or external
+            # the data stays until purge: undrop restores a table that reads every row it had
+            return {"dropped": True, "delete_paths": []}
+        # DROP TABLE ... PURGE: managed data goes after the metadata commit; external data stays
+        return {"dropped": True, "delete_paths": purge_dropped_now(ms, name)}
+    except NoSuchTable:
+        return {"dropped": False}
+
+
+def rename_table(ms: Any, r: Request) -> Answer:
+    """ALTER TABLE ... RENAME TO. A managed table at its default location moves with its name (Hive
+    semantics; external tables keep their location): the first request only answers the ``move``
+    (nothing committed), the shim moves the directory, and the second request (with ``location``
+    and the version the move was planned from) commits the new name and location in one
+    transaction; the shim moves the directory back if that fails (a concurrent change included)."""
+    from ..errors import TableAlreadyExists
+
+    ctx = SparkCtx.of(r)
+    target = list(r["to"])
+    if len(target) == 1:
+        target = [database_of(r["namespace"]), target[0]]
+    if len(target) != 2:
+        raise InvalidArgument(f"rename target {'.'.join(target)!r}: expected database.table")
+    src, dst = table_name(ctx, r), (ctx.catalog, target[0], target[1])
+    new_table_name(dst)  # before any path is made of it
+    info = ms.get_table(src)
+    move = rename_move(ctx, info, ms.get_database(src[:2]).location, ms.get_database(dst[:2]).location, dst)
+    if move is None:
+        ms.rename_table(src, dst)
+        return {}
+    if r.get("location") is None:
+        if ms.table_exists(dst) or ms.view_exists(dst):
+            raise TableAlreadyExists(f"table or view {'.'.join(dst)} already exists", table=".".join(dst))
+        check_free((ctx.spark_catalog, dst[1], dst[2]), move["to"])  # the shim would move the data into it
+        return {"move": move, "version": info.version}
+    if qualify(r["location"]) != move["to"]:
+        raise InvalidArgument(f"rename of {'.'.join(src)}: the data was moved to {r['location']}, "
+                              f"not to {move['to']}")
+    ms.rename_table(src, dst, location=move["to"], expected_version=r.get("version"))
+    return {}
+
+
+# ---- views --------------------------------------------------------------------------------------------
+def create_view(ms: Any, r: Request) -> Answer:
+    ctx = SparkCtx.of(r)
+    props = dict(r.get("properties") or {})
+    comment = props.pop("comment", None)
+    props.pop("owner", None)
+    for key, value in (r.get("sql_configs") or {}).items():
+        props[f"view.sqlConfig.{key}"] = value
+    if r.get("schema_mode"):
+        props["view.schemaMode"] = r["schema_mode"]
+    view = ms.create_view(table_name(ctx, r), sql=r["sql"], schema=r["schema"], comment=comment,
+                          properties=props, current_catalog=r.get("current_catalog"),
+                          current_namespace=r.get("current_namespace") or [],
+                          query_column_names=r.get("query_column_names") or [], replace=bool(r.get("replace")))
+    return {"view": view_answer(view)}
+
+
+def drop_view(ms: Any, r: Request) -> Answer:
+    ctx = SparkCtx.of(r)
+    try:
+        ms.drop_view(table_name(ctx, r))
+    except NoSuchView:
+        return {"dropped": False}
+    return {"dropped": True}
+
+
+def rename_view(ms: Any, r: Request) -> Answer:
+    ctx = SparkCtx.of(r)
+    target = list(r["to"])
+    if len(target) == 1:  # RENAME passes the target as typed
+        target = [database_of(r["namespace"]), target[0]]
+    if len(target) != 2:
+        raise InvalidArgument(f"rename target {'.'.join(target)!r}: expected database.view")
+    ms.rename_view(table_name(ctx, r), (ctx.catalog, target[0], target[1]))
+    return {}
+
+
+# ---- partitions ---------------------------------------------------------------------------------------
+def add_partitions(ms: Any, r: Request) -> Answer:
+    from ..model.partitions import Partition
+
+    ctx = SparkCtx.of(r)
+    parts = []
+    for p in r["partitions"]:
+        props = dict(p.get("properties") or {})
+        location = props.pop("location", None)
+        parts.append(Partition(values=p["values"], location=qualify(location) if location else None,
+                               properties=props))
+    result = ms.add_partitions(table_name(ctx, r), parts, if_not_exists=False)
+    return {"added": getattr(result, "added", len(parts))}
+
+
+def drop_partitions(ms: Any, r: Request) -> Answer:
+    ctx = SparkCtx.of(r)
+    name = table_name(ctx, r)
+    info = ms.get_table(name)
+    paths: list[str] = []
+    purge = bool(r.get("purge")) and not info.external
+    if purge:  # ALTER TABLE ... DROP PARTITION ... PURGE: the files go now
+        for spec in r["partitions"]:
+            p = ms.get_partition(name, spec)
+            if p.data_files is not None:
+                paths.extend(f.path for f in p.data_files)
+            elif p.location:
+                paths.append(p.location)
+    # a managed table's dropped partitions keep their files until purge; an external table's always
+    result = ms.drop_partitions(name, r["partitions"], if_exists=False, release_data=not info.external and not purge)
+    return {"dropped": getattr(result, "dropped", 1) > 0, "delete_paths": paths}
+
+
+def list_partitions(ms: Any, r: Request) -> Answer:
+    """``listPartitionIdentifiers`` (SHOW PARTITIONS, existence sets): the values of the matching
+    partitions, compact (``{"columns": [...], "rows": [[v, ...], ...]}``, ``Rows.fromAnswer``), from
+    :func:`ushas_catalog.spark.cache.answers`: read from the keys alone when uncached, else the cached
+    full listing."""
+    from .cache import answers
+    from ..model.names import TableName
+
+    ctx = SparkCtx.of(r)
+    prefix = {k: v for k, v in (r.get("values") or {}).items()}
+    return answers(_cache(ctx)).partition_listing(ms, TableName.parse(table_name(ctx, r)), prefix)
+
+
+def partition_exists(ms: Any, r: Request) -> Answer:
+    from ..errors import NoSuchPartition
+
+    ctx = SparkCtx.of(r)
+    try:
+        ms.get_partition(table_name(ctx, r), r["values"])
+    except NoSuchPartition:
+        return {"exists": False}
+    return {"exists": True}
+
+
+def load_partition(ms: Any, r: Request) -> Answer:
+    ctx = SparkCtx.of(r)
+    p = ms.get_partition(table_name(ctx, r), r["values"])
+    meta = dict(p.properties)
+    if p.location:
+        meta["location"] = p.location
+    for key in ("files", "bytes", "rows"):
+        if getattr(p, key) is not None:
+            meta[f"num{key.capitalize()}" if key != "bytes" else "totalSize"] = str(getattr(p, key))
+    return {"metadata": meta}
+
+
+def replace_partition_metadata(ms: Any, r: Request) -> Answer:
+    from ..model.partitions import Partition
+
+    ctx = SparkCtx.of(r)
+    name = table_name(ctx, r)
+    old = ms.get_partition(name, r["values"])
+    props = dict(r.get("properties") or {})
+    location = props.pop("location", None) or old.location
+    new = Partition(values=r["values"], location=location, files=old.files, bytes=old.bytes, rows=old.rows,
+                    properties=props, data_files=old.data_files if location == old.location else None)
+    ms.replace_partitions(name, [r["values"]], [new])
+    return {}
+
+
+def truncate(ms: Any, r: Request) -> Answer:
+    """TRUNCATE TABLE [PARTITION]: the partitions stay, emptied (files 0, bytes 0)."""
+    from ..model.partitions import Partition
+
+    from ..data.garbage import Garbage
+
+    ctx = SparkCtx.of(r)
+    name = table_name(ctx, r)
+    info = ms.get_table(name)
+    garbage = Garbage()
+    if not info.partition_columns:
+        if not info.external:
+            old = ms.table_data_files(name)
+            if old is not None:
+                garbage.files.extend(old)
+            else:
+                garbage.directories.append(qualify(location_of(ctx, info)))
+        ms.write_table_files(name, [], "TRUNCATE", garbage=garbage, expected_version=info.version,
+                             set_properties={"numFiles": "0", "totalSize": "0", "numRows": "0"})
+        return {"truncated": True, "clear_paths": []}
+    specs = r.get("partitions")
+    targets = [ms.get_partition(name, s) for s in specs] if specs is not None else list(ms.list_partitions(name))
+    emptied = [Partition(values=p.values, location=p.location, files=0, bytes=0, rows=0, properties=p.properties,
+                         data_files=[]) for p in targets]
+    if not info.external:
+        for p in targets:
+            garbage.add_partition(p)
+    if emptied:
+        ms.replace_partitions(name, [p.values for p in targets], emptied, expected_version=info.version,
+                              garbage=garbage, operation="TRUNCATE")
+    # the files are kept until purge (ushas purge), unreachable: no file list names them
+    return {"truncated": True, "clear_paths": []}
+
+
+# ---- writes ---------------------------------------------------------------------------------------------
+def commit_write(ms: Any, r: Request) -> Answer:
+    """A V2 batch write whose files the shim placed in the partition directories: register the
+    written partitions with their file lists and replace / drop the overwritten ones (or set an
+    unpartitioned table's files and stats) in ONE transaction, before the write is acknowledged;
+    the files let go are kept until purge (DataGarbage, same transaction). The mutation expects the
+    table version the plan was made from: a concurrent change makes an append plan again; an
+    overwrite whose targets changed after ``base_version`` (the version the job started from)
+    fails with :class:`WriteConflict` naming the partition. On any error the shim removes the
+    job's files: none of them was registered."""
+    from ..errors import CallAbandoned, UshasError, WriteEnded
+    from ..data.write_fence import end_abandoned, release_files
+
+    ctx = SparkCtx.of(r)
+    name = table_name(ctx, r)
+    try:
+        return _fenced_commit_write(ms, ctx, name, r)
+    except CallAbandoned:
+        fence = _fence(r)
+        if fence is not None:  # nothing applied; its end is recorded once the store can be had
+            end_abandoned(ms, fence.write_id, name, [DataFile.from_json(f) for w in r.get("written") or []
+                                                      for f in w.get("files") or []])
+        raise
+    except WriteEnded as ended:
+        # the write will never be registered: the files the shim placed go at purge (if it cannot
+        # remove them itself: it gave up waiting for this answer)
+        try:
+            release_files(ms, name, ended.write_id, [DataFile.from_json(f) for w in r.get("written") or []
+                                                     for f in w.get("files") or []])
+        except UshasError:
+            pass  # left unregistered: no file list names them, reads ignore them
+        raise
+
+
+def _fenced_commit_write(ms: Any, ctx: SparkCtx, name: tuple[str, str, str], r: Request) -> Answer:
+    from ..errors import Conflict, WriteConflict, WriteEnded
+    from ..data.write_fence import check_fence
+
+    fence = _fence(r)
+    done = check_fence(ms, fence, ".".join(name))
+    if done is not None:  # a retry of a commit that went through: its answer, nothing applied again
+        return _committed_answer(done)
+    for attempt in range(_WRITE_ATTEMPTS):
+        info = ms.get_table(name)
+        location = qualify(location_of(ctx, info))
+        if location.rstrip("/") != qualify(r["location"]).rstrip("/"):
+            raise InvalidArgument(f"{'.'.join(name)} is now at {info.location}, not {r['location']}: "
+                                  f"the write was not registered")
+        try:
+            return _commit_write(ms, name, info, r, fence)
+        except (WriteConflict, WriteEnded):
+            raise
+        except Conflict:
+            if attempt == _WRITE_ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+_WRITE_ATTEMPTS = 5
+
+
+def write_operation(mode: str, partitioned: bool) -> str:
+    """The history name of a write: ``APPEND``; ``OVERWRITE`` (the whole table: Spark's truncate mode, or an
+    unpartitioned table); ``OVERWRITE PARTITIONS`` (a partitioned table's overwrite by a partition filter or
+    a dynamic partition overwrite: only the partitions it names or writes)."""
+    if mode == "append":
+        return "APPEND"
+    if mode in ("overwrite", "dynamic") and partitioned:
+        return "OVERWRITE PARTITIONS"
+    return "OVERWRITE"
+
+
+def _fence(r: Request) -> Any:
+    """The write's identity and its caller's deadline (:class:`ushas_catalog.data.write_fence.WriteFence`),
+    None for an unfenced request (an older shim)."""
+    from ..data.write_fence import WriteFence
+
+    return WriteFence.of(r.get("write_id"), r.get("deadline_ms"))
+
+
+def _fence_args(fence: Any) -> dict[str, Any]:
+    return {} if fence is None else {"write_id": fence.write_id, "deadline_ms": fence.deadline_ms}
+
+
+def _committed_answer(done: Any) -> Answer:
+    answer = done.answer or {}
+    return {"registered": int(answer.get("added", 0)) + int(answer.get("replaced", 0)), "version": done.version,
+            "write_id": done.write_id, "already_committed": True}
+
+
+def _commit_write(ms: Any, name: tuple[str, str, str], info: Any, r: Request, fence: Any = None) -> Answer:
+    partition_by = list(info.partition_columns)
+    mode = r["mode"]
+    base = r.get("base_version")
+    check = int(base) if base is not None and mode != "append" else None
+    detail = {"job_id": r.get("job_id"), "mode": mode}
+    old_stats: dict[str, int | None] = {}
+    old_files = None
+    if not partition_by:
+        for key, prop in STATS_PROPERTIES.items():
+            text = info.properties.get(prop)
+            old_stats[key] = int(text) if text is not None and text.isdigit() else None
+        old_files = ms.table_data_files(name)
+    existing = list(ms.list_partitions(name)) if partition_by else []
+    plan = plan_write(r["location"], partition_by, existing, old_files, old_stats, mode, list(r.get("filters") or []),
+                      list(r.get("written") or []), r.get("rows"), managed=not info.external)
+    operation = write_operation(mode, bool(partition_by))
+    if partition_by:
+        result = ms.replace_partitions(name, plan.drop, plan.put, expected_version=info.version,
+                                       garbage=plan.garbage, operation=operation, unchanged_since=check,
+                                       detail=detail, **_fence_args(fence))
+        version = result.version
+    else:
+        props = {prop: str(plan.stats[key]) for key, prop in STATS_PROPERTIES.items() if plan.stats.get(key) is not None}
+        remove = [STATS_PROPERTIES["rows"]] if plan.stats.get("rows") is None and old_stats.get("rows") is not None else []
+        version = ms.write_table_files(name, plan.table_files, operation, set_properties=props,
+                                       remove_properties=remove, garbage=plan.garbage, unchanged_since=check,
+                                       expected_version=info.version, detail=detail, **_fence_args(fence))
+    return {"registered": len(plan.put), "version": version}
+
+
+def commit_files(ms: Any, r: Request) -> Answer:
+    """Spark's file commit into a table location (a path write): register the written partitions
+    (replacing the cleared ones) in one transaction, before the write is acknowledged. The files
+    this job wrote (``job_files``) are recorded: a cleared or new partition has exactly them, a
+    recorded one gets them added; a partition whose files were never recorded stays listed."""
+    from ..model.data_files import DataFile, merge
+
+    from ..data.write_fence import check_fence
+
+    ctx = SparkCtx.of(r)
+    name = table_name(ctx, r)
+    fence = _fence(r)
+    done = check_fence(ms, fence, ".".join(name))
+    if done is not None:  # a retry of a commit that went through: its answer, nothing applied again
+        return _committed_answer(done)
+    fenced = _fence_args(fence)
+    info = ms.get_table(name)
+    if qualify(location_of(ctx, info)) != qualify(r["location"]):
+        raise InvalidArgument(f"{'.'.join(name)} is now at {info.location}, not {r['location']}: "
+                              f"the write was not registered")
+    deleted = [d.strip("/") for d in r.get("deleted") or []]
+    if not info.partition_columns:
+        mine = [DataFile.from_json(d) for d in r.get("root_files") or []]
+        old = ms.table_data_files(name)
+        if "" in deleted or old is not None:
+            files = mine if "" in deleted else merge(old or [], mine)
+            version = ms.write_table_files(name, files, "OVERWRITE" if "" in deleted else "APPEND",
+                                           detail={"deleted": len(deleted)}, **fenced)
+        else:
+            # NEEDED-BY-SPARK: table-level stats for unpartitioned tables; the new version lets other
+            # sessions' caches see the write (they keep Spark's file listing while the version holds)
+            version = ms.touch_table(name, "WRITE", {"deleted": len(deleted)}, **fenced)
+        return {"registered": 0, "version": version}
+    written = list(r.get("partitions") or [])
+    drop, put = committed(location_of(ctx, info), list(info.partition_columns), list(r.get("deleted") or []), written)
+    existing = {tuple(sorted(p.spec.items())): p for p in ms.list_partitions(name)}
+    for p, w in zip(put, written):
+        mine = [DataFile.from_json(d) for d in w.get("job_files") or []]
+        path = w["path"].strip("/")
+        cleared = bool(r.get("dynamic")) or any(d == "" or path == d or path.startswith(d + "/") for d in deleted)
+        old = existing.get(tuple(sorted((k, v) for k, v in _spec_of(path).items())))
+        if cleared or old is None:
+            p.data_files = mine
+        elif old.data_files is not None:
+            p.data_files = merge(old.data_files, mine)
+    mode = "truncate" if "" in deleted else "dynamic" if r.get("dynamic") or deleted else "append"
+    result = ms.replace_partitions(name, drop, put, operation=write_operation(mode, True), **fenced)
+    return {"registered": len(put), "version": getattr(result, "version", None)}
+
+
+def abort_write(ms: Any, r: Request) -> Answer:
+    """Ends a write that will not commit (Spark's ``abort``, or a ``commit_write`` whose outcome the
+    JVM does not know: bridge timeout, bridge died): records it ABORTED in one transaction unless it
+    COMMITTED; answers what it is now (``state``: COMMITTED means keep its files, it went through)."""
+    from ..data.write_fence import abort_write as abort
+
+    ctx = SparkCtx.of(r)
+    table = ".".join(table_name(ctx, r)) if r.get("name") is not None else ""
+    return abort(ms, r["write_id"], str(r.get("reason") or "aborted"), table).to_json()
+
+
+def write_outcome(ms: Any, r: Request) -> Answer:
+    """What became of a write (COMMITTED / ABORTED / UNKNOWN)."""
+    from ..data.write_fence import get_outcome
+
+    return get_outcome(ms, r["write_id"]).to_json()
+
+
+def _spec_of(path: str) -> dict[str, str]:
+    from .writes import parse_partition_path
+
+    return parse_partition_path(path)
+
+
+OPS: dict[str, Callable[[Any, Request], Answer]] = {
+    "open": open_catalog,
+    "list_namespaces": list_namespaces,
+    "namespace_exists": namespace_exists,
+    "load_namespace": load_namespace,
+    "create_namespace": create_namespace,
+    "alter_namespace": alter_namespace,
+    "drop_namespace": drop_namespace,
+    "load_relation": load_relation,
+    "load_table": load_table,
+    "relation_exists": relation_exists,
+    "list_relations": list_relations,
+    "create_table": create_table,
+    "alter_table": alter_table,
+    "drop_table": drop_table,
+    "rename_table": rename_table,
+    "create_view": create_view,
+    "drop_view": drop_view,
+    "rename_view": rename_view,
+    "add_partitions": add_partitions,
+    "drop_partitions": drop_partitions,
+    "list_partitions": list_partitions,
+    "partition_exists": partition_exists,
+    "load_partition": load_partition,
+    "replace_partition_metadata": replace_partition_metadata,
+    "truncate": truncate,
+    "commit_write": commit_write,
+    "commit_files": commit_files,
+    "abort_write": abort_write,
+    "write_outcome": write_outcome,
+    "repair": repair,  # MSCK REPAIR TABLE / RECOVER PARTITIONS (ushas_catalog.data.repair)
+    **READ_OPS,
+}

@@ -1,0 +1,73 @@
+"""The ONE registry of the bridge: opened metastores by (uri, project), each with its bridge-side
+caches (:class:`ushas_catalog.spark.cache.BridgeCache`, one per Spark catalog instance), and the
+lineage capture hub of this process."""
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Opened:
+    metastore: Any
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    caches: dict[str, Any] = field(default_factory=dict)  # Spark catalog name -> cache.BridgeCache
+
+    def cache(self, spark_catalog: str) -> Any:
+        """The bridge-side cache of one Spark catalog instance on this store (its own settings)."""
+        found = self.caches.get(spark_catalog)
+        if found is None:
+            from .cache import BridgeCache
+
+            found = self.caches[spark_catalog] = BridgeCache()
+        return found
+
+
+class Registry:
+    """Opened metastores by (uri, project); each used under its own lock (Py4J answers
+    callbacks on several threads)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._opened: dict[tuple[str, str], Opened] = {}
+        self._lineage: Any = None  # lineage.capture.CaptureHub, made at the first lineage event
+
+    def lineage(self) -> Any:
+        """The lineage capture hub of this process (queues of the lineage listener's events)."""
+        with self._lock:
+            if self._lineage is None:
+                from lineage.capture import CaptureHub
+
+                self._lineage = CaptureHub()
+            return self._lineage
+
+    def get(self, uri: str, project: str) -> Opened:
+        key = (uri, project)
+        with self._lock:
+            opened = self._opened.get(key)
+            if opened is None:
+                from ..metastore import Metastore
+
+                opened = Opened(Metastore.open(uri, project=project))
+                opened.metastore.index_merges = "background"  # a Spark call never waits for an index merge
+                if opened.metastore.created:  # Spark creates the store it is configured with: say so
+                    logging.getLogger("ushas.bridge").warning("ushas: created a new store at %s", uri)
+                self._opened[key] = opened
+            return opened
+
+    def close(self) -> None:
+        hub, self._lineage = self._lineage, None
+        if hub is not None:
+            hub.close()
+        with self._lock:
+            for opened in self._opened.values():
+                try:
+                    opened.metastore.close()
+                except Exception:  # noqa: BLE001 - closing is best effort at shutdown
+                    pass
+            self._opened.clear()
+
+
+REGISTRY = Registry()

@@ -1,0 +1,151 @@
+"""Spark's view of a table: the properties Spark passes to ``createTable`` -> the metastore's
+arguments, and a metastore table -> what the shim builds its ``Table`` from."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlparse
+
+from ..errors import InvalidArgument
+from ..data.locations import check_free
+from ..model.names import new_table_name
+
+#: file formats Spark's V1 file path reads and writes for a catalog table
+FORMATS: frozenset[str] = frozenset({"parquet", "orc", "json", "csv", "avro", "text"})
+
+#: TableCatalog.PROP_* that are fields of the metastore table, not user properties
+RESERVED: frozenset[str] = frozenset({"provider", "location", "comment", "owner", "external",
+                                      "is_managed_location", "table_type"})
+#: TableCatalog.OPTION_PREFIX: USING ... OPTIONS (k v) arrive as option.k, kept as properties
+OPTION_PREFIX = "option."
+
+
+@dataclass(frozen=True)
+class SparkCtx:
+    """The ``ctx`` of every shim request: the catalog instance's options."""
+
+    uri: str
+    project: str
+    catalog: str
+    spark_catalog: str
+    warehouse: str
+
+    @classmethod
+    def of(cls, request: dict[str, Any]) -> "SparkCtx":
+        c = request["ctx"]
+        return cls(c["uri"], c.get("project") or "default", c["catalog"], c.get("spark_catalog") or c["catalog"],
+                   c["warehouse"])
+
+
+def database_of(namespace: list[str]) -> str:
+    """Spark namespace -> database: exactly one level."""
+    if len(namespace) != 1:
+        shown = ".".join(namespace) if namespace else "(none)"
+        raise InvalidArgument(f"namespace {shown!r}: Ushas catalogs have one namespace level (the database); "
+                              f"use catalog.database.table")
+    return namespace[0]
+
+
+def table_name(ctx: SparkCtx, request: dict[str, Any]) -> tuple[str, str, str]:
+    return ctx.catalog, database_of(request["namespace"]), request["name"]
+
+
+def qualify(location: str) -> str:
+    """A location as Hadoop qualifies it: local paths become ``file:/abs/path``."""
+    parsed = urlparse(location)
+    if parsed.scheme and len(parsed.scheme) > 1:
+        return location.rstrip("/") if location.rstrip("/") else location
+    return "file:" + os.path.abspath(location)
+
+
+def managed_location(ctx: SparkCtx, db_location: str | None, database: str, table: str) -> str:
+    base = db_location.rstrip("/") if db_location else f"{ctx.warehouse.rstrip('/')}/{database}.db"
+    return f"{qualify(base)}/{table}"
+
+
+def create_arguments(ctx: SparkCtx, database: str, table: str, request: dict[str, Any],
+                     db_location: str | None, kept_data: bool = False) -> dict[str, Any]:
+    """``createTable(ident, TableInfo)`` -> keyword arguments of ``Metastore.create_table``.
+    The name must be able to name a new table, and a managed table's default location must
+    be free (Spark's ``LOCATION_ALREADY_EXISTS``; see :mod:`ushas_catalog.data.locations`) unless
+    ``kept_data``: a dropped table of the same name keeps its data there until purged."""
+    new_table_name((ctx.catalog, database, table))
+    props: dict[str, str] = dict(request.get("properties") or {})
+    partition_by: list[str] = []
+    for t in request.get("partitioning") or []:
+        if t.get("transform") != "identity" or len(t.get("columns") or []) != 1:
+            raise InvalidArgument(f"partition transform {t.get('text')!r} is not supported: Ushas tables are "
+                                  f"partitioned by columns (PARTITIONED BY (col, ...))")
+        partition_by.append(t["columns"][0])
+    fmt = (props.get("provider") or "parquet").lower()
+    if fmt not in FORMATS:
+        raise InvalidArgument(f"unknown table format {props.get('provider')!r}: "
+                              f"use one of {', '.join(sorted(FORMATS))}")
+    location = props.get("location")
+    external = bool(location) and props.get("is_managed_location", "false").lower() != "true"
+    if props.get("external", "").lower() == "true" and location:
+        external = True
+    location = qualify(location) if location else managed_location(ctx, db_location, database, table)
+    if not external and not kept_data:
+        check_free((ctx.spark_catalog, database, table), location)
+    user = {k: v for k, v in props.items() if k not in RESERVED}
+    return {"schema": request["schema"], "partition_by": partition_by, "format": fmt, "location": location,
+            "properties": user, "comment": props.get("comment"), "owner": props.get("owner"),
+            "external": external, "default_location": not external}
+
+
+def rename_move(ctx: SparkCtx, info: Any, db_location: str | None, new_db_location: str | None,
+                new_name: tuple[str, str, str]) -> dict[str, str] | None:
+    """Where a renamed table's data goes: a managed table at its default location moves to the
+    default location of its new name (Hive semantics); external tables, and managed tables placed
+    elsewhere, keep their location (``None``)."""
+    if info.external:
+        return None
+    old = qualify(location_of(ctx, info))
+    if old != managed_location(ctx, db_location, info.database, info.name):
+        return None
+    new = managed_location(ctx, new_db_location, new_name[1], new_name[2])
+    return None if new == old else {"from": old, "to": new}
+
+
+def location_of(ctx: SparkCtx, info: Any) -> str:
+    """A table's data location; a table made through the API without one (its database has no
+    location either) lives under the catalog instance's warehouse."""
+    return info.location or managed_location(ctx, None, info.database, info.name)
+
+
+def spark_properties(ctx: SparkCtx, info: Any) -> dict[str, str]:
+    """The property map Spark reads a table from (provider, location, comment, ...)."""
+    props = dict(info.properties)
+    props["provider"] = info.format
+    props["location"] = location_of(ctx, info)
+    if info.comment is not None:
+        props["comment"] = info.comment
+    if info.owner:
+        props["owner"] = info.owner
+    if info.external:
+        props["external"] = "true"
+    return props
+
+
+def table_answer(ctx: SparkCtx, info: Any) -> dict[str, Any]:
+    """A metastore table -> the shim's ``table`` object."""
+    return {"schema": info.schema.json(), "partition_by": list(info.partition_columns),
+            "properties": spark_properties(ctx, info), "format": info.format, "location": location_of(ctx, info),
+            "external": info.external, "version": info.version}
+
+
+def view_answer(view: Any) -> dict[str, Any]:
+    props = {k: v for k, v in view.properties.items()
+             if not k.startswith("view.sqlConfig.") and k != "view.schemaMode"}
+    if view.comment is not None:
+        props["comment"] = view.comment
+    if view.owner:
+        props["owner"] = view.owner
+    sql_configs = {k[len("view.sqlConfig."):]: v for k, v in view.properties.items()
+                   if k.startswith("view.sqlConfig.")}
+    return {"sql": view.sql, "schema": view.schema.json(), "properties": props,
+            "current_catalog": view.current_catalog, "current_namespace": list(view.current_namespace),
+            "query_column_names": list(view.query_column_names), "sql_configs": sql_configs,
+            "schema_mode": view.properties.get("view.schemaMode")}

@@ -1,0 +1,284 @@
+"""Writes through Spark: which partitions an overwrite replaces, and registering what Spark's
+file writer committed (values, location, files, bytes) in one metadata transaction."""
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+from urllib.parse import unquote
+
+from ..model.data_files import DataFile, merge, total_size
+from ..data.garbage import Garbage
+from ..errors import InvalidArgument
+from ..model.partitions import NULL_PARTITION, Partition
+
+
+def parse_partition_path(path: str) -> dict[str, str]:
+    """``dt=2024-01-01/h=3`` (Spark-escaped) -> {"dt": "2024-01-01", "h": "3"} (text form)."""
+    spec: dict[str, str] = {}
+    for part in path.strip("/").split("/"):
+        if not part:
+            continue
+        name, sep, value = part.partition("=")
+        if not sep:
+            raise InvalidArgument(f"not a partition directory: {part!r} in {path!r}")
+        spec[unquote(name)] = unquote(value)
+    return spec
+
+
+def _plain(value: Any) -> Any:
+    """A partition value as JSON compares it: dates as ISO text, decimals as text."""
+    if isinstance(value, (dt.date, dt.datetime)):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return str(value)
+    return value
+
+
+def _same(a: Any, b: Any) -> bool:
+    a, b = _plain(a), _plain(b)
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a == b
+    if isinstance(a, (int, float)) and isinstance(b, str):
+        try:
+            return a == type(a)(b)
+        except ValueError:
+            return False
+    if isinstance(b, (int, float)) and isinstance(a, str):
+        return _same(b, a)
+    if isinstance(a, str) and isinstance(b, str):
+        try:
+            return Decimal(a) == Decimal(b)
+        except ArithmeticError:
+            return a == b
+    return a == b
+
+
+def matches(filter_: dict[str, Any], values: dict[str, Any]) -> bool | None:
+    """Evaluates a data source filter (as the shim sends it) on partition values, with SQL's
+    three-valued logic (``None`` = unknown). Filters on data columns are refused."""
+    op = filter_["op"]
+    if op == "true":
+        return True
+    if op == "false":
+        return False
+    if op in ("and", "or", "not"):
+        args = [matches(a, values) for a in filter_["args"]]
+        if op == "not":
+            return None if args[0] is None else not args[0]
+        if op == "and":
+            return False if False in args else (None if None in args else True)
+        return True if True in args else (None if None in args else False)
+    if op == "unsupported":
+        raise InvalidArgument(f"cannot overwrite by the filter {filter_['text']}: overwrite by partition values")
+    column = filter_["column"]
+    if column not in values:
+        raise InvalidArgument(f"cannot overwrite by a filter on {column!r}, which is not a partition column "
+                              f"(partition columns: {', '.join(values) or 'none'})")
+    value = values[column]
+    if op == "is_null":
+        return value is None
+    if op == "is_not_null":
+        return value is not None
+    if op == "eq_null_safe":
+        return (value is None and filter_["value"] is None) or (
+            value is not None and filter_["value"] is not None and _same(value, filter_["value"]))
+    if value is None:
+        return None
+    if op == "eq":
+        return None if filter_["value"] is None else _same(value, filter_["value"])
+    if op == "in":
+        return any(v is not None and _same(value, v) for v in filter_["values"])
+    raise InvalidArgument(f"unknown filter operation {op!r}")
+
+
+def overwritten(partitions: list[Any], filters: list[dict[str, Any]]) -> list[Any]:
+    """The partitions an ``overwrite(filters)`` replaces: those every filter holds for."""
+    return [p for p in partitions if all(matches(f, p.values) is True for f in filters)]
+
+
+def committed(table_location: str, partition_by: list[str], deleted: list[str],
+              written: list[dict[str, Any]]) -> tuple[list[dict[str, str]], list[Partition]]:
+    """What Spark's commit did -> (partition specs to drop, partitions to put).
+
+    ``deleted`` are the paths the write cleared first (relative to the table location; ``""`` is
+    the whole table, ``dt=x`` a partition prefix); ``written`` the partition directories it
+    committed, with their files and bytes listed after the commit."""
+    drop: list[dict[str, str]] = []
+    for path in deleted:
+        if path == "":
+            drop.append({})
+        elif "://" in path or path.startswith("/"):
+            continue  # a custom partition location: its partition is re-put below when written
+        else:
+            drop.append(parse_partition_path(path))
+    put: list[Partition] = []
+    for w in written:
+        spec = parse_partition_path(w["path"])
+        if sorted(spec) != sorted(partition_by):
+            raise InvalidArgument(f"written directory {w['path']!r} does not name the partition columns "
+                                  f"{', '.join(partition_by)}")
+        values = {k: (None if v == NULL_PARTITION else v) for k, v in spec.items()}
+        put.append(Partition(values=values, location=f"{table_location.rstrip('/')}/{w['path'].strip('/')}",
+                             files=int(w["files"]), bytes=int(w["bytes"])))
+    return drop, put
+
+
+#: table properties that carry an unpartitioned table's stats (Hive's names, as DESCRIBE PARTITION shows them)
+STATS_PROPERTIES = {"files": "numFiles", "bytes": "totalSize", "rows": "numRows"}
+
+
+@dataclass
+class WritePlan:
+    """What one V2 batch write does to the metadata, decided from what Spark committed.
+
+    ``drop``: values of replaced partitions the write did not fill again; ``put``: the written
+    partitions (replacing same-valued ones) with their file lists; ``garbage``: the files the write
+    makes unreachable (kept until purge; nothing for an external table); ``table_files``: an
+    unpartitioned table's new file list (None: not recorded); ``stats``: its files / bytes / rows."""
+
+    drop: list[dict[str, Any]] = field(default_factory=list)
+    put: list[Any] = field(default_factory=list)
+    garbage: Garbage = field(default_factory=Garbage)
+    table_files: list[DataFile] | None = None
+    stats: dict[str, int | None] = field(default_factory=dict)
+
+
+def _join(location: str, path: str) -> str:
+    return location.rstrip("/") + ("/" + path.strip("/") if path.strip("/") else "")
+
+
+def _spec_matches(spec: dict[str, str], p: Any) -> bool:
+    """A written directory's text spec names partition ``p``."""
+    for column, text in spec.items():
+        value = p.values.get(column)
+        if text == NULL_PARTITION:
+            if value is not None:
+                return False
+        elif value is None or not (p.spec.get(column) == text or _same(value, text)):
+            return False
+    return True
+
+
+def _files(items: list[dict[str, Any]] | None) -> list[DataFile]:
+    return [DataFile.from_json(d) for d in items or []]
+
+
+def list_local_files(location: str) -> list[DataFile] | None:
+    """The data files directly in a local directory (``file:`` or a plain path), None for other
+    file systems: a partition at its own location whose files were never recorded."""
+    import os
+
+    if "://" in location or (":" in location.split("/", 1)[0] and not location.startswith("file:")):
+        return None
+    path = location[len("file:"):] if location.startswith("file:") else location
+    while path.startswith("//"):
+        path = path[1:]
+    out: list[DataFile] = []
+    try:
+        entries = list(os.scandir(path))
+    except FileNotFoundError:
+        return []
+    for e in entries:
+        if e.is_file() and not e.name.startswith(("_", ".")):
+            st = e.stat()
+            out.append(DataFile("file:" + os.path.join(path, e.name), st.st_size, int(st.st_mtime * 1000)))
+    return out
+
+
+def plan_write(location: str, partition_by: list[str], existing: list[Any], old_files: list[DataFile] | None,
+               old_stats: dict[str, int | None], mode: str, filters: list[dict[str, Any]],
+               written: list[dict[str, Any]], rows: int | None, *, managed: bool = True) -> WritePlan:
+    """The metadata side of a committed V2 write.
+
+    ``mode``: ``append``, ``truncate`` (replace everything), ``overwrite`` (replace the partitions
+    every filter holds for) or ``dynamic`` (replace the partitions written). ``written``: each
+    directory the job placed files into (``dt=a/h=1``; ``""`` for an unpartitioned table) with
+    this job's files there (``files``: path, size, mtime) and the data files that were there before
+    (``existing``); ``rows``: the rows the job wrote. ``old_files``: an unpartitioned table's
+    recorded files (None: not recorded). A partition (or table) whose files were not recorded keeps
+    being listed after an append unless it was empty; a replaced one gives its files (recorded or
+    found there) to the garbage, kept until purge, unless the table is external."""
+    if mode not in ("append", "truncate", "overwrite", "dynamic"):
+        raise InvalidArgument(f"unknown write mode {mode!r}")
+    plan = WritePlan()
+    if not partition_by:
+        if mode == "overwrite" and any(f["op"] != "true" for f in filters):
+            raise InvalidArgument("an unpartitioned table can only be overwritten whole")
+        w = written[0] if written else {"files": [], "existing": []}
+        new, there = _files(w.get("files")), _files(w.get("existing"))
+        if mode == "append":
+            if old_files is not None:
+                plan.table_files = merge(old_files, new)
+            elif not there:
+                plan.table_files = new  # nothing there to keep listing: from now on the list is the table
+            listed = plan.table_files if plan.table_files is not None else there + new
+            old_rows = old_stats.get("rows")
+            plan.stats = {"files": len(listed), "bytes": total_size(listed),
+                          "rows": None if rows is None or (old_rows is None and len(listed) != len(new))
+                          else (old_rows or 0) + rows}
+        else:
+            plan.table_files = new
+            plan.stats = {"files": len(new), "bytes": total_size(new), "rows": rows}
+            if managed:
+                plan.garbage.files.extend(old_files if old_files is not None else there)
+        return plan
+
+    def replaced(values: dict[str, Any]) -> bool:
+        if mode == "truncate":
+            return True
+        if mode == "overwrite":
+            return all(matches(f, values) is True for f in filters)
+        return False
+
+    specs = [parse_partition_path(w["path"]) for w in written]
+    for spec, w in zip(specs, written):
+        if sorted(spec) != sorted(partition_by):
+            raise InvalidArgument(f"written directory {w['path']!r} does not name the partition columns "
+                                  f"{', '.join(partition_by)}")
+    single = rows if len(written) == 1 else None
+    for spec, w in zip(specs, written):
+        values = {k: (None if v == NULL_PARTITION else v) for k, v in spec.items()}
+        old = next((p for p in existing if _spec_matches(spec, p)), None)
+        typed = old.values if old is not None else values
+        target = _join(location, w["path"])
+        new, there = _files(w.get("files")), _files(w.get("existing"))
+        data_files: list[DataFile] | None
+        if old is not None and (mode == "dynamic" or replaced(typed)):
+            data_files, n, where = new, single, target
+            if managed:
+                if old.data_files is not None:
+                    plan.garbage.files.extend(old.data_files)
+                elif not old.location or old.location.rstrip("/") == target:
+                    plan.garbage.files.extend(there)
+                else:
+                    plan.garbage.directories.append(old.location)
+        elif old is None:
+            data_files, n, where = new, single, target
+        else:
+            where = old.location or target
+            n = None if single is None or old.rows is None else old.rows + single
+            if old.data_files is not None:
+                data_files = merge(old.data_files, new)
+            elif where.rstrip("/") == target:
+                data_files = None if there else new  # keep listing the directory unless it was empty
+            else:
+                found = list_local_files(where)
+                if found is None:
+                    raise InvalidArgument(f"cannot append to partition {w['path']} of the table: it lives at "
+                                          f"{where}, whose files were never recorded; overwrite it instead")
+                data_files = merge(found, new)
+        listed = data_files if data_files is not None else there + new
+        plan.put.append(Partition(values=values, location=where, files=len(listed), bytes=total_size(listed),
+                                  rows=n, properties=dict(old.properties) if old is not None else {},
+                                  data_files=data_files))
+    for p in existing:
+        if mode == "dynamic" or not replaced(p.values):
+            continue
+        if any(_spec_matches(spec, p) for spec in specs):
+            continue
+        plan.drop.append(dict(p.values))
+        if managed:
+            plan.garbage.add_partition(p)
+    return plan
