@@ -163,6 +163,8 @@ def build_tree() -> Directory:
                      "deleted at purge"),
         constant("WriteOutcome", "W", typed("writeId", KeyType.STRING),
                  doc="(writeId) -> WriteOutcome: a fenced write COMMITTED (its answer) or ABORTED (why)"),
+        constant("PendingWork", "P", typed("operationId", KeyType.UUID),
+                 doc="(operationId) -> PendingWork: an operation bigger than one transaction, in chunks"),
         doc="one tenant; deleting it = one clear_range",
     )
 

@@ -53,6 +53,7 @@ from .objects import (CatalogInfo, DatabaseInfo, DroppedObject, HistoryItem, Mut
                       SubspaceStats, TableInfo, ViewInfo, detail_from_json, micros_to_datetime)
 from .data_files import DataFile, from_records
 from .data_garbage import Garbage, data_file_records, record_garbage
+from .bulk import bulk_pending, visible, visible_raw
 from .partitions import KeyDecoder, Partition, PartitionScheme
 from .records.store import RecordStore, split_elements
 from .schema import check_column_names, parse_schema, struct_from_proto, struct_to_proto
@@ -173,6 +174,8 @@ class _PartitionRange:
     begin: bytes
     end: bytes
     filters: dict[int, Any]
+    version: int = 0  # the table version read: partitions a bulk operation staged later are not shown
+    pending: bool = False  # a bulk operation was in progress on the table
 
 
 @dataclass
@@ -249,7 +252,15 @@ class Metastore:
         self.close()
 
     def _run(self, fn: Callable[[Transaction], T]) -> T:
-        result = self.db.run(fn)
+        from . import bulk
+        from .errors import OperationInProgress
+
+        try:
+            result = self.db.run(fn)
+        except OperationInProgress as e:  # a bulk operation whose process died is finished first
+            if not bulk.finish_for(self, e.detail.get("operations", [])):
+                raise
+            result = self.db.run(fn)
         if self._merge_due:  # a commit filled the pending index entries: merge them now
             self._merge_due = False
             try:
@@ -295,6 +306,9 @@ class Metastore:
         hook in here too.
         """
         head_sub, history_sub, commit_sub = _HEADS[m.kind]
+        if m.kind == "table" and m.head.pending_operations:
+            from .bulk import check_no_pending
+            check_no_pending(m.head, m.detail, m.name)
         v = m.version
         m.head.version = v
         m.head.updated_at_micros = m.time_micros
@@ -1606,6 +1620,9 @@ class Metastore:
         tn = TableName.parse(name)
         _check_expected(expected_version)
         items = [self._partition_input(p) for p in partitions]
+        from . import bulk
+        if len(items) > bulk.BULK_AT:  # staged in chunks, published in one transaction
+            return bulk.add_partitions(self, tn, items, if_not_exists, expected_version)
 
         def fn(tr: Transaction) -> MutationResult:
             t = self._table(tr, tn)
@@ -1673,6 +1690,9 @@ class Metastore:
         tn = TableName.parse(name)
         _check_expected(expected_version)
         spec_list = [dict(s.values) if isinstance(s, Partition) else s for s in specs]
+        from . import bulk
+        if len(spec_list) > bulk.BULK_AT:  # marked in chunks, published in one transaction
+            return bulk.drop_partitions(self, tn, spec_list, if_exists, expected_version, release_data)
 
         def fn(tr: Transaction) -> MutationResult:
             t = self._table(tr, tn)
@@ -1684,12 +1704,14 @@ class Metastore:
             dropped: dict[tuple[Any, ...], rec.Partition] = {}
             missing = 0
             for spec in spec_list:
-                found = list(self._matching(tr, store, scheme, spec))
+                found = list(islice(self._matching(tr, store, scheme, spec), bulk.BULK_AT + 1))
                 if not found:
                     if not if_exists:
                         raise NoSuchPartition(f"no partition {_show_spec(spec)} in {tn}", table=str(tn))
                     missing += 1
                 dropped.update(found)
+                if len(dropped) > bulk.BULK_AT:
+                    raise bulk.TooBig()
             for key, old in dropped.items():
                 store.delete(tr, key)
                 history.save(tr, (v,) + key, rec.PartitionChange(action=rec.PartitionChange.DROPPED, previous=old),
@@ -1706,7 +1728,10 @@ class Metastore:
                                       partition_scheme=scheme, dropped_partitions=list(dropped.items())))
             return MutationResult(v, dropped=len(dropped), skipped=missing)
 
-        return self._run(fn)
+        try:
+            return self._run(fn)
+        except bulk.TooBig:
+            return bulk.drop_partitions(self, tn, spec_list, if_exists, expected_version, release_data)
 
     def replace_partitions(self, name: NameLike, drop_specs: Iterable[Mapping[str, Any]],
                            add: Iterable[Partition | Mapping[str, Any]], *,
@@ -1793,7 +1818,7 @@ class Metastore:
             _require_partitioned(tn, scheme)
             key = scheme.key(spec)
             r = t.partitions(scheme).load(tr, key)
-            if r is None:
+            if r is None or not visible(r, t.ref.version):
                 raise NoSuchPartition(f"no partition {_spec_text(scheme, key)} in {tn}", table=str(tn))
             return _partition_out(scheme, key, r)
 
@@ -1815,7 +1840,7 @@ class Metastore:
             return r, list(islice(r.store.scan_raw(tr, r.begin, r.end), PARTITION_BATCH))
 
         r, batch = self._run(first)
-        return self._stream_partitions(r.scheme, r.store, r.end, r.filters, batch, limit)
+        return self._stream_partitions(r.scheme, r.store, r.end, r.filters, batch, limit, r.version)
 
     def _partition_range(self, tr: Transaction, tn: TableName, prefix: Mapping[str, Any] | None) -> _PartitionRange:
         """Where the partitions of ``tn`` matching the partial spec ``prefix`` are: the key range its
@@ -1826,11 +1851,11 @@ class Metastore:
         lead, filters = scheme.selection(prefix)
         store = t.partitions(scheme)
         begin, end = store.prefix_range(lead)
-        return _PartitionRange(scheme, store, begin, end, filters)
+        return _PartitionRange(scheme, store, begin, end, filters, t.ref.version, bool(t.ref.pending_operations))
 
     def _stream_partitions(self, scheme: PartitionScheme, store: RecordStore[rec.Partition], end: bytes,
                            filters: dict[int, Any], batch: list[tuple[list[bytes], bytes]],
-                           limit: int | None) -> Iterator[Partition]:
+                           limit: int | None, version: int) -> Iterator[Partition]:
         decoder = KeyDecoder(scheme)
         times: dict[int, dt.datetime] = {}
         parse = rec.Partition.FromString
@@ -1840,11 +1865,13 @@ class Metastore:
                 key, values, spec = decoder.decode(elements)
                 if filters and not all(key[i] == e for i, e in filters.items()):
                     continue
+                r = parse(data)
+                if r.added_version > version or 0 < r.dropped_version <= version:  # a bulk operation's
+                    continue
                 if remaining is not None:
                     if remaining <= 0:
                         return
                     remaining -= 1
-                r = parse(data)
                 created = times.get(r.created_at_micros)
                 if created is None:
                     created = times[r.created_at_micros] = micros_to_datetime(r.created_at_micros)
@@ -1871,6 +1898,7 @@ class Metastore:
 
         bounds: list[tuple[bytes, bytes]] = []
         store: RecordStore[rec.Partition] | None = None
+        version = 0  # the table version read: what bulk operations staged later stays hidden
 
         def read(tr: Transaction, index: int, begin: bytes | None) -> tuple[list[Any], int, bytes | None]:
             assert store is not None
@@ -1886,8 +1914,9 @@ class Metastore:
 
         def first(tr: Transaction) -> tuple[PartitionScheme, tuple[list[Any], int, bytes | None]]:
             """The table resolved and the first batch read: one transaction for most scans."""
-            nonlocal store
+            nonlocal store, version
             t = self._table(tr, tn)
+            version = t.ref.version
             scheme = self._scheme(tr, t)
             _require_partitioned(tn, scheme)
             store = t.partitions(scheme)
@@ -1909,7 +1938,10 @@ class Metastore:
                         if e is memo:
                             e = memo[raw] = fdbtuple.unpack(raw)[0]
                         key.append(e)
-                    yield tuple(key), parse(data)
+                    r = parse(data)
+                    if r.added_version > version or 0 < r.dropped_version <= version:
+                        continue
+                    yield tuple(key), r
                 if index >= len(bounds):
                     return
                 i, b = index, begin
@@ -1935,11 +1967,14 @@ class Metastore:
                                      else fdbtuple.unpack(raw)[0])
             return found
 
+        version, pending = 0, False  # pinned by the first batch (bulk operations: see visible)
+
         def batch(tr: Transaction, store: RecordStore[rec.Partition], begin: bytes, end: bytes,
                   filters: dict[int, Any], last: tuple[Any, ...] | None
                   ) -> tuple[list[tuple[Any, ...]], bytes | None, tuple[Any, ...] | None]:
             """One batch: its keys, the key to continue from (None at the end), the last key seen."""
             plen, arity = len(store.prefix), store.arity
+            check = pending or bulk_pending(tr, store)
             out: list[tuple[Any, ...]] = []
             count, last_raw = 0, b""
             for kv in tr.get_range(begin, end, limit=PARTITION_BATCH):
@@ -1947,12 +1982,16 @@ class Metastore:
                 last_raw = kv.key
                 suffix = kv.key[plen:]
                 if arity == 1 and suffix[0] == 0x02 and suffix.find(b"\x00") == len(suffix) - 1:
+                    if check and not visible_raw(kv.value, version):
+                        continue
                     out.append((suffix[1:-1].decode(),))  # the common case: one string without NUL
                     last = None
                     continue
                 elements = split_elements(suffix)
                 if len(elements) != arity:  # a record split over several keys: (pk..., chunk index)
                     elements = elements[:arity]
+                elif check and not visible_raw(kv.value, version):
+                    continue
                 key = tuple(map(element, elements))
                 if key == last:
                     continue
@@ -1964,7 +2003,9 @@ class Metastore:
 
         def first(tr: Transaction) -> tuple[_PartitionRange,
                                             tuple[list[tuple[Any, ...]], bytes | None, tuple[Any, ...] | None]]:
+            nonlocal version, pending
             r = self._partition_range(tr, tn, prefix)
+            version, pending = r.version, r.pending
             return r, batch(tr, r.store, r.begin, r.end, r.filters, None)
 
         r, (keys, more, last) = self._run(first)

@@ -14,6 +14,7 @@ from .partition_pb2 import DataFile, DataFileList, DataGarbage, Partition, Parti
 from .schema_pb2 import ArrayType, DataType, DecimalType, MapType, StructField, StructType
 from .table_pb2 import TableProperties, TableReference, TableSchema, TableStorage
 from .view_pb2 import ViewRecord
+from .work_pb2 import PendingWork
 from .write_pb2 import WriteOutcome
 from .store import RECORD_TYPES, RecordStore, RecordTypeError
 
@@ -21,5 +22,5 @@ __all__ = [
     "CatalogRecord", "DatabaseRecord", "ChangeEvent", "PartitionDelta", "Commit", "HistoryEntry", "DroppedObjectName", "ObjectKind",
     "ObjectName", "Partition", "PartitionChange", "DataFile", "DataFileList", "DataGarbage", "ArrayType", "DataType", "DecimalType", "MapType",
     "StructField", "StructType", "TableProperties", "TableReference", "TableSchema", "TableStorage",
-    "ViewRecord", "WriteOutcome", "RECORD_TYPES", "RecordStore", "RecordTypeError",
+    "ViewRecord", "WriteOutcome", "PendingWork", "RECORD_TYPES", "RecordStore", "RecordTypeError",
 ]

@@ -22,6 +22,7 @@ from .names_pb2 import DroppedObjectName, ObjectName
 from .partition_pb2 import DataFileList, DataGarbage, Partition, PartitionChange
 from .table_pb2 import TableProperties, TableReference, TableSchema, TableStorage
 from .view_pb2 import ViewRecord
+from .work_pb2 import PendingWork
 from .write_pb2 import WriteOutcome
 
 M = TypeVar("M", bound=Message)
@@ -58,6 +59,7 @@ RECORD_TYPES: dict[str, tuple[type[Message], tuple[str, ...] | None]] = {
     "TableDataFiles": (DataFileList, ()),
     "DataGarbage": (DataGarbage, ("tableId", "time", "id")),
     "WriteOutcome": (WriteOutcome, ("writeId",)),
+    "PendingWork": (PendingWork, ("operationId",)),
 }
 
 
