@@ -53,10 +53,11 @@ from .errors import (Conflict, InvalidArgument, NoSuchPartition, OperationInProg
                      UshasError)
 from .keyspace import KeySpacePath
 from .kv import Transaction
+from .kv.base import FDB_LIMITS
 from .names import TableName
 from .objects import MutationResult, micros_to_datetime
 from .partitions import Partition, PartitionScheme
-from .records.store import RecordStore
+from .records.store import RecordStore, split_elements
 
 if TYPE_CHECKING:
     from .metastore import Metastore
@@ -426,8 +427,12 @@ def drop_partitions(ms: "Metastore", tn: TableName, specs: Sequence[Mapping[str,
 
 def _mark_drops(ms: "Metastore", work: _Work, t: _TableAt, specs: Sequence[Mapping[str, Any]],
                 if_exists: bool) -> tuple[int, int]:
+    """Mark the partitions the specs match, chunk by chunk (each chunk reads everything it needs
+    first, then writes: reads after writes are slow on the write buffer)."""
     scheme, store, history = t.scheme, t.partitions(), t.history()
     version_prefix = fdbtuple.pack((t.version,))
+    selections = [scheme.selection(s) for s in specs]
+    full = len(scheme.columns)
     dropped = missing = 0
     index = 0
     resume_at: bytes | None = None  # inside a partial spec's range
@@ -437,22 +442,26 @@ def _mark_drops(ms: "Metastore", work: _Work, t: _TableAt, specs: Sequence[Mappi
         def chunk(tr: Transaction) -> tuple[int, int, int, bytes | None]:
             w = work.load(tr)
             i, at = start, begin_at
-            n = miss = 0
-            budget = CHUNK_ITEMS
-            while i < len(specs) and budget > 0:
-                lead, filters = scheme.selection(specs[i])
-                if len(lead) == len(scheme.columns):
-                    r = store.load(tr, lead)
-                    found = [(lead, r)] if r is not None and r.dropped_version != t.version else []
-                    if r is None and not if_exists:
-                        raise NoSuchPartition(f"no partition {_spec_text(scheme, lead)} in {t.name}",
-                                              table=str(t.name))
-                    miss += r is None
-                    for key, old in found:
-                        _mark(tr, store, history, version_prefix, key, old, t.version)
-                        n += 1
-                    budget -= 1
-                    i, at = i + 1, None
+            miss = 0
+            marks: dict[bytes, bytes] = {}  # packed key -> serialized record
+            while i < len(specs) and len(marks) < CHUNK_ITEMS:
+                lead, filters = selections[i]
+                if len(lead) == full:  # a run of full specs: one range read over their span
+                    j = i
+                    while j < len(specs) and j - i < CHUNK_ITEMS - len(marks) and len(selections[j][0]) == full:
+                        j += 1
+                    wanted = [fdbtuple.pack(selections[k][0]) for k in range(i, j)]
+                    found = _values(tr, store, wanted)
+                    for k, packed in zip(range(i, j), wanted):
+                        data = found.get(packed)
+                        if data is None:
+                            if not if_exists:
+                                raise NoSuchPartition(f"no partition {_spec_text(scheme, selections[k][0])} in "
+                                                      f"{t.name}", table=str(t.name))
+                            miss += 1
+                        elif rec.Partition.FromString(data).dropped_version != t.version:
+                            marks[packed] = data
+                    i, at = j, None
                     continue
                 b, e = store.prefix_range(lead)
                 matched = at is not None
@@ -463,12 +472,10 @@ def _mark_drops(ms: "Metastore", work: _Work, t: _TableAt, specs: Sequence[Mappi
                     matched = True
                     if sr.record.dropped_version == t.version:
                         continue
-                    if budget <= 0:
+                    if len(marks) >= CHUNK_ITEMS:
                         at, more = store.key(sr.key), True
                         break
-                    _mark(tr, store, history, version_prefix, sr.key, sr.record, t.version)
-                    n += 1
-                    budget -= 1
+                    marks[fdbtuple.pack(sr.key)] = sr.record.SerializeToString(deterministic=True)
                 if more:
                     break
                 if not matched:
@@ -476,9 +483,17 @@ def _mark_drops(ms: "Metastore", work: _Work, t: _TableAt, specs: Sequence[Mappi
                         raise NoSuchPartition(f"no partition {dict(specs[i])} in {t.name}", table=str(t.name))
                     miss += 1
                 i, at = i + 1, None
-            w.done += n
+            for packed, data in marks.items():  # the writes, after every read
+                old = rec.Partition.FromString(data)
+                marked = rec.Partition()
+                marked.CopyFrom(old)
+                marked.dropped_version = t.version
+                _put(tr, store, packed, marked, len(data))
+                tr.set(history.prefix + version_prefix + packed,
+                       rec.PartitionChange(action=rec.PartitionChange.DROPPED, previous=old).SerializeToString())
+            w.done += len(marks)
             work.save(tr, w)
-            return n, miss, i, at
+            return len(marks), miss, i, at
 
         n, miss, index, resume_at = ms.db.run(chunk)
         dropped += n
@@ -486,14 +501,61 @@ def _mark_drops(ms: "Metastore", work: _Work, t: _TableAt, specs: Sequence[Mappi
     return dropped, missing
 
 
-def _mark(tr: Transaction, store: RecordStore[rec.Partition], history: RecordStore[rec.PartitionChange],
-          version_prefix: bytes, key: tuple[Any, ...], old: rec.Partition, version: int) -> None:
-    marked = rec.Partition()
-    marked.CopyFrom(old)
-    marked.dropped_version = version
-    store.save(tr, key, marked)
-    tr.set(history.prefix + version_prefix + fdbtuple.pack(key),
-           rec.PartitionChange(action=rec.PartitionChange.DROPPED, previous=old).SerializeToString())
+def _values(tr: Transaction, store: RecordStore[rec.Partition], packed: list[bytes]) -> dict[bytes, bytes]:
+    """The serialized records at these packed keys (absent: not stored): one range read over their
+    span when it is dense, else point reads."""
+    if not packed:
+        return {}
+    wanted = set(packed)
+    plen, limit, arity = len(store.prefix), 4 * len(packed) + 64, store.arity
+    out: dict[bytes, bytes] = {}
+    split: set[bytes] = set()
+    count = 0
+    for kv in tr.get_range(store.prefix + min(packed), store.prefix + max(packed) + b"\xff", limit=limit + 1):
+        count += 1
+        suffix = kv.key[plen:]
+        if suffix in wanted:
+            out[suffix] = kv.value
+        else:
+            k = b"".join(split_elements(suffix)[:arity])
+            if k in wanted:
+                split.add(k)
+    if count > limit:
+        found = {k: _load_packed(tr, store, k) for k in packed}
+        return {k: v for k, v in found.items() if v is not None}
+    for k in split:  # a record split over several keys (big file lists): joined
+        data = _load_packed(tr, store, k)
+        if data is not None:
+            out[k] = data
+    return out
+
+
+def _put(tr: Transaction, store: RecordStore[rec.Partition], packed: bytes, record: rec.Partition,
+         old_size: int) -> None:
+    """Rewrite a partition record: one set when neither it nor the one it replaces is split
+    (a clear_range per key would make the write buffer sort itself each time)."""
+    data = record.SerializeToString(deterministic=True)
+    if old_size <= store.chunk_bytes and len(data) <= store.chunk_bytes:
+        tr.set(store.prefix + packed, data)
+    else:
+        store.save_packed(tr, packed, record)
+
+
+def _remove(tr: Transaction, key: bytes, size: int) -> None:
+    if size <= FDB_LIMITS.value_bytes:
+        tr.clear(key)
+    else:
+        tr.clear_range(key, key + b"\xff")
+
+
+def _load_packed(tr: Transaction, store: RecordStore[rec.Partition], packed: bytes) -> bytes | None:
+    key = store.prefix + packed
+    parts: list[bytes] = []
+    for kv in tr.get_range(key, key + b"\xff"):
+        if kv.key == key:
+            return kv.value
+        parts.append(kv.value)
+    return b"".join(parts) if parts else None
 
 
 def _publish(ms: "Metastore", work: _Work, t: _TableAt, operation: str, counts: Mapping[str, int],
@@ -607,44 +669,42 @@ def _partition_chunks(ms: "Metastore", work: _Work, r: rec.PendingWork) -> None:
 
             w = work.load(tr)
             begin = w.cursor or hist_prefix
-            n = 0
-            last = None
+            entries = [(kv.key, kv.key[len(hist_prefix):], kv.value)
+                       for kv in tr.get_range(begin, hist_prefix + b"\xff", limit=CHUNK_ITEMS)]
+            store = RecordStore.at(path.add("TablePartition"), ("k",) * arity)
+            current = _values(tr, store, [packed for _, packed, _ in entries])
             garbage = Garbage()
-            for kv in tr.get_range(begin, hist_prefix + b"\xff", limit=CHUNK_ITEMS):
-                n += 1
-                last = kv.key
-                packed = kv.key[len(hist_prefix):]
-                change = rec.PartitionChange.FromString(kv.value)
+            for hkey, packed, value in entries:  # the writes, after every read
+                change = rec.PartitionChange.FromString(value)
+                data = current.get(packed)
                 key = part_prefix + packed
-                current = tr.get(key)
                 if rolling_back:
                     if change.action == rec.PartitionChange.ADDED:
-                        if current is not None and rec.Partition.FromString(current).added_version == version:
-                            tr.clear_range(key, key + b"\xff")
-                    elif current is not None:
-                        old = rec.Partition.FromString(current)
+                        if data is not None and rec.Partition.FromString(data).added_version == version:
+                            _remove(tr, key, len(data))
+                    elif data is not None:
+                        old = rec.Partition.FromString(data)
                         if old.dropped_version == version:
                             old.dropped_version = 0
-                            tr.set(key, old.SerializeToString(deterministic=True))
-                    tr.clear(kv.key)
-                else:
-                    if current is not None and rec.Partition.FromString(current).dropped_version == version:
-                        tr.clear_range(key, key + b"\xff")
-                        if detail.get("release_data") and change.HasField("previous"):
-                            old = change.previous
-                            if old.files_recorded:
-                                garbage.files.extend(from_records(old.data_files))
-                            elif old.location:
-                                garbage.directories.append(old.location)
+                            _put(tr, store, packed, old, len(data))
+                    tr.clear(hkey)
+                elif data is not None and rec.Partition.FromString(data).dropped_version == version:
+                    _remove(tr, key, len(data))
+                    if detail.get("release_data") and change.HasField("previous"):
+                        old = change.previous
+                        if old.files_recorded:
+                            garbage.files.extend(from_records(old.data_files))
+                        elif old.location:
+                            garbage.directories.append(old.location)
             if garbage:
                 record_garbage(tr, ms.project_path, path.value, r.object, "DROP PARTITIONS", garbage, _now())
             if rolling_back:
                 w.cursor = b""  # the entries read are gone: start again from the beginning
-            elif last is not None:
-                w.cursor = last + b"\x00"
-            w.done += n
+            elif entries:
+                w.cursor = entries[-1][0] + b"\x00"
+            w.done += len(entries)
             work.save(tr, w)
-            return n == CHUNK_ITEMS
+            return len(entries) == CHUNK_ITEMS
 
         if not ms.db.run(chunk):
             break
