@@ -762,9 +762,24 @@ def _object_keys(ms: "Metastore", tr: Transaction, path: KeySpacePath, *, droppe
                 yield r.key[1]
 
 
+_DEFERRED: "weakref.WeakKeyDictionary[Any, set[bytes]]" = weakref.WeakKeyDictionary()
+
+
+def children_deferred(tr: Transaction, path: KeySpacePath) -> bool:
+    """Whether the objects inside the one at ``path`` are (un)indexed in chunks after ``tr``."""
+    found = _DEFERRED.get(tr)
+    return found is not None and path.key() in found
+
+
 def defer_unindex(ms: "Metastore", tr: Transaction, name: str, path: KeySpacePath, indexed: bool) -> None:
     """In a drop's (``indexed=False``) or undrop's transaction: the objects in the catalog /
-    database at ``path`` leave (or re-enter) the search index in chunks, after the commit."""
+    database at ``path`` leave (or re-enter) the search index in chunks, after the commit (the
+    metadata sync of ``tr`` then handles the object itself only)."""
+    _DEFERRED.setdefault(tr, set()).add(path.key())
+    store = work_store(ms.project_path)
+    for r in list(store.scan(tr)):  # an unfinished (un)indexing of the same object is superseded
+        if r.record.kind == "UNINDEX" and r.record.object_key == path.key():
+            store.delete(tr, r.key)
     op = uuid.uuid4()
     work_store(ms.project_path).save(tr, (op,), _published(_new_work("UNINDEX", name, path.key(),
                                                                      detail={"indexed": indexed})), new=True)
@@ -861,57 +876,153 @@ def _unindex_chunks(ms: "Metastore", work: _Work, r: rec.PendingWork) -> None:
     ms.db.run(lambda tr: (work.load(tr), work.store.delete(tr, (work.op,))))
 
 
+def big_object(ms: "Metastore", tr: Transaction, path: KeySpacePath) -> bool:
+    """Whether purging (or un-indexing) the object at ``path`` needs chunks: a catalog or database
+    with more than :data:`BULK_OBJECTS_AT` objects, a table with more than :data:`BULK_AT`
+    partitions (counting stops there)."""
+    if path.directory.name == "tableId":
+        prefix = path.add("TablePartition").key()
+        return sum(1 for _ in tr.get_range(prefix, prefix + b"\xff", limit=BULK_AT + 1)) > BULK_AT
+    if path.directory.name in ("catalogId", "databaseId"):
+        return many_objects(ms, tr, path)
+    return False
+
+
 def defer_purge(ms: "Metastore", tr: Transaction, name: str, kind: str, path: KeySpacePath, version: int,
                 operation: str) -> None:
-    """In the transaction that makes a dropped catalog / database unreachable (its dropped name
-    removed): its keys, metadata and data are deleted in chunks after the commit."""
+    """In the transaction that makes a dropped catalog, database or table unreachable (its name
+    entry removed): its keys, metadata and data are deleted in chunks after the commit (the data
+    paths then go to the caller: :func:`run_after`)."""
+    from .data_purge import table_data_paths
+
+    detail: dict[str, Any] = {"kind": kind, "operation": operation}
+    if path.directory.name == "tableId":  # whether another table shares its location: decided now
+        found = table_data_paths(tr, ms.project_path, path, path.value, path.parent.parent, forget_garbage=False)
+        storage = RecordStore.at(path.add("TableStorage")).load(tr, ())
+        detail["shared"] = bool(storage and storage.location and storage.location.rstrip("/") not in found)
     op = uuid.uuid4()
     work_store(ms.project_path).save(tr, (op,), _published(_new_work(
-        "PURGE", name, path.key(), version=version, detail={"kind": kind, "operation": operation})), new=True)
+        "PURGE", name, path.key(), version=version, detail=detail)), new=True)
     _after(ms).append(op)
 
 
-def _purge_chunks(ms: "Metastore", work: _Work, r: rec.PendingWork) -> None:
-    from .data_purge import table_data_paths
-    from . import metadata_sync
+def _under(path: str, root: str) -> bool:
+    root = root.rstrip("/")
+    return path == root or path.startswith(root + "/")
 
+
+def _purge_table_step(ms: "Metastore", tr: Transaction, tpath: KeySpacePath, after: bytes, budget: int,
+                      shared: bool) -> tuple[list[str], bytes | None, int]:
+    """Purge up to ``budget`` partitions of the table at ``tpath`` (from key ``after``); when none
+    are left, the table itself (garbage entries, metadata, keys). Returns the data paths to
+    delete, where to continue (None: the table is gone) and the items used."""
+    from . import metadata_sync
+    from .data_garbage import delete_garbage, scan_garbage
+
+    storage = RecordStore.at(tpath.add("TableStorage")).load(tr, ())
+    schema = RecordStore.at(tpath.add("TableSchema")).load(tr, ())
+    managed = storage is not None and not storage.external and bool(storage.location)
+    location = storage.location.rstrip("/") if managed else ""
+    paths: list[str] = []
+    used = 0
+    if schema is not None and schema.partition_columns:
+        prefix = tpath.add("TablePartition").key()
+        begin = after or prefix
+        rows = list(tr.get_range(begin, prefix + b"\xff", limit=budget + 1))
+        more = len(rows) > budget
+        rows = rows[:budget]
+        for kv in rows if managed else ():
+            try:
+                r = rec.Partition.FromString(kv.value)
+            except Exception:  # noqa: BLE001 - one piece of a split record
+                continue
+            if r.files_recorded:
+                paths.extend(f.path for f in r.data_files if shared or not _under(f.path, location))
+            elif shared and r.location and not _under(location, r.location):
+                paths.append(r.location)
+        used = len(rows)
+        if more:
+            tr.clear_range(begin, rows[-1].key + b"\x00")
+            return paths, rows[-1].key + b"\x00", used
+    elif managed:
+        listed = RecordStore.at(tpath.add("TableDataFiles")).load(tr, ())
+        if listed is not None:
+            paths.extend(f.path for f in listed.files if shared or not _under(f.path, location))
+    for e in list(scan_garbage(tr, ms.project_path, tpath.value)):
+        delete_garbage(tr, ms.project_path, e.key)
+        if managed:
+            paths.extend(f.path for f in e.files if shared or not _under(f.path, location))
+            paths.extend(d for d in e.directories if shared and not _under(location, d))
+    if managed and not shared:
+        paths.insert(0, location)
+    metadata_sync.on_purge(ms, tr, tpath)
+    tr.clear_range(*tpath.range())
+    return paths, None, used + 1
+
+
+def _purge_chunks(ms: "Metastore", work: _Work, r: rec.PendingWork) -> None:
     path = _table_path(ms, r.object_key)
     detail = json.loads(r.detail_json or "{}")
     found: list[str] = []
     while path is not None:
         def chunk(tr: Transaction) -> bool:
+            from .metadata import MetadataKeys, MetadataWriter
+
             w = work.load(tr)
-            items = _chunk_ids(ms, tr, path, w.cursor, PURGE_TABLES_PER_CHUNK, dropped=True)
+            cursor = fdbtuple.unpack(w.cursor) if w.cursor else (b"", b"")
+            position, inner = cursor[0], cursor[1]
+            budget = CHUNK_ITEMS
+            objects = PURGE_TABLES_PER_CHUNK
             paths: list[str] = []
-            for pos, oid, obj in items:
-                if obj.directory.name == "tableId":
-                    paths.extend(table_data_paths(tr, ms.project_path, obj, oid, obj.parent.parent))
-                    metadata_sync.on_purge(ms, tr, obj)
-                    tr.clear_range(*obj.range())
-                elif obj.directory.name == "viewId":
-                    metadata_sync.on_purge(ms, tr, obj)
-                    tr.clear_range(*obj.range())
-                else:  # a database of the catalog: its own record etc. go with the catalog's range
-                    from .metadata import MetadataKeys, MetadataWriter
+            done = False
+            if path.directory.name == "tableId":
+                got, nxt, used = _purge_table_step(ms, tr, path, inner, budget, bool(detail.get("shared")))
+                paths.extend(got)
+                position, inner, done = b"", nxt or b"", nxt is None
+                w.done += used
+            else:
+                while budget > 0 and objects > 0:
+                    objects -= 1
+                    items = _chunk_ids(ms, tr, path, position, 1, dropped=True)
+                    if not items:
+                        done = True
+                        break
+                    pos, oid, obj = items[0]
+                    if obj.directory.name == "tableId":
+                        got, nxt, used = _purge_table_step(ms, tr, obj, inner, budget, False)
+                        paths.extend(got)
+                        budget -= used
+                        if nxt is not None:
+                            inner = nxt
+                            break
+                    elif obj.directory.name == "viewId":
+                        from . import metadata_sync
 
-                    MetadataWriter(tr, MetadataKeys(ms.project_path), ms.user, source="catalog").purge(oid)
-            if items:
-                w.cursor = items[-1][0]
-            w.done += len(items)
+                        metadata_sync.on_purge(ms, tr, obj)
+                        tr.clear_range(*obj.range())
+                        budget -= 1
+                    else:  # a database: its own keys go with the catalog's range at the end
+                        MetadataWriter(tr, MetadataKeys(ms.project_path), ms.user, source="catalog").purge(oid)
+                        budget -= 1
+                    position, inner = pos, b""
+                    w.done += 1
+            w.cursor = fdbtuple.pack((position, inner))
             work.save(tr, w)
-            _give_paths(found, paths)
-            return len(items) == PURGE_TABLES_PER_CHUNK
+            return not done, paths
 
-        if not ms.db.run(chunk):
+        more, paths = ms.db.run(chunk)
+        found.extend(paths)
+        if not more:
             break
 
     def finish(tr: Transaction) -> None:
+        from .metadata import MetadataKeys, MetadataWriter
+
         work.load(tr)
         if path is not None:
-            from .metadata import MetadataKeys, MetadataWriter
-
-            MetadataWriter(tr, MetadataKeys(ms.project_path), ms.user, source="catalog").purge(path.value)
-            tr.clear_range(*path.range())
+            if path.directory.name != "tableId":
+                MetadataWriter(tr, MetadataKeys(ms.project_path), ms.user, source="catalog").purge(path.value)
+                tr.clear_range(*path.range())
             ms.change_feed.record_removal(tr, kind=detail.get("kind", "catalog"), name=r.object,
                                           object_id=path.value, version=r.version,
                                           operation=detail.get("operation", "PURGE"), change=rec.ChangeEvent.PURGED)

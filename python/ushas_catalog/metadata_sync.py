@@ -219,6 +219,9 @@ def _each_object(ms: "Metastore", tr: Transaction, path: KeySpacePath, *, purge:
     """``visit`` the object at ``path`` and every object in it: a catalog's databases, a
     database's tables and views (live ones; with ``purge`` dropped ones too)."""
     visit(path.value)
+    from .bulk import children_deferred
+    if children_deferred(tr, path):  # a big catalog / database: its objects in chunks (bulk.py)
+        return
     kind = path.directory.name
     if kind == "catalogId":
         dbs = path.add("Database")

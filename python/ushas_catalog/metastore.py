@@ -516,6 +516,7 @@ class Metastore:
             _give(data_paths, found)
 
         self._run(fn)
+        _more_paths(data_paths, self)
 
     def undrop_catalog(self, name: NameLike, *, expected_version: int | None = None) -> CatalogInfo:
         """``expected_version``: the version of the dropped catalog (its DROP commit)."""
@@ -527,12 +528,17 @@ class Metastore:
                                       NoSuchCatalog)
             cat = self._catalog(tr, cn)
             _expect("dropped catalog", cn, cat.record.version, expected_version)
+            from . import bulk
+            if bulk.big_object(self, tr, cat.path):
+                bulk.defer_unindex(self, tr, str(cn), cat.path, True)
             self._commit(tr, Mutation("catalog", str(cn), cat.path, "UNDROP CATALOG", cat.record.version + 1,
                                       _copy(cat.record), previous_head=cat.record))
             assert cid == cat.id
             return self._catalog_info(self._catalog(tr, cn))
 
-        return self._run(fn)
+        info = self._run(fn)
+        _more_paths(None, self)
+        return info
 
     def purge_catalog(self, name: NameLike, *, data_paths: list[str] | None = None,
                       older_than: dt.timedelta | None = None) -> int:
@@ -548,7 +554,9 @@ class Metastore:
             _give(data_paths, found)
             return n
 
-        return self._run(fn)
+        n = self._run(fn)
+        _more_paths(data_paths, self)
+        return n
 
     def list_dropped_catalogs(self) -> list[DroppedObject]:
         return self._run(lambda tr: self._list_dropped(tr, self._catalogs, "Catalog", lambda n: n))
@@ -566,6 +574,13 @@ class Metastore:
         names = self._names(parent, kind)
         entry = names.load(tr, (key,))
         names.delete(tr, (key,))
+        from . import bulk
+        if purge and bulk.big_object(self, tr, obj.path):  # the name is free now; the rest in chunks
+            head = obj.ref if isinstance(obj, _Table) else obj.record
+            bulk.defer_purge(self, tr, str(obj.name), kind.lower(), obj.path, head.version, operation)
+            return
+        if not purge and not isinstance(obj, _Table) and bulk.big_object(self, tr, obj.path):
+            bulk.defer_unindex(self, tr, str(obj.name), obj.path, False)
         if purge:
             self._collect_data(tr, obj.path, kind, data_paths)
             self._metadata_purge(tr, obj.path)
@@ -656,9 +671,15 @@ class Metastore:
         head_sub = {"Catalog": "CatalogRecord", "Database": "DatabaseRecord", "Table": "TableReference"}[kind]
         if dropped_before is not None:
             found = [r for r in found if r.record.dropped_at_micros < dropped_before]
+        from . import bulk
         for r in found:
             oid = r.key[1]
             head = RecordStore.at(path_of(oid).add(head_sub)).load(tr, ())
+            if bulk.big_object(self, tr, path_of(oid)):  # unreachable now; its keys go in chunks
+                store.delete(tr, (key, oid))
+                bulk.defer_purge(self, tr, shown, kind.lower(), path_of(oid),
+                                 head.version if head is not None else 0, f"PURGE {kind.upper()}")
+                continue
             self._collect_data(tr, path_of(oid), kind, data_paths)
             self._metadata_purge(tr, path_of(oid))
             tr.clear_range(*path_of(oid).range())
@@ -793,6 +814,7 @@ class Metastore:
             _give(data_paths, found)
 
         self._run(fn)
+        _more_paths(data_paths, self)
 
     def undrop_database(self, name: NameLike, *, expected_version: int | None = None) -> DatabaseInfo:
         dn = DatabaseName.parse(name)
@@ -804,12 +826,17 @@ class Metastore:
                                 NamespaceAlreadyExists, NoSuchNamespace)
             db = self._database(tr, dn)
             _expect("dropped database", dn, db.record.version, expected_version)
+            from . import bulk
+            if bulk.big_object(self, tr, db.path):
+                bulk.defer_unindex(self, tr, str(dn), db.path, True)
             new = _copy(db.record)
             self._commit(tr, Mutation("database", str(dn), db.path, "UNDROP DATABASE", db.record.version + 1, new,
                                       previous_head=db.record))
             return self._database_info(_Object("database", dn, db.id, db.path, new))
 
-        return self._run(fn)
+        info = self._run(fn)
+        _more_paths(None, self)
+        return info
 
     def purge_database(self, name: NameLike, *, data_paths: list[str] | None = None,
                        older_than: dt.timedelta | None = None) -> int:
@@ -826,7 +853,9 @@ class Metastore:
             _give(data_paths, found)
             return n
 
-        return self._run(fn)
+        n = self._run(fn)
+        _more_paths(data_paths, self)
+        return n
 
     def list_dropped_databases(self, catalog: NameLike) -> list[DroppedObject]:
         cn = CatalogName.parse(catalog)
@@ -1295,6 +1324,7 @@ class Metastore:
             _give(data_paths, found)
 
         self._run(fn)
+        _more_paths(data_paths, self)
 
     def touch_table(self, name: NameLike, operation: str, detail: Mapping[str, Any] | None = None, *,
                     expected_version: int | None = None, write_id: str | None = None,
@@ -1411,7 +1441,9 @@ class Metastore:
             _give(data_paths, found)
             return n
 
-        return self._run(fn)
+        n = self._run(fn)
+        _more_paths(data_paths, self)
+        return n
 
     def list_dropped_tables(self, database: NameLike) -> list[DroppedObject]:
         dn = DatabaseName.parse(database)
@@ -2178,6 +2210,17 @@ def _init_table_files(path: KeySpacePath, tr: Transaction, records: Sequence[Any
 
 def _cutoff(older_than: dt.timedelta | None) -> int | None:
     return None if older_than is None else _now() - int(older_than.total_seconds() * 1_000_000)
+
+
+def _more_paths(out: list[str] | None, ms: Metastore) -> None:
+    """Runs the chunked work the call's transaction left (:mod:`ushas_catalog.bulk`: a big drop or
+    purge); the data paths its purges found go to ``out``."""
+    from .bulk import has_after, run_after
+
+    if has_after(ms):
+        found = run_after(ms)
+        if out is not None:
+            out.extend(found)
 
 
 def _give(out: list[str] | None, found: list[str]) -> None:
