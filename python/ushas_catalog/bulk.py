@@ -147,19 +147,24 @@ def pending_work(ms: "Metastore") -> list[PendingWork]:
 
 
 def finish_pending(ms: "Metastore", operation_id: str | uuid.UUID | None = None, *,
-                   include_running: bool = False) -> list[PendingWork]:
+                   include_running: bool = False, data_paths: list[str] | None = None) -> list[PendingWork]:
     """Finish the pending work of the project (or the one operation ``operation_id``) whose
     process died: staging that had not published is rolled back, published work is completed.
     ``include_running``: also take over operations whose process looks alive (their own chunks
-    then fail). Returns what was finished."""
+    then fail). ``data_paths`` receives the data paths a finished purge found (to delete now).
+    Returns what was finished."""
     done: list[PendingWork] = []
     for w in pending_work(ms):
         if operation_id is not None and w.operation_id != str(operation_id):
             continue
         if w.running and not include_running:
             continue
+        del _paths(ms)[:]
         if _resume(ms, uuid.UUID(w.operation_id)):
             done.append(w)
+        if data_paths is not None:
+            data_paths.extend(_paths(ms))
+        del _paths(ms)[:]
     return done
 
 
