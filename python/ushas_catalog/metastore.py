@@ -54,6 +54,7 @@ from .objects import (CatalogInfo, DatabaseInfo, DroppedObject, HistoryItem, Mut
 from .data_files import DataFile, from_records
 from .data_garbage import Garbage, data_file_records, record_garbage
 from .bulk import bulk_pending, visible, visible_raw
+from .value_limits import check_properties, check_records, check_text
 from .partitions import KeyDecoder, Partition, PartitionScheme
 from .records.store import RecordStore, split_elements
 from .schema import check_column_names, parse_schema, struct_from_proto, struct_to_proto
@@ -111,11 +112,13 @@ def _props(value: Mapping[str, Any] | None, what: str) -> dict[str, str]:
         if "\x00" in k or "\x00" in v:
             raise InvalidArgument(f"{what}: {k!r} contains a NUL character")
         out[k] = v
+    check_properties(out, what)
     return out
 
 
 def _opt_str(value: Any, what: str) -> str | None:
     if value is None or isinstance(value, str):
+        check_text(value, what)
         return value
     raise InvalidArgument(f"{what} must be a string or None, not {type(value).__name__}")
 
@@ -309,6 +312,7 @@ class Metastore:
         if m.kind == "table" and m.head.pending_operations:
             from .bulk import check_no_pending
             check_no_pending(m.head, m.detail, m.name)
+        check_records(tr, m.kind, m.name, m.path, m.head, m.changed)
         v = m.version
         m.head.version = v
         m.head.updated_at_micros = m.time_micros
