@@ -70,6 +70,10 @@ BULK_OBJECTS_AT = 1_000
 CHUNK_ITEMS = 10_000
 #: tables purged per chunk transaction
 PURGE_TABLES_PER_CHUNK = 200
+#: objects (un)indexed per chunk transaction at most
+UNINDEX_PER_CHUNK = 2_000
+#: a chunk that has run this long stops at the next item (the engine allows 5 s)
+CHUNK_SECONDS = 1.0
 #: bytes written per chunk at most (the engine allows 10 MB)
 CHUNK_BYTES = 3_000_000
 #: seconds without a chunk after which a running operation's process counts as dead
@@ -864,17 +868,21 @@ def _unindex_chunks(ms: "Metastore", work: _Work, r: rec.PendingWork) -> None:
     indexed = bool(json.loads(r.detail_json or "{}").get("indexed"))
     while path is not None:
         def chunk(tr: Transaction) -> bool:
+            started = time.monotonic()
             w = work.load(tr)
-            items = _chunk_ids(ms, tr, path, w.cursor, CHUNK_ITEMS, dropped=False)
+            items = _chunk_ids(ms, tr, path, w.cursor, UNINDEX_PER_CHUNK, dropped=False)
             writer = MetadataWriter(tr, MetadataKeys(ms.project_path), ms.user, source="catalog")
-            for _, oid, _ in items:
+            n = 0
+            for pos, oid, _ in items:
                 writer.set_indexed(oid, indexed)
+                w.cursor = pos
+                n += 1
+                if time.monotonic() - started > CHUNK_SECONDS:
+                    break
             writer.finish(0)
-            if items:
-                w.cursor = items[-1][0]
-            w.done += len(items)
+            w.done += n
             work.save(tr, w)
-            return len(items) == CHUNK_ITEMS
+            return n > 0 and (n < len(items) or len(items) == UNINDEX_PER_CHUNK)
 
         if not ms.db.run(chunk):
             break
@@ -973,6 +981,7 @@ def _purge_chunks(ms: "Metastore", work: _Work, r: rec.PendingWork) -> None:
         def chunk(tr: Transaction) -> bool:
             from .metadata import MetadataKeys, MetadataWriter
 
+            started = time.monotonic()
             w = work.load(tr)
             cursor = fdbtuple.unpack(w.cursor) if w.cursor else (b"", b"")
             position, inner = cursor[0], cursor[1]
@@ -986,7 +995,7 @@ def _purge_chunks(ms: "Metastore", work: _Work, r: rec.PendingWork) -> None:
                 position, inner, done = b"", nxt or b"", nxt is None
                 w.done += used
             else:
-                while budget > 0 and objects > 0:
+                while budget > 0 and objects > 0 and time.monotonic() - started < CHUNK_SECONDS:
                     objects -= 1
                     items = _chunk_ids(ms, tr, path, position, 1, dropped=True)
                     if not items:

@@ -142,13 +142,13 @@ def test_million_partitions_add_and_drop_survive_kill(tmp_path: Path, capsys: py
 
 
 def _create_tables(ms: Metastore, database: str, count: int) -> None:
-    """``count`` tables, 1,000 per transaction (the test's set-up, not the operation under test)."""
+    """``count`` tables, 200 per transaction (the test's set-up, not the operation under test)."""
     schema = parse_schema("id long, dt string")
     dn = TableName.parse(f"{database}.x")
-    for lo in range(0, count, 1000):
+    for lo in range(0, count, 200):
         def fn(tr, lo: int = lo) -> None:
             db, _ = ms._relation(tr, dn)
-            for i in range(lo, min(count, lo + 1000)):
+            for i in range(lo, min(count, lo + 200)):
                 ms._create_in(tr, TableName(dn.catalog, dn.database, f"t{i}"), db, schema, ["dt"], "parquet",
                               None, None, None, None, False)
         ms.db.run(fn)
