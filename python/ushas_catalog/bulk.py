@@ -1050,16 +1050,35 @@ def _give_paths(out: list[str], paths: list[str]) -> None:
     out.extend(paths)
 
 
-def run_after(ms: "Metastore") -> list[str]:
+def run_after(ms: "Metastore", *, background: bool = False) -> list[str]:
     """The chunked work the last transaction deferred (:func:`defer_unindex`, :func:`defer_purge`),
-    run now; returns the data paths purging found (for the caller to delete)."""
+    run now; returns the data paths purging found (for the caller to delete). ``background``:
+    search-index work runs in a daemon thread instead (a long-lived process: the Spark bridge);
+    if the process ends first it stays pending, finished by ``ushas repair --pending``."""
+    import threading
+
     ops = list(_after(ms))
     del _after(ms)[:]
     del _paths(ms)[:]
+    later: list[uuid.UUID] = []
     for op in ops:
+        if background:
+            r = ms.db.run(lambda tr: work_store(ms.project_path).load(tr, (op,)))
+            if r is not None and r.kind == "UNINDEX":
+                later.append(op)
+                continue
         _resume(ms, op)
     paths = list(_paths(ms))
     del _paths(ms)[:]
+    if later:
+        def finish() -> None:
+            for op in later:
+                try:
+                    _resume(ms, op)
+                except Exception:  # noqa: BLE001 - left pending: ushas repair --pending finishes it
+                    return
+
+        threading.Thread(target=finish, name="ushas-bulk-unindex", daemon=True).start()
     return paths
 
 

@@ -2221,6 +2221,8 @@ def _more_paths(out: list[str] | None, ms: Metastore) -> None:
     purge); the data paths its purges found go to ``out``."""
     from .bulk import has_after, run_after
 
+    if getattr(ms.db, "nested", False):  # one transaction for a whole Spark call: after its commit
+        return
     if has_after(ms):
         found = run_after(ms)
         if out is not None:

@@ -82,9 +82,11 @@ def run_in_one_transaction(ms: Any, fn: Callable[[Any], T]) -> T:
     if joined:
         from .bulk import has_after, run_after
 
-        if has_after(joined[0]):  # pragma: no cover - a big drop runs its chunks inside fn
+        if has_after(joined[0]):  # a big drop or purge: its chunks, now that it is committed
             joined[0].db = ms.db
-            run_after(joined[0])
+            paths = run_after(joined[0], background=True)
+            if isinstance(result, dict) and isinstance(result.get("delete_paths"), list):
+                result["delete_paths"].extend(paths)
     if merges:
         try:
             ms.merge_index()
