@@ -906,17 +906,35 @@ def defer_purge(ms: "Metastore", tr: Transaction, name: str, kind: str, path: Ke
     """In the transaction that makes a dropped catalog, database or table unreachable (its name
     entry removed): its keys, metadata and data are deleted in chunks after the commit (the data
     paths then go to the caller: :func:`run_after`)."""
-    from .data_purge import table_data_paths
-
     detail: dict[str, Any] = {"kind": kind, "operation": operation}
     if path.directory.name == "tableId":  # whether another table shares its location: decided now
-        found = table_data_paths(tr, ms.project_path, path, path.value, path.parent.parent, forget_garbage=False)
-        storage = RecordStore.at(path.add("TableStorage")).load(tr, ())
-        detail["shared"] = bool(storage and storage.location and storage.location.rstrip("/") not in found)
+        detail["shared"] = _shares_location(tr, path)
     op = uuid.uuid4()
     work_store(ms.project_path).save(tr, (op,), _published(_new_work(
         "PURGE", name, path.key(), version=version, detail=detail)), new=True)
     _after(ms).append(op)
+
+
+def _shares_location(tr: Transaction, table: KeySpacePath) -> bool:
+    """Whether a live table of the same database has its data at, in or around this table's location
+    (then only this table's recorded files are deleted, as :func:`~ushas_catalog.data_purge.table_data_paths`
+    decides)."""
+    from .layout import Layout
+
+    storage = RecordStore.at(table.add("TableStorage")).load(tr, ())
+    if storage is None or storage.external or not storage.location:
+        return False
+    location = storage.location.rstrip("/")
+    db = table.parent.parent
+    for sr in RecordStore.at(db.add("Table").add("TableObjectName")).scan(tr):
+        oid = uuid.UUID(bytes=sr.record.id)
+        if oid == table.value or sr.record.kind != rec.ObjectKind.TABLE:
+            continue
+        other = RecordStore.at(Layout.table(db, oid).add("TableStorage")).load(tr, ())
+        if other is not None and other.location and (_under(other.location, location)
+                                                     or _under(location, other.location)):
+            return True
+    return False
 
 
 def _under(path: str, root: str) -> bool:
