@@ -909,6 +909,10 @@ def defer_purge(ms: "Metastore", tr: Transaction, name: str, kind: str, path: Ke
     detail: dict[str, Any] = {"kind": kind, "operation": operation}
     if path.directory.name == "tableId":  # whether another table shares its location: decided now
         detail["shared"] = _shares_location(tr, path)
+    store = work_store(ms.project_path)
+    for r in list(store.scan(tr)):  # (un)indexing what is purged now is moot: superseded
+        if r.record.kind == "UNINDEX" and r.record.object_key.startswith(path.key()):
+            store.delete(tr, r.key)
     op = uuid.uuid4()
     work_store(ms.project_path).save(tr, (op,), _published(_new_work(
         "PURGE", name, path.key(), version=version, detail=detail)), new=True)
