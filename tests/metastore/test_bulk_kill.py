@@ -3,8 +3,9 @@ drop, each with the process running it killed (SIGKILL) in the middle; ``pending
 what is left and ``ushas repair --pending`` finishes it; readers during and after see the old
 state or the new, never half.
 
-These are the suite's biggest tests on purpose (the issue asks for these sizes): the 1M add and
-drop take about a minute each on the development machine.
+These are the suite's biggest tests on purpose (the issue asks for these sizes): about 4.5 minutes
+for the 1M test and 1–2.5 minutes for the 20,000 tables on the shared development machine (most of it
+the 1M add and the 1M drop's marking, and creating 20,000 tables).
 """
 from __future__ import annotations
 
@@ -84,10 +85,13 @@ def test_million_partitions_add_and_drop_survive_kill(tmp_path: Path, capsys: py
     ms.create_database("c.d")
     ms.create_table("c.d.t", "id long, dt string", partition_by=["dt"], location=str(tmp_path / "t"))
     seen: set[int] = set()
+    last = [0.0]
 
     def count_visible() -> None:  # a reader during the operation: all or nothing, never part
-        n = len(ms.list_partition_keys("c.d.t")[1])
-        seen.add(n)
+        if time.monotonic() - last[0] < 2:  # one listing of up to 1M keys every 2 s: leave the child the CPU
+            return
+        seen.add(len(ms.list_partition_keys("c.d.t")[1]))
+        last[0] = time.monotonic()
 
     # 1. an add of 1M partitions killed while staging: nothing of it is ever visible
     child = _run_in_child(uri, """
@@ -96,6 +100,7 @@ def test_million_partitions_add_and_drop_survive_kill(tmp_path: Path, capsys: py
     _wait_until(child, lambda: any(w.kind == "ADD PARTITIONS" and w.done >= 100_000 for w in bulk.pending_work(ms)),
                 count_visible)
     _kill(child)
+    last[0] = 0.0
     count_visible()
     assert seen == {0}
     [left] = bulk.pending_work(ms)
@@ -117,6 +122,7 @@ def test_million_partitions_add_and_drop_survive_kill(tmp_path: Path, capsys: py
 
     # 3. a drop of the 1M partitions killed after it was published: the rest is rolled forward
     seen.clear()
+    last[0] = 0.0
     child = _run_in_child(uri, """
         bulk.CHUNK_ITEMS = 20_000
         ms.drop_partitions("c.d.t", [{"dt": f"{i:07d}"} for i in range(1_000_000)])
@@ -124,6 +130,7 @@ def test_million_partitions_add_and_drop_survive_kill(tmp_path: Path, capsys: py
     _wait_until(child, lambda: any(w.kind == "DROP PARTITIONS" and w.state == "PUBLISHED" and w.done > 0
                                    for w in bulk.pending_work(ms)), count_visible)
     _kill(child)
+    last[0] = 0.0
     count_visible()
     assert seen <= {0, MILLION} and 0 in seen
     [left] = bulk.pending_work(ms)
