@@ -3,7 +3,7 @@ drop, each with the process running it killed (SIGKILL) in the middle; ``pending
 what is left and ``ushas repair --pending`` finishes it; readers during and after see the old
 state or the new, never half.
 
-These are the suite's biggest tests on purpose (the issue asks for these sizes): about 4.5 minutes
+These are the suite's biggest tests on purpose (the issue asks for these sizes): 2.3 to 4.5 minutes
 for the 1M test and 1–2.5 minutes for the 20,000 tables on the shared development machine (most of it
 the 1M add and the 1M drop's marking, and creating 20,000 tables).
 """
