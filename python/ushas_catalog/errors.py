@@ -274,6 +274,12 @@ class CallAbandoned(StoreBusy):
     store could be had: the call ended without touching the store, releasing it."""
 
 
+class OperationInProgress(StoreBusy):
+    """The object has an operation bigger than one transaction in progress (a bulk add or drop of
+    partitions, :mod:`ushas_catalog.bulk`): retry when it is finished; one whose process died is
+    finished by ``ushas repair --pending`` or by the next write that meets it."""
+
+
 class StoreNotFound(StoreUnavailable):
     """A command that only reads named a store that does not exist (nothing was created)."""
 

@@ -30,6 +30,7 @@ import logging
 import threading
 from typing import Any, Callable, Iterator
 
+from . import bulk
 from .catalog.commits import Mutation
 from .catalog.core import CatalogCore
 from .catalog.partitions import PARTITION_BATCH
@@ -79,6 +80,8 @@ class Metastore(CatalogCore):
         self.hooks.on_removal(lambda tr, **event: self.change_feed.record_removal(tr, **event))
         self.hooks.on_purge(lambda tr, path: self._metadata_purge(tr, path))
         self.hooks.after_run(self._after_run)
+        #: operations bigger than one transaction: staged or chunked, resumable (ushas_catalog.bulk)
+        self.big = bulk
 
     def close(self) -> None:
         self.wait_for_index(CLOSE_WAIT_S)  # a background merge finishes first (bounded: closing never hangs)

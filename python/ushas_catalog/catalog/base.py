@@ -7,7 +7,7 @@ import uuid
 from typing import Any, Callable, TypeVar
 
 from .. import records as rec
-from ..errors import InvalidArgument, TableAlreadyExists
+from ..errors import InvalidArgument, OperationInProgress, TableAlreadyExists
 from ..keyspace.layout import DEFAULT_LAYOUT, Layout
 from ..keyspace.tree import KeySpacePath
 from ..kv import Database, Transaction, open_database
@@ -16,6 +16,7 @@ from ..model.objects import RelationSummary, micros_to_datetime
 from .commits import CommitHooks, Mutation, record_commit
 from .resolver import Resolver
 from .values import default_user, exists_message
+from .visibility import BigOperations
 from ..keyspace.layout import TABLE
 
 T = TypeVar("T")
@@ -35,6 +36,9 @@ class MetastoreBase:
         self.resolver = Resolver(self.project_path, self.project)
         #: subscribers to this instance's commits (see :class:`~.commits.CommitHooks`)
         self.hooks = CommitHooks()
+        #: operations bigger than one transaction (:mod:`ushas_catalog.bulk`, which sits above the
+        #: metadata layer it also maintains, so the facade wires it in); None: every operation in one
+        self.big: BigOperations | None = None
 
     @classmethod
     def open(cls: type[T], uri: str, project: str = "default", *, root_prefix: bytes = b"",
@@ -62,9 +66,24 @@ class MetastoreBase:
 
     def run(self, fn: Callable[[Transaction], T]) -> T:
         """``fn`` in one transaction (retried on conflicts), then the ``after_run`` subscribers."""
-        result = self.db.run(fn)
+        try:
+            result = self.db.run(fn)
+        except OperationInProgress as e:  # a bulk operation whose process died is finished first
+            if self.big is None or not self.big.finish_for(self, e.detail.get("operations", [])):
+                raise
+            result = self.db.run(fn)
         self.hooks.ran()
         return result
+
+    def more_paths(self, out: list[str] | None) -> None:
+        """Runs the chunked work the call's transaction left (a big drop or purge: see
+        :attr:`big`); the data paths its purges found go to ``out``."""
+        if self.big is None or getattr(self.db, "nested", False):  # one transaction for a whole Spark
+            return                                                  # call: after its commit
+        if self.big.has_after(self):
+            found = self.big.run_after(self)
+            if out is not None:
+                out.extend(found)
 
     def _fenced(self, write_id: str | None, deadline_ms: int | None, tn: TableName,
                 fn: Callable[[Transaction], T], encode: Callable[[T], tuple[dict[str, Any], int | None]],
@@ -74,6 +93,10 @@ class MetastoreBase:
 
         return run_fenced(self.run, self.project_path, WriteFence.of(write_id, deadline_ms), str(tn), fn,
                           encode, decode)
+
+    def commit(self, tr: Transaction, m: Mutation) -> int:
+        """:meth:`_commit` for the modules that run operations in chunks (:mod:`ushas_catalog.bulk`)."""
+        return self._commit(tr, m)
 
     def _commit(self, tr: Transaction, m: Mutation) -> int:
         """Record mutation ``m`` (:func:`~.commits.record_commit`) and tell the commit subscribers,

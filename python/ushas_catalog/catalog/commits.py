@@ -14,8 +14,10 @@ from ..keyspace.layout import HEADS
 from ..keyspace.tree import KeySpacePath
 from ..kv.base import Transaction
 from ..model.partitions import PartitionScheme
+from ..model.value_limits import check_head
 from ..records.store import RecordStore
 from .values import now_micros
+from .visibility import check_no_pending
 
 
 @dataclass
@@ -93,6 +95,20 @@ class CommitHooks:
             fn()
 
 
+def check_records(tr: Transaction, m: Mutation) -> None:
+    """In a commit: the head record of a catalog, database or view, the changed schema, storage or
+    properties record of a table (read back from the transaction), each within the limits of
+    :mod:`ushas_catalog.model.value_limits`, so the object can always be altered and dropped later."""
+    if m.kind != "table":
+        check_head(m.head, f"the {m.kind} {m.name}")
+        return
+    for sub in m.changed:
+        if sub in ("TableSchema", "TableProperties", "TableStorage"):
+            record = RecordStore.at(m.path.add(sub)).load(tr, ())
+            if record is not None:
+                check_head(record, f"the {sub[5:].lower()} of table {m.name}")
+
+
 def record_commit(tr: Transaction, m: Mutation, user: str) -> int:
     """THE place every mutation is recorded; called once per mutating operation, after the
     operation wrote its data, in the same transaction.
@@ -102,6 +118,9 @@ def record_commit(tr: Transaction, m: Mutation, user: str) -> int:
     (catalog / database / view) or the replaced table records (``TableSchema`` ... into
     ``TableSchemaHistory`` ...) and, for tables, the ``TableHistory`` entry."""
     head_sub, history_sub, commit_sub = HEADS[m.kind]
+    if m.kind == "table" and m.head.pending_operations:
+        check_no_pending(m.head, m.detail, m.name)
+    check_records(tr, m)
     v = m.version
     m.head.version = v
     m.head.updated_at_micros = m.time_micros

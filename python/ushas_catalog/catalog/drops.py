@@ -27,6 +27,15 @@ class DropOps(MetastoreBase):
         names = self.resolver.names(parent, kind)
         entry = names.load(tr, (key,))
         names.delete(tr, (key,))
+        big = self.big is not None and self.big.big_object(self, tr, obj.path)
+        if purge and big:  # the name is free now; the rest in chunks (ushas_catalog.bulk)
+            assert self.big is not None
+            head = obj.ref if isinstance(obj, ResolvedTable) else obj.record
+            self.big.defer_purge(self, tr, str(obj.name), kind.lower(), obj.path, head.version, operation)
+            return
+        if not purge and big and not isinstance(obj, ResolvedTable):
+            assert self.big is not None
+            self.big.defer_unindex(self, tr, str(obj.name), obj.path, False)
         if purge:
             self._collect_data(tr, obj.path, kind, data_paths)
             self.hooks.purged(tr, obj.path)
@@ -120,6 +129,11 @@ class DropOps(MetastoreBase):
         for r in found:
             oid = r.key[1]
             head = RecordStore.at(path_of(oid).add(head_sub)).load(tr, ())
+            if self.big is not None and self.big.big_object(self, tr, path_of(oid)):  # its keys go in chunks
+                store.delete(tr, (key, oid))
+                self.big.defer_purge(self, tr, shown, kind.lower(), path_of(oid),
+                                     head.version if head is not None else 0, f"PURGE {kind.upper()}")
+                continue
             self._collect_data(tr, path_of(oid), kind, data_paths)
             self.hooks.purged(tr, path_of(oid))
             tr.clear_range(*path_of(oid).range())

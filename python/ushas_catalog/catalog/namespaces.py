@@ -118,6 +118,7 @@ class NamespaceOps(DropOps):
             give_paths(data_paths, found)
 
         self.run(fn)
+        self.more_paths(data_paths)
 
     def undrop_catalog(self, name: NameLike, *, expected_version: int | None = None) -> CatalogInfo:
         """``expected_version``: the version of the dropped catalog (its DROP commit)."""
@@ -129,12 +130,16 @@ class NamespaceOps(DropOps):
                                       NoSuchCatalog)
             cat = self.resolver.catalog(tr, cn)
             expect_version("dropped catalog", cn, cat.record.version, expected_version)
+            if self.big is not None and self.big.big_object(self, tr, cat.path):
+                self.big.defer_unindex(self, tr, str(cn), cat.path, True)
             self._commit(tr, Mutation("catalog", str(cn), cat.path, "UNDROP CATALOG", cat.record.version + 1,
                                       copy_record(cat.record), previous_head=cat.record))
             assert cid == cat.id
             return catalog_info(self.resolver.catalog(tr, cn))
 
-        return self.run(fn)
+        info = self.run(fn)
+        self.more_paths(None)
+        return info
 
     def purge_catalog(self, name: NameLike, *, data_paths: list[str] | None = None,
                       older_than: dt.timedelta | None = None) -> int:
@@ -150,7 +155,9 @@ class NamespaceOps(DropOps):
             give_paths(data_paths, found)
             return n
 
-        return self.run(fn)
+        n = self.run(fn)
+        self.more_paths(data_paths)
+        return n
 
     def list_dropped_catalogs(self) -> list[DroppedObject]:
         return self.run(lambda tr: self._list_dropped(tr, self.resolver.catalogs, "Catalog", lambda n: n))
@@ -273,6 +280,7 @@ class NamespaceOps(DropOps):
             give_paths(data_paths, found)
 
         self.run(fn)
+        self.more_paths(data_paths)
 
     def undrop_database(self, name: NameLike, *, expected_version: int | None = None) -> DatabaseInfo:
         dn = DatabaseName.parse(name)
@@ -284,12 +292,16 @@ class NamespaceOps(DropOps):
                                 NamespaceAlreadyExists, NoSuchNamespace)
             db = self.resolver.database(tr, dn)
             expect_version("dropped database", dn, db.record.version, expected_version)
+            if self.big is not None and self.big.big_object(self, tr, db.path):
+                self.big.defer_unindex(self, tr, str(dn), db.path, True)
             new = copy_record(db.record)
             self._commit(tr, Mutation("database", str(dn), db.path, "UNDROP DATABASE", db.record.version + 1, new,
                                       previous_head=db.record))
             return database_info(ResolvedObject("database", dn, db.id, db.path, new))
 
-        return self.run(fn)
+        info = self.run(fn)
+        self.more_paths(None)
+        return info
 
     def purge_database(self, name: NameLike, *, data_paths: list[str] | None = None,
                        older_than: dt.timedelta | None = None) -> int:
@@ -307,7 +319,9 @@ class NamespaceOps(DropOps):
             give_paths(data_paths, found)
             return n
 
-        return self.run(fn)
+        n = self.run(fn)
+        self.more_paths(data_paths)
+        return n
 
     def list_dropped_databases(self, catalog: NameLike) -> list[DroppedObject]:
         cn = CatalogName.parse(catalog)

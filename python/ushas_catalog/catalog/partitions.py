@@ -22,6 +22,7 @@ from ..model.partitions import KeyDecoder, Partition, PartitionScheme
 from ..records.store import RecordStore, split_elements
 from .base import MetastoreBase
 from .commits import Mutation
+from .visibility import TooBig, bulk_pending, visible, visible_raw
 from .values import check_count, check_expected, check_props, check_str, copy_record, expect_version, now_micros
 
 
@@ -39,6 +40,9 @@ class PartitionRange:
     begin: bytes
     end: bytes
     filters: dict[int, Any]
+    version: int = 0  # the table version read: partitions a bulk operation staged later are not shown
+    pending: bool = False  # a bulk operation was in progress on the table
+
 
 class PartitionOps(MetastoreBase):
     """Partitions of a table: each mutation one transaction, listings streamed in batches."""
@@ -50,7 +54,7 @@ class PartitionOps(MetastoreBase):
             return Partition(values=dict(p))
         raise InvalidArgument(f"a partition must be a spec mapping or a Partition, not {type(p).__name__}")
 
-    def _partition_record(self, p: Partition, location: str, now: int) -> rec.Partition:
+    def partition_record(self, p: Partition, location: str, now: int) -> rec.Partition:
         if not p.properties and p.files is None and p.bytes is None and p.rows is None \
                 and p.data_files is None:  # ADD PARTITION
             return rec.Partition(location=check_str(location, "partition location") or "", created_at_micros=now)
@@ -72,6 +76,8 @@ class PartitionOps(MetastoreBase):
         tn = TableName.parse(name)
         check_expected(expected_version)
         items = [self._partition_input(p) for p in partitions]
+        if self.big is not None and len(items) > self.big.BULK_AT:  # staged in chunks, published in one transaction
+            return self.big.add_partitions(self, tn, items, if_not_exists, expected_version)
 
         def fn(tr: Transaction) -> MutationResult:
             t = self.resolver.table(tr, tn)
@@ -99,7 +105,7 @@ class PartitionOps(MetastoreBase):
                                                  table=str(tn), partition=scheme.spec(key))
                 seen.add(key)
                 location = p.location if p.location is not None else _default_location(storage, scheme, key)
-                new.append((packed, self._partition_record(p, location, now)))
+                new.append((packed, self.partition_record(p, location, now)))
                 keys.append(key)
             added_change = rec.PartitionChange(action=rec.PartitionChange.ADDED)
             version_prefix = fdbtuple.pack((v,))
@@ -140,6 +146,10 @@ class PartitionOps(MetastoreBase):
         tn = TableName.parse(name)
         check_expected(expected_version)
         spec_list = [dict(s.values) if isinstance(s, Partition) else s for s in specs]
+        big = self.big
+        at = big.BULK_AT if big is not None else None
+        if at is not None and big is not None and len(spec_list) > at:  # marked in chunks, published in one transaction
+            return big.drop_partitions(self, tn, spec_list, if_exists, expected_version, release_data)
 
         def fn(tr: Transaction) -> MutationResult:
             t = self.resolver.table(tr, tn)
@@ -151,12 +161,14 @@ class PartitionOps(MetastoreBase):
             dropped: dict[tuple[Any, ...], rec.Partition] = {}
             missing = 0
             for spec in spec_list:
-                found = list(self._matching(tr, store, scheme, spec))
+                found = list(islice(self._matching(tr, store, scheme, spec), None if at is None else at + 1))
                 if not found:
                     if not if_exists:
                         raise NoSuchPartition(f"no partition {_show_spec(spec)} in {tn}", table=str(tn))
                     missing += 1
                 dropped.update(found)
+                if at is not None and len(dropped) > at:
+                    raise TooBig()
             for key, old in dropped.items():
                 store.delete(tr, key)
                 history.save(tr, (v,) + key, rec.PartitionChange(action=rec.PartitionChange.DROPPED, previous=old),
@@ -173,7 +185,11 @@ class PartitionOps(MetastoreBase):
                                       partition_scheme=scheme, dropped_partitions=list(dropped.items())))
             return MutationResult(v, dropped=len(dropped), skipped=missing)
 
-        return self.run(fn)
+        try:
+            return self.run(fn)
+        except TooBig:
+            assert big is not None
+            return big.drop_partitions(self, tn, spec_list, if_exists, expected_version, release_data)
 
     def replace_partitions(self, name: NameLike, drop_specs: Iterable[Mapping[str, Any]],
                            add: Iterable[Partition | Mapping[str, Any]], *,
@@ -212,7 +228,7 @@ class PartitionOps(MetastoreBase):
                 if key in new:
                     raise InvalidArgument(f"partition {_spec_text(scheme, key)} is given twice")
                 location = p.location if p.location is not None else _default_location(storage, scheme, key)
-                new[key] = self._partition_record(p, location, now)
+                new[key] = self.partition_record(p, location, now)
             existing = {key: to_drop.pop(key, None) or store.load(tr, key) for key in new}  # reads first
             if unchanged_since is not None:
                 _check_unchanged(tr, tn, scheme, history, unchanged_since, t.ref.version,
@@ -260,7 +276,7 @@ class PartitionOps(MetastoreBase):
             _require_partitioned(tn, scheme)
             key = scheme.key(spec)
             r = t.partitions(scheme).load(tr, key)
-            if r is None:
+            if r is None or not visible(r, t.ref.version):
                 raise NoSuchPartition(f"no partition {_spec_text(scheme, key)} in {tn}", table=str(tn))
             return _partition_out(scheme, key, r)
 
@@ -282,7 +298,7 @@ class PartitionOps(MetastoreBase):
             return r, list(islice(r.store.scan_raw(tr, r.begin, r.end), PARTITION_BATCH))
 
         r, batch = self.run(first)
-        return self._stream_partitions(r.scheme, r.store, r.end, r.filters, batch, limit)
+        return self._stream_partitions(r.scheme, r.store, r.end, r.filters, batch, limit, r.version)
 
     def _partition_range(self, tr: Transaction, tn: TableName, prefix: Mapping[str, Any] | None) -> PartitionRange:
         """Where the partitions of ``tn`` matching the partial spec ``prefix`` are: the key range its
@@ -293,11 +309,11 @@ class PartitionOps(MetastoreBase):
         lead, filters = scheme.selection(prefix)
         store = t.partitions(scheme)
         begin, end = store.prefix_range(lead)
-        return PartitionRange(scheme, store, begin, end, filters)
+        return PartitionRange(scheme, store, begin, end, filters, t.ref.version, bool(t.ref.pending_operations))
 
     def _stream_partitions(self, scheme: PartitionScheme, store: RecordStore[rec.Partition], end: bytes,
                            filters: dict[int, Any], batch: list[tuple[list[bytes], bytes]],
-                           limit: int | None) -> Iterator[Partition]:
+                           limit: int | None, version: int) -> Iterator[Partition]:
         decoder = KeyDecoder(scheme)
         times: dict[int, dt.datetime] = {}
         parse = rec.Partition.FromString
@@ -307,11 +323,13 @@ class PartitionOps(MetastoreBase):
                 key, values, spec = decoder.decode(elements)
                 if filters and not all(key[i] == e for i, e in filters.items()):
                     continue
+                r = parse(data)
+                if r.added_version > version or 0 < r.dropped_version <= version:  # a bulk operation's
+                    continue
                 if remaining is not None:
                     if remaining <= 0:
                         return
                     remaining -= 1
-                r = parse(data)
                 created = times.get(r.created_at_micros)
                 if created is None:
                     created = times[r.created_at_micros] = micros_to_datetime(r.created_at_micros)
@@ -338,6 +356,7 @@ class PartitionOps(MetastoreBase):
 
         bounds: list[tuple[bytes, bytes]] = []
         store: RecordStore[rec.Partition] | None = None
+        version = 0  # the table version read: what bulk operations staged later stays hidden
 
         def read(tr: Transaction, index: int, begin: bytes | None) -> tuple[list[Any], int, bytes | None]:
             assert store is not None
@@ -353,8 +372,9 @@ class PartitionOps(MetastoreBase):
 
         def first(tr: Transaction) -> tuple[PartitionScheme, tuple[list[Any], int, bytes | None]]:
             """The table resolved and the first batch read: one transaction for most scans."""
-            nonlocal store
+            nonlocal store, version
             t = self.resolver.table(tr, tn)
+            version = t.ref.version
             scheme = self.resolver.scheme(tr, t)
             _require_partitioned(tn, scheme)
             store = t.partitions(scheme)
@@ -376,7 +396,10 @@ class PartitionOps(MetastoreBase):
                         if e is memo:
                             e = memo[raw] = fdbtuple.unpack(raw)[0]
                         key.append(e)
-                    yield tuple(key), parse(data)
+                    r = parse(data)
+                    if r.added_version > version or 0 < r.dropped_version <= version:
+                        continue
+                    yield tuple(key), r
                 if index >= len(bounds):
                     return
                 i, b = index, begin
@@ -402,11 +425,14 @@ class PartitionOps(MetastoreBase):
                                      else fdbtuple.unpack(raw)[0])
             return found
 
+        version, pending = 0, False  # pinned by the first batch (bulk operations: see visibility)
+
         def batch(tr: Transaction, store: RecordStore[rec.Partition], begin: bytes, end: bytes,
                   filters: dict[int, Any], last: tuple[Any, ...] | None
                   ) -> tuple[list[tuple[Any, ...]], bytes | None, tuple[Any, ...] | None]:
             """One batch: its keys, the key to continue from (None at the end), the last key seen."""
             plen, arity = len(store.prefix), store.arity
+            check = pending or bulk_pending(tr, store)
             out: list[tuple[Any, ...]] = []
             count, last_raw = 0, b""
             for kv in tr.get_range(begin, end, limit=PARTITION_BATCH):
@@ -414,12 +440,16 @@ class PartitionOps(MetastoreBase):
                 last_raw = kv.key
                 suffix = kv.key[plen:]
                 if arity == 1 and suffix[0] == 0x02 and suffix.find(b"\x00") == len(suffix) - 1:
+                    if check and not visible_raw(kv.value, version):
+                        continue
                     out.append((suffix[1:-1].decode(),))  # the common case: one string without NUL
                     last = None
                     continue
                 elements = split_elements(suffix)
                 if len(elements) != arity:  # a record split over several keys: (pk..., chunk index)
                     elements = elements[:arity]
+                elif check and not visible_raw(kv.value, version):
+                    continue
                 key = tuple(map(element, elements))
                 if key == last:
                     continue
@@ -431,7 +461,9 @@ class PartitionOps(MetastoreBase):
 
         def first(tr: Transaction) -> tuple[PartitionRange,
                                             tuple[list[tuple[Any, ...]], bytes | None, tuple[Any, ...] | None]]:
+            nonlocal version, pending
             r = self._partition_range(tr, tn, prefix)
+            version, pending = r.version, r.pending
             return r, batch(tr, r.store, r.begin, r.end, r.filters, None)
 
         r, (keys, more, last) = self.run(first)

@@ -350,6 +350,7 @@ class TableOps(TableDataOps, HistoryOps, DropOps):
             give_paths(data_paths, found)
 
         self.run(fn)
+        self.more_paths(data_paths)
 
     def undrop_table(self, name: NameLike, *, expected_version: int | None = None) -> TableInfo:
         """Restore the most recently dropped table of that name (``expected_version``: the
@@ -386,7 +387,9 @@ class TableOps(TableDataOps, HistoryOps, DropOps):
             give_paths(data_paths, found)
             return n
 
-        return self.run(fn)
+        n = self.run(fn)
+        self.more_paths(data_paths)
+        return n
 
     def list_dropped_tables(self, database: NameLike) -> list[DroppedObject]:
         dn = DatabaseName.parse(database)

@@ -11,6 +11,7 @@ from google.protobuf.message import Message
 
 from .. import records as rec
 from ..errors import Conflict, InvalidArgument
+from ..model.value_limits import check_properties, check_text
 from ..model.names import TableName
 
 FORMATS = ("parquet", "orc", "json", "csv")
@@ -62,11 +63,13 @@ def check_props(value: Mapping[str, Any] | None, what: str) -> dict[str, str]:
         if "\x00" in k or "\x00" in v:
             raise InvalidArgument(f"{what}: {k!r} contains a NUL character")
         out[k] = v
+    check_properties(out, what)
     return out
 
 
 def check_str(value: Any, what: str) -> str | None:
     if value is None or isinstance(value, str):
+        check_text(value, what)
         return value
     raise InvalidArgument(f"{what} must be a string or None, not {type(value).__name__}")
 

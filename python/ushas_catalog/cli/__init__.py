@@ -24,7 +24,8 @@ from .context import Context
 
 #: modules under ushas_catalog.cli that contribute commands, in help order
 COMMAND_MODULES: tuple[str, ...] = ("jarcmd", "spark_conf_cmds", "store_cmds", "metastore_cmds", "lineage_cmds",
-                                    "meta_cmds", "changes_cmds", "app_cmds", "repair_cmds", "write_cmds")
+                                    "meta_cmds", "changes_cmds", "app_cmds", "repair_cmds", "write_cmds",
+                                    "pending_cmds")
 
 DEFAULT_URI = "sqlite:///" + os.path.join(os.path.expanduser("~"), ".ushas", "ushas.db")
 
@@ -69,6 +70,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     argv, json_flag = split_json_flag(sys.argv[1:] if argv is None else argv)
     argv = route_counter(argv)
+    from .pending_cmds import route_pending
+    argv = route_pending(argv)
     args = parse_checked(parser, argv)  # bad bytes or numbers: one line, exit 2
     ctx = Context(uri=args.uri, project=args.project, json=bool(args.json or json_flag),
                   create=bool(getattr(args, "creates_store", False)))

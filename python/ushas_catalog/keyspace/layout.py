@@ -48,6 +48,7 @@ from ..records.names_pb2 import DroppedObjectName, ObjectName
 from ..records.partition_pb2 import DataFileList, DataGarbage, Partition, PartitionChange
 from ..records.table_pb2 import TableProperties, TableReference, TableSchema, TableStorage
 from ..records.view_pb2 import ViewRecord
+from ..records.work_pb2 import PendingWork
 from ..records.write_pb2 import WriteOutcome
 
 # --- the directories: every name of the tree, declared once ------------------------------------
@@ -67,6 +68,7 @@ COUNTER = Subspace("counter")
 SOURCE = Subspace("source")
 OBJECT_ID = Subspace("objectId")
 WRITE_ID = Subspace("writeId")
+OPERATION_ID = Subspace("operationId")
 
 # catalogs, databases, views, tables
 CATALOG = Subspace("Catalog")
@@ -132,6 +134,7 @@ CHANGE_EVENT = Subspace("ChangeEvent", codec=Codec.PROTOBUF)  # records.ChangeEv
 CHANGE_FEED_STATE = Subspace("ChangeFeedState", codec=Codec.BYTES)
 DATA_GARBAGE = RecordSubspace("DataGarbage", DataGarbage, ("tableId", "time", "id"))
 WRITE_OUTCOME = RecordSubspace("WriteOutcome", WriteOutcome, ("writeId",))
+PENDING_WORK = RecordSubspace("PendingWork", PendingWork, ("operationId",))
 
 
 # --- extension points: other subtrees of a project -----------------------------------
@@ -263,6 +266,8 @@ def build_tree() -> Directory:
                      "deleted at purge"),
         constant(WRITE_OUTCOME, "W", typed(WRITE_ID, KeyType.STRING),
                  doc="(writeId) -> WriteOutcome: a fenced write COMMITTED (its answer) or ABORTED (why)"),
+        constant(PENDING_WORK, "P", typed(OPERATION_ID, KeyType.UUID),
+                 doc="(operationId) -> PendingWork: an operation bigger than one transaction, in chunks"),
         doc="one tenant; deleting it = one clear_range",
     )
 

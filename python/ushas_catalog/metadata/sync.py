@@ -20,6 +20,7 @@ plan knew them, ``row_count`` / ``file_count`` of a metastore table a run wrote.
 from __future__ import annotations
 
 import uuid
+import weakref
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ..keyspace.tree import KeySpacePath
@@ -218,11 +219,30 @@ def _mirror(w: MetadataWriter, oid: uuid.UUID, state: ObjectState, properties: M
 
 
 # ---- drop / undrop / purge --------------------------------------------------------------------
+#: per transaction: catalogs / databases whose objects are (un)indexed in chunks after it (a weak
+#: map keyed by the transaction object, so nothing outlives it)
+_DEFERRED: "weakref.WeakKeyDictionary[Any, set[bytes]]" = weakref.WeakKeyDictionary()
+
+
+def defer_children(tr: Transaction, path: KeySpacePath) -> None:
+    """In ``tr``: the objects inside the one at ``path`` are (un)indexed in chunks after the commit
+    (:func:`ushas_catalog.bulk.defer_unindex`), so the sync of ``tr`` handles the object itself only."""
+    _DEFERRED.setdefault(tr, set()).add(path.key())
+
+
+def children_deferred(tr: Transaction, path: KeySpacePath) -> bool:
+    """Whether the objects inside the one at ``path`` are (un)indexed in chunks after ``tr``."""
+    found = _DEFERRED.get(tr)
+    return found is not None and path.key() in found
+
+
 def _each_object(ms: "Metastore", tr: Transaction, path: KeySpacePath, *, purge: bool,
                  visit: Callable[[uuid.UUID], None]) -> None:
     """``visit`` the object at ``path`` and every object in it: a catalog's databases, a
     database's tables and views (live ones; with ``purge`` dropped ones too)."""
     visit(path.value)
+    if children_deferred(tr, path):  # a big catalog / database: its objects in chunks (ushas_catalog.bulk)
+        return
     kind = path.directory.name
     if kind == "catalogId":
         dbs = path.add(DATABASE)

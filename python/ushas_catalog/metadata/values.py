@@ -12,6 +12,7 @@ from typing import Any, Mapping
 
 
 from ..errors import InvalidArgument, ReadOnlyMetadata
+from ..model.value_limits import MAX_COMMENT_BYTES
 
 
 MAX_KEY_BYTES = 256
@@ -23,7 +24,7 @@ INDEX_MERGE_AT = 256
 PENDING_VALUE_MAX = 64 * 1024
 #: pending bytes moved per merge transaction (FoundationDB: at most 10 MB written per transaction)
 MERGE_BATCH_BYTES = 2 * 1024 * 1024
-MAX_VALUE_BYTES = 4096
+MAX_VALUE_BYTES = MAX_COMMENT_BYTES
 #: a state record longer than this is split over several keys
 STATE_CHUNK_BYTES = 90_000
 #: USER keys may not start with these (case-insensitive): they name catalog-owned things

@@ -305,7 +305,13 @@ class PartitionScheme:
         missing = [c.name for i, c in enumerate(self.columns) if i not in resolved]
         if missing:
             raise InvalidArgument(f"partition spec {dict(spec)!r} lacks partition column(s) {', '.join(missing)}")
-        return tuple(c.encode(resolved[i]) for i, c in enumerate(self.columns))
+        key = tuple(c.encode(resolved[i]) for i, c in enumerate(self.columns))
+        if sum(len(e) for e in key if isinstance(e, (str, bytes))) > 400:  # long values: check the size
+            import fdb.tuple as fdbtuple
+
+            from .value_limits import check_partition_key
+            check_partition_key(fdbtuple.pack(key), dict(spec))
+        return key
 
     def selection(self, spec: Mapping[str, Any] | None) -> tuple[tuple[Any, ...], dict[int, Any]]:
         """A partial spec as (encoded leading prefix, {position: element} of the other

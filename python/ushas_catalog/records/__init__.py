@@ -15,12 +15,13 @@ from .partition_pb2 import DataFile, DataFileList, DataGarbage, Partition, Parti
 from .schema_pb2 import ArrayType, DataType, DecimalType, MapType, StructField, StructType
 from .table_pb2 import TableProperties, TableReference, TableSchema, TableStorage
 from .view_pb2 import ViewRecord
+from .work_pb2 import PendingWork
 from .write_pb2 import WriteOutcome
 
 __all__ = [
     "CatalogRecord", "DatabaseRecord", "ChangeEvent", "PartitionDelta", "Commit", "HistoryEntry", "DroppedObjectName", "ObjectKind",
     "ObjectName", "Partition", "PartitionChange", "DataFile", "DataFileList", "DataGarbage", "ArrayType", "DataType", "DecimalType", "MapType",
     "StructField", "StructType", "TableProperties", "TableReference", "TableSchema", "TableStorage",
-    "ViewRecord", "WriteOutcome",
+    "ViewRecord", "WriteOutcome", "PendingWork",
 ]
 

@@ -8,7 +8,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Partition(_message.Message):
-    __slots__ = ("location", "files", "bytes", "rows", "properties", "created_at_micros", "files_recorded", "data_files")
+    __slots__ = ("location", "files", "bytes", "rows", "properties", "created_at_micros", "files_recorded", "data_files", "added_version", "dropped_version")
     class PropertiesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -24,6 +24,8 @@ class Partition(_message.Message):
     CREATED_AT_MICROS_FIELD_NUMBER: _ClassVar[int]
     FILES_RECORDED_FIELD_NUMBER: _ClassVar[int]
     DATA_FILES_FIELD_NUMBER: _ClassVar[int]
+    ADDED_VERSION_FIELD_NUMBER: _ClassVar[int]
+    DROPPED_VERSION_FIELD_NUMBER: _ClassVar[int]
     location: str
     files: int
     bytes: int
@@ -32,7 +34,9 @@ class Partition(_message.Message):
     created_at_micros: int
     files_recorded: bool
     data_files: _containers.RepeatedCompositeFieldContainer[DataFile]
-    def __init__(self, location: _Optional[str] = ..., files: _Optional[int] = ..., bytes: _Optional[int] = ..., rows: _Optional[int] = ..., properties: _Optional[_Mapping[str, str]] = ..., created_at_micros: _Optional[int] = ..., files_recorded: _Optional[bool] = ..., data_files: _Optional[_Iterable[_Union[DataFile, _Mapping]]] = ...) -> None: ...
+    added_version: int
+    dropped_version: int
+    def __init__(self, location: _Optional[str] = ..., files: _Optional[int] = ..., bytes: _Optional[int] = ..., rows: _Optional[int] = ..., properties: _Optional[_Mapping[str, str]] = ..., created_at_micros: _Optional[int] = ..., files_recorded: _Optional[bool] = ..., data_files: _Optional[_Iterable[_Union[DataFile, _Mapping]]] = ..., added_version: _Optional[int] = ..., dropped_version: _Optional[int] = ...) -> None: ...
 
 class DataFile(_message.Message):
     __slots__ = ("path", "size", "mtime")

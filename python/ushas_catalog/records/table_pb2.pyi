@@ -8,16 +8,18 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class TableReference(_message.Message):
-    __slots__ = ("version", "schema_id", "created_at_micros", "updated_at_micros")
+    __slots__ = ("version", "schema_id", "created_at_micros", "updated_at_micros", "pending_operations")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     SCHEMA_ID_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_MICROS_FIELD_NUMBER: _ClassVar[int]
     UPDATED_AT_MICROS_FIELD_NUMBER: _ClassVar[int]
+    PENDING_OPERATIONS_FIELD_NUMBER: _ClassVar[int]
     version: int
     schema_id: int
     created_at_micros: int
     updated_at_micros: int
-    def __init__(self, version: _Optional[int] = ..., schema_id: _Optional[int] = ..., created_at_micros: _Optional[int] = ..., updated_at_micros: _Optional[int] = ...) -> None: ...
+    pending_operations: _containers.RepeatedScalarFieldContainer[bytes]
+    def __init__(self, version: _Optional[int] = ..., schema_id: _Optional[int] = ..., created_at_micros: _Optional[int] = ..., updated_at_micros: _Optional[int] = ..., pending_operations: _Optional[_Iterable[bytes]] = ...) -> None: ...
 
 class TableSchema(_message.Message):
     __slots__ = ("schema_id", "schema", "partition_columns", "created_at_micros")

@@ -16,7 +16,8 @@ or a metastore service (``thrift://host:9083``). Two ways in:
 - a table is created with Hive's schema (partition columns included, last, as Spark has them),
   format, location, comment, owner and properties (Hive's bookkeeping properties dropped); every
   imported table is **external**: its files stay Hive's, dropping it in Ushas never deletes them.
-  Then its partitions are added (``if_not_exists``) in batches, each one transaction;
+  Then its partitions are added (``if_not_exists``) in one ``add_partitions`` call (a big table's
+  staged in chunks and published at once: :mod:`ushas_catalog.bulk`);
 - re-running is safe: an existing table with the same definition only gets the partitions it
   lacks; an existing table with a different definition is listed and left as it is;
 - a table that cannot be imported (a format the catalog does not store, such as Hive text or
@@ -38,8 +39,6 @@ from urllib.parse import urlsplit
 from ..errors import AlreadyExists, InvalidArgument, StoreUnavailable, UshasError
 from ..model.partitions import Partition
 
-#: partitions added per transaction (FoundationDB's 10 MB transaction limit stays far away)
-PARTITION_BATCH = 2_000
 #: Hive / Spark bookkeeping properties that are not the table's own
 DROPPED_PROPERTIES = ("transient_lastDdlTime", "last_modified_by", "last_modified_time", "numFiles", "numRows",
                       "totalSize", "rawDataSize", "COLUMN_STATS_ACCURATE", "numFilesErasureCoded")
@@ -491,23 +490,15 @@ def _import_table(metastore: Any, catalog: str, table: HiveTable, source: HiveSo
 
 
 def _import_partitions(metastore: Any, name: str, partitions: Iterable[HivePartition]) -> tuple[int, int]:
-    added = existing = 0
-    batch: list[Partition] = []
-
-    def flush() -> None:
-        nonlocal added, existing
-        if batch:
-            result = metastore.add_partitions(name, batch, if_not_exists=True)
-            added += result.added
-            existing += result.skipped
-            batch.clear()
-
-    for p in partitions:
-        batch.append(Partition(values=dict(p.spec), location=p.location, files=p.files, bytes=p.bytes, rows=p.rows))
-        if len(batch) >= PARTITION_BATCH:
-            flush()
-    flush()
-    return added, existing
+    """Every partition of the table in ONE ``add_partitions`` call: a big table's are staged in
+    bounded chunks and published together (:mod:`ushas_catalog.bulk`), so readers see none of them or
+    all, and a crash leaves pending work that ``ushas repair --pending`` rolls back."""
+    batch = [Partition(values=dict(p.spec), location=p.location, files=p.files, bytes=p.bytes, rows=p.rows)
+             for p in partitions]
+    if not batch:
+        return 0, 0
+    result = metastore.add_partitions(name, batch, if_not_exists=True)
+    return result.added, result.skipped
 
 
 def _difference(existing: Any, table: HiveTable, fmt: str) -> str | None:

@@ -13,6 +13,7 @@ from ..model.data_files import DataFile
 from ..errors import InvalidArgument, NoSuchNamespace, NoSuchTable, NoSuchView
 from ..data.locations import check_free
 from ..model.names import new_table_name
+from .one_transaction import in_one_transaction, run_in_one_transaction
 from .repair import spark_op as repair
 from .reads import OPS as READ_OPS
 from .cache import partition_rows  # noqa: F401 - the bridge's partition rows (tests import it here)
@@ -401,7 +402,7 @@ def commit_write(ms: Any, r: Request) -> Answer:
     ctx = SparkCtx.of(r)
     name = table_name(ctx, r)
     try:
-        return _fenced_commit_write(ms, ctx, name, r)
+        return run_in_one_transaction(ms, lambda m: _fenced_commit_write(m, ctx, name, r))
     except CallAbandoned:
         fence = _fence(r)
         if fence is not None:  # nothing applied; its end is recorded once the store can be had
@@ -587,27 +588,27 @@ OPS: dict[str, Callable[[Any, Request], Answer]] = {
     "load_namespace": load_namespace,
     "create_namespace": create_namespace,
     "alter_namespace": alter_namespace,
-    "drop_namespace": drop_namespace,
+    "drop_namespace": in_one_transaction(drop_namespace),
     "load_relation": load_relation,
     "load_table": load_table,
     "relation_exists": relation_exists,
     "list_relations": list_relations,
     "create_table": create_table,
     "alter_table": alter_table,
-    "drop_table": drop_table,
-    "rename_table": rename_table,
+    "drop_table": in_one_transaction(drop_table),
+    "rename_table": in_one_transaction(rename_table),
     "create_view": create_view,
     "drop_view": drop_view,
     "rename_view": rename_view,
     "add_partitions": add_partitions,
-    "drop_partitions": drop_partitions,
+    "drop_partitions": in_one_transaction(drop_partitions),
     "list_partitions": list_partitions,
     "partition_exists": partition_exists,
     "load_partition": load_partition,
-    "replace_partition_metadata": replace_partition_metadata,
-    "truncate": truncate,
+    "replace_partition_metadata": in_one_transaction(replace_partition_metadata),
+    "truncate": in_one_transaction(truncate),
     "commit_write": commit_write,
-    "commit_files": commit_files,
+    "commit_files": in_one_transaction(commit_files),
     "abort_write": abort_write,
     "write_outcome": write_outcome,
     "repair": repair,  # MSCK REPAIR TABLE / RECOVER PARTITIONS (ushas_catalog.data.repair)
