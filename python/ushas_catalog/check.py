@@ -590,6 +590,9 @@ def check_search_index(ms: "Metastore") -> Iterator[Finding]:
         if oid not in objects:
             yield Finding("search-index", f"pending index entries of id {oid}, which is no catalog object")
         for key, value in decode_pending(kv.value):
+            if len(prefix + key) > ms.db.limits.key_bytes:
+                yield Finding("search-index", f"a pending index entry of id {oid} is {len(prefix + key):,} bytes "
+                                              f"long: too long for a key, it can never be merged")
             if prefix + key in actual:
                 yield Finding("search-index", f"an index entry of id {oid} is both pending and merged")
             actual[prefix + key] = value
