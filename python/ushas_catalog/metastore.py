@@ -64,6 +64,8 @@ T = TypeVar("T")
 FORMATS = ("parquet", "orc", "json", "csv")
 #: Spark's reserved table properties, kept in their own fields, never in ``properties``
 RESERVED_PROPERTIES = ("location", "comment", "owner", "provider", "external")
+#: the longest property key (catalog, database, table, view, partition), in UTF-8 bytes
+MAX_PROPERTY_KEY_BYTES = 4096
 #: partitions read per transaction by ``list_partitions``
 PARTITION_BATCH = 20_000
 
@@ -108,7 +110,10 @@ def _props(value: Mapping[str, Any] | None, what: str) -> dict[str, str]:
         if not isinstance(v, str):
             raise InvalidArgument(f"{what}: the value of {k!r} must be a string, not {type(v).__name__}")
         if "\x00" in k or "\x00" in v:
-            raise InvalidArgument(f"{what}: {k!r} contains a NUL character")
+            raise InvalidArgument(f"{what}: {k[:40]!r} contains a NUL character")
+        if len(k.encode("utf-8", "surrogatepass")) > MAX_PROPERTY_KEY_BYTES:
+            raise InvalidArgument(f"{what}: the key {k[:40]!r}... is {len(k.encode('utf-8', 'surrogatepass')):,} "
+                                  f"UTF-8 bytes; the maximum is {MAX_PROPERTY_KEY_BYTES:,}")
         out[k] = v
     return out
 
