@@ -37,15 +37,21 @@ _CONTROL = Refused("control character")
 NAME = {"nul": _CONTROL, "slash": Refused("path separator"), "newline": _CONTROL, "control": _CONTROL,
         "tab": _CONTROL, "10kB": Refused("the maximum is 255"), "100kB": Refused("the maximum is 255"),
         "hive_default": LOWER}
+#: ... as Spark reports the refusals: its own catalog's error class
+SPARK_NAME = {k: (Refused("INVALID_SCHEMA_OR_RELATION_NAME") if isinstance(v, Refused) and "255" not in v.text else v)
+              for k, v in NAME.items()}
 #: top-level column names (a partition column is a directory name too)
 COLUMN = {"nul": _CONTROL, "slash": Refused("path separator"), "newline": _CONTROL, "control": _CONTROL,
           "tab": _CONTROL, "10kB": Refused("the maximum is 3,000"), "100kB": Refused("the maximum is 3,000")}
 #: object and column comments (also USER metadata ``comment``: at most 4096 bytes)
 COMMENT = {"nul": Refused("NUL"), "10kB": Refused("the maximum is 4096"), "100kB": Refused("the maximum is 4096")}
-#: table property keys and values (the table's own record: any size, no NUL)
-PROPERTY = {"nul": Refused("NUL")}
+#: property keys (catalog, database, table, view, partition): no NUL, at most 4,096 bytes
+PROPERTY_KEY = {"nul": Refused("NUL"), "10kB": Refused("the maximum is 4,096"),
+                "100kB": Refused("the maximum is 4,096")}
+#: property values (the object's own record: any size, no NUL)
+PROPERTY_VALUE = {"nul": Refused("NUL")}
 #: string partition values
-PARTITION_VALUE = {"10kB": Refused("the maximum is 4,000"), "100kB": Refused("the maximum is 4,000"),
+PARTITION_VALUE = {"nul": Refused("NUL"), "10kB": Refused("the maximum is 4,000"), "100kB": Refused("the maximum is 4,000"),
                    "hive_default": NULL}
 #: USER tags
 TAG = {"nul": _CONTROL, "newline": _CONTROL, "control": _CONTROL, "tab": _CONTROL,
