@@ -51,7 +51,7 @@ PROPERTY_KEY = {"nul": Refused("NUL"), "10kB": Refused("the maximum is 4,096"),
 #: property values (the object's own record: any size, no NUL)
 PROPERTY_VALUE = {"nul": Refused("NUL")}
 #: string partition values
-PARTITION_VALUE = {"nul": Refused("NUL"), "10kB": Refused("the maximum is 4,000"), "100kB": Refused("the maximum is 4,000"),
+PARTITION_VALUE = {"10kB": Refused("the maximum is 4,000"), "100kB": Refused("the maximum is 4,000"),
                    "hive_default": NULL}
 #: USER tags
 TAG = {"nul": _CONTROL, "newline": _CONTROL, "control": _CONTROL, "tab": _CONTROL,

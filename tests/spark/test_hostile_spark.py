@@ -94,6 +94,8 @@ def test_comments_properties_and_partition_values(spark: Any, db: str, ms: Any, 
         return
     spark.sql(sql)
     assert [p.values["dt"] for p in ms.list_partitions(("ushas", db, "t"))] == [None if part == H.NULL else value]
+    if vid == "nul":  # Spark's own path escaping leaves NUL alone: its writer cannot make the directory
+        return
     spark.sql(f"INSERT INTO {t} PARTITION (dt = {literal(value)}) VALUES (7)")
     rows = spark.sql(f"SELECT id, dt FROM {t}").collect()
     assert [(r.id, r.dt) for r in rows] == [(7, None if part == H.NULL else value)]
