@@ -18,9 +18,10 @@ from ushas_catalog.metastore import Metastore
 from faults.store_fill import dump
 
 #: bytes of the small filesystem the store lives on
-DISK_BYTES = 3 * 1024 * 1024
-#: a file taking part of it, removed to free space
-BALLAST_BYTES = 1024 * 1024
+DISK_BYTES = 4 * 1024 * 1024
+#: a file taking part of it, removed to free space (half of it: after SQLITE_FULL the next write first
+#: checkpoints the WAL into the database file, which grows by up to the WAL's size)
+BALLAST_BYTES = 2 * 1024 * 1024
 
 
 def _mount_tmpfs(where: Path) -> bool:
@@ -107,9 +108,15 @@ def test_a_full_disk_fails_the_write_clearly_and_costs_nothing(small_disk: Small
             assert n in (0, 40), (name, n)
             assert n == 40 or f"main.s.{name}" not in made
         if small_disk.how == "tmpfs":  # full for every process: the CLI says so in one line, exit 2
+            for j in range(10_000):  # fill what is left with small writes, until one of 4 kB fails
+                try:
+                    ms.metadata.set(made[0], {f"k{j}": "v" * 4000})
+                except StoreUnavailable:
+                    break
+            before = dump(ms, project_only=False)
             done = subprocess.run([sys.executable, "-m", "ushas_catalog", "--uri", uri, "--project", "acme",
-                                   "meta", "set", made[0], "k=" + "v" * 4000], capture_output=True, text=True,
-                                  timeout=120)
+                                   "meta", "set", made[0], "x=" + "v" * 4000, "y=" + "w" * 4000],
+                                  capture_output=True, text=True, timeout=120)
             assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
             assert done.stderr.startswith("ushas: StoreUnavailable: ") and "full" in done.stderr, done.stderr
             assert dump(ms, project_only=False) == before
