@@ -49,7 +49,7 @@ from .errors import InvalidArgument, UshasError
 from .keyspace import KeySpacePath
 from .kv.base import Database, KeyValue
 from .names import CatalogName, DatabaseName, TableName
-from .records.store import RecordStore, split_elements
+from .records.store import RecordStore
 
 if TYPE_CHECKING:
     from .metastore import Metastore
@@ -205,7 +205,7 @@ _FULL: dict[int, bool] = {}
 def scan(db: Database, begin: bytes, end: bytes, batch: int = SCAN_BATCH) -> Iterator[KeyValue]:
     """Every key-value in ``[begin, end)``, ``batch`` keys per read transaction."""
     while True:
-        rows = db.run(lambda tr: list(tr.get_range(begin, end, limit=batch, snapshot=True)))
+        rows = db.run(lambda tr, b=begin: list(tr.get_range(b, end, limit=batch, snapshot=True)))
         yield from rows
         if len(rows) < batch:
             return
@@ -244,7 +244,7 @@ def _child_ids(db: Database, parent: KeySpacePath) -> Iterator[uuid.UUID]:
     base = parent.key()
     begin, end = base + b"\x30", base + b"\x31"  # the tuple code of a UUID
     while True:
-        rows = db.run(lambda tr: list(tr.get_range(begin, end, limit=1, snapshot=True)))
+        rows = db.run(lambda tr, b=begin: list(tr.get_range(b, end, limit=1, snapshot=True)))
         if not rows:
             return
         (oid,) = fdbtuple.unpack(rows[0].key[len(base):len(base) + 17])

@@ -247,7 +247,6 @@ def test_rest_reads_hostile_names(base: Metastore, client: Any, vid: str) -> Non
 def test_tenants_never_see_each_others_names(store_uri: str, capsys: pytest.CaptureFixture[str]) -> None:
     from ushas_catalog.ui.app import create_app
 
-    secret = {"catalog": "zcat", "database": "zdb", "table": "ztable", "tag": "ztag", "key": "zkey"}
     with Metastore.open(store_uri, project="zeta") as z:
         z.create_catalog("zcat")
         z.create_database("zcat.zdb")

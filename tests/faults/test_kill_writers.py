@@ -56,7 +56,7 @@ def test_killed_cli_writers_leave_whole_objects(store_uri: str) -> None:
         kind = ("meta", "drop", "tag")[i % 3]
         argv = {"meta": ("meta", "set", t, "a=1", "b=2", "c=3"), "drop": ("drop", t), "tag": ("meta", "tag", t, "x", "y")}[kind]
         delay = rng.uniform(0.05, 0.9)
-        k = run_and_kill(_ushas(store_uri, *argv), delay)
+        run_and_kill(_ushas(store_uri, *argv), delay)
         report = check_store(store_uri, "acme")
         assert report.ok, (i, delay, report.lines())
         with Metastore.open(store_uri, project="acme", create=False) as ms:
