@@ -22,7 +22,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("ushas_catalog.data",),                                      # the data path
     ("ushas_catalog.catalog",),                                   # the operations, resolver, commit hook
     ("ushas_catalog.metadata", "ushas_catalog.changes"),          # commit-hook subscribers
-    ("ushas_catalog.metastore", "ushas_catalog.bulk"),            # the facade, operations in chunks
+    ("ushas_catalog.metastore", "ushas_catalog.bulk",             # the facade, operations in chunks,
+     "ushas_catalog.check"),                                      # the store's integrity check
     ("lineage",),                                                 # plan, resolve, capture, store, query
     ("ushas_catalog.spark", "ushas_catalog.bridge"),              # the Python side of the shim, session
     ("ushas_catalog.cli", "ushas_catalog.ui"),                    # the CLI and the service

@@ -61,7 +61,7 @@ def check_props(value: Mapping[str, Any] | None, what: str) -> dict[str, str]:
         if not isinstance(v, str):
             raise InvalidArgument(f"{what}: the value of {k!r} must be a string, not {type(v).__name__}")
         if "\x00" in k or "\x00" in v:
-            raise InvalidArgument(f"{what}: {k!r} contains a NUL character")
+            raise InvalidArgument(f"{what}: {k[:40]!r} contains a NUL character")
         out[k] = v
     check_properties(out, what)
     return out

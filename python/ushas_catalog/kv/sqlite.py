@@ -428,6 +428,19 @@ class SqliteDatabase(Database):
             self._release(conn)
         return before, after
 
+    def integrity_check(self, full: bool = False) -> list[str]:
+        """SQLite's own check of the file: ``PRAGMA quick_check`` (``integrity_check`` when
+        ``full``: also every index against its table). Read-only; returns the problems ([]: ok)."""
+        conn = self._acquire()
+        try:
+            rows = conn.execute("PRAGMA integrity_check" if full else "PRAGMA quick_check").fetchall()
+        except sqlite3.Error as exc:
+            return [f"the integrity check could not run: {getattr(exc, 'sqlite_errorname', '')} {exc}".strip()]
+        finally:
+            self._release(conn)
+        problems = [str(r[0]) for r in rows]
+        return [] if problems == ["ok"] else problems
+
     def _acquire(self) -> sqlite3.Connection:
         with self._lock:
             if self._closed:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import uuid
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from ..keyspace.tree import KeySpacePath
 from ..keyspace.layout import (DATABASE, DATABASE_ID, TABLE, TABLE_PARTITION, TABLE_PROPERTIES, TABLE_SCHEMA,
@@ -37,6 +37,19 @@ from ..records.store import RecordStore
 if TYPE_CHECKING:
     from ..catalog.commits import Mutation
     from ..catalog.core import CatalogCore as Metastore
+
+#: the longest column (or nested field) path, quoted and dotted, in UTF-8 bytes: the search index
+#: key of a field holds its path twice (term and column), within FoundationDB's 10 kB key limit
+MAX_FIELD_PATH_BYTES = 3000
+
+
+def check_field_paths(paths: Iterable[str], known: Mapping[str, Any]) -> None:
+    """:class:`InvalidArgument` for a new field path (not in ``known``) too long to index."""
+    for path in paths:
+        size = len(path.encode("utf-8"))
+        if size > MAX_FIELD_PATH_BYTES and path not in known:
+            raise InvalidArgument(f"column name {path[:40]!r}... is {size:,} UTF-8 bytes (with its parent fields); "
+                                  f"the maximum is {MAX_FIELD_PATH_BYTES:,}", column=path[:64])
 
 #: operations that drop (the object stays until purge) / restore an object
 _DROPS = frozenset({"DROP CATALOG", "DROP DATABASE", "DROP TABLE"})
@@ -150,6 +163,7 @@ def _sync_fields(w: MetadataWriter, oid: uuid.UUID, state: ObjectState, fields: 
     """The schema's field paths into the index (``f``) and their comments (USER ``comment``
     of the column, index only: the schema holds them); entries of renamed columns move,
     those of removed columns go."""
+    check_field_paths(fields, state.fields)
     old = dict(state.fields)
     for change in detail.get("changes", ()) if not fresh else ():
         if isinstance(change, Mapping) and change.get("type") == "RenameColumn":

@@ -34,6 +34,8 @@ from ..errors import InvalidArgument
 from .schema import DataType, DecimalType, PrimitiveType, StructType
 
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+#: the longest string partition value, in UTF-8 bytes: it is part of the partition's key (FoundationDB: 10 kB)
+MAX_VALUE_BYTES = 4_000
 EPOCH_DATE = dt.date(1970, 1, 1)
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 _INT_RANGES = {"byte": 8, "short": 16, "integer": 32, "long": 64}
@@ -114,6 +116,11 @@ class PartitionColumn:
             if kind == "string":
                 if not isinstance(raw, str):
                     raise self._bad(raw, "expected a string")
+                size = len(raw.encode("utf-8", "surrogatepass"))
+                if size > MAX_VALUE_BYTES:
+                    raise InvalidArgument(f"the value {raw[:40]!r}... of partition column {self.name!r} is {size:,} "
+                                          f"UTF-8 bytes; the maximum is {MAX_VALUE_BYTES:,} (it is part of the "
+                                          f"partition's key)", column=self.name, value=repr(raw)[:200])
                 t = self.data_type
                 assert isinstance(t, PrimitiveType)
                 if t.name.startswith(("char(", "varchar(")):

@@ -147,22 +147,37 @@ final class Errors {
 
     /** Failures of the bridge itself (Python missing, crashed, hanging) and of the store: a
      * {@link SparkThrowable} of error class {@code USHAS_BRIDGE} (or the store's {@code USHAS_<type>}), so
-     * spark-sql / spark-submit print its message once instead of wrapping it with its stack. */
-    static final class UshasBridgeException extends RuntimeException implements SparkThrowable {
+     * spark-sql / spark-submit print its message once instead of wrapping it with its stack. It is a
+     * {@link SparkRuntimeException} so that PySpark, which converts only the JVM exception classes it
+     * knows, raises it as {@code pyspark.errors.SparkRuntimeException} with this message, not as a
+     * {@code Py4JJavaError} carrying the Java stack. (The superclass is built from Spark's registered
+     * {@code USER_RAISED_EXCEPTION} template; message, error class and state are this class's own.) */
+    static final class UshasBridgeException extends SparkRuntimeException {
         private final String errorClass;
+        private final String message;
 
         UshasBridgeException(String message) {
-            this("USHAS_BRIDGE", message);
+            this("USHAS_BRIDGE", message, null);
         }
 
         UshasBridgeException(String message, Throwable cause) {
-            super(message, cause);
-            this.errorClass = "USHAS_BRIDGE";
+            this("USHAS_BRIDGE", message, cause);
         }
 
         UshasBridgeException(String errorClass, String message) {
-            super(message);
+            this(errorClass, message, null);
+        }
+
+        private UshasBridgeException(String errorClass, String message, Throwable cause) {
+            super("USER_RAISED_EXCEPTION", scala.collection.immutable.Map$.MODULE$.<String, String>empty()
+                    .updated("errorMessage", message == null ? "" : message), cause, new QueryContext[0], "");
             this.errorClass = errorClass;
+            this.message = message;
+        }
+
+        @Override
+        public String getMessage() {
+            return message;
         }
 
         @Override
@@ -170,10 +185,26 @@ final class Errors {
             return errorClass;
         }
 
+        @Override
+        @SuppressWarnings("deprecation")
+        public String getErrorClass() {
+            return errorClass;
+        }
+
+        @Override
+        public java.util.Map<String, String> getMessageParameters() {
+            return java.util.Map.of();
+        }
+
         /** A system error's state (not Spark's internal-error "XX", for which spark-sql prints the stack). */
         @Override
         public String getSqlState() {
             return SYSTEM_SQL_STATE;
+        }
+
+        @Override
+        public boolean isInternalError() {
+            return false;
         }
     }
 }

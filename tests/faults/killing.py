@@ -1,0 +1,158 @@
+"""Killing writers at random points and checking what they left (``tests/`` is on ``sys.path``).
+
+A writer runs a fixed program of operations on tables ``main.w.r<run>_<i>`` and prints ``DONE <n>``
+after its n-th operation committed. :func:`model` says what the store holds after the first n
+operations; after a SIGKILL the store must hold the state after the last reported operation or after
+the one in flight (each operation is one transaction: all of it or nothing), and pass ``ushas check``.
+"""
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+#: partitions each table gets in one operation
+PARTS = 40
+#: tables per writer run (every third is dropped at the end of its steps)
+TABLES = 30
+
+#: the writer: a Python API program; argv: uri, run number
+WRITER = r"""
+import sys
+from ushas_catalog.errors import CatalogAlreadyExists, NamespaceAlreadyExists
+from ushas_catalog.metastore import Metastore
+from ushas_catalog.model.table_changes import SetProperty
+
+uri, run = sys.argv[1], int(sys.argv[2])
+ms = Metastore.open(uri, project="acme", user="writer")
+try:
+    ms.create_catalog("main", if_not_exists=True)
+    ms.create_database("main.w", if_not_exists=True)
+except (CatalogAlreadyExists, NamespaceAlreadyExists):
+    pass
+print("READY", flush=True)
+n = 0
+for i in range(%(tables)d):
+    t = f"main.w.r{run}_{i}"
+    steps = [
+        lambda: ms.create_table(t, "id INT, dt STRING", partition_by=["dt"], properties={"step": "created"}),
+        lambda: ms.add_partitions(t, [{"dt": f"d{k:03d}"} for k in range(%(parts)d)]),
+        lambda: ms.metadata.tag(t, ["w"]),
+        lambda: ms.alter_table(t, [SetProperty("step", "altered")]),
+    ]
+    if i %% 3 == 0:
+        steps.append(lambda: ms.drop_table(t))
+    for step in steps:
+        step()
+        n += 1
+        print(f"DONE {n}", flush=True)
+print("FINISHED", flush=True)
+""" % {"tables": TABLES, "parts": PARTS}
+
+
+@dataclass(frozen=True)
+class TableState:
+    partitions: int
+    tagged: bool
+    step: str
+
+
+def model(run: int, done: int) -> dict[str, TableState]:
+    """The live tables of run ``run`` after its first ``done`` operations."""
+    out: dict[str, TableState] = {}
+    n = 0
+    for i in range(TABLES):
+        name = f"r{run}_{i}"
+        ops = ["create", "add", "tag", "alter"] + (["drop"] if i % 3 == 0 else [])
+        for op in ops:
+            if n >= done:
+                return out
+            n += 1
+            if op == "create":
+                out[name] = TableState(0, False, "created")
+            elif op == "add":
+                out[name] = TableState(PARTS, False, "created")
+            elif op == "tag":
+                out[name] = TableState(PARTS, True, "created")
+            elif op == "alter":
+                out[name] = TableState(PARTS, True, "altered")
+            else:
+                del out[name]
+    return out
+
+
+def observed(ms: Any, run: int) -> dict[str, TableState]:
+    """The live tables of run ``run`` as the store holds them."""
+    from ushas_catalog.metadata.store import Scope
+
+    out: dict[str, TableState] = {}
+    try:
+        tables = [t.name for t in ms.list_tables("main.w")]
+    except Exception:  # noqa: BLE001 - killed before the database existed
+        return out
+    for name in tables:
+        if not name.startswith(f"r{run}_"):
+            continue
+        info = ms.get_table(f"main.w.{name}")
+        parts = sum(1 for _ in ms.list_partitions(f"main.w.{name}"))
+        tags = ms.metadata.get(f"main.w.{name}").scope(Scope.USER).tags
+        out[name] = TableState(parts, list(tags) == ["w"], info.properties.get("step", ""))
+    return out
+
+
+@dataclass
+class Killed:
+    """One killed process: the seed and delay it was killed after, and what it reported."""
+
+    seed: int
+    delay_s: float
+    done: int
+    finished: bool
+    stdout: str
+    stderr: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def run_and_kill(cmd: list[str], delay_s: float, env: dict[str, str] | None = None, *,
+                 group: bool = False, ready: str | None = None, timeout_s: float = 120) -> Killed:
+    """Start ``cmd``, SIGKILL it ``delay_s`` after it printed ``ready`` (after its start when None),
+    and collect what it printed. ``group``: kill its whole process group (a driver and its JVM)."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, start_new_session=group)
+    lines: list[str] = []
+    deadline = time.monotonic() + timeout_s
+    if ready is not None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+            if line.strip() == ready or time.monotonic() > deadline:
+                break
+    time.sleep(delay_s)
+    try:
+        if group:
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:
+            proc.send_signal(signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    out, err = proc.communicate(timeout=timeout_s)
+    text = "".join(lines) + out
+    done = max([int(ln.split()[1]) for ln in text.splitlines() if ln.startswith("DONE ")] or [0])
+    return Killed(0, delay_s, done, "FINISHED" in text, text, err)
+
+
+def seeded(name: str) -> random.Random:
+    """A random source whose seed is printed (``USHAS_FAULT_SEED`` replays a run)."""
+    seed = int(os.environ.get("USHAS_FAULT_SEED") or random.SystemRandom().randrange(1 << 31))
+    print(f"{name}: USHAS_FAULT_SEED={seed}", file=sys.stderr)
+    return random.Random(seed)
+
+
+def runs() -> int:
+    """Kills per test (``USHAS_FAULT_RUNS``, default 20)."""
+    return int(os.environ.get("USHAS_FAULT_RUNS") or 20)
