@@ -330,6 +330,11 @@ def analyze(event: ActionEvent, settings: CaptureSettings, resolver: Resolver = 
             _add_datasets(acc, result)
             continue
         _add_datasets(acc, result)
+        if result.target is None and command is None:
+            # a query that only reads (collect, count, show): every relation it scans is read, even
+            # one no output column derives from (count(*))
+            for d in relations(doc)[0]:
+                acc.reads.setdefault(d)
         if facts is not None and written and result.target is not None:
             facts.schemas[result.target] = written
         for e in _target_edges(result):
