@@ -11,7 +11,6 @@ its storage location are one dataset), ``lifecycleStateChange`` (outputs), ``out
 from __future__ import annotations
 
 import datetime as dt
-import json
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -161,10 +160,12 @@ def run_events(run: Run, inputs: Sequence[Dataset], outputs: Sequence[Dataset], 
 
 
 def to_json(event: Any) -> str:
-    """One event as compact JSON (``openlineage.client.serde``, keys sorted)."""
+    """One event as compact JSON, keys sorted (``openlineage.client.serde.Serde.to_dict``: no nulls,
+    enums as values; orjson writes it in one pass)."""
+    import orjson
     from openlineage.client.serde import Serde
 
-    return json.dumps(json.loads(Serde.to_json(event)), separators=(",", ":"), sort_keys=True)
+    return orjson.dumps(Serde.to_dict(event), option=orjson.OPT_SORT_KEYS).decode()
 
 
 __all__ = ["PRODUCER", "ColumnEdge", "captured_edges", "data_source_uri", "event_time", "job_name", "run_events", "to_json"]
