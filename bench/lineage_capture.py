@@ -72,9 +72,11 @@ RECEIVER = r"""
 import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 class H(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, as Marquez / DataHub
     def do_POST(self):
         self.rfile.read(int(self.headers["Content-Length"]))
         self.send_response(201)
+        self.send_header("Content-Length", "0")
         self.end_headers()
     def log_message(self, *a):
         pass

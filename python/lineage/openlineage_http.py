@@ -15,8 +15,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import urllib.error
-import urllib.request
+import http.client
+import urllib.parse
 from collections import deque
 from dataclasses import dataclass
 from typing import Any, Mapping
@@ -85,6 +85,9 @@ class OpenLineageSender:
         self._closed = False
         self._drop_logged_at: float | None = None
         self._drops_unlogged = 0
+        self._conn: http.client.HTTPConnection | None = None  # used by the worker thread only
+        url = urllib.parse.urlsplit(settings.target)
+        self._path = (url.path or "/") + (f"?{url.query}" if url.query else "")
         self._worker = threading.Thread(target=self._run, name="ushas-openlineage-sender", daemon=True)
         self._worker.start()
 
@@ -147,6 +150,7 @@ class OpenLineageSender:
                     self._cond.wait(0.5)
                 item = self._queue.popleft()
             if item is _STOP:
+                self._close_connection()
                 return
             try:
                 error = self._post(item)
@@ -166,20 +170,40 @@ class OpenLineageSender:
                     self._cond.notify_all()
 
     def _post(self, body: str) -> str | None:
-        """None when the receiver answered 2xx, else what went wrong."""
+        """None when the receiver answered 2xx, else what went wrong. One connection is kept open
+        between events (HTTP/1.1 keep-alive) and opened again after any failure."""
         headers = {"Content-Type": "application/json"}
         if self.settings.api_key:
             headers["Authorization"] = f"Bearer {self.settings.api_key}"
-        request = urllib.request.Request(self.settings.target, data=body.encode("utf-8"), headers=headers,
-                                         method="POST")
-        try:
-            with urllib.request.urlopen(request, timeout=self.settings.timeout_s) as answer:
+        data = body.encode("utf-8")
+        for fresh in ((False, True) if self._conn is not None else (True,)):
+            try:
+                if self._conn is None:
+                    self._conn = self._connect()
+                self._conn.request("POST", self._path, body=data, headers=headers)
+                answer = self._conn.getresponse()
                 answer.read()
+                if answer.will_close:
+                    self._close_connection()
                 return None if 200 <= answer.status < 300 else f"HTTP {answer.status}"
-        except urllib.error.HTTPError as exc:
-            return f"HTTP {exc.code}"
-        except (OSError, ValueError) as exc:
-            return f"{type(exc).__name__}: {exc}"
+            except (OSError, ValueError, http.client.HTTPException) as exc:
+                self._close_connection()  # a kept-alive connection the receiver closed: once more, anew
+                if fresh:
+                    return f"{type(exc).__name__}: {exc}"
+        return "no answer"
+
+    def _connect(self) -> http.client.HTTPConnection:
+        url = urllib.parse.urlsplit(self.settings.target)
+        cls = http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
+        return cls(url.hostname or "localhost", url.port, timeout=self.settings.timeout_s)
+
+    def _close_connection(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                conn.close()
+            except OSError:
+                pass
 
     def _drop(self, count: int, why: str) -> None:
         now = time.monotonic()

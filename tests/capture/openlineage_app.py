@@ -1,7 +1,7 @@
 """A PySpark application for the OpenLineage transport tests (run in a subprocess):
 ``python openlineage_app.py STORE_DIR URL [scenario]``; prints ``RESULT {json}`` with what
 ``flush_spark`` answered. Scenario ``full``: CTAS, INSERT INTO, INSERT OVERWRITE, a read, a failing
-write, TRUNCATE, RENAME, DROP; ``small``: a CTAS and an INSERT."""
+write, a parquet path write, TRUNCATE, RENAME, DROP; ``small``: a CTAS and an INSERT."""
 from __future__ import annotations
 
 import json
@@ -36,6 +36,8 @@ if scenario == "full":
                   "FROM ushas.sales.orders")
     except Exception:  # noqa: BLE001 - the failing write is the point
         pass
+    spark.table("ushas.sales.orders").where("dt = '2024-01-02'").select("id", "amount") \
+        .write.mode("overwrite").parquet(str(store / "export"))
     spark.sql("TRUNCATE TABLE ushas.sales.totals")
     spark.sql("ALTER TABLE ushas.sales.totals RENAME TO sales.sums")
     spark.sql("DROP TABLE ushas.sales.sums")

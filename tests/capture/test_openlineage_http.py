@@ -99,6 +99,7 @@ def test_runs_arrive_as_openlineage_events(tmp_path: Path, receiver: Receiver) -
         "nightly.create_table_as_select.ushas_sales_orders", "nightly.insert_into.ushas_sales_orders",
         "nightly.create_table.ushas_sales_totals", "nightly.insert_overwrite.ushas_sales_totals",
         "nightly.query.ushas_sales_orders", "nightly.insert_into.ushas_sales_totals",
+        f"nightly.insert_overwrite.{(tmp_path / 'store' / 'export').as_posix().strip('/').replace('/', '_')}",
         "nightly.truncate_table.ushas_sales_totals", "nightly.rename_table.ushas_sales_sums",
         "nightly.drop_table.ushas_sales_sums"}, sorted(jobs)
     for name, events in jobs.items():
@@ -144,6 +145,14 @@ def test_runs_arrive_as_openlineage_events(tmp_path: Path, receiver: Receiver) -
     fail = jobs["nightly.insert_into.ushas_sales_totals"][1]
     assert "boom" in fail["run"]["facets"]["errorMessage"]["message"]
     assert "outputStatistics" not in _output(fail).get("outputFacets", {})
+
+    # a path written by Spark's own file writer: its write metrics
+    export = next(v for k, v in jobs.items() if k.endswith("_export"))[1]
+    out = _output(export)
+    assert (out["namespace"], out["name"]) == ("file", str(tmp_path / "store" / "export"))
+    assert out["outputFacets"]["outputStatistics"]["rowCount"] == 3
+    assert out["outputFacets"]["outputStatistics"]["fileCount"] >= 1
+    assert out["facets"]["lifecycleStateChange"]["lifecycleStateChange"] == "OVERWRITE"
 
     # DDL: lifecycle changes of the dataset, RENAME with the previous name
     def change(job: str) -> dict[str, Any]:
