@@ -10,7 +10,6 @@ import socket
 import subprocess
 import sys
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -18,35 +17,10 @@ import pytest
 
 from lineage.openlineage_http import OpenLineageSender, OpenLineageSettings
 
+from .openlineage_receiver import Receiver
 from .openlineage_schema import validate_event
 
 APP = Path(__file__).parent / "openlineage_app.py"
-
-
-class Receiver:
-    def __init__(self) -> None:
-        self.posts: list[dict[str, Any]] = []
-        received = self.posts
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                received.append({"path": self.path, "auth": self.headers.get("Authorization"),
-                                 "event": json.loads(body)})
-                self.send_response(201)
-                self.end_headers()
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture
