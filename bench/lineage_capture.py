@@ -1,6 +1,10 @@
 """What automatic lineage capture costs the user's queries, and how fast the store absorbs runs.
 
-    python bench/lineage_capture.py [--quick] [--queries N] [--block B]
+    python bench/lineage_capture.py [--quick] [--queries N] [--block B] [--openlineage]
+
+``--openlineage``: the OpenLineage HTTP transport on as well (``spark.ushas.lineage.openlineage.url``
+pointing at a local receiver started by the benchmark in its own process): the "on" side then also
+builds and POSTs every run's START and COMPLETE events.
 
 One local[2] session with Hive support (embedded Derby), the ``ushas`` catalog (embedded sqlite store,
 this Python process as the backend: the PySpark bridge mode) and ONE ``UshasLineageListener`` instance
@@ -55,10 +59,40 @@ from _spark import ushas_session  # noqa: E402  (bench/ is the script's director
 GOAL = 1.02
 
 
-def session(root: Path) -> Any:
+def session(root: Path, openlineage_url: str | None = None) -> Any:
     (root / "paths").mkdir()
     # no listener from the configuration: the benchmark attaches its own instance
-    return ushas_session("ushas-bench-capture", root, hive=True, conf={"spark.default.parallelism": "2"})
+    conf = {"spark.default.parallelism": "2"}
+    if openlineage_url:
+        conf["spark.ushas.lineage.openlineage.url"] = openlineage_url
+    return ushas_session("ushas-bench-capture", root, hive=True, conf=conf)
+
+
+RECEIVER = r"""
+import sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+class H(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, as Marquez / DataHub
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.send_response(201)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+    def log_message(self, *a):
+        pass
+server = ThreadingHTTPServer(("127.0.0.1", 0), H)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"""
+
+
+def start_receiver() -> tuple[Any, str]:
+    """A local OpenLineage receiver in its own process (answers 201 to every POST): (process, url)."""
+    import subprocess
+
+    proc = subprocess.Popen([sys.executable, "-c", RECEIVER], stdout=subprocess.PIPE, text=True)
+    port = int(proc.stdout.readline())
+    return proc, f"http://127.0.0.1:{port}"
 
 
 @dataclass
@@ -202,6 +236,8 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="50 queries instead of 200")
     parser.add_argument("--queries", type=int, default=None)
     parser.add_argument("--block", type=int, default=5, help="queries per block (each side)")
+    parser.add_argument("--openlineage", action="store_true",
+                        help="also send every run to a local OpenLineage HTTP receiver")
     args = parser.parse_args()
     n = args.queries or (50 if args.quick else 200)
 
@@ -211,7 +247,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="ushas-bench-capture-") as tmp:
         root = Path(tmp)
         (root / "plans").mkdir()
-        spark = session(root)
+        receiver, url = start_receiver() if args.openlineage else (None, None)
+        spark = session(root, url)
         uri = f"sqlite:///{root / 'ushas.db'}"
         try:
             setup(spark, root)
@@ -262,6 +299,9 @@ def main() -> int:
             runs, elapsed = burst(uri, messages)
         finally:
             spark.stop()
+            if receiver is not None:
+                receiver.terminate()
+                receiver.wait(10)
 
     on, off, tail = sum(times["on"]), sum(times["off"]), sum(tails)
     ratio = on / off
@@ -280,6 +320,8 @@ def main() -> int:
           f"{1000 * elapsed / max(1, runs):.1f} ms per action)")
     print(f"  runs stored        {captured} of {n} queries (dropped {stats.dropped}, "
           f"not runs: {stats.skipped})")
+    if args.openlineage:
+        print(f"  OpenLineage HTTP   {stats.openlineage_sent} events sent, {stats.openlineage_dropped} dropped")
     print(f"  query end -> stored  p50 {percentile(latencies, 50):.0f} ms   p99 {percentile(latencies, 99):.0f} ms"
           f"   ({len(latencies)} runs)")
     print(f"  store absorption   {runs} runs in {elapsed:.2f} s = {runs / elapsed:.1f} runs/s "

@@ -95,7 +95,10 @@ class ActionGroups:
         if group.sql is not None:
             event["sql"] = group.sql
         store = message.get("store") or message.get("ctx")
-        return {"ctx": message.get("ctx") or store, "store": store, "event": event}
+        out = {"ctx": message.get("ctx") or store, "store": store, "event": event}
+        if "openlineage" in message:  # the listener's OpenLineage transport options travel with the action
+            out["openlineage"] = message["openlineage"]
+        return out
 
     def open_count(self) -> int:
         with self._lock:

@@ -44,6 +44,9 @@ from ushas_catalog.errors import (InvalidArgument, LimitExceeded, NotAStore, Sto
                                   StoreReadOnly)
 
 from .model import ColumnNode, Dataset, DatasetKind, Edge, LineageResult
+from .openlineage_facts import LIFECYCLE, RunFacts
+from .openlineage_facts import collect as collect_facts
+from .run_names import best_command, command_of, run_name
 from .store import CapturedRun, LineageStore, Run, RunStatus, now_ms, run_id_for
 from .views import view_edges
 
@@ -118,6 +121,8 @@ class ExecutionEvent:
     plan_chars: int = 0
     walk_ms: float = 0.0
     error: str | None = None
+    #: rows / bytes / files the execution's write reported (sent when OpenLineage is on)
+    write_metrics: Mapping[str, Any] | None = None
 
     def read_plan(self) -> str | None:
         """The plan JSON; a temp file is read once and deleted."""
@@ -172,7 +177,7 @@ class ActionEvent:
                 ExecutionEvent(execution_id=int(x["execution_id"]), func=str(x.get("func", "")),
                                plan=x.get("plan"), plan_file=x.get("plan_file"),
                                plan_chars=int(x.get("plan_chars", 0)), walk_ms=float(x.get("walk_ms", 0.0)),
-                               error=x.get("error"))
+                               error=x.get("error"), write_metrics=x.get("write_metrics"))
                 for x in d.get("executions", ()))
             event = ActionEvent(
                 application_id=str(d["application_id"]), application_name=str(d.get("application_name", "")),
@@ -258,16 +263,35 @@ class Analysis:
     edges: dict[Edge, None] = field(default_factory=dict)
     markers: list[str] = field(default_factory=list)
     operations: list[str] = field(default_factory=list)
+    commands: list[str | None] = field(default_factory=list)
+
+
+def _facts_of(doc: Any, command: str | None, facts: RunFacts) -> tuple[tuple[str, str], ...]:
+    from . import resolve
+
+    p = _RelationPass(doc)
+
+    def relation(node: Any) -> Dataset | None:
+        ds = resolve.relation_dataset(p, node)  # type: ignore[arg-type]
+        if ds is not None:
+            p.datasets[node.index] = ds
+        return ds
+
+    return collect_facts(doc, command, facts, relation)
 
 
 def analyze(event: ActionEvent, settings: CaptureSettings, resolver: Resolver = default_resolver,
-            relations: Relations = default_relations) -> CapturedRun:
+            relations: Relations = default_relations, facts: RunFacts | None = None) -> CapturedRun:
     """The run of one action: every execution's plan resolved (or taken at table level when it
-    is over budget or cannot be resolved), merged into one set of reads, writes and edges."""
+    is over budget or cannot be resolved), merged into one set of reads, writes and edges,
+    named after what it did (lineage.run_names). ``facts``: also collect what OpenLineage's
+    dataset facets need (schemas, locations, lifecycle changes, write statistics) into it."""
     from .plan import parse
 
     acc = Analysis()
     for x in event.executions:
+        if facts is not None:
+            facts.add_statistics(x.write_metrics)
         acc.operations.append(x.func)
         try:
             text = x.read_plan()
@@ -282,6 +306,14 @@ def analyze(event: ActionEvent, settings: CaptureSettings, resolver: Resolver = 
         except Exception as exc:  # noqa: BLE001 - any malformed plan is a marker, not a lost run
             acc.markers.append(f"execution {x.execution_id}: unreadable plan ({exc})")
             continue
+        command = command_of(doc.root_node)
+        acc.commands.append(command)
+        written: tuple[tuple[str, str], ...] = ()
+        if facts is not None:
+            try:
+                written = _facts_of(doc, command, facts)
+            except Exception as exc:  # noqa: BLE001 - facets are extras: never lose the run for them
+                log.debug("lineage: OpenLineage facts of execution %s failed: %s", x.execution_id, exc)
         if len(text) > settings.max_plan_chars:
             acc.markers.append(f"execution {x.execution_id}: plan of {len(text)} chars over the "
                                f"{settings.max_plan_chars} budget")
@@ -303,6 +335,13 @@ def analyze(event: ActionEvent, settings: CaptureSettings, resolver: Resolver = 
             _add_datasets(acc, result)
             continue
         _add_datasets(acc, result)
+        if result.target is None and command is None:
+            # a query that only reads (collect, count, show): every relation it scans is read, even
+            # one no output column derives from (count(*))
+            for d in relations(doc)[0]:
+                acc.reads.setdefault(d)
+        if facts is not None and written and result.target is not None:
+            facts.schemas[result.target] = written
         for e in _target_edges(result):
             acc.edges.setdefault(e)
     writes = _dedup_writes(acc.writes, len(event.executions) > 1)
@@ -311,11 +350,16 @@ def analyze(event: ActionEvent, settings: CaptureSettings, resolver: Resolver = 
     if len(edges) > settings.max_edges:
         acc.markers.append(f"{len(edges)} column edges over the {settings.max_edges} budget")
         edges = []
+    command = best_command(acc.commands)
+    name = run_name(event.application_name, command, writes or (facts.ddl_outputs if facts else ()), reads)
+    if facts is not None and name.command in LIFECYCLE:
+        for d in writes:
+            facts.lifecycle.setdefault(d, (LIFECYCLE[name.command], None))
     run = Run(run_id=event.run_id, application_id=event.application_id,
               application_name=event.application_name, execution_id=event.execution_id, user=event.user,
               start_ms=event.start_ms, end_ms=event.end_ms, status=event.status,
               operation=",".join(dict.fromkeys(o for o in acc.operations if o)), sql=event.sql,
-              error=event.error, table_level="; ".join(acc.markers) or None)
+              error=event.error, table_level="; ".join(acc.markers) or None, job=name.job, kind=name.kind)
     return CapturedRun(run, reads=tuple(reads), writes=tuple(writes), edges=tuple(edges))
 
 
@@ -386,10 +430,14 @@ class CaptureStats:
     latencies_ms: tuple[float, ...] = ()
     #: actions that touched no dataset (DDL, SET, SHOW ...): not runs
     skipped: int = 0
+    #: OpenLineage events sent / dropped (queue full, receiver down) by the HTTP transport
+    openlineage_sent: int = 0
+    openlineage_dropped: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {"captured": self.captured, "dropped": self.dropped, "pending": self.pending,
-                "store_failures": self.store_failures, "skipped": self.skipped}
+                "store_failures": self.store_failures, "skipped": self.skipped,
+                "openlineage_sent": self.openlineage_sent, "openlineage_dropped": self.openlineage_dropped}
 
 
 _STOP = object()
@@ -426,6 +474,9 @@ class LineageCapture:
         self._store_refuses = False  # its last answer was a permanent refusal (read-only, damaged ...)
         self._drop_logged_at: float | None = None  # when drops were last logged at WARNING
         self._drops_unlogged = 0  # drops since then, logged at DEBUG only
+        self._openlineage: Any = None  # an OpenLineageSender when the HTTP transport is on
+        self._namespace = "ushas/default"
+        self._ol_options: dict[str, Any] | None = None
         self._worker = threading.Thread(target=self._run, name=f"ushas-lineage-capture-{self.source}",
                                         daemon=True)
         self._worker.start()
@@ -530,10 +581,33 @@ class LineageCapture:
             self.settings = settings
             self._cond.notify_all()
 
+    def set_openlineage(self, options: Mapping[str, Any] | None, namespace: str) -> None:
+        """Also send every run as OpenLineage events over HTTP (``options``: the listener's
+        ``openlineage`` object), or stop (None). The same options again change nothing."""
+        from .openlineage_http import OpenLineageSender, OpenLineageSettings
+
+        options = dict(options) if options else None
+        with self._cond:
+            if options == self._ol_options:
+                return
+            self._ol_options = options
+        settings = OpenLineageSettings.from_options(options) if options else None
+        with self._cond:
+            current = self._openlineage
+            if (current.settings if current is not None else None) == settings:
+                return
+            self._namespace = namespace
+            self._openlineage = OpenLineageSender(settings, self.settings.max_pending) if settings else None
+        if current is not None:
+            current.close()
+        if settings is not None:
+            log.info("lineage: sending OpenLineage events to %s", settings.target)
+
     def stats(self) -> CaptureStats:
+        ol = self._openlineage.stats() if self._openlineage is not None else None
         with self._cond:
             return CaptureStats(self._captured, self._dropped, self._pending, self._store_failures,
-                                tuple(self._latencies), self._skipped)
+                                tuple(self._latencies), self._skipped, ol.sent if ol else 0, ol.dropped if ol else 0)
 
     def flush(self, timeout: float = 30.0) -> bool:
         """Wait until every queued run is stored or dropped and the counters are published."""
@@ -546,7 +620,8 @@ class LineageCapture:
                     return False
                 self._cond.notify_all()
                 self._cond.wait(min(left, 0.05))
-        return True
+        sender = self._openlineage
+        return sender is None or sender.flush(max(0.0, deadline - time.monotonic()))
 
     def close(self, timeout: float = 10.0) -> None:
         """Store what is queued (up to ``timeout``), then stop. What is left is counted as dropped."""
@@ -573,6 +648,8 @@ class LineageCapture:
             self._drops_unlogged = 0
         if unlogged:
             log.warning("lineage: %d run(s) dropped in all (%d of them logged at DEBUG only)", total, unlogged)
+        if self._openlineage is not None:
+            self._openlineage.close(timeout)
         if self._store is not None:
             try:
                 self._store.close()
@@ -610,10 +687,14 @@ class LineageCapture:
             self._report(force=not self._queue)
 
     def _process(self, event: ActionEvent) -> None:
+        sender = self._openlineage
+        facts = RunFacts() if sender is not None else None
         try:
-            captured = analyze(event, self.settings, self._resolver, self._relations)
+            captured = analyze(event, self.settings, self._resolver, self._relations, facts)
         finally:
             event.discard_plans()
+        if sender is not None and facts is not None:
+            self._send_openlineage(sender, captured, facts)
         if not captured.reads and not captured.writes and captured.run.table_level is None:
             with self._cond:  # DDL, SET, SHOW ...: touched no dataset, not a lineage run
                 self._skipped += 1
@@ -622,6 +703,22 @@ class LineageCapture:
             with self._cond:
                 self._captured += 1
                 self._latencies.append(max(0.0, time.time() * 1000 - event.end_ms))
+
+    def _send_openlineage(self, sender: Any, captured: CapturedRun, facts: RunFacts) -> None:
+        """Queue the run's START and COMPLETE / FAIL events (a DDL statement's too: its dataset
+        as the output, with its lifecycle change); never raises."""
+        from .openlineage_events import captured_edges, run_events, to_json
+
+        outputs = list(captured.writes) or list(dict.fromkeys(facts.ddl_outputs))
+        if not captured.reads and not outputs:
+            return
+        try:
+            events = [to_json(e) for e in run_events(captured.run, captured.reads, outputs, captured_edges(captured),
+                                                     namespace=self._namespace, facts=facts)]
+        except Exception as exc:  # noqa: BLE001 - a bug here loses the events, never the run
+            sender.drop(2, f"building the events of run {captured.run.run_id} failed ({type(exc).__name__}: {exc})")
+            return
+        sender.submit(events)
 
     def _store_with_retry(self, captured: CapturedRun, event: ActionEvent) -> bool:
         deadline = time.monotonic() + self.settings.retry_timeout_s
@@ -746,6 +843,11 @@ class CaptureHub:
         catalogs = ev.get("catalogs") if isinstance(ev, Mapping) else None
         source = str(ev.get("application_id", "")) if isinstance(ev, Mapping) else str(d.get("source", ""))
         capture = self.capture(uri, project, catalogs, source)
+        if "openlineage" in d or ev is not None:
+            try:
+                capture.set_openlineage(d.get("openlineage"), f"ushas/{project}")
+            except InvalidArgument as exc:
+                log.warning("lineage: OpenLineage transport not started: %s", exc.message)
         if ev is None:
             if "jvm_dropped" in d:
                 capture.note_jvm_dropped(int(d.get("jvm_dropped") or 0))

@@ -90,7 +90,10 @@ def run_runs(ctx: Any, args: argparse.Namespace) -> int:
     rows = q.runs_json(q.runs(args.name, since=since, until=until))
     for r in rows:
         r["end"] = dt.datetime.fromtimestamp(r["end_ms"] / 1000, tz=dt.timezone.utc).isoformat(timespec="seconds")
-    ctx.table(rows, ["access", "end", "status", "user", "run_id", "application_name", "operation"])
+    for r in rows:
+        if not r.get("job"):  # runs stored before runs had names
+            r["job"] = f"{r['application_name'] or r['application_id']}.execution_{r['execution_id']}"
+    ctx.table(rows, ["access", "end", "status", "user", "job", "kind", "run_id"])
     return 0
 
 
@@ -100,8 +103,8 @@ def run_run(ctx: Any, args: argparse.Namespace) -> int:
 
     def text(d: dict[str, Any]) -> str:
         r = d["run"]
-        lines = [f"run {r['run_id']} ({r['status']}) execution {r['execution_id']} of {r['application_name']} "
-                 f"by {r['user']}"]
+        lines = [f"run {r['run_id']} ({r['status']}) {r.get('job') or ''} {r.get('kind') or ''}".rstrip(),
+                 f"execution {r['execution_id']} of {r['application_name']} by {r['user']}"]
         if r.get("sql"):
             lines.append(f"sql: {r['sql']}")
         if r.get("error"):
@@ -121,19 +124,17 @@ def run_run(ctx: Any, args: argparse.Namespace) -> int:
 def run_export(ctx: Any, args: argparse.Namespace) -> int:
     """Events on stdout, one JSON line each (as :func:`~lineage.openlineage.write_json_lines`
     writes them); a progress bar over the runs on stderr when it is a terminal (never with --json)."""
-    import json
-
-    from openlineage.client.serde import Serde
     from ushas_catalog.progress import progress_for
 
     from .openlineage import run_events
+    from .openlineage_events import to_json
 
     q = _queries(ctx)
     runs = q.store.runs_between(parse_time(args.since, "--since"), parse_time(args.until, "--until"))
     with progress_for(ctx.json, "exporting runs", total=len(runs)) as bar:
         for run in runs:
             for event in run_events(q.store, run):
-                sys.stdout.write(json.dumps(json.loads(Serde.to_json(event)), separators=(",", ":"), sort_keys=True))
+                sys.stdout.write(to_json(event))
                 sys.stdout.write("\n")
             bar.advance(item=run.application_name or run.application_id)
     return 0

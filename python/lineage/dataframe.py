@@ -7,8 +7,9 @@ Importing this module installs ``DataFrame.lineage`` on ``pyspark.sql.classic.da
     >>> import lineage.dataframe
     >>> print(spark.sql("select 1 as a").lineage())
 
-The shim jar must be on the driver's classpath (``spark.jars``): the plan walker
-(``io.ushas.spark.PlanWriter``) runs in the JVM.
+The plan walker (``io.ushas.spark.PlanWriter``) runs in the JVM. In a session started without
+the shim jar (a notebook, a shared cluster's shell), the jar is loaded into the running driver
+the first time it is needed (``lineage.shim_loader``, one WARNING line): no restart.
 """
 from __future__ import annotations
 

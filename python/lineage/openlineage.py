@@ -4,85 +4,36 @@ as the ``errorMessage`` run facet), built with ``openlineage.client`` classes an
 JSON lines (``openlineage.client.serde.Serde``)."""
 from __future__ import annotations
 
-import datetime as dt
-import json
 from typing import Any, Iterator, TextIO
 
-from .model import Dataset
-from .store import Access, LineageStore, Run, RunStatus
-
-PRODUCER = "https://github.com/ushas/ushas-catalog"
-
-
-def _time(ms: int) -> str:
-    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc).isoformat(timespec="milliseconds")
-
+from .openlineage_events import PRODUCER, ColumnEdge, to_json
+from .openlineage_events import run_events as build
+from .openlineage_facts import LIFECYCLE, RunFacts
+from .store import Access, LineageStore, Run
 
 def run_events(store: LineageStore, run: Run) -> list[Any]:
-    """The START and the COMPLETE / FAIL event of one stored run."""
-    from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, RunEvent, RunState
-    from openlineage.client.event_v2 import Run as OLRun
-    from openlineage.client.generated.column_lineage_dataset import (ColumnLineageDatasetFacet, Fields,
-                                                                     InputField, Transformation)
-    from openlineage.client.generated.error_message_run import ErrorMessageRunFacet
-    from openlineage.client.generated.sql_job import SQLJobFacet
-
+    """The START and the COMPLETE / FAIL event of one stored run (``lineage.openlineage_events``
+    builds them, as for the HTTP producer; schemas and write statistics are not stored, so
+    those facets are sent live only)."""
     datasets = store.run_datasets(run.run_id)
     by_key = {ref.key: ref.dataset for _, ref in datasets}
-    edges = store.run_edges(run.run_id)
-    for e, _ in edges:  # datasets of edges are always among the run's datasets; be safe
+    stored_edges = store.run_edges(run.run_id)
+    for e, _ in stored_edges:  # datasets of edges are always among the run's datasets; be safe
         for key in (e.target, e.source):
             if key not in by_key:
                 ref = store.dataset(key)
                 if ref is not None:
                     by_key[key] = ref.dataset
-
-    def ol_name(ds: Dataset) -> tuple[str, str]:
-        return ds.openlineage_name()
-
-    def facet_for(target_key: Any) -> Any:
-        fields: dict[str, Any] = {}
-        wide: list[Any] = []
-        for e, expression in edges:
-            if e.target != target_key or e.source not in by_key:
-                continue
-            ns, name = ol_name(by_key[e.source])
-            field = InputField(namespace=ns, name=name, field=e.source_column, transformations=[
-                Transformation(type=e.kind.value, subtype=e.subtype.value, description=expression,
-                               masking=False)])
-            if e.target_column is None:
-                wide.append(field)
-            else:
-                fields.setdefault(e.target_column, Fields(inputFields=[])).inputFields.append(field)
-        if not fields and not wide:
-            return None
-        return ColumnLineageDatasetFacet(fields=fields, dataset=wide)
-
-    inputs = []
-    outputs = []
-    for access, ref in datasets:
-        ns, name = ol_name(ref.dataset)
-        if access is Access.READ:
-            inputs.append(InputDataset(namespace=ns, name=name))
-        else:
-            facet = facet_for(ref.key)
-            outputs.append(OutputDataset(namespace=ns, name=name,
-                                         facets={"columnLineage": facet} if facet is not None else {}))
-    job_facets: dict[str, Any] = {}
-    if run.sql:
-        job_facets["sql"] = SQLJobFacet(query=run.sql)
-    job = Job(namespace=f"ushas/{store.project}", name=f"{run.application_name or run.application_id}"
-              f".execution_{run.execution_id}", facets=job_facets)
-    start = RunEvent(eventType=RunState.START, eventTime=_time(run.start_ms), run=OLRun(runId=str(run.run_id)),
-                     job=job, inputs=inputs, outputs=[OutputDataset(namespace=o.namespace, name=o.name)
-                                                      for o in outputs], producer=PRODUCER)
-    run_facets: dict[str, Any] = {}
-    if run.status is RunStatus.FAIL:
-        run_facets["errorMessage"] = ErrorMessageRunFacet(message=run.error or "failed", programmingLanguage="SQL")
-    end = RunEvent(eventType=RunState.COMPLETE if run.status is RunStatus.COMPLETE else RunState.FAIL,
-                   eventTime=_time(run.end_ms), run=OLRun(runId=str(run.run_id), facets=run_facets), job=job,
-                   inputs=inputs, outputs=outputs, producer=PRODUCER)
-    return [start, end]
+    edges = [ColumnEdge(by_key[e.target], e.target_column, by_key[e.source], e.source_column, e.kind.value,
+                        e.subtype.value, expression)
+             for e, expression in stored_edges if e.target in by_key and e.source in by_key]
+    inputs = [ref.dataset for access, ref in datasets if access is Access.READ]
+    outputs = [ref.dataset for access, ref in datasets if access is Access.WRITE]
+    facts = RunFacts()
+    state = LIFECYCLE.get(run.kind.lower().replace(" ", "_"))
+    if state is not None:
+        facts.lifecycle.update((d, (state, None)) for d in outputs)
+    return build(run, inputs, outputs, edges, namespace=f"ushas/{store.project}", facts=facts)
 
 
 def export_events(store: LineageStore, since: int | None = None, until: int | None = None) -> Iterator[Any]:
@@ -93,11 +44,9 @@ def export_events(store: LineageStore, since: int | None = None, until: int | No
 
 def write_json_lines(store: LineageStore, out: TextIO, since: int | None = None, until: int | None = None) -> int:
     """Write the events as JSON lines; the number of events written."""
-    from openlineage.client.serde import Serde
-
     n = 0
     for event in export_events(store, since, until):
-        out.write(json.dumps(json.loads(Serde.to_json(event)), separators=(",", ":"), sort_keys=True))
+        out.write(to_json(event))
         out.write("\n")
         n += 1
     return n

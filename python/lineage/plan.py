@@ -17,6 +17,8 @@ from typing import Any, Mapping, NamedTuple, Union
 import orjson
 from ushas_catalog.errors import PlanFormatError, ShimUnavailable
 
+from .shim_loader import ShimLoadError, load_writer, loaded_writer
+
 FORMAT = "ushas-plan"
 SUPPORTED_VERSIONS = frozenset({1, 2})
 
@@ -246,10 +248,44 @@ def _call(gateway_client: Any, method: str, *args: Any) -> str:
     """``PlanWriter.<method>(*args)`` in exactly one Py4J round trip: the command is written
     directly (``jvm.io.ushas.spark.PlanWriter.x`` costs one reflection round trip per name, and
     py4j's argument converters are not needed for JavaObject / str / int / None arguments), and
-    the answer is awaited by polling first (:class:`_SpinningReader`)."""
+    the answer is awaited by polling first (:class:`_SpinningReader`). When the jar is not on the
+    driver's classpath, it is loaded into the running JVM once (``lineage.shim_loader``) and the
+    call goes to that PlanWriter (still one round trip)."""
+    from py4j import protocol
+
+    writer = loaded_writer(gateway_client)
+    target = WRITER if writer is None else writer._target_id
+    try:
+        return _send(gateway_client, (protocol.STATIC_PREFIX + target) if writer is None else target,
+                     method, args)
+    except protocol.Py4JJavaError:
+        raise
+    except protocol.Py4JError as e:  # no such class / method: the jar is missing or stale
+        if writer is not None:
+            raise _unavailable(method, "(the jar loaded into the running driver is older than this package)") from e
+        first = e
+    try:
+        writer = load_writer(gateway_client)
+    except ShimLoadError as e:
+        raise _unavailable(method, f"and {e}") from first
+    try:
+        return _send(gateway_client, writer._target_id, method, args)
+    except protocol.Py4JJavaError:
+        raise
+    except protocol.Py4JError as e:  # Spark's own class loader has an older PlanWriter
+        raise _unavailable(method, "(an older shim jar is on the driver's classpath)") from e
+
+
+def _unavailable(method: str, detail: str) -> ShimUnavailable:
+    return ShimUnavailable(
+        f"{WRITER}.{method} is not on the Spark driver's classpath or is older than this package {detail}; "
+        "start Spark with spark.jars=$(python -m ushas_catalog jar)")
+
+
+def _send(gateway_client: Any, target: str, method: str, args: tuple[Any, ...]) -> str:
     from py4j import java_gateway, protocol
 
-    command = (protocol.CALL_COMMAND_NAME + protocol.STATIC_PREFIX + WRITER + "\n" + method + "\n"
+    command = (protocol.CALL_COMMAND_NAME + target + "\n" + method + "\n"
                + "".join(protocol.get_command_part(a) for a in args) + protocol.END_COMMAND_PART)
     reader = _arm(gateway_client)
     try:
@@ -259,15 +295,8 @@ def _call(gateway_client: Any, method: str, *args: Any) -> str:
             reader.armed = False
     if answer.startswith(protocol.SUCCESS + protocol.STRING_TYPE) and "\\" not in answer:
         return answer[2:]  # a string py4j's unescaping (three splits and joins) would not change
-    try:
-        # looked up at call time: pyspark wraps it to raise AnalysisException & co.
-        return java_gateway.get_return_value(answer, gateway_client, WRITER, method)
-    except protocol.Py4JJavaError:
-        raise
-    except protocol.Py4JError as e:  # no such class / method: the jar is missing or stale
-        raise ShimUnavailable(
-            f"{WRITER}.{method} is not on the Spark driver's classpath or is older than this package; "
-            "start Spark with spark.jars=$(python -m ushas_catalog jar)") from e
+    # looked up at call time: pyspark wraps it to raise AnalysisException & co.
+    return java_gateway.get_return_value(answer, gateway_client, target, method)
 
 
 def read_answer(answer: str) -> str:

@@ -101,13 +101,17 @@ class Run:
     error: str | None = None
     #: set when the run was captured at table level only (a budget was exceeded): the reason
     table_level: str | None = None
+    #: the job name, as OpenLineage names Spark jobs: ``<app>.<command>.<target>`` (lineage.run_names)
+    job: str = ""
+    #: the statement kind: ``INSERT INTO``, ``CREATE TABLE AS SELECT``, ``QUERY`` (a run that only reads)...
+    kind: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {"run_id": str(self.run_id), "application_id": self.application_id,
                 "application_name": self.application_name, "execution_id": self.execution_id,
                 "user": self.user, "start_ms": self.start_ms, "end_ms": self.end_ms,
                 "status": self.status.value, "operation": self.operation, "sql": self.sql,
-                "error": self.error, "table_level": self.table_level}
+                "error": self.error, "table_level": self.table_level, "job": self.job, "kind": self.kind}
 
     @staticmethod
     def from_dict(d: dict[str, Any]) -> Run:
@@ -115,7 +119,8 @@ class Run:
                    application_name=d.get("application_name", ""), execution_id=int(d["execution_id"]),
                    user=d.get("user", ""), start_ms=int(d["start_ms"]), end_ms=int(d["end_ms"]),
                    status=RunStatus(d["status"]), operation=d.get("operation", ""), sql=d.get("sql"),
-                   error=d.get("error"), table_level=d.get("table_level"))
+                   error=d.get("error"), table_level=d.get("table_level"), job=d.get("job") or "",
+                   kind=d.get("kind") or "")
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,8 @@ from typing import Any
 import pytest
 from spark_processes import conf_args, run_spark, spark_bin
 
+from .openlineage_receiver import Receiver
+
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
@@ -102,9 +104,17 @@ def test_spark_sql_e_captures(tmp_path: Path) -> None:
            f"CREATE TABLE ushas.{db}.b (id INT, loud STRING) USING parquet; "
            f"INSERT INTO ushas.{db}.b SELECT id + 1, upper(v) AS loud FROM ushas.{db}.a WHERE id > 1; "
            f"SELECT concat('ROW ', loud) FROM ushas.{db}.b;")
-    proc = run([spark_bin("spark-sql"), "--master", "local[1]", *confs(store, warehouse), "-e", sql], tmp_path)
+    receiver = Receiver()  # the OpenLineage transport, in the launched bridge process
+    try:
+        proc = run([spark_bin("spark-sql"), "--master", "local[1]", *confs(store, warehouse),
+                    "--conf", f"spark.ushas.lineage.openlineage.url={receiver.url}", "-e", sql], tmp_path)
+    finally:
+        receiver.close()
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "ROW Y" in proc.stdout
+    sent = {(p["event"]["job"]["name"].split(".", 1)[1], p["event"]["eventType"]) for p in receiver.posts}
+    assert {(f"insert_into.ushas_{db}_b", "START"), (f"insert_into.ushas_{db}_b", "COMPLETE"),
+            (f"query.ushas_{db}_b", "COMPLETE")} <= sent, sent
     assert "Ushas lineage" not in proc.stderr  # nothing dropped: nothing said (no 'could not report 0 …')
 
     status = cli(store, "status")

@@ -1,9 +1,8 @@
 """``ushas lineage`` subcommands over captured runs, and the OpenLineage export validated against
-the spec's JSON schema (no Spark: runs made by hand in a real store)."""
+the spec's JSON schemas (tests/capture/openlineage_spec; no Spark: runs made by hand in a real store)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import jsonschema
 import pytest
@@ -11,9 +10,8 @@ import pytest
 from lineage.store import LineageStore, run_id_for
 from ushas_catalog.cli import main
 
+from .openlineage_schema import validate_event
 from .pipeline import clean_run, report_run
-
-SCHEMA = json.loads((Path(__file__).parent / "openlineage_2-0-2_runevent.schema.json").read_text())
 
 
 @pytest.fixture
@@ -56,7 +54,7 @@ def test_openlineage_export_validates(capsys, uri: str) -> None:
     events = [json.loads(line) for line in out.splitlines()]
     assert rc == 0 and [e["eventType"] for e in events] == ["START", "COMPLETE", "START", "COMPLETE"]
     for e in events:
-        jsonschema.validate(e, SCHEMA, format_checker=jsonschema.FormatChecker())
+        validate_event(e)
     complete = events[1]
     (output,) = complete["outputs"]
     assert (output["namespace"], output["name"]) == ("spark_catalog", "default.cleaned")
@@ -68,4 +66,4 @@ def test_openlineage_export_validates(capsys, uri: str) -> None:
     assert len(out.splitlines()) == 2
     bad = dict(events[0], eventType="DONE")
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate(bad, SCHEMA)
+        validate_event(bad)

@@ -69,6 +69,8 @@ def test_option_list_matches_the_java_sources() -> None:
     listener = _java("UshasLineageListener.java")
     session = {"spark.ushas.lineage." + k: v for k, v in re.findall(r'PREFIX \+ "(\w+)", (\d+)\)', listener)}
     session["spark.ushas.lineage.catalog"] = None
+    session.update({"spark.ushas.lineage.openlineage." + k: v or None
+                    for k, v in re.findall(r'OPENLINEAGE \+ "(\w+)", (?:"([^"]*)"|null)\)', listener)})
     assert 'PREFIX + "catalog"' in listener
     repair = _java("PartitionRepair.java")
     session[re.search(r'THREADS_CONF = "([^"]+)"', repair).group(1)] = \

@@ -57,6 +57,11 @@ SESSION_OPTIONS: tuple[SparkOption, ...] = (
     SparkOption("spark.ushas.lineage.inlinePlanChars", "3000", "plans larger than this go through a temp file"),
     SparkOption("spark.ushas.lineage.retryTimeout", "30", "seconds the listener retries an unreachable bridge"),
     SparkOption("spark.ushas.lineage.shutdownTimeout", "10", "seconds to drain lineage at application end"),
+    SparkOption("spark.ushas.lineage.openlineage.url", None, "also send every run as OpenLineage events to this "
+                                                             "http(s) URL (Marquez, DataHub, ushas serve)"),
+    SparkOption("spark.ushas.lineage.openlineage.apiKey", None, "sent as Authorization: Bearer <apiKey>"),
+    SparkOption("spark.ushas.lineage.openlineage.timeout", "5", "seconds one OpenLineage POST may take"),
+    SparkOption("spark.ushas.lineage.openlineage.endpoint", "/api/v1/lineage", "the path events are POSTed to"),
     SparkOption("spark.ushas.repair.listingThreads", "16", "threads listing partition directories in MSCK REPAIR"),
 )
 

@@ -152,9 +152,10 @@ async function showRuns(name) {
   setCrumbs([`/lineage/${enc(name)}`, name], [null, "runs"]);
   const res = await api(`/api/runs?dataset=${enc(name)}`);
   main.replaceChildren(el("h2", {}, `Runs of ${name}`),
-    table(["access", "ended", "status", "application", "user", "operation", "SQL"],
-      res.runs.map((r) => [r.access, new Date(r.end_ms).toISOString(), r.status, r.application_name || r.application_id,
-        r.user, r.operation, r.sql || ""])));
+    table(["access", "ended", "status", "job", "kind", "user", "SQL"],
+      res.runs.map((r) => [r.access, new Date(r.end_ms).toISOString(), r.status,
+        r.job || `${r.application_name || r.application_id}.execution_${r.execution_id}`, r.kind || "",
+        r.user, r.sql || ""])));
 }
 
 // ---- lineage ----------------------------------------------------------------------------------

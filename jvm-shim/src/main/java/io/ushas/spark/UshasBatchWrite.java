@@ -199,6 +199,14 @@ final class UshasBatchWrite implements BatchWrite {
         return FileCommitProtocol.instantiate(cls, jobId, path, false);
     }
 
+    /** The Write whose commit statistics this batch reports (rows, bytes, files registered). */
+    private UshasWrite owner;
+
+    UshasBatchWrite reportingTo(UshasWrite write) {
+        this.owner = write;
+        return this;
+    }
+
     @Override
     public DataWriterFactory createBatchWriterFactory(PhysicalWriteInfo info) {
         DataWriterFactory files = new FileWriterFactory(description, committer);
@@ -255,6 +263,7 @@ final class UshasBatchWrite implements BatchWrite {
             if (baseVersion >= 0) r.put("base_version", baseVersion);
             ArrayNode fs_ = r.putArray("filters");
             for (Filter f : filters) fs_.add(Rows.filter(f));
+            long bytes = 0;
             ArrayNode parts = r.putArray("written");
             for (Map.Entry<String, List<FileStatus>> e : written.entrySet()) {
                 Path dir = e.getKey().isEmpty() ? root : new Path(root, e.getKey());
@@ -270,9 +279,11 @@ final class UshasBatchWrite implements BatchWrite {
                     }
                     placed.add(target);
                     files.add(file(fs, target, s));
+                    bytes += s.getLen();
                 }
             }
             registered = register(catalog, r);
+            if (registered && owner != null) owner.committed(rows, bytes, placed.size());
         } catch (IOException e) {
             throw new Errors.UshasBridgeException("Ushas catalog: the write into " + table.name() + " failed: " + e
                     + "; nothing was registered", e);

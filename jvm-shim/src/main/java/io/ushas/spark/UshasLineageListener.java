@@ -63,11 +63,15 @@ import scala.Tuple2;
  * <p>Options ({@code SparkConf}): {@code spark.ushas.lineage.catalog} (the Ushas catalog whose store and
  * project receive the lineage; default: the first configured by name), {@code .queueSize} (1000),
  * {@code .inlinePlanChars} (3000), {@code .retryTimeout} (seconds the worker retries an unreachable
- * bridge, 30), {@code .shutdownTimeout} (seconds to drain at application end, 10).
+ * bridge, 30), {@code .shutdownTimeout} (seconds to drain at application end, 10); {@code .openlineage.url}
+ * (+ {@code .apiKey}, {@code .timeout} seconds, {@code .endpoint}): Python also sends every run as OpenLineage
+ * events over HTTP (this class only passes the options on, and the write metrics of each execution).
  */
 public final class UshasLineageListener extends SparkListener implements QueryExecutionListener {
     private static final Logger LOG = LoggerFactory.getLogger(UshasLineageListener.class);
     private static final String PREFIX = "spark.ushas.lineage.";
+    /** OpenLineage HTTP transport options, handed to Python with every action (Python sends the events). */
+    private static final String OPENLINEAGE = PREFIX + "openlineage.";
     private static final int MAX_ERROR_CHARS = 4000;
     /** Live listeners of this JVM (for {@link #flushAll}). */
     private static final CopyOnWriteArrayList<UshasLineageListener> INSTANCES = new CopyOnWriteArrayList<>();
@@ -86,6 +90,8 @@ public final class UshasLineageListener extends SparkListener implements QueryEx
     private final Thread worker;
     private volatile boolean stopping;
     private final SparkContext sc;
+    /** {@code spark.ushas.lineage.openlineage.*} for Python, or null when no URL is configured. */
+    private final ObjectNode openLineage;
 
     // listener-thread state (Spark delivers one queue's events on one thread)
     private final Map<Long, long[]> starts = new HashMap<>();  // executionId -> {root, start ms}
@@ -112,12 +118,25 @@ public final class UshasLineageListener extends SparkListener implements QueryEx
         this.inlineLimit = conf.getInt(PREFIX + "inlinePlanChars", 3000);
         this.retryNanos = TimeUnit.SECONDS.toNanos(conf.getLong(PREFIX + "retryTimeout", 30));
         this.shutdownMillis = TimeUnit.SECONDS.toMillis(conf.getLong(PREFIX + "shutdownTimeout", 10));
+        this.openLineage = openLineageOptions(conf);
         this.worker = new Thread(this::drain, "ushas-lineage-listener");
         this.worker.setDaemon(true);
         this.worker.start();
         this.sc = SparkContext.getOrCreate();  // the listener is created by a session: its context exists
         sc.addSparkListener(this);
         INSTANCES.add(this);
+    }
+
+    private static ObjectNode openLineageOptions(SparkConf conf) {
+        String url = conf.get(OPENLINEAGE + "url", null);
+        if (url == null || url.isBlank()) return null;
+        ObjectNode o = Json.object();
+        o.put("url", url.trim());
+        String key = conf.get(OPENLINEAGE + "apiKey", null);
+        if (key != null && !key.isBlank()) o.put("api_key", key.trim());
+        o.put("timeout", conf.get(OPENLINEAGE + "timeout", "5"));
+        o.put("endpoint", conf.get(OPENLINEAGE + "endpoint", "/api/v1/lineage"));
+        return o;
     }
 
     public UshasLineageListener() {
@@ -235,16 +254,70 @@ public final class UshasLineageListener extends SparkListener implements QueryEx
             x.put("error", "plan not serialized: " + t);
         }
         x.put("walk_ms", (System.nanoTime() - t0) / 1e6);
+        if (openLineage != null && !failed) {
+            ObjectNode m = writeMetrics(qe);
+            if (m != null) x.set("write_metrics", m);
+        }
         return x;
     }
 
+    /** Rows, bytes and files a write committed (an Ushas table's: what its commit registered; else Spark's
+     * write metrics numOutputRows, numOutputBytes, numFiles of the data-writing node), or null: for
+     * OpenLineage's outputStatistics facet. */
+    private static ObjectNode writeMetrics(QueryExecution qe) {
+        try {
+            java.util.ArrayDeque<org.apache.spark.sql.execution.SparkPlan> todo = new java.util.ArrayDeque<>();
+            todo.add(qe.executedPlan());
+            for (int seen = 0; !todo.isEmpty() && seen < 32; seen++) {
+                org.apache.spark.sql.execution.SparkPlan p = todo.poll();
+                if (p instanceof org.apache.spark.sql.execution.CommandResultExec c) {
+                    todo.add(c.commandPhysicalPlan());
+                    continue;
+                }
+                if (p instanceof org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanExec a) {
+                    todo.add(a.executedPlan());
+                    continue;
+                }
+                if (p instanceof org.apache.spark.sql.execution.datasources.v2.V2ExistingTableWriteExec w
+                        && w.write() instanceof UshasWrite u && u.committed() != null) {
+                    long[] c = u.committed();  // what the catalog's commit registered
+                    return Json.object().put("rows", c[0]).put("bytes", c[1]).put("files", c[2]);
+                }
+                var metrics = p.metrics();
+                if (metrics.contains("numFiles") || metrics.contains("numOutputBytes")) {
+                    ObjectNode m = Json.object();
+                    for (String[] k : new String[][] {{"numOutputRows", "rows"}, {"numOutputBytes", "bytes"},
+                            {"numFiles", "files"}}) {
+                        var v = metrics.get(k[0]);
+                        if (v.isDefined()) m.put(k[1], v.get().value());
+                    }
+                    return m;
+                }
+                if (p.children().size() == 1) todo.add(p.children().head());
+            }
+        } catch (Throwable t) {
+            LOG.debug("Ushas lineage: no write metrics: {}", t.toString());
+        }
+        return null;
+    }
+
+    /** The SQL text of the statement: the plan's origin, else that of a node under it (a CTAS or a CREATE
+     * TABLE command carries none itself; every node's origin holds the whole statement). */
     private static String sqlText(QueryExecution qe) {
         try {
-            Option<String> text = qe.logical().origin().sqlText();
-            return text.isDefined() ? text.get() : null;
+            java.util.ArrayDeque<Object> todo = new java.util.ArrayDeque<>();
+            todo.add(qe.logical());
+            for (int seen = 0; !todo.isEmpty() && seen < 16; seen++) {
+                if (!(todo.poll() instanceof org.apache.spark.sql.catalyst.trees.TreeNode<?> node)) continue;
+                Option<String> text = node.origin().sqlText();
+                if (text.isDefined()) return text.get();
+                node.children().foreach(c -> todo.add(c));
+                node.innerChildren().foreach(c -> todo.add(c));
+            }
         } catch (Throwable t) {
             return null;
         }
+        return null;
     }
 
     private static String errorText(Throwable t) {
@@ -269,6 +342,7 @@ public final class UshasLineageListener extends SparkListener implements QueryEx
         msg.set("store", t.ctx());
         msg.set("action", action);
         msg.set("execution", execution);
+        if (openLineage != null) msg.set("openlineage", openLineage);
         if (isRoot && lostRoots.remove(root)) {  // an execution of it was dropped: the action goes as a whole
             msg.put("discard", true);
             discardPlan(execution);
@@ -465,15 +539,18 @@ public final class UshasLineageListener extends SparkListener implements QueryEx
     static String endReport(long jvmDropped, int notHandedOver, JsonNode python, String failure) {
         long total = jvmDropped;
         long pending = 0;
+        long olDropped = 0;
         if (python != null && !python.has("error")) {
             total = Math.max(total, python.path("dropped").asLong(0));  // Python's count includes the JVM's
             pending = python.path("flushed").asBoolean(true) ? 0 : python.path("pending").asLong(0);
+            olDropped = python.path("openlineage_dropped").asLong(0);
         }
-        if (total == 0 && pending == 0) return null;
+        if (total == 0 && pending == 0 && olDropped == 0) return null;
         StringBuilder line = new StringBuilder("Ushas lineage: ").append(total)
                 .append(" action(s) dropped in this application");
         if (notHandedOver > 0) line.append(" (").append(notHandedOver).append(" not handed over before it ended)");
         if (pending > 0) line.append("; ").append(pending).append(" still being stored when it ended");
+        if (olDropped > 0) line.append("; ").append(olDropped).append(" OpenLineage event(s) not delivered");
         if (failure != null) line.append("; final flush failed: ").append(failure);
         line.append("; see 'ushas lineage status'");
         return line.toString();
@@ -485,6 +562,7 @@ public final class UshasLineageListener extends SparkListener implements QueryEx
         msg.set("ctx", target.ctx());
         msg.set("store", target.ctx());
         msg.put("source", sc.applicationId());
+        if (openLineage != null) msg.set("openlineage", openLineage);
         double cap = Math.max(0.0, target.options().timeoutSeconds() - 1.0);
         msg.put("flush", Math.min(millis / 1000.0, cap));
         return msg;

@@ -57,9 +57,20 @@ final class UshasWrite implements Write, RequiresDistributionAndOrdering {
                 .toArray(SortOrder[]::new);
     }
 
+    /** {rows, bytes, files} of this write's registered commit (for the lineage listener), or null. */
+    private volatile long[] committed;
+
+    long[] committed() {
+        return committed;
+    }
+
+    void committed(long rows, long bytes, long files) {
+        committed = new long[] {rows, bytes, files};
+    }
+
     @Override
     public BatchWrite toBatch() {
-        return UshasBatchWrite.create(table, info, mode, filters);
+        return UshasBatchWrite.create(table, info, mode, filters).reportingTo(this);
     }
 
     static final class Builder implements WriteBuilder, SupportsTruncate, SupportsOverwrite, SupportsDynamicOverwrite {
