@@ -250,7 +250,7 @@ def test_killed_bridge_fails_only_the_statement_in_flight(tmp_path: Path) -> Non
             if time.monotonic() > deadline:
                 break
             if line.startswith("ROUND "):  # kill the bridge somewhere in this round's statements
-                time.sleep(rng.uniform(0.0, 2.5))
+                time.sleep(rng.uniform(0.0, 0.8))  # a round takes ~1 s on a quiet machine, longer loaded
                 for pid in _bridges(proc.pid):
                     os.kill(pid, signal.SIGKILL)
                     kills += 1
@@ -262,7 +262,8 @@ def test_killed_bridge_fails_only_the_statement_in_flight(tmp_path: Path) -> Non
     err = proc.stderr.read() if proc.stderr else ""
     out = "".join(lines)
     assert proc.returncode == 0 and "FINISHED" in out, (out[-3000:], err[-3000:])
-    assert kills >= rounds - 2, (kills, out[-2000:])  # a round can end before its kill lands
+    # a round can end before its kill lands, and the dying bridge may be between lives when we look
+    assert kills >= rounds // 2, (kills, out[-2000:])
     failures = [ln for ln in lines if ln.startswith("FAILED ")]
     details = [ln for ln in lines if ln.startswith("DETAIL ")]
     for ln in failures:  # the statement in flight says what happened, in one line

@@ -23,8 +23,11 @@ def test_killed_api_writer_leaves_whole_objects(store_uri: str, tmp_path: Path) 
     script.write_text(WRITER)
     outcomes = []
     for run in range(runs()):
-        delay = rng.uniform(0.0, 0.25)
-        k = run_and_kill([sys.executable, str(script), store_uri, str(run)], delay, ready="READY")
+        # kill at a random point of the program, whatever the machine's speed: a few ms after its
+        # n-th operation (n random; 0: right after it is ready)
+        target, delay = rng.randrange(0, 130), rng.uniform(0.0, 0.02)
+        k = run_and_kill([sys.executable, str(script), store_uri, str(run)], delay,
+                         ready=f"DONE {target}" if target else "READY")
         report = check_store(store_uri, "acme")
         assert report.ok, (run, delay, report.lines())
         with Metastore.open(store_uri, project="acme", create=False) as ms:

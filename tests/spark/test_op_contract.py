@@ -52,8 +52,9 @@ SHIM_FILES = ("UshasCatalog", "UshasTable", "UshasBatchWrite", "UshasCommitProto
               "PartitionRepair", "RepairTableExec", "TableChanges", "UshasWrite", "UshasScanRule", "Bridge",
               "PartitionFilters", "Rows", "RelationCache", "UshasSource", "Staging", "UshasExtensions")
 #: the Python modules that read requests and build answers of the bridge ops
-PY_MODULES = ("bridge", "spark_ops", "spark_reads", "spark_writes", "spark_tables", "spark_options", "repair", "cache",
-              "table_changes", "pruning", "data_files", "write_fence", "errors", "partitions", "schema")
+PY_MODULES = ("spark/bridge", "spark/ops", "spark/one_transaction", "spark/reads", "spark/writes", "spark/tables",
+              "spark/options", "spark/repair", "spark/cache", "data/repair", "model/table_changes", "data/pruning",
+              "model/data_files", "data/write_fence", "errors", "model/partitions", "model/schema")
 #: fields the shim writes into JSON that is not a bridge request, each with where it goes
 NOT_REQUEST_FIELDS = {
     "entries": "RelationCache.stats(): the cache's own counters, shown by the shim",
