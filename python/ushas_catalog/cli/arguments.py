@@ -107,3 +107,28 @@ def parse_int(text: str, what: str, low: int = INT_MIN, high: int = INT_MAX) -> 
 
 __all__ = ["INT_MIN", "INT_MAX", "shown", "text_problem", "number_problem", "check_namespace", "parse_checked",
            "parse_int"]
+
+
+#: global options that take a value (their value is not the subcommand)
+GLOBAL_VALUED = ("--uri", "--project")
+
+
+def route_subcommand_flag(argv: list[str], command: str, flag: str, to: str) -> list[str]:
+    """``ushas [globals] COMMAND ... FLAG ...`` -> ``ushas [globals] TO ...`` (FLAG removed): a flag
+    that makes a command another one (``repair --counter``, ``repair --pending``) keeps the name users
+    are told while each form has its own parser."""
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a in GLOBAL_VALUED:
+            i += 2
+            continue
+        if a.startswith("-"):
+            i += 1
+            continue
+        if a == command and flag in argv[i + 1:]:
+            rest = list(argv[i + 1:])
+            rest.remove(flag)
+            return [*argv[:i], to, *rest]
+        return argv
+    return argv

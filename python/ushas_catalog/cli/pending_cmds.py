@@ -9,10 +9,10 @@ import argparse
 from typing import Any
 
 from .context import Context
+from .arguments import route_subcommand_flag
 
 #: the command ``ushas repair --pending`` is routed to
 PENDING_COMMAND = "repair-pending"
-_VALUED = ("--uri", "--project")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -32,21 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def route_pending(argv: list[str]) -> list[str]:
     """``ushas [globals] repair --pending ARGS`` -> ``ushas [globals] repair-pending ARGS``."""
-    i = 0
-    while i < len(argv):
-        a = argv[i]
-        if a in _VALUED:
-            i += 2
-            continue
-        if a.startswith("-"):
-            i += 1
-            continue
-        if a == "repair" and "--pending" in argv[i + 1:]:
-            rest = list(argv[i + 1:])
-            rest.remove("--pending")
-            return [*argv[:i], PENDING_COMMAND, *rest]
-        return argv
-    return argv
+    return route_subcommand_flag(argv, "repair", "--pending", PENDING_COMMAND)
 
 
 def cmd_repair_pending(ctx: Context, args: argparse.Namespace) -> int:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 
 from .context import Context
+from .arguments import route_subcommand_flag
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -37,28 +38,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 #: the command ``ushas repair --counter`` is routed to (``repair`` itself repairs tables)
 COUNTER_COMMAND = "repair-counter"
 #: global options of ``ushas`` that take a value (skipped when looking for the command)
-_VALUED = ("--uri", "--project")
 
 
 def route_counter(argv: list[str]) -> list[str]:
     """``ushas [globals] repair --counter ARGS`` -> ``ushas [globals] repair-counter ARGS``, so the
     counter rebuild keeps the name ``StoreDamaged`` tells users while ``repair TABLE`` stays the
     partition repair's own command."""
-    i = 0
-    while i < len(argv):
-        a = argv[i]
-        if a in _VALUED:
-            i += 2
-            continue
-        if a.startswith("-"):
-            i += 1
-            continue
-        if a == "repair" and "--counter" in argv[i + 1:]:
-            rest = list(argv[i + 1:])
-            rest.remove("--counter")
-            return [*argv[:i], COUNTER_COMMAND, *rest]
-        return argv
-    return argv
+    return route_subcommand_flag(argv, "repair", "--counter", COUNTER_COMMAND)
 
 
 def cmd_init(ctx: Context, args: argparse.Namespace) -> int:
