@@ -251,9 +251,15 @@ def test_killed_bridge_fails_only_the_statement_in_flight(tmp_path: Path) -> Non
                 break
             if line.startswith("ROUND "):  # kill the bridge somewhere in this round's statements
                 time.sleep(rng.uniform(0.0, 0.8))  # a round takes ~1 s on a quiet machine, longer loaded
-                for pid in _bridges(proc.pid):
-                    os.kill(pid, signal.SIGKILL)
-                    kills += 1
+                found_by = time.monotonic() + 2.0  # a bridge between lives (killed, not yet restarted): wait
+                while time.monotonic() < found_by:
+                    pids = _bridges(proc.pid)
+                    for pid in pids:
+                        os.kill(pid, signal.SIGKILL)
+                        kills += 1
+                    if pids:
+                        break
+                    time.sleep(0.02)
         proc.wait(timeout=120)
     finally:
         if proc.poll() is None:
@@ -262,8 +268,7 @@ def test_killed_bridge_fails_only_the_statement_in_flight(tmp_path: Path) -> Non
     err = proc.stderr.read() if proc.stderr else ""
     out = "".join(lines)
     assert proc.returncode == 0 and "FINISHED" in out, (out[-3000:], err[-3000:])
-    # a round can end before its kill lands, and the dying bridge may be between lives when we look
-    assert kills >= rounds // 2, (kills, out[-2000:])
+    assert kills >= rounds - 2, (kills, out[-2000:])  # a round can end before its kill lands
     failures = [ln for ln in lines if ln.startswith("FAILED ")]
     details = [ln for ln in lines if ln.startswith("DETAIL ")]
     for ln in failures:  # the statement in flight says what happened, in one line
