@@ -96,3 +96,22 @@ def test_after_the_lock_is_released_the_abandoned_write_is_not_there(filled: str
         assert [p.spec["dt"] for p in ms.list_partitions("main.sales.orders")] == ["2024-01-01"]
     finally:
         ms.close()
+
+
+def test_an_abandoned_fenced_commit_names_its_write(locked: str) -> None:
+    """A Spark write commit that its caller abandoned on a busy store says which write it was and how
+    to learn what became of it (the outcome is recorded once the store can be had)."""
+    import uuid
+
+    write_id = str(uuid.uuid4())
+    ctx = {"uri": locked + "?busy_timeout_ms=200", "project": "acme", "catalog": "main", "spark_catalog": "main",
+           "warehouse": "/wh"}
+    request = {"ctx": ctx, "namespace": ["sales"], "name": "orders", "deadline_ms": _in_ms(0.25),
+               "write_id": write_id, "mode": "append", "written": [], "location": "/wh/sales/orders"}
+    try:
+        answer = json.loads(handle("commit_write", json.dumps(request)))
+        assert answer["error"]["type"] == "CallAbandoned", answer
+        assert f"write {write_id} into main.sales.orders was not committed" in answer["error"]["message"]
+        assert f"ushas write {write_id}" in answer["error"]["message"]
+    finally:
+        REGISTRY.close()

@@ -403,12 +403,16 @@ def commit_write(ms: Any, r: Request) -> Answer:
     name = table_name(ctx, r)
     try:
         return run_in_one_transaction(ms, lambda m: _fenced_commit_write(m, ctx, name, r))
-    except CallAbandoned:
+    except CallAbandoned as abandoned:
         fence = _fence(r)
-        if fence is not None:  # nothing applied; its end is recorded once the store can be had
-            end_abandoned(ms, fence.write_id, name, [DataFile.from_json(f) for w in r.get("written") or []
-                                                      for f in w.get("files") or []])
-        raise
+        if fence is None:
+            raise
+        # nothing applied; its end is recorded once the store can be had
+        end_abandoned(ms, fence.write_id, name, [DataFile.from_json(f) for w in r.get("written") or []
+                                                  for f in w.get("files") or []])
+        raise CallAbandoned(f"write {fence.write_id} into {'.'.join(name)} was not committed: "
+                            f"{abandoned.message}; `ushas write {fence.write_id}` tells what became of it",
+                            write_id=fence.write_id, table=".".join(name)) from None
     except WriteEnded as ended:
         # the write will never be registered: the files the shim placed go at purge (if it cannot
         # remove them itself: it gave up waiting for this answer)
