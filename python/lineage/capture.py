@@ -43,6 +43,7 @@ from typing import Any, Callable, Mapping
 from ushas_catalog.errors import (InvalidArgument, LimitExceeded, NotAStore, StoreDamaged, StoreNotFound,
                                   StoreReadOnly)
 
+from .drop_warnings import DropWarnings
 from .model import ColumnNode, Dataset, DatasetKind, Edge, LineageResult
 from .openlineage_facts import LIFECYCLE, RunFacts
 from .openlineage_facts import collect as collect_facts
@@ -54,8 +55,6 @@ log = logging.getLogger("ushas.lineage.capture")
 
 #: store errors that retrying cannot fix: the run is dropped at once (counted), not retried
 PERMANENT_STORE_ERRORS: tuple[type[Exception], ...] = (StoreReadOnly, StoreNotFound, NotAStore, StoreDamaged)
-#: at most one WARNING about drops per this many seconds (the others at DEBUG, counted in the next one)
-DROP_LOG_INTERVAL_S = 60.0
 
 EVENT_FORMAT = "ushas-lineage-event"
 EVENT_VERSION = 1
@@ -472,8 +471,7 @@ class LineageCapture:
         self._gate_until = 0.0  # monotonic time before which the store is not tried again
         self._gate_delay = 0.0  # the current backoff (0: the store answered last time)
         self._store_refuses = False  # its last answer was a permanent refusal (read-only, damaged ...)
-        self._drop_logged_at: float | None = None  # when drops were last logged at WARNING
-        self._drops_unlogged = 0  # drops since then, logged at DEBUG only
+        self._drop_warnings = DropWarnings("run(s)")
         self._openlineage: Any = None  # an OpenLineageSender when the HTTP transport is on
         self._namespace = "ushas/default"
         self._ol_options: dict[str, Any] | None = None
@@ -524,22 +522,12 @@ class LineageCapture:
                 self._cond.notify_all()
 
     def _drop(self, count: int, why: str) -> None:
-        now = time.monotonic()
         with self._cond:
             self._dropped += count
             total = self._dropped
-            loud = self._drop_logged_at is None or now - self._drop_logged_at >= DROP_LOG_INTERVAL_S
-            earlier = self._drops_unlogged
-            if loud:
-                self._drop_logged_at, self._drops_unlogged = now, 0
-            else:
-                self._drops_unlogged += count
+            loud, earlier = self._drop_warnings.note(count)
             self._cond.notify_all()
-        if loud:
-            log.warning("lineage: dropped %d run(s): %s; %d dropped in all%s", count, why, total,
-                        f" ({earlier} more logged at DEBUG since the last warning)" if earlier else "")
-        else:
-            log.debug("lineage: dropped %d run(s): %s; %d dropped in all", count, why, total)
+        self._drop_warnings.log(log, count, why, total, loud, earlier)
 
     # ---- the store's backoff (shared by every run and the counter reports) ------------------------
     def _wait_for_store(self, deadline: float | None = None) -> bool:
@@ -644,8 +632,7 @@ class LineageCapture:
             self._drop(len(leftover), "capture closed before they were stored")
         self._worker.join(timeout=max(1.0, timeout))
         with self._cond:
-            unlogged, total = self._drops_unlogged, self._dropped
-            self._drops_unlogged = 0
+            unlogged, total = self._drop_warnings.take_unlogged(), self._dropped
         if unlogged:
             log.warning("lineage: %d run(s) dropped in all (%d of them logged at DEBUG only)", total, unlogged)
         if self._openlineage is not None:

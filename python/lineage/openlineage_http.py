@@ -23,12 +23,12 @@ from typing import Any, Mapping
 
 from ushas_catalog.errors import InvalidArgument
 
+from .drop_warnings import DropWarnings
+
 log = logging.getLogger("ushas.lineage.openlineage")
 
 DEFAULT_ENDPOINT = "/api/v1/lineage"
 DEFAULT_TIMEOUT_S = 5.0
-#: at most one WARNING about drops per this many seconds
-DROP_LOG_INTERVAL_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -83,8 +83,7 @@ class OpenLineageSender:
         self._sent = 0
         self._dropped = 0
         self._closed = False
-        self._drop_logged_at: float | None = None
-        self._drops_unlogged = 0
+        self._drop_warnings = DropWarnings("OpenLineage event(s)")
         self._conn: http.client.HTTPConnection | None = None  # used by the worker thread only
         url = urllib.parse.urlsplit(settings.target)
         self._path = (url.path or "/") + (f"?{url.query}" if url.query else "")
@@ -206,21 +205,11 @@ class OpenLineageSender:
                 pass
 
     def _drop(self, count: int, why: str) -> None:
-        now = time.monotonic()
         with self._cond:
             self._dropped += count
             total = self._dropped
-            loud = self._drop_logged_at is None or now - self._drop_logged_at >= DROP_LOG_INTERVAL_S
-            earlier = self._drops_unlogged
-            if loud:
-                self._drop_logged_at, self._drops_unlogged = now, 0
-            else:
-                self._drops_unlogged += count
-        if loud:
-            log.warning("lineage: dropped %d OpenLineage event(s): %s; %d dropped in all%s", count, why, total,
-                        f" ({earlier} more logged at DEBUG since the last warning)" if earlier else "")
-        else:
-            log.debug("lineage: dropped %d OpenLineage event(s): %s; %d dropped in all", count, why, total)
+            loud, earlier = self._drop_warnings.note(count)
+        self._drop_warnings.log(log, count, why, total, loud, earlier)
 
 
 __all__ = ["DEFAULT_ENDPOINT", "OpenLineageSender", "OpenLineageSettings", "SenderStats"]
