@@ -67,7 +67,7 @@ def install(app: Flask) -> None:
     """The ``seg`` converter and the raw-path routing on ``app``."""
     app.url_map.converters["seg"] = SegmentConverter
     if not getattr(app, "_ushas_raw_segments", False):
-        app.wsgi_app = raw_segments(app.wsgi_app)  # type: ignore[method-assign]
+        app.wsgi_app = raw_segments(app.wsgi_app)  # type: ignore[method-assign, assignment]
         app._ushas_raw_segments = True  # type: ignore[attr-defined]
 
 

@@ -361,4 +361,13 @@ def document() -> dict[str, Any]:
     }
 
 
-__all__ = ["VERSION", "document"]
+def write_file() -> None:
+    """Rewrite the checked-in ``service/openapi.json`` from :func:`document`."""
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).parent / "openapi.json"
+    path.write_text(json.dumps(document(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+
+__all__ = ["VERSION", "document", "write_file"]
