@@ -46,7 +46,7 @@ def client(live: Live, token_text: str) -> Any:
 
 def dbt_events(run_id: str, output: Any) -> list[Any]:
     """A dbt model's START and COMPLETE: reads shop.sales.raw as dbt-spark names it, writes ``output``."""
-    from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, Run, RunEvent, RunState
+    from openlineage.client.event_v2 import InputDataset, Job, Run, RunEvent, RunState
     from openlineage.client.generated.column_lineage_dataset import (ColumnLineageDatasetFacet, Fields, InputField,
                                                                      Transformation)
     from openlineage.client.generated.sql_job import SQLJobFacet
