@@ -74,6 +74,8 @@ def install(app: Flask) -> None:
 # ---- answers ----------------------------------------------------------------------------------------------
 def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
     body = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
+    # stored text stays text even where a browser might sniff it as markup: <, > and & as escapes
+    body = body.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     out = Response(body, status=status, mimetype="application/json")
     out.headers["Cache-Control"] = "no-store"
     for k, v in (headers or {}).items():
