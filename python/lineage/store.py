@@ -362,6 +362,13 @@ class LineageStore:
         _validate(captured)
         return self.db.run(lambda tr: self._record(tr, captured))
 
+    def record_many(self, captured: list[CapturedRun]) -> int:
+        """Store several runs in ONE transaction (bulk loads: imports, generated stores); the
+        caller keeps the batch within a transaction's limits. The number newly stored."""
+        for c in captured:
+            _validate(c)
+        return int(self.db.run(lambda tr: sum(self._record(tr, c) for c in captured)))
+
     def _record(self, tr: Transaction, captured: CapturedRun) -> bool:
         run = captured.run
         run_key = self._run.add(RUN_ID, run.run_id).key()
@@ -593,6 +600,22 @@ class LineageStore:
 
         def scan(tr: Transaction) -> list[DatasetKey]:
             return [_suffix(base, kv.key)[0] for kv in tr.get_range(*base.range(), snapshot=True)]
+
+        return self.db.run(scan)
+
+    def names_in_order(self, prefix: str = "", *, after: str | None = None,
+                       limit: int = 100) -> list[tuple[str, DatasetKey]]:
+        """(name, key) of the dataset name index in name order: names starting with ``prefix``,
+        after the name ``after``, at most ``limit`` (one range scan: what a paged list reads)."""
+        base = self._names.key()
+        begin = base + fdbtuple.pack((prefix,))[:-1] if prefix else self._names.range()[0]
+        end = begin + b"\xff" if prefix else self._names.range()[1]
+        if after is not None:
+            begin = max(begin, base + fdbtuple.pack((after,)) + b"\xff")
+
+        def scan(tr: Transaction) -> list[tuple[str, DatasetKey]]:
+            return [tuple(fdbtuple.unpack(kv.key[len(base):]))  # type: ignore[misc]
+                    for kv in tr.get_range(begin, end, limit=limit, snapshot=True)]
 
         return self.db.run(scan)
 
