@@ -177,8 +177,14 @@ class Server:
         self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
 
     def get(self, path: str) -> Any:
-        self.conn.request("GET", path)
-        answer = self.conn.getresponse()
+        try:
+            self.conn.request("GET", path)
+            answer = self.conn.getresponse()
+        except (http.client.RemoteDisconnected, ConnectionError):  # idle longer than the server keeps it
+            self.conn.close()
+            self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+            self.conn.request("GET", path)
+            answer = self.conn.getresponse()
         body = answer.read()
         if answer.status != 200:
             raise SystemExit(f"GET {path}: {answer.status} {body[:300]!r}")
@@ -211,6 +217,8 @@ def main() -> None:
     if args.build_only:
         return
     from lineage.graphs import column_graph, table_graph
+    from ushas_catalog.service.lineage_api import dataset_page
+    from ushas_catalog.service.search_api import describe_hits
     from lineage.query import LineageQueries
     from lineage.tables import open_lineage_store
     from ushas_catalog.metastore import Metastore
@@ -237,9 +245,12 @@ def main() -> None:
          lambda: list(ms.list_partitions(("bench", "db00", "events"), limit=51)), False),
         ("metadata", f"/api/v1/metadata?catalog=bench&database={db}&table={e(mid[2])}", lambda: ms.metadata.get(mid),
          False),
-        ("search tag:gold", "/api/v1/search?q=tag:gold&limit=25", lambda: ms.search("tag:gold", limit=500), False),
-        ("search l5_t000*", "/api/v1/search?q=l5_t000*&limit=25", lambda: ms.search("l5_t000*", limit=500), False),
-        ("lineage datasets page", "/api/v1/lineage/datasets?limit=50", lambda: q.store.captured_datasets()[:51], False),
+        ("search tag:gold", "/api/v1/search?q=tag:gold&limit=25",
+         lambda: describe_hits(ms, ms.search("tag:gold", limit=250).hits), False),
+        ("search l5_t000*", "/api/v1/search?q=l5_t000*&limit=25",
+         lambda: describe_hits(ms, ms.search("l5_t000*", limit=250).hits), False),
+        ("lineage datasets page", "/api/v1/lineage/datasets?limit=50", lambda: dataset_page(q.store, "", None, 0, 50),
+         False),
         ("column graph depth 3", f"/api/v1/lineage/graph?node={e(mid_name + '.c1')}&depth=3",
          lambda: column_graph(q, mid_name + ".c1", "both", 3), False),
         ("column graph depth 5", f"/api/v1/lineage/graph?node={e(mid_name + '.c1')}&depth=5",

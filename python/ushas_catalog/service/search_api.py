@@ -19,7 +19,7 @@ from .routing import int_arg, list_arg, str_arg
 from .state import ServiceState
 
 #: hits of the index the facets are computed over
-FACET_WINDOW = 500
+FACET_WINDOW = 250
 KINDS = ("catalog", "database", "table", "view", "column")
 
 
@@ -47,46 +47,46 @@ def _offset(cursor: str | None) -> int:
 
 
 def describe_hits(ms: Any, hits: list[Any]) -> list[dict[str, Any]]:
-    """Each hit's JSON with its owner, format, USER tags and description (one transaction)."""
+    """Each hit's JSON with its owner, format, USER tags and description (one transaction; a
+    hit's owner is one read of its table's properties or view record by id, its database
+    resolved once)."""
+    from ..keyspace.layout import TABLE_PROPERTIES, VIEW_RECORD, Layout
     from ..metadata.store import ObjectRef, ObjectType
-    from ..model.names import CatalogName, DatabaseName, TableName
-
-    def owner_of(tr: Any, otype: ObjectType, name: str) -> str | None:
-        from ..model.names import split_name
-
-        parts = split_name(name)
-        try:
-            if otype is ObjectType.CATALOG:
-                return ms.resolver.catalog(tr, CatalogName.parse(parts)).record.owner or None
-            if otype is ObjectType.DATABASE:
-                return ms.resolver.database(tr, DatabaseName.parse(parts)).record.owner or None
-            tn = TableName.parse(parts[:3])
-            _, entry = ms.resolver.relation(tr, tn)
-            if entry is None:
-                return None
-            from ..records import ObjectKind
-
-            if entry.kind == ObjectKind.VIEW:
-                return ms.resolver.view(tr, tn).record.owner or None
-            return ms.resolver.table(tr, tn).store("TableProperties").load(tr, ()).owner or None
-        except UshasError:  # a hit dropped since the index answered: no owner
-            return None
+    from ..model.names import CatalogName, DatabaseName, split_name
+    from ..records.store import RecordStore
 
     def fn(tr: Any) -> list[dict[str, Any]]:
+        databases: dict[tuple[str, ...], Any] = {}
+        owners: dict[Any, str | None] = {}
+
+        def owner_of(h: Any) -> str | None:
+            parts = split_name(h.relation)
+            try:
+                if h.type is ObjectType.CATALOG:
+                    return ms.resolver.catalog(tr, CatalogName.parse(parts)).record.owner or None
+                if h.type is ObjectType.DATABASE:
+                    return ms.resolver.database(tr, DatabaseName.parse(parts)).record.owner or None
+                key = tuple(parts[:2])
+                if key not in databases:
+                    databases[key] = ms.resolver.database(tr, DatabaseName.parse(parts[:2]), load=False)
+                db = databases[key].path
+                if h.type is not ObjectType.VIEW:
+                    props = RecordStore.of(Layout.table(db, h.id), TABLE_PROPERTIES).load(tr, (), snapshot=True)
+                    if props is not None:
+                        return str(props.owner) or None
+                view = RecordStore.of(Layout.view(db, h.id), VIEW_RECORD).load(tr, (), snapshot=True)
+                return (str(view.owner) or None) if view is not None else None
+            except UshasError:  # a hit dropped since the index answered: no owner
+                return None
+
         out = []
-        owners: dict[str, str | None] = {}
         for h in hits:
             parent = ObjectType.TABLE if h.type is ObjectType.COLUMN else None
-            ref = ObjectRef(h.type, h.id, h.relation, h.column, parent)
-            md = ms.metadata.read(tr, ref)
-            tags = sorted(md.user.tags)
-            fmt = md.system.properties.get("format")
-            comment = md.user.properties.get("comment")
-            otype = h.type if h.type is not ObjectType.COLUMN else ObjectType.TABLE
-            if h.relation not in owners:
-                owners[h.relation] = owner_of(tr, otype, h.relation)
-            out.append({**h.to_json(), "owner": owners[h.relation], "format": fmt, "tags": tags,
-                        "comment": comment})
+            md = ms.metadata.read(tr, ObjectRef(h.type, h.id, h.relation, h.column, parent))
+            if (h.type, h.id) not in owners:
+                owners[(h.type, h.id)] = owner_of(h)
+            out.append({**h.to_json(), "owner": owners[(h.type, h.id)], "format": md.system.properties.get("format"),
+                        "tags": sorted(md.user.tags), "comment": md.user.properties.get("comment")})
         return out
 
     return list(ms.run(fn))
