@@ -46,15 +46,20 @@ def page_of(item: str) -> dict[str, Any]:
     return obj({"items": arr(ref(item)), "offset": INT, "limit": INT, "total": INT, "has_more": BOOL})
 
 
-def path_param(name: str, description: str) -> dict[str, Any]:
-    return {"name": name, "in": "path", "required": True, "description": description,
-            "schema": {"type": "string", "minLength": 1}}
+def path_param(name: str, description: str, example: str | None = None) -> dict[str, Any]:
+    out = {"name": name, "in": "path", "required": True, "description": description,
+           "schema": {"type": "string", "minLength": 1}}
+    if example is not None:
+        out["example"] = example
+    return out
 
 
 def query(name: str, description: str, schema: dict[str, Any] | None = None, required: bool = False,
-          explode: bool = False) -> dict[str, Any]:
+          explode: bool = False, example: Any = None) -> dict[str, Any]:
     out: dict[str, Any] = {"name": name, "in": "query", "required": required, "description": description,
                            "schema": schema or STR}
+    if example is not None:
+        out["example"] = example
     if explode:
         out["style"], out["explode"] = "form", True
     return out
@@ -64,16 +69,16 @@ OFFSET = query("offset", "items to skip (default 0)", {"type": "integer", "minim
 LIMIT = query("limit", "items per page (default 50, at most 1000)", {"type": "integer", "minimum": 1, "maximum": 1000})
 SINCE = query("since", "time bound: epoch milliseconds or an ISO date / date-time (UTC unless it says)")
 UNTIL = query("until", "time bound: epoch milliseconds or an ISO date / date-time (UTC unless it says)")
-CATALOG = path_param("catalog", "catalog name (percent-encoded)")
-DATABASE = path_param("database", "database name (percent-encoded)")
-TABLE = path_param("table", "table name (percent-encoded)")
-VIEW = path_param("view", "view name (percent-encoded)")
+CATALOG = path_param("catalog", "catalog name (percent-encoded)", "shop")
+DATABASE = path_param("database", "database name (percent-encoded)", "sales")
+TABLE = path_param("table", "table name (percent-encoded)", "raw")
+VIEW = path_param("view", "view name (percent-encoded)", "fr")
 OBJECT_PARAMS = [query("catalog", "the catalog (alone: the catalog itself)", {"type": "string", "minLength": 1},
-                       required=True),
-                 query("database", "the database (with catalog)"),
-                 query("table", "a table or view (with catalog and database)"),
+                       required=True, example="shop"),
+                 query("database", "the database (with catalog)", example="sales"),
+                 query("table", "a table or view (with catalog and database)", example="raw"),
                  query("column", "a column of that table or view; a nested field as a.b (backticks quote a "
-                                 "part holding a dot)")]
+                                 "part holding a dot)", example="amount")]
 
 ERRORS = {
     "400": {"description": "bad input (InvalidArgument, InvalidName, ...)", "$ref": "#/components/responses/Error"},
@@ -214,7 +219,7 @@ def paths() -> dict[str, Any]:
     c, d = "/api/v1/catalogs/{catalog}", "/api/v1/catalogs/{catalog}/databases/{database}"
     cd = [CATALOG, DATABASE]
     node_q = query("node", "DATASET or DATASET.COLUMN (catalog.db.table, a path, an OpenLineage name)",
-                   {"type": "string", "minLength": 1}, required=True)
+                   {"type": "string", "minLength": 1}, required=True, example="shop.sales.raw.amount")
     direction = query("direction", "upstream, downstream or both (default both)",
                       {"type": "string", "enum": ["upstream", "downstream", "both"]})
     depth = query("depth", "hops (default 3, at most 20)", {"type": "integer", "minimum": 1, "maximum": 20})
@@ -273,7 +278,7 @@ def paths() -> dict[str, Any]:
                                          arr(ref("HistoryItem")), "catalog"),
         "/api/v1/search": get("search", "search names, tags, properties and column names, with facets",
                               [query("q", "TERM, TERM*, tag:T, key:K, value:V, field:F, KEY=VALUE",
-                                     {"type": "string", "minLength": 1}, required=True),
+                                     {"type": "string", "minLength": 1}, required=True, example="pii"),
                                query("kind", "only these kinds (catalog, database, table, view, column)",
                                      arr({"type": "string", "enum": ["catalog", "database", "table", "view",
                                                                      "column"]}), explode=True),
