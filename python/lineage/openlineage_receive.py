@@ -74,8 +74,7 @@ def validate_event(event: Any) -> None:
     if not isinstance(event, dict):
         raise InvalidArgument("an OpenLineage RunEvent is a JSON object")
     if "run" not in event or "job" not in event:
-        raise InvalidArgument("not an OpenLineage RunEvent: it needs run and job (DatasetEvent and JobEvent "
-                              "are not taken)")
+        raise InvalidArgument("not an OpenLineage RunEvent: it needs run and job")
     _validate(event, RUN_EVENT_REF, "event")
     _, known = _schemas()
     for where, facets in _facets(event):
@@ -170,6 +169,11 @@ class Receiver:
 
     # ---- events ----------------------------------------------------------------------------------
     def receive(self, event: dict[str, Any]) -> Accepted:
+        if isinstance(event, dict) and "run" not in event and ("dataset" in event or "job" in event):
+            # a DatasetEvent or JobEvent (static metadata, no run): valid ones are taken, not stored
+            kind = "DatasetEvent" if "dataset" in event else "JobEvent"
+            _validate(event, RUN_EVENT_REF.replace("RunEvent", kind), "event")
+            return Accepted("", kind, False, [], 0)
         validate_event(event)
         run_id = str(event["run"]["runId"])
         try:

@@ -159,12 +159,16 @@ def test_bad_events_and_missing_tokens_are_refused(live: Live) -> None:
     assert live.request("POST", "/api/v1/lineage", good, headers=read).status == 403
     for broken, words in (({**good, "eventTime": "yesterday"}, "eventTime"),
                           ({**good, "run": {"runId": "not-a-uuid"}}, "runId"),
-                          ({k: v for k, v in good.items() if k != "job"}, "job"),
+                          ({k: v for k, v in good.items() if k not in ("job", "run")}, "run and job"),
                           ({**good, "outputs": [{"namespace": "n"}]}, "outputs")):
         answer = live.request("POST", "/api/v1/lineage", broken, headers=h)
         assert answer.status == 400 and answer.json["error"]["type"] == "InvalidArgument", broken
         assert words in answer.json["error"]["message"], answer.json
     assert live.request("POST", "/api/v1/lineage", raw=b"{", headers=h).status == 400
+    job_event = {k: v for k, v in good.items() if k not in ("run", "eventType", "inputs", "outputs")}
+    job_event["schemaURL"] = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/JobEvent"
+    taken = live.request("POST", "/api/v1/lineage", job_event, headers=h)
+    assert taken.status == 201 and taken.json["event_type"] == "JobEvent" and taken.json["stored"] is False
     accepted = live.request("POST", "/api/v1/lineage", good, headers=h)
     assert accepted.status == 201 and accepted.json["stored"] is True
     assert live.request("POST", "/api/v1/lineage", good, headers=h).json["stored"] is False  # the same run again
