@@ -171,6 +171,10 @@ def create_app(uri: str, project: str = "default") -> Flask:
     def index() -> Any:
         return send_from_directory(STATIC, "index.html")
 
+    @app.get("/favicon.ico")
+    def favicon() -> Any:
+        return send_from_directory(STATIC, "favicon.svg", mimetype="image/svg+xml")
+
     @app.get("/static/<path:name>")
     def static_file(name: str) -> Any:
         return send_from_directory(STATIC, name)
