@@ -46,24 +46,27 @@
     if (q) location.hash = `/search?q=${enc(q)}`;
   });
 
+  // Reads are open on a loopback service; every write needs a write token (docs/service.md):
+  // "sign in to edit" exchanges one for a session cookie and a CSRF token.
   function showSession() {
     const box = document.getElementById("session");
     const s = Data.session;
-    if (s.access === "write" && !s.auth_required) { box.replaceChildren(el("span", { class: "who", title: "the service is local: no token needed" }, "local · can edit")); return; }
-    if (s.access === "none" || (s.auth_required && s.access !== "write")) {
-      const form = el("form", { class: "signin", onsubmit: async (ev) => {
-        ev.preventDefault();
-        try { await Data.signIn(input.value.trim()); input.value = ""; showSession(); route(); }
-        catch (e) { msg.textContent = e.message; }
-      } });
-      const input = el("input", { type: "password", placeholder: "token", "aria-label": "access token", size: 14, autocomplete: "off" });
-      const msg = el("span", { class: "edit-error" });
-      form.append(el("span", { class: "who" }, s.access === "read" ? "read-only" : "signed out"), input, el("button", { type: "submit" }, "sign in"), msg);
-      box.replaceChildren(form);
+    if (s.access === "write") {
+      box.replaceChildren(el("span", { class: "who", id: "who" }, "signed in · can edit"),
+        el("button", { type: "button", id: "sign-out", onclick: async () => { await Data.signOut(); showSession(); route(); } }, "sign out"));
       return;
     }
-    box.replaceChildren(el("span", { class: "who" }, `${s.access} access`),
-      s.auth_required ? el("button", { type: "button", onclick: async () => { await Data.signOut(); showSession(); route(); } }, "sign out") : "");
+    const msg = el("span", { class: "edit-error", role: "alert" });
+    const input = el("input", { type: "password", id: "token", placeholder: "write token", "aria-label": "access token", size: 16, autocomplete: "off" });
+    const form = el("form", { class: "signin", hidden: true, onsubmit: async (ev) => {
+      ev.preventDefault();
+      try { await Data.signIn(input.value.trim()); input.value = ""; showSession(); route(); }
+      catch (e) { msg.textContent = e.message; }
+    } }, input, el("button", { type: "submit", id: "sign-in-submit" }, "sign in"));
+    const open = el("button", { type: "button", id: "sign-in", title: "paste a token of: ushas tokens create --write",
+      onclick: () => { open.hidden = true; form.hidden = false; input.focus(); } }, s.auth_required && s.access === "none" ? "sign in" : "sign in to edit");
+    const label = s.access === "read" || !s.auth_required ? "read-only" : "signed out";
+    box.replaceChildren(el("span", { class: "who", id: "who" }, label), open, form, msg);
   }
 
   window.addEventListener("hashchange", route);

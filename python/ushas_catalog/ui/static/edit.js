@@ -7,8 +7,7 @@ const Edit = (() => {
   const { el } = U;
 
   const canWrite = () => Data.session.access === "write";
-  const readOnlyTitle = () => (Data.session.auth_required
-    ? "sign in with a write token (ushas tokens create --write) to edit" : "read-only access");
+  const readOnlyTitle = () => "sign in with a write token (ushas tokens create --write) to edit";
 
   function status(box, text, error) {
     box.replaceChildren(text ? el("span", { class: error ? "edit-error" : "edit-ok", role: error ? "alert" : "status" }, text) : "");
