@@ -69,6 +69,7 @@ SOURCE = Subspace("source")
 OBJECT_ID = Subspace("objectId")
 WRITE_ID = Subspace("writeId")
 OPERATION_ID = Subspace("operationId")
+TOKEN_ID = Subspace("tokenId")
 
 # catalogs, databases, views, tables
 CATALOG = Subspace("Catalog")
@@ -135,6 +136,7 @@ CHANGE_FEED_STATE = Subspace("ChangeFeedState", codec=Codec.BYTES)
 DATA_GARBAGE = RecordSubspace("DataGarbage", DataGarbage, ("tableId", "time", "id"))
 WRITE_OUTCOME = RecordSubspace("WriteOutcome", WriteOutcome, ("writeId",))
 PENDING_WORK = RecordSubspace("PendingWork", PendingWork, ("operationId",))
+SERVICE_TOKEN = Subspace("ServiceToken", codec=Codec.JSON)
 
 
 # --- extension points: other subtrees of a project -----------------------------------
@@ -268,6 +270,8 @@ def build_tree() -> Directory:
                  doc="(writeId) -> WriteOutcome: a fenced write COMMITTED (its answer) or ABORTED (why)"),
         constant(PENDING_WORK, "P", typed(OPERATION_ID, KeyType.UUID),
                  doc="(operationId) -> PendingWork: an operation bigger than one transaction, in chunks"),
+        constant(SERVICE_TOKEN, "S", typed(TOKEN_ID, KeyType.STRING),
+                 doc="(tokenId) -> JSON: an API token of ushas serve (its secret hashed), ushas tokens"),
         doc="one tenant; deleting it = one clear_range",
     )
 
