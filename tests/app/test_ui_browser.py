@@ -35,12 +35,17 @@ from ushas_catalog.ui.server import Service  # noqa: E402
 
 #: a name and a value that would run script if the page put data through innerHTML
 XSS = '<img src=x onerror="window.__xss=1">'
-SLASHED = "a/b"
+XSS_TAG = "<i>t</i><script>alert(1)</script>"  # a tag may not hold "=" (search syntax)
+#: a table and a column name every URL layer must keep in one segment (neither may hold "/", a
+#: path separator; paths with "/" are lineage datasets: file:/data/report below)
+HOSTILE = "q?x#y%2f.z w"
+HOSTILE_COLUMN = "c#1%2f?"
 
 
 def build_rich(uri: str) -> str:
     """uistore's store, plus: an owner, column descriptions and tags, a schema change (history),
-    a table named ``a/b`` and one named like an XSS payload; returns a write token."""
+    a table and a column named with ``? # %`` (and ``.`` and a space), one named like an XSS payload;
+    returns a write token."""
     from ushas_catalog.metastore import Metastore
     from ushas_catalog.model.schema import parse_type
     from ushas_catalog.model.table_changes import AddColumn, SetOwner
@@ -52,9 +57,9 @@ def build_rich(uri: str) -> str:
         ms.alter_table("shop.sales.raw", [AddColumn(("channel",), parse_type("STRING"), comment="web or store"),
                                           SetOwner("alice")])
         ms.metadata.tag("shop.sales.raw.amount", ["finance"])
-        ms.create_table(f"shop.sales.`{SLASHED}`", "x INT", comment="a table with a slash")
-        ms.create_table(f"shop.sales.`{XSS}`", "y STRING", comment=XSS)
-        ms.metadata.tag(f"shop.sales.`{XSS}`", ["xss"])
+        ms.create_table(["shop", "sales", HOSTILE], f"x INT, `{HOSTILE_COLUMN}` STRING", comment="a hostile name")
+        ms.create_table(["shop", "sales", XSS], f"y STRING COMMENT '{XSS}'", comment=XSS)
+        ms.metadata.tag(["shop", "sales", XSS], ["xss", XSS_TAG])
         _, secret = TokenStore(ms).create("write", "ui-test")
     finally:
         ms.close()
@@ -181,23 +186,27 @@ def test_browse_to_a_table_with_human_times_and_history(served: dict[str, Any], 
 def test_hostile_names_render_as_text(served: dict[str, Any], browser: Any, shots: Path) -> None:
     b = browser
     go(b, served, "/d/shop/sales")
-    wait_for(b, "#relations", SLASHED)
-    b.find_element(By.LINK_TEXT, SLASHED).click()
-    wait_for(b, "#columns", "x")
-    assert b.find_element(By.CSS_SELECTOR, ".page-head h1").text == f"shop.sales.{SLASHED}"
-    assert "a table with a slash" in b.find_element(By.ID, "description").text
+    wait_for(b, "#relations", HOSTILE)
+    b.find_element(By.LINK_TEXT, HOSTILE).click()
+    wait_for(b, "#columns", HOSTILE_COLUMN)
+    assert b.find_element(By.CSS_SELECTOR, ".page-head h1").text == f"shop.sales.`{HOSTILE}`"
+    assert "a hostile name" in b.find_element(By.ID, "description").text
     go(b, served, "/d/shop/sales")
     wait_for(b, "#relations", XSS)
     b.find_element(By.LINK_TEXT, XSS).click()
     wait_for(b, "#columns", "y")
-    assert b.find_element(By.CSS_SELECTOR, ".page-head h1").text == f"shop.sales.{XSS}"
+    assert XSS in b.find_element(By.CSS_SELECTOR, ".page-head h1").text
     assert b.find_element(By.ID, "description").text.startswith(XSS)
+    assert XSS in b.find_element(By.ID, "columns").text and XSS_TAG in b.find_element(By.ID, "tags").text
+    assert b.find_elements(By.CSS_SELECTOR, "main script, main i") == []
     assert b.find_elements(By.CSS_SELECTOR, "main img") == []
     assert b.execute_script("return window.__xss === undefined")
     shot(b, shots, "hostile.png")
     go(b, served, "/search?q=tag:xss")
     wait_for(b, "#hits", XSS)
     assert b.find_elements(By.CSS_SELECTOR, "main img") == []
+    b.find_element(By.CSS_SELECTOR, "#hits a.hit-name").click()  # the hit's link reaches its page
+    wait_for(b, "#columns", "y")
     assert b.execute_script("return window.__xss === undefined")
 
 
@@ -277,14 +286,17 @@ def test_search_with_facets_and_highlights(served: dict[str, Any], browser: Any,
     shot(b, shots, "search.png")
     before = len(hits.find_elements(By.CSS_SELECTOR, "li.hit"))
     kinds = {i.get_attribute("value") for i in facets.find_elements(By.CSS_SELECTOR, 'fieldset[data-facet="kind"] input')}
-    assert "column" in kinds
-    b.find_element(By.CSS_SELECTOR, 'input[data-facet-value="kind:column"]').click()
-    until(b, lambda d: "kind=column" in d.current_url)
-    wait_for(b, "#hits")
-    hits = b.find_elements(By.CSS_SELECTOR, "#hits li.hit")
-    assert hits and all(h.find_element(By.CSS_SELECTOR, ".kind").text == "column" for h in hits)
-    assert len(hits) <= before
-    assert b.find_element(By.CSS_SELECTOR, 'input[data-facet-value="kind:column"]').is_selected()
+    assert kinds == {"table", "view"} and before == 2  # shop.sales.raw and the view shop.sales.fr
+    b.find_element(By.CSS_SELECTOR, 'input[data-facet-value="kind:view"]').click()
+    until(b, lambda d: "kind=view" in d.current_url)
+    until(b, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#hits li.hit")) == 1)
+    hit = b.find_element(By.CSS_SELECTOR, "#hits li.hit")
+    assert hit.get_attribute("data-name") == "shop.sales.fr" and hit.find_element(By.CSS_SELECTOR, ".kind").text == "view"
+    assert b.find_element(By.CSS_SELECTOR, 'input[data-facet-value="kind:view"]').is_selected()
+    # the owner facet (the view's owner: the table's is edited by another test)
+    go(b, served, "/search?q=amount&owner=root")
+    until(b, lambda d: [h.get_attribute("data-name") for h in d.find_elements(By.CSS_SELECTOR, "#hits li.hit")]
+          == ["shop.sales.fr"])
     shot(b, shots, "search-facet.png")
 
 
@@ -345,10 +357,14 @@ def test_lineage_graph(served: dict[str, Any], browser: Any, shots: Path) -> Non
 
     edge = b.find_element(By.CSS_SELECTOR,
                           'path.gedge[data-edge="spark_catalog.default.cleaned.amount <- shop.sales.raw.amount"]')
-    ActionChains(b).move_to_element(edge).perform()
+    # hover a point on the line (its middle), as a user does
+    b.execute_script("""
+      const p = arguments[0], pt = p.getPointAtLength(p.getTotalLength() / 2).matrixTransform(p.getScreenCTM());
+      const hit = document.elementFromPoint(pt.x, pt.y);
+      hit.dispatchEvent(new MouseEvent('mousemove', {bubbles: true, clientX: pt.x, clientY: pt.y}));""", edge)
     tip = wait_for(b, "#tooltip", "TRANSFORMATION")
     assert "(amount * 100)" in tip.text
-    b.execute_script("arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true}))", edge)
+    b.execute_script("arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true}))", edge.find_element(By.XPATH, ".."))
     wait_for(b, "#details #edge-runs a")
 
     # tables only: one edge per kind between boxes; a box click shows its columns again

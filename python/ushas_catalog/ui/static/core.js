@@ -145,6 +145,23 @@ const U = (() => {
   // given as an array).
   function relationHash(parts) { return "/t/" + parts.map(enc).join("/"); }
 
+  // The parts of a dotted name as the API writes it: a part holding a dot, a space or a backtick
+  // is quoted with backticks (a backtick inside doubled): shop.sales.`a.b`
+  function splitName(name) {
+    const parts = [];
+    let cur = "", quoted = false;
+    const s = String(name);
+    for (let i = 0; i < s.length; i++) {
+      const ch = s[i];
+      if (quoted) {
+        if (ch === "`" && s[i + 1] === "`") { cur += "`"; i++; } else if (ch === "`") quoted = false; else cur += ch;
+      } else if (ch === "`") quoted = true;
+      else if (ch === ".") { parts.push(cur); cur = ""; } else cur += ch;
+    }
+    parts.push(cur);
+    return parts;
+  }
+
   function errorBox(e) { return el("p", { class: "error", role: "alert" }, String((e && e.message) || e)); }
 
   // ---- CSV ---------------------------------------------------------------------------------------
@@ -195,5 +212,5 @@ const U = (() => {
   }
 
   return { el, append, svg, enc, api, ApiError, ago, exact, when, toMs, duration, table, kv, tag, muted,
-    link, relationHash, errorBox, toCsv, csvCell, download, highlight, setPage, main };
+    link, relationHash, splitName, errorBox, toCsv, csvCell, download, highlight, setPage, main };
 })();

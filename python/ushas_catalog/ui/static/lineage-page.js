@@ -61,7 +61,7 @@ const LineagePage = (() => {
     const view = { current: null };
     const expandAll = (on) => { for (const d of model.datasets.values()) d.expanded = on; view.current.draw(true); };
     setPage(`Lineage of ${node}`, Pages.heading("Lineage", node, el("div", { class: "actions" },
-      node.split(".").length >= 2 ? link(`/impact/${enc(node)}${state.asof ? "?asof=" + enc(state.asof) : ""}`, "Impact", { class: "button", id: "open-impact" }) : null,
+      U.splitName(node).length >= 2 ? link(`/impact/${enc(node)}${state.asof ? "?asof=" + enc(state.asof) : ""}`, "Impact", { class: "button", id: "open-impact" }) : null,
       link(`/runs?dataset=${enc(node)}`, "Runs", { class: "button" }))),
       el("form", { class: "controls", onsubmit: (ev) => { ev.preventDefault(); go(); } },
         el("label", {}, "direction ", dir), el("label", {}, "depth ", depth),
@@ -83,8 +83,10 @@ const LineagePage = (() => {
     const select = (sel) => details(side, model, sel, state);
     const expandColumn = async (ds, col) => {
       try {
+        const known = new Set(model.datasets.keys());
         model.merge(await Data.graph(`${ds}.${col}`, { ...opts, direction: "both", depth: 1 }));
         model.datasets.get(ds).expanded = true;
+        for (const d of model.datasets.values()) if (!known.has(d.name)) d.expanded = true; // what it brought in
         view.current.draw();
       } catch (e) { info.textContent = String(e.message || e); }
     };
@@ -123,7 +125,7 @@ const LineagePage = (() => {
     const asof = state.asof ? `?asof=${enc(state.asof)}` : "";
     if (sel.dataset) {
       const d = model.datasets.get(sel.dataset);
-      const parts = sel.dataset.split(".");
+      const parts = U.splitName(sel.dataset);
       const info = d.info || {};
       const isTable = (info.kind ? info.kind === "table" : parts.length === 3) && !info.dropped;
       side.replaceChildren(el("h3", {}, sel.dataset),

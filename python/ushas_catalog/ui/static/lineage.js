@@ -8,7 +8,7 @@
 
 const Lineage = (() => {
   const { el, svg } = U;
-  const W = 270, HEAD = 40, ROW = 22, PAD = 6;
+  const W = 270, HEAD = 40, ROW = 22, PAD = 6, RANKSEP = 110;
   const WHOLE = "\u0000whole";
 
   // The graph state of one view: datasets (boxes), column edges, what is expanded / selected.
@@ -92,7 +92,7 @@ const Lineage = (() => {
   // dagre's layout of the boxes: positions (top-left) and each table edge's points.
   function layout(model) {
     const g = new dagre.graphlib.Graph({ multigraph: false });
-    g.setGraph({ rankdir: "LR", nodesep: 28, ranksep: 110, edgesep: 14, marginx: 24, marginy: 24 });
+    g.setGraph({ rankdir: "LR", nodesep: 28, ranksep: RANKSEP, edgesep: 14, marginx: 24, marginy: 24 });
     g.setDefaultEdgeLabel(() => ({}));
     for (const d of model.datasets.values()) g.setNode(d.name, { width: W, height: boxHeight(model, d) });
     for (const te of model.tableEdges()) g.setEdge(te.source, te.target, { weight: te.edges.length, minlen: 1 });
@@ -138,7 +138,10 @@ const Lineage = (() => {
     if (!e || !model.datasets.get(te.target).expanded) b.y = lay.boxes.get(te.target).y + HEAD / 2;
     // dagre's middle points keep the edge out of the boxes; a back edge (a cycle) goes around.
     if (b.x <= a.x) return [a, { x: a.x + 40, y: Math.min(a.y, b.y) - 60 }, { x: b.x - 40, y: Math.min(a.y, b.y) - 60 }, b];
-    return [a, ...mid.filter((p) => p.x > a.x && p.x < b.x), b];
+    // keep dagre's dummy points (edges spanning several ranks pass between the boxes of the
+    // ranks they cross); the single middle point of a one-rank edge would knot every column edge
+    // of a table pair into one spot
+    return [a, ...mid.filter((p) => p.x > a.x + RANKSEP * 0.9 && p.x < b.x - RANKSEP * 0.9), b];
   }
 
   const label = (n) => (n.col === null ? `${n.ds} (whole dataset)` : `${n.ds}.${n.col}`);
@@ -190,7 +193,7 @@ const Lineage = (() => {
     pan() {
       let drag = null;
       this.svg.addEventListener("pointerdown", (ev) => {
-        if (ev.target.closest && ev.target.closest(".box, .gedge")) return;
+        if (ev.target.closest && ev.target.closest(".box, .gedge-g")) return;
         drag = { x: ev.clientX, y: ev.clientY, tx: this.tx, ty: this.ty };
         this.svg.setPointerCapture(ev.pointerId);
         this.svg.classList.add("dragging");
@@ -212,33 +215,33 @@ const Lineage = (() => {
     draw(refit) {
       const model = this.model;
       const lay = this.lay = layout(model);
-      const lit = model.selected ? model.pathOf(model.selected) : null;
+      this.edgeEls = [];
       const edgeLayer = svg("g", { class: "edges" });
       const boxLayer = svg("g", { class: "boxes" });
       for (const te of model.tableEdges()) {
         const s = model.datasets.get(te.source), t = model.datasets.get(te.target);
         if (s.expanded && t.expanded) {
-          for (const e of te.edges) edgeLayer.append(this.edgePath(edgePoints(model, lay, te, e), [e], lit));
+          for (const e of te.edges) edgeLayer.append(this.edgePath(edgePoints(model, lay, te, e), [e]));
         } else {
           // one edge per kind between the boxes: direct solid, indirect dashed
           for (const kind of ["DIRECT", "INDIRECT"]) {
             const es = te.edges.filter((e) => e.kind === kind);
-            if (es.length) edgeLayer.append(this.edgePath(edgePoints(model, lay, te, null, kind), es, lit, kind === "INDIRECT" ? 5 : 0));
+            if (es.length) edgeLayer.append(this.edgePath(edgePoints(model, lay, te, null, kind), es, kind === "INDIRECT" ? 5 : 0));
           }
         }
       }
-      for (const d of model.datasets.values()) boxLayer.append(this.boxOf(d, lay.boxes.get(d.name), lit));
+      for (const d of model.datasets.values()) boxLayer.append(this.boxOf(d, lay.boxes.get(d.name)));
       this.world.replaceChildren(edgeLayer, boxLayer);
       this.svg.setAttribute("data-width", Math.round(lay.width));
+      this.restyle();
       if (refit) requestAnimationFrame(() => this.fit());
     }
 
-    edgePath(points, es, lit, offset) {
+    edgePath(points, es, offset) {
       const e0 = es[0];
       const kind = es.some((e) => e.kind === "DIRECT") ? "DIRECT" : "INDIRECT";
       const pts = offset ? points.map((p, i) => (i === 0 || i === points.length - 1 ? p : { x: p.x, y: p.y + offset })) : points;
-      const on = lit ? es.some((e) => lit.has(e.key)) : null;
-      const cls = `gedge ${kind}${on === true ? " lit" : ""}${on === false ? " dim" : ""}`;
+      const cls = `gedge ${kind}`;
       const single = es.length === 1;
       const path = svg("path", { class: cls, d: curve(pts), "marker-end": `url(#arrow-${kind})`,
         "data-edge": single ? `${label(e0.target)} <- ${label(e0.source)}` : `${e0.target.ds} <- ${e0.source.ds}`,
@@ -250,16 +253,42 @@ const Lineage = (() => {
         : `${es.length} ${kind.toLowerCase()} column edges ${e0.source.ds} → ${e0.target.ds}\n` +
           es.slice(0, 12).map((e) => `${e.target.col ?? "(whole dataset)"} ← ${e.source.col ?? "(whole dataset)"}  ${e.subtype}`).join("\n") +
           (es.length > 12 ? `\n… ${es.length - 12} more` : "") + "\nclick to expand both tables";
-      path.addEventListener("mousemove", (ev) => this.hooks.tooltip(text, ev));
-      path.addEventListener("mouseleave", () => this.hooks.tooltip(null));
-      path.addEventListener("click", () => {
+      // a wide transparent twin takes the pointer: a 2 px line is hard to hover
+      const hit = svg("path", { class: "ghit", d: path.getAttribute("d") });
+      const g = svg("g", { class: "gedge-g" }, hit, path);
+      this.edgeEls.push([path, es.map((e) => e.key)]);
+      g.addEventListener("mousemove", (ev) => this.hooks.tooltip(text, ev));
+      g.addEventListener("mouseleave", () => this.hooks.tooltip(null));
+      g.addEventListener("click", () => {
         if (single) this.hooks.onSelect({ edge: e0 });
         else { this.model.datasets.get(e0.source.ds).expanded = true; this.model.datasets.get(e0.target.ds).expanded = true; this.draw(); }
       });
-      return path;
+      return g;
     }
 
-    boxOf(d, b, lit) {
+    // Selection: the selected column, the edges on its upstream and downstream paths lit, the
+    // others dimmed.
+    restyle() {
+      const model = this.model;
+      const lit = model.selected ? model.pathOf(model.selected) : null;
+      const onPath = new Set();
+      if (lit) for (const e of model.edges.values()) if (lit.has(e.key)) {
+        onPath.add(`${e.source.ds}\u0001${e.source.col}`); onPath.add(`${e.target.ds}\u0001${e.target.col}`);
+      }
+      for (const [path, keys] of this.edgeEls) {
+        const on = lit ? keys.some((k) => lit.has(k)) : null;
+        path.classList.toggle("lit", on === true);
+        path.classList.toggle("dim", on === false);
+      }
+      for (const row of this.world.querySelectorAll("g.col")) {
+        const ref = `${row.dataset.ds}\u0001${row.dataset.col === undefined ? null : row.dataset.col}`;
+        const sel = model.selected && `${model.selected.ds}\u0001${model.selected.col}` === ref;
+        row.classList.toggle("selected", !!sel);
+        row.classList.toggle("lit", !sel && onPath.has(ref));
+      }
+    }
+
+    boxOf(d, b) {
       const model = this.model;
       const isStart = d.name === model.startDataset;
       const g = svg("g", { class: `box${isStart ? " start" : ""}${d.expanded ? " expanded" : ""}`,
@@ -276,13 +305,16 @@ const Lineage = (() => {
       if (d.expanded) {
         model.rows(d).forEach((col, i) => {
           const ref = { ds: d.name, col: col === WHOLE ? null : col };
-          const sel = model.selected && model.selected.ds === ref.ds && model.selected.col === ref.col;
-          const onPath = lit && [...model.edges.values()].some((e) => lit.has(e.key) &&
-            ((e.source.ds === ref.ds && e.source.col === ref.col) || (e.target.ds === ref.ds && e.target.col === ref.col)));
           const isStartCol = model.start && model.start === `${d.name}.${col}`;
-          const row = svg("g", { class: `col${col === WHOLE ? " whole" : ""}${sel ? " selected" : ""}${onPath ? " lit" : ""}${isStartCol ? " start" : ""}`,
-            transform: `translate(0,${HEAD + i * ROW})`, "data-node": col === WHOLE ? d.name : `${d.name}.${col}`, tabindex: 0,
-            onclick: (ev) => { ev.stopPropagation(); model.selected = sel ? null : ref; this.draw(); this.hooks.onSelect(sel ? null : { column: ref }); },
+          const row = svg("g", { class: `col${col === WHOLE ? " whole" : ""}${isStartCol ? " start" : ""}`,
+            transform: `translate(0,${HEAD + i * ROW})`, "data-ds": d.name, "data-col": col === WHOLE ? null : col, "data-node": col === WHOLE ? d.name : `${d.name}.${col}`, tabindex: 0,
+            onclick: (ev) => {
+              ev.stopPropagation();
+              const sel = model.selected && model.selected.ds === ref.ds && model.selected.col === ref.col;
+              model.selected = sel ? null : ref;
+              this.restyle(); // no redraw: the row stays the same element (a double-click sees both clicks)
+              this.hooks.onSelect(sel ? null : { column: ref });
+            },
             ondblclick: (ev) => { ev.stopPropagation(); if (col !== WHOLE) this.hooks.onExpandColumn(d.name, col); } },
           svg("rect", { x: 1, width: b.w - 2, height: ROW }),
           svg("text", { x: 12, y: 15 }, col === WHOLE ? "(whole dataset)" : clip(col, 38)),
@@ -300,7 +332,7 @@ const Lineage = (() => {
       const parts = name.replace(/\/+$/, "").split("/");
       return parts[parts.length - 1] || name;
     }
-    const parts = name.split(".");
+    const parts = U.splitName(name);
     return parts.length >= 3 ? parts.slice(-2).join(".") : name;
   }
 

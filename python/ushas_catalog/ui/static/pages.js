@@ -59,13 +59,31 @@ const Pages = (() => {
 
   function humanOp(op) { const s = String(op || "").toLowerCase(); return s.charAt(0).toUpperCase() + s.slice(1); }
 
+  // One change of an ALTER (a TableChange as JSON) in words: "add column channel string".
+  function changeText(c) {
+    if (!c || typeof c !== "object" || !c.type) return summarize(c);
+    const words = String(c.type).replace(/([a-z])([A-Z])/g, "$1 $2").toLowerCase();
+    const bits = [words];
+    if (c.fieldNames) bits.push(c.fieldNames.join("."));
+    for (const [k, v] of Object.entries(c)) {
+      if (["type", "fieldNames", "position"].includes(k) || v === null || v === undefined) continue;
+      if (k === "nullable" && v === true) continue;
+      if (k === "nullable") { bits.push("NOT NULL"); continue; }
+      if (k === "dataType" || k === "newDataType") { bits.push(typeText(v)); continue; }
+      if (k === "comment" || k === "newComment") { bits.push(`“${v}”`); continue; }
+      bits.push(typeof v === "object" ? JSON.stringify(v) : String(v));
+    }
+    return bits.join(" ");
+  }
+
   // A commit's detail as short phrases ("format parquet", "partition by dt", "added 45"), not JSON.
   function phrases(detail, prefix) {
     const out = [];
     for (const [k, v] of Object.entries(detail || {})) {
       const key = (prefix ? prefix + " " : "") + k.replace(/_/g, " ");
       if (v === null || v === undefined || v === "" || (Array.isArray(v) && !v.length)) continue;
-      if (Array.isArray(v)) out.push(`${key}: ${v.map((x) => (typeof x === "object" ? summarize(x) : x)).join(", ")}`);
+      if (k === "changes" && Array.isArray(v)) out.push(...v.map(changeText));
+      else if (Array.isArray(v)) out.push(`${key}: ${v.map((x) => (typeof x === "object" ? summarize(x) : x)).join(", ")}`);
       else if (typeof v === "object") out.push(...phrases(v, key));
       else if (typeof v === "boolean") out.push(v ? key : `not ${key}`);
       else out.push(`${key} ${v}`);
@@ -327,7 +345,7 @@ const Pages = (() => {
     }), res.facets_over ? el("p", { class: "muted" }, `facets counted over the first ${res.facets_over} hits`) : null);
     const hits = res.hits.map((h) => {
       const relName = h.relation || (h.type === "COLUMN" ? null : h.name);
-      const parts = relName ? relName.split(".") : [];
+      const parts = relName ? U.splitName(relName) : [];
       const href = parts.length === 3 ? relationHash(parts) + (h.type === "VIEW" ? "?view=1" : "") : null;
       const title = U.highlight(h.name, words);
       return el("li", { class: "hit", "data-name": h.name },
@@ -413,7 +431,7 @@ const Pages = (() => {
     const datasets = new Set(items.map((i) => i.dataset));
     const owners = [...new Set(items.map((i) => i.owner).filter(Boolean))].sort();
     const header = ["column", "dataset", "depth", "owner", "tags", "path"];
-    const rows = items.map((i) => [i.name, i.dataset, i.depth, i.owner || "", (i.tags || []).join(";"), (i.path || []).join(" <- ")]);
+    const rows = items.map((i) => [i.name, i.dataset, i.depth, i.owner || "", (i.tags || []).join(";"), (i.path || []).join(" -> ")]);
     const exportBtn = el("button", { type: "button", id: "export-csv", disabled: !items.length,
       onclick: () => U.download(`impact-${node.replace(/[^A-Za-z0-9_.-]+/g, "_")}.csv`, U.toCsv(header, rows)) }, "⬇ Export CSV");
     setPage(`Impact of ${node}`, heading("Impact", node, el("div", { class: "actions" }, exportBtn,
@@ -422,10 +440,10 @@ const Pages = (() => {
         ? `${items.length} downstream column${items.length === 1 ? "" : "s"} in ${datasets.size} dataset${datasets.size === 1 ? "" : "s"}` +
           (owners.length ? `; owners to tell: ${owners.join(", ")}` : "; no owners recorded")
         : "Nothing downstream of this column."),
-      items.length ? table(["Column", "Depth", "Owner", "Tags", "Via"], items.map((i) => [
+      items.length ? table(["Column", "Depth", "Owner", "Tags", "From"], items.map((i) => [
         el("span", {}, link(`/lineage/${enc(i.name)}`, i.column === null ? `${i.dataset} (whole dataset)` : i.name, { class: "strong" })),
         String(i.depth), i.owner || muted("—"), (i.tags || []).map((x) => tag(x)),
-        el("span", { class: "path" }, (i.path || []).slice(0, -1).reverse().join(" → ") || muted("direct"))]), { class: "grid", id: "impact" }) : null);
+        el("span", { class: "path" }, (i.path || []).slice(0, -1).join(" → "))]), { class: "grid", id: "impact" }) : null);
   }
 
   return { crumbs, heading, home, catalog, database, relation, search, runs, run, impact, diff, phrases, typeText, empty,
