@@ -87,7 +87,7 @@ const LineagePage = (() => {
         model.merge(await Data.graph(`${ds}.${col}`, { ...opts, direction: "both", depth: 1 }));
         model.datasets.get(ds).expanded = true;
         for (const d of model.datasets.values()) if (!known.has(d.name)) d.expanded = true; // what it brought in
-        view.current.draw();
+        view.current.draw(true);
       } catch (e) { info.textContent = String(e.message || e); }
     };
     Promise.all([Data.graph(node, opts), Data.tableGraph(node, opts).catch(() => null)]).then(([res, tables]) => {

@@ -120,7 +120,7 @@ const Pages = (() => {
         if (typeText(o.type) !== typeText(f.type)) out.push(["~", `column ${n}: ${typeText(o.type)} → ${typeText(f.type)}`]);
         if (o.nullable !== f.nullable) out.push(["~", `column ${n}: ${f.nullable ? "now nullable" : "now NOT NULL"}`]);
         const oc = (o.metadata || {}).comment || "", nc = (f.metadata || {}).comment || "";
-        if (oc !== nc) out.push(["~", `column ${n} description: “${oc}” → “${nc}”`]);
+        if (oc !== nc) out.push(oc ? ["~", `column ${n} description: “${oc}” → “${nc}”`] : ["+", `column ${n} description “${nc}”`]);
       }
     }
     for (const n of b.keys()) if (!a.has(n)) out.push(["−", `column ${n}`]);
@@ -306,6 +306,13 @@ const Pages = (() => {
     return out;
   }
 
+  const FIELD_LABELS = { field: "column", tag: "tag", key: "property", value: "property value", name: "name",
+    comment: "description", owner: "owner" };
+  function matchLabel(m) {
+    const label = FIELD_LABELS[m.field] || m.field;
+    return m.column && m.field !== "field" ? `column ${m.column} ${label}` : label;
+  }
+
   const FACETS = [["kind", "Kind", true], ["tag", "Tag", true], ["owner", "Owner", false], ["format", "Format", false]];
 
   async function search(params) {
@@ -355,7 +362,7 @@ const Pages = (() => {
           h.owner ? el("span", { class: "muted" }, " owner ", h.owner) : null),
         h.comment ? el("div", { class: "hit-comment" }, U.highlight(h.comment, words)) : null,
         el("div", { class: "hit-matches" }, (h.matches || []).map((m) => el("span", { class: "match" },
-          el("span", { class: "field" }, `${m.column ? m.column + " " : ""}${m.field}`), " ", U.highlight(m.matched, words)))),
+          el("span", { class: "field" }, matchLabel(m)), " ", U.highlight(m.matched, words)))),
         (h.tags || []).length ? el("div", {}, h.tags.map((x) => tag(U.highlight(x, words)))) : null);
     });
     const more = res.next_cursor ? el("button", { type: "button", id: "more-hits", onclick: () => {
