@@ -56,7 +56,7 @@ def column_graph(q: LineageQueries, node: str, direction: str = "both", depth: i
     names = _Names(q)
     levels: dict[NodeRef, int] = {}
     edges: dict[tuple[str, str, str], dict[str, Any]] = {}
-    hops = []
+    hops: list[Any] = []
     truncated = False
 
     def put(ref: NodeRef, level: int) -> None:
@@ -95,7 +95,7 @@ def column_graph(q: LineageQueries, node: str, direction: str = "both", depth: i
         edges[key] = {"target": key[0], "source": key[1], "kind": hop.subtype.kind.value,
                       "subtype": hop.subtype.value, "runs": [str(r) for r in hop.runs], "latest_ms": hop.latest_ms,
                       "expression": q.store.expression(hop.latest) if hop.latest is not None else ""}
-    nodes = {}
+    nodes: dict[str, dict[str, Any]] = {}
     for ref, level in levels.items():
         nid = names.node(ref)
         if nid not in nodes or abs(level) < abs(nodes[nid]["level"]):

@@ -204,7 +204,7 @@ class Receiver:
         job = event["job"]
         facets = state.job_facets
         sql = (facets.get("sql") or {}).get("query") if isinstance(facets.get("sql"), dict) else None
-        job_type = facets.get("jobType") if isinstance(facets.get("jobType"), dict) else {}
+        job_type: dict[str, Any] = facets["jobType"] if isinstance(facets.get("jobType"), dict) else {}
         run_facets = event["run"].get("facets") or {}
         error = (run_facets.get("errorMessage") or {}).get("message") if status is RunStatus.FAIL else None
         producer = str(event.get("producer", ""))

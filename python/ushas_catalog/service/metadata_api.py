@@ -48,8 +48,9 @@ def set_owner(state: ServiceState, parts: list[str], owner: str) -> None:
     ms = state.metastore
     ref = ms.run(lambda tr: ms.metadata.resolve(tr, parts))
     if ref.type is ObjectType.CATALOG:
-        ms.alter_catalog(ref.name, owner=owner)
-    elif ref.type is ObjectType.DATABASE:
+        raise InvalidArgument("a catalog's owner is the user who created it; set the owner of its databases, "
+                              "tables and views")
+    if ref.type is ObjectType.DATABASE:
         ms.alter_database(ref.name, owner=owner)
     elif ref.type is ObjectType.TABLE:
         ms.alter_table(ref.name, [SetOwner(owner)])

@@ -67,13 +67,15 @@ def install(app: Flask) -> None:
     """The ``seg`` converter and the raw-path routing on ``app``."""
     app.url_map.converters["seg"] = SegmentConverter
     if not getattr(app, "_ushas_raw_segments", False):
-        app.wsgi_app = raw_segments(app.wsgi_app)  # type: ignore[method-assign]
+        app.wsgi_app = raw_segments(app.wsgi_app)  # type: ignore[method-assign, assignment]
         app._ushas_raw_segments = True  # type: ignore[attr-defined]
 
 
 # ---- answers ----------------------------------------------------------------------------------------------
 def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
     body = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
+    # stored text stays text even where a browser might sniff it as markup: <, > and & as escapes
+    body = body.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     out = Response(body, status=status, mimetype="application/json")
     out.headers["Cache-Control"] = "no-store"
     for k, v in (headers or {}).items():

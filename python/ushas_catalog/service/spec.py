@@ -298,7 +298,7 @@ def paths() -> dict[str, Any]:
             **write("delete", "unsetProperties", "remove USER properties (ushas meta unset)",
                     OBJECT_PARAMS + [query("key", "a key to remove", arr(STR), required=True, explode=True)],
                     None, ref("ObjectMetadata"), "metadata")},
-        "/api/v1/metadata/owner": write("put", "setOwner", "set the owner of a catalog, database, table or view",
+        "/api/v1/metadata/owner": write("put", "setOwner", "set the owner of a database, table or view",
                                         OBJECT_PARAMS, ref("OwnerBody"), ref("ObjectMetadata"), "metadata"),
         "/api/v1/metadata/description": write(
             "put", "setDescription", "set (null: clear) the description (comment) of an object or column",
@@ -361,4 +361,13 @@ def document() -> dict[str, Any]:
     }
 
 
-__all__ = ["VERSION", "document"]
+def write_file() -> None:
+    """Rewrite the checked-in ``service/openapi.json`` from :func:`document`."""
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).parent / "openapi.json"
+    path.write_text(json.dumps(document(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+
+__all__ = ["VERSION", "document", "write_file"]
