@@ -1,4 +1,4 @@
-// Ushas Catalog UI, shared helpers: DOM building (text only: data never goes through innerHTML),
+// Ushas Catalog UI, shared helpers: DOM building (text only: data is never parsed as markup),
 // the API client, humanized times, tables, tags, CSV export.
 "use strict";
 
