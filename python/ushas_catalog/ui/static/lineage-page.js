@@ -76,6 +76,8 @@ const LineagePage = (() => {
         el("span", { class: "legend-direct" }, el("i", {}), "direct: the value flows (identity, transformation, aggregation)"),
         el("span", { class: "legend-indirect" }, el("i", {}), "indirect: decides which rows (filter, join, group by, sort, window)"),
         el("span", { class: "legend-whole" }, el("i", {}), "(whole dataset): an indirect edge on every column"),
+        el("span", { class: "legend-count" }, el("b", { class: "n-direct" }, "3"), " · ", el("b", { class: "n-indirect" }, "1"),
+          " on a table edge: its direct · indirect column edges"),
         info),
       el("div", { class: "graph-layout" }, graphBox, side));
     const opts = { direction: state.direction, depth: state.depth, until: toIso(state.asof), since: toIso(state.since) };

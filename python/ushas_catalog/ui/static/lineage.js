@@ -8,7 +8,7 @@
 
 const Lineage = (() => {
   const { el, svg } = U;
-  const W = 270, HEAD = 40, ROW = 22, PAD = 6, RANKSEP = 110;
+  const W = 270, HEAD = 40, ROW = 22, PAD = 6, RANKSEP = 140;
   const WHOLE = "\u0000whole";
 
   // The graph state of one view: datasets (boxes), column edges, what is expanded / selected.
@@ -214,6 +214,7 @@ const Lineage = (() => {
 
     draw(refit) {
       const model = this.model;
+      this.hooks.tooltip(null); // the element under the pointer may go
       const lay = this.lay = layout(model);
       this.edgeEls = [];
       const edgeLayer = svg("g", { class: "edges" });
@@ -223,11 +224,23 @@ const Lineage = (() => {
         if (s.expanded && t.expanded) {
           for (const e of te.edges) edgeLayer.append(this.edgePath(edgePoints(model, lay, te, e), [e]));
         } else {
-          // one edge per kind between the boxes: direct solid, indirect dashed
-          for (const kind of ["DIRECT", "INDIRECT"]) {
-            const es = te.edges.filter((e) => e.kind === kind);
-            if (es.length) edgeLayer.append(this.edgePath(edgePoints(model, lay, te, null, kind), es, kind === "INDIRECT" ? 5 : 0));
-          }
+          // one edge between the boxes (solid when a value flows, dashed when it only decides
+          // rows), labelled with its column edges
+          const pts = edgePoints(model, lay, te, null);
+          edgeLayer.append(this.edgePath(pts, te.edges));
+          const direct = te.edges.filter((e) => e.kind === "DIRECT").length, indirect = te.edges.length - direct;
+          // "3 · 1": direct (green) and indirect (amber) column edges, the tooltip says which is which
+          const parts = [];
+          if (direct) parts.push(svg("tspan", { class: "n-direct" }, String(direct)));
+          if (direct && indirect) parts.push(svg("tspan", {}, " · "));
+          if (indirect) parts.push(svg("tspan", { class: "n-indirect" }, String(indirect)));
+          const chars = String(direct || "").length + String(indirect || "").length + (direct && indirect ? 3 : 0);
+          const w = chars * 7 + 14;
+          const mid = pts.length % 2 ? pts[(pts.length - 1) / 2]
+            : { x: (pts[pts.length / 2 - 1].x + pts[pts.length / 2].x) / 2, y: (pts[pts.length / 2 - 1].y + pts[pts.length / 2].y) / 2 };
+          edgeLayer.append(svg("g", { class: "elabel", transform: `translate(${mid.x - w / 2},${mid.y - 24})` },
+            svg("rect", { width: w, height: 18, rx: 9 }), svg("text", { x: w / 2, y: 13, "text-anchor": "middle" }, parts),
+            svg("title", {}, `${direct} direct, ${indirect} indirect column edges`)));
         }
       }
       for (const d of model.datasets.values()) boxLayer.append(this.boxOf(d, lay.boxes.get(d.name)));
@@ -237,10 +250,9 @@ const Lineage = (() => {
       if (refit) requestAnimationFrame(() => this.fit());
     }
 
-    edgePath(points, es, offset) {
+    edgePath(pts, es) {
       const e0 = es[0];
       const kind = es.some((e) => e.kind === "DIRECT") ? "DIRECT" : "INDIRECT";
-      const pts = offset ? points.map((p, i) => (i === 0 || i === points.length - 1 ? p : { x: p.x, y: p.y + offset })) : points;
       const cls = `gedge ${kind}`;
       const single = es.length === 1;
       const path = svg("path", { class: cls, d: curve(pts), "marker-end": `url(#arrow-${kind})`,
@@ -250,7 +262,7 @@ const Lineage = (() => {
         ? `${e0.subtype} (${kind.toLowerCase()})\n${label(e0.target)} ← ${label(e0.source)}` +
           `${e0.expression ? "\n" + e0.expression : ""}\n${e0.runs.length} run${e0.runs.length === 1 ? "" : "s"}` +
           `${e0.latest_ms ? ", latest " + U.ago(e0.latest_ms) : ""}\nclick for the runs`
-        : `${es.length} ${kind.toLowerCase()} column edges ${e0.source.ds} → ${e0.target.ds}\n` +
+        : `${es.length} column edges ${e0.source.ds} → ${e0.target.ds}\n` +
           es.slice(0, 12).map((e) => `${e.target.col ?? "(whole dataset)"} ← ${e.source.col ?? "(whole dataset)"}  ${e.subtype}`).join("\n") +
           (es.length > 12 ? `\n… ${es.length - 12} more` : "") + "\nclick to expand both tables";
       // a wide transparent twin takes the pointer: a 2 px line is hard to hover
