@@ -118,8 +118,14 @@ def go(b: Any, served: dict[str, Any], hash_: str) -> None:
 
 
 def shot(b: Any, shots: Path, name: str) -> None:
+    """Save a screenshot of the page, which shows no stray "null" / "undefined" / "NaN" text."""
     b.save_screenshot(str(shots / name))
     assert (shots / name).stat().st_size > 5_000
+    stray = b.execute_script(r"""
+      const out = [], walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+      while (walk.nextNode()) if (/^(null|undefined|NaN|\[object Object\])$/.test(walk.currentNode.data.trim())) out.push(walk.currentNode.parentNode.outerHTML.slice(0, 120));
+      return out;""")
+    assert stray == [], name
 
 
 def no_console_errors(b: Any) -> None:
@@ -147,7 +153,10 @@ def api(served: dict[str, Any], path: str) -> Any:
 def test_browse_to_a_table_with_human_times_and_history(served: dict[str, Any], browser: Any, shots: Path) -> None:
     b = browser
     go(b, served, "/")
-    wait_for(b, "#catalogs a", "shop").click()
+    wait_for(b, "#catalogs a", "shop")
+    wait_for(b, "main", "Recent runs")  # the home page: catalogs, then what ran lately
+    shot(b, shots, "home.png")
+    b.find_element(By.CSS_SELECTOR, "#catalogs a").click()
     wait_for(b, "#databases a", "sales").click()
     wait_for(b, "#relations", "raw")
     shot(b, shots, "database.png")

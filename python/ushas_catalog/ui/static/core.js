@@ -25,6 +25,12 @@ const U = (() => {
     return e;
   }
 
+  // ``node`` holding just ``children`` (null / false ones left out: never the text "null")
+  function fill(node, ...children) {
+    node.replaceChildren();
+    return append(node, children);
+  }
+
   const SVG_NS = "http://www.w3.org/2000/svg";
   function svg(tag, attrs, ...children) {
     const e = document.createElementNS(SVG_NS, tag);
@@ -208,9 +214,9 @@ const U = (() => {
 
   function setPage(title, ...children) {
     document.title = title ? `${title} · Ushas Catalog` : "Ushas Catalog";
-    main().replaceChildren(...children);
+    fill(main(), children);
   }
 
-  return { el, append, svg, enc, api, ApiError, ago, exact, when, toMs, duration, table, kv, tag, muted,
+  return { el, append, fill, svg, enc, api, ApiError, ago, exact, when, toMs, duration, table, kv, tag, muted,
     link, relationHash, splitName, errorBox, toCsv, csvCell, download, highlight, setPage, main };
 })();

@@ -123,14 +123,14 @@ const LineagePage = (() => {
   }
 
   function details(side, model, sel, state) {
-    if (!sel) { side.replaceChildren(el("p", { class: "muted" }, "Nothing selected.")); return; }
+    if (!sel) { U.fill(side, el("p", { class: "muted" }, "Nothing selected.")); return; }
     const asof = state.asof ? `?asof=${enc(state.asof)}` : "";
     if (sel.dataset) {
       const d = model.datasets.get(sel.dataset);
       const parts = U.splitName(sel.dataset);
       const info = d.info || {};
       const isTable = (info.kind ? info.kind === "table" : parts.length === 3) && !info.dropped;
-      side.replaceChildren(el("h3", {}, sel.dataset),
+      U.fill(side, el("h3", {}, sel.dataset),
         el("p", {}, el("span", { class: "chip" }, info.kind || "dataset"), info.dropped ? el("span", { class: "chip" }, "dropped") : null),
         el("ul", { class: "links" },
           isTable && parts.length === 3 ? el("li", {}, link(U.relationHash(parts), "table page")) : null,
@@ -144,7 +144,7 @@ const LineagePage = (() => {
       const name = Lineage.label(c);
       const ins = [...model.edges.values()].filter((e) => e.target.ds === c.ds && e.target.col === c.col);
       const outs = [...model.edges.values()].filter((e) => e.source.ds === c.ds && e.source.col === c.col);
-      side.replaceChildren(el("h3", {}, name),
+      U.fill(side, el("h3", {}, name),
         el("ul", { class: "links" },
           c.col !== null ? el("li", {}, link(`/impact/${enc(name)}${asof}`, "impact: everything downstream", { id: "side-impact" })) : null,
           c.col !== null ? el("li", {}, link(`/lineage/${enc(name)}`, "center the graph here")) : null),
@@ -154,7 +154,7 @@ const LineagePage = (() => {
     }
     if (sel.edge) {
       const e = sel.edge;
-      side.replaceChildren(el("h3", {}, `${e.subtype.toLowerCase()} (${e.kind.toLowerCase()})`),
+      U.fill(side, el("h3", {}, `${e.subtype.toLowerCase()} (${e.kind.toLowerCase()})`),
         el("p", {}, Lineage.label(e.target), el("br"), "← ", Lineage.label(e.source)),
         e.expression ? el("pre", { class: "sql" }, e.expression) : null,
         el("h4", {}, `Runs (${e.runs.length})`),
@@ -181,7 +181,7 @@ const LineagePage = (() => {
     for (const d of model.datasets.values()) d.expanded = true;
     const side = el("aside", { class: "details" }, el("p", { class: "muted" }, "Click a column to trace it."));
     const inner = el("div", { class: "graph small" });
-    box.replaceChildren(el("div", { class: "graph-layout" }, inner, side));
+    U.fill(box, el("div", { class: "graph-layout" }, inner, side));
     box.classList.remove("graph", "small");
     const v = new Lineage.View(inner, model, { tooltip: tip, onSelect: (sel) => details(side, model, sel, {}), onExpandColumn: () => {} });
     v.draw(true);

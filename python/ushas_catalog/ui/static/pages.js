@@ -197,7 +197,7 @@ const Pages = (() => {
     const page = await Data.partitions(c, d, n, offset, limit);
     const items = page.items || page.partitions || [];
     const total = page.total;
-    box.replaceChildren(
+    U.fill(box, 
       el("div", { class: "controls" },
         el("button", { type: "button", disabled: offset === 0, onclick: () => partitionsBlock(c, d, n, box, Math.max(0, offset - limit)) }, "◀ previous"),
         el("span", { class: "muted" }, items.length ? `${offset + 1}–${offset + items.length}${total !== undefined ? ` of ${total}` : ""}` : "none"),
@@ -218,7 +218,7 @@ const Pages = (() => {
       if (def && def.load && !loaded.has(id)) {
         loaded.add(id);
         const pane = [...panes.children].find((p) => p.dataset.tab === id);
-        Promise.resolve(def.load(pane)).catch((e) => pane.replaceChildren(errorBox(e)));
+        Promise.resolve(def.load(pane)).catch((e) => U.fill(pane, errorBox(e)));
       }
     };
     for (const t of defs) {
@@ -282,7 +282,7 @@ const Pages = (() => {
       el("h3", {}, "Business metadata"), userProps.length ? kv(userProps) : empty("none"),
       el("h3", {}, "System metadata"), sys.length ? kv(sys.map(([k, v]) => [k, /_at$/.test(k) ? when(v) : v])) : empty("none")) });
     tabDefs.push({ id: "history", label: "History", load: async (pane) => {
-      pane.replaceChildren(el("h3", {}, "Versions"), await historyBlock(c, d, n, isView),
+      U.fill(pane, el("h3", {}, "Versions"), await historyBlock(c, d, n, isView),
         el("h3", {}, "Owner, description and tag changes"), await metadataHistoryBlock(target));
     } });
     setPage(full,
