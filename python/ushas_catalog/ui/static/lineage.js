@@ -68,18 +68,24 @@ const Lineage = (() => {
     // The column edges on the path through ``node`` (upstream and downstream), for highlighting.
     pathOf(node) {
       const id = (n) => `${n.ds}\u0001${n.col}`;
+      const out = new Map(), into = new Map(); // node id -> edges leaving / entering it
+      for (const e of this.edges.values()) {
+        for (const [map, n] of [[out, e.source], [into, e.target]]) {
+          const k = id(n);
+          if (!map.has(k)) map.set(k, []);
+          map.get(k).push(e);
+        }
+      }
       const on = new Set();
       for (const forward of [true, false]) {
         const seen = new Set([id(node)]);
         const queue = [node];
         while (queue.length) {
           const cur = queue.shift();
-          for (const e of this.edges.values()) {
-            const from = forward ? e.source : e.target, to = forward ? e.target : e.source;
-            if (from.ds === cur.ds && from.col === cur.col) {
-              on.add(e.key);
-              if (!seen.has(id(to))) { seen.add(id(to)); queue.push(to); }
-            }
+          for (const e of (forward ? out : into).get(id(cur)) || []) {
+            on.add(e.key);
+            const to = forward ? e.target : e.source;
+            if (!seen.has(id(to))) { seen.add(id(to)); queue.push(to); }
           }
         }
       }
