@@ -16,7 +16,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from .uistore import RAW, T1, T2, build
+from .uistore import RAW, REPORT, T1, T2, build, col, edge, run
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -46,12 +46,24 @@ def build_rich(uri: str) -> str:
     """uistore's store, plus: an owner, column descriptions and tags, a schema change (history),
     a table and a column named with ``? # %`` (and ``.`` and a space), one named like an XSS payload;
     returns a write token."""
+    from lineage.model import EdgeSubtype
+    from lineage.store import CapturedRun
+    from lineage.tables import open_lineage_store
     from ushas_catalog.metastore import Metastore
     from ushas_catalog.model.schema import parse_type
     from ushas_catalog.model.table_changes import AddColumn, SetOwner
     from ushas_catalog.service.tokens import TokenStore
 
     build(uri)
+    # a run from raw straight to the report: an edge across two ranks, which must go round cleaned
+    store = open_lineage_store(uri)
+    try:
+        store.record(CapturedRun(run(3, T2 + 60_000, "INSERT INTO report SELECT country FROM shop.sales.raw"),
+                                 reads=(RAW,), writes=(REPORT,),
+                                 edges=(edge(col(REPORT, "country"), col(RAW, "country"), EdgeSubtype.IDENTITY,
+                                             "country"),)))
+    finally:
+        store.close()
     ms = Metastore.open(uri)
     try:
         ms.alter_table("shop.sales.raw", [AddColumn(("channel",), parse_type("STRING"), comment="web or store"),
@@ -445,7 +457,7 @@ def test_runs_and_the_run_page(served: dict[str, Any], browser: Any, shots: Path
     go(b, served, "/runs?dataset=file%3A%2Fdata%2Freport")
     wait_for(b, "main table.runs", "sum(amount)")
     shot(b, shots, "runs.png")
-    b.find_element(By.CSS_SELECTOR, "main table.runs tbody a").click()
+    b.find_element(By.XPATH, "//table[contains(@class, 'runs')]//tr[td/code[contains(., 'sum(amount)')]]//a").click()
     wait_for(b, "#run-sql", "SELECT country, sum(amount) AS total FROM cleaned GROUP BY country")
     assert "spark_catalog.default.cleaned" in b.find_element(By.ID, "inputs").text
     assert "file:/data/report" in b.find_element(By.ID, "outputs").text

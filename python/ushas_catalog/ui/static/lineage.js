@@ -147,7 +147,11 @@ const Lineage = (() => {
     // keep dagre's dummy points (edges spanning several ranks pass between the boxes of the
     // ranks they cross); the single middle point of a one-rank edge would knot every column edge
     // of a table pair into one spot
-    return [a, ...mid.filter((p) => p.x > a.x + RANKSEP * 0.9 && p.x < b.x - RANKSEP * 0.9), b];
+    // A kept point is a dummy node in the column of a rank between; the edge passes that column
+    // level with it, from its left side to its right (the boxes of that rank are above or below).
+    const through = mid.filter((p) => p.x > a.x + RANKSEP * 0.9 && p.x < b.x - RANKSEP * 0.9)
+      .flatMap((p) => [{ x: p.x - W / 2 - 6, y: p.y }, { x: p.x + W / 2 + 6, y: p.y }]);
+    return [a, ...through, b];
   }
 
   const label = (n) => (n.col === null ? `${n.ds} (whole dataset)` : `${n.ds}.${n.col}`);
