@@ -187,8 +187,7 @@ def _kind(q: LineageQueries, key: DatasetKey) -> str:
 
 
 def _has_edges(q: LineageQueries, key: DatasetKey, upstream: bool, since: int | None, until: int | None) -> bool:
-    fn = q.store.upstream_edges if upstream else q.store.downstream_edges
-    return bool(fn(key, None, since, until, all_columns=True))
+    return bool(q.store.has_edges(key, upstream=upstream, since=since, until=until))
 
 
 __all__ = ["DIRECTIONS", "column_graph", "table_graph"]

@@ -180,6 +180,11 @@ def test_lineage_graphs_place_whole_dataset_nodes(live: Live) -> None:
     assert csv.headers["content-type"].startswith("text/csv") and b"file:/data/report.total" in csv.body
     datasets = live.get("/api/v1/lineage/datasets?kind=path").json["items"]
     assert [d["name"] for d in datasets] == ["file:/data/report"]
+    every = [d["name"] for d in live.get("/api/v1/lineage/datasets").json["items"]]
+    assert every == ["file:/data/report", "shop.sales.raw", "spark_catalog.default.cleaned"]
+    paged = [live.get(f"/api/v1/lineage/datasets?limit=1&offset={i}").json for i in range(3)]
+    assert [p["items"][0]["name"] for p in paged] == every and [p["has_more"] for p in paged] == [True, True, False]
+    assert [d["name"] for d in live.get("/api/v1/lineage/datasets?prefix=shop.").json["items"]] == ["shop.sales.raw"]
 
 
 def test_runs_and_run_detail(live: Live) -> None:

@@ -51,6 +51,45 @@ def owner_and_tags(state: ServiceState, name: str, table_id: str | None) -> tupl
         return None, []
 
 
+def dataset_page(store: Any, prefix: str, kind: str | None, offset: int, limit: int) -> list[Any]:
+    """Up to ``limit + 1`` captured datasets in name order from ``offset`` (of those of ``kind``
+    named ``prefix...``), read from the name index page by page: a page costs its own datasets,
+    not the whole store. A name a table had before a rename is skipped (it is listed under its
+    current name, when lineage saw that one)."""
+    from lineage.store import CapturedDataset
+
+    out: list[Any] = []
+    seen: set[Any] = set()
+    skipped, after = 0, None
+    while len(out) <= limit:
+        batch = store.names_in_order(prefix, after=after, limit=200)
+        if not batch:
+            break
+        for name, key in batch:
+            after = name
+            if key in seen:
+                continue
+            ref = store.dataset(key)
+            if ref is None:
+                continue
+            described = store.describe(key)
+            if described["name"] != name and store.keys_named(described["name"]):
+                continue  # an old name of a renamed table
+            seen.add(key)
+            last = store.accesses(key, limit=1, reverse=True)
+            d = CapturedDataset(key, ref.dataset, described["name"], bool(described.get("dropped")),
+                                last[0].time_ms if last else None, last[0].access if last else None)
+            if kind is not None and d.kind != kind:
+                continue
+            if skipped < offset:
+                skipped += 1
+                continue
+            out.append(d)
+            if len(out) > limit:
+                break
+    return out
+
+
 def register(bp: Blueprint, state: ServiceState) -> None:
     ep = state.endpoint
 
@@ -60,11 +99,9 @@ def register(bp: Blueprint, state: ServiceState) -> None:
         kind = str_arg("kind")
         if kind is not None and kind not in DATASET_KINDS:
             raise InvalidArgument(f"kind must be one of {', '.join(DATASET_KINDS)}, not {kind[:40]!r}")
-        prefix = str_arg("prefix")
         offset, limit = page_args()
-        rows = [d for d in state.lineage.store.captured_datasets()
-                if (kind is None or d.kind == kind) and (prefix is None or d.name.startswith(prefix))]
-        return paged([d.to_dict() for d in rows[offset:offset + limit + 1]], offset, limit, len(rows))
+        rows = dataset_page(state.lineage.store, str_arg("prefix") or "", kind, offset, limit)
+        return paged([d.to_dict() for d in rows], offset, limit, offset + min(len(rows), limit))
 
     @bp.get("/lineage/graph")
     @ep

@@ -14,7 +14,7 @@ from typing import Any
 
 from flask import Blueprint, request
 
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, UshasError
 from .routing import int_arg, list_arg, str_arg
 from .state import ServiceState
 
@@ -61,10 +61,15 @@ def describe_hits(ms: Any, hits: list[Any]) -> list[dict[str, Any]]:
             if otype is ObjectType.DATABASE:
                 return ms.resolver.database(tr, DatabaseName.parse(parts)).record.owner or None
             tn = TableName.parse(parts[:3])
-            if otype is ObjectType.VIEW:
+            _, entry = ms.resolver.relation(tr, tn)
+            if entry is None:
+                return None
+            from ..records import ObjectKind
+
+            if entry.kind == ObjectKind.VIEW:
                 return ms.resolver.view(tr, tn).record.owner or None
             return ms.resolver.table(tr, tn).store("TableProperties").load(tr, ()).owner or None
-        except Exception:  # noqa: BLE001 - a hit dropped since the index answered: no owner
+        except UshasError:  # a hit dropped since the index answered: no owner
             return None
 
     def fn(tr: Any) -> list[dict[str, Any]]:
@@ -73,13 +78,10 @@ def describe_hits(ms: Any, hits: list[Any]) -> list[dict[str, Any]]:
         for h in hits:
             parent = ObjectType.TABLE if h.type is ObjectType.COLUMN else None
             ref = ObjectRef(h.type, h.id, h.relation, h.column, parent)
-            try:
-                md = ms.metadata.read(tr, ref)
-                tags = sorted(md.user.tags)
-                fmt = md.system.properties.get("format")
-                comment = md.user.properties.get("comment")
-            except Exception:  # noqa: BLE001
-                tags, fmt, comment = [], None, None
+            md = ms.metadata.read(tr, ref)
+            tags = sorted(md.user.tags)
+            fmt = md.system.properties.get("format")
+            comment = md.user.properties.get("comment")
             otype = h.type if h.type is not ObjectType.COLUMN else ObjectType.TABLE
             if h.relation not in owners:
                 owners[h.relation] = owner_of(tr, otype, h.relation)
