@@ -199,6 +199,15 @@ def test_browse_to_a_table_with_human_times_and_history(served: dict[str, Any], 
     assert "{" not in history.text
     shot(b, shots, "history.png")
 
+    # a view: its SQL, its columns
+    go(b, served, "/d/shop/sales")
+    wait_for(b, "#relations", "fr")
+    b.find_element(By.LINK_TEXT, "fr").click()
+    wait_for(b, ".page-head .kind-badge", "VIEW")
+    b.find_element(By.ID, "tab-sql").click()
+    wait_for(b, "#pane-sql pre.sql", "WHERE country = 'FR'")
+    shot(b, shots, "view.png")
+
     with urllib.request.urlopen(served["url"] + "/favicon.ico", timeout=10) as r:
         assert r.status == 200 and r.headers["Content-Type"].startswith("image/svg+xml")
     no_console_errors(b)
@@ -355,6 +364,14 @@ def edges_through_boxes(b: Any) -> list[str]:
 def test_lineage_graph(served: dict[str, Any], browser: Any, shots: Path) -> None:
     b = browser
     go(b, served, "/lineage")
+    wait_for(b, "#datasets", "file:/data/report")
+    rows = {r.find_elements(By.TAG_NAME, "td")[0].text: r.find_elements(By.TAG_NAME, "td")[1].text
+            for r in b.find_elements(By.CSS_SELECTOR, "#datasets tbody tr")}
+    assert rows == {"file:/data/report": "path (parquet)", "shop.sales.raw": "table",
+                    "spark_catalog.default.cleaned": "external table"}
+    b.find_element(By.XPATH, "//tr[td//a[text()='shop.sales.raw']]//a[text()='table page']").click()
+    wait_for(b, ".page-head h1", "shop.sales.raw")
+    b.back()
     wait_for(b, "#datasets", "file:/data/report")
     Select(b.find_element(By.ID, "dataset-kind")).select_by_value("path")
     wait_for(b, "main .controls", "1 dataset")

@@ -29,6 +29,7 @@
       a.classList.toggle("active", path.startsWith(a.getAttribute("href").slice(1)) && a.getAttribute("href") !== "#/");
     }
     U.main().replaceChildren(el("p", { class: "loading" }, "loading…"));
+    if (path !== "/search") document.getElementById("search").value = "";
     for (const [re, page] of routes) {
       const m = path.match(re);
       if (!m) continue;

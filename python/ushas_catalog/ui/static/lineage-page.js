@@ -31,7 +31,9 @@ const LineagePage = (() => {
         link(`/lineage/${enc(d.name)}`, d.name, { class: "strong" }),
         el("span", { class: "kind" }, d.kind + (d.dataset && d.dataset.format ? ` (${d.dataset.format})` : "")),
         el("span", {}, d.last_access ? d.last_access + " " : "", when(d.last_access_ms)),
-        el("span", {}, link(`/runs?dataset=${enc(d.name)}`, "runs"), d.dropped ? el("span", { class: "chip" }, "dropped") : null)]),
+        el("span", { class: "row-links" }, link(`/runs?dataset=${enc(d.name)}`, "runs"),
+          d.kind === "table" && !d.dropped && U.splitName(d.name).length === 3 ? link(U.relationHash(U.splitName(d.name)), "table page") : null,
+          d.dropped ? el("span", { class: "chip" }, "dropped") : null)]),
       { class: "grid", id: "datasets" })
         : Pages.empty(kind ? "No captured dataset of this kind." : "No lineage captured yet: run Spark with the lineage listener."));
   }
