@@ -485,3 +485,50 @@ def test_runs_and_the_run_page(served: dict[str, Any], browser: Any, shots: Path
     wait_for(b, '#graph g.box[data-dataset="file:/data/report"]')
     shot(b, shots, "run.png")
     no_console_errors(b)
+
+
+def _network_address() -> str | None:
+    """This machine's address on a network (not loopback), if it has one."""
+    import socket
+
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect(("192.0.2.1", 9))  # no packet is sent: this only picks the outgoing interface
+            address = s.getsockname()[0]
+    except OSError:
+        return None
+    return None if address.startswith("127.") or address == "0.0.0.0" else address
+
+
+def test_a_service_on_the_network_asks_for_a_token(served: dict[str, Any], browser: Any, shots: Path) -> None:
+    """Bound beyond loopback, reads need a token too: the page says so, a read token signs in and
+    shows the catalog read-only (no edits)."""
+    from ushas_catalog.metastore import Metastore
+    from ushas_catalog.service.tokens import TokenStore
+
+    address = _network_address()
+    if address is None:
+        pytest.skip("no network address to bind to")
+    ms = Metastore.open(served["uri"])
+    try:
+        _, reader = TokenStore(ms).create("read", "ui-reader")
+    finally:
+        ms.close()
+    service = Service(served["uri"], "default", host=address, port=0)
+    thread = threading.Thread(target=service.run, daemon=True)
+    thread.start()
+    b = browser
+    try:
+        b.get(f"http://{address}:{service.port}/#/t/shop/sales/raw")
+        wait_for(b, "#needs-token", "needs a token")
+        shot(b, shots, "needs-token.png")
+        b.find_element(By.CSS_SELECTOR, "#needs-token button").click()
+        b.find_element(By.ID, "token").send_keys(reader)
+        b.find_element(By.ID, "sign-in-submit").click()
+        wait_for(b, "#columns", "amount")
+        assert b.find_element(By.ID, "who").text == "read-only"
+        assert not b.find_element(By.CSS_SELECTOR, '[data-field="owner"] .pencil').is_enabled()
+        assert not b.find_element(By.CSS_SELECTOR, '#tags .add-tag').is_enabled()
+    finally:
+        service.stop()
+        thread.join(30)

@@ -35,7 +35,14 @@
       if (!m) continue;
       let parts;
       try { parts = m.map((x, i) => (i === 0 ? x : decodeURIComponent(x))); } catch (e) { break; }
-      try { await page(parts, params); } catch (e) { U.setPage("Error", U.errorBox(e)); }
+      try { await page(parts, params); } catch (e) {
+        if (e.status === 401) { // a service reachable from other machines: reads need a token too
+          U.setPage("Sign in", el("div", { class: "empty", id: "needs-token" },
+            el("p", {}, "This service needs a token to show its catalog: sign in with a token of ",
+              el("code", {}, "ushas tokens create --read"), " (or --write to edit)."),
+            el("button", { type: "button", onclick: () => { const b = document.getElementById("sign-in"); if (b) b.click(); } }, "sign in")));
+        } else U.setPage("Error", U.errorBox(e));
+      }
       return;
     }
     U.setPage("Not found", U.errorBox(`no page ${hash}`));
