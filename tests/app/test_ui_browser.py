@@ -184,6 +184,12 @@ def test_browse_to_a_table_with_human_times_and_history(served: dict[str, Any], 
     assert "pii" in b.find_element(By.ID, "tags").text
     shot(b, shots, "table.png")
 
+    b.find_element(By.ID, "tab-lineage").click()  # its neighbours, tables only
+    wait_for(b, "#pane-lineage", "0 tables upstream, 2 downstream")
+    wait_for(b, '#pane-lineage g.box[data-dataset="spark_catalog.default.cleaned"]')
+    assert not b.find_elements(By.CSS_SELECTOR, "#pane-lineage g.col")
+    shot(b, shots, "table-lineage.png")
+
     b.find_element(By.ID, "tab-partitions").click()
     wait_for(b, "#pane-partitions table", "dt=2024-01-01")
     b.find_element(By.ID, "next-partitions").click()

@@ -9,8 +9,11 @@ const Edit = (() => {
   const canWrite = () => Data.session.access === "write";
   const readOnlyTitle = () => "sign in with a write token (ushas tokens create --write) to edit";
 
+  // "saved" fades after a few seconds; an error stays until the next try
   function status(box, text, error) {
-    box.replaceChildren(text ? el("span", { class: error ? "edit-error" : "edit-ok", role: error ? "alert" : "status" }, text) : "");
+    const note = text ? el("span", { class: error ? "edit-error" : "edit-ok", role: error ? "alert" : "status" }, text) : "";
+    box.replaceChildren(note);
+    if (note && !error) setTimeout(() => note.remove(), 4000);
   }
 
   // A value shown as text with a pencil; editing swaps in an input (Enter saves, Escape cancels).

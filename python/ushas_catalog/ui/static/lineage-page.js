@@ -165,6 +165,28 @@ const LineagePage = (() => {
     }
   }
 
+  // A table page's Lineage tab: its tables upstream and downstream (two levels), boxes closed.
+  async function preview(pane, name) {
+    const res = await Data.graph(name, { direction: "both", depth: 2 });
+    const model = new Lineage.Model();
+    model.merge(res);
+    model.start = res.start;
+    model.startDataset = name;
+    const side = el("aside", { class: "details" }, el("p", { class: "muted" }, "Click a table to show its columns."));
+    const inner = el("div", { class: "graph small", id: "graph" });
+    const up = new Set(), down = new Set();
+    for (const e of model.edges.values()) {
+      if (e.target.ds === name && e.source.ds !== name) up.add(e.source.ds);
+      if (e.source.ds === name && e.target.ds !== name) down.add(e.target.ds);
+    }
+    U.fill(pane, el("p", { class: "controls" },
+      el("span", {}, `${up.size} table${up.size === 1 ? "" : "s"} upstream, ${down.size} downstream (two levels)`),
+      link(`/lineage/${enc(name)}`, "open the full graph", { class: "button", id: "full-graph" })),
+    el("div", { class: "graph-layout" }, inner, side));
+    const v = new Lineage.View(inner, model, { tooltip: tip, onSelect: (sel) => details(side, model, sel, {}), onExpandColumn: () => {} });
+    v.draw(true);
+  }
+
   // One run's column edges as a graph: the run's inputs on the left, its outputs on the right.
   function runGraph(box, res) {
     const names = [...res.inputs, ...res.outputs].map((d) => d.name).sort((a, b) => b.length - a.length);
@@ -189,5 +211,5 @@ const LineagePage = (() => {
     v.draw(true);
   }
 
-  return { index, graphPage, runGraph, tip };
+  return { index, graphPage, runGraph, preview, tip };
 })();

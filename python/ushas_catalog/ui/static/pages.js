@@ -277,6 +277,7 @@ const Pages = (() => {
     ];
     if (isView) tabDefs.push({ id: "sql", label: "SQL", content: el("pre", { class: "sql" }, t.sql) });
     if (!isView && t.partition_columns.length) tabDefs.push({ id: "partitions", label: "Partitions", load: (pane) => partitionsBlock(c, d, n, pane, 0) });
+    if (t.lineage) tabDefs.push({ id: "lineage", label: "Lineage", load: (pane) => LineagePage.preview(pane, full) });
     tabDefs.push({ id: "properties", label: "Properties", content: el("div", {},
       el("h3", {}, "Table properties"), props.length ? kv(props) : empty("none"),
       el("h3", {}, "Business metadata"), userProps.length ? kv(userProps) : empty("none"),
