@@ -176,6 +176,8 @@ def test_lineage_graphs_place_whole_dataset_nodes(live: Live) -> None:
     names = {r["name"]: r for r in impact["items"]}
     assert names["file:/data/report.total"]["depth"] == 2
     assert names["file:/data/report.total"]["path"][0] == "shop.sales.raw.amount"
+    whole = {r["name"] for r in live.get("/api/v1/lineage/impact?node=shop.sales.raw").json["items"]}
+    assert set(names) <= whole and "file:/data/report.country" in whole
     csv = live.get("/api/v1/lineage/impact?node=shop.sales.raw.amount&format=csv")
     assert csv.headers["content-type"].startswith("text/csv") and b"file:/data/report.total" in csv.body
     datasets = live.get("/api/v1/lineage/datasets?kind=path").json["items"]

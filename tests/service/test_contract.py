@@ -6,6 +6,7 @@ operations are exercised too, on whatever objects the generated names find)."""
 from __future__ import annotations
 
 import json
+from typing import Iterator
 
 import pytest
 import schemathesis
@@ -43,14 +44,24 @@ def test_every_path_is_routed(live: Live) -> None:
             assert answer.json != {"error": {"type": "NotFound", "message": "no such API endpoint"}}, (method, path)
 
 
-@pytest.fixture
-def base(live: Live) -> str:
-    return live.base
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
+    """One live service for every operation's examples (a store per operation would double the time)."""
+    from app.uistore import build
+
+    from .live import running, token
+
+    uri = f"sqlite:///{tmp_path_factory.mktemp('contract') / 'ushas.db'}"
+    build(uri)
+    write = token(uri, "write")
+    for svc in running(uri):
+        svc.write_token = write  # type: ignore[attr-defined]
+        yield svc
 
 
 @SCHEMA.parametrize()
 @settings(max_examples=12, deadline=None, phases=[Phase.explicit, Phase.generate],
           suppress_health_check=list(HealthCheck))
-def test_answers_follow_the_document(case: schemathesis.Case, live: Live) -> None:
-    headers = {"Authorization": f"Bearer {live.write_token}"}  # type: ignore[attr-defined]
-    case.call_and_validate(base_url=live.base, headers=headers, checks=CHECKS, timeout=30)
+def test_answers_follow_the_document(case: schemathesis.Case, shared: Live) -> None:
+    headers = {"Authorization": f"Bearer {shared.write_token}"}  # type: ignore[attr-defined]
+    case.call_and_validate(base_url=shared.base, headers=headers, checks=CHECKS, timeout=30)

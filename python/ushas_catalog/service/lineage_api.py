@@ -122,14 +122,16 @@ def register(bp: Blueprint, state: ServiceState) -> None:
     @bp.get("/lineage/impact")
     @ep
     def impact() -> Any:
-        node = str_arg("node", required=True, what="TABLE.COLUMN")
+        node = str_arg("node", required=True, what="TABLE.COLUMN (or TABLE)")
         assert node is not None
         since, until = time_arg("since"), time_arg("until")
         fmt = str_arg("format") or "json"
         if fmt not in ("json", "csv"):
             raise InvalidArgument(f"format must be json or csv, not {fmt[:40]!r}")
         q = state.lineage
-        answer = q.impact(node, since=since, until=until)
+        start_ref = q.resolve(node)  # a column; a whole dataset: everything downstream of any of its columns
+        answer = q.impact(start_ref, since=since, until=until) if start_ref.column is not None else \
+            q.downstream(start_ref, depth=None, since=since, until=until)
         described: dict[Any, dict[str, Any]] = {}
         facts: dict[Any, tuple[str | None, list[str]]] = {}
         rows = []

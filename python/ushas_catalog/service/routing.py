@@ -39,7 +39,11 @@ def _api_path(raw: str) -> str:
     """The raw path with every segment decoded except ``/`` and ``%`` (as a WSGI latin-1 string)."""
     segments = []
     for seg in raw.split("/"):
-        data = unquote_to_bytes(seg).replace(b"%", b"%25").replace(b"/", b"%2F")
+        try:
+            raw_bytes = seg.encode("latin-1")  # a WSGI string: the request's bytes, one char each
+        except UnicodeEncodeError:
+            raw_bytes = seg.encode("utf-8")
+        data = unquote_to_bytes(raw_bytes).replace(b"%", b"%25").replace(b"/", b"%2F")
         segments.append(data.decode("latin-1"))
     return "/".join(segments)
 

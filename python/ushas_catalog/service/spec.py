@@ -220,6 +220,11 @@ def paths() -> dict[str, Any]:
     depth = query("depth", "hops (default 3, at most 20)", {"type": "integer", "minimum": 1, "maximum": 20})
     kind_q = query("kind", "table, external table or path",
                    {"type": "string", "enum": ["table", "external table", "path"]})
+    impact = get("impact", "everything downstream of a column (or of a whole dataset), with owners, tags and "
+                           "paths; format=csv: as CSV",
+                 [node_q, SINCE, UNTIL, query("format", "json (default) or csv",
+                                              {"type": "string", "enum": ["json", "csv"]})], ref("Impact"), "lineage")
+    impact["get"]["responses"]["200"]["content"]["text/csv"] = {"schema": {"type": "string"}}
     return {
         "/api/v1/info": get("info", "the project, the kind of store, the auth rules", [], ref("Info"), "service"),
         "/api/v1/openapi.json": {"get": {"operationId": "openapi", "summary": "this document", "tags": ["service"],
@@ -310,8 +315,7 @@ def paths() -> dict[str, Any]:
                                      [node_q, direction, depth, SINCE, UNTIL], ref("ColumnGraph"), "lineage"),
         "/api/v1/lineage/tables": get("tableGraph", "the table-level graph around a dataset",
                                       [node_q, direction, depth, SINCE, UNTIL], ref("TableGraph"), "lineage"),
-        "/api/v1/lineage/impact": get("impact", "everything downstream of a column, with owners and tags",
-                                      [node_q, SINCE, UNTIL], ref("Impact"), "lineage"),
+        "/api/v1/lineage/impact": impact,
         "/api/v1/lineage": {"post": {
             "operationId": "receiveRunEvent", "tags": ["lineage"],
             "summary": "the OpenLineage receiver: one RunEvent (any producer)",

@@ -123,7 +123,11 @@ class Service:
         stores = self.app.config["USHAS"]
         local = is_loopback(host)
         if not local:
-            require_token_configured(stores, host)
+            try:
+                require_token_configured(stores, host)
+            except BaseException:
+                stores.close()
+                raise
         register_api(self.app, stores, access=AccessControl(stores, require_read_token=not local),
                      namespaces=dict(namespaces or {}))
         self.socket = listen(host, port)
