@@ -175,21 +175,34 @@ const Pages = (() => {
     return items.length ? list : empty("No history.");
   }
 
+  // Who changed the owner, description, tags, properties: USER metadata first; the SYSTEM
+  // entries (write times, counters the catalog keeps) behind a toggle.
   async function metadataHistoryBlock(target) {
     let res;
     try { res = await Data.metadataHistory(target); } catch (e) { return errorBox(e); }
-    const items = Array.isArray(res) ? res : res.items || [];
+    const items = (Array.isArray(res) ? res : res.items || []).slice().reverse();
     if (!items.length) return empty("No metadata changes yet.");
-    return el("ol", { class: "timeline", id: "metadata-history" }, items.slice().reverse().map((m) => {
+    const value = (key, v) => (/_at$/.test(key) && U.toMs(v) !== null ? U.exact(v) : v);
+    const entry = (m) => {
       const where = m.column ? ` on column ${m.column}` : "";
       let text;
       if (m.action === "tag") text = [`added tag `, tag(m.key), where];
       else if (m.action === "untag") text = [`removed tag `, tag(m.key), where];
-      else if (m.action === "unset") text = [`removed ${m.key}${where}`, m.old ? ` (was “${m.old}”)` : ""];
-      else text = [`set ${m.key}${where} `, m.old ? el("del", {}, m.old) : null, m.old ? " → " : "", el("ins", {}, m.new ?? "")];
-      return el("li", {}, el("div", { class: "commit" }, el("strong", {}, m.user || "?"), " ", text, el("span", { class: "muted" }, " · "),
-        when(m.at), m.scope === "SYSTEM" ? el("span", { class: "chip" }, "system") : null));
-    }));
+      else if (m.action === "unset") text = [`removed ${m.key}${where}`, m.old ? ` (was “${value(m.key, m.old)}”)` : ""];
+      else text = [`set ${m.key}${where} `, m.old ? el("del", {}, value(m.key, m.old)) : null, m.old ? " → " : "", el("ins", {}, value(m.key, m.new ?? ""))];
+      return el("li", { class: m.scope === "SYSTEM" ? "system" : "" }, el("div", { class: "commit" }, el("strong", {}, m.user || "?"), " ", text,
+        el("span", { class: "muted" }, " · "), when(m.at), m.scope === "SYSTEM" ? el("span", { class: "chip" }, "system") : null));
+    };
+    const user = items.filter((m) => m.scope !== "SYSTEM"), system = items.filter((m) => m.scope === "SYSTEM");
+    const list = el("ol", { class: "timeline", id: "metadata-history" }, user.map(entry));
+    const box = el("div", {}, user.length ? list : empty("No owner, description or tag changes yet."));
+    if (system.length) {
+      const toggle = el("button", { type: "button", id: "show-system", onclick: () => {
+        list.append(...system.map(entry)); toggle.remove(); if (!user.length) box.replaceChildren(list); } },
+      `show ${system.length} system change${system.length === 1 ? "" : "s"} (write times, counters)`);
+      box.append(el("p", {}, toggle));
+    }
+    return box;
   }
 
   async function partitionsBlock(c, d, n, box, offset) {
