@@ -168,6 +168,14 @@ const Lineage = (() => {
       this.svg.append(this.world);
       this.box.replaceChildren(this.svg, this.zoomControls());
       this.pan();
+      // keyboard: Tab to a box header or a column, Enter opens / traces it
+      this.svg.addEventListener("keydown", (ev) => {
+        const target = ev.target.closest && ev.target.closest("g.head, g.col");
+        if (target && (ev.key === "Enter" || ev.key === " ")) {
+          ev.preventDefault();
+          target.dispatchEvent(new MouseEvent("click", { bubbles: true }));
+        }
+      });
     }
 
     zoomControls() {
