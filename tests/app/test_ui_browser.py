@@ -419,7 +419,9 @@ def test_lineage_graph(served: dict[str, Any], browser: Any, shots: Path) -> Non
     until(b, lambda d: not d.find_elements(By.CSS_SELECTOR, "g.box g.col"))
     assert edges_through_boxes(b) == []
     shot(b, shots, "lineage-tables.png")
-    b.find_element(By.CSS_SELECTOR, 'g.box[data-dataset="spark_catalog.default.cleaned"] g.head').click()
+    head = b.find_element(By.CSS_SELECTOR, 'g.box[data-dataset="spark_catalog.default.cleaned"] g.head')
+    b.execute_script("arguments[0].focus()", head)  # from the keyboard: Enter opens the box
+    ActionChains(b).send_keys(Keys.ENTER).perform()
     wait_for(b, 'g.col[data-node="spark_catalog.default.cleaned.amount"]')
     assert "spark_catalog.default.cleaned" in b.find_element(By.ID, "details").text
 
