@@ -40,6 +40,7 @@ XSS_TAG = "<i>t</i><script>alert(1)</script>"  # a tag may not hold "=" (search 
 #: path separator; paths with "/" are lineage datasets: file:/data/report below)
 HOSTILE = "q?x#y%2f.z w"
 HOSTILE_COLUMN = "c#1%2f?"
+SLASHED = "a/b"
 
 
 def build_rich(uri: str) -> str:
@@ -70,6 +71,12 @@ def build_rich(uri: str) -> str:
                                           SetOwner("alice")])
         ms.metadata.tag("shop.sales.raw.amount", ["finance"])
         ms.create_table(["shop", "sales", HOSTILE], f"x INT, `{HOSTILE_COLUMN}` STRING", comment="a hostile name")
+        # a table named a/b, as a store written before names were checked may hold one
+        with pytest.MonkeyPatch.context() as mp:
+            import ushas_catalog.catalog.tables as tables
+
+            mp.setattr(tables, "new_table_name", tables.TableName.parse)
+            ms.create_table(["shop", "sales", SLASHED], "s INT", comment="a slash in its name")
         ms.create_table(["shop", "sales", XSS], f"y STRING COMMENT '{XSS}'", comment=XSS)
         ms.metadata.tag(["shop", "sales", XSS], ["xss", XSS_TAG])
         _, secret = TokenStore(ms).create("write", "ui-test")
@@ -230,6 +237,14 @@ def test_hostile_names_render_as_text(served: dict[str, Any], browser: Any, shot
     wait_for(b, "#columns", HOSTILE_COLUMN)
     assert b.find_element(By.CSS_SELECTOR, ".page-head h1").text == f"shop.sales.`{HOSTILE}`"
     assert "a hostile name" in b.find_element(By.ID, "description").text
+    go(b, served, "/d/shop/sales")
+    wait_for(b, "#relations", SLASHED)
+    b.find_element(By.LINK_TEXT, SLASHED).click()
+    wait_for(b, "#columns", "s")
+    assert b.find_element(By.CSS_SELECTOR, ".page-head h1").text == "shop.sales.`a/b`"
+    assert "a slash in its name" in b.find_element(By.ID, "description").text
+    b.find_element(By.ID, "tab-history").click()
+    wait_for(b, "#history-list", "Create table")
     go(b, served, "/d/shop/sales")
     wait_for(b, "#relations", XSS)
     b.find_element(By.LINK_TEXT, XSS).click()
