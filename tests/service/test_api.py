@@ -144,6 +144,8 @@ def test_metadata_writes_go_through_the_metastore(live: Live) -> None:
     assert live.get(D + "/tables/raw").json["comment"] is None
     history = live.get("/api/v1/metadata/history?catalog=shop&database=sales&table=raw").json
     assert {"tag", "untag", "set", "unset"} <= {c["action"] for c in history}
+    mine = [c for c in history if c["user"] == "test write"]  # the token's name, not the service's login
+    assert {"tag", "untag", "set", "unset"} <= {c["action"] for c in mine}
     # the CLI's validation: a reserved key, a SYSTEM write, an owner on a column, nothing written
     bad = live.request("POST", obj.format("properties"), {"properties": {"bad=key": "x"}}, headers=h)
     assert bad.status == 400 and bad.json["error"]["type"] == "InvalidArgument"

@@ -20,7 +20,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from flask import Blueprint, Response, request
+from flask import Blueprint, Response, g, request
 
 from ..errors import InvalidArgument, UshasError
 from .routing import API_PREFIX, body_object, error_response, json_response
@@ -32,6 +32,11 @@ MAX_SESSIONS = 10_000
 SESSION_TTL_S = 12 * 3600
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 OPEN_PATHS = frozenset({API_PREFIX + "/info", API_PREFIX + "/openapi.json", API_PREFIX + "/session"})
+
+
+def request_user() -> str | None:
+    """The user a request acts as: the name of the token it presented (None: no token, or no request)."""
+    return g.get("ushas_user") if g else None
 
 
 class Unauthorized(UshasError):
@@ -58,8 +63,14 @@ class AccessControl:
 
     # ---- identities -------------------------------------------------------------------------------------
     def token_access(self, token: str) -> str | None:
+        """The access a token grants; the request's user becomes the token's name (its id when unnamed),
+        which the service's writes record as their user (:func:`request_user`)."""
         with self.stores.lock:
-            return TokenStore(self.stores.metastore).check(token)
+            info = TokenStore(self.stores.metastore).identify(token)
+        if info is None:
+            return None
+        g.ushas_user = info.name or f"token:{info.id}"
+        return info.access
 
     def session(self) -> Session | None:
         sid = request.cookies.get(COOKIE)
@@ -164,4 +175,4 @@ class AccessControl:
             return out
 
 
-__all__ = ["AccessControl", "Forbidden", "Unauthorized", "COOKIE", "CSRF_HEADER"]
+__all__ = ["request_user", "AccessControl", "Forbidden", "Unauthorized", "COOKIE", "CSRF_HEADER"]

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import logging
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Iterator, Protocol
 
 from flask import Response
 
 from ..errors import UshasError
+from .auth import request_user
 from .routing import error_response, json_response, status_of
 
 LOG = logging.getLogger("ushas.service")
@@ -94,6 +96,22 @@ def store_kind(uri: str) -> str:
     return scheme.lower() if sep and scheme.isalnum() else "store"
 
 
+@contextmanager
+def acting_as(stores: Any, user: str | None) -> Iterator[None]:
+    """The metastore's commits record ``user`` (the request's token name) while a request runs; the
+    caller holds the stores' lock, so no other request sees the change."""
+    if user is None:
+        yield
+        return
+    ms = stores.metastore
+    before = ms.user
+    ms.user = user
+    try:
+        yield
+    finally:
+        ms.user = before
+
+
 @dataclass
 class ServiceState:
     stores: Any  # a Stores
@@ -113,7 +131,7 @@ class ServiceState:
 
         def view(**kw: Any) -> Response:
             try:
-                with self.stores.lock:
+                with self.stores.lock, acting_as(self.stores, request_user()):
                     data = fn(**kw)
             except UshasError as exc:
                 return error_response(exc.type, self.redact(exc.message), status_of(exc))
@@ -124,4 +142,4 @@ class ServiceState:
         return view
 
 
-__all__ = ["LOG", "OwnStores", "ServiceState", "Stores", "redactor", "store_kind"]
+__all__ = ["LOG", "acting_as", "OwnStores", "ServiceState", "Stores", "redactor", "store_kind"]

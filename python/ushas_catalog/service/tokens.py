@@ -97,6 +97,11 @@ class TokenStore:
 
     def check(self, token: str) -> str | None:
         """The access (``read`` / ``write``) a token text grants, None when it grants nothing."""
+        found = self.identify(token)
+        return None if found is None else found.access
+
+    def identify(self, token: str) -> TokenInfo | None:
+        """The token a token text is, None when it is unknown, revoked or mistyped."""
         if not token.startswith(PREFIX) or len(token) > 200:
             return None
         token_id, sep, secret = token[len(PREFIX):].partition("_")
@@ -106,7 +111,9 @@ class TokenStore:
         if value is None:
             return None
         d = json.loads(value)
-        return str(d["access"]) if hmac.compare_digest(d["sha256"], _digest(secret)) else None
+        if not hmac.compare_digest(d["sha256"], _digest(secret)):
+            return None
+        return TokenInfo(d["id"], d.get("name", ""), d["access"], d.get("created_at", ""), d.get("created_by", ""))
 
 
 __all__ = ["ACCESS", "NoSuchToken", "TokenInfo", "TokenStore"]
