@@ -253,3 +253,25 @@ def test_timestamps_are_utc_microseconds() -> None:
     when = dt.datetime(2024, 5, 1, 12, 30, tzinfo=dt.timezone.utc)
     assert from_micros(to_micros(when)) == when
     assert to_micros(when.replace(tzinfo=None)) == to_micros(when)
+
+
+@pytest.mark.slow
+def test_config_only_spark_sql(spark: Any, db: str, spark_dirs: dict[str, Path], tmp_path: Path) -> None:
+    """``spark-sql -e`` with nothing but ``--conf``s (the shim launches its own Python bridge): a drop
+    undone with CALL, its answer printed, the table read back."""
+    from spark_processes import conf_args, run_spark, spark_bin
+
+    t = f"ushas.{db}.t"
+    spark.sql(f"CREATE TABLE {t} (a INT) USING parquet")
+    spark.sql(f"INSERT INTO {t} VALUES (7)")
+    spark.sql(f"DROP TABLE {t}")
+    proc = run_spark([spark_bin("spark-sql"), "--master", "local[1]",
+                      *conf_args(spark_dirs["store"], spark_dirs["warehouse"]),
+                      "-e", f"CALL ushas.system.undrop_table(table => '{db}.t'); SELECT a FROM {t};"
+                            f"CALL ushas.system.set_tag('{db}.t.a', 'pii');"], tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith(f"UNDROP TABLE\tushas.{db}.t\t")
+    assert lines[1] == "7"
+    assert lines[2].startswith(f"SET TAG\tushas.{db}.t.a\ttagged pii\t")
+    assert spark.table(t).collect()[0].a == 7
