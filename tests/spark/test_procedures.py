@@ -226,6 +226,17 @@ def test_analyze_table_stores_table_partition_and_column_statistics(spark: Any, 
     assert (stats["colStats.d.min"], stats["colStats.d.max"]) == ("2024-01-01", "2024-03-01")
     assert {p.spec["dt"]: p.rows for p in ms.list_partitions(("ushas", db, "t"))} == {"a": 2, "b": 1}
     assert ms.history(("ushas", db, "t"), limit=1)[0].operation == "ANALYZE TABLE"
+    # DESCRIBE shows them (Spark prints a V2 column's min / max through Optional.toString: "Optional[1]")
+    desc = {r.info_name: r.info_value for r in spark.sql(f"DESC FORMATTED {t} a").collect()}
+    assert (desc["num_nulls"], desc["distinct_count"], desc["max_col_len"]) == ("0", "3", "4")
+    assert desc["min"] in ("1", "Optional[1]") and desc["max"] in ("3", "Optional[3]")
+    # the optimizer uses the row count (with plan statistics on, as for Spark's own tables)
+    spark.conf.set("spark.sql.cbo.planStats.enabled", "true")
+    try:
+        plan = spark.sql(f"EXPLAIN COST SELECT * FROM {t}").first()[0]
+    finally:
+        spark.conf.unset("spark.sql.cbo.planStats.enabled")
+    assert "rowCount=3" in plan
 
     spark.sql(f"INSERT INTO {t} VALUES (4, 'q', NULL, 'b')")
     (row,) = call(spark, f"analyze_table(table => '{db}.t', partition => map('dt', 'b'))")
