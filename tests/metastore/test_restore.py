@@ -94,9 +94,11 @@ def test_set_statistics_is_one_commit(table: Metastore) -> None:
     ms = table
     ms.set_statistics(T, {"spark.sql.statistics.colStats.a.min": "1"}, [])
     v = ms.set_statistics(T, {"numRows": "3", "spark.sql.statistics.colStats.c.nullCount": "0"},
-                          ["spark.sql.statistics.colStats.a."], [({"dt": "a"}, 2), ({"dt": "c"}, 1)])
+                          ["spark.sql.statistics.colStats.a."], [({"dt": "a"}, 2), ({"dt": "c"}, 1)],
+                          size_property="spark.sql.statistics.totalSize")
     t = ms.get_table(T)
     assert t.version == v == 6 and ms.history(T, limit=1)[0].operation == "ANALYZE TABLE"
     assert "spark.sql.statistics.colStats.a.min" not in t.properties and t.properties["numRows"] == "3"
+    assert "spark.sql.statistics.totalSize" not in t.properties  # no partition recorded its bytes: unknown
     assert {p.spec["dt"]: p.rows for p in ms.list_partitions(T)} == {"a": 2, "c": 1}
     assert spec_files(ms) == {"a": ["a2"], "c": ["c1"]}  # only the counts changed

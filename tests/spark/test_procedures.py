@@ -219,7 +219,7 @@ def test_analyze_table_stores_table_partition_and_column_statistics(spark: Any, 
     assert (row.rows, row.columns, row.partitions) == (3, ["a", "s", "d", "dt"], 2)
     props = ms.get_table(("ushas", db, "t")).properties
     stats = {k.removeprefix("spark.sql.statistics."): v for k, v in props.items() if k.startswith("spark.sql.stat")}
-    assert stats["numRows"] == "3"
+    assert stats["numRows"] == "3" and int(stats["totalSize"]) > 0  # the bytes the writes recorded
     assert {k: stats[f"colStats.a.{k}"] for k in ("min", "max", "nullCount", "distinctCount")} == {
         "min": "1", "max": "3", "nullCount": "0", "distinctCount": "3"}
     assert (stats["colStats.s.nullCount"], stats["colStats.s.maxLen"], stats["colStats.s.avgLen"]) == ("1", "3", "2")
@@ -230,6 +230,8 @@ def test_analyze_table_stores_table_partition_and_column_statistics(spark: Any, 
     desc = {r.info_name: r.info_value for r in spark.sql(f"DESC FORMATTED {t} a").collect()}
     assert (desc["num_nulls"], desc["distinct_count"], desc["max_col_len"]) == ("0", "3", "4")
     assert desc["min"] in ("1", "Optional[1]") and desc["max"] in ("3", "Optional[3]")
+    shown = {r.col_name: r.data_type for r in spark.sql(f"DESC EXTENDED {t}").collect()}
+    assert shown["Statistics"] == f"{stats['totalSize']} bytes, 3 rows"
     # the optimizer uses the row count (with plan statistics on, as for Spark's own tables)
     spark.conf.set("spark.sql.cbo.planStats.enabled", "true")
     try:

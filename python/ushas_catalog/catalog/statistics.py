@@ -21,10 +21,11 @@ class StatisticsOps(MetastoreBase):
 
     def set_statistics(self, name: NameLike, set_properties: Mapping[str, str], remove_properties: Sequence[str] = (),
                        partition_rows: Sequence[tuple[Mapping[str, Any], int]] = (), *,
-                       detail: Mapping[str, Any] | None = None) -> int:
+                       size_property: str | None = None, detail: Mapping[str, Any] | None = None) -> int:
         """Sets ``set_properties``, removes ``remove_properties`` (prefixes ending in ``.`` remove every key
-        under them) and sets the row count of the partitions of ``partition_rows`` (full specs); returns
-        the new version."""
+        under them) and sets the row count of the partitions of ``partition_rows`` (full specs); with
+        ``size_property``, that property is set to the bytes recorded for those partitions. Returns the
+        new version."""
         tn = TableName.parse(name)
         check_props(dict(set_properties), "table properties")
 
@@ -32,17 +33,11 @@ class StatisticsOps(MetastoreBase):
             t = self.resolver.table(tr, tn)
             old_props = t.store("TableProperties").load(tr, ())
             props = copy_record(old_props)
-            for key in list(props.properties):
-                if any(key == r or (r.endswith(".") and key.startswith(r)) for r in remove_properties):
-                    del props.properties[key]
-            props.properties.update(set_properties)
-            previous: dict[str, Message] = {}
-            if props != old_props:
-                t.store("TableProperties").save(tr, (), props)
-                previous["TableProperties"] = old_props
             v = t.ref.version + 1
             replaced: list[tuple[tuple[Any, ...], rec.Partition]] = []
             scheme = None
+            keyed: list[tuple[tuple[Any, ...], int]] = []
+            found: dict[tuple[Any, ...], rec.Partition | None] = {}
             if partition_rows:
                 scheme = self.resolver.scheme(tr, t)
                 if not scheme.columns:
@@ -50,6 +45,18 @@ class StatisticsOps(MetastoreBase):
                 store, history = t.partitions(scheme), t.partition_history(scheme)
                 keyed = [(scheme.key(spec), rows) for spec, rows in partition_rows]
                 found = {key: store.load(tr, key) for key, _ in keyed}  # every read before the first write
+            for key in list(props.properties):
+                if any(key == r or (r.endswith(".") and key.startswith(r)) for r in remove_properties):
+                    del props.properties[key]
+            props.properties.update(set_properties)
+            known = [r.bytes for r in found.values() if r is not None and r.HasField("bytes")]
+            if size_property is not None and known:  # unknown (no partition recorded its bytes): not set
+                props.properties[size_property] = str(sum(known))
+            previous: dict[str, Message] = {}
+            if props != old_props:
+                t.store("TableProperties").save(tr, (), props)
+                previous["TableProperties"] = old_props
+            if keyed:
                 for key, rows in keyed:
                     old = found[key]
                     if old is None or (old.HasField("rows") and old.rows == rows):

@@ -5,7 +5,7 @@ The JVM runs the aggregation queries (the data is read by Spark, as ANALYZE does
 results in one commit (``ANALYZE TABLE``, :meth:`ushas_catalog.catalog.statistics.StatisticsOps.set_statistics`):
 
 - the table: ``numRows`` and ``spark.sql.statistics.numRows`` (and ``spark.sql.statistics.totalSize``,
-  the bytes the catalog recorded);
+  the bytes the catalog recorded: an unpartitioned table's ``totalSize``, the sum over the partitions);
 - each analyzed column, under Spark's own keys ``spark.sql.statistics.colStats.<column>.<stat>``:
   ``nullCount``, ``distinctCount`` (approximate, as ANALYZE's), ``min`` / ``max`` (numeric, date and
   timestamp columns), ``avgLen``, ``maxLen``, ``version``;
@@ -158,5 +158,6 @@ def _store(call: Call, name: tuple[str, str, str], info: Any, fields: dict[str, 
             values = {p: row.get(p) if row.get(p) is not None else NULL_PARTITION for p in info.partition_columns}
             partition_rows.append((values, int(row["n"])))
     version = call.ms.set_statistics(name, props, remove, partition_rows,
+                                     size_property="spark.sql.statistics.totalSize" if spec is None else None,
                                      detail={"columns": columns, "partition": spec, "rows": n})
     return Outcome([[".".join(name), n, columns, len(partition_rows), version]], refresh=[list(name[1:])])
