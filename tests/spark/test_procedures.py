@@ -269,7 +269,7 @@ def test_timestamps_are_utc_microseconds() -> None:
 
 
 @pytest.mark.slow
-def test_config_only_spark_sql(spark: Any, db: str, spark_dirs: dict[str, Path], tmp_path: Path) -> None:
+def test_config_only_spark_sql(spark: Any, db: str, ms: Any, spark_dirs: dict[str, Path], tmp_path: Path) -> None:
     """``spark-sql -e`` with nothing but ``--conf``s (the shim launches its own Python bridge): a drop
     undone with CALL, its answer printed, the table read back."""
     from spark_processes import conf_args, run_spark, spark_bin
@@ -281,10 +281,13 @@ def test_config_only_spark_sql(spark: Any, db: str, spark_dirs: dict[str, Path],
     proc = run_spark([spark_bin("spark-sql"), "--master", "local[1]",
                       *conf_args(spark_dirs["store"], spark_dirs["warehouse"]),
                       "-e", f"CALL ushas.system.undrop_table(table => '{db}.t'); SELECT a FROM {t};"
-                            f"CALL ushas.system.set_tag('{db}.t.a', 'pii');"], tmp_path, timeout=300)
+                            f"CALL ushas.system.set_tag('{db}.t.a', 'pii');"
+                            f"CALL ushas.system.analyze_table('{db}.t');"], tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stderr[-4000:]
     lines = proc.stdout.splitlines()
     assert lines[0].startswith(f"UNDROP TABLE\tushas.{db}.t\t")
     assert lines[1] == "7"
     assert lines[2].startswith(f"SET TAG\tushas.{db}.t.a\ttagged pii\t")
+    assert lines[3].startswith(f"ushas.{db}.t\t1\t")  # the JVM ran analyze_table's query between two calls
     assert spark.table(t).collect()[0].a == 7
+    assert ms.get_table(("ushas", db, "t")).properties["spark.sql.statistics.numRows"] == "1"
