@@ -102,9 +102,8 @@ final class UshasStatistics {
         }
         Statistics stats = new Statistics() {
             @Override
-            public OptionalLong sizeInBytes() {
-                OptionalLong size = number(props, PREFIX + "totalSize");
-                return size.isPresent() ? size : number(props, "totalSize");
+            public OptionalLong sizeInBytes() {  // what analyze_table recorded (as Spark shows ANALYZE's only)
+                return number(props, PREFIX + "totalSize");
             }
 
             @Override
