@@ -291,3 +291,15 @@ def test_config_only_spark_sql(spark: Any, db: str, ms: Any, spark_dirs: dict[st
     assert lines[3].startswith(f"ushas.{db}.t\t1\t")  # the JVM ran analyze_table's query between two calls
     assert spark.table(t).collect()[0].a == 7
     assert ms.get_table(("ushas", db, "t")).properties["spark.sql.statistics.numRows"] == "1"
+
+
+def test_the_docs_list_every_procedure_with_its_parameters_and_columns() -> None:
+    """docs/procedures.md cannot drift from the declarations: each procedure has its row, naming every
+    parameter and result column."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "procedures.md").read_text(encoding="utf-8")
+    rows = {line.split("|")[1].strip(" `"): line for line in text.splitlines() if line.startswith("| `")}
+    for name, proc in PROCEDURES.items():
+        assert name in rows, f"docs/procedures.md has no row for {name}"
+        missing = [w for w in [p.name for p in proc.params] + [c.name for c in proc.result]
+                   if f"`{w}`" not in rows[name]]
+        assert missing == [], f"docs/procedures.md, {name}: {missing} not named"
