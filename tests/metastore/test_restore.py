@@ -101,8 +101,11 @@ def test_set_statistics_is_one_commit(table: Metastore) -> None:
                           ["spark.sql.statistics.colStats.a."], [({"dt": "a"}, 2), ({"dt": "c"}, 1)],
                           size_property="spark.sql.statistics.totalSize")
     t = ms.get_table(T)
-    assert t.version == v and ms.history(T, limit=1)[0].operation == "ANALYZE TABLE"
+    assert t.version == v == 6 and ms.history(T, limit=1)[0].operation == "ANALYZE TABLE"  # one commit each
     assert "spark.sql.statistics.colStats.a.min" not in t.properties and t.properties["numRows"] == "3"
     assert "spark.sql.statistics.totalSize" not in t.properties  # no partition recorded its bytes: unknown
     assert {p.spec["dt"]: p.rows for p in ms.list_partitions(T)} == {"a": 2, "c": 1}
     assert spec_files(ms) == {"a": ["a2"], "c": ["c1"]}  # only the counts changed
+    from ushas_catalog.check import run_checks
+
+    assert run_checks(ms).ok
