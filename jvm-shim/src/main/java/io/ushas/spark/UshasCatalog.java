@@ -39,7 +39,8 @@ import java.util.Map;
  * see {@link Bridge.BridgeOptions#of}; {@code cache.enabled}, {@code cache.ttl},
  * {@code cache.size}, {@code cache.check} (see {@link RelationCache}; Python parses them).
  */
-public class UshasCatalog implements RelationCatalog, SupportsNamespaces {
+public class UshasCatalog implements RelationCatalog, SupportsNamespaces,
+        org.apache.spark.sql.connector.catalog.ProcedureCatalog {
     static final String COMMIT_PROTOCOL_CONF = "spark.sql.sources.commitProtocolClass";
     static final String DEFAULT_COMMIT_PROTOCOL =
             "org.apache.spark.sql.execution.datasources.SQLHadoopMapReduceCommitProtocol";
@@ -460,5 +461,16 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces {
         ObjectNode r = request(from);
         r.set("to", Json.strings(toParts(to)));
         call("rename_view", r, from, null);
+    }
+
+    // ---- procedures: CALL <catalog>.system.<name>(...) (UshasProcedures) ------------------------------
+    @Override
+    public org.apache.spark.sql.connector.catalog.procedures.UnboundProcedure loadProcedure(Identifier ident) {
+        return UshasProcedures.load(this, ident);
+    }
+
+    @Override
+    public Identifier[] listProcedures(String[] namespace) {
+        return UshasProcedures.list(this, namespace);
     }
 }
