@@ -20,6 +20,7 @@ from typing import Any, Iterable
 from .. import records as rec
 from ..model.data_files import DataFile
 from .garbage import delete_garbage, scan_garbage
+from .staged import leftovers, staged_write
 from ..keyspace.tree import KeySpacePath, RecordSubspace, Subspace
 from ..kv import Transaction
 from ..keyspace.layout import (DATABASE, DATABASE_ID, DATABASE_OBJECT_NAME, DROPPED_DATABASE_OBJECT_NAME,
@@ -225,6 +226,11 @@ def _boot_id() -> str | None:
         return None
 
 
+def _staging_owner_alive(staging: str) -> bool:
+    local = local_path(staging)
+    return True if local is None else _owner_alive(os.path.join(local, "_owner"))
+
+
 def _owner_alive(owner_file: str) -> bool:
     try:
         with open(owner_file, encoding="utf-8") as f:
@@ -315,6 +321,15 @@ def purge(ms: Any, name: Any = None, older_than: dt.timedelta | None = None) -> 
     done = []
     for e in entries:
         before = len(out.report.unreachable)
+        if staged_write(e) is not None:  # a staged CTAS / RTAS that did not commit (ushas_catalog.data.staged)
+            gone = leftovers(ms, e, _staging_owner_alive, int(STAGING_GRACE.total_seconds() * 1e6),
+                             int(time.time() * 1e6))
+            if gone is None:
+                continue
+            delete_local(gone, out.report)
+            if len(out.report.unreachable) == before:
+                done.append(e.key)
+            continue
         delete_local([f.path for f in e.files], out.report)
         table = by_id.get(str(e.table_id))
         if e.directories and table is not None:

@@ -39,7 +39,8 @@ import java.util.Map;
  * see {@link Bridge.BridgeOptions#of}; {@code cache.enabled}, {@code cache.ttl},
  * {@code cache.size}, {@code cache.check} (see {@link RelationCache}; Python parses them).
  */
-public class UshasCatalog implements RelationCatalog, SupportsNamespaces {
+public class UshasCatalog implements RelationCatalog, SupportsNamespaces,
+        org.apache.spark.sql.connector.catalog.StagingTableCatalog {
     static final String COMMIT_PROTOCOL_CONF = "spark.sql.sources.commitProtocolClass";
     static final String DEFAULT_COMMIT_PROTOCOL =
             "org.apache.spark.sql.execution.datasources.SQLHadoopMapReduceCommitProtocol";
@@ -460,5 +461,39 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces {
         ObjectNode r = request(from);
         r.set("to", Json.strings(toParts(to)));
         call("rename_view", r, from, null);
+    }
+
+    // ---- atomic CTAS / RTAS (StagingTableCatalog): see UshasStagedTable --------------------------------
+    @Override
+    public org.apache.spark.sql.connector.catalog.StagedTable stageCreate(Identifier ident, TableInfo info) {
+        return UshasStagedTable.stage(this, ident, info, "create");
+    }
+
+    @Override
+    public org.apache.spark.sql.connector.catalog.StagedTable stageReplace(Identifier ident, TableInfo info) {
+        return UshasStagedTable.stage(this, ident, info, "replace");
+    }
+
+    @Override
+    public org.apache.spark.sql.connector.catalog.StagedTable stageCreateOrReplace(Identifier ident, TableInfo info) {
+        return UshasStagedTable.stage(this, ident, info, "create_or_replace");
+    }
+
+    @Override
+    public org.apache.spark.sql.connector.catalog.StagedTable stageCreate(Identifier ident,
+            org.apache.spark.sql.connector.catalog.Column[] columns, Transform[] partitions, Map<String, String> properties) {
+        return UshasStagedTable.stage(this, ident, columns, partitions, properties, "create");
+    }
+
+    @Override
+    public org.apache.spark.sql.connector.catalog.StagedTable stageReplace(Identifier ident,
+            org.apache.spark.sql.connector.catalog.Column[] columns, Transform[] partitions, Map<String, String> properties) {
+        return UshasStagedTable.stage(this, ident, columns, partitions, properties, "replace");
+    }
+
+    @Override
+    public org.apache.spark.sql.connector.catalog.StagedTable stageCreateOrReplace(Identifier ident,
+            org.apache.spark.sql.connector.catalog.Column[] columns, Transform[] partitions, Map<String, String> properties) {
+        return UshasStagedTable.stage(this, ident, columns, partitions, properties, "create_or_replace");
     }
 }

@@ -31,12 +31,16 @@ final class UshasWrite implements Write, RequiresDistributionAndOrdering {
     private final LogicalWriteInfo info;
     private final String mode;
     private final Filter[] filters;
+    /** the staged table of an atomic CTAS / RTAS whose commit registers this write, or null */
+    private final UshasStagedTable staged;
 
-    private UshasWrite(UshasTable table, LogicalWriteInfo info, String mode, Filter[] filters) {
+    private UshasWrite(UshasTable table, LogicalWriteInfo info, String mode, Filter[] filters,
+                       UshasStagedTable staged) {
         this.table = table;
         this.info = info;
         this.mode = mode;
         this.filters = filters;
+        this.staged = staged;
     }
 
     @Override
@@ -70,7 +74,7 @@ final class UshasWrite implements Write, RequiresDistributionAndOrdering {
 
     @Override
     public BatchWrite toBatch() {
-        return UshasBatchWrite.create(table, info, mode, filters).reportingTo(this);
+        return UshasBatchWrite.create(table, info, mode, filters, staged).reportingTo(this);
     }
 
     static final class Builder implements WriteBuilder, SupportsTruncate, SupportsOverwrite, SupportsDynamicOverwrite {
@@ -78,10 +82,17 @@ final class UshasWrite implements Write, RequiresDistributionAndOrdering {
         private final LogicalWriteInfo info;
         private String mode = "append";
         private Filter[] filters = new Filter[0];
+        private UshasStagedTable staged;
 
         Builder(UshasTable table, LogicalWriteInfo info) {
             this.table = table;
             this.info = info;
+        }
+
+        /** The write of an atomic CTAS / RTAS: {@code staged}'s commit registers it. */
+        Builder stagedBy(UshasStagedTable staged) {
+            this.staged = staged;
+            return this;
         }
 
         @Override
@@ -126,7 +137,7 @@ final class UshasWrite implements Write, RequiresDistributionAndOrdering {
 
         @Override
         public Write build() {
-            return new UshasWrite(table, info, mode, filters);
+            return new UshasWrite(table, info, mode, filters, staged);
         }
     }
 }
