@@ -249,7 +249,16 @@ def _owner_alive(owner_file: str) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    return not _zombie(int(fields["pid"]))
+
+
+def _zombie(pid: int) -> bool:
+    """A killed process its parent has not reaped yet (state Z): gone, though ``kill(pid, 0)`` finds it."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            return f.read().rsplit(")", 1)[-1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False
 
 
 # ---- ushas purge ------------------------------------------------------------------------------------
