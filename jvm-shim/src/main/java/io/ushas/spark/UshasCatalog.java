@@ -496,4 +496,12 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces,
             org.apache.spark.sql.connector.catalog.Column[] columns, Transform[] partitions, Map<String, String> properties) {
         return UshasStagedTable.stage(this, ident, columns, partitions, properties, "create_or_replace");
     }
+
+    // ---- CREATE TABLE ... LIKE: Spark 4.3's CreateTableLikeExec calls createTableLike (TableCatalog's default
+    // refuses: "<catalog> does not support CREATE TABLE LIKE"); see UshasTableLike -----------------------------
+    @Override
+    public Table createTableLike(Identifier ident, TableInfo info, Table source) {
+        return table(ident, call("create_table_like", UshasTableLike.request(this, ident, info, source), ident, null)
+                .get("table"));
+    }
 }
