@@ -99,7 +99,8 @@ def _planned(ctx: SparkCtx, args: dict[str, Any]) -> Answer:
 
     return {"schema": parse_schema(args["schema"]).json(), "partition_by": list(args["partition_by"]),
             "properties": props, "format": args["format"], "location": args["location"],
-            "external": args["external"]}
+            "external": args["external"],
+            "bucketing": args["bucketing"].to_json() if args.get("bucketing") is not None else None}
 
 
 def staging_dir(location: str, write_id: str) -> str:

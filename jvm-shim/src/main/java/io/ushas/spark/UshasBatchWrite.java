@@ -178,7 +178,7 @@ final class UshasBatchWrite implements BatchWrite {
                 seq(all),
                 seq(dataCols),
                 seq(partitionCols),
-                Option.empty(),
+                BucketedWriterFactory.writerSpec(Bucketing.of(answer), all),
                 staging.toString(),
                 scala.collection.immutable.Map$.MODULE$.empty(),
                 maxRecords != null ? Long.parseLong(maxRecords) : conf.maxRecordsPerFile(),
@@ -215,7 +215,8 @@ final class UshasBatchWrite implements BatchWrite {
 
     @Override
     public DataWriterFactory createBatchWriterFactory(PhysicalWriteInfo info) {
-        DataWriterFactory files = new FileWriterFactory(description, committer);
+        DataWriterFactory files = description.bucketSpec().isDefined()
+                ? new BucketedWriterFactory(description, committer) : new FileWriterFactory(description, committer);
         return emptyToNull.length == 0 ? files : new EmptyToNull(files, emptyToNull);
     }
 

@@ -385,8 +385,7 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces,
         invalidateTable(ident);
         StructType schema = (StructType) DataType.fromJson(t.get("schema").asText());
         String[] partitionBy = Json.toStrings(t.get("partition_by"));
-        Transform[] transforms = new Transform[partitionBy.length];
-        for (int i = 0; i < partitionBy.length; i++) transforms[i] = Expressions.identity(partitionBy[i]);
+        Transform[] transforms = Bucketing.transforms(partitionBy, t);  // identity(partition columns), bucket
         Map<String, String> props = Json.toMap(t.get("properties"));
         // what Spark turns into its V1 relation: the same table, read through UshasSource (the
         // catalog's file index); users see `props` (UshasTable.properties), with the real format
@@ -395,6 +394,9 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces,
         readProps.put(org.apache.spark.sql.connector.catalog.TableCatalog.PROP_PROVIDER, UshasSource.class.getName());
         UshasSource.options(name, ident, t.get("format").asText(), partitionBy, location)
                 .forEach((k, v) -> readProps.put(org.apache.spark.sql.connector.catalog.TableCatalog.OPTION_PREFIX + k, v));
+        if (Bucketing.option(t) != null) {
+            readProps.put(org.apache.spark.sql.connector.catalog.TableCatalog.OPTION_PREFIX + Bucketing.OPTION, Bucketing.option(t));
+        }
         TableInfo info = new TableInfo.Builder()
                 .withProperties(readProps)  // first: it replaces the whole map
                 .withSchema(schema)

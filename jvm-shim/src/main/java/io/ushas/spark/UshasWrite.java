@@ -48,15 +48,29 @@ final class UshasWrite implements Write, RequiresDistributionAndOrdering {
         return "ushas " + table.answer().get("format").asText() + " " + mode;
     }
 
+    /** A bucketed table's rows are clustered by the bucket columns into exactly as many tasks as buckets
+     *  (Spark's hash partitioning: task i holds bucket i, as Spark's own bucketed writes compute it). */
     @Override
     public Distribution requiredDistribution() {
-        return Distributions.unspecified();
+        Bucketing b = Bucketing.of(table.answer());
+        if (b == null) return Distributions.unspecified();
+        return Distributions.clustered(Arrays.stream(b.columns).map(Expressions::column)
+                .toArray(org.apache.spark.sql.connector.expressions.Expression[]::new));
     }
 
-    /** Rows sorted by the partition columns within each task: one open file per task at a time. */
+    @Override
+    public int requiredNumPartitions() {
+        Bucketing b = Bucketing.of(table.answer());
+        return b == null ? 0 : b.numBuckets;
+    }
+
+    /** Rows sorted by the partition columns within each task: one open file per task at a time; then, in a
+     *  bucketed table, by its sort columns (SORTED BY). */
     @Override
     public SortOrder[] requiredOrdering() {
-        return Arrays.stream(table.partitionSchema().fieldNames())
+        Bucketing b = Bucketing.of(table.answer());
+        return java.util.stream.Stream.concat(Arrays.stream(table.partitionSchema().fieldNames()),
+                        b == null ? java.util.stream.Stream.<String>empty() : Arrays.stream(b.sortColumns))
                 .map(c -> Expressions.sort(Expressions.column(c), SortDirection.ASCENDING))
                 .toArray(SortOrder[]::new);
     }
