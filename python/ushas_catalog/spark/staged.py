@@ -120,19 +120,39 @@ def stage_table(ms: Any, r: Request) -> Answer:
     new_table_name(name)
     write_id = check_write_id(r.get("write_id") or str(uuid.uuid4()))
 
-    def fn(m: Any) -> Answer:
+    def plan(m: Any) -> Answer:
         old = _current(m, name, kind)
         args = _arguments(m, ctx, name, r, old)
-        garbage = Garbage(files=[DataFile(staging_dir(args["location"], write_id), 0, 0)])
-        statement = {"create": "CREATE TABLE AS SELECT", "replace": "REPLACE TABLE AS SELECT",
-                     "create_or_replace": "CREATE OR REPLACE TABLE AS SELECT"}[kind]
-        from ..catalog.values import now_micros
+        # everything the commit will check (names, columns, bucketing, locations), checked now by doing
+        # it in a transaction that is then rolled back: a refused table is refused before any data is written
+        if old is not None:
+            m.drop_table(name)
+        m.create_table(name, **args)
+        raise _Planned({"table": _planned(ctx, args), "write_id": write_id, "replaces": old is not None})
 
-        m.db.run(lambda tr: record_garbage(tr, m.project_path, staged_id(write_id), ".".join(name),
-                                           staged_operation(statement, write_id), garbage, now_micros()))
-        return {"table": _planned(ctx, args), "write_id": write_id, "replaces": old is not None}
+    try:
+        run_in_one_transaction(ms, plan)
+    except _Planned as planned:
+        answer = planned.answer
+    else:  # pragma: no cover - plan always raises
+        raise AssertionError("unreachable")
+    location = answer["table"]["location"]
+    garbage = Garbage(files=[DataFile(staging_dir(location, write_id), 0, 0)])
+    statement = {"create": "CREATE TABLE AS SELECT", "replace": "REPLACE TABLE AS SELECT",
+                 "create_or_replace": "CREATE OR REPLACE TABLE AS SELECT"}[kind]
+    from ..catalog.values import now_micros
 
-    return run_in_one_transaction(ms, fn)
+    ms.db.run(lambda tr: record_garbage(tr, ms.project_path, staged_id(write_id), ".".join(name),
+                                        staged_operation(statement, write_id), garbage, now_micros()))
+    return answer
+
+
+class _Planned(Exception):
+    """Ends the planning transaction of :func:`stage_table` (rolled back) with its answer."""
+
+    def __init__(self, answer: Answer) -> None:
+        super().__init__("planned")
+        self.answer = answer
 
 
 def stage_files(ms: Any, r: Request) -> Answer:
