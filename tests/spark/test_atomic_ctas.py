@@ -161,3 +161,18 @@ def test_concurrent_readers_see_the_old_or_the_new_table(spark: Any, db: str) ->
     assert not errors, errors
     assert seen and set(seen) <= {30, 20}, sorted(set(seen))
     assert spark.table(t).count() == 20
+
+
+def test_replace_without_a_query(spark: Any, db: str, ms: Any) -> None:
+    """CREATE OR REPLACE / REPLACE TABLE without AS SELECT: staged, committed with no write."""
+    t = f"ushas.{db}.p"
+    spark.sql(f"CREATE TABLE {t} USING parquet AS SELECT 1 AS one")
+    spark.sql(f"CREATE OR REPLACE TABLE {t} (z INT, dt STRING) USING parquet PARTITIONED BY (dt)")
+    assert spark.table(t).columns == ["z", "dt"] and spark.table(t).count() == 0
+    spark.sql(f"REPLACE TABLE {t} (y STRING) USING orc")
+    assert spark.table(t).columns == ["y"] and ms.get_table(("ushas", db, "p")).format == "orc"
+    with pytest.raises(Exception) as missing:
+        spark.sql(f"REPLACE TABLE ushas.{db}.nope (y STRING) USING orc")
+    assert missing.value.getCondition() in ("TABLE_OR_VIEW_NOT_FOUND",  # type: ignore[attr-defined]
+                                            "CANNOT_REPLACE_MISSING_TABLE")
+    assert staged_entries(ms) == []
