@@ -105,3 +105,22 @@ def test_purge_removes_a_dead_staged_write_and_keeps_a_live_one(store_uri: str, 
     assert [staged_write(e) for e in ms.garbage()] == ["w-live"]
     assert get_outcome(ms, "w-dead").state == "ABORTED"  # it can never commit now
     assert get_outcome(ms, "w-live").state == "UNKNOWN"
+
+
+def test_check_reports_a_dead_staged_write_until_purge(store_uri: str, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    from ushas_catalog.check import run_checks
+    from ushas_catalog.data import purge as purge_module
+
+    monkeypatch.setattr(socket, "gethostname", lambda: "x")
+    monkeypatch.setattr(purge_module, "_boot_id", lambda: None)
+    ms = Metastore.open(store_uri)
+    _staged(ms, tmp_path / "live", "w-live", os.getpid())
+    assert run_checks(ms, ["staged-writes"]).ok  # running: not a problem
+    _staged(ms, tmp_path / "dead", "w-dead", 2 ** 22 + 12345)
+    found = run_checks(ms, ["staged-writes"]).findings
+    assert [(f.where, "ushas purge" in f.problem) for f in found] == [("c.d.t", True)]
+    purge_module.purge(ms)
+    assert run_checks(ms, ["staged-writes"]).ok

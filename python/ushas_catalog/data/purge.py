@@ -226,7 +226,8 @@ def _boot_id() -> str | None:
         return None
 
 
-def _staging_owner_alive(staging: str) -> bool:
+def staging_owner_alive(staging: str) -> bool:
+    """Whether the process owning a (local) staging directory may still run (its ``_owner``)."""
     local = local_path(staging)
     return True if local is None else _owner_alive(os.path.join(local, "_owner"))
 
@@ -331,7 +332,7 @@ def purge(ms: Any, name: Any = None, older_than: dt.timedelta | None = None) -> 
     for e in entries:
         before = len(out.report.unreachable)
         if staged_write(e) is not None:  # a staged CTAS / RTAS that did not commit (ushas_catalog.data.staged)
-            gone = leftovers(ms, e, _staging_owner_alive, int(STAGING_GRACE.total_seconds() * 1e6),
+            gone = leftovers(ms, e, staging_owner_alive, int(STAGING_GRACE.total_seconds() * 1e6),
                              int(time.time() * 1e6))
             if gone is None:
                 continue

@@ -78,6 +78,22 @@ def forget_staged(ms: Any, write_id: str) -> None:
     ms.db.run(fn)
 
 
+def writer_gone(ms: Any, entry: GarbageEntry, owner_alive: Callable[[str], bool], grace_micros: int,
+                now_micros: int) -> bool:
+    """Read-only: whether the staged write of ``entry`` can no longer commit by itself (ABORTED, or
+    never committed and its writer gone: what :func:`leftovers` then cleans)."""
+    from .write_fence import ABORTED, COMMITTED, get_outcome
+
+    write_id = staged_write(entry)
+    if write_id is None:
+        return False
+    state = get_outcome(ms, write_id).state
+    if state == ABORTED or state == COMMITTED:
+        return True
+    staging = entry.files[0].path if entry.files else ""
+    return now_micros - entry.time_micros >= grace_micros or not owner_alive(staging)
+
+
 def leftovers(ms: Any, entry: GarbageEntry, owner_alive: Callable[[str], bool], grace_micros: int,
               now_micros: int) -> list[str] | None:
     """What ``ushas purge`` deletes for a staged write's entry before forgetting it (see the module
@@ -105,4 +121,4 @@ def leftovers(ms: Any, entry: GarbageEntry, owner_alive: Callable[[str], bool], 
 
 
 __all__ = ["STAGED", "add_staged_files", "forget_staged", "leftovers", "staged_id", "staged_operation",
-           "staged_write"]
+           "staged_write", "writer_gone"]
