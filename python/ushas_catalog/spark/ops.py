@@ -17,6 +17,8 @@ from .one_transaction import in_one_transaction, run_in_one_transaction
 from .repair import spark_op as repair
 from .reads import OPS as READ_OPS
 from .procedures import OPS as PROCEDURE_OPS
+from .staged import OPS as STAGED_OPS
+from .like import like_request
 from .cache import partition_rows  # noqa: F401 - the bridge's partition rows (tests import it here)
 from .tables import (SparkCtx, create_arguments, database_of, location_of, qualify, rename_move, table_answer,
                            table_name, view_answer)
@@ -599,6 +601,7 @@ OPS: dict[str, Callable[[Any, Request], Answer]] = {
     "relation_exists": relation_exists,
     "list_relations": list_relations,
     "create_table": create_table,
+    "create_table_like": lambda ms, r: create_table(ms, like_request(r)),  # CREATE TABLE ... LIKE (spark.like)
     "alter_table": alter_table,
     "drop_table": in_one_transaction(drop_table),
     "rename_table": in_one_transaction(rename_table),
@@ -619,4 +622,5 @@ OPS: dict[str, Callable[[Any, Request], Answer]] = {
     "repair": repair,  # MSCK REPAIR TABLE / RECOVER PARTITIONS (ushas_catalog.data.repair)
     **READ_OPS,
     **PROCEDURE_OPS,  # CALL <catalog>.system.<name>(...) (ushas_catalog.procedures)
+    **STAGED_OPS,  # atomic CTAS / RTAS (StagingTableCatalog)
 }

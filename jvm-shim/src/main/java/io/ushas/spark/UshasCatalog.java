@@ -40,7 +40,8 @@ import java.util.Map;
  * {@code cache.size}, {@code cache.check} (see {@link RelationCache}; Python parses them).
  */
 public class UshasCatalog implements RelationCatalog, SupportsNamespaces,
-        org.apache.spark.sql.connector.catalog.ProcedureCatalog {
+        org.apache.spark.sql.connector.catalog.ProcedureCatalog,
+        org.apache.spark.sql.connector.catalog.StagingTableCatalog {
     static final String COMMIT_PROTOCOL_CONF = "spark.sql.sources.commitProtocolClass";
     static final String DEFAULT_COMMIT_PROTOCOL =
             "org.apache.spark.sql.execution.datasources.SQLHadoopMapReduceCommitProtocol";
@@ -385,8 +386,7 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces,
         invalidateTable(ident);
         StructType schema = (StructType) DataType.fromJson(t.get("schema").asText());
         String[] partitionBy = Json.toStrings(t.get("partition_by"));
-        Transform[] transforms = new Transform[partitionBy.length];
-        for (int i = 0; i < partitionBy.length; i++) transforms[i] = Expressions.identity(partitionBy[i]);
+        Transform[] transforms = Bucketing.transforms(partitionBy, t);  // identity(partition columns), bucket
         Map<String, String> props = Json.toMap(t.get("properties"));
         // what Spark turns into its V1 relation: the same table, read through UshasSource (the
         // catalog's file index); users see `props` (UshasTable.properties), with the real format
@@ -395,6 +395,9 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces,
         readProps.put(org.apache.spark.sql.connector.catalog.TableCatalog.PROP_PROVIDER, UshasSource.class.getName());
         UshasSource.options(name, ident, t.get("format").asText(), partitionBy, location)
                 .forEach((k, v) -> readProps.put(org.apache.spark.sql.connector.catalog.TableCatalog.OPTION_PREFIX + k, v));
+        if (Bucketing.option(t) != null) {
+            readProps.put(org.apache.spark.sql.connector.catalog.TableCatalog.OPTION_PREFIX + Bucketing.OPTION, Bucketing.option(t));
+        }
         TableInfo info = new TableInfo.Builder()
                 .withProperties(readProps)  // first: it replaces the whole map
                 .withSchema(schema)
@@ -472,5 +475,47 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces,
     @Override
     public Identifier[] listProcedures(String[] namespace) {
         return UshasProcedures.list(this, namespace);
+    }
+
+    // ---- atomic CTAS / RTAS (StagingTableCatalog): see UshasStagedTable --------------------------------
+    @Override
+    public org.apache.spark.sql.connector.catalog.StagedTable stageCreate(Identifier ident, TableInfo info) {
+        return UshasStagedTable.stage(this, ident, info, "create");
+    }
+
+    @Override
+    public org.apache.spark.sql.connector.catalog.StagedTable stageReplace(Identifier ident, TableInfo info) {
+        return UshasStagedTable.stage(this, ident, info, "replace");
+    }
+
+    @Override
+    public org.apache.spark.sql.connector.catalog.StagedTable stageCreateOrReplace(Identifier ident, TableInfo info) {
+        return UshasStagedTable.stage(this, ident, info, "create_or_replace");
+    }
+
+    @Override
+    public org.apache.spark.sql.connector.catalog.StagedTable stageCreate(Identifier ident,
+            org.apache.spark.sql.connector.catalog.Column[] columns, Transform[] partitions, Map<String, String> properties) {
+        return UshasStagedTable.stage(this, ident, columns, partitions, properties, "create");
+    }
+
+    @Override
+    public org.apache.spark.sql.connector.catalog.StagedTable stageReplace(Identifier ident,
+            org.apache.spark.sql.connector.catalog.Column[] columns, Transform[] partitions, Map<String, String> properties) {
+        return UshasStagedTable.stage(this, ident, columns, partitions, properties, "replace");
+    }
+
+    @Override
+    public org.apache.spark.sql.connector.catalog.StagedTable stageCreateOrReplace(Identifier ident,
+            org.apache.spark.sql.connector.catalog.Column[] columns, Transform[] partitions, Map<String, String> properties) {
+        return UshasStagedTable.stage(this, ident, columns, partitions, properties, "create_or_replace");
+    }
+
+    // ---- CREATE TABLE ... LIKE: Spark 4.3's CreateTableLikeExec calls createTableLike (TableCatalog's default
+    // refuses: "<catalog> does not support CREATE TABLE LIKE"); see UshasTableLike -----------------------------
+    @Override
+    public Table createTableLike(Identifier ident, TableInfo info, Table source) {
+        return table(ident, call("create_table_like", UshasTableLike.request(this, ident, info, source), ident, null)
+                .get("table"));
     }
 }
