@@ -8,7 +8,9 @@ from .partitions import PartitionOps
 from .project import ProjectOps
 from .tables import TableOps
 from .views import ViewOps
+from .view_schema import ViewSchemaOps
 
 
-class CatalogCore(NamespaceOps, TableOps, ViewOps, PartitionOps, ProjectOps):
+class CatalogCore(NamespaceOps, TableOps, ViewOps, PartitionOps, ProjectOps,
+                  ViewSchemaOps):
     """Catalogs, databases, tables, views and partitions of one project, each call one transaction."""

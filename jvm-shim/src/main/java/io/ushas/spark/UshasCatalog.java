@@ -461,4 +461,16 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces {
         r.set("to", Json.strings(toParts(to)));
         call("rename_view", r, from, null);
     }
+
+    // ---- view schema evolution (ViewSchemaSync) ---------------------------------------------------
+    /** Store a WITH SCHEMA [TYPE] EVOLUTION view's new schema (a new view version); answers the view as
+     *  stored. {@code queryColumnNames} null: unchanged (TYPE EVOLUTION). */
+    org.apache.spark.sql.connector.catalog.View syncViewSchema(Identifier ident, StructType schema,
+                                                               String[] queryColumnNames, String mode) {
+        ObjectNode r = request(ident);
+        r.put("schema", schema.json());
+        if (queryColumnNames != null) r.set("query_column_names", Json.strings(queryColumnNames));
+        r.put("schema_mode", mode);
+        return view(call("sync_view_schema", r, ident, null).get("view"));
+    }
 }
