@@ -9,8 +9,9 @@ from .project import ProjectOps
 from .tables import TableOps
 from .views import ViewOps
 from .view_schema import ViewSchemaOps
+from .functions import FunctionOps
 
 
 class CatalogCore(NamespaceOps, TableOps, ViewOps, PartitionOps, ProjectOps,
-                  ViewSchemaOps):
+                  ViewSchemaOps, FunctionOps):
     """Catalogs, databases, tables, views and partitions of one project, each call one transaction."""
