@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..errors import NoSuchFunction, NoSuchNamespace
+from ..errors import NoSuchFunction, NoSuchNamespace, SparkError, spark_id
 from ..model.functions import FunctionDefinition, FunctionInfo
 from .tables import SparkCtx, database_of, table_name
 
@@ -94,7 +94,6 @@ def describe_lines(spark_catalog: str, f: FunctionInfo, extended: bool) -> list[
             rows.append(("Comment", f.comment))
         rows.append(("Deterministic", "false" if f.deterministic is False else "true"))
         rows.append(("Data Access", "CONTAINS SQL"))
-        rows.append(("Owner", f.owner or ""))
         rows.append(("Create Time", f.created_at.strftime("%a %b %d %H:%M:%S UTC %Y")))
         rows.append(("Body", f.body))
     width = max(len(k) for k, _ in rows) + 2
@@ -109,8 +108,17 @@ def _returns(f: FunctionInfo) -> str:
 
 
 def describe_function(ms: Any, r: Request) -> Answer:
+    """DESCRIBE FUNCTION [EXTENDED]; an unknown function is Spark's ``UNRESOLVED_ROUTINE``, as when Spark
+    resolves the name itself."""
     ctx = SparkCtx.of(r)
-    f = ms.get_function(table_name(ctx, r))
+    try:
+        f = ms.get_function(table_name(ctx, r))
+    except (NoSuchFunction, NoSuchNamespace) as e:
+        name = [*r["namespace"], r["name"]]
+        raise NoSuchFunction(str(e), function=".".join(name), spark=SparkError("UNRESOLVED_ROUTINE", {
+            "routineName": spark_id(*name),
+            "searchPath": f"[{spark_id('system', 'builtin')}, {spark_id('system', 'session')}, "
+                          f"{spark_id(ctx.spark_catalog, *r['namespace'])}]"})) from e
     return {"lines": describe_lines(ctx.spark_catalog, f, bool(r.get("extended")))}
 
 
