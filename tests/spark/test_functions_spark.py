@@ -128,6 +128,16 @@ def test_a_class_function_loads_from_its_jar_in_any_session(spark: Any, db: str,
     assert (f.kind, f.class_name, f.resources) == ("CLASS", "ushastest.Shout", [("jar", str(udf_jar))])
 
 
+def test_a_spark_function_class_is_used_as_it_is(spark: Any, db: str) -> None:
+    """A class implementing Spark's UnboundFunction (here from the test jar on the class path)."""
+    spark.sql(f"CREATE FUNCTION ushas.{db}.plus_ten AS 'io.ushas.spark.PlusTen'")
+    assert spark.sql(f"SELECT ushas.{db}.plus_ten(5)").collect()[0][0] == 15
+    spark.sql(f"CREATE FUNCTION ushas.{db}.missing AS 'no.such.Klass'")
+    with pytest.raises(PySparkException) as e:
+        spark.sql(f"SELECT ushas.{db}.missing(5)").collect()
+    assert e.value.getCondition() == "CANNOT_LOAD_FUNCTION_CLASS"
+
+
 def test_functions_written_elsewhere_resolve(spark: Any, db: str, ms: Any) -> None:
     """A function created through the store (another process: the CLI, the API) resolves at once."""
     from ushas_catalog.model.functions import FunctionDefinition

@@ -76,8 +76,11 @@ final class UshasFunctions {
             throw Errors.invalidArgument("function " + qualified
                     + " is a table function (RETURNS TABLE): call it in FROM, not as a scalar function");
         }
-        return new SqlFunction(ident.name(), qualified, Json.text(f, "parameters"), Json.text(f, "return_type"),
-                Json.text(f, "body"), !f.path("deterministic").isBoolean() || f.path("deterministic").asBoolean());
+        SqlFunction sql = new SqlFunction(ident.name(), qualified, Json.text(f, "parameters"),
+                Json.text(f, "return_type"), Json.text(f, "body"),
+                !f.path("deterministic").isBoolean() || f.path("deterministic").asBoolean());
+        sql.version = Json.text(f, "id") + "@" + f.path("version").asLong();
+        return sql;
     }
 
     /** CREATE FUNCTION of a SQL function: its parameters, return type and (scalar) body analyze, as Spark
@@ -151,6 +154,11 @@ final class UshasFunctions {
             StructField[] fields = inputType.fields();
             for (int i = 0; i < fields.length; i++) args.add(new BoundReference(i, fields[i].dataType(), true));
             Expression e = builder().makeExpression(qualified, clazz, seq(args));
+            if (e instanceof org.apache.spark.sql.catalyst.expressions.Generator) {
+                throw Errors.invalidArgument("function " + qualified + " (" + clazz.getName() + ") is a table "
+                        + "generating function (UDTF): Spark 4.3 calls only scalar and aggregate functions of a "
+                        + "catalog other than spark_catalog");
+            }
             if (e instanceof AggregateFunction || e.getClass().getSimpleName().contains("UDAF")) {
                 throw Errors.invalidArgument("function " + qualified + " (" + clazz.getName()
                         + ") is an aggregate function: aggregate functions of a catalog other than spark_catalog"
@@ -179,8 +187,20 @@ final class UshasFunctions {
         }
     }
 
+    /** Bound SQL functions by (function id @ version, argument types, ANSI mode): a resolution of a function
+     *  already bound costs its {@code loadFunction} round trip only, not a new analysis of its body. */
+    private static final Map<String, EvalFunction> BOUND = Collections.synchronizedMap(
+            new java.util.LinkedHashMap<>(64, 0.75f, true) {
+                @Override
+                protected boolean removeEldestEntry(Map.Entry<String, EvalFunction> eldest) {
+                    return size() > 512;
+                }
+            });
+
     /** A SQL function: {@code CREATE FUNCTION f(x INT) RETURNS INT RETURN x + 1}. */
     static final class SqlFunction implements UnboundFunction {
+        /** the stored function's id and version (null: not stored yet, never cached) */
+        String version;
         private final String name;
         private final String qualified;
         private final String parameters;
@@ -211,8 +231,15 @@ final class UshasFunctions {
                         "functionName", quoted(qualified), "expectedNum", String.valueOf(params.fields().length),
                         "actualNum", String.valueOf(args.length), "docroot", "https://spark.apache.org/docs/latest"));
             }
-            return new EvalFunction(name, qualified, args, expression(SparkSession.active(), params, args),
-                    deterministic);
+            String key = version == null ? null : version + "|" + inputType.json() + "|"
+                    + org.apache.spark.sql.internal.SQLConf.get().ansiEnabled();
+            EvalFunction bound = key == null ? null : BOUND.get(key);
+            if (bound == null) {
+                bound = new EvalFunction(name, qualified, args, expression(SparkSession.active(), params, args),
+                        deterministic);
+                if (key != null) BOUND.put(key, bound);
+            }
+            return bound;
         }
 
         /** The body over the arguments: analyzed as {@code SELECT CAST((body) AS returns) FROM (SELECT CAST(arg_i
