@@ -42,10 +42,10 @@ def both(spark: Any, db: str) -> Iterator[dict[str, str]]:
     spark.sql(f"DROP DATABASE IF EXISTS spark_catalog.{db} CASCADE")
 
 
-def _scenario(spark: Any, ns: str, change: str) -> dict[str, Any]:
+def _scenario(spark: Any, ns: str, change: str, modes: dict[str, str] = MODES) -> dict[str, Any]:
     spark.sql(f"CREATE TABLE {ns}.t (a INT, b INT) USING parquet")
     spark.sql(f"INSERT INTO {ns}.t VALUES (1, 2)")
-    for mode, clause in MODES.items():
+    for mode, clause in modes.items():
         spark.sql(f"CREATE VIEW {ns}.v_{mode} {clause} AS SELECT * FROM {ns}.t")
     new = CHANGES[change]
     if new is None:
@@ -55,7 +55,7 @@ def _scenario(spark: Any, ns: str, change: str) -> dict[str, Any]:
         spark.sql(f"CREATE TABLE {ns}.t ({new[0]}) USING parquet")
         spark.sql(f"INSERT INTO {ns}.t VALUES {new[1]}")
     out: dict[str, Any] = {}
-    for mode in MODES:
+    for mode in modes:
         view = f"{ns}.v_{mode}"
         first = _outcome(spark, f"SELECT * FROM {view}")
         out[mode] = (first, _outcome(spark, f"SELECT * FROM {view}"), _columns(spark, view))
@@ -66,6 +66,19 @@ def _scenario(spark: Any, ns: str, change: str) -> dict[str, Any]:
 def test_each_mode_behaves_as_in_the_session_catalog(spark: Any, both: dict[str, str], change: str) -> None:
     expected = _scenario(spark, both["spark_catalog"], change)
     got = _scenario(spark, both["ushas"], change)
+    assert got == expected
+
+
+@pytest.mark.parametrize("conf", ["spark.sql.legacy.viewSchemaBindingMode", "spark.sql.legacy.viewSchemaCompensation"])
+@pytest.mark.parametrize("change", ["add_column", "widen_type", "incompatible_type"])
+def test_the_default_mode_follows_spark_confs(spark: Any, both: dict[str, str], conf: str, change: str) -> None:
+    """A view created without WITH SCHEMA under ``conf=false`` (no binding mode / BINDING by default)."""
+    spark.conf.set(conf, "false")
+    try:
+        expected = _scenario(spark, both["spark_catalog"], change, {"default": ""})
+        got = _scenario(spark, both["ushas"], change, {"default": ""})
+    finally:
+        spark.conf.unset(conf)
     assert got == expected
 
 
