@@ -15,6 +15,8 @@ from ushas_catalog.errors import FunctionAlreadyExists, InvalidArgument, NoSuchC
 from ushas_catalog.metastore import Metastore
 from ushas_catalog.model.functions import FunctionDefinition
 
+from .conftest import raw_keys
+
 PLUS_ONE = FunctionDefinition(parameters="x INT", return_type="INT", body="x + 1")
 UPPER = FunctionDefinition(class_name="com.example.Upper", resources=(("JAR", "/libs/udfs.jar"),))
 
@@ -58,6 +60,12 @@ def test_drop_and_undrop(sales: Metastore) -> None:
         "UNDROP FUNCTION", "DROP FUNCTION", "CREATE FUNCTION"]
     with pytest.raises(NoSuchFunction):
         sales.undrop_function("main.sales.other")
+    sales.drop_function("main.sales.plus")
+    assert sales.purge_functions("main.sales") == ["plus", "plus"]  # both dropped ones
+    assert sales.list_functions("main.sales", dropped=True) == []
+    with pytest.raises(NoSuchFunction):
+        sales.undrop_function("main.sales.plus")
+    assert [k for k in raw_keys(sales) if b"\x02Fr\x00" in k or b"\x02Fc\x00" in k] == []
 
 
 def test_bad_definitions_write_nothing(sales: Metastore) -> None:

@@ -199,6 +199,25 @@ class FunctionOps(MetastoreBase):
 
         return self.run(run)
 
+    def purge_functions(self, database: NameLike, older_than_micros: int | None = None) -> list[str]:
+        """Remove the dropped functions of a database for good (dropped before ``older_than_micros``, or all):
+        their names and every record. Answers the names purged."""
+        dn = DatabaseName.parse(database)
+
+        def run(tr: Transaction) -> list[str]:
+            base = self.resolver.database(tr, dn, load=False).path.add(FUNCTION)
+            dropped = RecordStore.of(base, DROPPED_FUNCTION_OBJECT_NAME)
+            out = []
+            for r in list(dropped.scan(tr)):
+                if older_than_micros is not None and r.record.dropped_at_micros >= older_than_micros:
+                    continue
+                dropped.delete(tr, (r.key[0], r.key[1]))
+                tr.clear_range(*base.add(FUNCTION_ID, r.key[1]).range())
+                out.append(r.key[0])
+            return out
+
+        return self.run(run)
+
     def function_history(self, name: NameLike, limit: int | None = None) -> list[HistoryItem]:
         """The commits of a function, newest first."""
         fn = _name(name)

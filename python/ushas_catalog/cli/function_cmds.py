@@ -40,6 +40,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     undrop.add_argument("--id", help="which dropped function of that name (default: the last dropped)")
     _reads(undrop)
     undrop.set_defaults(func=cmd_undrop)
+    purge = actions.add_parser("purge", help="remove dropped functions of a database for good")
+    purge.add_argument("database", help="catalog.database")
+    purge.add_argument("--older-than", metavar="DURATION", help="only those dropped longer ago (90s, 12h, 7d, ...)")
+    _reads(purge)
+    purge.set_defaults(func=cmd_purge)
 
 
 def _definition(f: FunctionInfo) -> str:
@@ -94,4 +99,18 @@ def cmd_drop(ctx: Context, args: argparse.Namespace) -> int:
 def cmd_undrop(ctx: Context, args: argparse.Namespace) -> int:
     f = ctx.metastore.undrop_function(args.name, args.id)
     ctx.emit(f.to_json(), lambda d: f"undropped function {f.qualified_name} (version {f.version})")
+    return 0
+
+
+def cmd_purge(ctx: Context, args: argparse.Namespace) -> int:
+    import time
+
+    from ..changes.feed import parse_duration
+
+    before = None
+    if args.older_than:
+        before = int((time.time() - parse_duration(args.older_than).total_seconds()) * 1_000_000)
+    names = ctx.metastore.purge_functions(args.database, before)
+    ctx.emit({"purged": names}, lambda d: f"purged {len(names)} dropped function(s)"
+             + (": " + ", ".join(names) if names else ""))
     return 0
