@@ -87,8 +87,11 @@ def describe_lines(spark_catalog: str, f: FunctionInfo, extended: bool) -> list[
         if extended:
             lines.append(f"Extended Usage:\n    No example/argument for {f.name}.\n")
         return lines
-    rows: list[tuple[str, str]] = [("Function", qualified), ("Type", "TABLE" if f.table_function else "SCALAR"),
-                                   ("Input", f.parameters), ("Returns", _returns(f))]
+    returns = _returns(f)
+    rows: list[tuple[str, str | list[str]]] = [
+        ("Function", qualified), ("Type", "TABLE" if f.table_function else "SCALAR"),
+        ("Input", _columns(f.parameters, extended)),
+        ("Returns", _columns(returns, extended) if f.table_function else returns)]
     if extended:
         if f.comment:
             rows.append(("Comment", f.comment))
@@ -97,7 +100,30 @@ def describe_lines(spark_catalog: str, f: FunctionInfo, extended: bool) -> list[
         rows.append(("Create Time", f.created_at.strftime("%a %b %d %H:%M:%S UTC %Y")))
         rows.append(("Body", f.body))
     width = max(len(k) for k, _ in rows) + 2
-    return [f"{k + ':':<{width}}{v}" for k, v in rows]
+    lines = []
+    for k, v in rows:
+        for i, text in enumerate(v if isinstance(v, list) else [v]):
+            lines.append(f"{k + ':' if i == 0 else '':<{width}}{text}")
+    return lines
+
+
+def _columns(ddl: str, comments: bool) -> str | list[str]:
+    """A parameter or RETURNS TABLE column list as Spark prints it: one column a line, names and types
+    aligned (types padded), ``'comment'`` after the type in EXTENDED; the text as written if it does not
+    parse here."""
+    from ..errors import InvalidArgument
+    from ..model.schema import parse_ddl
+
+    if not ddl.strip():
+        return ""
+    try:
+        fields = parse_ddl(ddl).fields
+    except InvalidArgument:
+        return ddl
+    names = max(len(c.name) for c in fields)
+    types = max(len(c.data_type.ddl()) for c in fields)
+    return [f"{c.name:<{names}} {c.data_type.ddl():<{types}}"
+            + (f" '{c.comment}'" if comments and c.comment is not None else "") for c in fields]
 
 
 def _returns(f: FunctionInfo) -> str:

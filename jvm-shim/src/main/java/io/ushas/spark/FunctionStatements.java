@@ -113,6 +113,12 @@ final class FunctionStatements extends Rule<LogicalPlan> {
             return t == null ? null : command(t, "describe", Json.object().put("extended", f.isExtended()),
                     describeOutput());
         }
+        if (p instanceof org.apache.spark.sql.catalyst.analysis.UnresolvedTableValuedFunction f) {
+            String[] name = parts(f.name());
+            if (name.length == 1 && sparkTableFunction(name[0])) return null;
+            Target t = target(name, true);
+            return t == null ? null : tableFunction(t, scala.jdk.javaapi.CollectionConverters.asJava(f.functionArgs()));
+        }
         if (p instanceof ShowFunctions s) {
             String[] ns;
             if (s.child() instanceof UnresolvedNamespace u) {
@@ -129,6 +135,81 @@ final class FunctionStatements extends Rule<LogicalPlan> {
             return command(t, "show", r, s.output());
         }
         return null;
+    }
+
+    /** A builtin or temporary table function of that name (Spark 4.3's registries take 3-part names). */
+    private boolean sparkTableFunction(String name) {
+        try {
+            var registry = session.sessionState().tableFunctionRegistry();
+            return registry.functionExists(new FunctionIdentifier(name, scala.Option.apply("builtin"),
+                    scala.Option.apply("system")))
+                    || registry.functionExists(new FunctionIdentifier(name, scala.Option.apply("session"),
+                    scala.Option.apply("system")));
+        } catch (RuntimeException | AssertionError e) {
+            return true;  // when in doubt, the name is Spark's
+        }
+    }
+
+    /**
+     * A call of a SQL table function ({@code RETURNS TABLE}) in FROM: Spark 4.3 resolves table-valued functions
+     * only in the session catalog ({@code MISSING_CATALOG_ABILITY.TABLE_VALUED_FUNCTIONS} for any other), so
+     * the call becomes its body, as Spark inlines its own SQL table functions: the arguments cast to the
+     * parameters' types in a one-row relation, the body a LATERAL subquery over it (parameters are its outer
+     * references), its columns cast to and named as the RETURNS TABLE columns.
+     */
+    private LogicalPlan tableFunction(Target t, List<org.apache.spark.sql.catalyst.expressions.Expression> args) {
+        String qualified = t.catalog().name() + "." + String.join(".", t.namespace()) + "." + t.name();
+        com.fasterxml.jackson.databind.JsonNode f;
+        try {
+            f = t.catalog().functionCall("load_function", t.namespace(), t.name(), Json.object()).get("function");
+        } catch (Exception e) {  // Spark's checked NoSuchFunctionException arrives sneaked
+            if (!(e instanceof org.apache.spark.sql.catalyst.analysis.NoSuchFunctionException)) throw Errors.sneak(e);
+            throw UshasFunctions.sparkError("UNRESOLVABLE_TABLE_VALUED_FUNCTION", java.util.Map.of(
+                    "name", UshasFunctions.quoted(qualified)));
+        }
+        if (!f.path("table_function").asBoolean(false)) {
+            throw Errors.invalidArgument("function " + qualified + " is not a table function (RETURNS TABLE): "
+                    + "call it in an expression, not in FROM");
+        }
+        String paramText = Json.text(f, "parameters");
+        org.apache.spark.sql.types.StructType params = paramText == null || paramText.isBlank()
+                ? new org.apache.spark.sql.types.StructType()
+                : org.apache.spark.sql.types.StructType.fromDDL(paramText);
+        if (params.fields().length != args.size()) {
+            throw UshasFunctions.sparkError("WRONG_NUM_ARGS.WITHOUT_SUGGESTION", java.util.Map.of(
+                    "functionName", UshasFunctions.quoted(qualified),
+                    "expectedNum", String.valueOf(params.fields().length), "actualNum", String.valueOf(args.size()),
+                    "docroot", "https://spark.apache.org/docs/latest"));
+        }
+        String ret = Json.text(f, "return_type").trim().replaceFirst("(?i)^table\\s*", "").trim();
+        if (ret.startsWith("(") && ret.endsWith(")")) ret = ret.substring(1, ret.length() - 1);
+        org.apache.spark.sql.types.StructType returns = org.apache.spark.sql.types.StructType.fromDDL(ret);
+        StringBuilder in = new StringBuilder("SELECT ");
+        for (int i = 0; i < args.size(); i++) {
+            var p = params.fields()[i];
+            in.append(i == 0 ? "" : ", ").append("CAST((").append(args.get(i).sql()).append(") AS ")
+                    .append(p.dataType().sql()).append(") AS ").append(ident(p.name()));
+        }
+        if (args.isEmpty()) in.append("1 AS __ushas_no_parameters");
+        StringBuilder cols = new StringBuilder();
+        StringBuilder out = new StringBuilder("SELECT ");
+        for (int i = 0; i < returns.fields().length; i++) {
+            var c = returns.fields()[i];
+            cols.append(i == 0 ? "" : ", ").append("__c").append(i);
+            out.append(i == 0 ? "" : ", ").append("CAST(__ushas_body.__c").append(i).append(" AS ")
+                    .append(c.dataType().sql()).append(") AS ").append(ident(c.name()));
+        }
+        out.append(" FROM (").append(in).append(") AS __ushas_parameters, LATERAL (")
+                .append(Json.text(f, "body")).append(") AS __ushas_body(").append(cols).append(")");
+        try {
+            return session.sessionState().sqlParser().parsePlan(out.toString());
+        } catch (Exception e) {  // the stored body no longer parses (Spark checked it when it was created)
+            throw Errors.sneak(e);
+        }
+    }
+
+    private static String ident(String name) {
+        return "`" + name.replace("`", "``") + "`";
     }
 
     /** DESCRIBE FUNCTION's output column, {@code function_desc} (Spark's {@code DescribeFunctionCommand}). */
