@@ -100,6 +100,9 @@ def test_evolution_commits_a_view_version(spark: Any, db: str, ms: Any) -> None:
     assert rows["b"] == "string" and rows["View Schema Mode"] == "EVOLUTION"
     ddl = spark.sql(f"SHOW CREATE TABLE ushas.{db}.v").collect()[0][0]
     assert "WITH SCHEMA EVOLUTION" in ddl
+    spark.sql(f"ALTER VIEW ushas.{db}.v WITH SCHEMA BINDING")
+    assert ms.get_view(("ushas", db, "v")).properties["view.schemaMode"] == "BINDING"
+    assert "WITH SCHEMA BINDING" in spark.sql(f"SHOW CREATE TABLE ushas.{db}.v").collect()[0][0]
 
 
 def test_a_second_session_reads_the_evolved_view(spark: Any, db: str, ms: Any) -> None:
