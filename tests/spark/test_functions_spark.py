@@ -160,3 +160,21 @@ def test_functions_written_elsewhere_resolve(spark: Any, db: str, ms: Any) -> No
     namespace[0] = db
     assert [x.name() for x in spark._jsparkSession.sessionState().catalogManager().catalog("ushas")
             .listFunctions(namespace)] == ["cube"]
+
+
+@pytest.mark.slow
+def test_another_process_resolves_them(spark: Any, db: str, spark_dirs: dict[str, Path], tmp_path: Path) -> None:
+    """~30 s: one spark-sql process (configuration only, its own bridge) is the proof that a function the
+    shared session created resolves in another process, scalar and table function, and that one the
+    process created is the shared session's at once."""
+    from spark_processes import conf_args, run_spark, spark_bin
+
+    spark.sql(f"CREATE FUNCTION ushas.{db}.plus(x INT) RETURNS INT RETURN x + 1")
+    spark.sql(f"CREATE FUNCTION ushas.{db}.tf(x INT) RETURNS TABLE (y INT) RETURN SELECT x * 2")
+    sql = (f"SELECT ushas.{db}.plus(41); SELECT * FROM ushas.{db}.tf(21); "
+           f"CREATE FUNCTION ushas.{db}.made_there(s STRING) RETURNS STRING RETURN upper(s);")
+    r = run_spark([spark_bin("spark-sql"), *conf_args(spark_dirs["store"], spark_dirs["warehouse"]), "-e", sql],
+                  tmp_path, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.split() == ["42", "42"]
+    assert spark.sql(f"SELECT ushas.{db}.made_there('x')").collect()[0][0] == "X"
