@@ -46,6 +46,7 @@ def test_drop_and_undrop(sales: Metastore) -> None:
     f = sales.create_function("main.sales.plus", PLUS_ONE)
     sales.drop_function("main.sales.plus")
     assert not sales.function_exists("main.sales.plus")
+    assert not sales.function_exists("main.nodb.plus") and not sales.function_exists("nocat.sales.plus")
     with pytest.raises(NoSuchFunction) as e:
         sales.get_function("main.sales.plus")
     assert e.value.answer()["spark"]["errorClass"] == "ROUTINE_NOT_FOUND"

@@ -16,7 +16,7 @@ from itertools import islice
 from typing import Iterator
 
 from .. import records as rec
-from ..errors import FunctionAlreadyExists, InvalidArgument, NoSuchFunction
+from ..errors import FunctionAlreadyExists, InvalidArgument, NoSuchCatalog, NoSuchFunction, NoSuchNamespace
 from ..keyspace.layout import (DROPPED_FUNCTION_OBJECT_NAME, FUNCTION, FUNCTION_COMMIT, FUNCTION_ID,
                                FUNCTION_OBJECT_NAME, FUNCTION_RECORD)
 from ..keyspace.tree import KeySpacePath
@@ -132,7 +132,7 @@ class FunctionOps(MetastoreBase):
         def run(tr: Transaction) -> bool:
             try:
                 self._lookup(tr, fn)
-            except NoSuchFunction:
+            except (NoSuchFunction, NoSuchNamespace, NoSuchCatalog):
                 return False
             return True
 
