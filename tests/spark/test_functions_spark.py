@@ -87,8 +87,8 @@ def both(spark: Any, db: str) -> Iterator[dict[str, str]]:
 
 
 def test_function_statements_behave_as_in_the_session_catalog(spark: Any, both: dict[str, str]) -> None:
-    """~40 s: 56 statements, half of them against the Hive metastore (embedded Derby) of the session catalog;
-    one comparison in one session is the check the issue asks for."""
+    """Every statement against the session catalog (Hive metastore, embedded Derby) and against ``ushas``,
+    in one session: same rows (names normalized) or same error class."""
     expected = [_outcome(spark, s.format(ns=both["spark_catalog"])) for s in STATEMENTS]
     got = [_outcome(spark, s.format(ns=both["ushas"])) for s in STATEMENTS]
     assert [(s, g) for s, g, e in zip(STATEMENTS, got, expected) if g != e] == []
