@@ -19,6 +19,8 @@ from .reads import OPS as READ_OPS
 from .procedures import OPS as PROCEDURE_OPS
 from .staged import OPS as STAGED_OPS
 from .like import like_request
+from .view_sync import OPS as VIEW_SYNC_OPS
+from .functions import OPS as FUNCTION_OPS
 from .cache import partition_rows  # noqa: F401 - the bridge's partition rows (tests import it here)
 from .tables import (SparkCtx, create_arguments, database_of, location_of, qualify, rename_move, table_answer,
                            table_name, view_answer)
@@ -623,4 +625,6 @@ OPS: dict[str, Callable[[Any, Request], Answer]] = {
     **READ_OPS,
     **PROCEDURE_OPS,  # CALL <catalog>.system.<name>(...) (ushas_catalog.procedures)
     **STAGED_OPS,  # atomic CTAS / RTAS (StagingTableCatalog)
+    **VIEW_SYNC_OPS,  # WITH SCHEMA [TYPE] EVOLUTION views: Spark's new schema (spark.view_sync)
+    **FUNCTION_OPS,  # FunctionCatalog and CREATE / DROP / DESCRIBE / SHOW FUNCTION(S) (spark.functions)
 }

@@ -41,7 +41,8 @@ import java.util.Map;
  */
 public class UshasCatalog implements RelationCatalog, SupportsNamespaces,
         org.apache.spark.sql.connector.catalog.ProcedureCatalog,
-        org.apache.spark.sql.connector.catalog.StagingTableCatalog {
+        org.apache.spark.sql.connector.catalog.StagingTableCatalog,
+        org.apache.spark.sql.connector.catalog.FunctionCatalog {
     static final String COMMIT_PROTOCOL_CONF = "spark.sql.sources.commitProtocolClass";
     static final String DEFAULT_COMMIT_PROTOCOL =
             "org.apache.spark.sql.execution.datasources.SQLHadoopMapReduceCommitProtocol";
@@ -517,5 +518,40 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces,
     public Table createTableLike(Identifier ident, TableInfo info, Table source) {
         return table(ident, call("create_table_like", UshasTableLike.request(this, ident, info, source), ident, null)
                 .get("table"));
+    }
+
+    // ---- view schema evolution (ViewSchemaSync) ---------------------------------------------------
+    /** Store a WITH SCHEMA [TYPE] EVOLUTION view's new schema (a new view version); answers the view as
+     *  stored. {@code queryColumnNames} null: unchanged (TYPE EVOLUTION). */
+    org.apache.spark.sql.connector.catalog.View syncViewSchema(Identifier ident, StructType schema,
+                                                               String[] queryColumnNames, String mode) {
+        ObjectNode r = request(ident);
+        r.put("schema", schema.json());
+        if (queryColumnNames != null) r.set("query_column_names", Json.strings(queryColumnNames));
+        r.put("schema_mode", mode);
+        return view(call("sync_view_schema", r, ident, null).get("view"));
+    }
+
+    // ---- functions (FunctionCatalog; the statements: FunctionStatements, UshasFunctionCommand) ------
+    /** One function op: {@code payload}'s fields with the namespace and, unless null, the function name. */
+    JsonNode functionCall(String op, String[] namespace, String function, ObjectNode payload) {
+        ObjectNode r = request(namespace);
+        if (function != null) r.put("name", function);
+        payload.fields().forEachRemaining(e -> r.set(e.getKey(), e.getValue()));
+        return call(op, r, null, namespace);
+    }
+
+    @Override
+    public Identifier[] listFunctions(String[] namespace) {
+        JsonNode answer = functionCall("list_functions", namespace, null, Json.object());
+        List<Identifier> out = new ArrayList<>();
+        for (JsonNode n : answer.get("names")) out.add(Identifier.of(namespace, n.asText()));
+        return out.toArray(new Identifier[0]);
+    }
+
+    @Override
+    public org.apache.spark.sql.connector.catalog.functions.UnboundFunction loadFunction(Identifier ident) {
+        JsonNode answer = functionCall("load_function", ident.namespace(), ident.name(), Json.object());
+        return UshasFunctions.unbound(ident, name + "." + String.join(".", toParts(ident)), answer.get("function"));
     }
 }

@@ -26,6 +26,8 @@ public final class UshasExtensions extends AbstractFunction1<SparkSessionExtensi
     public BoxedUnit apply(SparkSessionExtensions extensions) {
         extensions.injectColumnar(UshasScanRule.factory());  // dynamic partition pruning through the catalog
         extensions.injectOptimizerRule(UshasStatistics.rule());  // analyze_table's statistics for the optimizer
+        extensions.injectPostHocResolutionRule(ViewSchemaSync.factory());  // views WITH SCHEMA [TYPE] EVOLUTION
+        extensions.injectHintResolutionRule(FunctionStatements.factory());  // CREATE / DROP / DESCRIBE FUNCTION ...
         extensions.injectPlannerStrategy(new AbstractFunction1<SparkSession, SparkStrategy>() {
             @Override
             public SparkStrategy apply(SparkSession session) {
