@@ -16,6 +16,7 @@ from ..model.names import new_table_name
 from .one_transaction import in_one_transaction, run_in_one_transaction
 from .repair import spark_op as repair
 from .reads import OPS as READ_OPS
+from ..sql_tables.ops import OPS as ROWS_OPS, is_system, list_system_tables
 from .cache import partition_rows  # noqa: F401 - the bridge's partition rows (tests import it here)
 from .tables import (SparkCtx, create_arguments, database_of, location_of, qualify, rename_move, table_answer,
                            table_name, view_answer)
@@ -63,6 +64,8 @@ def list_namespaces(ms: Any, r: Request) -> Answer:
 def namespace_exists(ms: Any, r: Request) -> Answer:
     ctx = SparkCtx.of(r)
     namespace = r.get("namespace") or []
+    if is_system(namespace):
+        return {"exists": True}  # reserved: the system tables (ushas_catalog.sql_tables)
     if len(namespace) != 1:
         return {"exists": False}
     return {"exists": bool(ms.database_exists((ctx.catalog, namespace[0])))}
@@ -150,6 +153,8 @@ def relation_exists(ms: Any, r: Request) -> Answer:
 
 
 def list_relations(ms: Any, r: Request) -> Answer:
+    if is_system(r["namespace"]):
+        return list_system_tables(r)
     ctx = SparkCtx.of(r)
     db = (ctx.catalog, database_of(r["namespace"]))
     kind = r.get("kind")
@@ -617,4 +622,5 @@ OPS: dict[str, Callable[[Any, Request], Answer]] = {
     "write_outcome": write_outcome,
     "repair": repair,  # MSCK REPAIR TABLE / RECOVER PARTITIONS (ushas_catalog.data.repair)
     **READ_OPS,
+    **ROWS_OPS,  # metadata and system tables (ushas_catalog.sql_tables)
 }
