@@ -174,6 +174,7 @@ def list_relations(ms: Any, r: Request) -> Answer:
 def create_table(ms: Any, r: Request) -> Answer:
     ctx = SparkCtx.of(r)
     catalog, db, table = table_name(ctx, r)
+    new_table_name((catalog, db, table))  # a bad or reserved name, before its database is looked up
     database = ms.get_database((catalog, db))
     # a dropped table of this name keeps its data (until purge) where the new one goes: not foreign files
     dropped = {d.name for d in ms.list_dropped_tables((catalog, db))}
