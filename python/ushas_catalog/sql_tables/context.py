@@ -18,6 +18,8 @@ class ReadContext:
     catalog: str
     #: the table of a metadata table (None for a system table)
     table: TableName | None = None
+    #: the columns the read asked for (None: all): a source may skip work for the others
+    columns: frozenset[str] | None = None
     _names: dict[Any, str] = field(default_factory=dict)
     _lineage: Any = None
 

@@ -20,9 +20,11 @@ from typing import Any, Iterator
 import fdb.tuple as fdbtuple
 
 from .. import records as rec
+from ..catalog.visibility import bulk_pending
 from ..data.pruning import Pruning
 from ..model.objects import micros_to_datetime
 from ..model.partitions import PartitionColumn, PartitionScheme
+from ..records.store import split_elements
 from .columns import STRING_MAP, STRINGS, Column, TableDef, array_of, micros
 from .context import ReadContext, table_id_text
 from .filters import Filters
@@ -61,11 +63,12 @@ def partition_columns(ctx: ReadContext) -> tuple[Column, ...]:
     return tuple(Column(c.name, _column_type(c), "partition value") for c in scheme.columns)
 
 
-def partition_records(ctx: ReadContext, filters: Filters, token: Any
-                      ) -> Iterator[tuple[str, tuple[Any, ...], rec.Partition]]:
+def partition_records(ctx: ReadContext, filters: Filters, token: Any, *, records: bool = True
+                      ) -> Iterator[tuple[str, tuple[Any, ...], Any]]:
     """(token, key, record) of the table's partitions the filters can select, in key order, from after
     ``token`` (the hex of the last packed key): only the key ranges of the pruned partition columns are
-    read (:class:`~ushas_catalog.data.pruning.Pruning`)."""
+    read (:class:`~ushas_catalog.data.pruning.Pruning`). ``records=False``: the keys only (record None),
+    without parsing a record unless a bulk operation is pending (what SHOW PARTITIONS does too)."""
     version, scheme, store, _ = _scheme(ctx)
     if store is None:
         return
@@ -73,15 +76,33 @@ def partition_records(ctx: ReadContext, filters: Filters, token: Any
     after = bytes.fromhex(token) + b"\xff" if token else b""
     memo: dict[bytes, Any] = {}
     parse = rec.Partition.FromString
+    plen, arity = len(store.prefix), store.arity
 
-    def scan(tr: Any) -> Iterator[tuple[str, tuple[Any, ...], rec.Partition]]:
+    def keys_only(tr: Any, begin: bytes, end: bytes) -> Iterator[tuple[list[bytes], None]]:
+        last: list[bytes] | None = None
+        for kv in tr.get_range(begin, end):
+            elements = split_elements(kv.key[plen:])
+            if len(elements) != arity:  # a record split over several keys: (pk..., chunk index)
+                elements = elements[:arity]
+                if elements == last:
+                    continue
+            last = elements
+            yield elements, None
+
+    def scan(tr: Any) -> Iterator[tuple[str, tuple[Any, ...], Any]]:
+        raw = records or bulk_pending(tr, store)
         for b, e in pruning.key_ranges():
             if after and e <= after:
                 continue
             begin = max(b, after) if after else b
-            for elements, data in store.scan_raw(tr, store.prefix + begin, store.prefix + e):
+            items = (store.scan_raw(tr, store.prefix + begin, store.prefix + e) if raw
+                     else keys_only(tr, store.prefix + begin, store.prefix + e))
+            for elements, data in items:
                 key = []
                 for raw in elements:
+                    if raw[0] == 0x02 and raw.find(b"\x00") == len(raw) - 1:
+                        key.append(raw[1:-1].decode())  # the common case: a string without NUL
+                        continue
                     v = memo.get(raw, memo)
                     if v is memo:
                         v = memo[raw] = fdbtuple.unpack(raw)[0]
@@ -89,10 +110,13 @@ def partition_records(ctx: ReadContext, filters: Filters, token: Any
                 k = tuple(key)
                 if filters and not pruning.keep(k):
                     continue
+                if data is None:
+                    yield b"".join(elements).hex(), k, None
+                    continue
                 r = parse(data)
                 if r.added_version > version or 0 < r.dropped_version <= version:
                     continue
-                yield b"".join(elements).hex(), k, r
+                yield b"".join(elements).hex(), k, (r if records else None)
 
     yield from ctx.ms.run(lambda tr: scan(tr))
 
@@ -108,13 +132,20 @@ def _partitions(ctx: ReadContext, filters: Filters, token: Any) -> Rows:
             yield "end", [info.location, len(files) if files is not None else None,
                           int(size) if size and size.isdigit() else None, None, micros(info.created_at), {}]
         return
+    plain = all(c.kind not in ("decimal", "binary") for c in scheme.columns)
     cols = scheme.columns
-    times: dict[int, int] = {}
-    for tok, key, r in partition_records(ctx, filters, token):
-        yield tok, [*(_value(c, e) for c, e in zip(cols, key)), r.location or None,
-                    r.files if r.HasField("files") else None, r.bytes if r.HasField("bytes") else None,
-                    r.rows if r.HasField("rows") else None,
-                    times.setdefault(r.created_at_micros, r.created_at_micros), dict(r.properties)]
+    wanted = ctx.columns
+    records = wanted is None or bool(wanted & {f.name for f in PARTITION_FIELDS})
+    blank = [None] * len(PARTITION_FIELDS)
+    for tok, key, r in partition_records(ctx, filters, token, records=records):
+        if r is None:
+            yield tok, [*(key if plain else (_value(c, e) for c, e in zip(cols, key))), *blank]
+            continue
+        has = r.HasField
+        yield tok, [*(key if plain else (_value(c, e) for c, e in zip(cols, key))), r.location or None,
+                    r.files if has("files") else None, r.bytes if has("bytes") else None,
+                    r.rows if has("rows") else None, r.created_at_micros,
+                    dict(r.properties) if r.properties else {}]
 
 
 def _files(ctx: ReadContext, filters: Filters, token: Any) -> Rows:

@@ -80,6 +80,9 @@ def _page(ms: Any, r: Request, size: int, limit: int | None, state: dict[str, An
     picks = [names.index(c) for c in wanted] if wanted is not None else list(range(len(names)))
     filters = Filters(r.get("filters"))
     keep = filters.matcher(names)
+    if wanted is not None:  # the columns read and the columns filtered: the rest may stay unread
+        ctx.columns = frozenset(wanted) | {c for f in filters.items for c in _columns_of(f)}
+    whole = picks == list(range(len(names)))
     sent = int(state.get("sent", 0))
     rows: list[list[Any]] = []
     scanned = 0
@@ -89,13 +92,20 @@ def _page(ms: Any, r: Request, size: int, limit: int | None, state: dict[str, An
         if token is not None:
             last = token
         if row is not None and (keep is None or keep(row)):
-            rows.append([row[i] for i in picks])
+            rows.append(row if whole else [row[i] for i in picks])
             sent += 1
             if limit is not None and sent >= limit:
                 return {"rows": rows, "token": None}
         if token is not None and (len(rows) >= size or scanned >= SCAN_PER_PAGE):
             return {"rows": rows, "token": {"at": last, "sent": sent}}
     return {"rows": rows, "token": None}
+
+
+def _columns_of(f: Any) -> set[str]:
+    out = {f["column"]} if "column" in f else set()
+    for c in [*(f.get("children") or ()), *([f["child"]] if "child" in f else [])]:
+        out |= _columns_of(c)
+    return out
 
 
 def list_system_tables(r: Request) -> Answer:
