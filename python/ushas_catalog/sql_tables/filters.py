@@ -169,7 +169,7 @@ def _eval(f: Mapping[str, Any], row: Sequence[Any], index: Mapping[str, int]) ->
         r = _eval(f["child"], row, index)
         return (not r) if isinstance(r, bool) else None
     col = f.get("column")
-    if col not in index:
+    if not isinstance(col, str) or col not in index:
         return None
     v = row[index[col]]
     if isinstance(v, (list, dict)):

@@ -90,22 +90,22 @@ def partition_records(ctx: ReadContext, filters: Filters, token: Any, *, records
             yield elements, None
 
     def scan(tr: Any) -> Iterator[tuple[str, tuple[Any, ...], Any]]:
-        raw = records or bulk_pending(tr, store)
+        parse_all = records or bulk_pending(tr, store)
         for b, e in pruning.key_ranges():
             if after and e <= after:
                 continue
             begin = max(b, after) if after else b
-            items = (store.scan_raw(tr, store.prefix + begin, store.prefix + e) if raw
+            items = (store.scan_raw(tr, store.prefix + begin, store.prefix + e) if parse_all
                      else keys_only(tr, store.prefix + begin, store.prefix + e))
             for elements, data in items:
                 key = []
-                for raw in elements:
-                    if raw[0] == 0x02 and raw.find(b"\x00") == len(raw) - 1:
-                        key.append(raw[1:-1].decode())  # the common case: a string without NUL
+                for element in elements:
+                    if element[0] == 0x02 and element.find(b"\x00") == len(element) - 1:
+                        key.append(element[1:-1].decode())  # the common case: a string without NUL
                         continue
-                    v = memo.get(raw, memo)
+                    v = memo.get(element, memo)
                     if v is memo:
-                        v = memo[raw] = fdbtuple.unpack(raw)[0]
+                        v = memo[element] = fdbtuple.unpack(element)[0]
                     key.append(v)
                 k = tuple(key)
                 if filters and not pruning.keep(k):
