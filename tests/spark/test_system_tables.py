@@ -6,6 +6,7 @@ import datetime as dt
 from typing import Any
 
 import pytest
+from spark_processes import conf_args, run_spark, spark_bin
 
 from tests.spark.sql_tables_support import count_key_reads, flush_lineage
 
@@ -124,3 +125,17 @@ def test_changes_feed_table(spark: Any, db: str) -> None:
     rows = spark.sql(f"SELECT change, kind, name FROM ushas.system.changes "
                      f"WHERE name = 'ushas.{db}.c'").collect()
     assert ("CREATED", "table") in [(r.change, r.kind) for r in rows]
+
+
+@pytest.mark.slow  # a spark-sql process with its own JVM and launched bridge (~30 s)
+def test_config_only_spark_sql_reads_metadata_and_system_tables(spark: Any, db: str, spark_dirs: dict[str, Any],
+                                                               tmp_path: Any) -> None:
+    spark.sql(f"CREATE TABLE ushas.{db}.cfg (id INT, dt STRING) USING parquet PARTITIONED BY (dt)")
+    spark.sql(f"INSERT INTO ushas.{db}.cfg VALUES (1, 'a'), (2, 'b')")
+    proc = run_spark([spark_bin("spark-sql"), "--master", "local[1]",
+                      *conf_args(spark_dirs["store"], spark_dirs["warehouse"]),
+                      "-e", f"SELECT dt, files FROM ushas.{db}.cfg.partitions WHERE dt > 'a'; "
+                            f"SELECT full_name FROM ushas.system.tables WHERE database = '{db}';"],
+                     tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert proc.stdout.split() == ["b", "1", f"ushas.{db}.cfg"]
