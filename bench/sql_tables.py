@@ -10,7 +10,7 @@ in one run (docs/benchmarks.md):
 Times are wall seconds of the fastest of ``--repeat`` runs (the CLI's include its process start,
 which is what a caller of ``ushas ... --json`` pays); ratio = SQL / CLI, goal <= 1. Run:
 
-    python bench/sql_tables.py [--partitions 1000000] [--edges 1000000] [--repeat 3]
+    python bench/sql_tables.py [--quick] [--partitions 1000000] [--edges 1000000] [--repeat 3]
 """
 from __future__ import annotations
 
@@ -70,10 +70,14 @@ def build_edges(ms: Any, n: int) -> None:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--partitions", type=int, default=1_000_000)
-    p.add_argument("--edges", type=int, default=1_000_000)
+    p.add_argument("--quick", action="store_true", help="10^5 partitions and edges")
+    p.add_argument("--partitions", type=int)
+    p.add_argument("--edges", type=int)
     p.add_argument("--repeat", type=int, default=3)
     args = p.parse_args()
+    size = 100_000 if args.quick else 1_000_000
+    args.partitions = args.partitions or size
+    args.edges = args.edges or size
     from _spark import ushas_session
 
     from ushas_catalog.metastore import Metastore
