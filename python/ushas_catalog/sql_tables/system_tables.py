@@ -144,10 +144,11 @@ def _properties(ctx: ReadContext, filters: Filters, token: Any) -> Rows:
 
 def _partitions(ctx: ReadContext, filters: Filters, token: Any) -> Rows:
     """Every partition of every partitioned table; a ``table`` filter reads those tables only."""
-    after_table, after_key = (token[0], token[1]) if isinstance(token, list) else (None, None)
+    after_table = tuple(token[:3]) if isinstance(token, list) else None
+    after_key = token[3] if isinstance(token, list) else None
     for c, d, r in _relations(ctx, filters, ("TABLE",)):
         full = f"{c}.{d}.{r.name}"
-        if after_table is not None and full < after_table:
+        if after_table is not None and (c, d, r.name) < after_table:  # the listing's order
             continue
         sub = ReadContext(ctx.ms, ctx.catalog, TableName.parse(full))
         try:
@@ -156,10 +157,10 @@ def _partitions(ctx: ReadContext, filters: Filters, token: Any) -> Rows:
             continue
         if not scheme_names:
             continue
-        start = after_key if full == after_table else None
+        start = after_key if (c, d, r.name) == after_table else None
         for tok, key, rec in partition_records(sub, Filters(None), start):
             spec = {n: str(v) for n, v in zip(scheme_names, key)}
-            yield [full, tok], [c, d, r.name, full, spec, rec.location or None,
+            yield [c, d, r.name, tok], [c, d, r.name, full, spec, rec.location or None,
                                 rec.files if rec.HasField("files") else None,
                                 rec.bytes if rec.HasField("bytes") else None,
                                 rec.rows if rec.HasField("rows") else None, rec.created_at_micros, dict(rec.properties)]
