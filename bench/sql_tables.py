@@ -74,6 +74,8 @@ def main() -> int:
     p.add_argument("--partitions", type=int)
     p.add_argument("--edges", type=int)
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--only", choices=("partitions", "lineage"), help="measure one of the two")
+    p.add_argument("--root", type=Path, help="the store's directory: built there the first time, reused after")
     args = p.parse_args()
     size = 100_000 if args.quick else 1_000_000
     args.partitions = args.partitions or size
@@ -82,23 +84,40 @@ def main() -> int:
 
     from ushas_catalog.metastore import Metastore
 
-    root = Path(tempfile.mkdtemp(prefix="ushas-bench-sql-tables-"))
+    root = args.root or Path(tempfile.mkdtemp(prefix="ushas-bench-sql-tables-"))
+    root.mkdir(parents=True, exist_ok=True)
     uri = f"sqlite:///{root / 'ushas.db'}"
+    built = (root / "ushas.db").exists()
     spark = ushas_session("bench-sql-tables", root)
-    spark.sql("CREATE NAMESPACE ushas.sales")
-    spark.sql("CREATE TABLE ushas.sales.orders (id INT, dt STRING) USING parquet PARTITIONED BY (dt)")
     ms = Metastore.open(uri, project="default")
-    t = time.perf_counter()
-    build_partitions(ms, args.partitions)
-    print(f"built {args.partitions} partitions in {time.perf_counter() - t:.1f} s", flush=True)
-    t = time.perf_counter()
-    build_edges(ms, args.edges)
-    print(f"built {args.edges} column edges in {time.perf_counter() - t:.1f} s", flush=True)
+    if built:
+        print(f"reusing the store in {root}", flush=True)
+    else:
+        spark.sql("CREATE NAMESPACE ushas.sales")
+        spark.sql("CREATE TABLE ushas.sales.orders (id INT, dt STRING) USING parquet PARTITIONED BY (dt)")
+        t = time.perf_counter()
+        build_partitions(ms, args.partitions)
+        print(f"built {args.partitions} partitions in {time.perf_counter() - t:.1f} s", flush=True)
+        t = time.perf_counter()
+        build_edges(ms, args.edges)
+        print(f"built {args.edges} column edges in {time.perf_counter() - t:.1f} s in {root}", flush=True)
 
     cut = f"p{args.partitions - args.partitions // 100:07d}"
     selected = args.partitions - int(cut[1:])
     rows: list[tuple[str, float, float, int]] = []
 
+    if args.only != "lineage":
+        measure_partitions(spark, uri, args, cut, selected, rows)
+    if args.only != "partitions":
+        measure_lineage(spark, uri, args, rows)
+    print(f"\n{'read':<52} {'SQL s':>8} {'CLI s':>8} {'ratio':>6}")
+    for name, s, c, _ in rows:
+        print(f"{name:<52} {s:8.2f} {c:8.2f} {s / c:6.2f}")
+    spark.stop()
+    return 0
+
+
+def measure_partitions(spark: Any, uri: str, args: Any, cut: str, selected: int, rows: list[Any]) -> None:
     sql_t, got = best(args.repeat, lambda: spark.sql(
         f"SELECT * FROM ushas.sales.orders.partitions WHERE dt >= '{cut}'").collect())
     assert len(got) == selected, (len(got), selected)
@@ -113,6 +132,8 @@ def main() -> int:
     cli_t, parts = best(1, lambda: cli(uri, "partitions", "ushas.sales.orders"))
     rows.append((f"partitions, all {args.partitions}", sql_t, cli_t, len(parts)))
 
+
+def measure_lineage(spark: Any, uri: str, args: Any, rows: list[Any]) -> None:
     target = "ushas.sales.t_7"
     sql_t, got = best(args.repeat, lambda: spark.sql(
         f"SELECT * FROM ushas.system.column_lineage WHERE target_table = '{target}'").collect())
@@ -120,12 +141,6 @@ def main() -> int:
     rows.append((f"column_lineage, target_table = t ({len(got)} of {args.edges})", sql_t, cli_t, len(got)))
     assert len(got) == 1000 * len(range(7, max(1, args.edges // 1000), TARGETS)), len(got)
     assert len(answer["columns"]) == 1000, len(answer["columns"])
-
-    print(f"\n{'read':<52} {'SQL s':>8} {'CLI s':>8} {'ratio':>6}")
-    for name, s, c, _ in rows:
-        print(f"{name:<52} {s:8.2f} {c:8.2f} {s / c:6.2f}")
-    spark.stop()
-    return 0
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from ..keyspace.layout import (DATA_LINEAGE, DATASET_NAME, DATASET_USAGE, LINEAG
                                LINEAGE_DOWNSTREAM, LINEAGE_RUN_BY_TIME, LINEAGE_RUN_EDGE, LINEAGE_UPSTREAM,
                                RUN_ID, TABLE_ID, TIME, USAGE_PROFILE)
 from ..model.names import TableName
+from ..records.store import split_elements
 from .columns import STRING_MAP, STRINGS, Column, TableDef, micros
 from .context import ReadContext, table_id_text
 from .filters import Filters
@@ -236,9 +237,17 @@ def _edges(ctx: ReadContext, filters: Filters, token: Any) -> Rows:
         ranges = [base.range()]
     tb = filters.bounds("time")
     prefix = base.key()
+    plen = len(prefix)
+    memo: dict[bytes, Any] = {}  # raw element -> value: datasets, columns, runs repeat
+
+    def element(raw: bytes) -> Any:
+        v = memo.get(raw, memo)
+        if v is memo:
+            v = memo[raw] = fdbtuple.unpack(raw)[0]
+        return v
+
     for k, _ in _keys(ctx, ranges, token):
-        parts = _suffix(prefix, k)
-        ds, col, t, rid, other, ocol, sub = parts[-7:]
+        ds, col, t, rid, other, ocol, sub = map(element, split_elements(k[plen:])[-7:])
         if not tb.contains(t * 1000):
             yield k.hex(), None
             continue
@@ -249,17 +258,30 @@ def _edges(ctx: ReadContext, filters: Filters, token: Any) -> Rows:
 def _column_lineage(ctx: ReadContext, filters: Filters, token: Any) -> Rows:
     from lineage.model import EdgeSubtype
 
-    expression_key = _index(ctx, LINEAGE_RUN_EDGE)
+    run_edges = _index(ctx, LINEAGE_RUN_EDGE)
+    want_expression = ctx.columns is None or "expression" in ctx.columns
+    expressions: dict[Any, dict[bytes, str]] = {}  # run id -> its edges' expressions
+
+    def expression(rid: Any, edge: tuple[Any, ...]) -> str | None:
+        if rid not in expressions:  # a run's edges in one range read: one per run, not one per edge
+            base = run_edges.add(RUN_ID, rid)
+            plen = len(base.key())
+
+            def read(tr: Any) -> dict[bytes, str]:  # by the packed key suffix: nothing decoded
+                return {kv.key[plen:]: kv.value.decode() for kv in tr.get_range(*base.range(), snapshot=True)}
+
+            expressions[rid] = ctx.ms.run(read)
+        return expressions[rid].get(fdbtuple.pack(edge))
+
+    kinds = {s.value: s.kind.value for s in EdgeSubtype}
     for tok, e in _edges(ctx, filters, token):
         if e is None:
             yield tok, None
             continue
         tgt, tcol, src, scol, sub, rid, t = e
-        value = ctx.ms.run(lambda tr: tr.get(expression_key.add(RUN_ID, rid).pack((tgt, tcol, src, scol, sub)),
-                                             snapshot=True))
         yield tok, [ctx.dataset_name(tgt), tcol, ctx.dataset_name(src), scol, table_id_text(tgt),
-                    table_id_text(src), EdgeSubtype(sub).kind.value, sub,
-                    value.decode() if value is not None else None, str(rid), t * 1000]
+                    table_id_text(src), kinds.get(sub), sub,
+                    expression(rid, (tgt, tcol, src, scol, sub)) if want_expression else None, str(rid), t * 1000]
 
 
 def _table_lineage(ctx: ReadContext, filters: Filters, token: Any) -> Rows:
