@@ -247,12 +247,15 @@ def _edges(ctx: ReadContext, filters: Filters, token: Any) -> Rows:
         return v
 
     for k, _ in _keys(ctx, ranges, token):
-        ds, col, t, rid, other, ocol, sub = map(element, split_elements(k[plen:])[-7:])
+        raw = split_elements(k[plen:])[-7:]
+        ds, col, t, rid, other, ocol, sub = map(element, raw)
         if not tb.contains(t * 1000):
             yield k.hex(), None
             continue
         tgt, tcol, src, scol = (other, ocol, ds, col) if by_source else (ds, col, other, ocol)
-        yield k.hex(), (tgt, tcol, src, scol, sub, rid, t)
+        # the packed (target, column, source, column, subtype): the edge's key in its run
+        packed = (raw[4] + raw[5] + raw[0] + raw[1] if by_source else raw[0] + raw[1] + raw[4] + raw[5]) + raw[6]
+        yield k.hex(), (tgt, tcol, src, scol, sub, rid, t, packed)
 
 
 def _column_lineage(ctx: ReadContext, filters: Filters, token: Any) -> Rows:
@@ -262,7 +265,7 @@ def _column_lineage(ctx: ReadContext, filters: Filters, token: Any) -> Rows:
     want_expression = ctx.columns is None or "expression" in ctx.columns
     expressions: dict[Any, dict[bytes, str]] = {}  # run id -> its edges' expressions
 
-    def expression(rid: Any, edge: tuple[Any, ...]) -> str | None:
+    def expression(rid: Any, packed: bytes) -> str | None:
         if rid not in expressions:  # a run's edges in one range read: one per run, not one per edge
             base = run_edges.add(RUN_ID, rid)
             plen = len(base.key())
@@ -271,17 +274,17 @@ def _column_lineage(ctx: ReadContext, filters: Filters, token: Any) -> Rows:
                 return {kv.key[plen:]: kv.value.decode() for kv in tr.get_range(*base.range(), snapshot=True)}
 
             expressions[rid] = ctx.ms.run(read)
-        return expressions[rid].get(fdbtuple.pack(edge))
+        return expressions[rid].get(packed)
 
     kinds = {s.value: s.kind.value for s in EdgeSubtype}
     for tok, e in _edges(ctx, filters, token):
         if e is None:
             yield tok, None
             continue
-        tgt, tcol, src, scol, sub, rid, t = e
+        tgt, tcol, src, scol, sub, rid, t, packed = e
         yield tok, [ctx.dataset_name(tgt), tcol, ctx.dataset_name(src), scol, table_id_text(tgt),
                     table_id_text(src), kinds.get(sub), sub,
-                    expression(rid, (tgt, tcol, src, scol, sub)) if want_expression else None, str(rid), t * 1000]
+                    expression(rid, packed) if want_expression else None, str(rid), t * 1000]
 
 
 def _table_lineage(ctx: ReadContext, filters: Filters, token: Any) -> Rows:

@@ -60,7 +60,7 @@ import java.util.Set;
  */
 final class UshasRowsTable implements SupportsRead {
     /** Rows per bridge call (measured: bench/sql_tables.py; the page travels as a temp file). */
-    static final int PAGE_SIZE = 5000;
+    static final int PAGE_SIZE = 10000;
 
     private final String name;
     private final StructType schema;
