@@ -27,7 +27,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
      "ushas_catalog.check"),                                      # the store's integrity check
     ("lineage",),                                                 # plan, resolve, capture, store, query
     ("ushas_catalog.spark", "ushas_catalog.bridge",               # the Python side of the shim, session,
-     "ushas_catalog.procedures"),                                 # CALL <catalog>.system.<name>(...)
+     "ushas_catalog.procedures",                                  # CALL <catalog>.system.<name>(...)
+     "ushas_catalog.sql_tables"),                                 # metadata and system tables
     ("ushas_catalog.service",),                                   # the REST API v1, the OpenLineage receiver
     ("ushas_catalog.cli", "ushas_catalog.ui"),                    # the CLI and the service
     ("ushas_catalog", "ushas_catalog.__main__"),                  # the package facade

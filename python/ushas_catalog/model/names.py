@@ -236,6 +236,7 @@ def new_database_name(name: NameLike) -> DatabaseName:
     """The name of a database about to be created (its catalog exists or is checked itself)."""
     dn = DatabaseName.parse(name)
     check_new_part(dn.database, "database")
+    check_not_reserved(dn.database)
     return dn
 
 
@@ -243,7 +244,22 @@ def new_table_name(name: NameLike, what: str = "table") -> TableName:
     """The name of a table or view about to be created or renamed to."""
     tn = TableName.parse(name)
     check_new_part(tn.name, what)
+    check_not_reserved(tn.database)
     return tn
+
+
+#: the database name that holds the system tables and procedures (``ushas.system.tables``)
+SYSTEM_DATABASE = "system"
+
+
+def check_not_reserved(database: str) -> str:
+    """``database`` unless it is the reserved :data:`SYSTEM_DATABASE` (any case): no database or table
+    can be created there, so ``<catalog>.system.<name>`` always means a system table or procedure."""
+    if database.lower() == SYSTEM_DATABASE:
+        raise InvalidName(f"database name {database!r} is reserved: <catalog>.{SYSTEM_DATABASE} holds the system "
+                          f"tables (SHOW TABLES IN <catalog>.{SYSTEM_DATABASE}) and procedures; "
+                          f"choose another name", name=database)
+    return database
 
 
 def parse_any(name: NameLike) -> CatalogName | DatabaseName | TableName:

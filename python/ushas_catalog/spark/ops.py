@@ -21,6 +21,7 @@ from .staged import OPS as STAGED_OPS
 from .like import like_request
 from .view_sync import OPS as VIEW_SYNC_OPS
 from .functions import OPS as FUNCTION_OPS
+from ..sql_tables.ops import OPS as ROWS_OPS, is_system, list_system_tables
 from .cache import partition_rows  # noqa: F401 - the bridge's partition rows (tests import it here)
 from .tables import (SparkCtx, create_arguments, database_of, location_of, qualify, rename_move, table_answer,
                            table_name, view_answer)
@@ -68,6 +69,8 @@ def list_namespaces(ms: Any, r: Request) -> Answer:
 def namespace_exists(ms: Any, r: Request) -> Answer:
     ctx = SparkCtx.of(r)
     namespace = r.get("namespace") or []
+    if is_system(namespace):
+        return {"exists": True}  # reserved: the system tables (ushas_catalog.sql_tables)
     if len(namespace) != 1:
         return {"exists": False}
     return {"exists": bool(ms.database_exists((ctx.catalog, namespace[0])))}
@@ -155,6 +158,8 @@ def relation_exists(ms: Any, r: Request) -> Answer:
 
 
 def list_relations(ms: Any, r: Request) -> Answer:
+    if is_system(r["namespace"]):
+        return list_system_tables(r)
     ctx = SparkCtx.of(r)
     db = (ctx.catalog, database_of(r["namespace"]))
     kind = r.get("kind")
@@ -174,6 +179,7 @@ def list_relations(ms: Any, r: Request) -> Answer:
 def create_table(ms: Any, r: Request) -> Answer:
     ctx = SparkCtx.of(r)
     catalog, db, table = table_name(ctx, r)
+    new_table_name((catalog, db, table))  # a bad or reserved name, before its database is looked up
     database = ms.get_database((catalog, db))
     # a dropped table of this name keeps its data (until purge) where the new one goes: not foreign files
     dropped = {d.name for d in ms.list_dropped_tables((catalog, db))}
@@ -627,4 +633,5 @@ OPS: dict[str, Callable[[Any, Request], Answer]] = {
     **STAGED_OPS,  # atomic CTAS / RTAS (StagingTableCatalog)
     **VIEW_SYNC_OPS,  # WITH SCHEMA [TYPE] EVOLUTION views: Spark's new schema (spark.view_sync)
     **FUNCTION_OPS,  # FunctionCatalog and CREATE / DROP / DESCRIBE / SHOW FUNCTION(S) (spark.functions)
+    **ROWS_OPS,  # metadata and system tables (ushas_catalog.sql_tables)
 }

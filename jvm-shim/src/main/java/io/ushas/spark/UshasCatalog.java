@@ -250,6 +250,7 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces,
      * entry without asking.
      */
     private Relation load(String op, Identifier ident) {
+        if (UshasRowsTable.handles(ident)) return UshasRowsTable.load(this, ident);  // metadata, system tables
         RelationCache.Entry e = cache.get(ident);
         if (e != null && "load_table".equals(op) && !(e.relation instanceof Table)) e = null;
         if (e != null && !cache.settings().check()) {
