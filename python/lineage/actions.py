@@ -87,6 +87,7 @@ class ActionGroups:
             "start_ms": group.start_ms if group.start_ms is not None else end_ms, "end_ms": end_ms,
             "status": "FAIL" if failed else "COMPLETE",
             "catalogs": action.get("catalogs") or {},
+            **({"client": action["client"]} if action.get("client") else {}),
             "executions": [*group.executions, _execution(x)],
             "jvm_dropped": int(message.get("jvm_dropped") or 0),
         }
