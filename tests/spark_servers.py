@@ -38,7 +38,7 @@ def missing_dependency() -> str | None:
     try:
         from pyspark.sql.connect.utils import check_dependencies
 
-        check_dependencies("pyspark.sql.connect.session")
+        check_dependencies()
     except Exception as exc:  # noqa: BLE001 - the reason is reported as the skip reason
         return f"pyspark[connect] client dependencies missing: {exc}"
     return None
@@ -121,9 +121,13 @@ def connect_server(root: Path, **extra: str) -> SparkServer:
 
 
 def thrift_server(root: Path, **extra: str) -> SparkServer:
+    """The Thrift server opens JDBC sessions on its own threads, whose class loader does not see
+    ``spark.jars``: the jar goes on the driver's class path too (``spark.driver.extraClassPath``)."""
+    from ushas_catalog.spark.jar import jar_path
+
     port = free_port()
     cmd = [spark_bin("spark-submit"), "--class", THRIFT_CLASS, "--name", "ushas-thrift-test",
-           *server_confs(root, **extra),
+           *server_confs(root, **{"spark.driver.extraClassPath": str(jar_path()), **extra}),
            "--hiveconf", f"hive.server2.thrift.port={port}", "--hiveconf", "hive.server2.thrift.bind.host=127.0.0.1"]
     return SparkServer("Thrift JDBC server", cmd, root, port, root / "thrift-server.log")
 

@@ -82,18 +82,28 @@ def is_connect_dataframe(df: Any) -> bool:
     return isinstance(df, DataFrame)
 
 
+def dataframe_plan_json(df: Any) -> str:
+    """The plan JSON (docs/plan-json.md) of a Connect DataFrame's analyzed plan: one round trip."""
+    rel = df._plan.plan(df.sparkSession.client)
+    return _plan_json(df.sparkSession, OF_RELATION, rel.SerializeToString())
+
+
+def sql_plan_json(spark: Any, sql: str) -> str:
+    """The plan JSON of ``sql`` analysed (NOT executed) in ``spark``'s server-side session."""
+    from google.protobuf import wrappers_pb2
+
+    return _plan_json(spark, OF_SQL, wrappers_pb2.StringValue(value=sql).SerializeToString())
+
+
 def lineage_of_connect_dataframe(df: Any) -> LineageResult:
     """Column lineage of a Connect DataFrame's analyzed plan (analysed on the server, resolved here)."""
-    rel = df._plan.plan(df.sparkSession.client)
-    return _resolved(_plan_json(df.sparkSession, OF_RELATION, rel.SerializeToString()))
+    return _resolved(dataframe_plan_json(df))
 
 
 def lineage_of_connect_sql(spark: Any, sql: str) -> LineageResult:
     """Column lineage of a SQL statement over Connect, analysed on the server and NOT executed
     (``spark.sql()`` over Connect runs a command such as INSERT at once)."""
-    from google.protobuf import wrappers_pb2
-
-    return _resolved(_plan_json(spark, OF_SQL, wrappers_pb2.StringValue(value=sql).SerializeToString()))
+    return _resolved(sql_plan_json(spark, sql))
 
 
 def _lineage(self: Any) -> LineageResult:

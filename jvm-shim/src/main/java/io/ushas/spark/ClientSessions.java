@@ -93,6 +93,16 @@ final class ClientSessions {
         }
     }
 
+    /** Whether {@code qe} only reads the result rows of a command that already ran as its own execution
+     * (what a server does with every statement's result, e.g. the Thrift server's collect). */
+    static boolean isCommandResult(QueryExecution qe) {
+        try {
+            return qe.logical() instanceof org.apache.spark.sql.catalyst.plans.logical.CommandResult;
+        } catch (Throwable t) {
+            return false;
+        }
+    }
+
     /** Connect's classes, loaded only when a Connect event arrives. */
     private static final class Connect {
         static void started(SparkListenerEvent event, Map<String, Client> byJobTag) {
