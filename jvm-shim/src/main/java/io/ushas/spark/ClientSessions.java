@@ -94,10 +94,15 @@ final class ClientSessions {
     }
 
     /** Whether {@code qe} only reads the result rows of a command that already ran as its own execution
-     * (what a server does with every statement's result, e.g. the Thrift server's collect). */
+     * (what a server does with every statement's result, e.g. the Thrift server's {@code collect()} of
+     * {@code spark.sql(statement)}): a root query execution whose commands were executed eagerly into a
+     * {@code CommandResult} (already computed: asking for it executes nothing). */
     static boolean isCommandResult(QueryExecution qe) {
         try {
-            return qe.logical() instanceof org.apache.spark.sql.catalyst.plans.logical.CommandResult;
+            if (qe.logical() instanceof org.apache.spark.sql.catalyst.plans.logical.CommandResult) return true;
+            return qe.mode() == org.apache.spark.sql.execution.CommandExecutionMode.ALL()
+                    && qe.analyzed() instanceof org.apache.spark.sql.catalyst.plans.logical.Command
+                    && qe.commandExecuted() instanceof org.apache.spark.sql.catalyst.plans.logical.CommandResult;
         } catch (Throwable t) {
             return false;
         }

@@ -231,7 +231,7 @@ public final class UshasLineageListener extends SparkListener implements QueryEx
         if (error != null) x.put("error", errorText(error));
         String sql = sqlText(qe);
         if (sql != null) x.put("sql", sql);
-        if (ClientSessions.isCommandResult(qe)) x.put("command_result", true);
+        if (error == null && ClientSessions.isCommandResult(qe)) x.put("command_result", true);
         ship(end.id, end.root, x, clients.of(end.id, end.root), qe);
     }
 

@@ -1,6 +1,6 @@
 """A Spark Connect client in its own process (it never imports ushas_catalog): namespaces, a partitioned
 table, every write form that works in a classic session, reads with pruning, Spark's errors. Prints one
-JSON line ``RESULT {...}`` for the test (tests/connect/test_connect_server.py).
+JSON line ``RESULT {...}`` for the test (tests/remote/test_connect_server.py).
 
     python client_catalog.py sc://127.0.0.1:PORT/;user_id=alice DB APP_NAME
 """
