@@ -56,8 +56,7 @@ def _plan_json(session: Any, type_url: str, value: bytes) -> str:
         rows = _extension_frame(session, type_url, value).collect()
     except Exception as exc:  # noqa: BLE001 - Spark's own errors (parse, analysis) pass as they are
         text = str(exc)
-        if "extension" in text.lower() and ("not supported" in text.lower() or "NO_HANDLER" in text
-                                            or "plugin" in text.lower()):
+        if "NO_HANDLER_FOR_EXTENSION" in text or "no handler found for extension" in text.lower():
             raise LineageUnavailable(
                 "df.lineage() over Spark Connect needs the server to load the ushas lineage plugin: "
                 f"start it with spark.connect.extensions.relation.classes={PLUGIN_CLASS} "

@@ -38,8 +38,20 @@ def main(url: str, out: str) -> None:
             plans[case.id] = {"error": f"{type(exc).__name__}: {exc}"[:2000]}
     df = spark.table("lin.t").where("x > 1").selectExpr("x + 1 as x1", "upper(y) as uy")
     plans["__df_lineage__"] = {"text": str(df.lineage())}  # type: ignore[attr-defined]
+    plans["__errors__"] = {"parse": condition(lambda: sql_plan_json(spark, "selec x frm lin.t")),
+                           "missing_table": condition(lambda: spark.table("lin.no_such_table").lineage()),
+                           "bad_column": condition(lambda: spark.table("lin.t").select("nope").lineage())}
     Path(out).write_text(json.dumps(plans))
     spark.stop()
+
+
+def condition(fn: Any) -> str | None:
+    try:
+        fn()
+    except Exception as exc:  # noqa: BLE001 - Spark's error condition is what the test checks
+        get = getattr(exc, "getCondition", None)
+        return str(get() if get is not None else type(exc).__name__)
+    return None
 
 
 if __name__ == "__main__":

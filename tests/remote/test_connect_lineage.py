@@ -83,3 +83,8 @@ def test_df_lineage_method_on_a_connect_dataframe(connect_plans: dict[str, dict[
     assert text.startswith("x1#N\n+- Alias ( (x#N + 1) AS x1#N )")
     assert "upper(y#N) AS uy#N" in text and "spark_catalog.lin.t.y" in text
     assert "FILTER Filter ( (x#N > 1) )" in text
+
+
+def test_bad_input_gets_sparks_errors_over_connect(connect_plans: dict[str, Any]) -> None:
+    assert connect_plans["__errors__"] == {"parse": "PARSE_SYNTAX_ERROR", "missing_table": "TABLE_OR_VIEW_NOT_FOUND",
+                                           "bad_column": "UNRESOLVED_COLUMN.WITH_SUGGESTION"}
