@@ -12,7 +12,9 @@ shuffled order so all see the same machine load:
   ``LineageRelationPlugin`` analyses it in the client's session, walks it and answers one row with the
   plan JSON (a small Spark execution: gRPC, Arrow), then the same parse and resolution here;
 - connect-sql: ``lineage_of_connect_sql(spark, q)``: the same with the SQL text as payload (parsed and
-  analysed on the server, not executed).
+  analysed on the server, not executed);
+- connect-floor: ``spark.range(1).collect()`` over the same connection, once per query: what any Connect
+  call that returns one row costs here, for scale.
 
 ``spark.sql(q)`` itself is done before timing for classic and connect-df (over Connect it is a round trip
 of its own). The Connect server is a separate local JVM started here (``SparkConnectServer`` from
@@ -162,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
             create_tables(remote, tables)
             classic_frames = {q: classic.sql(sql) for q, sql in queries.items()}
             remote_frames = {q: remote.sql(sql) for q, sql in queries.items()}
+            remote_one = remote.range(1)
             for q in queries:  # the same lineage on both sides before anything is timed
                 a, b = lineage_of_dataframe(classic_frames[q]), lineage_of_connect_dataframe(remote_frames[q])
                 assert len(a.edges) == len(b.edges) and [c.name for c in a.outputs] == [c.name for c in b.outputs], q
@@ -169,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
                 "classic": lambda q: lineage_of_dataframe(classic_frames[q]) and None,
                 "connect-df": lambda q: lineage_of_connect_dataframe(remote_frames[q]) and None,
                 "connect-sql": lambda q: lineage_of_connect_sql(remote, queries[q]) and None,
+                "connect-floor": lambda q: remote_one.collect() and None,
             }
             print(f"22 TPC-H queries, all output columns; median of {args.rounds} rounds after {args.warmup} "
                   f"unmeasured (load {os.getloadavg()[0]:.1f})")
