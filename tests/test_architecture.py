@@ -26,7 +26,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("ushas_catalog.metastore", "ushas_catalog.bulk",             # the facade, operations in chunks,
      "ushas_catalog.check"),                                      # the store's integrity check
     ("lineage",),                                                 # plan, resolve, capture, store, query
-    ("ushas_catalog.spark", "ushas_catalog.bridge"),              # the Python side of the shim, session
+    ("ushas_catalog.spark", "ushas_catalog.bridge",               # the Python side of the shim, session,
+     "ushas_catalog.procedures"),                                 # CALL <catalog>.system.<name>(...)
+    ("ushas_catalog.service",),                                   # the REST API v1, the OpenLineage receiver
     ("ushas_catalog.cli", "ushas_catalog.ui"),                    # the CLI and the service
     ("ushas_catalog", "ushas_catalog.__main__"),                  # the package facade
 )

@@ -368,6 +368,13 @@ class LineageStore:
         _validate(captured)
         return self.db.run(lambda tr: self._record(tr, captured))
 
+    def record_many(self, captured: list[CapturedRun]) -> int:
+        """Store several runs in ONE transaction (bulk loads: imports, generated stores); the
+        caller keeps the batch within a transaction's limits. The number newly stored."""
+        for c in captured:
+            _validate(c)
+        return int(self.db.run(lambda tr: sum(self._record(tr, c) for c in captured)))
+
     def _record(self, tr: Transaction, captured: CapturedRun) -> bool:
         run = captured.run
         run_key = self._run.add(RUN_ID, run.run_id).key()
@@ -561,6 +568,22 @@ class LineageStore:
         """Edges OUT OF ``source`` column ``column`` (or every column when ``all_columns``)."""
         return self._edges(self._down, source, column, since, until, all_columns, upstream=False)
 
+    def has_edges(self, key: DatasetKey, *, upstream: bool, since: int | None = None,
+                  until: int | None = None) -> bool:
+        """Whether any edge leads into (``upstream``) or out of dataset ``key``, in the window:
+        without one, a single-key read; else a scan that stops at the first edge in it."""
+        base = self._ds_path(self._up if upstream else self._down, key)
+        lo, hi = _bound(since, 0), _bound(until, _MAX_MS - 1)
+        begin, end = base.range()
+
+        def scan(tr: Transaction) -> bool:
+            for kv in tr.get_range(begin, end, limit=1 if since is None and until is None else 0, snapshot=True):
+                if since is None and until is None or lo <= _suffix(base, kv.key)[1] <= hi:
+                    return True  # the range is streamed: stopping here reads no further
+            return False
+
+        return self.db.run(scan)
+
     def _edges(self, index: KeySpacePath, key: DatasetKey, column: str | None, since: int | None,
                until: int | None, all_columns: bool, upstream: bool) -> list[StoredEdge]:
         base = self._ds_path(index, key)
@@ -573,11 +596,13 @@ class LineageStore:
                 cols.append(None)  # dataset-wide INDIRECT edges affect every column
             ranges = [(base.pack((c, lo)), base.pack((c, hi + 1))) for c in cols]
 
+        base_len = len(base.key())
+
         def scan(tr: Transaction) -> list[StoredEdge]:
             out = []
             for begin, end in ranges:
                 for kv in tr.get_range(begin, end, snapshot=True):
-                    col, t, rid, other, ocol, sub = _suffix(base, kv.key)
+                    col, t, rid, other, ocol, sub = _edge_suffix(base_len, kv.key)
                     if not lo <= t <= hi:
                         continue
                     if upstream:
@@ -599,6 +624,22 @@ class LineageStore:
 
         def scan(tr: Transaction) -> list[DatasetKey]:
             return [_suffix(base, kv.key)[0] for kv in tr.get_range(*base.range(), snapshot=True)]
+
+        return self.db.run(scan)
+
+    def names_in_order(self, prefix: str = "", *, after: str | None = None,
+                       limit: int = 100) -> list[tuple[str, DatasetKey]]:
+        """(name, key) of the dataset name index in name order: names starting with ``prefix``,
+        after the name ``after``, at most ``limit`` (one range scan: what a paged list reads)."""
+        base = self._names.key()
+        begin = base + fdbtuple.pack((prefix,))[:-1] if prefix else self._names.range()[0]
+        end = begin + b"\xff" if prefix else self._names.range()[1]
+        if after is not None:
+            begin = max(begin, base + fdbtuple.pack((after,)) + b"\xff")
+
+        def scan(tr: Transaction) -> list[tuple[str, DatasetKey]]:
+            return [tuple(fdbtuple.unpack(kv.key[len(base):]))  # type: ignore[misc]
+                    for kv in tr.get_range(begin, end, limit=limit, snapshot=True)]
 
         return self.db.run(scan)
 
@@ -703,6 +744,46 @@ class LineageStore:
 
 def _suffix(base: KeySpacePath, key: bytes) -> tuple[Any, ...]:
     return fdbtuple.unpack(key[len(base.key()):])
+
+
+#: UUIDs decoded from edge keys, by their bytes: the same datasets and runs come back in every scan
+_UUIDS: dict[bytes, uuid.UUID] = {}
+
+
+def _edge_suffix(start: int, key: bytes) -> tuple[Any, ...]:
+    """``fdbtuple.unpack(key[start:])`` for an edge index key (column, time, run, dataset,
+    column, subtype): the element kinds those keys hold (null, string, non-negative int, UUID)
+    decoded inline, UUIDs shared; anything else by ``fdb.tuple``. A graph walk decodes thousands."""
+    out: list[Any] = []
+    pos, n = start, len(key)
+    while pos < n:
+        code = key[pos]
+        if code == 0x00:
+            out.append(None)
+            pos += 1
+        elif code == 0x02:
+            end = key.find(b"\x00", pos + 1)
+            while end + 1 < n and key[end + 1] == 0xFF:
+                end = key.find(b"\x00", end + 2)
+            raw = key[pos + 1:end]
+            out.append((raw.replace(b"\x00\xff", b"\x00") if b"\x00" in raw else raw).decode("utf-8"))
+            pos = end + 1
+        elif 0x14 <= code < 0x1C:
+            size = code - 0x14
+            out.append(int.from_bytes(key[pos + 1:pos + 1 + size], "big"))
+            pos += 1 + size
+        elif code == 0x30:
+            raw = key[pos + 1:pos + 17]
+            found = _UUIDS.get(raw)
+            if found is None:
+                if len(_UUIDS) > 200_000:
+                    _UUIDS.clear()
+                found = _UUIDS[raw] = uuid.UUID(bytes=raw)
+            out.append(found)
+            pos += 17
+        else:
+            return tuple(fdbtuple.unpack(key[start:]))
+    return tuple(out)
 
 
 def _single_write(captured: CapturedRun) -> Dataset | None:

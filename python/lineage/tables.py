@@ -115,7 +115,10 @@ class MetastoreTableIds:
                     db = ms.resolver.database(tr, DatabaseName.parse((parts[0], parts[1])), load=False)
                 except (NotFound, InvalidName):
                     db = None
-                if db is not None:
+                if db is not None:  # most often still its name: one point read before any scan
+                    entry = ms.resolver.names(db.path.add(TABLE), "Table").load(tr, (parts[2],), snapshot=True)
+                    if entry is not None and uuid.UUID(bytes=entry.id) == table_id:
+                        return TableState(last_name)
                     found = _find_in(ms, tr, db, table_id, f"{parts[0]}.{parts[1]}")
                     if found is not None:
                         return found

@@ -33,6 +33,9 @@ The checks (:data:`CHECKS`, in this order):
 - ``search-index``: the search index (merged and pending entries) is exactly what the objects'
   metadata states and entries call for, and every metadata object is a catalog object.
 - ``change-feed``: the change feed reads to its end, in strictly increasing commit order.
+- ``staged-writes``: atomic CTAS / RTAS writes (:mod:`ushas_catalog.data.staged`) that will never
+  commit (aborted, or their driver is gone) and left a staging directory or files: ``ushas purge``
+  removes them.
 
 Read-only: :func:`check_store` opens the store read-only (``mode=ro`` on the embedded engine)
 and no check writes. A check that fails to run is itself a finding (``could not run: ...``).
@@ -638,6 +641,20 @@ def check_pending_work(ms: "Metastore") -> Iterator[Finding]:
                                           f"({w.owner}) is gone: run `ushas repair --pending`", w.object)
 
 
+def check_staged_writes(ms: "Metastore") -> Iterator[Finding]:
+    """Atomic CTAS / RTAS writes (:mod:`ushas_catalog.data.staged`) that will never commit (aborted, or
+    their driver is gone) and left files behind; one still running is not a problem."""
+    from .data.purge import STAGING_GRACE, staging_owner_alive
+    from .data.staged import staged_write, writer_gone
+
+    now = int(time.time() * 1e6)
+    for e in ms.garbage():
+        if staged_write(e) is not None and writer_gone(ms, e, staging_owner_alive,
+                                                       int(STAGING_GRACE.total_seconds() * 1e6), now):
+            yield Finding("staged-writes", f"{e.operation} left {len(e.files)} path(s) and will never commit: "
+                                           f"run `ushas purge`", e.table)
+
+
 for _check in (
     Check("engine", check_engine, "the engine's own integrity (SQLite quick_check / integrity_check)"),
     Check("counter", check_counter, "the commit version counter is above every recorded commit version"),
@@ -648,5 +665,6 @@ for _check in (
     Check("search-index", check_search_index, "search index entries <-> object metadata"),
     Check("change-feed", check_change_feed, "the change feed reads to its end, in commit order"),
     Check("pending-work", check_pending_work, "big operations a crash left unfinished (ushas repair --pending)"),
+    Check("staged-writes", check_staged_writes, "atomic CTAS / RTAS writes a crash left behind (ushas purge)"),
 ):
     register(_check)

@@ -123,6 +123,16 @@ class NoSuchPartition(NotFound):
         return self.spark or _partition_error("PARTITIONS_NOT_FOUND", self)
 
 
+class NoSuchFunction(NotFound):
+    """Spark's ``ROUTINE_NOT_FOUND`` (detail ``function``: the qualified name)."""
+
+    spark_exception = _SPARK + "NoSuchFunctionException"
+
+    def spark_error(self) -> SparkError | None:
+        name = str(self.detail.get("function", ""))
+        return self.spark or SparkError("ROUTINE_NOT_FOUND", {"routineName": spark_id(*name.split("."))})
+
+
 class NoSuchVersion(NotFound):
     """``as_of`` names a version or time the object did not exist at."""
 
@@ -150,6 +160,17 @@ class TableAlreadyExists(AlreadyExists):
 
 class ViewAlreadyExists(AlreadyExists):
     spark_exception = _SPARK + "ViewAlreadyExistsException"
+
+
+class FunctionAlreadyExists(AlreadyExists):
+    """Spark's ``ROUTINE_ALREADY_EXISTS`` (detail ``function``: the qualified name)."""
+
+    spark_exception = _SPARK + "FunctionAlreadyExistsException"
+
+    def spark_error(self) -> SparkError | None:
+        name = str(self.detail.get("function", ""))
+        return self.spark or SparkError("ROUTINE_ALREADY_EXISTS", {
+            "routineName": spark_id(*name.split(".")), "newRoutineType": "routine", "existingRoutineType": "routine"})
 
 
 class PartitionAlreadyExists(AlreadyExists):

@@ -1,5 +1,5 @@
 """Validate OpenLineage RunEvents against the vendored spec 2-0-2 and the facet schemas their
-``_schemaURL`` names (tests/capture/openlineage_spec, copied from the OpenLineage repository)."""
+``_schemaURL`` names (python/lineage/openlineage_spec, copied from the OpenLineage repository)."""
 from __future__ import annotations
 
 import json
@@ -9,7 +9,7 @@ from typing import Any
 import jsonschema
 from referencing import Registry, Resource
 
-SPEC_DIR = Path(__file__).parent / "openlineage_spec"
+SPEC_DIR = Path(__file__).parents[2] / "python" / "lineage" / "openlineage_spec"
 
 
 def _registry() -> Registry:

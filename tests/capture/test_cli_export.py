@@ -1,5 +1,5 @@
 """``ushas lineage`` subcommands over captured runs, and the OpenLineage export validated against
-the spec's JSON schemas (tests/capture/openlineage_spec; no Spark: runs made by hand in a real store)."""
+the spec's JSON schemas (python/lineage/openlineage_spec; no Spark: runs made by hand in a real store)."""
 from __future__ import annotations
 
 import json

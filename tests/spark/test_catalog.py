@@ -327,8 +327,9 @@ def test_bad_input(spark: Any, db: str, ms: Any) -> None:
         spark.sql(f"CREATE TABLE ushas.{db}.x (id INT) USING foo")
     with pytest.raises(AnalysisException, match="255"):
         spark.sql(f"CREATE TABLE ushas.{db}.{'n' * 300} (id INT) USING parquet")
-    with pytest.raises(AnalysisException, match="bucket"):
-        spark.sql(f"CREATE TABLE ushas.{db}.x (id INT) USING parquet CLUSTERED BY (id) INTO 4 BUCKETS")
+    with pytest.raises(AnalysisException, match="partition column"):  # bucketing is by data columns
+        spark.sql(f"CREATE TABLE ushas.{db}.x (id INT, h INT) USING parquet PARTITIONED BY (h) "
+                  f"CLUSTERED BY (h) INTO 4 BUCKETS")
     assert ms.list_tables(("ushas", db)) == []
 
     spark.sql(f"CREATE TABLE ushas.{db}.typed (id INT, h INT) USING parquet PARTITIONED BY (h)")

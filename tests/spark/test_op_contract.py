@@ -50,16 +50,23 @@ def test_the_shims_read_ops_are_ops() -> None:
 #: JSON helpers speak other formats: lineage.actions, lineage.plan)
 SHIM_FILES = ("UshasCatalog", "UshasTable", "UshasBatchWrite", "UshasCommitProtocol", "UshasFileIndex",
               "PartitionRepair", "RepairTableExec", "TableChanges", "UshasWrite", "UshasScanRule", "Bridge",
-              "PartitionFilters", "Rows", "RelationCache", "UshasSource", "Staging", "UshasExtensions")
+              "PartitionFilters", "Rows", "RelationCache", "UshasSource", "Staging", "UshasExtensions",
+              "UshasProcedures",
+              "ViewSchemaSync", "UshasFunctions", "UshasFunctionCommand", "FunctionStatements")
 #: the Python modules that read requests and build answers of the bridge ops
 PY_MODULES = ("spark/bridge", "spark/ops", "spark/one_transaction", "spark/reads", "spark/writes", "spark/tables",
               "spark/options", "spark/repair", "spark/cache", "data/repair", "model/table_changes", "data/pruning",
-              "model/data_files", "data/write_fence", "errors", "model/partitions", "model/schema")
+              "model/data_files", "data/write_fence", "errors", "model/partitions", "model/schema",
+              "spark/procedures", "procedures/registry", "procedures/tables", "procedures/stats",
+              "spark/view_sync", "spark/functions")
 #: fields the shim writes into JSON that is not a bridge request, each with where it goes
 NOT_REQUEST_FIELDS = {
     "entries": "RelationCache.stats(): the cache's own counters, shown by the shim",
     "loaded": "RelationCache.stats()", "unchanged": "RelationCache.stats()", "unchecked": "RelationCache.stats()",
     "ttl_ms": "RelationCache.stats() (Python answers it in open's cache settings)",
+    "errorClass": "UshasFunctions.sparkError: Spark's error class, thrown in the JVM",
+    "user": "UshasFunctionCommand: SHOW FUNCTIONS' scopes, applied by the command itself",
+    "system": "UshasFunctionCommand: SHOW FUNCTIONS' scopes (system functions are Spark's)",
 }
 #: keys the shim reads from something that is not a bridge answer, each with what it is
 NOT_ANSWER_FIELDS = {
@@ -67,6 +74,8 @@ NOT_ANSWER_FIELDS = {
     "uri": "UshasCatalog: the catalog's Spark options", "warehouse": "UshasCatalog: the catalog's Spark options",
     "numListedDirectories": "RepairTableExec: Spark SQL metrics", "numAddedPartitions": "RepairTableExec: metrics",
     "numDroppedPartitions": "RepairTableExec: metrics", "numInvalidDirectories": "RepairTableExec: metrics",
+    "definition": "UshasFunctionCommand: the statement it runs (FunctionStatements)",
+    "pattern": "UshasFunctionCommand: the statement's LIKE pattern", "user": "UshasFunctionCommand: the statement",
 }
 
 

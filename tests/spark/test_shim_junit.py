@@ -1,7 +1,8 @@
 """The shim's JUnit suite (``jvm-shim/src/junit/java``: the pure adaptation classes Json, Errors with the jar's
-error table, PartitionFilters' JSON), compiled with javac against Spark and the shim jar and run by JUnit's
-console launcher. JUnit comes from Maven Central through ``mvn`` (cached next to the jar): the test skips,
-saying why, when Maven is not installed or cannot fetch it (offline)."""
+error table, PartitionFilters' JSON, UshasProcedures' argument and result values), compiled with javac
+against Spark and the shim jar and run by JUnit's console launcher. JUnit comes from Maven Central through
+``mvn`` (cached next to the jar): the test skips, saying why, when Maven is not installed or cannot fetch it
+(offline)."""
 from __future__ import annotations
 
 import shutil

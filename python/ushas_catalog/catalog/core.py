@@ -6,9 +6,14 @@ from __future__ import annotations
 from .namespaces import NamespaceOps
 from .partitions import PartitionOps
 from .project import ProjectOps
+from .restore import RestoreOps
+from .statistics import StatisticsOps
 from .tables import TableOps
 from .views import ViewOps
+from .view_schema import ViewSchemaOps
+from .functions import FunctionOps
 
 
-class CatalogCore(NamespaceOps, TableOps, ViewOps, PartitionOps, ProjectOps):
+class CatalogCore(NamespaceOps, RestoreOps, StatisticsOps, TableOps, ViewOps, PartitionOps, ProjectOps,
+                  ViewSchemaOps, FunctionOps):
     """Catalogs, databases, tables, views and partitions of one project, each call one transaction."""

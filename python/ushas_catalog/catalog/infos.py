@@ -4,6 +4,7 @@ from __future__ import annotations
 import uuid
 
 from .. import records as rec
+from ..model.bucketing import Bucketing
 from ..model.names import CatalogName, DatabaseName, TableName
 from ..model.objects import CatalogInfo, DatabaseInfo, TableInfo, ViewInfo, micros_to_datetime
 from ..model.schema import struct_from_proto
@@ -32,7 +33,15 @@ def table_info(tn: TableName, tid: uuid.UUID, ref: rec.TableReference, schema: r
                      struct_from_proto(schema.schema), list(schema.partition_columns), storage.format,
                      storage.location or None, storage.external, dict(props.properties),
                      props.comment if props.HasField("comment") else None, props.owner or None,
-                     micros_to_datetime(ref.created_at_micros), micros_to_datetime(ref.updated_at_micros))
+                     micros_to_datetime(ref.created_at_micros), micros_to_datetime(ref.updated_at_micros),
+                     bucketing_of(schema))
+
+
+def bucketing_of(schema: rec.TableSchema) -> Bucketing | None:
+    """The bucketing a TableSchema record holds (None: not bucketed)."""
+    if not schema.num_buckets:
+        return None
+    return Bucketing(schema.num_buckets, list(schema.bucket_columns), list(schema.sort_columns))
 
 
 def view_info(tn: TableName, vid: uuid.UUID, r: rec.ViewRecord) -> ViewInfo:

@@ -12,6 +12,7 @@ from ..errors import Conflict, InvalidArgument, NoSuchCatalog, NoSuchNamespace, 
 from ..keyspace.layout import Layout
 from ..kv import Transaction
 from ..data.locations import location_in_use, overlaps
+from ..model.bucketing import Bucketing
 from ..model.names import DatabaseName, NameLike, TableName, new_table_name
 from ..model.objects import DroppedObject, RelationSummary, TableInfo
 from ..model.partitions import PartitionScheme
@@ -20,7 +21,7 @@ from ..model.table_changes import (COLUMN_CHANGES, RemoveProperty, SchemaState, 
                                    SetProperty, TableChange, change_to_json)
 from ..records.store import RecordStore
 from .commits import Mutation
-from .infos import table_info
+from .infos import bucketing_of, table_info
 from .resolver import ResolvedObject, ResolvedTable
 from .values import (RESERVED_PROPERTIES, check_expected, check_format, check_props, check_str, copy_record,
                      cutoff_micros, exists_message, expect_version, give_paths, now_micros)
@@ -36,7 +37,8 @@ class TableOps(TableDataOps, HistoryOps, DropOps):
     def _table_records(self, tn: TableName, db_record: rec.DatabaseRecord, schema: Any, partition_by: Sequence[str],
                        format: str | None, location: str | None, properties: Mapping[str, str] | None,
                        comment: str | None, owner: str | None, external: bool, schema_id: int,
-                       now: int) -> tuple[rec.TableSchema, rec.TableStorage, rec.TableProperties]:
+                       now: int, bucketing: Bucketing | None = None,
+                       ) -> tuple[rec.TableSchema, rec.TableStorage, rec.TableProperties]:
         struct = parse_schema(schema)
         if isinstance(partition_by, str):
             partition_by = [partition_by]
@@ -56,6 +58,11 @@ class TableOps(TableDataOps, HistoryOps, DropOps):
         check_column_names(struct, check_format(format))
         schema_rec = rec.TableSchema(schema_id=schema_id, schema=struct_to_proto(struct),
                                      partition_columns=list(scheme.names), created_at_micros=now)
+        if bucketing is not None:
+            b = bucketing.check([f.name for f in struct.fields], scheme.names)
+            schema_rec.num_buckets = b.num_buckets
+            schema_rec.bucket_columns.extend(b.columns)
+            schema_rec.sort_columns.extend(b.sort_columns)
         storage = rec.TableStorage(format=check_format(format), location=location or "", external=external)
         props_rec = rec.TableProperties(properties=props, owner=owner)
         if comment is not None:
@@ -65,7 +72,7 @@ class TableOps(TableDataOps, HistoryOps, DropOps):
     def create_table(self, name: NameLike, schema: Any, partition_by: Sequence[str] = (), format: str = "parquet",
                      location: str | None = None, properties: Mapping[str, str] | None = None,
                      comment: str | None = None, owner: str | None = None, external: bool = False, *,
-                     default_location: bool | None = None) -> TableInfo:
+                     default_location: bool | None = None, bucketing: Bucketing | None = None) -> TableInfo:
         """Create a table. ``schema``: Spark StructType JSON, a DDL column list or a
         StructType. Spark's reserved properties (location, comment, owner, provider,
         external) in ``properties`` fill the matching arguments left out. Without a
@@ -83,14 +90,14 @@ class TableOps(TableDataOps, HistoryOps, DropOps):
             if entry is not None:
                 raise TableAlreadyExists(exists_message(tn, entry), table=str(tn))
             return self._create_in(tr, tn, db, schema, partition_by, format, location, properties, comment, owner,
-                                   external, default_location=default_location)
+                                   external, default_location=default_location, bucketing=bucketing)
 
         return self.run(fn)
 
     def replace_table(self, name: NameLike, schema: Any, partition_by: Sequence[str] = (), format: str = "parquet",
                       location: str | None = None, properties: Mapping[str, str] | None = None,
                       comment: str | None = None, owner: str | None = None, external: bool = False, *,
-                      expected_version: int | None = None) -> TableInfo:
+                      expected_version: int | None = None, bucketing: Bucketing | None = None) -> TableInfo:
         """CREATE OR REPLACE TABLE in one transaction. An existing table keeps its id and
         history: the new definition is the next version (new schema id) and its
         partitions are removed; a missing table is created (unless ``expected_version``
@@ -114,7 +121,7 @@ class TableOps(TableDataOps, HistoryOps, DropOps):
             now = now_micros()
             old = {sub: t.store(sub).load(tr, ()) for sub in ("TableSchema", "TableStorage", "TableProperties")}
             records = self._table_records(tn, db_record, schema, partition_by, format, location, properties, comment,
-                                          owner, external, old["TableSchema"].schema_id + 1, now)
+                                          owner, external, old["TableSchema"].schema_id + 1, now, bucketing)
             self._release_table_data(tr, t, tn, old["TableSchema"], old["TableStorage"], "REPLACE TABLE", now)
             for sub, r in zip(("TableSchema", "TableStorage", "TableProperties"), records):
                 t.store(sub).save(tr, (), r)
@@ -136,17 +143,17 @@ class TableOps(TableDataOps, HistoryOps, DropOps):
                 return info
             db, _ = self.resolver.relation(tr, tn)
             return self._create_in(tr, tn, db, schema, partition_by, format, location, properties, comment, owner,
-                                   external,
+                                   external, bucketing=bucketing,
                                    default_location=not location and "location" not in (properties or {}))
 
         return self.run(replace_or_create)
 
     def _create_in(self, tr: Transaction, tn: TableName, db: ResolvedObject, *args: Any,
-                   default_location: bool = False) -> TableInfo:
+                   default_location: bool = False, bucketing: Bucketing | None = None) -> TableInfo:
         """Create table ``tn`` (its name known to be free) in database ``db``."""
         db_record = RecordStore.at(db.path.add(DATABASE_RECORD)).load(tr, ())
         now = now_micros()
-        records = self._table_records(tn, db_record, *args, 1, now)
+        records = self._table_records(tn, db_record, *args, 1, now, bucketing)
         if default_location:
             self._check_location_free(tr, db, tn, records[1].location)
         tid = uuid.uuid4()
@@ -261,6 +268,16 @@ class TableOps(TableDataOps, HistoryOps, DropOps):
                 new_schema = rec.TableSchema(schema_id=old["TableSchema"].schema_id + 1,
                                              schema=struct_to_proto(state.schema),
                                              partition_columns=state.partition_columns, created_at_micros=now_micros())
+                kept = bucketing_of(old["TableSchema"])
+                if kept is not None:  # the bucket spec stays; its columns must stay too
+                    names = {f.name for f in state.schema.fields}
+                    gone = [c for c in [*kept.columns, *kept.sort_columns] if c not in names]
+                    if gone:
+                        raise InvalidArgument(f"cannot drop or rename {', '.join(gone)} of {tn}: the table is "
+                                              f"bucketed by it (CLUSTERED BY / SORTED BY)")
+                    new_schema.num_buckets = kept.num_buckets
+                    new_schema.bucket_columns.extend(kept.columns)
+                    new_schema.sort_columns.extend(kept.sort_columns)
                 if new_schema.schema != old["TableSchema"].schema or \
                         list(new_schema.partition_columns) != list(old["TableSchema"].partition_columns):
                     t.store("TableSchema").save(tr, (), new_schema)

@@ -25,7 +25,8 @@ from .context import Context
 #: modules under ushas_catalog.cli that contribute commands, in help order
 COMMAND_MODULES: tuple[str, ...] = ("jarcmd", "spark_conf_cmds", "store_cmds", "metastore_cmds", "lineage_cmds",
                                     "meta_cmds", "changes_cmds", "app_cmds", "repair_cmds", "write_cmds",
-                                    "pending_cmds", "check_cmds")
+                                    "pending_cmds", "check_cmds", "serve_cmds",
+                                    "function_cmds")
 
 DEFAULT_URI = "sqlite:///" + os.path.join(os.path.expanduser("~"), ".ushas", "ushas.db")
 

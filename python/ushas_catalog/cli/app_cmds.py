@@ -1,10 +1,8 @@
-"""``ushas demo``, ``ushas ui`` and ``ushas import-hive``: how a new user meets the project.
+"""``ushas demo`` and ``ushas import-hive``: how a new user meets the project.
 
 - ``ushas import-hive [--metastore-db PATH | --thrift URI] [--warehouse DIR] [--catalog NAME]``:
   copy a Hive metastore's databases, tables, partitions and views into a catalog
   (:mod:`ushas_catalog.spark.hive_import`), with a progress bar on a terminal and a summary.
-- ``ushas ui [--port N] [--host 127.0.0.1] [--allowed-host NAME]...``: the web UI
-  (:mod:`ushas_catalog.ui`) on a production WSGI server (waitress).
 - ``ushas demo``: a small pipeline run through Spark with the catalog and the lineage listener,
   then the catalog summary and the lineage of its final report (:mod:`ushas_catalog.cli.demo`).
 """
@@ -13,14 +11,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..errors import InvalidArgument
 from .context import Context
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     register_demo(sub)
-    register_ui(sub)
-    register_import_hive(sub)
+    register_import_hive(sub)  # ushas ui: an alias of ushas serve (cli.serve_cmds)
 
 
 # ---- import-hive ------------------------------------------------------------------------------
@@ -66,38 +62,6 @@ def run_import_hive(ctx: Context, args: argparse.Namespace) -> int:
     finally:
         spark.stop()
     ctx.emit(report.to_json(), lambda _: report.summary())
-    return 0
-
-
-# ---- ui ------------------------------------------------------------------------------------------------
-def register_ui(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("ui", help="serve the web UI: browse the catalog, search, lineage graphs",
-                       description="Serve the web UI of the store --uri / --project on http://HOST:PORT/.")
-    p.add_argument("--port", type=int, default=8765, help="TCP port (default 8765; 0 picks a free one)")
-    p.add_argument("--host", default="127.0.0.1",
-                   help="address to listen on (default 127.0.0.1: this machine only)")
-    p.add_argument("--allowed-host", action="append", default=[], metavar="NAME[:PORT]", dest="allowed_hosts",
-                   help="also answer requests for this host name (repeatable), e.g. the name a reverse proxy "
-                        "or other machines use; without it only the --host address (and localhost on a "
-                        "loopback address) is answered, which stops DNS-rebinding pages")
-    p.set_defaults(func=run_ui)
-
-
-def run_ui(ctx: Context, args: argparse.Namespace) -> int:
-    from ..ui.server import serve
-
-    from ..ui.security import HostPolicy
-
-    if not 0 <= args.port <= 65535:
-        raise InvalidArgument(f"--port must be 0..65535, not {args.port}")
-    try:
-        HostPolicy.for_bind(args.host, args.port or 1, args.allowed_hosts)  # before the store is opened
-    except ValueError as exc:
-        raise InvalidArgument(f"--allowed-host: {exc}") from None
-    ctx.metastore  # fail now, with one line, when the store cannot be opened
-    serve(ctx.uri, ctx.project, host=args.host, port=args.port, allowed_hosts=args.allowed_hosts,
-          announce=lambda url: print(f"Ushas UI on {url}  (store {ctx.uri}, project {ctx.project}; "
-                                     "Ctrl-C stops it)", flush=True))
     return 0
 
 

@@ -20,6 +20,7 @@ from typing import Any, Iterable
 from .. import records as rec
 from ..model.data_files import DataFile
 from .garbage import delete_garbage, scan_garbage
+from .staged import leftovers, staged_write
 from ..keyspace.tree import KeySpacePath, RecordSubspace, Subspace
 from ..kv import Transaction
 from ..keyspace.layout import (DATABASE, DATABASE_ID, DATABASE_OBJECT_NAME, DROPPED_DATABASE_OBJECT_NAME,
@@ -225,6 +226,12 @@ def _boot_id() -> str | None:
         return None
 
 
+def staging_owner_alive(staging: str) -> bool:
+    """Whether the process owning a (local) staging directory may still run (its ``_owner``)."""
+    local = local_path(staging)
+    return True if local is None else _owner_alive(os.path.join(local, "_owner"))
+
+
 def _owner_alive(owner_file: str) -> bool:
     try:
         with open(owner_file, encoding="utf-8") as f:
@@ -243,7 +250,16 @@ def _owner_alive(owner_file: str) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    return not _zombie(int(fields["pid"]))
+
+
+def _zombie(pid: int) -> bool:
+    """A killed process its parent has not reaped yet (state Z): gone, though ``kill(pid, 0)`` finds it."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            return f.read().rsplit(")", 1)[-1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False
 
 
 # ---- ushas purge ------------------------------------------------------------------------------------
@@ -315,6 +331,15 @@ def purge(ms: Any, name: Any = None, older_than: dt.timedelta | None = None) -> 
     done = []
     for e in entries:
         before = len(out.report.unreachable)
+        if staged_write(e) is not None:  # a staged CTAS / RTAS that did not commit (ushas_catalog.data.staged)
+            gone = leftovers(ms, e, staging_owner_alive, int(STAGING_GRACE.total_seconds() * 1e6),
+                             int(time.time() * 1e6))
+            if gone is None:
+                continue
+            delete_local(gone, out.report)
+            if len(out.report.unreachable) == before:
+                done.append(e.key)
+            continue
         delete_local([f.path for f in e.files], out.report)
         table = by_id.get(str(e.table_id))
         if e.directories and table is not None:

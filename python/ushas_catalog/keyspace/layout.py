@@ -44,6 +44,7 @@ from .tree import (Codec, Directory, KeySpace, KeySpacePath, KeyType, RecordSubs
                        typed)
 from ..records.catalog_pb2 import CatalogRecord, DatabaseRecord
 from ..records.commit_pb2 import Commit, HistoryEntry
+from ..records.function_pb2 import FunctionRecord
 from ..records.names_pb2 import DroppedObjectName, ObjectName
 from ..records.partition_pb2 import DataFileList, DataGarbage, Partition, PartitionChange
 from ..records.table_pb2 import TableProperties, TableReference, TableSchema, TableStorage
@@ -57,6 +58,7 @@ PROJECT = Subspace("project")
 CATALOG_ID = Subspace("catalogId")
 DATABASE_ID = Subspace("databaseId")
 VIEW_ID = Subspace("viewId")
+FUNCTION_ID = Subspace("functionId")
 TABLE_ID = Subspace("tableId")
 NAME = Subspace("name")
 ID = Subspace("id")
@@ -69,6 +71,7 @@ SOURCE = Subspace("source")
 OBJECT_ID = Subspace("objectId")
 WRITE_ID = Subspace("writeId")
 OPERATION_ID = Subspace("operationId")
+TOKEN_ID = Subspace("tokenId")
 
 # catalogs, databases, views, tables
 CATALOG = Subspace("Catalog")
@@ -87,6 +90,13 @@ VIEW = Subspace("View")
 VIEW_RECORD = RecordSubspace("ViewRecord", ViewRecord, role="head")
 VIEW_HISTORY = RecordSubspace("ViewHistory", ViewRecord, ("version",), role="history")
 VIEW_COMMIT = RecordSubspace("ViewCommit", Commit, ("version",), role="commit")
+# persistent functions (catalog.functions): names, head record, history, commits, like a view
+FUNCTION = Subspace("Function")
+FUNCTION_OBJECT_NAME = RecordSubspace("FunctionObjectName", ObjectName, ("name",))
+DROPPED_FUNCTION_OBJECT_NAME = RecordSubspace("DroppedFunctionObjectName", DroppedObjectName, ("name", "id"))
+FUNCTION_RECORD = RecordSubspace("FunctionRecord", FunctionRecord, role="head")
+FUNCTION_HISTORY = RecordSubspace("FunctionHistory", FunctionRecord, ("version",), role="history")
+FUNCTION_COMMIT = RecordSubspace("FunctionCommit", Commit, ("version",), role="commit")
 TABLE = Subspace("Table")
 TABLE_OBJECT_NAME = RecordSubspace("TableObjectName", ObjectName, ("name",))
 DROPPED_TABLE_OBJECT_NAME = RecordSubspace("DroppedTableObjectName", DroppedObjectName, ("name", "id"))
@@ -135,6 +145,7 @@ CHANGE_FEED_STATE = Subspace("ChangeFeedState", codec=Codec.BYTES)
 DATA_GARBAGE = RecordSubspace("DataGarbage", DataGarbage, ("tableId", "time", "id"))
 WRITE_OUTCOME = RecordSubspace("WriteOutcome", WriteOutcome, ("writeId",))
 PENDING_WORK = RecordSubspace("PendingWork", PendingWork, ("operationId",))
+SERVICE_TOKEN = Subspace("ServiceToken", codec=Codec.JSON)
 
 
 # --- extension points: other subtrees of a project -----------------------------------
@@ -233,6 +244,18 @@ def _view() -> Directory:
     )
 
 
+def _function() -> Directory:
+    return constant(
+        FUNCTION, "Fn",
+        *_names(FUNCTION_OBJECT_NAME, DROPPED_FUNCTION_OBJECT_NAME),
+        typed(FUNCTION_ID, KeyType.UUID,
+              constant(FUNCTION_RECORD, "Fr"),
+              constant(FUNCTION_HISTORY, "Fh", _version()),
+              constant(FUNCTION_COMMIT, "Fc", _version())),
+        doc="persistent functions: their own name space in the database",
+    )
+
+
 def _catalog() -> Directory:
     return constant(
         CATALOG, "C",
@@ -248,7 +271,8 @@ def _catalog() -> Directory:
                              constant(DATABASE_HISTORY, "Dh", _version()),
                              constant(DATABASE_COMMIT, "Dc", _version()),
                              _view(),
-                             _table()))),
+                             _table(),
+                             _function()))),
     )
 
 
@@ -268,6 +292,8 @@ def build_tree() -> Directory:
                  doc="(writeId) -> WriteOutcome: a fenced write COMMITTED (its answer) or ABORTED (why)"),
         constant(PENDING_WORK, "P", typed(OPERATION_ID, KeyType.UUID),
                  doc="(operationId) -> PendingWork: an operation bigger than one transaction, in chunks"),
+        constant(SERVICE_TOKEN, "S", typed(TOKEN_ID, KeyType.STRING),
+                 doc="(tokenId) -> JSON: an API token of ushas serve (its secret hashed), ushas tokens"),
         doc="one tenant; deleting it = one clear_range",
     )
 
@@ -333,6 +359,10 @@ class Layout:
     @staticmethod
     def view(database: KeySpacePath, view_id: uuid.UUID) -> KeySpacePath:
         return database.add(VIEW).add(VIEW_ID, view_id)
+
+    @staticmethod
+    def function(database: KeySpacePath, function_id: uuid.UUID) -> KeySpacePath:
+        return database.add(FUNCTION).add(FUNCTION_ID, function_id)
 
     def render(self) -> str:
         return self.keyspace.render()

@@ -232,6 +232,10 @@ class MetadataStore:
         """USER and SYSTEM metadata of an object (a table's or view's includes its columns')."""
         return self.ms.run(lambda tr: self._read(tr, self.resolve(tr, target)))
 
+    def read(self, tr: Transaction, ref: ObjectRef) -> ObjectMetadata:
+        """:meth:`get` inside the caller's transaction, of a resolved object."""
+        return self._read(tr, ref)
+
     def _read(self, tr: Transaction, ref: ObjectRef) -> ObjectMetadata:
         w = self._writer(tr)
         out = ObjectMetadata(ref, ScopedMetadata(), ScopedMetadata())

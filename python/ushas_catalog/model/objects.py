@@ -8,6 +8,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from .bucketing import Bucketing
 from .schema import StructType
 
 
@@ -79,6 +80,8 @@ class TableInfo:
     owner: str | None
     created_at: dt.datetime
     updated_at: dt.datetime
+    #: CLUSTERED BY ... INTO n BUCKETS (None: not bucketed)
+    bucketing: Bucketing | None = None
 
     @property
     def full_name(self) -> str:
@@ -87,12 +90,15 @@ class TableInfo:
         return str(TableName(self.catalog, self.database, self.name))
 
     def to_json(self) -> dict[str, Any]:
-        return {"catalog": self.catalog, "database": self.database, "name": self.name, "id": self.id,
-                "kind": "TABLE", "version": self.version, "schema_id": self.schema_id,
-                "schema": self.schema.json_value(), "partition_columns": self.partition_columns,
-                "format": self.format, "location": self.location, "external": self.external,
-                "properties": self.properties, "comment": self.comment, "owner": self.owner,
-                "created_at": _iso(self.created_at), "updated_at": _iso(self.updated_at)}
+        out = {"catalog": self.catalog, "database": self.database, "name": self.name, "id": self.id,
+               "kind": "TABLE", "version": self.version, "schema_id": self.schema_id,
+               "schema": self.schema.json_value(), "partition_columns": self.partition_columns,
+               "format": self.format, "location": self.location, "external": self.external,
+               "properties": self.properties, "comment": self.comment, "owner": self.owner,
+               "created_at": _iso(self.created_at), "updated_at": _iso(self.updated_at)}
+        if self.bucketing is not None:
+            out["bucketing"] = self.bucketing.to_json()
+        return out
 
 
 @dataclass

@@ -10,6 +10,7 @@ from __future__ import annotations
 from .catalog_pb2 import CatalogRecord, DatabaseRecord
 from .change_pb2 import ChangeEvent, PartitionDelta
 from .commit_pb2 import Commit, HistoryEntry
+from .function_pb2 import FunctionRecord, FunctionResource
 from .names_pb2 import DroppedObjectName, ObjectKind, ObjectName
 from .partition_pb2 import DataFile, DataFileList, DataGarbage, Partition, PartitionChange
 from .schema_pb2 import ArrayType, DataType, DecimalType, MapType, StructField, StructType
@@ -23,5 +24,6 @@ __all__ = [
     "ObjectName", "Partition", "PartitionChange", "DataFile", "DataFileList", "DataGarbage", "ArrayType", "DataType", "DecimalType", "MapType",
     "StructField", "StructType", "TableProperties", "TableReference", "TableSchema", "TableStorage",
     "ViewRecord", "WriteOutcome", "PendingWork",
+    "FunctionRecord", "FunctionResource",
 ]
 

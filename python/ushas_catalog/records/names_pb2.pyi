@@ -12,11 +12,13 @@ class ObjectKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     DATABASE: _ClassVar[ObjectKind]
     TABLE: _ClassVar[ObjectKind]
     VIEW: _ClassVar[ObjectKind]
+    FUNCTION: _ClassVar[ObjectKind]
 OBJECT_KIND_UNSPECIFIED: ObjectKind
 CATALOG: ObjectKind
 DATABASE: ObjectKind
 TABLE: ObjectKind
 VIEW: ObjectKind
+FUNCTION: ObjectKind
 
 class ObjectName(_message.Message):
     __slots__ = ("id", "kind", "created_at_micros")

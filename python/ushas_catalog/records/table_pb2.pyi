@@ -22,16 +22,22 @@ class TableReference(_message.Message):
     def __init__(self, version: _Optional[int] = ..., schema_id: _Optional[int] = ..., created_at_micros: _Optional[int] = ..., updated_at_micros: _Optional[int] = ..., pending_operations: _Optional[_Iterable[bytes]] = ...) -> None: ...
 
 class TableSchema(_message.Message):
-    __slots__ = ("schema_id", "schema", "partition_columns", "created_at_micros")
+    __slots__ = ("schema_id", "schema", "partition_columns", "created_at_micros", "num_buckets", "bucket_columns", "sort_columns")
     SCHEMA_ID_FIELD_NUMBER: _ClassVar[int]
     SCHEMA_FIELD_NUMBER: _ClassVar[int]
     PARTITION_COLUMNS_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_MICROS_FIELD_NUMBER: _ClassVar[int]
+    NUM_BUCKETS_FIELD_NUMBER: _ClassVar[int]
+    BUCKET_COLUMNS_FIELD_NUMBER: _ClassVar[int]
+    SORT_COLUMNS_FIELD_NUMBER: _ClassVar[int]
     schema_id: int
     schema: _schema_pb2.StructType
     partition_columns: _containers.RepeatedScalarFieldContainer[str]
     created_at_micros: int
-    def __init__(self, schema_id: _Optional[int] = ..., schema: _Optional[_Union[_schema_pb2.StructType, _Mapping]] = ..., partition_columns: _Optional[_Iterable[str]] = ..., created_at_micros: _Optional[int] = ...) -> None: ...
+    num_buckets: int
+    bucket_columns: _containers.RepeatedScalarFieldContainer[str]
+    sort_columns: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, schema_id: _Optional[int] = ..., schema: _Optional[_Union[_schema_pb2.StructType, _Mapping]] = ..., partition_columns: _Optional[_Iterable[str]] = ..., created_at_micros: _Optional[int] = ..., num_buckets: _Optional[int] = ..., bucket_columns: _Optional[_Iterable[str]] = ..., sort_columns: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class TableStorage(_message.Message):
     __slots__ = ("format", "location", "external")

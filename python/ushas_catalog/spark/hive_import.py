@@ -93,6 +93,8 @@ class HiveTable:
     comment: str | None = None
     owner: str | None = None
     view_text: str | None = None
+    #: CLUSTERED BY ... INTO n BUCKETS: {"num_buckets", "columns", "sort_columns"} (None: not bucketed)
+    bucketing: dict[str, Any] | None = None
 
     @property
     def qualified(self) -> str:
@@ -184,7 +186,14 @@ class SparkHiveSource:
             serde=_str_or_none(self._opt(storage.serde())),
             location=str(location.toString()) if location is not None else None,
             properties=self._map(ct.properties()), comment=_str_or_none(comment),
-            owner=str(ct.owner()) or None, view_text=_str_or_none(view_text))
+            owner=str(ct.owner()) or None, view_text=_str_or_none(view_text), bucketing=self._bucketing(ct))
+
+    def _bucketing(self, ct: Any) -> dict[str, Any] | None:
+        spec = self._opt(ct.bucketSpec())
+        if spec is None:
+            return None
+        return {"num_buckets": int(spec.numBuckets()), "columns": [str(c) for c in self._list(spec.bucketColumnNames())],
+                "sort_columns": [str(c) for c in self._list(spec.sortColumnNames())]}
 
     def partitions(self, database: str, name: str) -> Iterator[HivePartition]:
         parts = self._external.listPartitions(database, name, self._jvm.scala.Option.empty())
@@ -430,6 +439,21 @@ def _import_database(metastore: Any, catalog: str, db: HiveDatabase, report: Imp
     return True
 
 
+#: the bucket spec of an imported Hive-format (serde) table, kept as a property (JSON): Spark reads such
+#: tables without their buckets (Hive names bucket files its own way), so the catalog does too
+HIVE_BUCKETING_PROPERTY = "ushas.import.hive_bucketing"
+
+
+def table_bucketing(table: HiveTable) -> Any:
+    """The bucketing an imported table gets: a Spark data source table's bucket spec (its files carry
+    Spark's bucket file names), None for a Hive-format table (see :data:`HIVE_BUCKETING_PROPERTY`)."""
+    from ..model.bucketing import Bucketing
+
+    if table.bucketing is None or (table.provider or "hive").lower() == "hive":
+        return None
+    return Bucketing.from_json(table.bucketing)
+
+
 def table_properties(table: HiveTable) -> dict[str, str]:
     """The properties an imported table gets: Hive's, less its bookkeeping, plus where it came from."""
     props = {k: v for k, v in table.properties.items()
@@ -438,6 +462,8 @@ def table_properties(table: HiveTable) -> dict[str, str]:
         props.pop(reserved, None)
     props[SOURCE_PROPERTY] = f"hive:{table.qualified}"
     props[TYPE_PROPERTY] = table.table_type
+    if table.bucketing is not None and (table.provider or "hive").lower() == "hive":
+        props[HIVE_BUCKETING_PROPERTY] = json.dumps(table.bucketing, sort_keys=True)
     return props
 
 
@@ -464,7 +490,8 @@ def _import_table(metastore: Any, catalog: str, table: HiveTable, source: HiveSo
         else:
             metastore.create_table(name, table.schema, partition_by=table.partition_columns, format=fmt,
                                    location=table.location, properties=table_properties(table),
-                                   comment=table.comment, owner=table.owner, external=True)
+                                   comment=table.comment, owner=table.owner, external=True,
+                                   bucketing=table_bucketing(table))
             created = True
     except AlreadyExists:  # created meanwhile by someone else: compare on the next run
         report.problems.append(Problem(table.qualified, "created concurrently by another writer; run again"))
@@ -511,6 +538,8 @@ def _difference(existing: Any, table: HiveTable, fmt: str) -> str | None:
         return "partitioning"
     if existing.format != fmt:
         return f"format ({existing.format}, Hive has {fmt})"
+    if getattr(existing, "bucketing", None) != table_bucketing(table):
+        return "bucketing"
     if (existing.location or "").rstrip("/") != (table.location or "").rstrip("/"):
         return f"location ({existing.location}, Hive has {table.location})"
     return None

@@ -16,6 +16,11 @@ from ..model.names import new_table_name
 from .one_transaction import in_one_transaction, run_in_one_transaction
 from .repair import spark_op as repair
 from .reads import OPS as READ_OPS
+from .procedures import OPS as PROCEDURE_OPS
+from .staged import OPS as STAGED_OPS
+from .like import like_request
+from .view_sync import OPS as VIEW_SYNC_OPS
+from .functions import OPS as FUNCTION_OPS
 from .cache import partition_rows  # noqa: F401 - the bridge's partition rows (tests import it here)
 from .tables import (SparkCtx, create_arguments, database_of, location_of, qualify, rename_move, table_answer,
                            table_name, view_answer)
@@ -598,6 +603,7 @@ OPS: dict[str, Callable[[Any, Request], Answer]] = {
     "relation_exists": relation_exists,
     "list_relations": list_relations,
     "create_table": create_table,
+    "create_table_like": lambda ms, r: create_table(ms, like_request(r)),  # CREATE TABLE ... LIKE (spark.like)
     "alter_table": alter_table,
     "drop_table": in_one_transaction(drop_table),
     "rename_table": in_one_transaction(rename_table),
@@ -617,4 +623,8 @@ OPS: dict[str, Callable[[Any, Request], Answer]] = {
     "write_outcome": write_outcome,
     "repair": repair,  # MSCK REPAIR TABLE / RECOVER PARTITIONS (ushas_catalog.data.repair)
     **READ_OPS,
+    **PROCEDURE_OPS,  # CALL <catalog>.system.<name>(...) (ushas_catalog.procedures)
+    **STAGED_OPS,  # atomic CTAS / RTAS (StagingTableCatalog)
+    **VIEW_SYNC_OPS,  # WITH SCHEMA [TYPE] EVOLUTION views: Spark's new schema (spark.view_sync)
+    **FUNCTION_OPS,  # FunctionCatalog and CREATE / DROP / DESCRIBE / SHOW FUNCTION(S) (spark.functions)
 }

@@ -73,10 +73,17 @@ def create_arguments(ctx: SparkCtx, database: str, table: str, request: dict[str
     new_table_name((ctx.catalog, database, table))
     props: dict[str, str] = dict(request.get("properties") or {})
     partition_by: list[str] = []
+    bucketing = None
     for t in request.get("partitioning") or []:
+        if t.get("transform") in ("bucket", "sorted_bucket") and bucketing is None:
+            from ..model.bucketing import from_transform
+
+            bucketing = from_transform(str(t["transform"]), str(t.get("text") or ""))
+            continue
         if t.get("transform") != "identity" or len(t.get("columns") or []) != 1:
             raise InvalidArgument(f"partition transform {t.get('text')!r} is not supported: Ushas tables are "
-                                  f"partitioned by columns (PARTITIONED BY (col, ...))")
+                                  f"partitioned by columns (PARTITIONED BY (col, ...)) and bucketed by "
+                                  f"CLUSTERED BY (col, ...) [SORTED BY (col, ...)] INTO n BUCKETS")
         partition_by.append(t["columns"][0])
     fmt = (props.get("provider") or "parquet").lower()
     if fmt not in FORMATS:
@@ -92,7 +99,7 @@ def create_arguments(ctx: SparkCtx, database: str, table: str, request: dict[str
     user = {k: v for k, v in props.items() if k not in RESERVED}
     return {"schema": request["schema"], "partition_by": partition_by, "format": fmt, "location": location,
             "properties": user, "comment": props.get("comment"), "owner": props.get("owner"),
-            "external": external, "default_location": not external}
+            "external": external, "default_location": not external, "bucketing": bucketing}
 
 
 def rename_move(ctx: SparkCtx, info: Any, db_location: str | None, new_db_location: str | None,
@@ -133,7 +140,8 @@ def table_answer(ctx: SparkCtx, info: Any) -> dict[str, Any]:
     """A metastore table -> the shim's ``table`` object."""
     return {"schema": info.schema.json(), "partition_by": list(info.partition_columns),
             "properties": spark_properties(ctx, info), "format": info.format, "location": location_of(ctx, info),
-            "external": info.external, "version": info.version}
+            "external": info.external, "version": info.version,
+            "bucketing": info.bucketing.to_json() if getattr(info, "bucketing", None) is not None else None}
 
 
 def view_answer(view: Any) -> dict[str, Any]:

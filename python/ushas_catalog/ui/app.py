@@ -1,4 +1,7 @@
-"""The UI's Flask app: the page (``/``) and its JSON endpoints (``/api/...``).
+"""The UI's Flask app: the page (``/``, its static files, ``/favicon.ico``) and the former
+unversioned JSON endpoints (``/api/...``). The page itself is a client of the versioned REST API
+(``/api/v1``, :mod:`ushas_catalog.service`, mounted on this app by :class:`.server.Service`); the
+endpoints below stay for scripts written against them.
 
 Endpoints (every answer is JSON; an error is ``{"error": {"type", "message"}}`` with 404 for a
 missing object and 400 for bad input):
@@ -170,6 +173,10 @@ def create_app(uri: str, project: str = "default") -> Flask:
     @app.get("/")
     def index() -> Any:
         return send_from_directory(STATIC, "index.html")
+
+    @app.get("/favicon.ico")
+    def favicon() -> Any:
+        return send_from_directory(STATIC, "favicon.svg", mimetype="image/svg+xml")
 
     @app.get("/static/<path:name>")
     def static_file(name: str) -> Any:

@@ -19,7 +19,7 @@ import socket
 import sys
 import threading
 import time
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 from urllib.parse import quote
 
 from ..errors import InvalidArgument
@@ -109,14 +109,27 @@ class Service:
 
     def __init__(self, uri: str, project: str, *, host: str = "127.0.0.1", port: int = 8765,
                  allowed_hosts: Sequence[str] = (), threads: int = THREADS,
-                 channel_timeout: int = CHANNEL_TIMEOUT) -> None:
+                 channel_timeout: int = CHANNEL_TIMEOUT, namespaces: Mapping[str, str] | None = None) -> None:
         from waitress.server import create_server
+
+        from ..service.api import register_api
+        from ..service.auth import AccessControl
 
         try:
             policy_names = HostPolicy.for_bind(host, port or 1, allowed_hosts)  # checks --allowed-host first
         except ValueError as exc:
             raise InvalidArgument(f"--allowed-host: {exc}") from None
         self.app = create_app(uri, project)
+        stores = self.app.config["USHAS"]
+        local = is_loopback(host)
+        if not local:
+            try:
+                require_token_configured(stores, host)
+            except BaseException:
+                stores.close()
+                raise
+        register_api(self.app, stores, access=AccessControl(stores, require_read_token=not local),
+                     namespaces=dict(namespaces or {}))
         self.socket = listen(host, port)
         self.host = host
         self.port: int = self.socket.getsockname()[1]
@@ -187,11 +200,33 @@ class Service:
                 self.app.config["USHAS"].close()
 
 
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a bind address) is this machine only."""
+    import ipaddress
+
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def require_token_configured(stores: Any, host: str) -> None:
+    """A service reachable from other machines needs at least one token in the store: without
+    one nobody could use it, and reads would be open to the network."""
+    from ..service.tokens import TokenStore
+
+    if not TokenStore(stores.metastore).any():
+        raise InvalidArgument(f"--host {host} makes the service reachable from other machines, which needs "
+                              "authentication: create a token first (ushas tokens create --read or --write)")
+
+
 def serve(uri: str, project: str, *, host: str = "127.0.0.1", port: int = 8765, allowed_hosts: Sequence[str] = (),
-          announce: Callable[[str], None] | None = None) -> None:
+          announce: Callable[[str], None] | None = None, namespaces: Mapping[str, str] | None = None) -> None:
     """Serve until interrupted. ``port`` 0 picks a free port; ``announce`` gets the URL."""
     _log_to_stderr()
-    service = Service(uri, project, host=host, port=port, allowed_hosts=allowed_hosts)
+    service = Service(uri, project, host=host, port=port, allowed_hosts=allowed_hosts, namespaces=namespaces)
     if announce is not None:
         announce(service.url)
     service.run()

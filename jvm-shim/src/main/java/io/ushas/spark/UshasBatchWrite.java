@@ -98,7 +98,8 @@ final class UshasBatchWrite implements BatchWrite {
         this.emptyToNull = emptyToNull;
     }
 
-    static UshasBatchWrite create(UshasTable table, LogicalWriteInfo info, String mode, Filter[] filters) {
+    static UshasBatchWrite create(UshasTable table, LogicalWriteInfo info, String mode, Filter[] filters,
+                                  UshasStagedTable staged) {
         SparkSession spark = SparkSession.active();
         SQLConf conf = spark.sessionState().conf();
         JsonNode answer = table.answer();
@@ -111,7 +112,7 @@ final class UshasBatchWrite implements BatchWrite {
         scala.collection.immutable.Map<String, String> scalaOptions = scalaMap(options);
         Configuration hadoopConf = spark.sessionState().newHadoopConfWithOptions(scalaOptions);
 
-        String jobId = UUID.randomUUID().toString();
+        String jobId = staged != null ? staged.writeId() : UUID.randomUUID().toString();
         Path root;
         Path staging;
         try {
@@ -177,15 +178,17 @@ final class UshasBatchWrite implements BatchWrite {
                 seq(all),
                 seq(dataCols),
                 seq(partitionCols),
-                Option.empty(),
+                BucketedWriterFactory.writerSpec(Bucketing.of(answer), all),
                 staging.toString(),
                 scala.collection.immutable.Map$.MODULE$.empty(),
                 maxRecords != null ? Long.parseLong(maxRecords) : conf.maxRecordsPerFile(),
                 timeZone,
                 seq(List.of(stats)));
         committer.setupJob(job);
-        return new UshasBatchWrite(table, mode, filters, job, description, committer, jobId, root, staging, baseVersion,
-                stringPartitions.stream().mapToInt(Integer::intValue).toArray());
+        UshasBatchWrite write = new UshasBatchWrite(table, mode, filters, job, description, committer, jobId, root,
+                staging, baseVersion, stringPartitions.stream().mapToInt(Integer::intValue).toArray());
+        write.staged = staged;
+        return write;
     }
 
     /** Spark's SQL commit protocol; a user's own protocol class is kept, ours (which registers V1-path
@@ -199,6 +202,9 @@ final class UshasBatchWrite implements BatchWrite {
         return FileCommitProtocol.instantiate(cls, jobId, path, false);
     }
 
+    /** An atomic CTAS / RTAS: the staged table's commit registers this write's files (null: this write does). */
+    private UshasStagedTable staged;
+
     /** The Write whose commit statistics this batch reports (rows, bytes, files registered). */
     private UshasWrite owner;
 
@@ -209,7 +215,8 @@ final class UshasBatchWrite implements BatchWrite {
 
     @Override
     public DataWriterFactory createBatchWriterFactory(PhysicalWriteInfo info) {
-        DataWriterFactory files = new FileWriterFactory(description, committer);
+        DataWriterFactory files = description.bucketSpec().isDefined()
+                ? new BucketedWriterFactory(description, committer) : new FileWriterFactory(description, committer);
         return emptyToNull.length == 0 ? files : new EmptyToNull(files, emptyToNull);
     }
 
@@ -263,6 +270,14 @@ final class UshasBatchWrite implements BatchWrite {
             if (baseVersion >= 0) r.put("base_version", baseVersion);
             ArrayNode fs_ = r.putArray("filters");
             for (Filter f : filters) fs_.add(Rows.filter(f));
+            if (staged != null) {  // the files are named in the staged write's entry before they are placed
+                List<ObjectNode> targets = new ArrayList<>();
+                for (Map.Entry<String, List<FileStatus>> e : written.entrySet()) {
+                    Path dir = e.getKey().isEmpty() ? root : new Path(root, e.getKey());
+                    for (FileStatus s : e.getValue()) targets.add(file(fs, new Path(dir, s.getPath().getName()), s));
+                }
+                staged.placing(targets);
+            }
             long bytes = 0;
             ArrayNode parts = r.putArray("written");
             for (Map.Entry<String, List<FileStatus>> e : written.entrySet()) {
@@ -282,7 +297,12 @@ final class UshasBatchWrite implements BatchWrite {
                     bytes += s.getLen();
                 }
             }
-            registered = register(catalog, r);
+            if (staged != null) {
+                staged.written(r, placed);  // registered by the staged table's commit, with the table
+                registered = true;
+            } else {
+                registered = register(catalog, r);
+            }
             if (registered && owner != null) owner.committed(rows, bytes, placed.size());
         } catch (IOException e) {
             throw new Errors.UshasBridgeException("Ushas catalog: the write into " + table.name() + " failed: " + e
@@ -300,7 +320,7 @@ final class UshasBatchWrite implements BatchWrite {
                     }
                 }
             }
-            Staging.remove(fs, staging);
+            if (staged == null) Staging.remove(fs, staging);  // a staged write's goes after the table's commit
             catalog.invalidateTable(table.ident());
         }
     }

@@ -39,7 +39,10 @@ import java.util.Map;
  * see {@link Bridge.BridgeOptions#of}; {@code cache.enabled}, {@code cache.ttl},
  * {@code cache.size}, {@code cache.check} (see {@link RelationCache}; Python parses them).
  */
-public class UshasCatalog implements RelationCatalog, SupportsNamespaces {
+public class UshasCatalog implements RelationCatalog, SupportsNamespaces,
+        org.apache.spark.sql.connector.catalog.ProcedureCatalog,
+        org.apache.spark.sql.connector.catalog.StagingTableCatalog,
+        org.apache.spark.sql.connector.catalog.FunctionCatalog {
     static final String COMMIT_PROTOCOL_CONF = "spark.sql.sources.commitProtocolClass";
     static final String DEFAULT_COMMIT_PROTOCOL =
             "org.apache.spark.sql.execution.datasources.SQLHadoopMapReduceCommitProtocol";
@@ -384,8 +387,7 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces {
         invalidateTable(ident);
         StructType schema = (StructType) DataType.fromJson(t.get("schema").asText());
         String[] partitionBy = Json.toStrings(t.get("partition_by"));
-        Transform[] transforms = new Transform[partitionBy.length];
-        for (int i = 0; i < partitionBy.length; i++) transforms[i] = Expressions.identity(partitionBy[i]);
+        Transform[] transforms = Bucketing.transforms(partitionBy, t);  // identity(partition columns), bucket
         Map<String, String> props = Json.toMap(t.get("properties"));
         // what Spark turns into its V1 relation: the same table, read through UshasSource (the
         // catalog's file index); users see `props` (UshasTable.properties), with the real format
@@ -394,6 +396,9 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces {
         readProps.put(org.apache.spark.sql.connector.catalog.TableCatalog.PROP_PROVIDER, UshasSource.class.getName());
         UshasSource.options(name, ident, t.get("format").asText(), partitionBy, location)
                 .forEach((k, v) -> readProps.put(org.apache.spark.sql.connector.catalog.TableCatalog.OPTION_PREFIX + k, v));
+        if (Bucketing.option(t) != null) {
+            readProps.put(org.apache.spark.sql.connector.catalog.TableCatalog.OPTION_PREFIX + Bucketing.OPTION, Bucketing.option(t));
+        }
         TableInfo info = new TableInfo.Builder()
                 .withProperties(readProps)  // first: it replaces the whole map
                 .withSchema(schema)
@@ -460,5 +465,93 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces {
         ObjectNode r = request(from);
         r.set("to", Json.strings(toParts(to)));
         call("rename_view", r, from, null);
+    }
+
+    // ---- procedures: CALL <catalog>.system.<name>(...) (UshasProcedures) ------------------------------
+    @Override
+    public org.apache.spark.sql.connector.catalog.procedures.UnboundProcedure loadProcedure(Identifier ident) {
+        return UshasProcedures.load(this, ident);
+    }
+
+    @Override
+    public Identifier[] listProcedures(String[] namespace) {
+        return UshasProcedures.list(this, namespace);
+    }
+
+    // ---- atomic CTAS / RTAS (StagingTableCatalog): see UshasStagedTable --------------------------------
+    @Override
+    public org.apache.spark.sql.connector.catalog.StagedTable stageCreate(Identifier ident, TableInfo info) {
+        return UshasStagedTable.stage(this, ident, info, "create");
+    }
+
+    @Override
+    public org.apache.spark.sql.connector.catalog.StagedTable stageReplace(Identifier ident, TableInfo info) {
+        return UshasStagedTable.stage(this, ident, info, "replace");
+    }
+
+    @Override
+    public org.apache.spark.sql.connector.catalog.StagedTable stageCreateOrReplace(Identifier ident, TableInfo info) {
+        return UshasStagedTable.stage(this, ident, info, "create_or_replace");
+    }
+
+    @Override
+    public org.apache.spark.sql.connector.catalog.StagedTable stageCreate(Identifier ident,
+            org.apache.spark.sql.connector.catalog.Column[] columns, Transform[] partitions, Map<String, String> properties) {
+        return UshasStagedTable.stage(this, ident, columns, partitions, properties, "create");
+    }
+
+    @Override
+    public org.apache.spark.sql.connector.catalog.StagedTable stageReplace(Identifier ident,
+            org.apache.spark.sql.connector.catalog.Column[] columns, Transform[] partitions, Map<String, String> properties) {
+        return UshasStagedTable.stage(this, ident, columns, partitions, properties, "replace");
+    }
+
+    @Override
+    public org.apache.spark.sql.connector.catalog.StagedTable stageCreateOrReplace(Identifier ident,
+            org.apache.spark.sql.connector.catalog.Column[] columns, Transform[] partitions, Map<String, String> properties) {
+        return UshasStagedTable.stage(this, ident, columns, partitions, properties, "create_or_replace");
+    }
+
+    // ---- CREATE TABLE ... LIKE: Spark 4.3's CreateTableLikeExec calls createTableLike (TableCatalog's default
+    // refuses: "<catalog> does not support CREATE TABLE LIKE"); see UshasTableLike -----------------------------
+    @Override
+    public Table createTableLike(Identifier ident, TableInfo info, Table source) {
+        return table(ident, call("create_table_like", UshasTableLike.request(this, ident, info, source), ident, null)
+                .get("table"));
+    }
+
+    // ---- view schema evolution (ViewSchemaSync) ---------------------------------------------------
+    /** Store a WITH SCHEMA [TYPE] EVOLUTION view's new schema (a new view version); answers the view as
+     *  stored. {@code queryColumnNames} null: unchanged (TYPE EVOLUTION). */
+    org.apache.spark.sql.connector.catalog.View syncViewSchema(Identifier ident, StructType schema,
+                                                               String[] queryColumnNames, String mode) {
+        ObjectNode r = request(ident);
+        r.put("schema", schema.json());
+        if (queryColumnNames != null) r.set("query_column_names", Json.strings(queryColumnNames));
+        r.put("schema_mode", mode);
+        return view(call("sync_view_schema", r, ident, null).get("view"));
+    }
+
+    // ---- functions (FunctionCatalog; the statements: FunctionStatements, UshasFunctionCommand) ------
+    /** One function op: {@code payload}'s fields with the namespace and, unless null, the function name. */
+    JsonNode functionCall(String op, String[] namespace, String function, ObjectNode payload) {
+        ObjectNode r = request(namespace);
+        if (function != null) r.put("name", function);
+        payload.fields().forEachRemaining(e -> r.set(e.getKey(), e.getValue()));
+        return call(op, r, null, namespace);
+    }
+
+    @Override
+    public Identifier[] listFunctions(String[] namespace) {
+        JsonNode answer = functionCall("list_functions", namespace, null, Json.object());
+        List<Identifier> out = new ArrayList<>();
+        for (JsonNode n : answer.get("names")) out.add(Identifier.of(namespace, n.asText()));
+        return out.toArray(new Identifier[0]);
+    }
+
+    @Override
+    public org.apache.spark.sql.connector.catalog.functions.UnboundFunction loadFunction(Identifier ident) {
+        JsonNode answer = functionCall("load_function", ident.namespace(), ident.name(), Json.object());
+        return UshasFunctions.unbound(ident, name + "." + String.join(".", toParts(ident)), answer.get("function"));
     }
 }

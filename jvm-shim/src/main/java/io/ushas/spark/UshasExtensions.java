@@ -13,7 +13,8 @@ import scala.runtime.BoxedUnit;
 
 /**
  * The session extension: {@code spark.sql.extensions=io.ushas.spark.UshasExtensions}. It installs
- * {@link UshasScanRule} (dynamic partition pruning asks the catalog for the join's partitions) and plans
+ * {@link UshasScanRule} (dynamic partition pruning asks the catalog for the join's partitions), the optimizer
+ * rule of {@link UshasStatistics} (the statistics {@code analyze_table} stored, on a table's relation) and plans
  * what Spark refuses for V2 tables but an Ushas table supports: {@code MSCK REPAIR TABLE t [ADD|DROP|SYNC
  * PARTITIONS]} and {@code ALTER TABLE t RECOVER PARTITIONS} ({@code DataSourceV2Strategy} throws
  * {@code NOT_SUPPORTED_COMMAND_FOR_V2_TABLE} for a {@code RepairTable} / {@code RecoverPartitions} over a
@@ -24,6 +25,9 @@ public final class UshasExtensions extends AbstractFunction1<SparkSessionExtensi
     @Override
     public BoxedUnit apply(SparkSessionExtensions extensions) {
         extensions.injectColumnar(UshasScanRule.factory());  // dynamic partition pruning through the catalog
+        extensions.injectOptimizerRule(UshasStatistics.rule());  // analyze_table's statistics for the optimizer
+        extensions.injectPostHocResolutionRule(ViewSchemaSync.factory());  // views WITH SCHEMA [TYPE] EVOLUTION
+        extensions.injectHintResolutionRule(FunctionStatements.factory());  // CREATE / DROP / DESCRIBE FUNCTION ...
         extensions.injectPlannerStrategy(new AbstractFunction1<SparkSession, SparkStrategy>() {
             @Override
             public SparkStrategy apply(SparkSession session) {

@@ -84,7 +84,8 @@ public final class UshasSource implements SchemaRelationProvider {
         UshasFileIndex index = new UshasFileIndex(catalog, ident, partitionSchema, root,
                 session.sessionState().newHadoopConfWithOptions(scalaOptions), conf.defaultSizeInBytes());
         return new HadoopFsRelation(index, partitionSchema, new StructType(dataFields.toArray(new StructField[0])),
-                Option.empty(), fileFormat(required(parameters, FORMAT), conf), scalaOptions, session);
+                Bucketing.bucketSpec(parameters.get(Bucketing.OPTION)), fileFormat(required(parameters, FORMAT), conf),
+                scalaOptions, session);
     }
 
     private static String required(scala.collection.immutable.Map<String, String> parameters, String key) {

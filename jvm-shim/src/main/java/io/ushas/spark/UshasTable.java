@@ -32,7 +32,8 @@ import java.util.Set;
  * Spark resolves the table for writing); partition DDL goes to Python in one call per statement.
  */
 public class UshasTable extends DelegatingTable
-        implements SupportsWrite, SupportsAtomicPartitionManagement, TruncatableTable {
+        implements SupportsWrite, SupportsAtomicPartitionManagement, TruncatableTable,
+        org.apache.spark.sql.connector.catalog.SupportsRead {
     private final UshasCatalog catalog;
     private final Identifier ident;
     private final StructType partitionSchema;
@@ -325,5 +326,13 @@ public class UshasTable extends DelegatingTable
                 throw new Errors.UshasBridgeException("Ushas catalog: truncating " + path + " failed: " + e, e);
             }
         }
+    }
+
+    // ---- statistics: DESC FORMATTED t column shows what analyze_table stored (UshasStatistics) -----------
+    /** Only reports statistics: Spark reads a delegating table through its V1 file path, never this scan. */
+    @Override
+    public org.apache.spark.sql.connector.read.ScanBuilder newScanBuilder(
+            org.apache.spark.sql.util.CaseInsensitiveStringMap options) {
+        return UshasStatistics.scanBuilder(getTableInfo().schema(), properties());
     }
 }

@@ -31,12 +31,16 @@ final class UshasWrite implements Write, RequiresDistributionAndOrdering {
     private final LogicalWriteInfo info;
     private final String mode;
     private final Filter[] filters;
+    /** the staged table of an atomic CTAS / RTAS whose commit registers this write, or null */
+    private final UshasStagedTable staged;
 
-    private UshasWrite(UshasTable table, LogicalWriteInfo info, String mode, Filter[] filters) {
+    private UshasWrite(UshasTable table, LogicalWriteInfo info, String mode, Filter[] filters,
+                       UshasStagedTable staged) {
         this.table = table;
         this.info = info;
         this.mode = mode;
         this.filters = filters;
+        this.staged = staged;
     }
 
     @Override
@@ -44,15 +48,29 @@ final class UshasWrite implements Write, RequiresDistributionAndOrdering {
         return "ushas " + table.answer().get("format").asText() + " " + mode;
     }
 
+    /** A bucketed table's rows are clustered by the bucket columns into exactly as many tasks as buckets
+     *  (Spark's hash partitioning: task i holds bucket i, as Spark's own bucketed writes compute it). */
     @Override
     public Distribution requiredDistribution() {
-        return Distributions.unspecified();
+        Bucketing b = Bucketing.of(table.answer());
+        if (b == null) return Distributions.unspecified();
+        return Distributions.clustered(Arrays.stream(b.columns).map(Expressions::column)
+                .toArray(org.apache.spark.sql.connector.expressions.Expression[]::new));
     }
 
-    /** Rows sorted by the partition columns within each task: one open file per task at a time. */
+    @Override
+    public int requiredNumPartitions() {
+        Bucketing b = Bucketing.of(table.answer());
+        return b == null ? 0 : b.numBuckets;
+    }
+
+    /** Rows sorted by the partition columns within each task: one open file per task at a time; then, in a
+     *  bucketed table, by its sort columns (SORTED BY). */
     @Override
     public SortOrder[] requiredOrdering() {
-        return Arrays.stream(table.partitionSchema().fieldNames())
+        Bucketing b = Bucketing.of(table.answer());
+        return java.util.stream.Stream.concat(Arrays.stream(table.partitionSchema().fieldNames()),
+                        b == null ? java.util.stream.Stream.<String>empty() : Arrays.stream(b.sortColumns))
                 .map(c -> Expressions.sort(Expressions.column(c), SortDirection.ASCENDING))
                 .toArray(SortOrder[]::new);
     }
@@ -70,7 +88,7 @@ final class UshasWrite implements Write, RequiresDistributionAndOrdering {
 
     @Override
     public BatchWrite toBatch() {
-        return UshasBatchWrite.create(table, info, mode, filters).reportingTo(this);
+        return UshasBatchWrite.create(table, info, mode, filters, staged).reportingTo(this);
     }
 
     static final class Builder implements WriteBuilder, SupportsTruncate, SupportsOverwrite, SupportsDynamicOverwrite {
@@ -78,10 +96,17 @@ final class UshasWrite implements Write, RequiresDistributionAndOrdering {
         private final LogicalWriteInfo info;
         private String mode = "append";
         private Filter[] filters = new Filter[0];
+        private UshasStagedTable staged;
 
         Builder(UshasTable table, LogicalWriteInfo info) {
             this.table = table;
             this.info = info;
+        }
+
+        /** The write of an atomic CTAS / RTAS: {@code staged}'s commit registers it. */
+        Builder stagedBy(UshasStagedTable staged) {
+            this.staged = staged;
+            return this;
         }
 
         @Override
@@ -126,7 +151,7 @@ final class UshasWrite implements Write, RequiresDistributionAndOrdering {
 
         @Override
         public Write build() {
-            return new UshasWrite(table, info, mode, filters);
+            return new UshasWrite(table, info, mode, filters, staged);
         }
     }
 }

@@ -1,0 +1,8 @@
+"""``CALL <catalog>.system.<name>(...)``: the procedures of the Spark catalog, declared once in
+:mod:`.registry` by the modules of their groups (imported here, which fills :data:`PROCEDURES`)."""
+from __future__ import annotations
+
+from . import changes, drops, metadata, restore, stats, tables  # noqa: F401 - each declares its procedures
+from .registry import PROCEDURES, Procedure
+
+__all__ = ["PROCEDURES", "Procedure"]

@@ -1,0 +1,6 @@
+"""``ushas serve``'s REST API v1 (``/api/v1/...``) and OpenLineage receiver, as a Flask blueprint
+the UI's app mounts (:func:`.api.register_api`). The contract is :mod:`.spec` (the OpenAPI
+document served at ``/api/v1/openapi.json``); one module per resource group: :mod:`.catalog_api`,
+:mod:`.search_api`, :mod:`.metadata_api`, :mod:`.lineage_api`, :mod:`.runs_api`,
+:mod:`.changes_api`, :mod:`.receiver`; access control in :mod:`.auth` over the tokens of
+:mod:`.tokens`. docs/service.md is the user's guide."""

@@ -1,0 +1,145 @@
+"""What every API module gets: the store handles (shared with the UI's app), the store-path
+redactor, and :meth:`ServiceState.endpoint`, the wrapper that turns a function returning JSON-able
+data into a Flask view (one lock around store calls, typed errors as JSON)."""
+from __future__ import annotations
+
+import logging
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Protocol
+
+from flask import Response
+
+from ..errors import UshasError
+from .auth import request_user
+from .routing import error_response, json_response, status_of
+
+LOG = logging.getLogger("ushas.service")
+
+
+class Stores(Protocol):
+    """The store handles of one service (``ushas_catalog.ui.app.Stores`` is one)."""
+
+    uri: str
+    project: str
+    lock: threading.Lock
+
+    @property
+    def metastore(self) -> Any: ...
+
+    @property
+    def lineage(self) -> Any: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass
+class OwnStores:
+    """Store handles opened on first use (when the API runs without the UI's app)."""
+
+    uri: str
+    project: str
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    _metastore: Any = None
+    _lineage: Any = None
+
+    @property
+    def metastore(self) -> Any:
+        if self._metastore is None:
+            from ..metastore import Metastore
+
+            self._metastore = Metastore.open(self.uri, project=self.project, create=False)
+        return self._metastore
+
+    @property
+    def lineage(self) -> Any:
+        if self._lineage is None:
+            from lineage.query import LineageQueries
+            from lineage.tables import open_lineage_store
+
+            self._lineage = LineageQueries(open_lineage_store(self.uri, self.project, create=False))
+        return self._lineage
+
+    def close(self) -> None:
+        if self._metastore is not None:
+            self._metastore.close()
+            self._metastore = None
+        if self._lineage is not None:
+            self._lineage.store.close()
+            self._lineage = None
+
+
+def redactor(uri: str) -> Callable[[str], str]:
+    """A function that removes the store's URI and file path from a message."""
+    from urllib.parse import unquote, urlsplit
+
+    secrets = {uri}
+    try:
+        path = unquote(urlsplit(uri).path)
+    except ValueError:
+        path = ""
+    if path.strip("/"):
+        secrets.update({path, "/" + path.lstrip("/")})
+    secrets = {s for s in secrets if len(s) > 1}
+
+    def redact(message: str) -> str:
+        for secret in sorted(secrets, key=len, reverse=True):
+            message = message.replace(secret, "<store>")
+        return message
+
+    return redact
+
+
+def store_kind(uri: str) -> str:
+    scheme, sep, _ = uri.partition(":")
+    return scheme.lower() if sep and scheme.isalnum() else "store"
+
+
+@contextmanager
+def acting_as(stores: Any, user: str | None) -> Iterator[None]:
+    """The metastore's commits record ``user`` (the request's token name) while a request runs; the
+    caller holds the stores' lock, so no other request sees the change."""
+    if user is None:
+        yield
+        return
+    ms = stores.metastore
+    before = ms.user
+    ms.user = user
+    try:
+        yield
+    finally:
+        ms.user = before
+
+
+@dataclass
+class ServiceState:
+    stores: Any  # a Stores
+    redact: Callable[[str], str]
+
+    @property
+    def metastore(self) -> Any:
+        return self.stores.metastore
+
+    @property
+    def lineage(self) -> Any:
+        return self.stores.lineage
+
+    def endpoint(self, fn: Callable[..., Any], *, status: int = 200) -> Callable[..., Any]:
+        """``fn(**route_args)`` -> JSON-able data, as a view: under the stores' lock, a
+        :class:`UshasError` answered as JSON with its status (:func:`.routing.status_of`)."""
+
+        def view(**kw: Any) -> Response:
+            try:
+                with self.stores.lock, acting_as(self.stores, request_user()):
+                    data = fn(**kw)
+            except UshasError as exc:
+                return error_response(exc.type, self.redact(exc.message), status_of(exc))
+            return data if isinstance(data, Response) else json_response(data, status)
+
+        view.__name__ = fn.__name__
+        view.__doc__ = fn.__doc__
+        return view
+
+
+__all__ = ["LOG", "acting_as", "OwnStores", "ServiceState", "Stores", "redactor", "store_kind"]
