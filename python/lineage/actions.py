@@ -17,6 +17,9 @@ Message of one execution (``"execution"`` present)::
                    "func", "plan" | "plan_file", "plan_chars", "walk_ms"},
      "discard": true}   # the JVM dropped an execution of this action: the whole action is dropped (counted there)
 
+An execution with ``"command_result": true`` only reads the result rows of a command that already ran
+as its own execution (the Thrift server collects every statement's result): alone, it is no action.
+
 Any other message (an action event, a control message) goes to the capture hub as it is.
 """
 from __future__ import annotations
@@ -32,7 +35,7 @@ from ushas_catalog.errors import InvalidArgument
 #: open actions kept at most (roots that never end here, e.g. another session's): the oldest is let go
 MAX_OPEN = 1000
 #: execution fields that belong to the action, not to the execution event the capture reads
-_ACTION_FIELDS = ("root_id", "start_ms", "end_ms", "failed", "error", "sql")
+_ACTION_FIELDS = ("root_id", "start_ms", "end_ms", "failed", "error", "sql", "command_result")
 
 
 @dataclass
@@ -64,7 +67,7 @@ class ActionGroups:
         key = (str(action.get("application_id", "")), root)
         with self._lock:
             group = self._open.pop(key, None) or _Open()
-            if message.get("discard"):
+            if message.get("discard") or (x.get("command_result") and exec_id == root and not group.executions):
                 _delete_plan_files([*group.executions, x])
                 return None
             if x.get("start_ms") is not None:
@@ -87,6 +90,7 @@ class ActionGroups:
             "start_ms": group.start_ms if group.start_ms is not None else end_ms, "end_ms": end_ms,
             "status": "FAIL" if failed else "COMPLETE",
             "catalogs": action.get("catalogs") or {},
+            **({"client": action["client"]} if action.get("client") else {}),
             "executions": [*group.executions, _execution(x)],
             "jvm_dropped": int(message.get("jvm_dropped") or 0),
         }

@@ -154,6 +154,8 @@ class ActionEvent:
     catalogs: Mapping[str, str] = field(default_factory=dict)
     #: the JVM side's cumulative count of actions it had to drop
     jvm_dropped: int = 0
+    #: the Connect / Thrift server client the action ran for: ``{"kind", "session", "type"}`` (or empty)
+    client: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def run_id(self) -> Any:
@@ -183,7 +185,8 @@ class ActionEvent:
                 user=str(d.get("user", "")), execution_id=int(d["execution_id"]),
                 start_ms=int(d["start_ms"]), end_ms=int(d["end_ms"]), status=RunStatus(d["status"]),
                 executions=executions, error=d.get("error"), sql=d.get("sql"),
-                catalogs=dict(d.get("catalogs") or {}), jvm_dropped=int(d.get("jvm_dropped", 0)))
+                catalogs=dict(d.get("catalogs") or {}), jvm_dropped=int(d.get("jvm_dropped", 0)),
+                client={str(k): str(v) for k, v in (d.get("client") or {}).items()})
         except (KeyError, TypeError, ValueError) as exc:
             for x in d.get("executions", ()) if isinstance(d.get("executions"), list) else ():
                 if isinstance(x, Mapping) and isinstance(x.get("plan_file"), str):
@@ -358,7 +361,9 @@ def analyze(event: ActionEvent, settings: CaptureSettings, resolver: Resolver = 
               application_name=event.application_name, execution_id=event.execution_id, user=event.user,
               start_ms=event.start_ms, end_ms=event.end_ms, status=event.status,
               operation=",".join(dict.fromkeys(o for o in acc.operations if o)), sql=event.sql,
-              error=event.error, table_level="; ".join(acc.markers) or None, job=name.job, kind=name.kind)
+              error=event.error, table_level="; ".join(acc.markers) or None, job=name.job, kind=name.kind,
+              session_id=event.client.get("session"), client_kind=event.client.get("kind"),
+              client_type=event.client.get("type"))
     return CapturedRun(run, reads=tuple(reads), writes=tuple(writes), edges=tuple(edges))
 
 

@@ -93,7 +93,7 @@ def run_runs(ctx: Any, args: argparse.Namespace) -> int:
     for r in rows:
         if not r.get("job"):  # runs stored before runs had names
             r["job"] = f"{r['application_name'] or r['application_id']}.execution_{r['execution_id']}"
-    ctx.table(rows, ["access", "end", "status", "user", "job", "kind", "run_id"])
+    ctx.table(rows, ["access", "end", "status", "user", "session_id", "job", "kind", "run_id"])
     return 0
 
 

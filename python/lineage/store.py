@@ -105,13 +105,18 @@ class Run:
     job: str = ""
     #: the statement kind: ``INSERT INTO``, ``CREATE TABLE AS SELECT``, ``QUERY`` (a run that only reads)...
     kind: str = ""
+    #: the server client the run was for (lineage.clients): its session, ``connect`` | ``thrift``, client type
+    session_id: str | None = None
+    client_kind: str | None = None
+    client_type: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"run_id": str(self.run_id), "application_id": self.application_id,
                 "application_name": self.application_name, "execution_id": self.execution_id,
                 "user": self.user, "start_ms": self.start_ms, "end_ms": self.end_ms,
                 "status": self.status.value, "operation": self.operation, "sql": self.sql,
-                "error": self.error, "table_level": self.table_level, "job": self.job, "kind": self.kind}
+                "error": self.error, "table_level": self.table_level, "job": self.job, "kind": self.kind,
+                "session_id": self.session_id, "client_kind": self.client_kind, "client_type": self.client_type}
 
     @staticmethod
     def from_dict(d: dict[str, Any]) -> Run:
@@ -120,7 +125,8 @@ class Run:
                    user=d.get("user", ""), start_ms=int(d["start_ms"]), end_ms=int(d["end_ms"]),
                    status=RunStatus(d["status"]), operation=d.get("operation", ""), sql=d.get("sql"),
                    error=d.get("error"), table_level=d.get("table_level"), job=d.get("job") or "",
-                   kind=d.get("kind") or "")
+                   kind=d.get("kind") or "", session_id=d.get("session_id"), client_kind=d.get("client_kind"),
+                   client_type=d.get("client_type"))
 
 
 @dataclass(frozen=True)

@@ -527,6 +527,11 @@ CASES: list[PlanCase] = [
 
 @pytest.fixture(scope="module")
 def lin(spark: Any) -> Any:
+    return create_case_tables(spark)
+
+
+def create_case_tables(spark: Any) -> Any:
+    """The tables and view the cases read (also over Spark Connect: tests/remote/client_cases.py)."""
     spark.sql(f"create database if not exists {DB}")
     spark.sql(f"create table if not exists {T} (x int, y string, s struct<a:int,b:string>, arr array<int>, "
               "m map<string,int>) using parquet")

@@ -128,7 +128,9 @@ def schemas() -> dict[str, Any]:
                "start_ms": INT, "end_ms": INT, "duration_ms": INT, "status": {"type": "string",
                                                                              "enum": ["COMPLETE", "FAIL"]},
                "operation": STR, "sql": NSTR, "error": NSTR, "table_level": NSTR, "job": STR, "kind": STR},
-              {"access": {"type": "string", "enum": ["read", "write"]}, "producer": STR})
+              {"access": {"type": "string", "enum": ["read", "write"]}, "producer": STR,
+               # the Spark Connect / Thrift server client the run was for (docs/servers.md)
+               "session_id": NSTR, "client_kind": NSTR, "client_type": NSTR})
     dataset_ref = obj({"name": STR}, {"kind": STR, "dropped": BOOL, "table_id": STR, "path": STR,
                                       "partition": STRMAP})
     return {

@@ -1,6 +1,7 @@
 """``df.lineage()`` for users of :mod:`ushas_catalog.spark`, without importing pyspark where nobody
-uses a DataFrame: :func:`install` installs ``DataFrame.lineage`` (:mod:`lineage.dataframe`) now when
-pyspark's DataFrame module is loaded, else right after it is (an import hook that removes itself).
+uses a DataFrame: :func:`install` installs ``DataFrame.lineage`` (:mod:`lineage.dataframe`; for Spark
+Connect's DataFrame :mod:`lineage.connect`) now when pyspark's DataFrame module is loaded, else right
+after it is (an import hook per module that removes itself).
 So the bridge process the shim launches and CLI commands such as ``ushas jar`` never load pyspark."""
 from __future__ import annotations
 
@@ -13,20 +14,26 @@ from typing import Any, Sequence
 
 #: the module whose class gets ``lineage()``
 DATAFRAME_MODULE = "pyspark.sql.classic.dataframe"
+#: Spark Connect's DataFrame module -> the module installing its ``lineage()``
+CONNECT_DATAFRAME_MODULE = "pyspark.sql.connect.dataframe"
+_INSTALLERS = {DATAFRAME_MODULE: "lineage.dataframe", CONNECT_DATAFRAME_MODULE: "lineage.connect"}
 
 
-def _install_now() -> None:
-    importlib.import_module("lineage.dataframe")
+def _install_now(module: str = DATAFRAME_MODULE) -> None:
+    importlib.import_module(_INSTALLERS[module])
 
 
 class _AfterDataFrameImport(importlib.abc.MetaPathFinder):
-    """Finds nothing itself: wraps the loader of :data:`DATAFRAME_MODULE` to install ``lineage()``
+    """Finds nothing itself: wraps the loader of its DataFrame module to install ``lineage()``
     once that module is executed, then leaves ``sys.meta_path``."""
 
+    def __init__(self, module: str = DATAFRAME_MODULE) -> None:
+        self.module = module
+
     def find_spec(self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None) -> Any:
-        if fullname != DATAFRAME_MODULE:
+        if fullname != self.module:
             return None
-        _remove()
+        _remove(self)
         spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
         if spec is None or spec.loader is None:
             return spec
@@ -35,23 +42,26 @@ class _AfterDataFrameImport(importlib.abc.MetaPathFinder):
 
         def exec_then_install(module: ModuleType) -> None:
             exec_module(module)
-            _install_now()
+            _install_now(self.module)
 
         loader.exec_module = exec_then_install  # type: ignore[method-assign]
         return spec
 
 
 _HOOK = _AfterDataFrameImport()
+_CONNECT_HOOK = _AfterDataFrameImport(CONNECT_DATAFRAME_MODULE)
 
 
-def _remove() -> None:
-    if _HOOK in sys.meta_path:
-        sys.meta_path.remove(_HOOK)
+def _remove(hook: _AfterDataFrameImport = _HOOK) -> None:
+    if hook in sys.meta_path:
+        sys.meta_path.remove(hook)
 
 
 def install() -> None:
-    """``DataFrame.lineage`` now, or as soon as pyspark's DataFrame module is imported (idempotent)."""
-    if DATAFRAME_MODULE in sys.modules:
-        _install_now()
-    elif _HOOK not in sys.meta_path:
-        sys.meta_path.insert(0, _HOOK)
+    """``DataFrame.lineage`` now, or as soon as pyspark's DataFrame module is imported (idempotent);
+    the same for Spark Connect's DataFrame."""
+    for hook in (_HOOK, _CONNECT_HOOK):
+        if hook.module in sys.modules:
+            _install_now(hook.module)
+        elif hook not in sys.meta_path:
+            sys.meta_path.insert(0, hook)

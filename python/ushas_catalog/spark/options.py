@@ -13,6 +13,9 @@ CATALOG_CLASS = "io.ushas.spark.UshasCatalog"
 COMMIT_PROTOCOL_CLASS = "io.ushas.spark.UshasCommitProtocol"
 LISTENER_CLASS = "io.ushas.spark.UshasLineageListener"
 EXTENSIONS_CLASS = "io.ushas.spark.UshasExtensions"
+#: df.lineage() for Spark Connect clients: the server's relation plugin (lineage.connect)
+CONNECT_LINEAGE_PLUGIN_CLASS = "io.ushas.spark.connect.LineageRelationPlugin"
+CONNECT_RELATION_PLUGINS = "spark.connect.extensions.relation.classes"
 
 
 @dataclass(frozen=True)

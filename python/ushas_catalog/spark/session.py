@@ -23,7 +23,8 @@ import functools
 import zipfile
 from typing import Any
 
-from .options import CATALOG_CLASS, COMMIT_PROTOCOL_CLASS, EXTENSIONS_CLASS, LISTENER_CLASS
+from .options import (CATALOG_CLASS, COMMIT_PROTOCOL_CLASS, CONNECT_LINEAGE_PLUGIN_CLASS, CONNECT_RELATION_PLUGINS,
+                      EXTENSIONS_CLASS, LISTENER_CLASS)
 
 
 def _jar_has(jar: str, cls: str) -> bool:
@@ -67,6 +68,8 @@ def configure(builder: Any, name: str = "ushas", uri: str | None = None, project
     if lineage:
         builder = builder.config("spark.sql.queryExecutionListeners",
                                  _with(options.get("spark.sql.queryExecutionListeners"), LISTENER_CLASS))
+        builder = builder.config(CONNECT_RELATION_PLUGINS, _with(options.get(CONNECT_RELATION_PLUGINS),
+                                                                 CONNECT_LINEAGE_PLUGIN_CLASS))
     if not getattr(builder, "_ushas_registers", False):
         original = builder.getOrCreate
         builder.getOrCreate = functools.partial(_get_or_create, original)  # this builder only
@@ -89,12 +92,17 @@ def _get_or_create(original: Any) -> Any:
 
 
 def register(spark: Any) -> None:
-    """Make this Python process the catalog backend of ``spark``'s JVM (idempotent)."""
+    """Make this Python process the catalog backend of ``spark``'s JVM (idempotent). A Spark Connect
+    session has a JVM here only when it is local (``spark.api.mode=connect``); a remote server's shim
+    starts its own bridge."""
     from pyspark.java_gateway import ensure_callback_server_started
 
     from .bridge import Backend
+    from .connect import local_gateway
 
-    gateway = spark.sparkContext._gateway
+    gateway = local_gateway(spark)
+    if gateway is None:
+        return
     ensure_callback_server_started(gateway)
     jvm_bridge = gateway.jvm.io.ushas.spark.Bridge
     jvm_bridge.register(Backend())

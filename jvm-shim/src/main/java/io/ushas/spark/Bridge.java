@@ -287,6 +287,10 @@ public final class Bridge {
                 stopProcess();  // died between calls: nothing was in flight, start a new one for this call
             }
             if (backend != null) return backend;
+            if (process != null && process.isAlive()) {  // another thread's launch is registering: share it
+                awaitRegistration(options, process);
+                return backend;
+            }
             if (options.waitForRegistration()) {
                 awaitRegistration(options, null);
                 return backend;

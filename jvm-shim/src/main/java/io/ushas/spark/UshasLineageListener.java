@@ -106,6 +106,8 @@ public final class UshasLineageListener extends SparkListener implements QueryEx
     private Exception lastError;
 
     private Target target;  // resolved at the first event
+    /** The Connect / Thrift server client of each execution (listener thread). */
+    private final ClientSessions clients = new ClientSessions();
 
     private record End(long id, long root, long startMs, long endMs, QueryExecution qe) {}
 
@@ -195,6 +197,7 @@ public final class UshasLineageListener extends SparkListener implements QueryEx
     @Override
     public void onOtherEvent(SparkListenerEvent event) {
         try {
+            clients.observe(event);
             if (event instanceof SparkListenerSQLExecutionStart s) {
                 long root = s.rootExecutionId().isDefined() ? ((Number) s.rootExecutionId().get()).longValue()
                         : s.executionId();
@@ -228,7 +231,8 @@ public final class UshasLineageListener extends SparkListener implements QueryEx
         if (error != null) x.put("error", errorText(error));
         String sql = sqlText(qe);
         if (sql != null) x.put("sql", sql);
-        ship(end.id, end.root, x);
+        if (error == null && ClientSessions.isCommandResult(qe)) x.put("command_result", true);
+        ship(end.id, end.root, x, clients.of(end.id, end.root), qe);
     }
 
     private ObjectNode execution(long id, String func, QueryExecution qe, boolean failed) {
@@ -325,7 +329,7 @@ public final class UshasLineageListener extends SparkListener implements QueryEx
         return s.length() > MAX_ERROR_CHARS ? s.substring(0, MAX_ERROR_CHARS) : s;
     }
 
-    private void ship(long id, long root, ObjectNode execution) {
+    private void ship(long id, long root, ObjectNode execution, ClientSessions.Client client, QueryExecution qe) {
         Target t = target();
         if (t == null) {
             discardPlan(execution);
@@ -336,6 +340,7 @@ public final class UshasLineageListener extends SparkListener implements QueryEx
         action.put("application_id", sc.applicationId());
         action.put("application_name", sc.appName());
         action.put("user", sc.sparkUser());
+        ClientSessions.describe(action, client, qe);
         action.set("catalogs", t.catalogs());
         ObjectNode msg = Json.object();
         msg.set("ctx", t.ctx());
