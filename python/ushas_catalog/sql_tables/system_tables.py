@@ -337,7 +337,8 @@ def _runs(ctx: ReadContext, filters: Filters, token: Any) -> Rows:
             yield k.hex(), None
             continue
         yield k.hex(), [str(r.run_id), r.application_id, r.application_name, r.execution_id, r.job, r.kind,
-                        r.status.value, r.user, r.start_ms * 1000, r.end_ms * 1000, r.sql, r.error, r.table_level]
+                        r.status.value, r.user, r.start_ms * 1000, r.end_ms * 1000, r.sql, r.error, r.table_level,
+                        r.session_id, r.client_kind, r.client_type]
 
 
 def _dataset_access(ctx: ReadContext, filters: Filters, token: Any) -> Rows:
@@ -424,7 +425,10 @@ TABLES: dict[str, TableDef] = {t.name: t for t in (
                       Column("application_name", "string"), Column("execution_id", "long"), Column("job", "string"),
                       Column("kind", "string"), Column("status", "string"), Column("user", "string"),
                       Column("start_time", "timestamp"), Column("end_time", "timestamp"), Column("sql", "string"),
-                      Column("error", "string"), Column("table_level", "string")),
+                      Column("error", "string"), Column("table_level", "string"),
+                      Column("session_id", "string", "the Spark Connect / JDBC session that ran it"),
+                      Column("client_kind", "string", "connect, jdbc, or null for a classic session"),
+                      Column("client_type", "string", "the client's type as it reported it")),
              "one row per captured run, by end time (``ushas lineage run``)", _runs, "end_time (bounds)"),
     TableDef("dataset_access", (Column("dataset", "string"), Column("table_id", "string"),
                                 Column("access", "string", "read or write"), Column("time", "timestamp"),
