@@ -16,6 +16,8 @@ from ..model.names import new_table_name
 from .one_transaction import in_one_transaction, run_in_one_transaction
 from .repair import spark_op as repair
 from .reads import OPS as READ_OPS
+from .lookups import absent_as_no_such_table
+from .describe import describe
 from .cache import partition_rows  # noqa: F401 - the bridge's partition rows (tests import it here)
 from .tables import (SparkCtx, create_arguments, database_of, location_of, qualify, rename_move, table_answer,
                            table_name, view_answer)
@@ -125,7 +127,8 @@ def load_relation(ms: Any, r: Request) -> Answer:
     from ..model.names import TableName
 
     ctx = SparkCtx.of(r)
-    return lookup(ms, _cache(ctx), ctx, TableName.parse(table_name(ctx, r)), Known.of(r.get("known")), views=True)
+    with absent_as_no_such_table(r):
+        return lookup(ms, _cache(ctx), ctx, TableName.parse(table_name(ctx, r)), Known.of(r.get("known")), views=True)
 
 
 def load_table(ms: Any, r: Request) -> Answer:
@@ -133,7 +136,8 @@ def load_table(ms: Any, r: Request) -> Answer:
     from ..model.names import TableName
 
     ctx = SparkCtx.of(r)
-    return lookup(ms, _cache(ctx), ctx, TableName.parse(table_name(ctx, r)), Known.of(r.get("known")), views=False)
+    with absent_as_no_such_table(r):
+        return lookup(ms, _cache(ctx), ctx, TableName.parse(table_name(ctx, r)), Known.of(r.get("known")), views=False)
 
 
 def relation_exists(ms: Any, r: Request) -> Answer:
@@ -616,5 +620,6 @@ OPS: dict[str, Callable[[Any, Request], Answer]] = {
     "abort_write": abort_write,
     "write_outcome": write_outcome,
     "repair": repair,  # MSCK REPAIR TABLE / RECOVER PARTITIONS (ushas_catalog.data.repair)
+    "describe": in_one_transaction(describe),  # DESC EXTENDED / FORMATTED rows (spark.describe)
     **READ_OPS,
 }

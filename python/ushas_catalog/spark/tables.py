@@ -126,6 +126,10 @@ def spark_properties(ctx: SparkCtx, info: Any) -> dict[str, str]:
         props["owner"] = info.owner
     if info.external:
         props["external"] = "true"
+    else:
+        # Spark's mark of a managed table (TableCatalog.PROP_IS_MANAGED_LOCATION): SHOW CREATE TABLE
+        # leaves LOCATION out, so replaying it creates a managed table again
+        props["is_managed_location"] = "true"
     return props
 
 

@@ -30,6 +30,12 @@ public final class UshasExtensions extends AbstractFunction1<SparkSessionExtensi
                 return new Strategy();
             }
         });
+        extensions.injectPlannerStrategy(new AbstractFunction1<SparkSession, SparkStrategy>() {
+            @Override
+            public SparkStrategy apply(SparkSession session) {
+                return new DescribeStrategy(session);  // DESC EXTENDED / FORMATTED as the session catalog
+            }
+        });
         return BoxedUnit.UNIT;
     }
 
