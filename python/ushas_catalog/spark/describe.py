@@ -8,6 +8,9 @@ after Spark's own column rows).
 - a partition (``DESC EXTENDED t PARTITION (…)``): Database, Table, Partition Values, Location, Storage
   Properties, Partition Parameters, Created Time, Last Access, Partition Statistics, then the table's
   storage information;
+- a view: Catalog, Database, Table, Owner, Created Time, Last Access, Created By, Type, Comment,
+  View Text, View Original Text, View Schema Mode, View Catalog and Namespace, View Query Output Columns,
+  Table Properties;
 - a column (``DESC FORMATTED t c``): min, max, num_nulls, distinct_count, avg_col_len, max_col_len,
   histogram, from the statistics ``analyze_table`` stored under Spark's own keys
   (``spark.sql.statistics.colStats.<column>.<stat>``), ``NULL`` before.
@@ -21,7 +24,7 @@ import datetime as dt
 import re
 from typing import Any
 
-from .tables import OPTION_PREFIX, SparkCtx, location_of, table_name
+from .tables import OPTION_PREFIX, RESERVED, SparkCtx, location_of, table_name
 from .writes import STATS_PROPERTIES
 
 #: Spark's own property keys of table statistics (``spark.sql.statistics.*``), as ANALYZE stores them
@@ -36,9 +39,15 @@ _COLUMN_ROWS = (("min", "min"), ("max", "max"), ("num_nulls", "nullCount"), ("di
 
 
 def describe(ms: Any, r: dict[str, Any]) -> dict[str, Any]:
-    """The ``describe`` op: ``what`` is ``table`` (with ``partition``: that partition's values) or
-    ``column`` (``column``: its name). Answers ``rows``, each ``[name, value, comment]``
+    """The ``describe`` op: ``what`` is ``table`` (with ``partition``: that partition's values),
+    ``column`` (``column``: its name) or ``json`` (``DESCRIBE … AS JSON``, with ``partition`` too). Answers ``rows``, each ``[name, value, comment]``
     (``[name, value]`` for a column)."""
+    if r.get("what") == "json":
+        return describe_json(ms, r)
+    if r.get("what") == "view":
+        ctx = SparkCtx.of(r)
+        return {"rows": view_rows(ctx, ms.get_view(table_name(ctx, r)), str(r.get("spark_version") or ""),
+                                  r.get("schema_mode"))}
     ctx = SparkCtx.of(r)
     name = table_name(ctx, r)
     info = ms.get_table(name)
@@ -46,7 +55,32 @@ def describe(ms: Any, r: dict[str, Any]) -> dict[str, Any]:
         return {"rows": column_rows(info.properties, str(r.get("column")))}
     if r.get("partition") is not None:
         return {"rows": partition_rows(ctx, info, ms.get_partition(name, r["partition"]))}
-    return {"rows": table_rows(ctx, info, str(r.get("spark_version") or ""))}
+    rows = table_rows(ctx, info, str(r.get("spark_version") or "")) if r.get("extended", True) else []
+    return {"rows": rows + default_rows(info.schema.json_value())}
+
+
+def default_rows(schema: dict[str, Any]) -> list[list[str]]:
+    """The ``# Column Default Values`` section Spark adds for columns with a DEFAULT."""
+    out = []
+    for f in schema.get("fields", []):
+        meta = f.get("metadata") or {}
+        if meta.get("CURRENT_DEFAULT") is not None:
+            declared = meta.get(_CHAR_VARCHAR)
+            shown = declared.lower() if isinstance(declared, str) else _simple(f["type"])
+            out.append([f["name"], shown, str(meta["CURRENT_DEFAULT"])])
+    return [["", "", ""], ["# Column Default Values", "", ""], *out] if out else []
+
+
+def _simple(t: Any) -> str:
+    """Spark's ``simpleString`` of a nested type of the schema JSON."""
+    if isinstance(t, str):
+        return _SIMPLE.get(t, t) if t != "timestamp" else t
+    kind = t.get("type")
+    if kind == "array":
+        return f"array<{_simple(t['elementType'])}>"
+    if kind == "map":
+        return f"map<{_simple(t['keyType'])},{_simple(t['valueType'])}>"
+    return "struct<" + ",".join(f"{f['name']}:{_simple(f['type'])}" for f in t.get("fields", [])) + ">"
 
 
 def spark_time(t: dt.datetime | None) -> str:
@@ -119,6 +153,34 @@ def table_rows(ctx: SparkCtx, info: Any, spark_version: str) -> list[list[str]]:
     return rows
 
 
+def view_rows(ctx: SparkCtx, view: Any, spark_version: str, schema_mode: str | None) -> list[list[str]]:
+    rows: list[list[str]] = [["", "", ""], ["# Detailed Table Information", "", ""]]
+
+    def add(key: str, value: str | None) -> None:
+        if value is not None:
+            rows.append([key, value, ""])
+
+    add("Catalog", ctx.spark_catalog)
+    add("Database", view.database)
+    add("Table", view.name)
+    add("Owner", view.owner or None)
+    add("Created Time", spark_time(view.created_at))
+    add("Last Access", "UNKNOWN")
+    add("Created By", f"Spark {spark_version}" if spark_version else None)
+    add("Type", "VIEW")
+    add("Comment", view.comment)
+    add("View Text", view.sql)
+    add("View Original Text", view.sql)
+    add("View Schema Mode", schema_mode or view.properties.get("view.schemaMode"))
+    if view.current_catalog:
+        add("View Catalog and Namespace", ".".join([view.current_catalog, *view.current_namespace]))
+    add("View Query Output Columns", "[" + ", ".join("`" + c.replace("`", "``") + "`"
+                                                     for c in view.query_column_names) + "]")
+    props = {k: v for k, v in view.properties.items() if not k.startswith("view.") and k not in RESERVED}
+    add("Table Properties", _listing(props) if props else None)
+    return rows
+
+
 def partition_rows(ctx: SparkCtx, info: Any, p: Any) -> list[list[str]]:
     rows: list[list[str]] = [["", "", ""], ["# Detailed Partition Information", "", ""]]
 
@@ -149,3 +211,103 @@ def column_rows(props: dict[str, str], column: str) -> list[list[str]]:
     """Spark prints ``NULL`` for a statistic it does not have."""
     prefix = f"{COLUMN_STATISTICS}{column}."
     return [[row, props.get(prefix + key, "NULL")] for row, key in _COLUMN_ROWS]
+
+
+# ---- DESCRIBE … AS JSON ------------------------------------------------------------------------------
+_SIMPLE = {"integer": "int", "long": "bigint", "short": "smallint", "byte": "tinyint", "timestamp": "timestamp_ltz"}
+_CHAR_VARCHAR = "__CHAR_VARCHAR_TYPE_STRING"
+
+
+def json_type(t: Any, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A type of Spark's schema JSON as ``DESCRIBE … AS JSON`` shows it."""
+    declared = (metadata or {}).get(_CHAR_VARCHAR)
+    if isinstance(declared, str):
+        m = re.fullmatch(r"(char|varchar)\((\d+)\)", declared.strip().lower())
+        if m:
+            return {"name": m.group(1), "length": int(m.group(2))}
+    if isinstance(t, dict):
+        kind = t.get("type")
+        if kind == "array":
+            return {"name": "array", "element_type": json_type(t["elementType"]),
+                    "element_nullable": bool(t.get("containsNull", True))}
+        if kind == "map":
+            return {"name": "map", "key_type": json_type(t["keyType"]), "value_type": json_type(t["valueType"]),
+                    "value_nullable": bool(t.get("valueContainsNull", True))}
+        if kind == "struct":
+            return {"name": "struct", "fields": [json_field(f) for f in t.get("fields", [])]}
+        return {"name": str(kind)}
+    text = str(t)
+    m = re.fullmatch(r"decimal\((\d+),\s*(\d+)\)", text)
+    if m:
+        return {"name": "decimal", "precision": int(m.group(1)), "scale": int(m.group(2))}
+    if text == "string" or text.startswith("string collate "):
+        collation = text[len("string collate "):] if text.startswith("string collate ") else "UTF8_BINARY"
+        return {"name": "string", "collation": collation}
+    return {"name": _SIMPLE.get(text, text)}
+
+
+def json_field(f: dict[str, Any]) -> dict[str, Any]:
+    meta = f.get("metadata") or {}
+    out: dict[str, Any] = {"name": f["name"], "type": json_type(f["type"], meta), "nullable": bool(f.get("nullable", True))}
+    if meta.get("comment") is not None:
+        out["comment"] = meta["comment"]
+    if meta.get("CURRENT_DEFAULT") is not None:
+        out["default"] = meta["CURRENT_DEFAULT"]
+    return out
+
+
+def _iso(t: dt.datetime | None) -> str:
+    if t is None:
+        return "UNKNOWN"
+    if t.tzinfo is not None:
+        t = t.astimezone(dt.timezone.utc)
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def describe_json(ms: Any, r: dict[str, Any]) -> dict[str, Any]:
+    """``DESCRIBE EXTENDED t [PARTITION (…)] AS JSON``: the one JSON document, keys in Spark's order."""
+    import json
+
+    ctx = SparkCtx.of(r)
+    name = table_name(ctx, r)
+    info = ms.get_table(name)
+    schema = info.schema.json_value()
+    doc: dict[str, Any] = {"table_name": info.name, "catalog_name": ctx.spark_catalog, "namespace": [info.database],
+                           "schema_name": info.database, "columns": [json_field(f) for f in schema["fields"]]}
+    opts = {k: redact(k, v) for k, v in sorted(options(info).items())}
+    if r.get("partition") is not None:
+        by_lower = {c.lower(): c for c in info.partition_columns}
+        p = ms.get_partition(name, {by_lower.get(k.lower(), k): v for k, v in r["partition"].items()})
+        doc["partition_values"] = p.spec or {k: str(v) for k, v in p.values.items()}
+        if p.location:
+            doc["location"] = p.location
+        if opts:
+            doc["storage_properties"] = opts
+        params = {k: v for k, v in p.properties.items() if k != "location"}
+        if params:
+            doc["partition_parameters"] = params
+        doc["created_time"] = _iso(p.created_at)
+        doc["last_access"] = "UNKNOWN"
+    else:
+        doc["location"] = location_of(ctx, info)
+        if opts:
+            doc["storage_properties"] = opts
+    if info.owner:
+        doc["owner"] = info.owner
+    if r.get("partition") is None:
+        doc["created_time"] = _iso(info.created_at)
+        doc["last_access"] = "UNKNOWN"
+    if r.get("spark_version"):
+        doc["created_by"] = f"Spark {r['spark_version']}"
+    doc["type"] = "EXTERNAL" if info.external else "MANAGED"
+    doc["provider"] = info.format
+    if info.comment is not None:
+        doc["comment"] = info.comment
+    props = table_properties(info)
+    if props:
+        doc["table_properties"] = {k: redact(k, v) for k, v in sorted(props.items())}
+    if info.partition_columns:
+        doc["partition_provider"] = "Catalog"
+        doc["partition_columns"] = list(info.partition_columns)
+    doc["collation"] = "UTF8_BINARY"
+    return {"rows": [[json.dumps(doc, separators=(",", ":"), ensure_ascii=False)]]}

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.analysis.ResolvedPartitionSpec;
+import org.apache.spark.sql.catalyst.analysis.ResolvedPersistentView;
 import org.apache.spark.sql.catalyst.analysis.ResolvedTable;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
@@ -15,6 +16,7 @@ import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.execution.LocalTableScanExec;
 import org.apache.spark.sql.execution.SparkPlan;
 import org.apache.spark.sql.execution.SparkStrategy;
+import org.apache.spark.sql.execution.command.DescribeRelationJsonCommand;
 import org.apache.spark.unsafe.types.UTF8String;
 
 import java.util.ArrayList;
@@ -44,9 +46,17 @@ final class DescribeStrategy extends SparkStrategy {
         ResolvedTable t;
         ObjectNode r;
         scala.collection.immutable.Seq<Attribute> output;
-        if (plan instanceof DescribeRelation d && d.isExtended() && (t = ushas(d.relation())) != null) {
+        if (plan instanceof DescribeRelation d && (t = ushas(d.relation())) != null) {
             r = request(t, "table");
+            r.put("extended", d.isExtended());
             output = d.output();
+        } else if (plan instanceof DescribeRelation d && d.isExtended()
+                && d.relation() instanceof ResolvedPersistentView v && v.catalog() instanceof UshasCatalog c) {
+            r = c.request(v.identifier());
+            r.put("what", "view");
+            r.put("spark_version", session.version());
+            r.put("schema_mode", v.info().schemaMode());
+            return rows(d.output(), base(plan), c.call("describe", r, null, null), plan);
         } else if (plan instanceof DescribeTablePartition d && d.isExtended() && (t = ushas(d.table())) != null
                 && d.partitionSpec() instanceof ResolvedPartitionSpec spec && t.table() instanceof UshasTable u) {
             r = request(t, "table");
@@ -55,6 +65,14 @@ final class DescribeStrategy extends SparkStrategy {
         } else if (plan instanceof DescribeColumn d && d.isExtended() && (t = ushas(d.relation())) != null) {
             r = request(t, "column");
             output = d.output();
+        } else if (plan instanceof DescribeRelationJsonCommand d && (t = ushas(d.child())) != null
+                && t.table() instanceof UshasTable u) {
+            // DESCRIBE … AS JSON: Spark's command refuses V2 tables when it runs; the document comes from Python
+            r = request(t, "json");
+            if (!d.partitionSpec().isEmpty()) r.set("partition", Json.map(
+                    scala.jdk.javaapi.CollectionConverters.asJava(d.partitionSpec())));
+            return rows(d.output(), new InternalRow[0], ((UshasCatalog) t.catalog()).call("describe", r, null, null),
+                    plan);
         } else {
             return none();
         }
@@ -62,7 +80,12 @@ final class DescribeStrategy extends SparkStrategy {
         if (plan instanceof DescribeColumn && base.length > 0) {
             r.put("column", base[0].getUTF8String(1).toString());
         }
-        JsonNode answer = ((UshasCatalog) t.catalog()).call("describe", r, null, null);
+        return rows(output, base, ((UshasCatalog) t.catalog()).call("describe", r, null, null), plan);
+    }
+
+    /** Spark's base rows up to its detailed section, then the answer's rows. */
+    private static scala.collection.immutable.Seq<SparkPlan> rows(scala.collection.immutable.Seq<Attribute> output,
+                                                                 InternalRow[] base, JsonNode answer, LogicalPlan plan) {
         List<InternalRow> rows = new ArrayList<>();
         for (InternalRow row : base) {
             if (plan instanceof DescribeRelation || plan instanceof DescribeTablePartition) {

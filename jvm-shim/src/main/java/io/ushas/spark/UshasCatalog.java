@@ -461,4 +461,11 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces {
         r.set("to", Json.strings(toParts(to)));
         call("rename_view", r, from, null);
     }
+
+    // ---- conformance with the session catalog ---------------------------------------------------------
+    /** Column DEFAULT values: Spark keeps them in the schema's field metadata, which the catalog stores. */
+    @Override
+    public java.util.Set<org.apache.spark.sql.connector.catalog.TableCatalogCapability> capabilities() {
+        return java.util.EnumSet.of(org.apache.spark.sql.connector.catalog.TableCatalogCapability.SUPPORT_COLUMN_DEFAULT_VALUE);
+    }
 }
