@@ -50,11 +50,13 @@ def test_the_shims_read_ops_are_ops() -> None:
 #: JSON helpers speak other formats: lineage.actions, lineage.plan)
 SHIM_FILES = ("UshasCatalog", "UshasTable", "UshasBatchWrite", "UshasCommitProtocol", "UshasFileIndex",
               "PartitionRepair", "RepairTableExec", "TableChanges", "UshasWrite", "UshasScanRule", "Bridge",
-              "PartitionFilters", "Rows", "RelationCache", "UshasSource", "Staging", "UshasExtensions")
+              "PartitionFilters", "Rows", "RelationCache", "UshasSource", "Staging", "UshasExtensions",
+              "DescribeStrategy")
 #: the Python modules that read requests and build answers of the bridge ops
 PY_MODULES = ("spark/bridge", "spark/ops", "spark/one_transaction", "spark/reads", "spark/writes", "spark/tables",
               "spark/options", "spark/repair", "spark/cache", "data/repair", "model/table_changes", "data/pruning",
-              "model/data_files", "data/write_fence", "errors", "model/partitions", "model/schema")
+              "model/data_files", "data/write_fence", "errors", "model/partitions", "model/schema",
+              "spark/describe")
 #: fields the shim writes into JSON that is not a bridge request, each with where it goes
 NOT_REQUEST_FIELDS = {
     "entries": "RelationCache.stats(): the cache's own counters, shown by the shim",

@@ -34,16 +34,67 @@ class Difference:
 
 DIFFERENCES: tuple[Difference, ...] = (
     Difference(
-        "ANALYZE TABLE", r"^\s*ANALYZE\s+TABLE", "NOT_SUPPORTED_COMMAND_FOR_V2_TABLE", "v2",
-        "Spark runs ANALYZE only for its session catalog's tables",
-        "`CALL ushas.system.analyze_table(table => 'db.t' [, partition, columns])` computes and stores "
-        "table, partition and column statistics, which DESCRIBE and the optimizer then use"),
+        "ANALYZE TABLE … COMPUTE STATISTICS [FOR COLUMNS …]", r"^\s*ANALYZE\s+TABLE",
+        "NOT_SUPPORTED_COMMAND_FOR_V2_TABLE", "v2",
+        "computes table, partition and column statistics",
+        "`CALL ushas.system.analyze_table(table => 'db.t')` (optional `partition`, `columns`) computes and "
+        "stores table, partition and column statistics under Spark's own keys; `DESC EXTENDED` (Statistics, "
+        "Partition Statistics), `DESC FORMATTED t col` and the optimizer use them"),
     Difference(
-        "MSCK REPAIR TABLE / RECOVER PARTITIONS without the session extension",
+        "MSCK REPAIR TABLE / ALTER TABLE … RECOVER PARTITIONS without the session extension",
         r"^\s*(MSCK\s+REPAIR|ALTER\s+TABLE\s+\S+\s+RECOVER\s+PARTITIONS)", "NOT_SUPPORTED_COMMAND_FOR_V2_TABLE",
-        "v2", "Spark refuses MSCK for every V2 catalog",
-        "`CALL ushas.system.repair_table(table => 'db.t')`, `ushas repair TABLE`, or MSCK itself with "
-        "`spark.sql.extensions=io.ushas.spark.UshasExtensions`"),
+        "v2", "adds (and with SYNC drops) the partitions found under the table's location",
+        "`CALL ushas.system.repair_table(table => 'db.t')`, `ushas repair db.t`, or the statement itself with "
+        "`spark.sql.extensions=io.ushas.spark.UshasExtensions` (what `configure()` sets)"),
+    Difference(
+        "SHOW TABLES / SHOW VIEWS / SHOW TABLE EXTENDED with `ushas` current",
+        r"^\s*SHOW\s+(TABLES|VIEWS|TABLE\s+EXTENDED)\b", "", "v2",
+        "also lists the session's temporary views", "the catalog's own tables and views, as Spark lists them for "
+        "every V2 catalog; temporary views: `SHOW VIEWS IN spark_catalog.default` or `spark.catalog.listTables()`"),
+    Difference(
+        "`global_temp` under `ushas`", r"\bglobal_temp\b", "SCHEMA_NOT_FOUND", "v2",
+        "`global_temp` is the session catalog's schema of global temporary views",
+        "name them through the session catalog: `SHOW VIEWS IN spark_catalog.global_temp`, "
+        "`SELECT * FROM spark_catalog.global_temp.v`"),
+    Difference(
+        "ALTER TABLE … SET SERDE / SET SERDEPROPERTIES", r"^\s*ALTER\s+TABLE\s+.*\bSET\s+SERDE",
+        "NOT_SUPPORTED_COMMAND_FOR_V2_TABLE", "v2", "sets Hive serde properties",
+        "Ushas tables are Spark data source tables: `OPTIONS (…)` at CREATE TABLE, "
+        "`ALTER TABLE … SET TBLPROPERTIES` after"),
+    Difference(
+        "ALTER TABLE … PARTITION (…) SET LOCATION", r"^\s*ALTER\s+TABLE\s+\S+\s+PARTITION\s*\(.*SET\s+LOCATION",
+        "_LEGACY_ERROR_TEMP_1045", "v2", "moves one partition",
+        "`ALTER TABLE … DROP PARTITION (…)` then `ALTER TABLE … ADD PARTITION (…) LOCATION '…'` (metadata "
+        "only: the data stays where it is)"),
+    Difference(
+        "ALTER TABLE … RENAME COLUMN, CHANGE COLUMN … FIRST / AFTER, widening type changes",
+        r"^\s*ALTER\s+TABLE\s+\S+\s+(RENAME\s+COLUMN|(CHANGE|ALTER)\s+(COLUMN\s+)?\S+\s+"
+        r"(FIRST|AFTER|TYPE))", "", "improvement",
+        "refuses them (`UNSUPPORTED_FEATURE.TABLE_OPERATION`, `NOT_SUPPORTED_CHANGE_COLUMN`)",
+        "does them, each a new schema version in the table's history; a type change that could lose data is "
+        "refused with Spark's `NOT_SUPPORTED_CHANGE_COLUMN`. Later statements then see the new schema"),
+    Difference(
+        "column order of a table PARTITIONED BY columns that are not last", r"(?!)", "", "improvement",
+        "moves the partition columns to the end of the schema (DESC, SELECT *, SHOW CREATE TABLE)",
+        "keeps the columns in the order they were declared, as every V2 catalog does"),
+    Difference(
+        "upper case in table and view names", r"(?!)", "", "improvement",
+        "shows names in lower case (`SHOW CREATE TABLE`, DESC)",
+        "keeps each name as it was written; lookups stay case-insensitive"),
+    Difference(
+        "managed tables' files under `spark.sql.warehouse.dir`", r"\$\{spark\.sql\.warehouse\.dir\}",
+        "PATH_NOT_FOUND", "improvement", "puts managed table `db.t` under `<spark.sql.warehouse.dir>/db.db/t`",
+        "puts it under the catalog's warehouse (`spark.sql.catalog.ushas.warehouse`, default "
+        "`<spark.sql.warehouse.dir>/ushas`): `DESC EXTENDED db.t` shows the location"),
+    Difference(
+        "EXPLAIN of a DESCRIBE", r"^\s*EXPLAIN\b.*\bDESC(RIBE)?\b", "", "v2",
+        "plans Spark's V1 commands (`DescribeTableCommand`)",
+        "the same rows, planned as a local relation (`LocalTableScan`) by the session extension"),
+    Difference(
+        "SQL on files with an empty path (`parquet.``…`` with nothing between the backquotes)",
+        r"^\s*SELECT\b.*\b\w+\.``", "INVALID_EMPTY_LOCATION", "improvement",
+        "on a Hive metastore: `_LEGACY_ERROR_TEMP_3065` (Hive's \"empty table creation??\")",
+        "Spark's own `INVALID_EMPTY_LOCATION`, as with Spark's in-memory session catalog"),
 )
 
 

@@ -142,6 +142,11 @@ def table_rows(ctx: SparkCtx, info: Any, spark_version: str) -> list[list[str]]:
     add("Created By", f"Spark {spark_version}" if spark_version else None)
     add("Type", "EXTERNAL" if info.external else "MANAGED")
     add("Provider", info.format)
+    bucketing = getattr(info, "bucketing", None)  # CLUSTERED BY … INTO n BUCKETS, where the catalog has it
+    if bucketing is not None:
+        add("Num Buckets", str(bucketing.num_buckets))
+        add("Bucket Columns", _names(bucketing.columns))
+        add("Sort Columns", _names(bucketing.sort_columns) if bucketing.sort_columns else None)
     add("Comment", info.comment)
     props = table_properties(info)
     add("Table Properties", _listing(props) if props else None)
@@ -174,11 +179,14 @@ def view_rows(ctx: SparkCtx, view: Any, spark_version: str, schema_mode: str | N
     add("View Schema Mode", schema_mode or view.properties.get("view.schemaMode"))
     if view.current_catalog:
         add("View Catalog and Namespace", ".".join([view.current_catalog, *view.current_namespace]))
-    add("View Query Output Columns", "[" + ", ".join("`" + c.replace("`", "``") + "`"
-                                                     for c in view.query_column_names) + "]")
+    add("View Query Output Columns", _names(list(view.query_column_names)))
     props = {k: v for k, v in view.properties.items() if not k.startswith("view.") and k not in RESERVED}
     add("Table Properties", _listing(props) if props else None)
     return rows
+
+
+def _names(columns: list[str]) -> str:
+    return "[" + ", ".join("`" + c.replace("`", "``") + "`" for c in columns) + "]"
 
 
 def partition_rows(ctx: SparkCtx, info: Any, p: Any) -> list[list[str]]:
@@ -301,6 +309,11 @@ def describe_json(ms: Any, r: dict[str, Any]) -> dict[str, Any]:
         doc["created_by"] = f"Spark {r['spark_version']}"
     doc["type"] = "EXTERNAL" if info.external else "MANAGED"
     doc["provider"] = info.format
+    bucketing = getattr(info, "bucketing", None)
+    if bucketing is not None:
+        doc["num_buckets"] = bucketing.num_buckets
+        doc["bucket_columns"] = list(bucketing.columns)
+        doc["sort_columns"] = list(bucketing.sort_columns)
     if info.comment is not None:
         doc["comment"] = info.comment
     props = table_properties(info)

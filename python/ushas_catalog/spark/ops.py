@@ -47,6 +47,8 @@ def open_catalog(ms: Any, r: Request) -> Answer:
     ctx = SparkCtx.of(r)
     settings = CacheSettings.of(r.get("cache_options"))
     ms.ensure_catalog(ctx.catalog)
+    # Spark's default namespace exists in every catalog, as in the session catalog (USE default)
+    ms.create_database((ctx.catalog, "default"), comment="Default Database", if_not_exists=True)
     _cache(ctx).configure(settings)
     return {"catalog": ctx.catalog, "cache": settings.to_json()}
 
@@ -590,7 +592,7 @@ def _spec_of(path: str) -> dict[str, str]:
 
 
 OPS: dict[str, Callable[[Any, Request], Answer]] = {
-    "open": open_catalog,
+    "open": in_one_transaction(open_catalog),
     "list_namespaces": list_namespaces,
     "namespace_exists": namespace_exists,
     "load_namespace": load_namespace,
