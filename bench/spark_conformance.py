@@ -156,7 +156,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\n--- {name}: {r.kind}\n{r.statement}\n  spark: {r.spark.brief()}\n  ushas: {r.ushas.brief()}")
     if args.json:
         args.json.write_text(json.dumps([
-            {"file": name, "statement": r.statement, "kind": r.kind, "spark": r.spark.brief(), "ushas": r.ushas.brief()}
+            {"file": name, "statement": r.statement, "kind": r.kind, "spark": r.spark.brief(), "ushas": r.ushas.brief(),
+             "spark_rows": r.spark.rows, "ushas_rows": r.ushas.rows}
             for name, r in results], indent=1))
     return 0
 

@@ -20,7 +20,7 @@ _ERROR_CLASS = re.compile(r"^\s*\[([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\]")
 _LOCATION = re.compile(r"(?:file|hdfs|s3a?|gs|abfss?):/[^\s'\"`,)\]}]*")
 _TIME = re.compile(r"\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} [ \d]?\d \d\d:\d\d:\d\d \S+ \d{4}\b"
                    r"|\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z\b|\bUNKNOWN\b")
-_BYTES = re.compile(r"\b\d+ bytes\b")
+_BYTES = re.compile(r"\b\d+ bytes\b|(?<=totalSize=)\d+")
 _TIME_ROWS = {"Created Time", "Last Access", "Partition Created Time", "Partition Last Access"}
 _LOCATION_ROWS = {"Location"}
 #: what a Hive metastore adds to every object (its serde, a DDL time, storage details): the session
@@ -123,7 +123,7 @@ class Runner:
         text = _EMPTY_TBLPROPERTIES.sub("", text)
         # the catalog's name where Spark prints it for one catalog and not for the other (views)
         text = text.replace(f"{SESSION_CATALOG}.", "")
-        return _BYTES.sub("<n> bytes", text)
+        return _BYTES.sub(lambda m: "<n> bytes" if m.group(0).endswith("bytes") else "<n>", text)
 
 
 def _without_hive_json(text: str) -> str:
@@ -202,6 +202,7 @@ def compare(spark: Any, statements: Sequence[str], database: str, catalog: str =
             confs: dict[str, str] | None = None) -> list[Comparison]:
     """Every statement of ``statements`` under the session catalog, then under ``catalog``, each in
     a fresh session of ``spark`` (temporary views and settings apart) with a fresh ``database``."""
+    _quiet(spark)
     outcomes = []
     for name in (SESSION_CATALOG, catalog):
         session = spark.newSession()
@@ -214,3 +215,15 @@ def compare(spark: Any, statements: Sequence[str], database: str, catalog: str =
         finally:
             runner.stop()
     return [Comparison(s, a, b) for s, a, b in zip(statements, outcomes[0], outcomes[1])]
+
+
+def _quiet(spark: Any) -> None:
+    """PySpark logs every failed statement's error with its stack (its ``SQLQueryContextLogger``):
+    the comparison expects failures and reports them itself."""
+    import logging
+
+    try:
+        from pyspark.logger import PySparkLogger
+    except ImportError:  # pragma: no cover - an older PySpark logs nothing of the kind
+        return
+    PySparkLogger.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL + 1)

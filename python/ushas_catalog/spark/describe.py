@@ -176,7 +176,8 @@ def view_rows(ctx: SparkCtx, view: Any, spark_version: str, schema_mode: str | N
     add("Comment", view.comment)
     add("View Text", view.sql)
     add("View Original Text", view.sql)
-    add("View Schema Mode", schema_mode or view.properties.get("view.schemaMode"))
+    mode = schema_mode or view.properties.get("view.schemaMode")
+    add("View Schema Mode", mode if mode != "UNSUPPORTED" else None)  # created with schema binding disabled
     if view.current_catalog:
         add("View Catalog and Namespace", ".".join([view.current_catalog, *view.current_namespace]))
     add("View Query Output Columns", _names(list(view.query_column_names)))
@@ -204,11 +205,18 @@ def partition_rows(ctx: SparkCtx, info: Any, p: Any) -> list[list[str]]:
     opts = options(info)
     add("Storage Properties", _listing(opts) if opts else None)
     params = {k: v for k, v in p.properties.items() if k != "location"}
+    # the partition's files as a Hive metastore counts them after a write
+    if p.bytes is not None:
+        params[STATS_PROPERTIES["bytes"]] = str(p.bytes)
+    if p.files is not None:
+        params[STATS_PROPERTIES["files"]] = str(p.files)
     add("Partition Parameters", _listing(params, sort=False) if params else None)
     add("Created Time", spark_time(p.created_at))
     add("Last Access", "UNKNOWN")
-    if p.rows is not None and info.properties.get(STATISTICS_PREFIX + "numRows") is not None:
-        add("Partition Statistics", f"{p.bytes or 0} bytes, {p.rows} rows")
+    analyzed = info.properties.get(STATISTICS_PREFIX + "numRows") is not None
+    if p.bytes is not None or (analyzed and p.rows is not None):
+        add("Partition Statistics", f"{p.bytes or 0} bytes" + (f", {p.rows} rows" if analyzed and p.rows is not None
+                                                               else ""))
     rows += [["", "", ""], ["# Storage Information", "", ""]]
     add("Location", location_of(ctx, info))
     add("Storage Properties", _listing(opts) if opts else None)

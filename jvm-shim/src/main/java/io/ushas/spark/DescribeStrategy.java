@@ -88,6 +88,10 @@ final class DescribeStrategy extends SparkStrategy {
                                                                  InternalRow[] base, JsonNode answer, LogicalPlan plan) {
         List<InternalRow> rows = new ArrayList<>();
         for (InternalRow row : base) {
+            if (plan instanceof DescribeColumn && !java.util.Set.of("col_name", "data_type", "comment")
+                    .contains(row.getUTF8String(0).toString())) {
+                continue;  // the statistics rows come from Python, whatever Spark found
+            }
             if (plan instanceof DescribeRelation || plan instanceof DescribeTablePartition) {
                 String first = row.isNullAt(0) ? "" : row.getUTF8String(0).toString();
                 if (first.startsWith("# Detailed ")) {
