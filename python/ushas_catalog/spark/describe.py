@@ -46,8 +46,12 @@ def describe(ms: Any, r: dict[str, Any]) -> dict[str, Any]:
         return describe_json(ms, r)
     if r.get("what") == "view":
         ctx = SparkCtx.of(r)
-        return {"rows": view_rows(ctx, ms.get_view(table_name(ctx, r)), str(r.get("spark_version") or ""),
-                                  r.get("schema_mode"))}
+        mode = r.get("schema_mode")
+        if str(r.get("schema_binding", "true")).lower() == "false":
+            mode = None  # spark.sql.legacy.viewSchemaBindingMode=false: Spark shows no mode
+        elif mode == "UNSUPPORTED":
+            mode = "BINDING"  # a view created while binding was disabled binds its schema
+        return {"rows": view_rows(ctx, ms.get_view(table_name(ctx, r)), str(r.get("spark_version") or ""), mode)}
     ctx = SparkCtx.of(r)
     name = table_name(ctx, r)
     info = ms.get_table(name)
@@ -176,11 +180,11 @@ def view_rows(ctx: SparkCtx, view: Any, spark_version: str, schema_mode: str | N
     add("Comment", view.comment)
     add("View Text", view.sql)
     add("View Original Text", view.sql)
-    mode = schema_mode or view.properties.get("view.schemaMode")
-    add("View Schema Mode", mode if mode != "UNSUPPORTED" else None)  # created with schema binding disabled
+    add("View Schema Mode", schema_mode)
     if view.current_catalog:
         add("View Catalog and Namespace", ".".join([view.current_catalog, *view.current_namespace]))
-    add("View Query Output Columns", _names(list(view.query_column_names)))
+    columns = list(view.query_column_names) or [f.name for f in view.schema.fields]  # EVOLUTION: its columns
+    add("View Query Output Columns", _names(columns))
     props = {k: v for k, v in view.properties.items() if not k.startswith("view.") and k not in RESERVED}
     add("Table Properties", _listing(props) if props else None)
     return rows
@@ -206,10 +210,10 @@ def partition_rows(ctx: SparkCtx, info: Any, p: Any) -> list[list[str]]:
     add("Storage Properties", _listing(opts) if opts else None)
     params = {k: v for k, v in p.properties.items() if k != "location"}
     # the partition's files as a Hive metastore counts them after a write
-    if p.bytes is not None:
-        params[STATS_PROPERTIES["bytes"]] = str(p.bytes)
     if p.files is not None:
         params[STATS_PROPERTIES["files"]] = str(p.files)
+    if p.bytes is not None:
+        params[STATS_PROPERTIES["bytes"]] = str(p.bytes)
     add("Partition Parameters", _listing(params, sort=False) if params else None)
     add("Created Time", spark_time(p.created_at))
     add("Last Access", "UNKNOWN")

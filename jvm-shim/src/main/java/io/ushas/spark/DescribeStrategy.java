@@ -56,6 +56,7 @@ final class DescribeStrategy extends SparkStrategy {
             r.put("what", "view");
             r.put("spark_version", session.version());
             r.put("schema_mode", v.info().schemaMode());
+            r.put("schema_binding", session.conf().get("spark.sql.legacy.viewSchemaBindingMode", "true"));
             return rows(d.output(), base(plan), c.call("describe", r, null, null), plan);
         } else if (plan instanceof DescribeTablePartition d && d.isExtended() && (t = ushas(d.table())) != null
                 && d.partitionSpec() instanceof ResolvedPartitionSpec spec && t.table() instanceof UshasTable u) {
