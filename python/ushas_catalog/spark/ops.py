@@ -186,6 +186,8 @@ def create_table(ms: Any, r: Request) -> Answer:
 def alter_table(ms: Any, r: Request) -> Answer:
     ctx = SparkCtx.of(r)
     name = table_name(ctx, r)
+    if not r["changes"]:  # e.g. CHANGE COLUMN c TYPE <its type>: nothing to do, as for the session catalog
+        return {"table": table_answer(ctx, ms.get_table(name))}
     return {"table": table_answer(ctx, ms.alter_table(name, changes_from_json(r["changes"])))}
 
 
