@@ -57,10 +57,27 @@ def describe(ms: Any, r: dict[str, Any]) -> dict[str, Any]:
     info = ms.get_table(name)
     if r.get("what") == "column":
         return {"rows": column_rows(info.properties, str(r.get("column")))}
+    schema = info.schema.json_value()
+    rows: list[list[Any]] = list(partitioning_rows(schema, list(info.partition_columns)))
+    extended = r.get("extended", True)
     if r.get("partition") is not None:
-        return {"rows": partition_rows(ctx, info, ms.get_partition(name, r["partition"]))}
-    rows = table_rows(ctx, info, str(r.get("spark_version") or "")) if r.get("extended", True) else []
-    return {"rows": rows + default_rows(info.schema.json_value())}
+        return {"rows": rows + (partition_rows(ctx, info, ms.get_partition(name, r["partition"])) if extended else [])}
+    rows += table_rows(ctx, info, str(r.get("spark_version") or "")) if extended else []
+    return {"rows": rows + default_rows(schema)}
+
+
+def partitioning_rows(schema: dict[str, Any], partition_by: list[str]) -> list[list[str | None]]:
+    """``# Partition Information``: each partition column with its type and comment."""
+    if not partition_by:
+        return []
+    fields = {f["name"]: f for f in schema.get("fields", [])}
+    out: list[list[str | None]] = [["# Partition Information", "", ""], ["# col_name", "data_type", "comment"]]
+    for c in partition_by:
+        f = fields.get(c, {"type": "string"})
+        meta = f.get("metadata") or {}
+        declared = meta.get(_CHAR_VARCHAR)
+        out.append([c, declared.lower() if isinstance(declared, str) else _simple(f["type"]), meta.get("comment")])
+    return out
 
 
 def default_rows(schema: dict[str, Any]) -> list[list[str]]:
@@ -222,6 +239,11 @@ def partition_rows(ctx: SparkCtx, info: Any, p: Any) -> list[list[str]]:
         add("Partition Statistics", f"{p.bytes or 0} bytes" + (f", {p.rows} rows" if analyzed and p.rows is not None
                                                                else ""))
     rows += [["", "", ""], ["# Storage Information", "", ""]]
+    bucketing = getattr(info, "bucketing", None)
+    if bucketing is not None:
+        add("Num Buckets", str(bucketing.num_buckets))
+        add("Bucket Columns", _names(bucketing.columns))
+        add("Sort Columns", _names(bucketing.sort_columns) if bucketing.sort_columns else None)
     add("Location", location_of(ctx, info))
     add("Storage Properties", _listing(opts) if opts else None)
     return rows
@@ -295,6 +317,11 @@ def describe_json(ms: Any, r: dict[str, Any]) -> dict[str, Any]:
     doc: dict[str, Any] = {"table_name": info.name, "catalog_name": ctx.spark_catalog, "namespace": [info.database],
                            "schema_name": info.database, "columns": [json_field(f) for f in schema["fields"]]}
     opts = {k: redact(k, v) for k, v in sorted(options(info).items())}
+    bucketing = getattr(info, "bucketing", None)
+    if bucketing is not None:
+        doc["num_buckets"] = bucketing.num_buckets
+        doc["bucket_columns"] = list(bucketing.columns)
+        doc["sort_columns"] = list(bucketing.sort_columns)
     if r.get("partition") is not None:
         by_lower = {c.lower(): c for c in info.partition_columns}
         p = ms.get_partition(name, {by_lower.get(k.lower(), k): v for k, v in r["partition"].items()})
@@ -321,11 +348,6 @@ def describe_json(ms: Any, r: dict[str, Any]) -> dict[str, Any]:
         doc["created_by"] = f"Spark {r['spark_version']}"
     doc["type"] = "EXTERNAL" if info.external else "MANAGED"
     doc["provider"] = info.format
-    bucketing = getattr(info, "bucketing", None)
-    if bucketing is not None:
-        doc["num_buckets"] = bucketing.num_buckets
-        doc["bucket_columns"] = list(bucketing.columns)
-        doc["sort_columns"] = list(bucketing.sort_columns)
     if info.comment is not None:
         doc["comment"] = info.comment
     props = table_properties(info)

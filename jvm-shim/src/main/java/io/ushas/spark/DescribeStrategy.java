@@ -58,9 +58,10 @@ final class DescribeStrategy extends SparkStrategy {
             r.put("schema_mode", v.info().schemaMode());
             r.put("schema_binding", session.conf().get("spark.sql.legacy.viewSchemaBindingMode", "true"));
             return rows(d.output(), base(plan), c.call("describe", r, null, null), plan);
-        } else if (plan instanceof DescribeTablePartition d && d.isExtended() && (t = ushas(d.table())) != null
+        } else if (plan instanceof DescribeTablePartition d && (t = ushas(d.table())) != null
                 && d.partitionSpec() instanceof ResolvedPartitionSpec spec && t.table() instanceof UshasTable u) {
             r = request(t, "table");
+            r.put("extended", d.isExtended());
             r.set("partition", Rows.toJson(spec.ident(), u.partitionSchema()));
             output = d.output();
         } else if (plan instanceof DescribeColumn d && d.isExtended() && (t = ushas(d.relation())) != null) {
@@ -94,9 +95,14 @@ final class DescribeStrategy extends SparkStrategy {
                 continue;  // the statistics rows come from Python, whatever Spark found
             }
             if (plan instanceof DescribeRelation || plan instanceof DescribeTablePartition) {
+                // a table's partitioning and details come from Python (a view's details)
                 String first = row.isNullAt(0) ? "" : row.getUTF8String(0).toString();
-                if (first.startsWith("# Detailed ")) {
-                    if (!rows.isEmpty()) rows.remove(rows.size() - 1);  // the empty row before it
+                boolean table = !(plan instanceof DescribeRelation d && d.relation() instanceof ResolvedPersistentView);
+                if (first.startsWith("# Detailed ") || (table && first.startsWith("# Partition"))) {
+                    InternalRow last = rows.isEmpty() ? null : rows.get(rows.size() - 1);
+                    if (last != null && !last.isNullAt(0) && last.getUTF8String(0).toString().isEmpty()) {
+                        rows.remove(rows.size() - 1);  // the empty row before the section
+                    }
                     break;
                 }
             }
