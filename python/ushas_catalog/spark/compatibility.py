@@ -82,6 +82,16 @@ DIFFERENCES: tuple[Difference, ...] = (
         "shows names in lower case (`SHOW CREATE TABLE`, DESC)",
         "keeps each name as it was written; lookups stay case-insensitive"),
     Difference(
+        "a key set with the same value in both OPTIONS and TBLPROPERTIES", r"(?!)", "", "v2",
+        "lists it under Table Properties and Storage Properties",
+        "Spark hands a V2 catalog the options also as plain properties, so the key is shown once, under "
+        "Storage Properties (`OPTIONS`); SHOW TBLPROPERTIES lists both forms"),
+    Difference(
+        "Statistics after CTAS on a Hive metastore", r"(?!)", "", "improvement",
+        "shows the byte and row counts Hive computed while writing (`Statistics`)",
+        "shows Statistics once `analyze_table` computed them; the files and bytes each write registered are in "
+        "`ushas show` and the partitions' Partition Parameters"),
+    Difference(
         "managed tables' files under `spark.sql.warehouse.dir`", r"\$\{spark\.sql\.warehouse\.dir\}",
         "PATH_NOT_FOUND", "improvement", "puts managed table `db.t` under `<spark.sql.warehouse.dir>/db.db/t`",
         "puts it under the catalog's warehouse (`spark.sql.catalog.ushas.warehouse`, default "

@@ -318,10 +318,11 @@ def describe_json(ms: Any, r: dict[str, Any]) -> dict[str, Any]:
                            "schema_name": info.database, "columns": [json_field(f) for f in schema["fields"]]}
     opts = {k: redact(k, v) for k, v in sorted(options(info).items())}
     bucketing = getattr(info, "bucketing", None)
-    if bucketing is not None:
-        doc["num_buckets"] = bucketing.num_buckets
-        doc["bucket_columns"] = list(bucketing.columns)
-        doc["sort_columns"] = list(bucketing.sort_columns)
+    buckets = {} if bucketing is None else {"num_buckets": bucketing.num_buckets,
+                                            "bucket_columns": list(bucketing.columns),
+                                            "sort_columns": list(bucketing.sort_columns)}
+    if r.get("partition") is None:
+        doc.update(buckets)  # a table's bucket spec follows its columns; a partition's, its provider
     if r.get("partition") is not None:
         by_lower = {c.lower(): c for c in info.partition_columns}
         p = ms.get_partition(name, {by_lower.get(k.lower(), k): v for k, v in r["partition"].items()})
@@ -348,6 +349,8 @@ def describe_json(ms: Any, r: dict[str, Any]) -> dict[str, Any]:
         doc["created_by"] = f"Spark {r['spark_version']}"
     doc["type"] = "EXTERNAL" if info.external else "MANAGED"
     doc["provider"] = info.format
+    if r.get("partition") is not None:
+        doc.update(buckets)
     if info.comment is not None:
         doc["comment"] = info.comment
     props = table_properties(info)
