@@ -44,7 +44,7 @@ DIFFERENCES: tuple[Difference, ...] = (
         "MSCK REPAIR TABLE / ALTER TABLE … RECOVER PARTITIONS without the session extension",
         r"^\s*(MSCK\s+REPAIR|ALTER\s+TABLE\s+\S+\s+RECOVER\s+PARTITIONS)", "NOT_SUPPORTED_COMMAND_FOR_V2_TABLE",
         "v2", "adds (and with SYNC drops) the partitions found under the table's location",
-        "`CALL ushas.system.repair_table(table => 'db.t')`, `ushas repair db.t`, or the statement itself with "
+        "`CALL ushas.system.repair_table(table => 'db.t')`, `ushas repair ushas.db.t`, or the statement itself with "
         "`spark.sql.extensions=io.ushas.spark.UshasExtensions` (what `configure()` sets)"),
     Difference(
         "SHOW TABLES / SHOW VIEWS / SHOW TABLE EXTENDED with `ushas` current",
@@ -90,7 +90,7 @@ DIFFERENCES: tuple[Difference, ...] = (
         "Statistics after CTAS on a Hive metastore", r"(?!)", "", "improvement",
         "shows the byte and row counts Hive computed while writing (`Statistics`)",
         "shows Statistics once `analyze_table` computed them; the files and bytes each write registered are in "
-        "`ushas show` and the partitions' Partition Parameters"),
+        "`ushas partitions ushas.db.t` and the partitions' Partition Parameters"),
     Difference(
         "managed tables' files under `spark.sql.warehouse.dir`", r"\$\{spark\.sql\.warehouse\.dir\}",
         "PATH_NOT_FOUND", "improvement", "puts managed table `db.t` under `<spark.sql.warehouse.dir>/db.db/t`",
