@@ -52,13 +52,15 @@ SHIM_FILES = ("UshasCatalog", "UshasTable", "UshasBatchWrite", "UshasCommitProto
               "PartitionRepair", "RepairTableExec", "TableChanges", "UshasWrite", "UshasScanRule", "Bridge",
               "PartitionFilters", "Rows", "RelationCache", "UshasSource", "Staging", "UshasExtensions",
               "UshasProcedures",
-              "ViewSchemaSync", "UshasFunctions", "UshasFunctionCommand", "FunctionStatements")
+              "ViewSchemaSync", "UshasFunctions", "UshasFunctionCommand", "FunctionStatements",
+              "DescribeStrategy")
 #: the Python modules that read requests and build answers of the bridge ops
 PY_MODULES = ("spark/bridge", "spark/ops", "spark/one_transaction", "spark/reads", "spark/writes", "spark/tables",
               "spark/options", "spark/repair", "spark/cache", "data/repair", "model/table_changes", "data/pruning",
               "model/data_files", "data/write_fence", "errors", "model/partitions", "model/schema",
               "spark/procedures", "procedures/registry", "procedures/tables", "procedures/stats",
-              "spark/view_sync", "spark/functions")
+              "spark/view_sync", "spark/functions",
+              "spark/describe")
 #: fields the shim writes into JSON that is not a bridge request, each with where it goes
 NOT_REQUEST_FIELDS = {
     "entries": "RelationCache.stats(): the cache's own counters, shown by the shim",

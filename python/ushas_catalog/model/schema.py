@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Union
 
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, SparkError, spark_id
 from .names import check_column_name
 from ..records import schema_pb2 as pb
 
@@ -128,7 +128,8 @@ class StructType:
             low = f.name.lower()
             if low in seen:
                 raise InvalidArgument(f"duplicate column name {f.name!r} (also {seen[low]!r}); "
-                                      f"column names are case-insensitive")
+                                      f"column names are case-insensitive",
+                                      spark=SparkError("COLUMN_ALREADY_EXISTS", {"columnName": spark_id(f.name)}))
             seen[low] = f.name
 
     def json_value(self) -> dict[str, Any]:

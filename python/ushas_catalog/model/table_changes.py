@@ -15,7 +15,7 @@ A new or renamed top-level column must be usable in a directory name
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any, Sequence, Union
 
 from ..errors import InvalidArgument, InvalidSchemaChange, PartitionColumnChange, SparkError, spark_id
 from .names import check_column_name
@@ -402,6 +402,8 @@ class SchemaState:
                 why = widening_error(old.data_type, change.new_data_type)
                 if why is not None:
                     raise InvalidSchemaChange(f"cannot change the type of {'.'.join(path)!r}: {why}",
+                                              spark=_not_supported_change(self.table, path, old.data_type,
+                                                                          change.new_data_type),
                                               column=".".join(path))
                 fields = list(s.fields)
                 fields[i] = StructField(old.name, change.new_data_type, old.nullable, old.metadata)
@@ -438,3 +440,13 @@ class SchemaState:
         else:  # pragma: no cover - the union is closed
             raise InvalidArgument(f"not a column change: {change!r}")
 
+
+def _not_supported_change(table: Sequence[str], path: Sequence[str], old: Any, new: Any) -> SparkError:
+    """Spark's own refusal of a column type change (``NOT_SUPPORTED_CHANGE_COLUMN``), with its parameters."""
+    def sql_type(t: Any) -> str:
+        return '"' + t.ddl().upper() + '"'
+
+    column = spark_id(*path)
+    return SparkError("NOT_SUPPORTED_CHANGE_COLUMN", {"table": spark_id(*table), "originName": column,
+                                                      "originType": sql_type(old), "newName": column,
+                                                      "newType": sql_type(new)})

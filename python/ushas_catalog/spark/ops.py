@@ -22,6 +22,8 @@ from .like import like_request
 from .view_sync import OPS as VIEW_SYNC_OPS
 from .functions import OPS as FUNCTION_OPS
 from ..sql_tables.ops import OPS as ROWS_OPS, is_system, list_system_tables
+from .lookups import absent_as_no_such_table
+from .describe import describe
 from .cache import partition_rows  # noqa: F401 - the bridge's partition rows (tests import it here)
 from .tables import (SparkCtx, create_arguments, database_of, location_of, qualify, rename_move, table_answer,
                            table_name, view_answer)
@@ -51,6 +53,8 @@ def open_catalog(ms: Any, r: Request) -> Answer:
     ctx = SparkCtx.of(r)
     settings = CacheSettings.of(r.get("cache_options"))
     ms.ensure_catalog(ctx.catalog)
+    # Spark's default namespace exists in every catalog, as in the session catalog (USE default)
+    ms.create_database((ctx.catalog, "default"), comment="Default Database", if_not_exists=True)
     _cache(ctx).configure(settings)
     return {"catalog": ctx.catalog, "cache": settings.to_json()}
 
@@ -133,7 +137,8 @@ def load_relation(ms: Any, r: Request) -> Answer:
     from ..model.names import TableName
 
     ctx = SparkCtx.of(r)
-    return lookup(ms, _cache(ctx), ctx, TableName.parse(table_name(ctx, r)), Known.of(r.get("known")), views=True)
+    with absent_as_no_such_table(r):
+        return lookup(ms, _cache(ctx), ctx, TableName.parse(table_name(ctx, r)), Known.of(r.get("known")), views=True)
 
 
 def load_table(ms: Any, r: Request) -> Answer:
@@ -141,7 +146,8 @@ def load_table(ms: Any, r: Request) -> Answer:
     from ..model.names import TableName
 
     ctx = SparkCtx.of(r)
-    return lookup(ms, _cache(ctx), ctx, TableName.parse(table_name(ctx, r)), Known.of(r.get("known")), views=False)
+    with absent_as_no_such_table(r):
+        return lookup(ms, _cache(ctx), ctx, TableName.parse(table_name(ctx, r)), Known.of(r.get("known")), views=False)
 
 
 def relation_exists(ms: Any, r: Request) -> Answer:
@@ -191,6 +197,8 @@ def create_table(ms: Any, r: Request) -> Answer:
 def alter_table(ms: Any, r: Request) -> Answer:
     ctx = SparkCtx.of(r)
     name = table_name(ctx, r)
+    if not r["changes"]:  # e.g. CHANGE COLUMN c TYPE <its type>: nothing to do, as for the session catalog
+        return {"table": table_answer(ctx, ms.get_table(name))}
     return {"table": table_answer(ctx, ms.alter_table(name, changes_from_json(r["changes"])))}
 
 
@@ -597,7 +605,7 @@ def _spec_of(path: str) -> dict[str, str]:
 
 
 OPS: dict[str, Callable[[Any, Request], Answer]] = {
-    "open": open_catalog,
+    "open": in_one_transaction(open_catalog),
     "list_namespaces": list_namespaces,
     "namespace_exists": namespace_exists,
     "load_namespace": load_namespace,
@@ -628,6 +636,7 @@ OPS: dict[str, Callable[[Any, Request], Answer]] = {
     "abort_write": abort_write,
     "write_outcome": write_outcome,
     "repair": repair,  # MSCK REPAIR TABLE / RECOVER PARTITIONS (ushas_catalog.data.repair)
+    "describe": in_one_transaction(describe),  # DESC EXTENDED / FORMATTED rows (spark.describe)
     **READ_OPS,
     **PROCEDURE_OPS,  # CALL <catalog>.system.<name>(...) (ushas_catalog.procedures)
     **STAGED_OPS,  # atomic CTAS / RTAS (StagingTableCatalog)

@@ -122,9 +122,14 @@ def location_of(ctx: SparkCtx, info: Any) -> str:
     return info.location or managed_location(ctx, None, info.database, info.name)
 
 
+#: the catalog's write counters (``writes.STATS_PROPERTIES``): statistics, not properties Spark shows
+WRITE_COUNTERS: frozenset[str] = frozenset({"numFiles", "totalSize", "numRows"})
+
+
 def spark_properties(ctx: SparkCtx, info: Any) -> dict[str, str]:
-    """The property map Spark reads a table from (provider, location, comment, ...)."""
-    props = dict(info.properties)
+    """The property map Spark reads a table from (provider, location, comment, ...); the write
+    counters stay out of it, as the session catalog keeps its statistics out of TBLPROPERTIES."""
+    props = {k: v for k, v in info.properties.items() if k not in WRITE_COUNTERS}
     props["provider"] = info.format
     props["location"] = location_of(ctx, info)
     if info.comment is not None:
@@ -133,6 +138,10 @@ def spark_properties(ctx: SparkCtx, info: Any) -> dict[str, str]:
         props["owner"] = info.owner
     if info.external:
         props["external"] = "true"
+    else:
+        # Spark's mark of a managed table (TableCatalog.PROP_IS_MANAGED_LOCATION): SHOW CREATE TABLE
+        # leaves LOCATION out, so replaying it creates a managed table again
+        props["is_managed_location"] = "true"
     return props
 
 

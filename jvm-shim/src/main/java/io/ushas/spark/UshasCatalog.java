@@ -555,4 +555,11 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces,
         JsonNode answer = functionCall("load_function", ident.namespace(), ident.name(), Json.object());
         return UshasFunctions.unbound(ident, name + "." + String.join(".", toParts(ident)), answer.get("function"));
     }
+
+    // ---- conformance with the session catalog ---------------------------------------------------------
+    /** Column DEFAULT values: Spark keeps them in the schema's field metadata, which the catalog stores. */
+    @Override
+    public java.util.Set<org.apache.spark.sql.connector.catalog.TableCatalogCapability> capabilities() {
+        return java.util.EnumSet.of(org.apache.spark.sql.connector.catalog.TableCatalogCapability.SUPPORT_COLUMN_DEFAULT_VALUE);
+    }
 }

@@ -34,6 +34,18 @@ public final class UshasExtensions extends AbstractFunction1<SparkSessionExtensi
                 return new Strategy();
             }
         });
+        extensions.injectPlannerStrategy(new AbstractFunction1<SparkSession, SparkStrategy>() {
+            @Override
+            public SparkStrategy apply(SparkSession session) {
+                return new DescribeStrategy(session);  // DESC EXTENDED / FORMATTED as the session catalog
+            }
+        });
+        extensions.injectCheckRule(new AbstractFunction1<SparkSession, scala.Function1<LogicalPlan, BoxedUnit>>() {
+            @Override
+            public scala.Function1<LogicalPlan, BoxedUnit> apply(SparkSession session) {
+                return new TempObjectCheck();  // a persistent view must not use temporary objects
+            }
+        });
         return BoxedUnit.UNIT;
     }
 
