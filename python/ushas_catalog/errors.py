@@ -142,6 +142,10 @@ class NoSuchRun(NotFound):
 
 
 # --- already there -----------------------------------------------------------------
+class NoSuchToken(NotFound):
+    """No API token of that id (``ushas tokens``)."""
+
+
 class AlreadyExists(UshasError):
     spark_exception = ANALYSIS
 
@@ -246,6 +250,15 @@ class LimitExceeded(UshasError):
                  maximum: int | float | None = None) -> None:
         super().__init__(message, limit=limit, actual=actual, maximum=maximum)
         self.limit = limit
+
+
+class Unauthorized(UshasError):
+    """``ushas serve``: no valid token (or session) for a request that needs one: HTTP 401."""
+
+
+class Forbidden(UshasError):
+    """``ushas serve``: the token (or session) does not allow this request (a read token writing, no CSRF
+    token): HTTP 403."""
 
 
 class Conflict(UshasError):

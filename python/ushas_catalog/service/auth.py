@@ -22,7 +22,7 @@ from typing import Any
 
 from flask import Blueprint, Response, g, request
 
-from ..errors import InvalidArgument, UshasError
+from ..errors import Forbidden, InvalidArgument, Unauthorized, UshasError
 from .routing import API_PREFIX, body_object, error_response, json_response
 from .tokens import TokenStore
 
@@ -37,14 +37,6 @@ OPEN_PATHS = frozenset({API_PREFIX + "/info", API_PREFIX + "/openapi.json", API_
 def request_user() -> str | None:
     """The user a request acts as: the name of the token it presented (None: no token, or no request)."""
     return g.get("ushas_user") if g else None
-
-
-class Unauthorized(UshasError):
-    """No valid token (or session) for a request that needs one: HTTP 401."""
-
-
-class Forbidden(UshasError):
-    """The token (or session) does not allow this request (a read token writing, no CSRF token): 403."""
 
 
 @dataclass

@@ -13,15 +13,11 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import InvalidArgument, NotFound
+from ..errors import InvalidArgument, NoSuchToken
 from ..keyspace.layout import SERVICE_TOKEN, TOKEN_ID
 
 ACCESS = ("read", "write")
 PREFIX = "ushas_"
-
-
-class NoSuchToken(NotFound):
-    """No API token of that id."""
 
 
 @dataclass(frozen=True)

@@ -150,60 +150,60 @@ def statistics(props: dict[str, str]) -> str | None:
 def table_rows(ctx: SparkCtx, info: Any, spark_version: str) -> list[list[str]]:
     rows: list[list[str]] = [["", "", ""], ["# Detailed Table Information", "", ""]]
 
-    def add(key: str, value: str | None) -> None:
+    def row(key: str, value: str | None) -> None:
         if value is not None:
             rows.append([key, value, ""])
 
-    add("Catalog", ctx.spark_catalog)
-    add("Database", info.database)
-    add("Table", info.name)
-    add("Owner", info.owner or None)
-    add("Created Time", spark_time(info.created_at))
-    add("Last Access", "UNKNOWN")
-    add("Created By", f"Spark {spark_version}" if spark_version else None)
-    add("Type", "EXTERNAL" if info.external else "MANAGED")
-    add("Provider", info.format)
+    row("Catalog", ctx.spark_catalog)
+    row("Database", info.database)
+    row("Table", info.name)
+    row("Owner", info.owner or None)
+    row("Created Time", spark_time(info.created_at))
+    row("Last Access", "UNKNOWN")
+    row("Created By", f"Spark {spark_version}" if spark_version else None)
+    row("Type", "EXTERNAL" if info.external else "MANAGED")
+    row("Provider", info.format)
     bucketing = getattr(info, "bucketing", None)  # CLUSTERED BY … INTO n BUCKETS, where the catalog has it
     if bucketing is not None:
-        add("Num Buckets", str(bucketing.num_buckets))
-        add("Bucket Columns", _names(bucketing.columns))
-        add("Sort Columns", _names(bucketing.sort_columns) if bucketing.sort_columns else None)
-    add("Comment", info.comment)
+        row("Num Buckets", str(bucketing.num_buckets))
+        row("Bucket Columns", _names(bucketing.columns))
+        row("Sort Columns", _names(bucketing.sort_columns) if bucketing.sort_columns else None)
+    row("Comment", info.comment)
     props = table_properties(info)
-    add("Table Properties", _listing(props) if props else None)
-    add("Statistics", statistics(info.properties))
-    add("Location", location_of(ctx, info))
+    row("Table Properties", _listing(props) if props else None)
+    row("Statistics", statistics(info.properties))
+    row("Location", location_of(ctx, info))
     opts = options(info)
-    add("Storage Properties", _listing(opts) if opts else None)
-    add("Partition Provider", "Catalog" if info.partition_columns else None)
+    row("Storage Properties", _listing(opts) if opts else None)
+    row("Partition Provider", "Catalog" if info.partition_columns else None)
     return rows
 
 
 def view_rows(ctx: SparkCtx, view: Any, spark_version: str, schema_mode: str | None) -> list[list[str]]:
     rows: list[list[str]] = [["", "", ""], ["# Detailed Table Information", "", ""]]
 
-    def add(key: str, value: str | None) -> None:
+    def row(key: str, value: str | None) -> None:
         if value is not None:
             rows.append([key, value, ""])
 
-    add("Catalog", ctx.spark_catalog)
-    add("Database", view.database)
-    add("Table", view.name)
-    add("Owner", view.owner or None)
-    add("Created Time", spark_time(view.created_at))
-    add("Last Access", "UNKNOWN")
-    add("Created By", f"Spark {spark_version}" if spark_version else None)
-    add("Type", "VIEW")
-    add("Comment", view.comment)
-    add("View Text", view.sql)
-    add("View Original Text", view.sql)
-    add("View Schema Mode", schema_mode)
+    row("Catalog", ctx.spark_catalog)
+    row("Database", view.database)
+    row("Table", view.name)
+    row("Owner", view.owner or None)
+    row("Created Time", spark_time(view.created_at))
+    row("Last Access", "UNKNOWN")
+    row("Created By", f"Spark {spark_version}" if spark_version else None)
+    row("Type", "VIEW")
+    row("Comment", view.comment)
+    row("View Text", view.sql)
+    row("View Original Text", view.sql)
+    row("View Schema Mode", schema_mode)
     if view.current_catalog:
-        add("View Catalog and Namespace", ".".join([view.current_catalog, *view.current_namespace]))
+        row("View Catalog and Namespace", ".".join([view.current_catalog, *view.current_namespace]))
     columns = list(view.query_column_names) or [f.name for f in view.schema.fields]  # EVOLUTION: its columns
-    add("View Query Output Columns", _names(columns))
+    row("View Query Output Columns", _names(columns))
     props = {k: v for k, v in view.properties.items() if not k.startswith("view.") and k not in RESERVED}
-    add("Table Properties", _listing(props) if props else None)
+    row("Table Properties", _listing(props) if props else None)
     return rows
 
 
@@ -214,38 +214,38 @@ def _names(columns: list[str]) -> str:
 def partition_rows(ctx: SparkCtx, info: Any, p: Any) -> list[list[str]]:
     rows: list[list[str]] = [["", "", ""], ["# Detailed Partition Information", "", ""]]
 
-    def add(key: str, value: str | None) -> None:
+    def row(key: str, value: str | None) -> None:
         if value is not None:
             rows.append([key, value, ""])
 
-    add("Database", info.database)
-    add("Table", info.name)
+    row("Database", info.database)
+    row("Table", info.name)
     spec = p.spec or {k: str(v) for k, v in p.values.items()}
-    add("Partition Values", "[" + ", ".join(f"{k}={v}" for k, v in spec.items()) + "]")
-    add("Location", p.location)
+    row("Partition Values", "[" + ", ".join(f"{k}={v}" for k, v in spec.items()) + "]")
+    row("Location", p.location)
     opts = options(info)
-    add("Storage Properties", _listing(opts) if opts else None)
+    row("Storage Properties", _listing(opts) if opts else None)
     params = {k: v for k, v in p.properties.items() if k != "location"}
     # the partition's files as a Hive metastore counts them after a write
     if p.files is not None:
         params[STATS_PROPERTIES["files"]] = str(p.files)
     if p.bytes is not None:
         params[STATS_PROPERTIES["bytes"]] = str(p.bytes)
-    add("Partition Parameters", _listing(params, sort=False) if params else None)
-    add("Created Time", spark_time(p.created_at))
-    add("Last Access", "UNKNOWN")
+    row("Partition Parameters", _listing(params, sort=False) if params else None)
+    row("Created Time", spark_time(p.created_at))
+    row("Last Access", "UNKNOWN")
     analyzed = info.properties.get(STATISTICS_PREFIX + "numRows") is not None
     if p.bytes is not None or (analyzed and p.rows is not None):
-        add("Partition Statistics", f"{p.bytes or 0} bytes" + (f", {p.rows} rows" if analyzed and p.rows is not None
+        row("Partition Statistics", f"{p.bytes or 0} bytes" + (f", {p.rows} rows" if analyzed and p.rows is not None
                                                                else ""))
     rows += [["", "", ""], ["# Storage Information", "", ""]]
     bucketing = getattr(info, "bucketing", None)
     if bucketing is not None:
-        add("Num Buckets", str(bucketing.num_buckets))
-        add("Bucket Columns", _names(bucketing.columns))
-        add("Sort Columns", _names(bucketing.sort_columns) if bucketing.sort_columns else None)
-    add("Location", location_of(ctx, info))
-    add("Storage Properties", _listing(opts) if opts else None)
+        row("Num Buckets", str(bucketing.num_buckets))
+        row("Bucket Columns", _names(bucketing.columns))
+        row("Sort Columns", _names(bucketing.sort_columns) if bucketing.sort_columns else None)
+    row("Location", location_of(ctx, info))
+    row("Storage Properties", _listing(opts) if opts else None)
     return rows
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..model.data_files import DataFile
-from ..errors import InvalidArgument, NoSuchNamespace, NoSuchTable, NoSuchView
+from ..errors import InvalidArgument, NoSuchNamespace, NoSuchTable, NoSuchView, StoreReadOnly
 from ..data.locations import check_free
 from ..model.names import new_table_name
 from .one_transaction import in_one_transaction, run_in_one_transaction
@@ -45,16 +45,26 @@ def _cache(ctx: SparkCtx) -> Any:
     return REGISTRY.get(ctx.uri, ctx.project).cache(ctx.spark_catalog)
 
 
+def _catalog_and_default(ms: Any, catalog: str) -> None:
+    ms.ensure_catalog(catalog)
+    # Spark's default namespace exists in every catalog, as in the session catalog (USE default)
+    default = (catalog, "default")
+    if not ms.database_exists(default):
+        ms.create_database(default, comment="Default Database", if_not_exists=True)
+
+
 def open_catalog(ms: Any, r: Request) -> Answer:
-    """``initialize``: the catalog exists; the ``cache.*`` options are checked and answered
-    parsed, for the JVM's cache, and configure the bridge-side cache of this store."""
+    """``initialize``: the catalog and its ``default`` namespace exist (one transaction); the
+    ``cache.*`` options are checked and answered parsed, for the JVM's cache, and configure the
+    bridge-side cache of this store. A read-only store is read as it is (its catalog must exist)."""
     from .cache import CacheSettings
 
     ctx = SparkCtx.of(r)
     settings = CacheSettings.of(r.get("cache_options"))
-    ms.ensure_catalog(ctx.catalog)
-    # Spark's default namespace exists in every catalog, as in the session catalog (USE default)
-    ms.create_database((ctx.catalog, "default"), comment="Default Database", if_not_exists=True)
+    try:
+        run_in_one_transaction(ms, lambda m: _catalog_and_default(m, ctx.catalog))
+    except StoreReadOnly:
+        ms.ensure_catalog(ctx.catalog)
     _cache(ctx).configure(settings)
     return {"catalog": ctx.catalog, "cache": settings.to_json()}
 
@@ -605,7 +615,7 @@ def _spec_of(path: str) -> dict[str, str]:
 
 
 OPS: dict[str, Callable[[Any, Request], Answer]] = {
-    "open": in_one_transaction(open_catalog),
+    "open": open_catalog,  # one transaction (or, on a read-only store, a read)
     "list_namespaces": list_namespaces,
     "namespace_exists": namespace_exists,
     "load_namespace": load_namespace,

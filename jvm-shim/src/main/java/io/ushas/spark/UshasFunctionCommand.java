@@ -67,6 +67,20 @@ public final class UshasFunctionCommand extends LogicalPlan implements LeafRunna
                 if (request.path("user").asBoolean()) {
                     JsonNode answer = catalog.functionCall("list_functions", namespace, null, request);
                     for (JsonNode f : answer.get("functions")) names.add(f.asText());
+                    // the session's temporary functions are user functions of every namespace, as the
+                    // session catalog lists them
+                    List<String> temps = new ArrayList<>();
+                    for (org.apache.spark.sql.catalyst.FunctionIdentifier f : scala.jdk.javaapi.CollectionConverters
+                            .asJava(session.sessionState().catalog().listTemporaryFunctions())) {
+                        temps.add(f.unquotedString());
+                    }
+                    String pattern = Json.text(request, "pattern");
+                    if (pattern != null) {
+                        temps = new ArrayList<>(scala.jdk.javaapi.CollectionConverters.asJava(
+                                org.apache.spark.sql.catalyst.util.StringUtils.filterPattern(
+                                        scala.jdk.javaapi.CollectionConverters.asScala(temps).toList(), pattern)));
+                    }
+                    names.addAll(temps);
                 }
                 if (request.path("system").asBoolean()) {
                     String pattern = Json.text(request, "pattern");
