@@ -36,7 +36,7 @@ class Stores(Protocol):
 
 @dataclass
 class OwnStores:
-    """Store handles opened on first use (when the API runs without the UI's app)."""
+    """Store handles opened on first use, used under one lock (the UI app's, and the API's without it)."""
 
     uri: str
     project: str

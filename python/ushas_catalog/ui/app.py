@@ -25,14 +25,13 @@ unexpected error is logged and answered with a 500 that says only that.
 from __future__ import annotations
 
 import logging
-import threading
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from flask import Flask, Response, jsonify, request, send_from_directory
 
 from ..errors import InvalidArgument, NotFound, UshasError
+from ..service.state import OwnStores
 from .security import SECURITY_HEADERS
 
 STATIC = Path(__file__).parent / "static"
@@ -43,40 +42,6 @@ MAX_DEPTH = 20
 LOG = logging.getLogger("ushas.ui")
 
 
-@dataclass
-class Stores:
-    """The store handles of one app, opened on first use, used under one lock."""
-
-    uri: str
-    project: str
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    _metastore: Any = None
-    _lineage: Any = None
-
-    @property
-    def metastore(self) -> Any:
-        if self._metastore is None:
-            from ..metastore import Metastore
-
-            self._metastore = Metastore.open(self.uri, project=self.project, create=False)
-        return self._metastore
-
-    @property
-    def lineage(self) -> Any:
-        if self._lineage is None:
-            from lineage.query import LineageQueries
-            from lineage.tables import open_lineage_store
-
-            self._lineage = LineageQueries(open_lineage_store(self.uri, self.project, create=False))
-        return self._lineage
-
-    def close(self) -> None:
-        if self._metastore is not None:
-            self._metastore.close()
-            self._metastore = None
-        if self._lineage is not None:
-            self._lineage.store.close()
-            self._lineage = None
 
 
 def parse_time(text: str | None, what: str) -> int | None:
@@ -140,7 +105,7 @@ def redactor(uri: str) -> Callable[[str], str]:
 
 def create_app(uri: str, project: str = "default") -> Flask:
     app = Flask(__name__, static_folder=None)
-    stores = Stores(uri, project)
+    stores = OwnStores(uri, project)
     app.config["USHAS"] = stores
     redact = redactor(uri)
 
