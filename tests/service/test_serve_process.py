@@ -18,8 +18,9 @@ WAIT = 60
 def test_serve_logs_requests_and_stops_on_sigterm(store_uri: str) -> None:
     build(store_uri)
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "ushas_catalog", "--uri", store_uri, "serve", "--port", "0",
-                             "--namespace", "spark://h:10000=shop"], stdout=subprocess.PIPE,
+    # the spelling: ushas serve --uri --project (the global --uri before the command works too)
+    proc = subprocess.Popen([sys.executable, "-m", "ushas_catalog", "serve", "--uri", store_uri, "--project",
+                             "default", "--port", "0", "--namespace", "spark://h:10000=shop"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env)
     try:
         assert proc.stdout is not None
@@ -27,6 +28,7 @@ def test_serve_logs_requests_and_stops_on_sigterm(store_uri: str) -> None:
         sel.register(proc.stdout, selectors.EVENT_READ)
         assert sel.select(timeout=WAIT), "ushas serve did not announce its URL"
         line = proc.stdout.readline()
+        assert f"store {store_uri}, project default" in line
         found = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
         assert found is not None and "api/v1/lineage" in line, line
         with urllib.request.urlopen(f"http://127.0.0.1:{found.group(1)}/api/v1/catalogs", timeout=WAIT) as r:

@@ -29,6 +29,10 @@ def register_serve(sub: argparse._SubParsersAction) -> None:
                                    "(ushas tokens create --write); binding to another address than 127.0.0.1 "
                                    "needs a token in the store and makes reads need one too.")
     p.add_argument("--port", type=int, default=8765, help="TCP port (default 8765; 0 picks a free one)")
+    p.add_argument("--uri", dest="serve_uri", default=None,
+                   help="the store URI (default: the global --uri / USHAS_URI)")
+    p.add_argument("--project", dest="serve_project", default=None,
+                   help="the tenant project (default: the global --project / USHAS_PROJECT)")
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default 127.0.0.1: this machine only)")
     p.add_argument("--allowed-host", action="append", default=[], metavar="NAME[:PORT]", dest="allowed_hosts",
@@ -62,6 +66,9 @@ def run_serve(ctx: Context, args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise InvalidArgument(f"--allowed-host: {exc}") from None
     namespaces = namespaces_arg(args.namespaces)
+    if args.serve_uri or args.serve_project:  # ushas serve --uri U --project P: the store it serves
+        ctx.close()
+        ctx.uri, ctx.project = args.serve_uri or ctx.uri, args.serve_project or ctx.project
     ctx.metastore  # fail now, with one line, when the store cannot be opened
     serve(ctx.uri, ctx.project, host=args.host, port=args.port, allowed_hosts=args.allowed_hosts,
           namespaces=namespaces,
