@@ -92,6 +92,7 @@ def redactor(uri: str) -> Callable[[str], str]:
 
 
 def store_kind(uri: str) -> str:
+    """What kind of store a URI names (``sqlite``, ``fdb``, ``memory``), without its location."""
     scheme, sep, _ = uri.partition(":")
     return scheme.lower() if sep and scheme.isalnum() else "store"
 

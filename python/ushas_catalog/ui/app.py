@@ -31,7 +31,7 @@ from typing import Any, Callable
 from flask import Flask, Response, jsonify, request, send_from_directory
 
 from ..errors import InvalidArgument, NotFound, UshasError
-from ..service.state import OwnStores
+from ..service.state import OwnStores, redactor, store_kind
 from .security import SECURITY_HEADERS
 
 STATIC = Path(__file__).parent / "static"
@@ -75,32 +75,6 @@ def _prefix_arg() -> dict[str, str] | None:
             raise InvalidArgument(f"prefix takes col=value[,col=value...], not {text!r}")
         spec[key.strip()] = value.strip()
     return spec
-
-
-def store_kind(uri: str) -> str:
-    """What kind of store a URI names (``sqlite``, ``fdb``, ``memory``), without its location."""
-    scheme, sep, _ = uri.partition(":")
-    return scheme.lower() if sep and scheme.isalnum() else "store"
-
-
-def redactor(uri: str) -> Callable[[str], str]:
-    """A function that removes the store's URI and file path from a message."""
-    from urllib.parse import unquote, urlsplit
-
-    secrets = {uri}
-    try:
-        path = unquote(urlsplit(uri).path)
-    except ValueError:
-        path = ""
-    if path.strip("/"):
-        secrets.update({path, "/" + path.lstrip("/")})
-    secrets = {s for s in secrets if len(s) > 1}
-
-    def redact(message: str) -> str:
-        for secret in sorted(secrets, key=len, reverse=True):
-            message = message.replace(secret, "<store>")
-        return message
-    return redact
 
 
 def create_app(uri: str, project: str = "default") -> Flask:
