@@ -147,20 +147,31 @@ def statistics(props: dict[str, str]) -> str | None:
     return text + (f", {rows} rows" if rows is not None else "")
 
 
-def table_rows(ctx: SparkCtx, info: Any, spark_version: str) -> list[list[str]]:
-    rows: list[list[str]] = [["", "", ""], ["# Detailed Table Information", "", ""]]
+class _Detail:
+    """The rows of a DESCRIBE detailed section: ``[key, value, ""]``, a key without a value left out."""
 
-    def row(key: str, value: str | None) -> None:
+    def __init__(self, title: str) -> None:
+        self.rows: list[list[str]] = [["", "", ""], [title, "", ""]]
+
+    def row(self, key: str, value: str | None) -> None:
         if value is not None:
-            rows.append([key, value, ""])
+            self.rows.append([key, value, ""])
 
-    row("Catalog", ctx.spark_catalog)
-    row("Database", info.database)
-    row("Table", info.name)
-    row("Owner", info.owner or None)
-    row("Created Time", spark_time(info.created_at))
-    row("Last Access", "UNKNOWN")
-    row("Created By", f"Spark {spark_version}" if spark_version else None)
+    def object_rows(self, ctx: SparkCtx, obj: Any, spark_version: str) -> None:
+        """What a table's and a view's sections begin with: where it is, who made it and when."""
+        self.row("Catalog", ctx.spark_catalog)
+        self.row("Database", obj.database)
+        self.row("Table", obj.name)
+        self.row("Owner", obj.owner or None)
+        self.row("Created Time", spark_time(obj.created_at))
+        self.row("Last Access", "UNKNOWN")
+        self.row("Created By", f"Spark {spark_version}" if spark_version else None)
+
+
+def table_rows(ctx: SparkCtx, info: Any, spark_version: str) -> list[list[str]]:
+    detail = _Detail("# Detailed Table Information")
+    detail.object_rows(ctx, info, spark_version)
+    row = detail.row
     row("Type", "EXTERNAL" if info.external else "MANAGED")
     row("Provider", info.format)
     bucketing = getattr(info, "bucketing", None)  # CLUSTERED BY … INTO n BUCKETS, where the catalog has it
@@ -176,23 +187,13 @@ def table_rows(ctx: SparkCtx, info: Any, spark_version: str) -> list[list[str]]:
     opts = options(info)
     row("Storage Properties", _listing(opts) if opts else None)
     row("Partition Provider", "Catalog" if info.partition_columns else None)
-    return rows
+    return detail.rows
 
 
 def view_rows(ctx: SparkCtx, view: Any, spark_version: str, schema_mode: str | None) -> list[list[str]]:
-    rows: list[list[str]] = [["", "", ""], ["# Detailed Table Information", "", ""]]
-
-    def row(key: str, value: str | None) -> None:
-        if value is not None:
-            rows.append([key, value, ""])
-
-    row("Catalog", ctx.spark_catalog)
-    row("Database", view.database)
-    row("Table", view.name)
-    row("Owner", view.owner or None)
-    row("Created Time", spark_time(view.created_at))
-    row("Last Access", "UNKNOWN")
-    row("Created By", f"Spark {spark_version}" if spark_version else None)
+    detail = _Detail("# Detailed Table Information")
+    detail.object_rows(ctx, view, spark_version)
+    row = detail.row
     row("Type", "VIEW")
     row("Comment", view.comment)
     row("View Text", view.sql)
@@ -204,7 +205,7 @@ def view_rows(ctx: SparkCtx, view: Any, spark_version: str, schema_mode: str | N
     row("View Query Output Columns", _names(columns))
     props = {k: v for k, v in view.properties.items() if not k.startswith("view.") and k not in RESERVED}
     row("Table Properties", _listing(props) if props else None)
-    return rows
+    return detail.rows
 
 
 def _names(columns: list[str]) -> str:
@@ -212,12 +213,8 @@ def _names(columns: list[str]) -> str:
 
 
 def partition_rows(ctx: SparkCtx, info: Any, p: Any) -> list[list[str]]:
-    rows: list[list[str]] = [["", "", ""], ["# Detailed Partition Information", "", ""]]
-
-    def row(key: str, value: str | None) -> None:
-        if value is not None:
-            rows.append([key, value, ""])
-
+    detail = _Detail("# Detailed Partition Information")
+    rows, row = detail.rows, detail.row
     row("Database", info.database)
     row("Table", info.name)
     spec = p.spec or {k: str(v) for k, v in p.values.items()}
