@@ -85,18 +85,18 @@ def test_silent_and_slow_clients_block_nobody(service: Running) -> None:
         s = socket.create_connection(("127.0.0.1", service.port), timeout=WAIT)
         silent.append(s)
     slow = socket.create_connection(("127.0.0.1", service.port), timeout=WAIT)
-    slow.sendall(b"GET /api/catalogs HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # a request that never ends
+    slow.sendall(b"GET /api/v1/catalogs HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # a request that never ends
     try:
         for _ in range(3):
-            r = service.request("/api/catalogs")
-            assert r.status == 200 and [c["name"] for c in json.loads(r.body)] == ["shop"]
+            r = service.request("/api/v1/catalogs")
+            assert r.status == 200 and [c["name"] for c in json.loads(r.body)["items"]] == ["shop"]
         assert service.request("/").status == 200
     finally:
         for s in [*silent, slow]:
             s.close()
     code, err = service.stop()
     assert code == 0, err
-    assert '"GET /api/catalogs" 200' in err  # the access log
+    assert '"GET /api/v1/catalogs" 200' in err  # the access log
 
 
 @pytest.mark.parametrize("host, status", [
@@ -116,7 +116,7 @@ def test_silent_and_slow_clients_block_nobody(service: Running) -> None:
     ("proxy.internal:8443", 200),
 ])
 def test_only_its_own_host_names_are_answered(service: Running, host: str, status: int) -> None:
-    r = service.request("/api/catalogs", host=host.format(port=service.port))
+    r = service.request("/api/v1/catalogs", host=host.format(port=service.port))
     assert r.status == status
     if status != 200:
         error = json.loads(r.body)["error"]
@@ -127,12 +127,14 @@ def test_security_headers_on_every_answer(service: Running) -> None:
     answers = {
         "page": service.request("/"),
         "script": service.request("/static/app.js"),
-        "json": service.request("/api/catalogs"),
-        "json error": service.request("/api/relations/shop/sales/nope"),
+        "json": service.request("/api/v1/catalogs"),
+        "json error": service.request("/api/v1/catalogs/shop/databases/sales/tables/nope"),
+        "retired": service.request("/api/catalogs"),
         "unknown page": service.request("/no/such/page"),
         "foreign host": service.request("/", host="evil.example"),
     }
     assert answers["page"].getheader("Content-Type", "").startswith("text/html")
+    assert answers["retired"].status == 410
     assert answers["json error"].status == 404 and answers["unknown page"].status == 404
     for what, r in answers.items():
         csp = r.getheader("Content-Security-Policy") or ""
@@ -162,17 +164,18 @@ def test_the_page_works_under_its_policy() -> None:
 
 
 def test_no_answer_shows_the_store_path(service: Running) -> None:
-    info = service.request("/api/info")
-    assert json.loads(info.body) == {"project": "default", "store": "sqlite"}
+    info = service.request("/api/v1/info")
+    assert json.loads(info.body)["store"] == "sqlite"
     directory = str(Path(service.store_path).parent)
-    for path in ("/api/info", "/api/catalogs", "/api/relations/shop/sales/raw", "/api/search?q=tag:pii",
-                 "/api/relations/shop/sales/nope", "/api/lineage?node=no.such.table", "/api/datasets", "/"):
+    for path in ("/api/v1/info", "/api/v1/catalogs", "/api/v1/catalogs/shop/databases/sales/tables/raw",
+                 "/api/v1/search?q=tag:pii", "/api/v1/catalogs/shop/databases/sales/tables/nope",
+                 "/api/v1/lineage/graph?node=no.such.table", "/api/v1/lineage/datasets", "/api/catalogs", "/"):
         body = service.request(path).body.decode()
         assert directory not in body and "ushas.db" not in body, path
 
 
 def test_sigterm_lets_the_service_finish_and_exit(service: Running) -> None:
-    assert service.request("/api/catalogs").status == 200
+    assert service.request("/api/v1/catalogs").status == 200
     code, err = service.stop()
     assert code == 0 and "Traceback" not in err
     with pytest.raises(OSError):
@@ -209,7 +212,7 @@ def test_service_on_a_thread_stops_when_asked(store_uri: str) -> None:
     thread = threading.Thread(target=service.run, daemon=True)
     thread.start()
     running = Running(None, service.port, "")  # type: ignore[arg-type]
-    assert json.loads(running.request("/api/catalogs").body)[0]["name"] == "shop"
+    assert json.loads(running.request("/api/v1/catalogs").body)["items"][0]["name"] == "shop"
     assert running.request("/", host="evil.example").status == 421
     service.stop()
     thread.join(WAIT)
@@ -220,15 +223,17 @@ def test_service_on_a_thread_stops_when_asked(store_uri: str) -> None:
 
 def test_errors_do_not_show_the_store_path(tmp_path: Path) -> None:
     """A store that cannot be opened: the error says so without naming the file."""
+    from ushas_catalog.service.api import register_api
     from ushas_catalog.ui.app import create_app
 
     bogus = tmp_path / "secret-dir" / "not-a-store.db"
     bogus.parent.mkdir()
     bogus.write_bytes(b"this is not a database " * 200)
     app = create_app(f"sqlite:///{bogus}", "default")
+    register_api(app, app.config["USHAS"])
     try:
-        r = app.test_client().get("/api/catalogs")
-        assert r.status_code in (400, 404) and r.json["error"]["type"]
+        r = app.test_client().get("/api/v1/catalogs")
+        assert r.status_code in (400, 404, 503) and r.json["error"]["type"]
         assert "secret-dir" not in r.get_data(as_text=True) and "<store>" in r.json["error"]["message"]
         assert r.headers["X-Content-Type-Options"] == "nosniff"  # the headers come with the app itself too
     finally:

@@ -204,11 +204,19 @@ def test_cli_reads_back_accepted_names_exactly(base: Metastore, store_uri: str,
 # ---- the REST API (the UI's JSON endpoints, Flask's test client) ---------------------------------
 @pytest.fixture
 def client(base: Metastore, store_uri: str) -> Iterator[Any]:
-    from ushas_catalog.ui.app import create_app
-
-    app = create_app(store_uri, "acme")
+    app = _api_app(store_uri, "acme")
     yield app.test_client()
     app.config["USHAS"].close()
+
+
+def _api_app(store_uri: str, project: str) -> Any:
+    """The service's app (the UI page and API v1) over ``store_uri``, for Flask's test client."""
+    from ushas_catalog.service.api import register_api
+    from ushas_catalog.ui.app import create_app
+
+    app = create_app(store_uri, project)
+    register_api(app, app.config["USHAS"])
+    return app
 
 
 def _q(part: str) -> str:
@@ -224,29 +232,28 @@ def test_rest_reads_hostile_names(base: Metastore, client: Any, vid: str) -> Non
                           if not isinstance(H.expected(H.COMMENT, vid), H.Refused) else None)
         base.add_partitions(("main", "s", value.lower()), [{"dt": H.VALUES["quotes"]}])
     before = dump(base, project_only=False)
-    r = client.get(f"/api/relations/main/s/{_q(value.lower())}")
+    table = f"/api/v1/catalogs/main/databases/s/tables/{_q(value.lower())}"
+    r = client.get(table)
     if accepted:
         assert r.status_code == 200, r.data[:300]
         assert r.json["name"] == value.lower()
-        parts = client.get(f"/api/relations/main/s/{_q(value.lower())}/partitions").json
-        assert [p["spec"]["dt"] for p in parts["partitions"]] == [H.VALUES["quotes"]]
+        parts = client.get(f"{table}/partitions").json
+        assert [p["spec"]["dt"] for p in parts["items"]] == [H.VALUES["quotes"]]
     else:
         assert 400 <= r.status_code < 500, (r.status_code, r.data[:300])
         assert "error" in r.json and len(r.data) < 2000
-    s = client.get(f"/api/search?q={_q(value)}")
+    s = client.get(f"/api/v1/search?q={_q(value)}")
     if isinstance(H.expected(H.SEARCH, vid), H.Refused):
         assert s.status_code == 400 and "NUL" in json.dumps(s.json)
     else:
         assert s.status_code == 200, s.data[:300]
-    prefix = client.get(f"/api/relations/main/s/p/partitions?prefix={_q('dt=' + value)}")
-    assert prefix.status_code in (200, 400), prefix.data[:300]
+    prefix = client.get(f"/api/v1/catalogs/main/databases/s/tables/p/partitions?prefix={_q('dt=' + value)}")
+    assert prefix.status_code in (200, 400, 404), prefix.data[:300]
     assert dump(base, project_only=False) == before  # reads never write
 
 
 # ---- tenants ---------------------------------------------------------------------------------------
 def test_tenants_never_see_each_others_names(store_uri: str, capsys: pytest.CaptureFixture[str]) -> None:
-    from ushas_catalog.ui.app import create_app
-
     with Metastore.open(store_uri, project="zeta") as z:
         z.create_catalog("zcat")
         z.create_database("zcat.zdb")
@@ -280,13 +287,15 @@ def test_tenants_never_see_each_others_names(store_uri: str, capsys: pytest.Capt
         texts.append(out + err)
     rc, out, err = _cli(capsys, *g, "describe", "zcat.zdb.ztable")
     assert rc == 1 and "does not exist" in err
-    app = create_app(store_uri, "acme")
+    app = _api_app(store_uri, "acme")
     try:
         c = app.test_client()
-        for url in ("/api/catalogs", "/api/catalogs/main/databases", "/api/databases/main/s/relations",
-                    "/api/relations/main/s/p", "/api/search?q=z*", "/api/search?q=ztag", "/api/datasets", "/api/info"):
+        for url in ("/api/v1/catalogs", "/api/v1/catalogs/main/databases",
+                    "/api/v1/catalogs/main/databases/s/relations", "/api/v1/catalogs/main/databases/s/tables/p",
+                    "/api/v1/search?q=z*", "/api/v1/search?q=ztag", "/api/v1/lineage/datasets", "/api/v1/info",
+                    "/api/v1/changes", "/api/v1/metadata?name=main.s.p"):
             texts.append(c.get(url).get_data(as_text=True))
-        assert c.get("/api/relations/zcat/zdb/ztable").status_code == 404
+        assert c.get("/api/v1/catalogs/zcat/databases/zdb/tables/ztable").status_code == 404
     finally:
         app.config["USHAS"].close()
     everything = "\n".join(texts)
