@@ -10,6 +10,8 @@ type                              kinds (``--on``)           feed change
 ``partitions_added``              partitions                 PARTITIONS_ADDED
 ``partitions_replaced``           partitions                 PARTITIONS_REPLACED (added and/or dropped)
 ``partitions_dropped``            partitions                 PARTITIONS_DROPPED
+(the three above)                 partitions                 a Spark write into a partitioned table (APPEND,
+                                                             OVERWRITE PARTITIONS ...): by its partition lists
 ``data_written``                  data                       a write into an unpartitioned table (APPEND,
                                                              OVERWRITE, WRITE, TRUNCATE)
 ``created``                       schema                     CREATED
@@ -70,6 +72,10 @@ def classify(change: Change) -> tuple[str, tuple[str, ...]]:
     """The event type of a feed change and the kinds it belongs to."""
     if change.change in _TYPES:
         return _TYPES[change.change]
+    if change.added or change.dropped:  # a Spark write into a partitioned table (APPEND, OVERWRITE ...)
+        if change.added and change.dropped:
+            return "partitions_replaced", ("partitions",)
+        return ("partitions_added" if change.added else "partitions_dropped"), ("partitions",)
     if change.operation in DATA_OPERATIONS:
         return "data_written", ("data",)
     if change.operation in SCHEMA_OPERATIONS or _schema_changed(change):
