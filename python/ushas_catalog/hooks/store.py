@@ -150,6 +150,7 @@ class HookStatus:
     expired: str | None       # the feed was trimmed past the cursor: the trimmed mark
     lease_owner: str
     lease_until: str | None
+    last_unavailable: bool = False   # the last failure: the receiver could not be reached (not counted)
 
     @property
     def state(self) -> str:
@@ -158,7 +159,7 @@ class HookStatus:
         if self.hook.paused:
             return "paused"
         if self.attempts or self.unavailable:
-            return "failing" if self.attempts else "receiver unavailable"
+            return "receiver unavailable" if self.last_unavailable else "failing"
         return "behind" if self.behind else "up to date"
 
     @property
@@ -403,7 +404,8 @@ class HookStore:
                           state.unavailable, state.last_error, _iso(state.failing_since_micros),
                           _iso(state.next_attempt_micros), state.delivered, dead, state.dead, state.skipped,
                           _iso(state.last_delivered_micros), expired, state.lease_owner,
-                          _iso(state.lease_until_micros) if state.lease_until_micros > now_micros() else None)
+                          _iso(state.lease_until_micros) if state.lease_until_micros > now_micros() else None,
+                          state.last_unavailable)
 
 
 def _delivery(stamp: Any, r: HookDelivery) -> Delivery:

@@ -293,6 +293,7 @@ class HookWorker:
                     st.dead += 1
                 st.cursor = stamp
                 st.attempts = st.unavailable = 0
+                st.last_unavailable = False
                 st.next_attempt_micros = st.failing_since_micros = 0
                 st.last_error = "" if outcome.delivered else st.last_error
                 if not outcome.delivered:
@@ -304,6 +305,7 @@ class HookWorker:
                 st.attempts = attempts
             else:
                 st.unavailable += 1
+            st.last_unavailable = outcome.status != "failed"
             st.last_error = outcome.error
             st.failing_since_micros = st.failing_since_micros or now
             st.last_attempt_micros = now

@@ -36,7 +36,7 @@ class HookDefinition(_message.Message):
     def __init__(self, id: _Optional[bytes] = ..., url: _Optional[str] = ..., python: _Optional[str] = ..., on: _Optional[_Iterable[str]] = ..., table_pattern: _Optional[str] = ..., max_attempts: _Optional[int] = ..., backoff_s: _Optional[float] = ..., max_backoff_s: _Optional[float] = ..., timeout_s: _Optional[float] = ..., created_micros: _Optional[int] = ..., created_by: _Optional[str] = ..., paused: _Optional[bool] = ...) -> None: ...
 
 class HookState(_message.Message):
-    __slots__ = ("cursor", "attempts", "unavailable", "next_attempt_micros", "last_error", "failing_since_micros", "delivered", "dead", "last_delivered_micros", "lease_owner", "lease_until_micros", "expired_at", "skipped", "last_attempt_micros", "pruned")
+    __slots__ = ("cursor", "attempts", "unavailable", "next_attempt_micros", "last_error", "failing_since_micros", "delivered", "dead", "last_delivered_micros", "lease_owner", "lease_until_micros", "expired_at", "skipped", "last_attempt_micros", "pruned", "last_unavailable")
     CURSOR_FIELD_NUMBER: _ClassVar[int]
     ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     UNAVAILABLE_FIELD_NUMBER: _ClassVar[int]
@@ -52,6 +52,7 @@ class HookState(_message.Message):
     SKIPPED_FIELD_NUMBER: _ClassVar[int]
     LAST_ATTEMPT_MICROS_FIELD_NUMBER: _ClassVar[int]
     PRUNED_FIELD_NUMBER: _ClassVar[int]
+    LAST_UNAVAILABLE_FIELD_NUMBER: _ClassVar[int]
     cursor: bytes
     attempts: int
     unavailable: int
@@ -67,7 +68,8 @@ class HookState(_message.Message):
     skipped: int
     last_attempt_micros: int
     pruned: bytes
-    def __init__(self, cursor: _Optional[bytes] = ..., attempts: _Optional[int] = ..., unavailable: _Optional[int] = ..., next_attempt_micros: _Optional[int] = ..., last_error: _Optional[str] = ..., failing_since_micros: _Optional[int] = ..., delivered: _Optional[int] = ..., dead: _Optional[int] = ..., last_delivered_micros: _Optional[int] = ..., lease_owner: _Optional[str] = ..., lease_until_micros: _Optional[int] = ..., expired_at: _Optional[bytes] = ..., skipped: _Optional[int] = ..., last_attempt_micros: _Optional[int] = ..., pruned: _Optional[bytes] = ...) -> None: ...
+    last_unavailable: bool
+    def __init__(self, cursor: _Optional[bytes] = ..., attempts: _Optional[int] = ..., unavailable: _Optional[int] = ..., next_attempt_micros: _Optional[int] = ..., last_error: _Optional[str] = ..., failing_since_micros: _Optional[int] = ..., delivered: _Optional[int] = ..., dead: _Optional[int] = ..., last_delivered_micros: _Optional[int] = ..., lease_owner: _Optional[str] = ..., lease_until_micros: _Optional[int] = ..., expired_at: _Optional[bytes] = ..., skipped: _Optional[int] = ..., last_attempt_micros: _Optional[int] = ..., pruned: _Optional[bytes] = ..., last_unavailable: _Optional[bool] = ...) -> None: ...
 
 class HookDelivery(_message.Message):
     __slots__ = ("delivery_id", "status", "attempts", "at_micros", "type", "object", "worker")
