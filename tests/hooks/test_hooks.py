@@ -281,3 +281,22 @@ def test_paused_hook_keeps_its_cursor(ms: Metastore, receiver: Receiver) -> None
     hooks.set_paused("p", False)
     _drain(HookWorker(ms))
     assert len(receiver.calls) == 1
+
+
+def test_a_big_dead_letter_keeps_its_identity_and_is_read_again_on_retry(
+        ms: Metastore, receiver: Receiver, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ushas_catalog.hooks import worker as worker_module
+
+    monkeypatch.setattr(worker_module, "DEAD_PAYLOAD_BYTES", 200)
+    hooks = HookStore(ms)
+    hooks.add("big", python=TARGET, on="partitions", max_attempts=1, backoff_s=0.001)
+    broken = [True]
+    receiver.fail = lambda e: RuntimeError("no") if broken[0] else None
+    ms.add_partitions(T, [{"day": f"b{i}"} for i in range(20)])
+    _drain(HookWorker(ms))
+    (dead,) = hooks.dead_letters("big")
+    assert dead.to_json(with_payload=True)["event"]["truncated"] is True
+    broken[0] = False
+    hooks.retry("big", all_=True)
+    _drain(HookWorker(ms))
+    assert len(receiver.calls[-1]["partitions"]["added"]) == 20 and hooks.dead_letters("big") == []

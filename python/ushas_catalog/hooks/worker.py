@@ -52,6 +52,8 @@ LEASE_S = 60.0
 BATCH = 200
 #: seconds of deliveries in one pass over one hook before the worker renews and looks at the others
 PASS_BUDGET_S = 20.0
+#: bytes of an event a dead letter keeps (a bigger one keeps its identity and is read again on retry)
+DEAD_PAYLOAD_BYTES = 1_000_000
 
 
 class _Lost(Exception):
@@ -223,6 +225,15 @@ class HookWorker:
         except _Lost:
             result.busy.append(name)
 
+    def _event_at(self, stamp: bytes) -> Change | None:
+        """The feed event of versionstamp ``stamp`` (None: trimmed)."""
+        before = (int.from_bytes(stamp, "big") - 1).to_bytes(12, "big")
+        try:
+            found = self.ms.change_feed.read(encode_cursor(before), limit=1)
+        except CursorExpired:
+            return None
+        return found[0] if found and found[0].cursor == encode_cursor(stamp) else None
+
     def _lease(self, tr: Transaction, name: str, trimmed: str | None) -> tuple[Hook, HookState] | None:
         hook, state = self.hooks.load(tr, name)
         now = now_micros()
@@ -288,8 +299,8 @@ class HookWorker:
                     st.last_delivered_micros = now
                 else:
                     self.hooks.dead.save(tr, (name, stamp), HookDeadLetter(
-                        payload_json=json.dumps(event, separators=(",", ":"), ensure_ascii=False, default=str),
-                        attempts=attempts, last_error=outcome.error, dead_micros=now))
+                        payload_json=dead_payload(event), attempts=attempts, last_error=outcome.error,
+                        dead_micros=now))
                     st.dead += 1
                 st.cursor = stamp
                 st.attempts = st.unavailable = 0
@@ -341,7 +352,15 @@ class HookWorker:
 
         for stamp, letter in self.ms.run(due):
             event = json.loads(letter.payload_json)
-            outcome = self.deliver(hook, event)
+            if event.get("truncated"):  # too big to keep: read from the feed again
+                change = self._event_at(stamp)
+                if change is None:
+                    outcome = Outcome("failed", "the event is no longer in the change feed (trimmed): skip it")
+                else:
+                    event = payload(change, hook=hook.name, hook_id=hook.id, project=self.ms.project)
+                    outcome = self.deliver(hook, event)
+            else:
+                outcome = self.deliver(hook, event)
             now = now_micros()
 
             def record(tr: Transaction) -> str:
@@ -376,6 +395,18 @@ class HookWorker:
             elif what == "failed":
                 result.failed += 1
                 return
+
+
+def dead_payload(event: dict[str, Any]) -> str:
+    """The event as a dead letter keeps it: whole up to :data:`DEAD_PAYLOAD_BYTES`, else its
+    identity only (``truncated``; a retry reads the event from the feed again)."""
+    text = json.dumps(event, separators=(",", ":"), ensure_ascii=False, default=str)
+    if len(text.encode()) <= DEAD_PAYLOAD_BYTES:
+        return text
+    keep = ("payload_version", "delivery_id", "hook", "project", "cursor", "type", "kinds", "object", "operation",
+            "user", "committed_at")
+    return json.dumps({**{k: event[k] for k in keep if k in event}, "truncated": True}, separators=(",", ":"),
+                      ensure_ascii=False, default=str)
 
 
 def _deliver(hook: Hook, event: dict[str, Any]) -> Outcome:
@@ -425,4 +456,5 @@ class HookRunner:
             ms.close()
 
 
-__all__ = ["BATCH", "HookRunner", "HookWorker", "LEASE_S", "PassResult", "worker_name"]
+__all__ = ["BATCH", "DEAD_PAYLOAD_BYTES", "HookRunner", "HookWorker", "LEASE_S", "PassResult", "dead_payload",
+           "worker_name"]
