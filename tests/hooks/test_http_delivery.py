@@ -132,6 +132,8 @@ def test_cli_add_run_status_dead_letters_remove(store_uri: str, ms: Metastore, c
     assert "CURSOR EXPIRED" in capsys.readouterr().err
     assert main([*base, "hooks", "run", "cli", "--once"]) == 2
     assert "HookCursorExpired" in capsys.readouterr().err
+    assert main([*base, "hooks", "run", "cli"]) == 2  # the worker refuses it rather than skipping
+    assert "reset cli" in capsys.readouterr().err
     assert main([*base, "hooks", "reset", "cli", "--to", "now"]) == 0 and main([*base, "hooks", "status"]) == 0
     assert main([*base, "hooks", "remove", "cli"]) == 0
     assert "removed hook cli" in capsys.readouterr().out

@@ -120,17 +120,21 @@ class HookWorker:
             if release:
                 self.release(names)
         if names is not None and result.expired:
-            name = result.expired[0]
-            raise HookCursorExpired(f"hook {name!r}: the change feed was trimmed past its cursor, events were lost "
-                                    f"before delivery; see ushas hooks status, then acknowledge with ushas hooks "
-                                    f"reset {name} --to now|beginning|CURSOR", hook=name)
+            raise self._expired_error(result.expired[0])
         return result
+
+    @staticmethod
+    def _expired_error(name: str) -> HookCursorExpired:
+        return HookCursorExpired(f"hook {name!r}: the change feed was trimmed past its cursor, events were lost "
+                                 f"before delivery; see ushas hooks status, then acknowledge with ushas hooks "
+                                 f"reset {name} --to now|beginning|CURSOR", hook=name)
 
     def run(self, names: list[str] | None = None, *, stop: threading.Event | None = None, poll_s: float = 1.0,
             until: Callable[[PassResult], bool] | None = None) -> None:
         """Passes until ``stop`` is set (or ``until(result)`` is true): again at once after a pass
         that delivered, else after ``poll_s`` or when a retry is due, whichever is first. Releases
-        this worker's leases at the end."""
+        this worker's leases at the end. A hook whose cursor expired is refused (logged once); a
+        named one raises HookCursorExpired."""
         stop = stop or threading.Event()
         warned: set[str] = set()
         try:
@@ -141,6 +145,8 @@ class HookWorker:
                         self._run_hook(name, result)
                     except NoSuchHook:
                         continue
+                if names is not None and result.expired:
+                    raise self._expired_error(result.expired[0])
                 for name in result.expired:
                     if name not in warned:
                         LOG.error("hook %s: the change feed was trimmed past its cursor; it is stopped until "
