@@ -300,3 +300,17 @@ def test_a_big_dead_letter_keeps_its_identity_and_is_read_again_on_retry(
     hooks.retry("big", all_=True)
     _drain(HookWorker(ms))
     assert len(receiver.calls[-1]["partitions"]["added"]) == 20 and hooks.dead_letters("big") == []
+
+
+def test_delivery_records_go_with_the_feed_events_they_record(ms: Metastore, receiver: Receiver) -> None:
+    hooks = HookStore(ms)
+    hooks.add("prune", python=TARGET, on="partitions")
+    ms.add_partitions(T, [{"day": "a"}])
+    ms.add_partitions(T, [{"day": "b"}])
+    _drain(HookWorker(ms))
+    assert len(hooks.all_deliveries("prune")) == 2
+    ms.change_feed.trim(older_than=dt.timedelta(0))  # everything delivered is trimmed: no loss
+    ms.add_partitions(T, [{"day": "c"}])
+    _drain(HookWorker(ms))
+    assert [d.type for d in hooks.all_deliveries("prune")] == ["partitions_added"]
+    assert hooks.status("prune")[0].state == "up to date" and len(receiver.calls) == 3

@@ -245,8 +245,11 @@ class HookWorker:
         now = now_micros()
         if state.lease_owner and state.lease_owner != self.name and state.lease_until_micros > now:
             return None
+        prune = trimmed is not None and bytes(state.pruned) < decode_cursor(trimmed)
+        if state.lease_owner == self.name and state.lease_until_micros - now > self.lease_s * 1e6 / 2 and not prune:
+            return hook, state  # held, and for long enough: an idle pass writes nothing
         state.lease_owner, state.lease_until_micros = self.name, now + int(self.lease_s * 1e6)
-        if trimmed is not None and bytes(state.pruned) < decode_cursor(trimmed):
+        if trimmed is not None and prune:
             # delivery records go with the feed events they record
             begin, _ = self.hooks.deliveries_store.prefix_range((name,))
             tr.clear_range(begin, self.hooks.deliveries_store.key((name, decode_cursor(trimmed))) + b"\xff")
