@@ -4,7 +4,7 @@
   [--from now|beginning|CURSOR] [--max-attempts N] [--backoff S] [--max-backoff S] [--timeout S]``
 - ``ushas hooks list``; ``ushas hooks status [NAME]`` (exit 1 when a hook's cursor expired);
   ``ushas hooks remove NAME``; ``ushas hooks pause|resume NAME``
-- ``ushas hooks run [NAME] [--once] [--poll S]``: the delivery worker (Ctrl-C / SIGTERM stops it)
+- ``ushas hooks run [NAME] [--once] [--poll S] [--lease S]``: the delivery worker (Ctrl-C / SIGTERM stops it)
 - ``ushas hooks deliveries NAME [--limit N]``; ``ushas hooks dead-letters NAME [--events]``;
   ``ushas hooks retry|skip NAME CURSOR... | --all``; ``ushas hooks reset NAME --to now|beginning|CURSOR``
 """
@@ -69,6 +69,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--once", action="store_true", help="one pass: deliver what is due, then exit")
     r.add_argument("--poll", type=float, default=1.0, metavar="SECONDS",
                    help="how often to look for new events when idle (default 1)")
+    r.add_argument("--lease", type=float, default=60.0, metavar="SECONDS",
+                   help="how long this worker holds a hook after its last delivery; another worker takes "
+                        "the hook over when it runs out (default 60; longer than your slowest delivery)")
     _reads(r)
     r.set_defaults(func=cmd_run)
 
@@ -164,11 +167,13 @@ def cmd_run(ctx: Context, args: argparse.Namespace) -> int:
 
     if not args.poll > 0:
         raise InvalidArgument(f"--poll must be > 0 seconds, not {args.poll}")
+    if not 0 < args.lease <= 86400:
+        raise InvalidArgument(f"--lease must be > 0 and at most 86400 seconds, not {args.lease}")
     store = _store(ctx)
     names = [args.name] if args.name else None
     if names:
         store.get(args.name)  # a missing hook: one line, before anything runs
-    worker = HookWorker(ctx.metastore)
+    worker = HookWorker(ctx.metastore, lease_s=args.lease)
     if args.once:
         result = worker.run_once(names)
         ctx.emit(result.to_json(), f"delivered {result.delivered}, dead-lettered {result.dead_lettered}, "
