@@ -25,6 +25,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("ushas_catalog.metadata", "ushas_catalog.changes"),          # commit-hook subscribers
     ("ushas_catalog.metastore", "ushas_catalog.bulk",             # the facade, operations in chunks,
      "ushas_catalog.check"),                                      # the store's integrity check
+    ("ushas_catalog.hooks",),                                     # change hooks: delivery worker
     ("lineage",),                                                 # plan, resolve, capture, store, query
     ("ushas_catalog.spark", "ushas_catalog.bridge",               # the Python side of the shim, session,
      "ushas_catalog.procedures",                                  # CALL <catalog>.system.<name>(...)

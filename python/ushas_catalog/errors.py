@@ -365,6 +365,18 @@ class JarBuildError(UshasError):
     """The shim jar cannot be built (no JDK, javac failed)."""
 
 
+class NoSuchHook(NotFound):
+    """No change hook of that name (``ushas hooks``)."""
+
+
+class HookAlreadyExists(AlreadyExists):
+    """A change hook of that name exists already (``ushas hooks add``)."""
+
+
+class HookCursorExpired(CursorExpired):
+    """A change hook's cursor is older than the change feed's retention: events it never delivered
+    were trimmed. The hook is stopped until ``ushas hooks reset`` acknowledges the loss."""
+
 def hierarchy() -> Iterator[type[UshasError]]:
     """Every error type of the hierarchy, :class:`UshasError` first."""
     todo: list[type[UshasError]] = [UshasError]

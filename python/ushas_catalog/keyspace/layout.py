@@ -45,6 +45,7 @@ from .tree import (Codec, Directory, KeySpace, KeySpacePath, KeyType, RecordSubs
 from ..records.catalog_pb2 import CatalogRecord, DatabaseRecord
 from ..records.commit_pb2 import Commit, HistoryEntry
 from ..records.function_pb2 import FunctionRecord
+from ..records.hook_pb2 import HookDeadLetter, HookDefinition, HookDelivery, HookState
 from ..records.names_pb2 import DroppedObjectName, ObjectName
 from ..records.partition_pb2 import DataFileList, DataGarbage, Partition, PartitionChange
 from ..records.table_pb2 import TableProperties, TableReference, TableSchema, TableStorage
@@ -146,6 +147,14 @@ DATA_GARBAGE = RecordSubspace("DataGarbage", DataGarbage, ("tableId", "time", "i
 WRITE_OUTCOME = RecordSubspace("WriteOutcome", WriteOutcome, ("writeId",))
 PENDING_WORK = RecordSubspace("PendingWork", PendingWork, ("operationId",))
 SERVICE_TOKEN = Subspace("ServiceToken", codec=Codec.JSON)
+# change hooks (ushas_catalog.hooks): definitions, progress, deliveries, dead letters, by hook name
+HOOK = Subspace("Hook")
+HOOK_NAME = Subspace("hookName")
+STAMP = Subspace("stamp")
+HOOK_DEFINITION = RecordSubspace("HookDefinition", HookDefinition, ("hookName",))
+HOOK_STATE = RecordSubspace("HookState", HookState, ("hookName",))
+HOOK_DELIVERY = RecordSubspace("HookDelivery", HookDelivery, ("hookName", "stamp"))
+HOOK_DEAD_LETTER = RecordSubspace("HookDeadLetter", HookDeadLetter, ("hookName", "stamp"))
 
 
 # --- extension points: other subtrees of a project -----------------------------------
@@ -198,6 +207,17 @@ CHANGE_FEED_CHILDREN: tuple[Directory, ...] = (
     constant(CHANGE_EVENT, "Fe", doc="(versionstamp[, chunk]) -> ChangeEvent, in commit order"),
     constant(CHANGE_FEED_STATE, "Fs", typed(NAME, KeyType.STRING),
              doc="('trimmed',) -> versionstamp of the last event removed by retention"),
+)
+
+#: change hooks (``ushas_catalog.hooks``), keyed by hook name; deliveries and dead letters by the
+#: 12-byte versionstamp of their change feed event
+HOOK_CHILDREN: tuple[Directory, ...] = (
+    constant(HOOK_DEFINITION, "Hd", typed(HOOK_NAME, KeyType.STRING), doc="-> HookDefinition"),
+    constant(HOOK_STATE, "Hs", typed(HOOK_NAME, KeyType.STRING), doc="-> HookState: cursor, attempts, lease"),
+    constant(HOOK_DELIVERY, "Hv", typed(HOOK_NAME, KeyType.STRING, typed(STAMP, KeyType.BYTES)),
+             doc="(versionstamp) -> HookDelivery, in feed order"),
+    constant(HOOK_DEAD_LETTER, "Hx", typed(HOOK_NAME, KeyType.STRING, typed(STAMP, KeyType.BYTES)),
+             doc="(versionstamp) -> HookDeadLetter"),
 )
 
 
@@ -294,6 +314,8 @@ def build_tree() -> Directory:
                  doc="(operationId) -> PendingWork: an operation bigger than one transaction, in chunks"),
         constant(SERVICE_TOKEN, "S", typed(TOKEN_ID, KeyType.STRING),
                  doc="(tokenId) -> JSON: an API token of ushas serve (its secret hashed), ushas tokens"),
+        constant(HOOK, "Hk", *HOOK_CHILDREN,
+                 doc="change hooks (ushas hooks): definition, progress, deliveries, dead letters"),
         doc="one tenant; deleting it = one clear_range",
     )
 

@@ -109,7 +109,8 @@ class Service:
 
     def __init__(self, uri: str, project: str, *, host: str = "127.0.0.1", port: int = 8765,
                  allowed_hosts: Sequence[str] = (), threads: int = THREADS,
-                 channel_timeout: int = CHANNEL_TIMEOUT, namespaces: Mapping[str, str] | None = None) -> None:
+                 channel_timeout: int = CHANNEL_TIMEOUT, namespaces: Mapping[str, str] | None = None,
+                 hooks: bool = True) -> None:
         from waitress.server import create_server
 
         from ..service.api import register_api
@@ -144,6 +145,9 @@ class Service:
                                     max_request_body_size=1 << 20, expose_tracebacks=False, ident="ushas",
                                     clear_untrusted_proxy_headers=True)
         self._stopping = threading.Event()
+        #: the change hooks' delivery worker (ushas_catalog.hooks), a thread from run() to close()
+        self.hooks: Any = None
+        self._hooks_wanted = hooks
 
     @property
     def url(self) -> str:
@@ -155,6 +159,11 @@ class Service:
         previous = None
         if threading.current_thread() is threading.main_thread():
             previous = signal.signal(signal.SIGTERM, lambda signum, frame: self.stop())
+        if self._hooks_wanted and self.hooks is None:
+            from ..hooks.worker import HookRunner
+
+            stores = self.app.config["USHAS"]
+            self.hooks = HookRunner(stores.uri, stores.project).start()
         try:
             while not self._stopping.is_set() and self.map:  # waitress's loop, a wake-up at a time
                 self._loop_once(LOOP_WAKEUP)
@@ -191,6 +200,8 @@ class Service:
         from waitress import wasyncore
 
         try:
+            if self.hooks is not None:
+                self.hooks.stop(SHUTDOWN_GRACE)
             self.server.task_dispatcher.shutdown(cancel_pending=True, timeout=SHUTDOWN_GRACE)
             wasyncore.close_all(self.map)
         finally:
@@ -223,10 +234,12 @@ def require_token_configured(stores: Any, host: str) -> None:
 
 
 def serve(uri: str, project: str, *, host: str = "127.0.0.1", port: int = 8765, allowed_hosts: Sequence[str] = (),
-          announce: Callable[[str], None] | None = None, namespaces: Mapping[str, str] | None = None) -> None:
+          announce: Callable[[str], None] | None = None, namespaces: Mapping[str, str] | None = None,
+          hooks: bool = True) -> None:
     """Serve until interrupted. ``port`` 0 picks a free port; ``announce`` gets the URL."""
     _log_to_stderr()
-    service = Service(uri, project, host=host, port=port, allowed_hosts=allowed_hosts, namespaces=namespaces)
+    service = Service(uri, project, host=host, port=port, allowed_hosts=allowed_hosts, namespaces=namespaces,
+                      hooks=hooks)
     if announce is not None:
         announce(service.url)
     service.run()
