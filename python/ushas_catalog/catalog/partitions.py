@@ -242,6 +242,7 @@ class PartitionOps(MetastoreBase):
                     history.save(tr, (v,) + key, rec.PartitionChange(action=rec.PartitionChange.ADDED), new=True)
                     added += 1
                 else:
+                    r.tags.update(old.tags)  # an overwrite keeps the partition's tags (catalog.partition_tags)
                     store.save(tr, key, r)
                     history.save(tr, (v,) + key, rec.PartitionChange(action=rec.PartitionChange.REPLACED,
                                                                      previous=old), new=True)
@@ -336,7 +337,8 @@ class PartitionOps(MetastoreBase):
                 yield Partition(values, r.location or None, r.files if r.HasField("files") else None,
                                 r.bytes if r.HasField("bytes") else None, r.rows if r.HasField("rows") else None,
                                 dict(r.properties) if r.properties else {}, created, spec,
-                                from_records(r.data_files) if r.files_recorded else None)
+                                from_records(r.data_files) if r.files_recorded else None,
+                                dict(r.tags) if r.tags else {})
             if len(batch) < PARTITION_BATCH:
                 return
             begin = store.prefix + b"".join(batch[-1][0]) + b"\xff"
@@ -513,13 +515,18 @@ def _show_spec(spec: Mapping[str, Any]) -> str:
     return "(" + ", ".join(f"{k}={v}" for k, v in spec.items()) + ")"
 
 
-def _partition_out(scheme: PartitionScheme, key: tuple[Any, ...], r: rec.Partition) -> Partition:
+def partition_out(scheme: PartitionScheme, key: tuple[Any, ...], r: rec.Partition) -> Partition:
+    """A stored partition as the :class:`Partition` the operations return."""
     return Partition(values=scheme.values(key), location=r.location or None,
                      files=r.files if r.HasField("files") else None,
                      bytes=r.bytes if r.HasField("bytes") else None,
                      rows=r.rows if r.HasField("rows") else None,
                      properties=dict(r.properties), created_at=micros_to_datetime(r.created_at_micros),
-                     spec=scheme.spec(key), data_files=from_records(r.data_files) if r.files_recorded else None)
+                     spec=scheme.spec(key), data_files=from_records(r.data_files) if r.files_recorded else None,
+                     tags=dict(r.tags))
+
+
+_partition_out = partition_out
 
 
 def _check_unchanged(tr: Transaction, tn: TableName, scheme: PartitionScheme, history: RecordStore[Any],

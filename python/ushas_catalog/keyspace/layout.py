@@ -112,6 +112,8 @@ TABLE_PARTITION_HISTORY = RecordSubspace("TablePartitionHistory", PartitionChang
 TABLE_COMMIT = RecordSubspace("TableCommit", Commit, ("version",), role="commit")
 TABLE_HISTORY = RecordSubspace("TableHistory", HistoryEntry, ("version",), role="history")
 TABLE_DATA_FILES = RecordSubspace("TableDataFiles", DataFileList)
+# partition tags (catalog.partition_tags): (tag key, tag value, partition values...) -> empty
+TABLE_PARTITION_TAG = Subspace("TablePartitionTag", codec=Codec.EMPTY)
 
 # lineage (lineage.store)
 DATA_LINEAGE = Subspace("DataLineage")
@@ -229,7 +231,9 @@ def _table() -> Directory:
               constant(TABLE_COMMIT, "Tc", _version()),
               constant(TABLE_HISTORY, "Th", _version()),
               constant(TABLE_DATA_FILES, "Tf", doc="an unpartitioned table's data files, as its last write "
-                                                   "registered them (absent: list the location)")),
+                                                   "registered them (absent: list the location)"),
+              constant(TABLE_PARTITION_TAG, "Txt", doc="(tag key, tag value, partition values...): the "
+                                                       "partitions by user tag (an index of TablePartition)")),
     )
 
 
