@@ -81,6 +81,11 @@ def index_commit(tr: Transaction, m: Mutation) -> None:
                 tr.set(_entry(prefix, k, v, key), b"")
 
 
+def entry_suffix(k: str, v: str, key: tuple[Any, ...]) -> bytes:
+    """An index entry's key after the table's index prefix (what ``tag_entries(after=...)`` takes)."""
+    return fdbtuple.pack((k, v, *key))
+
+
 def unindex(tr: Transaction, table: KeySpacePath, key: tuple[Any, ...], tags: Mapping[str, str]) -> None:
     """Remove the index entries of a partition whose key is being removed (bulk drops)."""
     prefix = index_path(table).key()
@@ -221,19 +226,19 @@ class PartitionTagOps(MetastoreBase):
                            {"keys": sorted(gone)}, expected_version)
 
     # ---- reads ---------------------------------------------------------------------------------------
-    def tag_entries(self, name: NameLike, key: str | None = None, value: str | None = None
+    def tag_entries(self, name: NameLike, key: str | None = None, value: str | None = None, *,
+                    after: bytes | None = None
                     ) -> tuple[PartitionScheme, Iterator[tuple[str, str, tuple[Any, ...], rec.Partition]]]:
         """(tag key, tag value, partition key, record) of the partitions carrying tag ``key``
         (``value``: that value only; no ``key``: every tag), in (key, value, partition) order, read
         from the index in batches of :data:`TAG_BATCH` entries (one transaction each); only the
         index keys of the tag and the records they name are read. The table is resolved (errors
-        raised) when this is called."""
+        raised) when this is called. ``after``: resume after this index entry (:func:`entry_suffix`)."""
         tn = TableName.parse(name)
         if value is not None and key is None:
             raise InvalidArgument("a tag value needs its tag key")
-        head: list[Any] = []
 
-        def first(tr: Transaction) -> tuple[PartitionScheme, bytes, bytes, bytes]:
+        def first(tr: Transaction) -> tuple[ResolvedTable, PartitionScheme, bytes, bytes, bytes]:
             t = self.resolver.table(tr, tn)
             scheme = self.resolver.scheme(tr, t)
             if not scheme:
@@ -242,11 +247,12 @@ class PartitionTagOps(MetastoreBase):
             narrow = tuple(x for x in (key, value) if x is not None)
             begin = base + fdbtuple.pack(narrow) if narrow else base + b"\x00"
             end = begin + b"\xff" if narrow else base + b"\xff"
-            head.append((t, scheme, t.ref.version))
-            return scheme, base, begin, end
+            if after is not None:
+                begin = max(begin, base + after + b"\x00")
+            return t, scheme, base, begin, end
 
-        scheme, base, begin, end = self.run(first)
-        t, _, version = head[0]
+        t, scheme, base, begin, end = self.run(first)
+        version = t.ref.version
         store = t.partitions(scheme)
         plen = len(base)
 
@@ -322,5 +328,5 @@ def stats_of(items: Iterator[tuple[str, str, tuple[Any, ...], rec.Partition]]) -
     return out
 
 
-__all__ = ["PartitionTagOps", "MAX_PARTITIONS_PER_CALL", "TAG_BATCH", "index_commit", "unindex", "index_path",
+__all__ = ["PartitionTagOps", "MAX_PARTITIONS_PER_CALL", "TAG_BATCH", "index_commit", "unindex", "entry_suffix", "index_path",
            "check_filter", "stats_of"]
