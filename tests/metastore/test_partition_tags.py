@@ -272,3 +272,21 @@ def test_cli(geo: Metastore, store_uri: str, capsys: pytest.CaptureFixture[str])
     assert rc == 2 and "must be KEY=VALUE" in err and len(err.strip().splitlines()) == 1
     rc, out, err = run(capsys, store_uri, "partition-tags", "set", T, "town=Pune", "a=b")
     assert rc == 2 and "'town' is not a partition column" in err
+
+
+def test_ushas_check_compares_the_index_with_the_records(geo: Metastore) -> None:
+    from ushas_catalog.check import check_partition_tags
+
+    geo.set_partition_tags(T, "city=Pune", {"province": "MH"})
+    geo.replace_partitions(T, [{"dt": "2024-01-01", "city": "Pune"}], [{"dt": "2024-01-01", "city": "Pune"}])
+    geo.drop_partitions(T, [{"dt": "2024-01-02", "city": "Pune"}])
+    assert list(check_partition_tags(geo)) == []
+
+    def corrupt(tr: Any) -> None:
+        base = index_path(geo.resolver.table(tr, TableName.parse(T)).path).key()
+        tr.clear(base + fdbtuple.pack(("province", "MH", 19723, "Pune")))
+        tr.set(base + fdbtuple.pack(("province", "MH", 19723, "Delhi")), b"")
+
+    geo.run(corrupt)
+    found = [str(f) for f in check_partition_tags(geo)]
+    assert len(found) == 2 and "without that tag" in found[0] and "not in the index" in found[1]
