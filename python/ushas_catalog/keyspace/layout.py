@@ -46,7 +46,7 @@ from ..records.catalog_pb2 import CatalogRecord, DatabaseRecord
 from ..records.commit_pb2 import Commit, HistoryEntry
 from ..records.function_pb2 import FunctionRecord
 from ..records.names_pb2 import DroppedObjectName, ObjectName
-from ..records.partition_pb2 import DataFileList, DataGarbage, Partition, PartitionChange
+from ..records.partition_pb2 import DataFileList, DataGarbage, Partition, PartitionChange, PartitionTagEntry
 from ..records.table_pb2 import TableProperties, TableReference, TableSchema, TableStorage
 from ..records.view_pb2 import ViewRecord
 from ..records.work_pb2 import PendingWork
@@ -112,8 +112,8 @@ TABLE_PARTITION_HISTORY = RecordSubspace("TablePartitionHistory", PartitionChang
 TABLE_COMMIT = RecordSubspace("TableCommit", Commit, ("version",), role="commit")
 TABLE_HISTORY = RecordSubspace("TableHistory", HistoryEntry, ("version",), role="history")
 TABLE_DATA_FILES = RecordSubspace("TableDataFiles", DataFileList)
-# partition tags (catalog.partition_tags): (tag key, tag value, partition values...) -> empty
-TABLE_PARTITION_TAG = Subspace("TablePartitionTag", codec=Codec.EMPTY)
+# partition tags (catalog.partition_tags): (tag key, tag value, partition values...) -> empty message
+TABLE_PARTITION_TAG = RecordSubspace("TablePartitionTag", PartitionTagEntry, None)
 
 # lineage (lineage.store)
 DATA_LINEAGE = Subspace("DataLineage")

@@ -96,3 +96,7 @@ class PartitionChange(_message.Message):
     action: PartitionChange.Action
     previous: Partition
     def __init__(self, action: _Optional[_Union[PartitionChange.Action, str]] = ..., previous: _Optional[_Union[Partition, _Mapping]] = ...) -> None: ...
+
+class PartitionTagEntry(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
