@@ -290,3 +290,14 @@ def test_ushas_check_compares_the_index_with_the_records(geo: Metastore) -> None
     geo.run(corrupt)
     found = [str(f) for f in check_partition_tags(geo)]
     assert len(found) == 2 and "without that tag" in found[0] and "not in the index" in found[1]
+
+
+def test_a_spec_naming_no_partition_is_an_error_a_filter_is_not(geo: Metastore) -> None:
+    from ushas_catalog.errors import NoSuchPartition
+
+    with pytest.raises(NoSuchPartition, match="no partition city=Goa in main.geo.cities"):
+        geo.set_partition_tags(T, "city=Goa", {"a": "1"})
+    with pytest.raises(NoSuchPartition):
+        geo.unset_partition_tags(T, {"dt": "2023-01-01"}, ["a"])
+    assert geo.set_partition_tags(T, "city = 'Goa'", {"a": "1"}).matched == 0
+    assert geo.set_partition_tags(T, "city = Pune ", {"a": "1"}).changed == 2  # a spec: values trimmed

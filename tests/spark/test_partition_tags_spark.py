@@ -109,3 +109,8 @@ def test_bad_calls(spark: Any, db: str, cities: str) -> None:
             call(spark, text)
         assert getattr(caught.value, "getCondition")() == "USHAS_InvalidArgument"
         assert message in str(caught.value)
+    with pytest.raises(Exception) as caught:
+        call(spark, f"set_partition_tags('{db}.cities', 'city=Goa', map('a', 'b'))")
+    assert getattr(caught.value, "getCondition")() == "PARTITIONS_NOT_FOUND"
+    spark.sql(f"CREATE TABLE ushas.{db}.flat (id INT) USING parquet")
+    assert spark.sql(f"SELECT * FROM ushas.{db}.flat.partition_tags").collect() == []

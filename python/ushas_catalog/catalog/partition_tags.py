@@ -28,12 +28,12 @@ import fdb.tuple as fdbtuple
 
 from .. import records as rec
 from ..data.pruning import UNKNOWN, Pruning, element
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, NoSuchPartition
 from ..keyspace.layout import TABLE_PARTITION_TAG
 from ..keyspace.tree import KeySpacePath
 from ..kv import Transaction
 from ..model.names import NameLike, TableName
-from ..model.partition_tags import MAX_TAGS, TagChange, TagStat, check_tags, where_filter
+from ..model.partition_tags import MAX_TAGS, TagChange, TagStat, check_tags, is_spec, where_filter
 from ..model.partitions import Partition, PartitionScheme
 from .base import MetastoreBase
 from .commits import Mutation
@@ -167,6 +167,9 @@ class PartitionTagOps(MetastoreBase):
             if not scheme:
                 raise InvalidArgument(f"table {tn} is not partitioned", table=str(tn))
             selected = self._select(tr, t, scheme, where)
+            if not selected and is_spec(where):  # a spec names partitions that exist (a filter may match none)
+                shown = where if isinstance(where, str) else "/".join(f"{k}={v}" for k, v in dict(where or {}).items())
+                raise NoSuchPartition(f"no partition {shown} in {tn}", table=str(tn))
             store = t.partitions(scheme)
             prefix = index_path(t.path).key()
             changed: list[tuple[Any, ...]] = []

@@ -118,7 +118,8 @@ def is_filter(text: str) -> bool:
 
 
 def parse_spec(text: str) -> dict[str, str]:
-    """``dt=2024-01-01/city=Pune`` as ``{"dt": "2024-01-01", "city": "Pune"}``."""
+    """``dt=2024-01-01/city=Pune`` as ``{"dt": "2024-01-01", "city": "Pune"}`` (names and values trimmed: a
+    value with surrounding spaces is named by a filter, ``city = ' x '``)."""
     out: dict[str, str] = {}
     for seg in text.split("/"):
         name, sep, value = seg.partition("=")
@@ -127,7 +128,7 @@ def parse_spec(text: str) -> dict[str, str]:
             raise InvalidArgument(f"partition spec {text!r}: expected col=value[/col=value]")
         if name in out:
             raise InvalidArgument(f"partition spec {text!r} names {name} twice")
-        out[name] = value
+        out[name] = value.strip()
     return out
 
 
@@ -272,6 +273,13 @@ class _Parser:
         raise self._fail("a comparison, IN, BETWEEN or IS [NOT] NULL")
 
 
+def is_spec(where: str | Mapping[str, Any] | None) -> bool:
+    """Whether ``where`` names partitions by a spec (a mapping or a spec text), not a filter or everything."""
+    if isinstance(where, Mapping):
+        return bool(where)
+    return isinstance(where, str) and where.strip() not in ("", "*") and not is_filter(where.strip())
+
+
 def where_filter(where: str | Mapping[str, Any] | None) -> Filter | None:
     """The filter JSON of what a call names: a spec mapping, a spec or filter text, or None / ``''`` /
     ``'*'`` (every partition: None)."""
@@ -288,4 +296,4 @@ def where_filter(where: str | Mapping[str, Any] | None) -> Filter | None:
 
 
 __all__ = ["MAX_KEY_BYTES", "MAX_VALUE_BYTES", "MAX_TAGS", "TagStat", "TagChange", "check_tags",
-           "parse_assignments", "is_filter", "parse_spec", "spec_filter", "parse_filter_text", "where_filter"]
+           "parse_assignments", "is_filter", "is_spec", "parse_spec", "spec_filter", "parse_filter_text", "where_filter"]

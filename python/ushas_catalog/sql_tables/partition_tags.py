@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from ..catalog.partition_tags import entry_suffix, stats_of
-from ..errors import NotFound
+from ..errors import InvalidArgument, NotFound
 from ..model.partitions import PartitionColumn
 from .columns import Column, TableDef
 from .context import ReadContext
@@ -47,7 +47,8 @@ def _narrowing(filters: Filters) -> list[tuple[str | None, str | None]]:
 
 def _partition_tags(ctx: ReadContext, filters: Filters, token: Any) -> Rows:
     after = bytes.fromhex(token) if isinstance(token, str) else None
-    scheme = None
+    if not _leading(ctx):  # an unpartitioned table: no partitions, no tags
+        return
     for key, value in _narrowing(filters):
         scheme, items = ctx.ms.tag_entries(ctx.table, key, value, after=after)
         cols = scheme.columns
@@ -83,12 +84,13 @@ def _tag_stats(ctx: ReadContext, filters: Filters, token: Any) -> Rows:
             continue
         full = f"{c}.{d}.{t}"
         try:
-            if not ctx.ms.get_table(full).partition_columns:
-                continue
             stats = []
             for key in (sorted(k for k in keys if isinstance(k, str)) if keys is not None else [None]):
                 stats.extend(stats_of(ctx.ms.tag_entries(full, key)[1]))
-        except NotFound:  # dropped meanwhile
+        except (NotFound, InvalidArgument):  # dropped meanwhile, or not partitioned
+            stats = []
+        if not stats:
+            yield [c, d, t, 0], None  # looked at (a page ends after so many), nothing to show
             continue
         for i, s in enumerate(stats, start=1):
             if (c, d, t) == done and i <= skip:
