@@ -301,3 +301,30 @@ def test_a_spec_naming_no_partition_is_an_error_a_filter_is_not(geo: Metastore) 
         geo.unset_partition_tags(T, {"dt": "2023-01-01"}, ["a"])
     assert geo.set_partition_tags(T, "city = 'Goa'", {"a": "1"}).matched == 0
     assert geo.set_partition_tags(T, "city = Pune ", {"a": "1"}).changed == 2  # a spec: values trimmed
+
+
+def test_an_overwrite_planned_before_a_tag_change_commits_and_keeps_the_tags(geo: Metastore) -> None:
+    planned = geo.get_table(T).version
+    geo.set_partition_tags(T, "city=Pune", {"province": "MH"})
+    pune = {"dt": "2024-01-01", "city": "Pune"}
+    r = geo.replace_partitions(T, [pune], [Partition(pune, rows=1)], unchanged_since=planned)
+    assert r.replaced == 1  # no WriteConflict: a tag change is not a change of the partition's data
+    assert geo.get_partition(T, pune).tags == {"province": "MH"}
+    assert len(tagged(geo, "province", "MH")) == 2
+
+
+def test_tags_given_with_added_and_replaced_partitions(geo: Metastore, monkeypatch: pytest.MonkeyPatch) -> None:
+    geo.add_partitions(T, [Partition({"dt": "2024-02-01", "city": "Goa"}, tags={"province": "GA"})])
+    assert tagged(geo, "province", "GA") == [("2024-02-01", "Goa")]
+    goa = {"dt": "2024-02-01", "city": "Goa"}
+    geo.replace_partitions(T, [goa], [Partition(goa, tags={"beach": "yes"})])  # given tags join the kept ones
+    assert geo.get_partition(T, goa).tags == {"province": "GA", "beach": "yes"}
+    listed = [p for p in geo.list_partitions(T) if p.spec["city"] == "Goa"]
+    geo.replace_partitions(T, [goa], listed)  # a listing written back: the same tags
+    assert geo.get_partition(T, goa).tags == {"province": "GA", "beach": "yes"}
+    assert sorted(e[:2] for e in index_keys(geo)) == [("beach", "yes"), ("province", "GA")]
+    with pytest.raises(InvalidArgument, match="must not contain '='"):
+        geo.add_partitions(T, [Partition({"dt": "2024-02-02", "city": "Goa"}, tags={"a=b": "1"})])
+    monkeypatch.setattr(bulk, "BULK_AT", 1)
+    with pytest.raises(InvalidArgument, match="then tag them"):
+        geo.add_partitions(T, [Partition({"dt": "2024-02-0%d" % d, "city": "Goa"}, tags={"a": "1"}) for d in (3, 4)])
