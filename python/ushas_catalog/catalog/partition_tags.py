@@ -35,6 +35,7 @@ from ..kv import Transaction
 from ..model.names import NameLike, TableName
 from ..model.partition_tags import MAX_TAGS, TagChange, TagStat, check_tags, is_spec, where_filter
 from ..model.partitions import Partition, PartitionScheme
+from ..records.store import RecordStore
 from .base import MetastoreBase
 from .commits import Mutation
 from .partitions import partition_out
@@ -126,6 +127,7 @@ def check_filter(scheme: PartitionScheme, f: Any) -> None:
 class _Selected:
     key: tuple[Any, ...]
     record: rec.Partition
+    size: int  # its serialized size (over the value limit: stored split over several keys)
 
 
 class PartitionTagOps(MetastoreBase):
@@ -142,13 +144,16 @@ class PartitionTagOps(MetastoreBase):
         store = t.partitions(scheme)
         version = t.ref.version
         out: list[_Selected] = []
+        parse = rec.Partition.FromString
         for b, e in pruning.key_ranges():
-            for sr in store.scan(tr, store.prefix + b, store.prefix + e):
-                key = tuple(sr.key)
-                r = sr.record
-                if r.added_version > version or 0 < r.dropped_version <= version or not pruning.keep(key):
+            for elements, data in store.scan_raw(tr, store.prefix + b, store.prefix + e):
+                key = tuple(fdbtuple.unpack(b"".join(elements)))
+                if not pruning.keep(key):
                     continue
-                out.append(_Selected(key, r))
+                r = parse(data)
+                if r.added_version > version or 0 < r.dropped_version <= version:
+                    continue
+                out.append(_Selected(key, r, len(data)))
                 if len(out) > MAX_PARTITIONS_PER_CALL:
                     raise InvalidArgument(f"{where!r} names more than {MAX_PARTITIONS_PER_CALL} partitions of "
                                           f"{t.name}: tag them in several calls with narrower specs or filters",
@@ -184,7 +189,11 @@ class PartitionTagOps(MetastoreBase):
                 r = copy_record(s.record)
                 r.tags.clear()
                 r.tags.update(new)
-                store.save(tr, s.key, r)
+                data = r.SerializeToString(deterministic=True)
+                if s.size <= store.chunk_bytes and len(data) <= store.chunk_bytes:
+                    tr.set(store.key(s.key), data)  # one key before and after: no clear of split chunks
+                else:
+                    store.save(tr, s.key, r)
                 for k, v in old.items():
                     if new.get(k) != v:
                         tr.clear(_entry(prefix, k, v, s.key))
@@ -260,20 +269,25 @@ class PartitionTagOps(MetastoreBase):
         plen = len(base)
 
         def batch(tr: Transaction, at: bytes) -> tuple[list[Any], bytes | None]:
+            entries = [kv.key for kv in tr.get_range(at, end, limit=TAG_BATCH)]
+            found: list[tuple[str, str, tuple[Any, ...], bytes]] = []
+            for ikey in entries:
+                k, v, *pk = fdbtuple.unpack(ikey[plen:])
+                found.append((k, v, tuple(pk), fdbtuple.pack(tuple(pk))))
+            records = _records(tr, store, sorted({packed for *_, packed in found}))
+            parsed: dict[bytes, rec.Partition] = {}
             out: list[Any] = []
-            last = b""
-            n = 0
-            for kv in tr.get_range(at, end, limit=TAG_BATCH):
-                n += 1
-                last = kv.key
-                k, v, *pk = fdbtuple.unpack(kv.key[plen:])
-                key_ = tuple(pk)
-                r = store.load(tr, key_)
-                if r is None or r.tags.get(k) != v or r.added_version > version or \
-                        0 < r.dropped_version <= version:
+            for k, v, pk, packed in found:
+                r = parsed.get(packed)
+                if r is None:
+                    data = records.get(packed)
+                    if data is None:
+                        continue
+                    r = parsed[packed] = rec.Partition.FromString(data)
+                if r.tags.get(k) != v or r.added_version > version or 0 < r.dropped_version <= version:
                     continue
-                out.append((k, v, key_, r))
-            return out, (last + b"\x00" if n == TAG_BATCH else None)
+                out.append((k, v, pk, r))
+            return out, (entries[-1] + b"\x00" if len(entries) == TAG_BATCH else None)
 
         def stream() -> Iterator[tuple[str, str, tuple[Any, ...], rec.Partition]]:
             at: bytes | None = begin
@@ -307,6 +321,40 @@ class PartitionTagOps(MetastoreBase):
         carry it, their bytes and rows; read from the tag index and the tagged partitions' records."""
         _, items = self.tag_entries(name, key)
         return stats_of(items)
+
+
+#: keys read at once while the partitions an index batch names lie close together
+WINDOW = 64
+
+
+def _records(tr: Transaction, store: RecordStore[rec.Partition], packed: list[bytes]) -> dict[bytes, bytes]:
+    """The serialized records at these sorted packed partition keys (absent: not stored). While they lie
+    close together (at least half of a window of :data:`WINDOW` keys wanted), windows of the partition
+    range are read; once a window is sparse, one read per partition (a record split over several keys is
+    joined by :meth:`RecordStore.load`)."""
+    wanted = set(packed)
+    out: dict[bytes, bytes] = {}
+    plen, n, i = len(store.prefix), len(packed), 0
+    end = store.prefix + packed[-1] + b"\xff" if packed else b""
+    while i < n:
+        rows = list(tr.get_range(store.prefix + packed[i], end, limit=WINDOW))
+        hits = 0
+        for kv in rows:
+            k = kv.key[plen:]
+            if k in wanted:
+                out[k] = kv.value
+                hits += 1
+        last = rows[-1].key[plen:] if len(rows) == WINDOW else b"\xff"
+        while i < n and packed[i] <= last:
+            i += 1
+        if 2 * hits < len(rows):
+            break
+    for p in packed:
+        if p not in out:  # after a sparse window, or a record split over several keys
+            r = store.load(tr, tuple(fdbtuple.unpack(p)))
+            if r is not None:
+                out[p] = r.SerializeToString()
+    return out
 
 
 def stats_of(items: Iterator[tuple[str, str, tuple[Any, ...], rec.Partition]]) -> list[TagStat]:
