@@ -349,3 +349,14 @@ def test_reads_by_tag_of_scattered_and_split_partition_records(ms: Metastore) ->
     assert reads.keys < 400  # scattered: a window, then one read each (not the 1,000 partitions)
     assert [len(p.data_files or []) for p in ms.partitions_by_tag(t, "big")] == [1_500, 0]
     assert [(s.value, s.partitions, s.bytes) for s in ms.partition_tag_stats(t, "big")] == [("yes", 2, 15_000)]
+
+
+def test_too_many_record_bytes_in_one_call(geo: Metastore, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ushas_catalog.catalog import partition_tags
+
+    monkeypatch.setattr(partition_tags, "MAX_REWRITE_BYTES", 100)
+    version = geo.get_table(T).version
+    with pytest.raises(InvalidArgument, match="more than 100 bytes of records"):
+        geo.set_partition_tags(T, "", {"a": "1"})
+    assert geo.get_table(T).version == version and index_keys(geo) == []
+    assert [p.tags for p in geo.list_partitions(T)] == [{}] * 10

@@ -44,6 +44,8 @@ from .values import check_expected, copy_record, expect_version
 
 #: the most partitions one set / unset call changes (one transaction: 10 MB, 5 s)
 MAX_PARTITIONS_PER_CALL = 10_000
+#: the most bytes of partition records one set / unset call rewrites (FoundationDB: 10 MB per transaction)
+MAX_REWRITE_BYTES = 6_000_000
 #: index entries read per transaction by the listings and statistics
 TAG_BATCH = 5_000
 #: partition specs named in a tag commit's detail (the rest are counted)
@@ -178,6 +180,7 @@ class PartitionTagOps(MetastoreBase):
             store = t.partitions(scheme)
             prefix = index_path(t.path).key()
             changed: list[tuple[Any, ...]] = []
+            written = 0
             for s in selected:
                 old = dict(s.record.tags)
                 new = change(old)
@@ -190,6 +193,11 @@ class PartitionTagOps(MetastoreBase):
                 r.tags.clear()
                 r.tags.update(new)
                 data = r.SerializeToString(deterministic=True)
+                written += len(data)
+                if written > MAX_REWRITE_BYTES:  # the transaction is not committed: nothing is written
+                    raise InvalidArgument(f"the partitions {where!r} names hold more than {MAX_REWRITE_BYTES:,} bytes of "
+                                          f"records (their file lists) to rewrite in one transaction: tag them in "
+                                          f"several calls with narrower specs or filters", table=str(tn))
                 if s.size <= store.chunk_bytes and len(data) <= store.chunk_bytes:
                     tr.set(store.key(s.key), data)  # one key before and after: no clear of split chunks
                 else:
