@@ -76,9 +76,10 @@ def test_tags_are_kept_across_overwrites_and_go_with_a_drop(spark: Any, db: str,
     finally:
         spark.conf.unset("spark.sql.sources.partitionOverwriteMode")
     spark.sql(f"TRUNCATE TABLE {cities} PARTITION (city = 'Nagpur')")
+    spark.sql(f"INSERT INTO {cities} VALUES (12, 5, 'Chennai')")  # an append to a tagged partition
     tags = tags_of(spark, cities)
     assert tags["Pune"] == {"country": "IN", "province": "MH"} and tags["Mumbai"] == {"country": "IN"}
-    assert tags["Nagpur"] == {"country": "IN"} and tags["Goa"] == {}
+    assert tags["Nagpur"] == {"country": "IN"} and tags["Goa"] == {} and tags["Chennai"] == {"country": "IN"}
     assert spark.sql(f"SELECT pop FROM {cities} WHERE city = 'Pune'").collect()[0].pop == 8
     spark.sql(f"ALTER TABLE {cities} DROP PARTITION (city = 'Pune')")
     left = spark.sql(f"SELECT city FROM {cities}.partition_tags WHERE tag_key = 'province'").collect()
