@@ -644,6 +644,7 @@ def _partition_chunks(ms: "Metastore", work: _Work, r: rec.PendingWork) -> None:
         part_prefix = path.add("TablePartition").key()
 
         def chunk(tr: Transaction) -> bool:
+            from .catalog.partition_tags import unindex
             from .data.garbage import Garbage, record_garbage
             from .model.data_files import from_records
 
@@ -668,8 +669,10 @@ def _partition_chunks(ms: "Metastore", work: _Work, r: rec.PendingWork) -> None:
                             old.dropped_version = 0
                             _put(tr, store, packed, old, len(data))
                     tr.clear(hkey)
-                elif data is not None and rec.Partition.FromString(data).dropped_version == version:
+                elif data is not None and (gone := rec.Partition.FromString(data)).dropped_version == version:
                     _remove(tr, key, len(data))
+                    if gone.tags:  # its tag index entries go with it
+                        unindex(tr, path, fdbtuple.unpack(packed), gone.tags)
                     if detail.get("release_data") and change.HasField("previous"):
                         old = change.previous
                         if old.files_recorded:

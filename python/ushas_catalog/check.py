@@ -33,6 +33,8 @@ The checks (:data:`CHECKS`, in this order):
 - ``search-index``: the search index (merged and pending entries) is exactly what the objects'
   metadata states and entries call for, and every metadata object is a catalog object.
 - ``change-feed``: the change feed reads to its end, in strictly increasing commit order.
+- ``partition-tags``: the tag index of each table holds exactly the tags of its partition records
+  (:mod:`ushas_catalog.catalog.partition_tags`).
 - ``staged-writes``: atomic CTAS / RTAS writes (:mod:`ushas_catalog.data.staged`) that will never
   commit (aborted, or their driver is gone) and left a staging directory or files: ``ushas purge``
   removes them.
@@ -668,3 +670,24 @@ for _check in (
     Check("staged-writes", check_staged_writes, "atomic CTAS / RTAS writes a crash left behind (ushas purge)"),
 ):
     register(_check)
+
+
+def check_partition_tags(ms: "Metastore") -> Iterator[Finding]:
+    """The tag index (``TablePartitionTag``) holds exactly one entry per tag of every partition record."""
+    from .catalog.partition_tags import index_path
+
+    for obj, schema in _tables(ms):
+        if schema is None or not schema.partition_columns:
+            continue
+        store = RecordStore.at(obj.path.add("TablePartition"), tuple(schema.partition_columns))
+        expected = {(k, v, *pk) for pk, part in _records(ms.db, store) if part is not None
+                    for k, v in part.tags.items()}
+        base = index_path(obj.path).key()
+        found = {fdbtuple.unpack(kv.key[len(base):]) for kv in scan(ms.db, base + b"\x00", base + b"\xff")}
+        for entry in sorted(found - expected, key=repr)[:20]:
+            yield Finding("partition-tags", f"an index entry names a partition without that tag: {entry!r}", obj.shown)
+        for entry in sorted(expected - found, key=repr)[:20]:
+            yield Finding("partition-tags", f"a partition's tag is not in the index: {entry!r}", obj.shown)
+
+
+register(Check("partition-tags", check_partition_tags, "partition tag index <-> partition records' tags"))

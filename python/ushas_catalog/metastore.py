@@ -31,6 +31,7 @@ import threading
 from typing import Any, Callable, Iterator
 
 from . import bulk
+from .catalog import partition_tags
 from .catalog.commits import Mutation
 from .catalog.core import CatalogCore
 from .catalog.partitions import PARTITION_BATCH
@@ -75,6 +76,7 @@ class Metastore(CatalogCore):
         self._merge_again = False
         self._merging = False
         # the commit hook: metadata first, then the change feed (the order of the bookkeeping)
+        self.hooks.on_commit(partition_tags.index_commit)
         self.hooks.on_commit(lambda tr, m: self._metadata_commit(tr, m))
         self.hooks.on_commit(lambda tr, m: self.change_feed.record(tr, m))
         self.hooks.on_removal(lambda tr, **event: self.change_feed.record_removal(tr, **event))

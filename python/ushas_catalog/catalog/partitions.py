@@ -18,6 +18,7 @@ from ..data.garbage import Garbage, data_file_records, record_garbage
 from ..model.data_files import from_records
 from ..model.names import NameLike, TableName
 from ..model.objects import MutationResult, micros_to_datetime
+from ..model.partition_tags import check_tags
 from ..model.partitions import KeyDecoder, Partition, PartitionScheme
 from ..records.store import RecordStore, split_elements
 from .base import MetastoreBase
@@ -56,10 +57,11 @@ class PartitionOps(MetastoreBase):
 
     def partition_record(self, p: Partition, location: str, now: int) -> rec.Partition:
         if not p.properties and p.files is None and p.bytes is None and p.rows is None \
-                and p.data_files is None:  # ADD PARTITION
+                and p.data_files is None and not p.tags:  # ADD PARTITION
             return rec.Partition(location=check_str(location, "partition location") or "", created_at_micros=now)
         r = rec.Partition(location=check_str(location, "partition location") or "", created_at_micros=now,
-                          properties=check_props(p.properties, "partition properties"))
+                          properties=check_props(p.properties, "partition properties"),
+                          tags=check_tags(p.tags) if p.tags else None)
         if p.data_files is not None:
             r.files_recorded = True
             r.data_files.extend(data_file_records(p.data_files))
@@ -77,6 +79,9 @@ class PartitionOps(MetastoreBase):
         check_expected(expected_version)
         items = [self._partition_input(p) for p in partitions]
         if self.big is not None and len(items) > self.big.BULK_AT:  # staged in chunks, published in one transaction
+            if any(p.tags for p in items):
+                raise InvalidArgument(f"tags on more than {self.big.BULK_AT} partitions added at once: add them, "
+                                      f"then tag them with set_partition_tags", table=str(tn))
             return self.big.add_partitions(self, tn, items, if_not_exists, expected_version)
 
         def fn(tr: Transaction) -> MutationResult:
@@ -242,6 +247,9 @@ class PartitionOps(MetastoreBase):
                     history.save(tr, (v,) + key, rec.PartitionChange(action=rec.PartitionChange.ADDED), new=True)
                     added += 1
                 else:
+                    for tag, value in old.tags.items():  # an overwrite keeps the partition's tags
+                        if tag not in r.tags:
+                            r.tags[tag] = value
                     store.save(tr, key, r)
                     history.save(tr, (v,) + key, rec.PartitionChange(action=rec.PartitionChange.REPLACED,
                                                                      previous=old), new=True)
@@ -336,7 +344,8 @@ class PartitionOps(MetastoreBase):
                 yield Partition(values, r.location or None, r.files if r.HasField("files") else None,
                                 r.bytes if r.HasField("bytes") else None, r.rows if r.HasField("rows") else None,
                                 dict(r.properties) if r.properties else {}, created, spec,
-                                from_records(r.data_files) if r.files_recorded else None)
+                                from_records(r.data_files) if r.files_recorded else None,
+                                dict(r.tags) if r.tags else {})
             if len(batch) < PARTITION_BATCH:
                 return
             begin = store.prefix + b"".join(batch[-1][0]) + b"\xff"
@@ -513,13 +522,18 @@ def _show_spec(spec: Mapping[str, Any]) -> str:
     return "(" + ", ".join(f"{k}={v}" for k, v in spec.items()) + ")"
 
 
-def _partition_out(scheme: PartitionScheme, key: tuple[Any, ...], r: rec.Partition) -> Partition:
+def partition_out(scheme: PartitionScheme, key: tuple[Any, ...], r: rec.Partition) -> Partition:
+    """A stored partition as the :class:`Partition` the operations return."""
     return Partition(values=scheme.values(key), location=r.location or None,
                      files=r.files if r.HasField("files") else None,
                      bytes=r.bytes if r.HasField("bytes") else None,
                      rows=r.rows if r.HasField("rows") else None,
                      properties=dict(r.properties), created_at=micros_to_datetime(r.created_at_micros),
-                     spec=scheme.spec(key), data_files=from_records(r.data_files) if r.files_recorded else None)
+                     spec=scheme.spec(key), data_files=from_records(r.data_files) if r.files_recorded else None,
+                     tags=dict(r.tags))
+
+
+_partition_out = partition_out
 
 
 def _check_unchanged(tr: Transaction, tn: TableName, scheme: PartitionScheme, history: RecordStore[Any],

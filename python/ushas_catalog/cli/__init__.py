@@ -27,7 +27,8 @@ COMMAND_MODULES: tuple[str, ...] = ("jarcmd", "spark_conf_cmds", "store_cmds", "
                                     "meta_cmds", "changes_cmds", "app_cmds", "repair_cmds", "write_cmds",
                                     "pending_cmds", "check_cmds", "serve_cmds",
                                     "function_cmds",
-                                    "hooks_cmds")
+                                    "hooks_cmds",
+                                    "partition_tag_cmds")
 
 DEFAULT_URI = "sqlite:///" + os.path.join(os.path.expanduser("~"), ".ushas", "ushas.db")
 

@@ -53,6 +53,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--prefix", action="append", default=[], metavar="K=V",
                    help="only partitions with column K = V (repeatable)")
     p.add_argument("--limit", type=int, help="at most this many")
+    p.add_argument("--tag", action="append", default=[], metavar="K=V",
+                   help="only partitions tagged K = V (K alone: any value; repeatable: all of them); "
+                        "read from the tag index (see 'ushas partition-tags')")
     _reads(p)
     p.set_defaults(func=cmd_partitions)
 
@@ -208,7 +211,13 @@ def _prefix(items: list[str]) -> dict[str, str] | None:
 def cmd_partitions(ctx: Context, args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 0:
         raise InvalidArgument("--limit must be >= 0")
-    parts = ctx.metastore.list_partitions(TableName.parse(args.table), prefix=_prefix(args.prefix), limit=args.limit)
+    if args.tag:
+        from .partition_tag_cmds import tagged_partitions
+
+        parts = tagged_partitions(ctx, TableName.parse(args.table), args.tag, _prefix(args.prefix), args.limit)
+    else:
+        parts = ctx.metastore.list_partitions(TableName.parse(args.table), prefix=_prefix(args.prefix),
+                                              limit=args.limit)
     if ctx.json:
         ctx.emit([p.to_json() for p in parts])
         return 0
@@ -216,8 +225,9 @@ def cmd_partitions(ctx: Context, args: argparse.Namespace) -> int:
     columns: list[str] = []
     for p in parts:
         if not columns:
-            columns = list(p.spec) + ["location", "files", "bytes", "rows"]
-        rows.append({**p.spec, "location": p.location, "files": p.files, "bytes": p.bytes, "rows": p.rows})
+            columns = list(p.spec) + ["location", "files", "bytes", "rows", "tags"]
+        rows.append({**p.spec, "location": p.location, "files": p.files, "bytes": p.bytes, "rows": p.rows,
+                     "tags": ",".join(f"{k}={v}" for k, v in sorted(p.tags.items())) or None})
     if columns:
         ctx.table(rows, columns)
     return 0

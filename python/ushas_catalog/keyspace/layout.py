@@ -47,7 +47,7 @@ from ..records.commit_pb2 import Commit, HistoryEntry
 from ..records.function_pb2 import FunctionRecord
 from ..records.hook_pb2 import HookDeadLetter, HookDefinition, HookDelivery, HookState
 from ..records.names_pb2 import DroppedObjectName, ObjectName
-from ..records.partition_pb2 import DataFileList, DataGarbage, Partition, PartitionChange
+from ..records.partition_pb2 import DataFileList, DataGarbage, Partition, PartitionChange, PartitionTagEntry
 from ..records.table_pb2 import TableProperties, TableReference, TableSchema, TableStorage
 from ..records.view_pb2 import ViewRecord
 from ..records.work_pb2 import PendingWork
@@ -113,6 +113,8 @@ TABLE_PARTITION_HISTORY = RecordSubspace("TablePartitionHistory", PartitionChang
 TABLE_COMMIT = RecordSubspace("TableCommit", Commit, ("version",), role="commit")
 TABLE_HISTORY = RecordSubspace("TableHistory", HistoryEntry, ("version",), role="history")
 TABLE_DATA_FILES = RecordSubspace("TableDataFiles", DataFileList)
+# partition tags (catalog.partition_tags): (tag key, tag value, partition values...) -> empty message
+TABLE_PARTITION_TAG = RecordSubspace("TablePartitionTag", PartitionTagEntry, None)
 
 # lineage (lineage.store)
 DATA_LINEAGE = Subspace("DataLineage")
@@ -249,7 +251,9 @@ def _table() -> Directory:
               constant(TABLE_COMMIT, "Tc", _version()),
               constant(TABLE_HISTORY, "Th", _version()),
               constant(TABLE_DATA_FILES, "Tf", doc="an unpartitioned table's data files, as its last write "
-                                                   "registered them (absent: list the location)")),
+                                                   "registered them (absent: list the location)"),
+              constant(TABLE_PARTITION_TAG, "Txt", doc="(tag key, tag value, partition values...): the "
+                                                       "partitions by user tag (an index of TablePartition)")),
     )
 
 

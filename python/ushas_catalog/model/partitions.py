@@ -58,13 +58,16 @@ class Partition:
     spec: dict[str, str] = field(default_factory=dict)
     #: the exact data files (a list, possibly empty) or None: not recorded, list the location
     data_files: list[DataFile] | None = None
+    #: user tags (``set_partition_tags``), on output
+    tags: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {"spec": self.spec, "values": {k: _json_value(v) for k, v in self.values.items()},
                 "location": self.location, "files": self.files, "bytes": self.bytes, "rows": self.rows,
                 "properties": self.properties,
                 "created_at": self.created_at.isoformat() if self.created_at else None,
-                "data_files": None if self.data_files is None else [f.to_json() for f in self.data_files]}
+                "data_files": None if self.data_files is None else [f.to_json() for f in self.data_files],
+                "tags": self.tags}
 
 
 def _json_value(v: Any) -> Any:

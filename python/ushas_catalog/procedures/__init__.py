@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from . import changes, drops, metadata, restore, stats, tables  # noqa: F401 - each declares its procedures
+from . import partition_tags  # noqa: F401 - set_partition_tags, unset_partition_tags
 from .registry import PROCEDURES, Procedure
 
 __all__ = ["PROCEDURES", "Procedure"]

@@ -8,8 +8,15 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Partition(_message.Message):
-    __slots__ = ("location", "files", "bytes", "rows", "properties", "created_at_micros", "files_recorded", "data_files", "added_version", "dropped_version")
+    __slots__ = ("location", "files", "bytes", "rows", "properties", "created_at_micros", "files_recorded", "data_files", "added_version", "dropped_version", "tags")
     class PropertiesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class TagsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
         VALUE_FIELD_NUMBER: _ClassVar[int]
@@ -26,6 +33,7 @@ class Partition(_message.Message):
     DATA_FILES_FIELD_NUMBER: _ClassVar[int]
     ADDED_VERSION_FIELD_NUMBER: _ClassVar[int]
     DROPPED_VERSION_FIELD_NUMBER: _ClassVar[int]
+    TAGS_FIELD_NUMBER: _ClassVar[int]
     location: str
     files: int
     bytes: int
@@ -36,7 +44,8 @@ class Partition(_message.Message):
     data_files: _containers.RepeatedCompositeFieldContainer[DataFile]
     added_version: int
     dropped_version: int
-    def __init__(self, location: _Optional[str] = ..., files: _Optional[int] = ..., bytes: _Optional[int] = ..., rows: _Optional[int] = ..., properties: _Optional[_Mapping[str, str]] = ..., created_at_micros: _Optional[int] = ..., files_recorded: _Optional[bool] = ..., data_files: _Optional[_Iterable[_Union[DataFile, _Mapping]]] = ..., added_version: _Optional[int] = ..., dropped_version: _Optional[int] = ...) -> None: ...
+    tags: _containers.ScalarMap[str, str]
+    def __init__(self, location: _Optional[str] = ..., files: _Optional[int] = ..., bytes: _Optional[int] = ..., rows: _Optional[int] = ..., properties: _Optional[_Mapping[str, str]] = ..., created_at_micros: _Optional[int] = ..., files_recorded: _Optional[bool] = ..., data_files: _Optional[_Iterable[_Union[DataFile, _Mapping]]] = ..., added_version: _Optional[int] = ..., dropped_version: _Optional[int] = ..., tags: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class DataFile(_message.Message):
     __slots__ = ("path", "size", "mtime")
@@ -87,3 +96,7 @@ class PartitionChange(_message.Message):
     action: PartitionChange.Action
     previous: Partition
     def __init__(self, action: _Optional[_Union[PartitionChange.Action, str]] = ..., previous: _Optional[_Union[Partition, _Mapping]] = ...) -> None: ...
+
+class PartitionTagEntry(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...

@@ -158,7 +158,7 @@ def schemas() -> dict[str, Any]:
                      "metadata": nullable(ref("ObjectMetadata")), "lineage": BOOL}),
         "Partition": obj({"spec": STRMAP, "values": ANYOBJ, "location": NSTR, "files": NINT, "bytes": NINT,
                           "rows": NINT, "properties": STRMAP, "created_at": NSTR,
-                          "data_files": {"type": ["array", "null"]}}),
+                          "data_files": {"type": ["array", "null"]}}, {"tags": STRMAP}),
         "PartitionPage": obj({"items": arr(ref("Partition")), "columns": arr(STR), "offset": INT, "limit": INT,
                               "has_more": BOOL}),
         "HistoryItem": obj({"version": INT, "operation": STR, "user": STR, "committed_at": NSTR,

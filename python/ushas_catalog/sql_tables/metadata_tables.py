@@ -28,6 +28,7 @@ from ..records.store import split_elements
 from .columns import STRING_MAP, STRINGS, Column, TableDef, array_of, micros
 from .context import ReadContext, table_id_text
 from .filters import Filters
+from . import partition_tags as partition_tag_tables
 
 #: (token after the row, row); a row of None is skipped (the token still advances)
 Rows = Iterator[tuple[Any, Any]]
@@ -130,7 +131,7 @@ def _partitions(ctx: ReadContext, filters: Filters, token: Any) -> Rows:
             props = info.properties
             size = props.get("totalSize")
             yield "end", [info.location, len(files) if files is not None else None,
-                          int(size) if size and size.isdigit() else None, None, micros(info.created_at), {}]
+                          int(size) if size and size.isdigit() else None, None, micros(info.created_at), {}, {}]
         return
     plain = all(c.kind not in ("decimal", "binary") for c in scheme.columns)
     cols = scheme.columns
@@ -145,7 +146,7 @@ def _partitions(ctx: ReadContext, filters: Filters, token: Any) -> Rows:
         yield tok, [*(key if plain else (_value(c, e) for c, e in zip(cols, key))), r.location or None,
                     r.files if has("files") else None, r.bytes if has("bytes") else None,
                     r.rows if has("rows") else None, r.created_at_micros,
-                    dict(r.properties) if r.properties else {}]
+                    dict(r.properties) if r.properties else {}, dict(r.tags) if r.tags else {}]
 
 
 def _files(ctx: ReadContext, filters: Filters, token: Any) -> Rows:
@@ -318,6 +319,7 @@ PARTITION_FIELDS = (
     Column("location", "string"), Column("files", "long"), Column("bytes", "long"), Column("rows", "long"),
     Column("added_at", "timestamp", "when the partition was added"),
     Column("properties", STRING_MAP),
+    Column("tags", STRING_MAP, "user tags (``set_partition_tags``)"),
 )
 
 TABLES: dict[str, TableDef] = {t.name: t for t in (
@@ -352,5 +354,7 @@ TABLES: dict[str, TableDef] = {t.name: t for t in (
         "the column edges into and out of the table (``ushas lineage upstream / downstream``)", _lineage,
         "time (bounds), direction"),
 )}
+
+TABLES.update(partition_tag_tables.METADATA)  # partition_tags
 
 __all__ = ["TABLES", "CHANGE_COLUMNS", "change_rows", "partition_records", "micros_to_datetime"]

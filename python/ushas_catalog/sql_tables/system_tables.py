@@ -24,6 +24,7 @@ from ..records.store import split_elements
 from .columns import STRING_MAP, STRINGS, Column, TableDef, micros
 from .context import ReadContext, table_id_text
 from .filters import Filters
+from . import partition_tags as partition_tag_tables
 from .metadata_tables import CHANGE_COLUMNS, PARTITION_FIELDS, change_rows, partition_records
 
 Rows = Iterator[tuple[Any, Any]]
@@ -164,7 +165,8 @@ def _partitions(ctx: ReadContext, filters: Filters, token: Any) -> Rows:
             yield [c, d, r.name, tok], [c, d, r.name, full, spec, rec.location or None,
                                 rec.files if rec.HasField("files") else None,
                                 rec.bytes if rec.HasField("bytes") else None,
-                                rec.rows if rec.HasField("rows") else None, rec.created_at_micros, dict(rec.properties)]
+                                rec.rows if rec.HasField("rows") else None, rec.created_at_micros, dict(rec.properties),
+                                dict(rec.tags)]
 
 
 def _changes(ctx: ReadContext, filters: Filters, token: Any) -> Rows:
@@ -455,4 +457,4 @@ TABLES: dict[str, TableDef] = {t.name: t for t in (
                        _day_column("UTC day"), Column("reads", "long"), Column("writes", "long")),
              "reads and writes of each dataset per day, counted when runs are stored", _usage, "dataset (=, IN)"),
 )}
-
+TABLES.update(partition_tag_tables.SYSTEM)  # partition_tag_stats
