@@ -365,6 +365,22 @@ class JarBuildError(UshasError):
     """The shim jar cannot be built (no JDK, javac failed)."""
 
 
+
+# --- shares between projects (governance.shares) ----------------------------------------
+class NoSuchShare(NotFound):
+    """A share that does not exist, or (seen from another project) is not shared with it: the two
+    read the same, so a project cannot learn which shares another one has."""
+
+
+class ShareReadOnly(InvalidArgument):
+    """A write, DDL or modifying procedure through a share: shares are read-only (SELECT only)."""
+
+
+class ShareCatalog(InvalidArgument):
+    """A catalog name that mounts a share, used where only the project's own catalogs work (the
+    Python API reads a share through ``Metastore.shares.open(name)``)."""
+
+
 def hierarchy() -> Iterator[type[UshasError]]:
     """Every error type of the hierarchy, :class:`UshasError` first."""
     todo: list[type[UshasError]] = [UshasError]

@@ -49,6 +49,7 @@ from ..records.names_pb2 import DroppedObjectName, ObjectName
 from ..records.partition_pb2 import DataFileList, DataGarbage, Partition, PartitionChange
 from ..records.table_pb2 import TableProperties, TableReference, TableSchema, TableStorage
 from ..records.view_pb2 import ViewRecord
+from ..records.share_pb2 import ShareRecord
 from ..records.work_pb2 import PendingWork
 from ..records.write_pb2 import WriteOutcome
 
@@ -146,6 +147,8 @@ DATA_GARBAGE = RecordSubspace("DataGarbage", DataGarbage, ("tableId", "time", "i
 WRITE_OUTCOME = RecordSubspace("WriteOutcome", WriteOutcome, ("writeId",))
 PENDING_WORK = RecordSubspace("PendingWork", PendingWork, ("operationId",))
 SERVICE_TOKEN = Subspace("ServiceToken", codec=Codec.JSON)
+# shares between projects (governance.shares): the owner project's shares, by name
+SHARE = RecordSubspace("Share", ShareRecord, ("name",))
 
 
 # --- extension points: other subtrees of a project -----------------------------------
@@ -294,6 +297,8 @@ def build_tree() -> Directory:
                  doc="(operationId) -> PendingWork: an operation bigger than one transaction, in chunks"),
         constant(SERVICE_TOKEN, "S", typed(TOKEN_ID, KeyType.STRING),
                  doc="(tokenId) -> JSON: an API token of ushas serve (its secret hashed), ushas tokens"),
+        constant(SHARE, "Sh", typed(NAME, KeyType.STRING),
+                 doc="(name) -> ShareRecord: tables / databases this project shares read-only with other projects"),
         doc="one tenant; deleting it = one clear_range",
     )
 
