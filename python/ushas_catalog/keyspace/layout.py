@@ -45,6 +45,7 @@ from .tree import (Codec, Directory, KeySpace, KeySpacePath, KeyType, RecordSubs
 from ..records.catalog_pb2 import CatalogRecord, DatabaseRecord
 from ..records.commit_pb2 import Commit, HistoryEntry
 from ..records.function_pb2 import FunctionRecord
+from ..records.governance_pb2 import AccessState, GrantRecord, MemberRecord, RoleRecord
 from ..records.names_pb2 import DroppedObjectName, ObjectName
 from ..records.partition_pb2 import DataFileList, DataGarbage, Partition, PartitionChange
 from ..records.table_pb2 import TableProperties, TableReference, TableSchema, TableStorage
@@ -73,6 +74,10 @@ OBJECT_ID = Subspace("objectId")
 WRITE_ID = Subspace("writeId")
 OPERATION_ID = Subspace("operationId")
 TOKEN_ID = Subspace("tokenId")
+CONTAINER = Subspace("container")
+MEMBER = Subspace("member")
+PRINCIPAL = Subspace("principal")
+PRIVILEGE_NAME = Subspace("privilege")
 
 # catalogs, databases, views, tables
 CATALOG = Subspace("Catalog")
@@ -150,6 +155,13 @@ SERVICE_TOKEN = Subspace("ServiceToken", codec=Codec.JSON)
 # shares between projects (governance.shares): the owner project's shares, by name
 SHARE = RecordSubspace("Share", ShareRecord, ("name",))
 
+# governance (ushas_catalog.governance): roles, members, privileges, one state record
+ACCESS = Subspace("Access")
+ROLE = RecordSubspace("Role", RoleRecord, ("name",))
+ROLE_MEMBER = RecordSubspace("RoleMember", MemberRecord, ("container", "member"))
+PRIVILEGE = RecordSubspace("Privilege", GrantRecord, ("objectId", "principal", "privilege"))
+ACCESS_STATE = RecordSubspace("AccessState", AccessState, ())
+
 
 # --- extension points: other subtrees of a project -----------------------------------
 def _by_dataset(name: Subspace, code: str, doc: str) -> Directory:
@@ -201,6 +213,18 @@ CHANGE_FEED_CHILDREN: tuple[Directory, ...] = (
     constant(CHANGE_EVENT, "Fe", doc="(versionstamp[, chunk]) -> ChangeEvent, in commit order"),
     constant(CHANGE_FEED_STATE, "Fs", typed(NAME, KeyType.STRING),
              doc="('trimmed',) -> versionstamp of the last event removed by retention"),
+)
+
+#: roles, their members and privilege grants of a project (``ushas_catalog.governance``); the whole
+#: subspace is small and read at once (one range read) when its state record changes
+ACCESS_CHILDREN: tuple[Directory, ...] = (
+    constant(ROLE, "Ar", typed(NAME, KeyType.STRING), doc="(name) -> RoleRecord"),
+    constant(ROLE_MEMBER, "Am", typed(CONTAINER, KeyType.STRING, typed(MEMBER, KeyType.STRING)),
+             doc="(role:R | group:G, member principal) -> MemberRecord"),
+    constant(PRIVILEGE, "Ap", typed(OBJECT_ID, KeyType.UUID, typed(PRINCIPAL, KeyType.STRING,
+                                                                       typed(PRIVILEGE_NAME, KeyType.STRING))),
+             doc="(objectId, principal, privilege) -> GrantRecord; objectId 0: the project"),
+    constant(ACCESS_STATE, "As", doc="-> AccessState: a new token on every grant, revoke, role change"),
 )
 
 
@@ -297,6 +321,7 @@ def build_tree() -> Directory:
                  doc="(operationId) -> PendingWork: an operation bigger than one transaction, in chunks"),
         constant(SERVICE_TOKEN, "S", typed(TOKEN_ID, KeyType.STRING),
                  doc="(tokenId) -> JSON: an API token of ushas serve (its secret hashed), ushas tokens"),
+        constant(ACCESS, "A", *ACCESS_CHILDREN, doc="roles, members, privileges (ushas roles, ushas grant)"),
         constant(SHARE, "Sh", typed(NAME, KeyType.STRING),
                  doc="(name) -> ShareRecord: tables / databases this project shares read-only with other projects"),
         doc="one tenant; deleting it = one clear_range",
