@@ -104,6 +104,14 @@ class Metastore(CatalogCore):
         metadata_sync.on_purge(self, tr, path)
 
     @property
+    def shares(self) -> Any:
+        """Shares with other projects and the shares this project mounts: a
+        :class:`ushas_catalog.catalog.shares.Shares` (docs/governance.md, "Shares")."""
+        from .catalog.shares import Shares
+
+        return Shares(self)
+
+    @property
     def metadata(self) -> MetadataStore:
         """USER / SYSTEM properties and tags of this project's objects: a
         :class:`ushas_catalog.metadata.store.MetadataStore`."""
