@@ -24,7 +24,7 @@ from ..keyspace.layout import CATALOG_ID, CATALOG_RECORD, DATABASE, DATABASE_ID,
 from ..kv.base import Transaction
 from ..model.names import CatalogName, DatabaseName, TableName, new_catalog_name, split_name
 from ..model.objects import micros_to_datetime
-from ..records.share_pb2 import ShareObject, ShareRecord
+from ..records.share_pb2 import ShareRecord
 from ..records.store import RecordStore
 from .commits import Mutation
 from .resolver import Resolver
@@ -279,12 +279,12 @@ class Shares:
             before.CopyFrom(record)
             target = apply(tr, record, arg)
             if record == before:
-                return self._info(tr, sn, record)  # nothing changed: no new version, no event
+                return self._info(tr, sn, record, objects=True)  # nothing changed: no new version, no event
             record.version += 1
             record.updated_at_micros = now_micros()
             gs.store(self.layout, self.project).save(tr, (sn,), record)
             self._event(tr, sn, operation, Change.ALTERED, before, record, {"object": target})
-            return self._info(tr, sn, record)
+            return self._info(tr, sn, record, objects=True)
 
         return self.ms.run(fn)
 

@@ -26,7 +26,8 @@ from .context import Context
 COMMAND_MODULES: tuple[str, ...] = ("jarcmd", "spark_conf_cmds", "store_cmds", "metastore_cmds", "lineage_cmds",
                                     "meta_cmds", "changes_cmds", "app_cmds", "repair_cmds", "write_cmds",
                                     "pending_cmds", "check_cmds", "serve_cmds",
-                                    "function_cmds")
+                                    "function_cmds",
+                                    "share_cmds")
 
 DEFAULT_URI = "sqlite:///" + os.path.join(os.path.expanduser("~"), ".ushas", "ushas.db")
 

@@ -24,6 +24,7 @@ from typing import Any, Callable
 
 from ..errors import BridgeError, CallAbandoned, UshasError
 from ..kv import deadline
+from . import shares
 from .registry import REGISTRY
 
 #: an op handler: (opened metastore, request) -> JSON-able answer
@@ -88,7 +89,7 @@ def _answer(op: str, payload: str) -> str:
                 raise CallAbandoned(f"the caller stopped waiting: '{op}' was abandoned while the calls before "
                                     f"it on this store still ran")
             try:
-                answer = handler(opened.metastore, request)
+                answer = shares.handle(opened, op, handler, request)  # a share catalog: its read-only view
             finally:
                 opened.lock.release()
         return json.dumps(answer, default=str)

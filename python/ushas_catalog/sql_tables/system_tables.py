@@ -456,3 +456,7 @@ TABLES: dict[str, TableDef] = {t.name: t for t in (
              "reads and writes of each dataset per day, counted when runs are stored", _usage, "dataset (=, IN)"),
 )}
 
+
+from .share_table import SHARES  # noqa: E402 - shares between projects (catalog.shares)
+
+TABLES[SHARES.name] = SHARES

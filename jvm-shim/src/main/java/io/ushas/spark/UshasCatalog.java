@@ -276,6 +276,8 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces,
     @Override
     public Table loadTable(Identifier ident, java.util.Set<org.apache.spark.sql.connector.catalog.TableWritePrivilege> privileges) {
         Table t = loadTable(ident);
+        JsonNode refused = t instanceof UshasTable u ? u.answer().get("write_error") : null;  // a shared table
+        if (refused != null && !refused.isNull()) throw Errors.toSpark(refused, ident, null);
         return t instanceof UshasTable u ? u.forWrite() : t;
     }
 
