@@ -38,7 +38,7 @@ READS = frozenset({
     "load_function", "describe_function",
 })
 
-#: opened store -> Spark catalog name -> the view (None: a plain catalog of the project)
+#: opened metastore -> catalog name -> the view (None: a plain catalog of the project)
 _KNOWN: "weakref.WeakKeyDictionary[Any, dict[str, Any]]" = weakref.WeakKeyDictionary()
 
 
@@ -49,7 +49,7 @@ def handle(opened: Any, op: str, handler: Handler, request: dict[str, Any]) -> d
     catalog = ctx.get("catalog")
     if not isinstance(catalog, str) or not catalog:
         return handler(opened.metastore, request)
-    known = _KNOWN.setdefault(opened, {})
+    known = _KNOWN.setdefault(opened.metastore, {})
     for attempt in (1, 2):
         if catalog not in known:
             known[catalog] = _view_of(opened.metastore, catalog)
