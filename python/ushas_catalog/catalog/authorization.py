@@ -80,6 +80,8 @@ class Requirement:
     name: Any = None
     on_missing: str = USE
     creates: bool = False
+    #: the calls made inside are covered by this requirement (not checked again)
+    covers: bool = False
 
 
 @dataclass(frozen=True)
@@ -198,7 +200,8 @@ def guard_methods(cls: type) -> type:
 def _wrap(fn: Callable[..., Any], rule: Rule) -> Callable[..., Any]:
     @functools.wraps(fn)
     def guarded(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if not self.caller().authorization:
+        outer = required()
+        if not self.caller().authorization or (outer is not None and outer.covers):
             return fn(self, *args, **kwargs)
         req = rule.requirement(args, kwargs)
         with requiring(req):
@@ -279,13 +282,20 @@ def securable(tr: Transaction, resolver: Resolver, kind: str, value: Any) -> Sec
 def check(tr: Transaction, ms: Any, caller: Caller, req: Requirement | None) -> Securable | None:
     """Raise PermissionDenied unless ``caller`` may make the call ``req`` describes (None: an
     undeclared call under authorization, refused)."""
-    if req is not None and req.privilege == ANYONE:
-        return None
     if req is None:
         raise PermissionDenied(f"User {caller.user} may not make this call: it declares no privilege "
                                f"(authorization is on)", privilege="", object="", user=caller.user)
+    if req.privilege == ANYONE and req.on_missing == USE:
+        return None
+    if req.creates and _is_parent(req.name):  # CREATE ... IF NOT EXISTS of an existing object: USE on it
+        own = securable(tr, ms.resolver, req.kind, req.name[1])
+        if own.exists:
+            authorize(tr, ms.layout, ms.project, caller.user, USE, own)
+            return own
     target = securable(tr, ms.resolver, req.kind, req.name)
     wanted = req.privilege if target.exists or req.kind == PROJECT else req.on_missing
+    if wanted == ANYONE:
+        return target
     if not target.exists and req.kind != PROJECT:
         parent_kind = ("project", "catalog", "database")[len(target.ids) - 1] if len(target.ids) <= 3 else "database"
         shown = Securable(parent_kind, _ancestor_name(target, parent_kind, ms.project), target.ids)
@@ -298,6 +308,10 @@ def check(tr: Transaction, ms: Any, caller: Caller, req: Requirement | None) -> 
 def _ancestor_name(target: Securable, kind: str, project: str) -> str:
     parts = target.name.split(".")
     return {"project": project, "catalog": ".".join(parts[:1]), "database": ".".join(parts[:2])}[kind]
+
+
+def _is_parent(value: Any) -> bool:
+    return isinstance(value, tuple) and len(value) == 2 and value[0] == "parent"
 
 
 def _own_name(req: Requirement) -> Any:

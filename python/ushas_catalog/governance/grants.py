@@ -52,7 +52,8 @@ def grant(tr: Transaction, layout: Layout, project: str, target: Securable, priv
     if store.load(tr, pk) is not None:
         return None
     store.save(tr, pk, GrantRecord(object_kind=target.kind, object_name=target.name, granted_by=by,
-                                   granted_micros=_now()), new=True)
+                                   granted_micros=_now(), ancestor_ids=[i.bytes for i in target.ids[:-1]]),
+               new=True)
     policies.touch(tr, layout, project)
     return _event(Change.GRANTED, target.kind, target.name, target.ids[-1], "GRANT", by, privilege=privilege,
                   principal=pk[1])

@@ -58,7 +58,7 @@ def allowed(p: policies.Policy, holders: frozenset[str], wanted: str, target: Se
     have = effective(p, holders, target)
     if OWN in have or wanted in have:
         return True
-    return wanted == USE and bool(have)
+    return wanted == USE and (bool(have) or (target.exists and p.holds_inside(target.ids[-1], holders)))
 
 
 def denied_message(user: str, wanted: str, target: Securable) -> str:

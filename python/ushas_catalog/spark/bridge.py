@@ -24,6 +24,7 @@ from typing import Any, Callable
 
 from ..errors import BridgeError, CallAbandoned, UshasError
 from ..kv import deadline
+from .authorization import run_op
 from .registry import REGISTRY
 
 #: an op handler: (opened metastore, request) -> JSON-able answer
@@ -88,7 +89,7 @@ def _answer(op: str, payload: str) -> str:
                 raise CallAbandoned(f"the caller stopped waiting: '{op}' was abandoned while the calls before "
                                     f"it on this store still ran")
             try:
-                answer = handler(opened.metastore, request)
+                answer = run_op(handler, op, opened.metastore, request)  # as the request's caller
             finally:
                 opened.lock.release()
         return json.dumps(answer, default=str)
