@@ -261,6 +261,20 @@ class Forbidden(UshasError):
     token): HTTP 403."""
 
 
+class PermissionDenied(UshasError):
+    """Authorization is on and the caller lacks a privilege (docs/governance.md): Spark shows
+    ``[INSUFFICIENT_PERMISSIONS] User bob does not have SELECT on table …`` (SQLSTATE 42501, as
+    Databricks names it; Spark 4.3 has no permission error class), the REST API answers 403."""
+
+    spark_exception = ANALYSIS
+    #: the error class and SQLSTATE the shim raises it with (``Errors.java``)
+    error_class: ClassVar[str] = "INSUFFICIENT_PERMISSIONS"
+    sql_state: ClassVar[str] = "42501"
+
+    def answer(self) -> dict[str, Any]:
+        return {**super().answer(), "errorClass": self.error_class, "sqlState": self.sql_state}
+
+
 class Conflict(UshasError):
     """A transaction conflict that survived the retry loop, or a stale expected version."""
 

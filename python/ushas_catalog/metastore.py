@@ -31,6 +31,7 @@ import threading
 from typing import Any, Callable, Iterator
 
 from . import bulk
+from .catalog.authorization import guard_methods
 from .catalog.commits import Mutation
 from .catalog.core import CatalogCore
 from .catalog.partitions import PARTITION_BATCH
@@ -56,8 +57,8 @@ class Metastore(CatalogCore):
     """Catalog operations of one project. ``Metastore.open("sqlite:///tmp/u.db", project="acme")``."""
 
     def __init__(self, db: Database, project: str = "default", *, layout: Layout | None = None,
-                 user: str | None = None) -> None:
-        super().__init__(db, project, layout=layout, user=user)
+                 user: str | None = None, authorization: bool = False) -> None:
+        super().__init__(db, project, layout=layout, user=user, authorization=authorization)
         #: the project's ordered log of mutations (a commit-hook subscriber)
         self.change_feed = ChangeFeed(self)
         #: one create in this many (on average) runs :meth:`merge_index` after its commit (1:
@@ -177,3 +178,6 @@ class Metastore(CatalogCore):
             merger.join(timeout)
             return not merger.is_alive()
         return True
+
+
+guard_methods(Metastore)  # every public call checks the caller's privilege when authorization is on

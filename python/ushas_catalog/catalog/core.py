@@ -12,8 +12,9 @@ from .tables import TableOps
 from .views import ViewOps
 from .view_schema import ViewSchemaOps
 from .functions import FunctionOps
+from .access import AccessOps
 
 
 class CatalogCore(NamespaceOps, RestoreOps, StatisticsOps, TableOps, ViewOps, PartitionOps, ProjectOps,
-                  ViewSchemaOps, FunctionOps):
+                  ViewSchemaOps, FunctionOps, AccessOps):
     """Catalogs, databases, tables, views and partitions of one project, each call one transaction."""

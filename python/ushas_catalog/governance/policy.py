@@ -34,6 +34,7 @@ class Policy:
     members: dict[str, dict[str, MemberRecord]] = field(default_factory=dict)
     #: object id -> principal -> privilege -> record
     grants: dict[uuid.UUID, dict[str, dict[str, GrantRecord]]] = field(default_factory=dict)
+    _inside_cache: dict[str, dict[uuid.UUID, set[str]]] = field(default_factory=dict, compare=False, repr=False)
 
     def containers(self) -> dict[str, set[str]]:
         """member principal -> the containers it belongs to directly."""
@@ -54,6 +55,23 @@ class Policy:
                     seen.add(c)
                     todo.append(c)
         return frozenset(seen)
+
+    def inside(self) -> dict[uuid.UUID, set[str]]:
+        """object id -> the principals holding a privilege on something inside it."""
+        out: dict[uuid.UUID, set[str]] = {}
+        for on in self.grants.values():
+            for holder, privs in on.items():
+                for g in privs.values():
+                    for a in g.ancestor_ids:
+                        out.setdefault(uuid.UUID(bytes=a), set()).add(holder)
+        return out
+
+    def holds_inside(self, object_id: uuid.UUID, holders: frozenset[str]) -> bool:
+        """Whether ``holders`` hold a privilege on something inside ``object_id``."""
+        inside = self._inside_cache.get("v")
+        if inside is None:
+            inside = self._inside_cache["v"] = self.inside()
+        return bool(inside.get(object_id, set()) & holders)
 
     def privileges_on(self, object_id: uuid.UUID, holders: frozenset[str]) -> set[str]:
         """The privileges ``holders`` were granted directly on ``object_id``."""

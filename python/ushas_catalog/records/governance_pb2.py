@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n&ushas_catalog/records/governance.proto\x12\x0fushas.metastore\"I\n\nRoleRecord\x12\x0f\n\x07\x63omment\x18\x01 \x01(\t\x12\x12\n\ncreated_by\x18\x02 \x01(\t\x12\x16\n\x0e\x63reated_micros\x18\x03 \x01(\x03\"6\n\x0cMemberRecord\x12\x10\n\x08\x61\x64\x64\x65\x64_by\x18\x01 \x01(\t\x12\x14\n\x0c\x61\x64\x64\x65\x64_micros\x18\x02 \x01(\x03\"c\n\x0bGrantRecord\x12\x13\n\x0bobject_kind\x18\x01 \x01(\t\x12\x13\n\x0bobject_name\x18\x02 \x01(\t\x12\x12\n\ngranted_by\x18\x03 \x01(\t\x12\x16\n\x0egranted_micros\x18\x04 \x01(\x03\"-\n\x0b\x41\x63\x63\x65ssState\x12\r\n\x05token\x18\x01 \x01(\x0c\x12\x0f\n\x07\x63hanges\x18\x02 \x01(\x03\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n&ushas_catalog/records/governance.proto\x12\x0fushas.metastore\"I\n\nRoleRecord\x12\x0f\n\x07\x63omment\x18\x01 \x01(\t\x12\x12\n\ncreated_by\x18\x02 \x01(\t\x12\x16\n\x0e\x63reated_micros\x18\x03 \x01(\x03\"6\n\x0cMemberRecord\x12\x10\n\x08\x61\x64\x64\x65\x64_by\x18\x01 \x01(\t\x12\x14\n\x0c\x61\x64\x64\x65\x64_micros\x18\x02 \x01(\x03\"y\n\x0bGrantRecord\x12\x13\n\x0bobject_kind\x18\x01 \x01(\t\x12\x13\n\x0bobject_name\x18\x02 \x01(\t\x12\x12\n\ngranted_by\x18\x03 \x01(\t\x12\x16\n\x0egranted_micros\x18\x04 \x01(\x03\x12\x14\n\x0c\x61ncestor_ids\x18\x05 \x03(\x0c\"-\n\x0b\x41\x63\x63\x65ssState\x12\r\n\x05token\x18\x01 \x01(\x0c\x12\x0f\n\x07\x63hanges\x18\x02 \x01(\x03\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,7 +36,7 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_MEMBERRECORD']._serialized_start=134
   _globals['_MEMBERRECORD']._serialized_end=188
   _globals['_GRANTRECORD']._serialized_start=190
-  _globals['_GRANTRECORD']._serialized_end=289
-  _globals['_ACCESSSTATE']._serialized_start=291
-  _globals['_ACCESSSTATE']._serialized_end=336
+  _globals['_GRANTRECORD']._serialized_end=311
+  _globals['_ACCESSSTATE']._serialized_start=313
+  _globals['_ACCESSSTATE']._serialized_end=358
 # @@protoc_insertion_point(module_scope)

@@ -1,5 +1,7 @@
+from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable
 from typing import ClassVar as _ClassVar, Optional as _Optional
 
 DESCRIPTOR: _descriptor.FileDescriptor
@@ -23,16 +25,18 @@ class MemberRecord(_message.Message):
     def __init__(self, added_by: _Optional[str] = ..., added_micros: _Optional[int] = ...) -> None: ...
 
 class GrantRecord(_message.Message):
-    __slots__ = ("object_kind", "object_name", "granted_by", "granted_micros")
+    __slots__ = ("object_kind", "object_name", "granted_by", "granted_micros", "ancestor_ids")
     OBJECT_KIND_FIELD_NUMBER: _ClassVar[int]
     OBJECT_NAME_FIELD_NUMBER: _ClassVar[int]
     GRANTED_BY_FIELD_NUMBER: _ClassVar[int]
     GRANTED_MICROS_FIELD_NUMBER: _ClassVar[int]
+    ANCESTOR_IDS_FIELD_NUMBER: _ClassVar[int]
     object_kind: str
     object_name: str
     granted_by: str
     granted_micros: int
-    def __init__(self, object_kind: _Optional[str] = ..., object_name: _Optional[str] = ..., granted_by: _Optional[str] = ..., granted_micros: _Optional[int] = ...) -> None: ...
+    ancestor_ids: _containers.RepeatedScalarFieldContainer[bytes]
+    def __init__(self, object_kind: _Optional[str] = ..., object_name: _Optional[str] = ..., granted_by: _Optional[str] = ..., granted_micros: _Optional[int] = ..., ancestor_ids: _Optional[_Iterable[bytes]] = ...) -> None: ...
 
 class AccessState(_message.Message):
     __slots__ = ("token", "changes")

@@ -76,6 +76,7 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces,
         }
         hadoopConf = session.sessionState().newHadoopConf();
         context.put("warehouse", qualify(warehouse));
+        Identity.describe(context, options, session);  // user, authorization (docs/governance.md)
         bridgeOptions = Bridge.BridgeOptions.of(name, options::get, k -> session.conf().get(k, null));
         // partitions written by Spark's file writer are registered by the commit protocol
         String protocol = session.conf().get(COMMIT_PROTOCOL_CONF, DEFAULT_COMMIT_PROTOCOL);
