@@ -235,3 +235,22 @@ def test_the_cli(owner: Any, store_uri: str) -> None:
     assert ushas("acme.corp", "shares", "revoke", "s1", "project:beta").returncode == 0
     gone = ushas("beta", "shares", "tables", "partner")
     assert gone.returncode != 0 and "NoSuchShare" in gone.stderr
+
+
+def test_with_authorization_the_recipient_project_grants_decide(owner: Any, store_uri: str) -> None:
+    from ushas_catalog.errors import PermissionDenied
+
+    admin = Metastore.open(store_uri, project="beta", user="admin")
+    shared(owner, admin, f"{q(CAT)}.{q(DB)}.{q('or.ders')}")
+    bob = Metastore.open(store_uri, project="beta", user="bob", authorization=True)
+    with pytest.raises(PermissionDenied):
+        bob.shares.open("partner").get_table(("partner", DB, "or.ders"))
+    with pytest.raises(PermissionDenied):
+        bob.shares.mount("`acme.corp`.s1", "mine")  # mounting needs CREATE on the project
+    with pytest.raises(PermissionDenied):
+        Metastore.open(store_uri, project="acme.corp", user="eve", authorization=True).shares.grant("s1", "gamma")
+    for privilege in ("USE", "SELECT"):
+        admin.grant(privilege, "project", "user:bob")
+    assert bob.shares.open("partner").get_table(("partner", DB, "or.ders")).name == "or.ders"
+    admin.close()
+    bob.close()

@@ -193,12 +193,13 @@ def open_view(ms: Any, mount: str, ref: ShareRef) -> Any:
     """A read-only metastore (the class of ``ms``) over share ``ref`` mounted as catalog ``mount`` of
     ``ms``'s project."""
     view = type(ms)(ReadOnlyDatabase(ms.db, f"share {ref} (catalog {mount})"), ref.project, layout=ms.layout,
-                    user=ms.user)
+                    user=ms.user, authorization=getattr(ms, "authorization", False))
     view.resolver = ShareResolver(ms.layout, ref, ms.project, mount)
     view.big = None
     view.index_merge_at = 0
     view.share = ref
     view.recipient = ms.project
+    view.project = ms.project  # privileges (authorization on) are the recipient's: its project's grants
     return view
 
 

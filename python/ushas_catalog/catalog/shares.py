@@ -18,6 +18,7 @@ from typing import Any
 import fdb.tuple as fdbtuple
 
 from .. import records as rec
+from ..governance.privileges import CREATE, MANAGE, USE
 from ..errors import CatalogAlreadyExists, InvalidArgument, NoSuchCatalog, NoSuchShare, NoSuchTable
 from ..governance import shares as gs
 from ..keyspace.layout import CATALOG_ID, CATALOG_RECORD, DATABASE, DATABASE_ID, TABLE, Layout
@@ -26,6 +27,7 @@ from ..model.names import CatalogName, DatabaseName, TableName, new_catalog_name
 from ..model.objects import micros_to_datetime
 from ..records.share_pb2 import ShareRecord
 from ..records.store import RecordStore
+from .authorization import PROJECT, Requirement, requiring
 from .commits import Mutation
 from .resolver import Resolver
 from .share_view import mounted, open_view
@@ -98,7 +100,7 @@ class Shares:
             self._event(tr, sn, "CREATE SHARE", Change.CREATED, None, record, {"comment": comment})
             return self._info(tr, sn, record)
 
-        return self.ms.run(fn)
+        return self._run(MANAGE, fn)
 
     def add(self, name: str, obj: str) -> ShareInfo:
         """Add a table (``catalog.db.table``) or a whole database (``catalog.db``: its tables, also those
@@ -150,13 +152,13 @@ class Shares:
             self._event(tr, sn, "DROP SHARE", Change.DROPPED, record, None, {})
             return True
 
-        return bool(self.ms.run(fn))
+        return bool(self._run(MANAGE, fn))
 
     def list(self) -> list[ShareInfo]:
         def fn(tr: Transaction) -> list[ShareInfo]:
             return [self._info(tr, r.key[0], r.record) for r in gs.store(self.layout, self.project).scan(tr)]
 
-        return list(self.ms.run(fn))
+        return list(self._run(USE, fn))
 
     def show(self, name: str) -> ShareInfo:
         sn = gs.share_name(name)
@@ -164,7 +166,7 @@ class Shares:
         def fn(tr: Transaction) -> ShareInfo:
             return self._info(tr, sn, self._load(tr, sn), objects=True)
 
-        return self.ms.run(fn)
+        return self._run(USE, fn)
 
     def usage(self, name: str, limit: int = 100) -> list[dict[str, Any]]:
         """The reads of the share's tables recorded in the recipient projects' lineage (a recipient's
@@ -186,7 +188,7 @@ class Shares:
                                     "time": micros_to_datetime(int(when) * 1000).isoformat(), "access": access})
             return out
 
-        return list(self.ms.run(fn))
+        return list(self._run(USE, fn))
 
     # ---- recipient side ------------------------------------------------------------------------
     def mount(self, share: str, catalog: str) -> dict[str, Any]:
@@ -214,7 +216,7 @@ class Shares:
                                         detail={"share": str(ref)}))
             return {"catalog": cn.catalog, "share": str(ref), "id": str(cid)}
 
-        return dict(self.ms.run(fn))
+        return dict(self._run(CREATE, fn))
 
     def unmount(self, catalog: str) -> bool:
         cn = CatalogName.parse(catalog)
@@ -237,7 +239,7 @@ class Shares:
                                   change=Change.DROPPED, before=record)
             return True
 
-        return bool(self.ms.run(fn))
+        return bool(self._run(MANAGE, fn))
 
     def mounts(self) -> list[dict[str, Any]]:
         def fn(tr: Transaction) -> list[dict[str, Any]]:
@@ -248,22 +250,29 @@ class Shares:
                     out.append({"catalog": r.key[0], "share": str(ref) if ref else None})
             return out
 
-        return list(self.ms.run(fn))
+        return list(self._run(USE, fn))
 
     def mounted(self, catalog: str) -> gs.ShareRef | None:
         """The share catalog name ``catalog`` mounts (None: it is not a mount)."""
         cn = CatalogName.parse(catalog)
-        return self.ms.run(lambda tr: mounted(tr, self.layout, self.project, cn.catalog))
+        return self._run(USE, lambda tr: mounted(tr, self.layout, self.project, cn.catalog))
 
     def open(self, catalog: str) -> Any:
         """The read-only metastore of mount ``catalog``: its names are ``catalog.db.table``."""
         cn = CatalogName.parse(catalog)
-        ref = self.mounted(cn.catalog)
+        # which share the name mounts is no secret of the project: read unchecked (the view's reads are checked)
+        ref = self.ms.db.run(lambda tr: mounted(tr, self.layout, self.project, cn.catalog))
         if ref is None:
             raise NoSuchCatalog(f"catalog {cn} is not a share mount of project {self.project!r}", catalog=cn.catalog)
         return open_view(self.ms, cn.catalog, ref)
 
     # ---- internals -----------------------------------------------------------------------------
+    def _run(self, privilege: str, fn: Any) -> Any:
+        """``fn`` in one transaction of the project's metastore; under authorization the caller needs
+        ``privilege`` on the project (sharing, mounting: MANAGE / CREATE; listing: USE)."""
+        with requiring(Requirement(privilege, PROJECT)):
+            return self.ms.run(fn)
+
     def _load(self, tr: Transaction, sn: str) -> ShareRecord:
         record = gs.load(tr, self.layout, self.project, sn)
         if record is None:
@@ -286,7 +295,7 @@ class Shares:
             self._event(tr, sn, operation, Change.ALTERED, before, record, {"object": target})
             return self._info(tr, sn, record, objects=True)
 
-        return self.ms.run(fn)
+        return self._run(MANAGE, fn)
 
     def _object(self, tr: Transaction, text: str) -> tuple[str, Any]:
         """``catalog.db`` (a database) or ``catalog.db.table`` (a table, not a view) of this project."""

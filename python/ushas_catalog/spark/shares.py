@@ -70,7 +70,7 @@ def handle(opened: Any, op: str, handler: Handler, request: dict[str, Any]) -> d
 
 
 def _view_of(ms: Any, catalog: str) -> Any:
-    ref = ms.run(lambda tr: mounted(tr, ms.layout, ms.project, catalog.lower()))
+    ref = ms.db.run(lambda tr: mounted(tr, ms.layout, ms.project, catalog.lower()))  # unchecked: no secret
     return open_view(ms, catalog.lower(), ref) if ref is not None else None
 
 
