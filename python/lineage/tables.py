@@ -66,8 +66,12 @@ class MetastoreTableIds:
 
     def _shared_id(self, tr: Transaction, name: Any) -> uuid.UUID | None:
         """The owner's id of a table of a mounted share (None: not shared, or no longer)."""
-        try:
-            return self.metastore.shares.open(name.catalog).resolver.table(tr, name).id
+        from ushas_catalog.catalog.share_view import mounted, open_view
+
+        ms = self.metastore
+        try:  # in the caller's transaction: the mount, the share and the table, read once
+            ref = mounted(tr, ms.layout, ms.project, name.catalog)
+            return open_view(ms, name.catalog, ref).resolver.table(tr, name).id if ref is not None else None
         except NotFound:
             return None
 

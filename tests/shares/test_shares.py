@@ -232,6 +232,8 @@ def test_the_cli(owner: Any, store_uri: str) -> None:
     assert [(t["database"], t["table"]) for t in tables] == [(DB, "it's")]
     refused = ushas("gamma", "shares", "mount", "`acme.corp`.s1", "AS", "p")
     assert refused.returncode != 0 and "not shared with project 'gamma'" in refused.stderr
+    for project in ("acme.corp", "beta"):  # shares and mounts are what the integrity check expects
+        assert ushas(project, "check").returncode == 0, ushas(project, "check").stdout
     assert ushas("acme.corp", "shares", "revoke", "s1", "project:beta").returncode == 0
     gone = ushas("beta", "shares", "tables", "partner")
     assert gone.returncode != 0 and "NoSuchShare" in gone.stderr

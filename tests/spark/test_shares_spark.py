@@ -65,9 +65,15 @@ def test_a_share_is_read_in_spark_and_refuses_writes(spark: Any, db: str, spark_
     _refused(spark, f"CALL {mount}.system.refresh_table('{db}.secret')", "")
     assert spark.sql(f"SELECT count(*) FROM ushas.{db}.`or.ders`").collect()[0][0] == before
 
-    # revoke: the next query no longer sees the share
+    owned = spark.sql(f"SELECT role, object_kind, status, recipients FROM ushas.system.shares WHERE share = '{share}'")
+    assert [tuple(r) for r in owned.collect()] == [("owner", "table", "live", [project])]
+
+    # revoke: the next query no longer sees the share, nor a DataFrame planned before it
+    pending = spark.table(t).where("dt = 'a'")
     spark.sql(f"CALL ushas.system.revoke_share('{share}', 'project:{project}')")
     _refused(spark, f"SELECT * FROM {t}", "USHAS_NoSuchShare")
+    with pytest.raises(Exception, match="NoSuchShare"):
+        pending.collect()
     spark.sql(f"CALL ushas.system.drop_share('{share}')")
     changes = spark.sql("SELECT operation FROM ushas.system.changes WHERE kind = 'share' AND name = "
                         f"'{share}'").collect()
