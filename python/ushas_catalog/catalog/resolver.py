@@ -76,7 +76,8 @@ class Resolver:
             raise NoSuchCatalog(f"catalog {name} does not exist in project {self.project!r}", catalog=name.catalog)
         if entry.kind == rec.ObjectKind.SHARE:  # read through catalog.share_view (Spark, Metastore.shares.open)
             raise ShareCatalog(f"catalog {name} mounts a share of another project: read it through a Spark catalog "
-                               f"of that name or Metastore.shares.open({name.catalog!r})", catalog=name.catalog)
+                               f"of that name or Metastore.shares.open({name.catalog!r}); remove it with ushas shares unmount",
+                               catalog=name.catalog)
         cid = uuid.UUID(bytes=entry.id)
         path = self.catalogs.add(CATALOG_ID, cid)
         record = RecordStore.at(path.add(CATALOG_RECORD)).load(tr, ()) if load else None

@@ -11,6 +11,7 @@ filtered by the share, checked in every call's own transaction. :func:`handle` r
   anything is read or written;
 - a table answer carries ``write_error``: the shim refuses to load it for writing (INSERT, writeTo,
   insertInto) with that error, so no data file of a write is ever staged;
+- functions are not shared (``SHOW FUNCTIONS`` lists none, a call is ``NoSuchFunction``);
 - the reserved ``system`` namespace (system tables, procedures) is not read through a share: it would
   be the owner's; the recipient reads its own catalogs' system tables.
 
@@ -24,7 +25,7 @@ import weakref
 from typing import Any, Callable
 
 from ..catalog.share_view import mounted, open_view
-from ..errors import NoSuchCatalog, NoSuchNamespace, ShareCatalog, ShareReadOnly
+from ..errors import NoSuchCatalog, NoSuchFunction, NoSuchNamespace, ShareCatalog, ShareReadOnly
 from ..governance.shares import ShareRef
 from ..model.names import SYSTEM_DATABASE, quote
 
@@ -34,8 +35,7 @@ Handler = Callable[[Any, dict[str, Any]], dict[str, Any]]
 READS = frozenset({
     "list_namespaces", "namespace_exists", "load_namespace", "load_relation", "load_table", "relation_exists",
     "list_relations", "list_partitions", "partition_exists", "load_partition", "describe", "list_files",
-    "table_size", "rows_table", "rows_page", "list_procedures", "load_procedure", "list_functions",
-    "load_function", "describe_function",
+    "table_size", "rows_table", "rows_page", "list_procedures", "load_procedure",
 })
 
 #: opened metastore -> catalog name -> the view (None: a plain catalog of the project)
@@ -92,6 +92,11 @@ def _on_share(view: Any, op: str, handler: Handler, r: dict[str, Any]) -> dict[s
             return {"exists": False} if op == "namespace_exists" else _empty(op)
         raise NoSuchNamespace(f"{mount}.{SYSTEM_DATABASE}: system tables and procedures are not read through "
                               f"share {ref}; use those of your own catalogs", database=f"{mount}.{SYSTEM_DATABASE}")
+    if op in ("list_functions", "load_function", "describe_function"):  # functions are not shared
+        if op == "list_functions":
+            return _empty(op)
+        raise NoSuchFunction(f"function {'.'.join([mount, *namespace, str(r.get('name'))])} does not exist: "
+                             f"functions are not shared (share {ref})", function=str(r.get("name")))
     if op not in READS or op == "load_procedure":
         raise refused(ref, mount, op, r)
     answer = handler(view, r)
