@@ -11,7 +11,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from ushas_catalog.errors import (InvalidArgument, NoSuchCatalog, NoSuchNamespace, NoSuchShare, NoSuchTable,
+from ushas_catalog.errors import (CatalogAlreadyExists, InvalidArgument, NoSuchCatalog, NoSuchNamespace, NoSuchShare, NoSuchTable,
                                   ShareCatalog, ShareReadOnly)
 from ushas_catalog.metastore import Metastore
 from ushas_catalog.model.table_changes import SetProperty
@@ -118,6 +118,8 @@ def test_a_shared_table_renamed_dropped_and_undropped(owner: Any, recipient: Any
     assert view.list_tables(("partner", DB)) == []
     (obj,) = owner.shares.show("s1").objects
     assert obj.status == "dropped"
+    with pytest.raises(NoSuchTable):  # a dropped table cannot be added by name
+        owner.shares.add("s1", f"{q(CAT)}.{q(DB)}.{q('y.z')}")
     # a new table under the dropped one's name is NOT shared (a share holds ids, not names)
     owner.create_table((CAT, DB, "y.z"), "a int")
     with pytest.raises(NoSuchTable):
@@ -256,3 +258,19 @@ def test_with_authorization_the_recipient_project_grants_decide(owner: Any, stor
     assert bob.shares.open("partner").get_table(("partner", DB, "or.ders")).name == "or.ders"
     admin.close()
     bob.close()
+
+
+def test_a_mount_may_take_the_owners_catalog_name(owner: Any, recipient: Any) -> None:
+    owner.shares.create("s1")
+    owner.shares.add("s1", f"{q(CAT)}.{q(DB)}.{q('weird name')}")
+    owner.shares.grant("s1", "project:beta")
+    recipient.shares.mount("`acme.corp`.s1", q(CAT))  # the mount is named like the owner's catalog
+    view = recipient.shares.open(q(CAT))
+    assert [t.name for t in view.list_tables((CAT, DB))] == ["weird name"]
+    with pytest.raises(NoSuchTable):
+        view.get_table((CAT, DB, "or.ders"))  # the same name as the owner's: still only what is shared
+    with pytest.raises(CatalogAlreadyExists):
+        recipient.create_catalog(q(CAT))
+    recipient.shares.unmount(q(CAT))
+    recipient.create_catalog(q(CAT))  # the name is free again; the owner's share is untouched
+    assert owner.shares.show("s1").recipients == ["beta"]
