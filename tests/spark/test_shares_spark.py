@@ -59,8 +59,15 @@ def test_a_share_is_read_in_spark_and_refuses_writes(spark: Any, db: str, spark_
     before = spark.sql(f"SELECT count(*) FROM ushas.{db}.`or.ders`").collect()[0][0]
     message = _refused(spark, f"INSERT INTO {t} VALUES (3, 'c')")
     assert share in message and "or.ders" in message
-    with pytest.raises(AnalysisException, match="USHAS_ShareReadOnly"):
-        spark.createDataFrame([(4, "d")], "id INT, dt STRING").writeTo(t).append()
+    location = Path(spark.sql(f"DESCRIBE TABLE EXTENDED ushas.{db}.`or.ders`").where("col_name = 'Location'")
+                    .collect()[0].data_type.removeprefix("file:"))
+    files = sorted(p.relative_to(location) for p in location.rglob("*"))
+    rows = spark.createDataFrame([(4, "d")], "id INT, dt STRING")
+    for write in (lambda: rows.writeTo(t).append(), lambda: rows.write.insertInto(t),
+                  lambda: rows.write.mode("append").saveAsTable(t), lambda: rows.writeTo(t).overwritePartitions()):
+        with pytest.raises(AnalysisException, match="USHAS_ShareReadOnly"):
+            write()
+    assert sorted(p.relative_to(location) for p in location.rglob("*")) == files  # nothing staged
     for sql in (f"DROP TABLE {t}", f"ALTER TABLE {t} ADD COLUMNS (y INT)", f"CREATE TABLE {mount}.{db}.n (a INT)",
                 f"CREATE NAMESPACE {mount}.other", f"ALTER TABLE {t} ADD PARTITION (dt = 'z')",
                 f"CREATE TABLE {mount}.{db}.c AS SELECT 1 AS a"):
