@@ -456,3 +456,7 @@ TABLES: dict[str, TableDef] = {t.name: t for t in (
              "reads and writes of each dataset per day, counted when runs are stored", _usage, "dataset (=, IN)"),
 )}
 
+
+from .governance_tables import GOVERNANCE_TABLES  # noqa: E402 - grants, audit (docs/governance.md)
+
+TABLES.update(GOVERNANCE_TABLES)

@@ -276,6 +276,7 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces,
      *  instead of refusing a V1 relation; see {@link UshasTable#forWrite()}. */
     @Override
     public Table loadTable(Identifier ident, java.util.Set<org.apache.spark.sql.connector.catalog.TableWritePrivilege> privileges) {
+        if (Identity.checked(context)) call("check_write", request(ident), ident, null);
         Table t = loadTable(ident);
         return t instanceof UshasTable u ? u.forWrite() : t;
     }
