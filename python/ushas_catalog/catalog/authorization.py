@@ -178,11 +178,12 @@ RULES: dict[str, Rule] = {
     "undrop_function": _r(MANAGE, FUNCTION_KIND, parent=True),
     # the project
     "changes": _r(SELECT, PROJECT), "search": _r(USE, PROJECT), "stats": _r(OWN, PROJECT),
+    "list_catalogs": _r(ANYONE, PROJECT),  # names only
     "garbage": _r(MANAGE, PROJECT), "forget_garbage": _r(MANAGE, PROJECT), "drop_project": _r(OWN, PROJECT),
 }
 #: public methods that run no operation of their own (plumbing) or list only names
 UNGUARDED = frozenset({"close", "commit", "merge_index", "more_paths", "partition_record", "run", "open",
-                       "wait_for_index", "list_catalogs"})
+                       "wait_for_index"})
 
 _REQUIRED: contextvars.ContextVar[tuple[Requirement, ...]] = contextvars.ContextVar("ushas_required", default=())
 
