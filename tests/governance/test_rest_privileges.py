@@ -3,7 +3,7 @@ without one); a refusal is HTTP 403 with ``{"error": {"type": "PermissionDenied"
 nothing. A table-driven matrix over a live service on a free port."""
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Iterator
 
 import pytest
 
