@@ -43,6 +43,20 @@ ANYONE = ""
 OBJECT = "object"
 
 
+def object_name(value: Any) -> Any:
+    """The catalog / database / table part of a metadata target (a name, its parts, or a resolved
+    ``ObjectRef``): a column's object is its table."""
+    from ..model.names import split_name
+
+    if isinstance(value, str):
+        parts = split_name(value)
+    elif isinstance(value, (list, tuple)):
+        parts = list(value)
+    else:
+        return object_name(getattr(value, "name", ""))
+    return tuple(parts[:3]) if parts else None
+
+
 def object_kind(tr: Transaction, resolver: Resolver, value: Any) -> tuple[str, Any]:
     """(kind, name) of a grant's object: ``"project"`` (or None) is the project; ``"function:c.d.f"``
     a function; else a catalog, database or relation by its number of name parts (a relation that
@@ -101,6 +115,8 @@ class Rule:
             return Requirement(self.privilege, PROJECT, None, self.on_missing, self.creates)
         i, key = self.arg
         value = args[i] if len(args) > i else kwargs.get(key)
+        if self.kind == OBJECT:
+            value = object_name(value)
         if self.parent:
             value = ("parent", value)
         return Requirement(self.privilege, self.kind, value, self.on_missing, self.creates)
@@ -119,19 +135,19 @@ RULES: dict[str, Rule] = {
     "get_catalog": _r(USE, CATALOG), "catalog_exists": _r(USE, CATALOG),
     "alter_catalog": _r(MANAGE, CATALOG), "drop_catalog": _r(MANAGE, CATALOG),
     "undrop_catalog": _r(MANAGE, PROJECT), "purge_catalog": _r(MANAGE, PROJECT),
-    "list_dropped_catalogs": _r(MANAGE, PROJECT),
+    "list_dropped_catalogs": _r(USE, PROJECT),
     "list_databases": _r(USE, CATALOG, arg=(0, "catalog")),
     # databases
     "create_database": _r(CREATE, DATABASE, parent=True, creates=True),
     "get_database": _r(USE, DATABASE), "database_exists": _r(USE, DATABASE),
     "alter_database": _r(MANAGE, DATABASE), "drop_database": _r(MANAGE, DATABASE),
     "undrop_database": _r(MANAGE, DATABASE, parent=True), "purge_database": _r(MANAGE, DATABASE, parent=True),
-    "list_dropped_databases": _r(MANAGE, CATALOG, arg=(0, "catalog")),
+    "list_dropped_databases": _r(USE, CATALOG, arg=(0, "catalog")),
     "list_relations": _r(USE, DATABASE, arg=(0, "database")),
     "list_tables": _r(USE, DATABASE, arg=(0, "database")),
     "list_views": _r(USE, DATABASE, arg=(0, "database")),
     "list_functions": _r(USE, DATABASE, arg=(0, "database")),
-    "list_dropped_tables": _r(MANAGE, DATABASE, arg=(0, "database")),
+    "list_dropped_tables": _r(USE, DATABASE, arg=(0, "database")),
     "purge_functions": _r(MANAGE, DATABASE, arg=(0, "database")),
     # tables and views
     "create_table": _r(CREATE, RELATION, parent=True, creates=True),
@@ -162,11 +178,12 @@ RULES: dict[str, Rule] = {
     "undrop_function": _r(MANAGE, FUNCTION_KIND, parent=True),
     # the project
     "changes": _r(SELECT, PROJECT), "search": _r(USE, PROJECT), "stats": _r(OWN, PROJECT),
+    "list_catalogs": _r(ANYONE, PROJECT),  # names only
     "garbage": _r(MANAGE, PROJECT), "forget_garbage": _r(MANAGE, PROJECT), "drop_project": _r(OWN, PROJECT),
 }
 #: public methods that run no operation of their own (plumbing) or list only names
 UNGUARDED = frozenset({"close", "commit", "merge_index", "more_paths", "partition_record", "run", "open",
-                       "wait_for_index", "list_catalogs"})
+                       "wait_for_index"})
 
 _REQUIRED: contextvars.ContextVar[tuple[Requirement, ...]] = contextvars.ContextVar("ushas_required", default=())
 
@@ -187,9 +204,18 @@ def required() -> Requirement | None:
     return stack[-1] if stack else None
 
 
-def guard_methods(cls: type) -> type:
-    """Wrap the methods of ``cls`` :data:`RULES` names so each call pushes its requirement."""
-    for name, rule in RULES.items():
+#: USER metadata (``Metastore.metadata``: tags, properties, comments): what its methods need
+METADATA_RULES: dict[str, Rule] = {
+    "set": _r(MANAGE, OBJECT, arg=(0, "target")), "unset": _r(MANAGE, OBJECT, arg=(0, "target")),
+    "tag": _r(MANAGE, OBJECT, arg=(0, "target")), "untag": _r(MANAGE, OBJECT, arg=(0, "target")),
+    "get": _r(USE, OBJECT, arg=(0, "target")), "history": _r(USE, OBJECT, arg=(0, "target")),
+}
+
+
+def guard_methods(cls: type, rules: dict[str, Rule] | None = None) -> type:
+    """Wrap the methods of ``cls`` ``rules`` (default :data:`RULES`) names so each call pushes its
+    requirement (an instance without ``caller()`` answers for its metastore ``ms``)."""
+    for name, rule in (RULES if rules is None else rules).items():
         fn = getattr(cls, name, None)
         if fn is None or getattr(fn, "__guarded__", False):
             continue
@@ -201,7 +227,8 @@ def _wrap(fn: Callable[..., Any], rule: Rule) -> Callable[..., Any]:
     @functools.wraps(fn)
     def guarded(self: Any, *args: Any, **kwargs: Any) -> Any:
         outer = required()
-        if not self.caller().authorization or (outer is not None and outer.covers):
+        owner = self if hasattr(self, "caller") else self.ms
+        if not owner.caller().authorization or (outer is not None and outer.covers):
             return fn(self, *args, **kwargs)
         req = rule.requirement(args, kwargs)
         with requiring(req):
@@ -363,5 +390,5 @@ def audit_denied(ms: Any, error: PermissionDenied) -> None:
         pass
 
 
-__all__ = ["RULES", "UNGUARDED", "Requirement", "Rule", "after_create", "audit_denied", "check", "guard_methods",
+__all__ = ["METADATA_RULES", "RULES", "UNGUARDED", "Requirement", "Rule", "after_create", "audit_denied", "check", "guard_methods",
            "guarded_run", "required", "requiring", "securable"]

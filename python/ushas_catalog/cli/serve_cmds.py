@@ -42,6 +42,8 @@ def register_serve(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--namespace", action="append", default=[], metavar="NAMESPACE=CATALOG", dest="namespaces",
                    help="the receiver maps OpenLineage datasets of this namespace (e.g. the spark://host:10000 "
                         "of dbt-spark) to the tables of this catalog (repeatable)")
+    p.add_argument("--authorization", action="store_true",
+                   help="check every request's privileges as its token's user (docs/governance.md)")
     p.set_defaults(func=run_serve)
 
 
@@ -71,7 +73,7 @@ def run_serve(ctx: Context, args: argparse.Namespace) -> int:
         ctx.uri, ctx.project = args.serve_uri or ctx.uri, args.serve_project or ctx.project
     ctx.metastore  # fail now, with one line, when the store cannot be opened
     serve(ctx.uri, ctx.project, host=args.host, port=args.port, allowed_hosts=args.allowed_hosts,
-          namespaces=namespaces,
+          namespaces=namespaces, authorization=args.authorization,
           announce=lambda url: print(f"Ushas on {url}  (UI, API {url}api/v1/, OpenLineage receiver "
                                      f"{url}api/v1/lineage; store {ctx.uri}, project {ctx.project}; "
                                      "Ctrl-C stops it)", flush=True))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from . import changes, drops, metadata, restore, stats, tables  # noqa: F401 - each declares its procedures
+from . import grants  # noqa: F401 - grant, revoke, show_grants, roles (docs/governance.md)
 from . import shares  # noqa: F401 - shares between projects
 from .registry import PROCEDURES, Procedure
 

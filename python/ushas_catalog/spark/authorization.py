@@ -13,9 +13,9 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Callable, Iterator
 
-from ..catalog.authorization import (ANYONE, CATALOG, RELATION, Requirement, requiring)
+from ..catalog.authorization import ANYONE, CATALOG, PROJECT, RELATION, Requirement, requiring
 from ..governance.identity import Caller, calling
-from ..governance.privileges import CREATE, MANAGE, SELECT, USE
+from ..governance.privileges import CREATE, MANAGE, MODIFY, SELECT, USE
 from ..model.names import SYSTEM_DATABASE
 from .one_transaction import run_in_one_transaction
 
@@ -39,6 +39,10 @@ def _read(r: Request) -> Requirement:
     return Requirement(SELECT, RELATION, (r["ctx"]["catalog"], *(r.get("namespace") or ()), r["name"]))
 
 
+def _modify(r: Request) -> Requirement:
+    return Requirement(MODIFY, RELATION, (r["ctx"]["catalog"], *(r.get("namespace") or ()), r["name"]), covers=True)
+
+
 #: the system tables only administrators read: the policy and the audit log
 ADMIN_TABLES = frozenset({"grants", "audit"})
 
@@ -47,6 +51,8 @@ def _rows(r: Request) -> Requirement:
     namespace = list(r.get("namespace") or ())
     catalog = r["ctx"]["catalog"]
     if namespace == [SYSTEM_DATABASE]:
+        if r["name"] == "audit":  # the project's governance events: its administrators
+            return Requirement(MANAGE, PROJECT, covers=True)
         return Requirement(MANAGE if r["name"] in ADMIN_TABLES else SELECT, CATALOG, catalog)
     if len(namespace) == 2:  # a metadata table of namespace[0].namespace[1]
         return Requirement(SELECT, RELATION, (catalog, namespace[0], namespace[1]))
@@ -61,6 +67,12 @@ OP_RULES: dict[str, Callable[[Request], Requirement]] = {
     # initialize: anyone may open an existing catalog (what it shows is checked call by call); a missing
     # one is created by a caller with CREATE on the project
     "open": lambda r: Requirement(ANYONE, CATALOG, r["ctx"]["catalog"], on_missing=CREATE, covers=True),
+    # writes: MODIFY covers what they read and write (a writer need not hold SELECT); ending a write is
+    # anyone's (it only discards that write's files)
+    **{op: _modify for op in ("check_write", "commit_write", "commit_files", "truncate", "add_partitions",
+                              "drop_partitions", "replace_partition_metadata", "repair")},
+    "abort_write": lambda r: Requirement(ANYONE, CATALOG, covers=True),
+    "write_outcome": lambda r: Requirement(ANYONE, CATALOG, covers=True),
     "rows_table": _rows, "rows_page": _rows,
     "list_procedures": lambda r: Requirement(ANYONE, CATALOG), "load_procedure": lambda r: Requirement(ANYONE, CATALOG),
 }
@@ -83,9 +95,23 @@ def run_op(handler: Callable[[Any, Request], Any], op: str, ms: Any, request: Re
             return handler(ms, request)
         req = rule(request)
         with requiring(req):
-            if req.privilege == ANYONE and not req.covers:
+            if req.covers:  # every transaction of the op checks it, the op's own calls are not checked again
+                if req.privilege != ANYONE:
+                    ms.run(lambda tr: None)  # refused before anything runs
+                return handler(ms, request)
+            if req.privilege == ANYONE:
                 return handler(ms, request)
             return run_in_one_transaction(ms, lambda m: _checked(m, handler, request))
+
+
+def check_write(ms: Any, r: Request) -> dict[str, Any]:
+    """``loadTable(ident, writePrivileges)`` under authorization: MODIFY on the table, before Spark plans
+    the write (its :data:`OP_RULES` entry checks it)."""
+    return {}
+
+
+#: the ops of this module (``spark.ops.OPS`` includes them)
+OPS = {"check_write": check_write}
 
 
 def _checked(ms: Any, handler: Callable[[Any, Request], Any], request: Request) -> Any:

@@ -457,6 +457,10 @@ TABLES: dict[str, TableDef] = {t.name: t for t in (
 )}
 
 
+from .governance_tables import GOVERNANCE_TABLES  # noqa: E402 - grants, audit (docs/governance.md)
+
+TABLES.update(GOVERNANCE_TABLES)
+
 from .share_table import SHARES  # noqa: E402 - shares between projects (catalog.shares)
 
 TABLES[SHARES.name] = SHARES

@@ -20,6 +20,10 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 final class Identity {
     private Identity() {}
 
+    /** The context field saying whether the catalog's calls are checked (the catalog's own setting, not an
+     * answer of Python's). */
+    static final String AUTHORIZATION = "authorization";
+
     private static final Pattern CONNECT_TAG =
             Pattern.compile("^SparkConnect_OperationTag_User_(.*)_Session_[0-9a-fA-F-]{36}_Operation_.*$");
 
@@ -41,7 +45,12 @@ final class Identity {
         }
         context.put("user", user);
         context.put("user_source", source);
-        context.put("authorization", Boolean.parseBoolean(options.getOrDefault("authorization", "false").trim()));
+        context.put(AUTHORIZATION, Boolean.parseBoolean(options.getOrDefault("authorization", "false").trim()));
+    }
+
+    /** Whether a catalog with this request context has authorization on. */
+    static boolean checked(ObjectNode context) {
+        return context.path(AUTHORIZATION).asBoolean(false);
     }
 
     static String connectUser(SparkSession session) {

@@ -276,6 +276,7 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces,
      *  instead of refusing a V1 relation; see {@link UshasTable#forWrite()}. */
     @Override
     public Table loadTable(Identifier ident, java.util.Set<org.apache.spark.sql.connector.catalog.TableWritePrivilege> privileges) {
+        if (Identity.checked(context)) call("check_write", request(ident), ident, null);
         Table t = loadTable(ident);
         JsonNode refused = t instanceof UshasTable u ? u.answer().get("write_error") : null;  // a shared table
         if (refused != null && !refused.isNull()) throw Errors.toSpark(refused, ident, null);
