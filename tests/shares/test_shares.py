@@ -68,6 +68,10 @@ def test_a_shared_table_reads_and_nothing_else_is_reachable(owner: Any, recipien
             view.get_table(name)
     with pytest.raises(NoSuchCatalog):
         view.get_table((CAT, DB, "or.ders"))
+    assert view.list_catalogs() == []  # the owner's catalogs are not names of the share
+    for whole_project in (view.changes, view.search):
+        with pytest.raises(ShareReadOnly):
+            whole_project("x")
     assert not view.database_exists(("partner", "secret"))
     # the recipient's own objects of the same names are its own, untouched by the share
     recipient.create_catalog(q(CAT))

@@ -200,6 +200,12 @@ def open_view(ms: Any, mount: str, ref: ShareRef) -> Any:
     view.share = ref
     view.recipient = ms.project
     view.project = ms.project  # privileges (authorization on) are the recipient's: its project's grants
+
+    def whole_project(*args: Any, **kwargs: Any) -> Any:
+        raise ShareReadOnly(f"share {ref} (catalog {mount}) shows its tables only: the owner project's change "
+                            f"feed and search are not read through it", share=str(ref))
+
+    view.changes = view.search = whole_project  # the owner's whole feed and index: not the share's
     return view
 
 
