@@ -50,6 +50,8 @@ def test_a_share_is_read_in_spark_and_refuses_writes(spark: Any, db: str, spark_
     assert [r.namespace for r in spark.sql(f"SHOW NAMESPACES IN {mount}").collect()] == [db]
     assert spark.sql(f"SELECT * FROM {mount}.{db}.`or.ders`.history").count() >= 2  # metadata tables
     assert sorted(r.dt for r in spark.sql(f"SELECT dt FROM {mount}.{db}.`or.ders`.partitions").collect()) == ["a", "b"]
+    spark.sql(f"SELECT * FROM {mount}.{db}.`or.ders`.lineage").collect()  # the recipient's own lineage of it
+    _refused(spark, f"SELECT * FROM {mount}.{db}.`or.ders`.changes")  # the owner's feed is not shared
     described = {r.col_name: r.data_type for r in spark.sql(f"DESCRIBE TABLE EXTENDED {t}").collect()}
     assert described["id"] == "int" and described["Provider"] == "parquet"
     assert spark.sql(f"SHOW FUNCTIONS IN {mount}.{db}").where("function LIKE 'partner%'").count() == 0
