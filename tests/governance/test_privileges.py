@@ -39,7 +39,7 @@ def refused(fn: Callable[[], Any], privilege: str, shown: str) -> PermissionDeni
 def test_every_public_metastore_call_declares_its_privilege() -> None:
     public = {n for n, v in inspect.getmembers(Metastore) if not n.startswith("_") and callable(v)}
     access = {"grant", "revoke", "grants", "create_role", "drop_role", "grant_role", "revoke_role", "roles",
-              "principals_of", "caller"}  # check their own privileges (catalog.access)
+              "principals_of", "caller", "authorize"}  # check their own privileges (catalog.access)
     assert sorted(public - set(RULES) - UNGUARDED - access) == []
 
 

@@ -15,7 +15,7 @@ from ..governance import grants as g
 from ..governance import policy as policies
 from ..governance.privileges import MANAGE, OWN, USE, privilege as parse_privilege
 from ..kv.base import Transaction
-from .authorization import ANYONE, OBJECT, PROJECT, Requirement, requiring, securable
+from .authorization import ANYONE, OBJECT, PROJECT, Requirement, check, requiring, securable
 from .base import MetastoreBase
 
 
@@ -126,6 +126,14 @@ class AccessOps(MetastoreBase):
         who = user or self.caller().user
         req = Requirement(ANYONE, PROJECT) if who == self.caller().user else Requirement(MANAGE, PROJECT)
         return frozenset(self._access(req, lambda tr: principals(tr, self.layout, self.project, who)))
+
+    def authorize(self, tr: Transaction, privilege: str, kind: str, name: Any) -> None:
+        """In ``tr``: raise PermissionDenied unless the current caller holds ``privilege`` on the object
+        ``name`` of ``kind`` (``"project"``, ``"catalog"``, ``"database"``, ``"relation"``, ``"function"``,
+        or ``"object"``: by its number of name parts); nothing when the caller is not checked."""
+        caller = self.caller()
+        if caller.authorization:
+            check(tr, self, caller, Requirement(privilege, kind, name))
 
     @staticmethod
     def _require_exists(target: Any, on: Any) -> None:

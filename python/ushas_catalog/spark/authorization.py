@@ -43,6 +43,20 @@ def _modify(r: Request) -> Requirement:
     return Requirement(MODIFY, RELATION, (r["ctx"]["catalog"], *(r.get("namespace") or ()), r["name"]), covers=True)
 
 
+def _procedure(r: Request) -> Requirement | None:
+    """The procedures that work outside the metastore's checked calls: what they need, covering them."""
+    name = str(r.get("procedure") or "").lower()
+    if name in ("expire_changes", "purge"):
+        return Requirement(MANAGE, PROJECT, covers=True)
+    if name in ("repair_table", "analyze_table"):
+        from ..model.names import split_name
+
+        table = split_name(str((r.get("args") or {}).get("table") or ""))
+        if len(table) == 2:
+            return Requirement(MODIFY, RELATION, (r["ctx"]["catalog"], *table), covers=True)
+    return None
+
+
 #: the system tables only administrators read: the policy and the audit log
 ADMIN_TABLES = frozenset({"grants", "audit"})
 
@@ -60,7 +74,8 @@ def _rows(r: Request) -> Requirement:
 
 
 #: op -> the privilege it needs, for the ops that read records outside the metastore's methods
-OP_RULES: dict[str, Callable[[Request], Requirement]] = {
+OP_RULES: dict[str, Callable[[Request], Requirement | None]] = {
+    "call_procedure": _procedure,
     "load_relation": _relation, "load_table": _relation, "relation_exists": _relation,
     "list_files": _read, "table_size": _read,
     "list_partitions": _read, "partition_exists": _read, "load_partition": _read,
@@ -94,6 +109,8 @@ def run_op(handler: Callable[[Any, Request], Any], op: str, ms: Any, request: Re
         if caller is None or not caller.authorization or rule is None:
             return handler(ms, request)
         req = rule(request)
+        if req is None:
+            return handler(ms, request)
         with requiring(req):
             if req.covers:  # every transaction of the op checks it, the op's own calls are not checked again
                 if req.privilege != ANYONE:

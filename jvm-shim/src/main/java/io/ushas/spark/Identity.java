@@ -24,6 +24,9 @@ final class Identity {
      * answer of Python's). */
     static final String AUTHORIZATION = "authorization";
 
+    /** The context field of a configured user (the lineage listener's target catalog's {@code .user}). */
+    static final String USER = "user";
+
     private static final Pattern CONNECT_TAG =
             Pattern.compile("^SparkConnect_OperationTag_User_(.*)_Session_[0-9a-fA-F-]{36}_Operation_.*$");
 
@@ -46,6 +49,13 @@ final class Identity {
         context.put("user", user);
         context.put("user_source", source);
         context.put(AUTHORIZATION, Boolean.parseBoolean(options.getOrDefault("authorization", "false").trim()));
+    }
+
+    /** A lineage run's user: the lineage catalog's configured {@code .user} when the deployer set one (it
+     * replaces Spark's and a client's self-declared user, as for the catalog's calls). */
+    static void configured(ObjectNode action, ObjectNode listenerContext) {
+        String user = listenerContext == null ? null : Json.text(listenerContext, USER);
+        if (!blank(user)) action.put(USER, user);
     }
 
     /** Whether a catalog with this request context has authorization on. */
