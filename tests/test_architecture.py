@@ -21,6 +21,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("ushas_catalog.kv",),                                        # engines
     ("ushas_catalog.keyspace", "ushas_catalog.records.store"),    # the layout, typed record stores
     ("ushas_catalog.data",),                                      # the data path
+    ("ushas_catalog.governance",),                                # identity, roles, privileges, audit
     ("ushas_catalog.catalog",),                                   # the operations, resolver, commit hook
     ("ushas_catalog.metadata", "ushas_catalog.changes"),          # commit-hook subscribers
     ("ushas_catalog.metastore", "ushas_catalog.bulk",             # the facade, operations in chunks,

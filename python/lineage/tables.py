@@ -16,7 +16,7 @@ import time
 import uuid
 from typing import Any, Iterator, Mapping
 
-from ushas_catalog.errors import InvalidName, NotFound
+from ushas_catalog.errors import InvalidName, NotFound, ShareCatalog
 from ushas_catalog.kv.base import Transaction
 from ushas_catalog.keyspace.layout import CATALOG_ID, DATABASE, TABLE, TABLE_STORAGE
 
@@ -53,11 +53,25 @@ class MetastoreTableIds:
             return None
 
     def table_id(self, tr: Transaction, dataset: Dataset) -> uuid.UUID | None:
+        """The metastore table's id; a table read through a mounted share is the OWNER's table (its id)."""
         name = self._name(dataset)
         if name is None:
             return None
         try:
             return self.metastore.resolver.table(tr, name).id
+        except NotFound:
+            return None
+        except ShareCatalog:
+            return self._shared_id(tr, name)
+
+    def _shared_id(self, tr: Transaction, name: Any) -> uuid.UUID | None:
+        """The owner's id of a table of a mounted share (None: not shared, or no longer)."""
+        from ushas_catalog.catalog.share_view import mounted, open_view
+
+        ms = self.metastore
+        try:  # in the caller's transaction: the mount, the share and the table, read once
+            ref = mounted(tr, ms.layout, ms.project, name.catalog)
+            return open_view(ms, name.catalog, ref).resolver.table(tr, name).id if ref is not None else None
         except NotFound:
             return None
 
@@ -79,7 +93,7 @@ class MetastoreTableIds:
             return None
         try:
             t = self.metastore.resolver.table(tr, TableName.parse(tuple(state.name.split("."))))
-        except (NotFound, InvalidName):
+        except (NotFound, InvalidName, ShareCatalog):
             return None
         storage = RecordStore.at(t.path.add(TABLE_STORAGE)).load(tr, ())
         location = getattr(storage, "location", "") if storage is not None else ""
@@ -109,12 +123,14 @@ class MetastoreTableIds:
         if last_name:
             parts = last_name.split(".")
             if len(parts) == 3:
-                try:
-                    from ushas_catalog.model.names import DatabaseName
+                from ushas_catalog.model.names import DatabaseName, TableName
 
+                try:
                     db = ms.resolver.database(tr, DatabaseName.parse((parts[0], parts[1])), load=False)
                 except (NotFound, InvalidName):
                     db = None
+                except ShareCatalog:  # a mounted share's table: its name as the recipient reads it
+                    return TableState(last_name) if self._shared_id(tr, TableName.parse(tuple(parts))) == table_id else None
                 if db is not None:  # most often still its name: one point read before any scan
                     entry = ms.resolver.names(db.path.add(TABLE), "Table").load(tr, (parts[2],), snapshot=True)
                     if entry is not None and uuid.UUID(bytes=entry.id) == table_id:

@@ -295,7 +295,7 @@ class Inventory:
 _INVENTORIES: dict[int, Inventory] = {}
 _HEAD = {"catalog": "CatalogRecord", "database": "DatabaseRecord", "table": "TableReference", "view": "ViewRecord"}
 _KIND = {rec.ObjectKind.CATALOG: "catalog", rec.ObjectKind.DATABASE: "database", rec.ObjectKind.TABLE: "table",
-         rec.ObjectKind.VIEW: "view"}
+         rec.ObjectKind.VIEW: "view", rec.ObjectKind.SHARE: "catalog"}  # a mounted share: a catalog record
 
 
 def inventory(ms: "Metastore") -> Inventory:

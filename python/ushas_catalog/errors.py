@@ -261,6 +261,20 @@ class Forbidden(UshasError):
     token): HTTP 403."""
 
 
+class PermissionDenied(UshasError):
+    """Authorization is on and the caller lacks a privilege (docs/governance.md): Spark shows
+    ``[INSUFFICIENT_PERMISSIONS] User bob does not have SELECT on table …`` (SQLSTATE 42501, as
+    Databricks names it; Spark 4.3 has no permission error class), the REST API answers 403."""
+
+    spark_exception = ANALYSIS
+    #: the error class and SQLSTATE the shim raises it with (``Errors.java``)
+    error_class: ClassVar[str] = "INSUFFICIENT_PERMISSIONS"
+    sql_state: ClassVar[str] = "42501"
+
+    def answer(self) -> dict[str, Any]:
+        return {**super().answer(), "errorClass": self.error_class, "sqlState": self.sql_state}
+
+
 class Conflict(UshasError):
     """A transaction conflict that survived the retry loop, or a stale expected version."""
 
@@ -376,6 +390,21 @@ class HookAlreadyExists(AlreadyExists):
 class HookCursorExpired(CursorExpired):
     """A change hook's cursor is older than the change feed's retention: events it never delivered
     were trimmed. The hook is stopped until ``ushas hooks reset`` acknowledges the loss."""
+
+# --- shares between projects (governance.shares) ----------------------------------------
+class NoSuchShare(NotFound):
+    """A share that does not exist, or (seen from another project) is not shared with it: the two
+    read the same, so a project cannot learn which shares another one has."""
+
+
+class ShareReadOnly(InvalidArgument):
+    """A write, DDL or modifying procedure through a share: shares are read-only (SELECT only)."""
+
+
+class ShareCatalog(InvalidArgument):
+    """A catalog name that mounts a share, used where only the project's own catalogs work (the
+    Python API reads a share through ``Metastore.shares.open(name)``)."""
+
 
 def hierarchy() -> Iterator[type[UshasError]]:
     """Every error type of the hierarchy, :class:`UshasError` first."""

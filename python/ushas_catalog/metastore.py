@@ -32,6 +32,7 @@ from typing import Any, Callable, Iterator
 
 from . import bulk
 from .catalog import partition_tags
+from .catalog.authorization import guard_methods
 from .catalog.commits import Mutation
 from .catalog.core import CatalogCore
 from .catalog.partitions import PARTITION_BATCH
@@ -57,8 +58,8 @@ class Metastore(CatalogCore):
     """Catalog operations of one project. ``Metastore.open("sqlite:///tmp/u.db", project="acme")``."""
 
     def __init__(self, db: Database, project: str = "default", *, layout: Layout | None = None,
-                 user: str | None = None) -> None:
-        super().__init__(db, project, layout=layout, user=user)
+                 user: str | None = None, authorization: bool = False) -> None:
+        super().__init__(db, project, layout=layout, user=user, authorization=authorization)
         #: the project's ordered log of mutations (a commit-hook subscriber)
         self.change_feed = ChangeFeed(self)
         #: one create in this many (on average) runs :meth:`merge_index` after its commit (1:
@@ -104,6 +105,14 @@ class Metastore(CatalogCore):
     def _metadata_purge(self, tr: Transaction, path: KeySpacePath) -> None:
         """Before the keys of the object at ``path`` are cleared (purge, drop view)."""
         metadata_sync.on_purge(self, tr, path)
+
+    @property
+    def shares(self) -> Any:
+        """Shares with other projects and the shares this project mounts: a
+        :class:`ushas_catalog.catalog.shares.Shares` (docs/governance.md, "Shares")."""
+        from .catalog.shares import Shares
+
+        return Shares(self)
 
     @property
     def metadata(self) -> MetadataStore:
@@ -171,3 +180,6 @@ class Metastore(CatalogCore):
             merger.join(timeout)
             return not merger.is_alive()
         return True
+
+
+guard_methods(Metastore)  # every public call checks the caller's privilege when authorization is on

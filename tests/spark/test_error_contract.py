@@ -39,7 +39,10 @@ def test_every_error_type_reaches_spark_as_the_exception_it_names(spark: Any, ty
     thrown, condition, message = _thrown(spark, {"error": error.answer()}["error"])
     expected = errors.SPARK_EXCEPTION[type_]
     assert _is_a(spark, thrown, expected), (type_, thrown, expected)
-    if expected in (errors.ANALYSIS, errors.SYSTEM):  # the catalog's own error class, its message as it is
+    own = getattr(cls, "error_class", None)  # an error class of its own (PermissionDenied: INSUFFICIENT_PERMISSIONS)
+    if own is not None:
+        assert condition == own and message.startswith(f"[{own}] what went wrong"), message
+    elif expected in (errors.ANALYSIS, errors.SYSTEM):  # the catalog's own error class, its message as it is
         assert condition == f"USHAS_{type_}" and message.startswith(f"[USHAS_{type_}] what went wrong"), message
     else:  # Spark's own exception: Spark's error class
         assert condition not in ("null", "") and not condition.startswith("USHAS_"), (type_, condition)

@@ -60,7 +60,8 @@ PY_MODULES = ("spark/bridge", "spark/ops", "spark/one_transaction", "spark/reads
               "model/data_files", "data/write_fence", "errors", "model/partitions", "model/schema",
               "spark/procedures", "procedures/registry", "procedures/tables", "procedures/stats",
               "spark/view_sync", "spark/functions",
-              "spark/describe")
+              "spark/describe",
+              "spark/shares")
 #: fields the shim writes into JSON that is not a bridge request, each with where it goes
 NOT_REQUEST_FIELDS = {
     "entries": "RelationCache.stats(): the cache's own counters, shown by the shim",

@@ -7,7 +7,8 @@ import uuid
 from typing import Any, Callable, TypeVar
 
 from .. import records as rec
-from ..errors import InvalidArgument, OperationInProgress, TableAlreadyExists
+from ..errors import InvalidArgument, OperationInProgress, PermissionDenied, TableAlreadyExists
+from ..governance.identity import Caller, current as current_caller
 from ..keyspace.layout import DEFAULT_LAYOUT, Layout
 from ..keyspace.tree import KeySpacePath
 from ..kv import Database, Transaction, open_database
@@ -26,11 +27,14 @@ class MetastoreBase:
     """The state one metastore instance holds; the operation modules are mixins over it."""
 
     def __init__(self, db: Database, project: str = "default", *, layout: Layout | None = None,
-                 user: str | None = None) -> None:
+                 user: str | None = None, authorization: bool = False) -> None:
         self.db = db
         self.project = validate_project(project)
         self.layout = layout or DEFAULT_LAYOUT
-        self.user = user or default_user()
+        self._user = user or default_user()
+        #: whether this metastore's own calls are checked (docs/governance.md); a server says per call
+        #: who calls and whether it is checked (``governance.identity.calling``)
+        self.authorization = authorization
         self.project_path = self.layout.project(self.project)
         #: name -> id -> head record, for every module that resolves names
         self.resolver = Resolver(self.project_path, self.project)
@@ -42,13 +46,14 @@ class MetastoreBase:
 
     @classmethod
     def open(cls: type[T], uri: str, project: str = "default", *, root_prefix: bytes = b"",
-             user: str | None = None, create: bool = True) -> T:
+             user: str | None = None, create: bool = True, authorization: bool = False) -> T:
         """The metastore of ``project`` in the store at ``uri``. ``create=False`` (what every
         read-only caller passes: CLI reads, the UI) never creates a store: a missing one is
         ``StoreNotFound``. Opening never waits for another process's write; a store whose file
         is not writable opens read-only (its writes are ``StoreReadOnly``)."""
         layout = DEFAULT_LAYOUT if not root_prefix else Layout(prefix=root_prefix)
-        return cls(open_database(uri, create=create), project, layout=layout, user=user)  # type: ignore[call-arg]
+        return cls(open_database(uri, create=create), project, layout=layout, user=user,  # type: ignore[call-arg]
+                   authorization=authorization)
 
     @property
     def created(self) -> bool:
@@ -64,8 +69,37 @@ class MetastoreBase:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
+    @property
+    def user(self) -> str:
+        """Who calls: the current caller's user (recorded on commits), else the configured one."""
+        c = current_caller()
+        return c.user if c is not None else self._user
+
+    @user.setter
+    def user(self, value: str) -> None:
+        self._user = value
+
+    def caller(self) -> Caller:
+        """The current caller: set per call by a server (``governance.identity.calling``), else this
+        metastore's user and authorization setting."""
+        c = current_caller()
+        return c if c is not None else Caller(self._user, self.authorization)
+
     def run(self, fn: Callable[[Transaction], T]) -> T:
-        """``fn`` in one transaction (retried on conflicts), then the ``after_run`` subscribers."""
+        """``fn`` in one transaction (retried on conflicts), then the ``after_run`` subscribers. When the
+        caller's calls are checked, the transaction first checks the call's privilege
+        (:mod:`.authorization`)."""
+        if self.caller().authorization:
+            from .authorization import audit_denied, guarded_run
+
+            try:
+                return self._run(guarded_run(self, fn))
+            except PermissionDenied as e:
+                audit_denied(self, e)
+                raise
+        return self._run(fn)
+
+    def _run(self, fn: Callable[[Transaction], T]) -> T:
         try:
             result = self.db.run(fn)
         except OperationInProgress as e:  # a bulk operation whose process died is finished first

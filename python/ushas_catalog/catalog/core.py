@@ -12,10 +12,11 @@ from .tables import TableOps
 from .views import ViewOps
 from .view_schema import ViewSchemaOps
 from .functions import FunctionOps
+from .access import AccessOps
 from .partition_tags import PartitionTagOps
 
 
 class CatalogCore(NamespaceOps, RestoreOps, StatisticsOps, TableOps, ViewOps, PartitionOps, ProjectOps,
-                  ViewSchemaOps, FunctionOps,
+                  ViewSchemaOps, FunctionOps, AccessOps,
                   PartitionTagOps):
     """Catalogs, databases, tables, views and partitions of one project, each call one transaction."""

@@ -64,6 +64,8 @@ class NamespaceOps(DropOps):
         def fn(tr: Transaction) -> list[CatalogInfo]:
             out = []
             for r in self.resolver.names(self.resolver.catalogs, "Catalog").scan(tr):
+                if r.record.kind == rec.ObjectKind.SHARE:
+                    continue  # a mounted share (Metastore.shares.mounts()): not one of the project's catalogs
                 cid = uuid.UUID(bytes=r.record.id)
                 path = self.resolver.catalogs.add(CATALOG_ID, cid)
                 record = RecordStore.at(path.add(CATALOG_RECORD)).load(tr, ())

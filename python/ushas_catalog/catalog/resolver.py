@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import records as rec
-from ..errors import NoSuchCatalog, NoSuchNamespace, NoSuchTable, NoSuchView
+from ..errors import NoSuchCatalog, NoSuchNamespace, NoSuchTable, NoSuchView, ShareCatalog
 from ..keyspace.layout import Layout
 from ..keyspace.tree import KeySpacePath
 from ..kv.base import Transaction
@@ -74,6 +74,10 @@ class Resolver:
         entry = self.names(self.catalogs, "Catalog").load(tr, (name.catalog,))
         if entry is None:
             raise NoSuchCatalog(f"catalog {name} does not exist in project {self.project!r}", catalog=name.catalog)
+        if entry.kind == rec.ObjectKind.SHARE:  # read through catalog.share_view (Spark, Metastore.shares.open)
+            raise ShareCatalog(f"catalog {name} mounts a share of another project: read it through a Spark catalog "
+                               f"of that name or Metastore.shares.open({name.catalog!r}); remove it with ushas shares unmount",
+                               catalog=name.catalog)
         cid = uuid.UUID(bytes=entry.id)
         path = self.catalogs.add(CATALOG_ID, cid)
         record = RecordStore.at(path.add(CATALOG_RECORD)).load(tr, ()) if load else None

@@ -210,13 +210,15 @@ class ChangeFeed:
         self.append(tr, ev)
 
     def record_removal(self, tr: Transaction, *, kind: str, name: str, object_id: uuid.UUID, version: int,
-                       operation: str, change: int, before: Message | None = None, purged: bool = True) -> None:
+                       operation: str, change: int, before: Message | None = None, purged: bool = True,
+                       detail: dict[str, Any] | None = None, user: str | None = None) -> None:
         """An event for a removal that makes no commit (its keys are gone): drop with purge,
-        drop of a view, purge of a dropped object."""
+        drop of a view, purge of a dropped object; also governance events (grants, roles, denials)."""
         ev = rec.ChangeEvent(change=change, kind=kind, operation=operation, object_id=object_id.bytes, name=name,
-                             version=version, user=self.ms.user, committed_at_micros=time.time_ns() // 1000,
+                             version=version, user=self.ms.user if user is None else user,
+                             committed_at_micros=time.time_ns() // 1000,
                              purged=purged, before_json=_dump(_records(before)) if before is not None else "",
-                             after_json="", detail_json="{}")
+                             after_json="", detail_json=json.dumps(detail or {}, separators=(",", ":"), default=str))
         self.append(tr, ev)
 
     def append(self, tr: Transaction, event: rec.ChangeEvent) -> None:

@@ -26,7 +26,8 @@ from .context import Context
 COMMAND_MODULES: tuple[str, ...] = ("jarcmd", "spark_conf_cmds", "store_cmds", "metastore_cmds", "lineage_cmds",
                                     "meta_cmds", "changes_cmds", "app_cmds", "repair_cmds", "write_cmds",
                                     "pending_cmds", "check_cmds", "serve_cmds",
-                                    "function_cmds",
+                                    "function_cmds", "grant_cmds",
+                                    "share_cmds",
                                     "hooks_cmds",
                                     "partition_tag_cmds")
 
@@ -45,6 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--project", default=os.environ.get("USHAS_PROJECT", "default"),
                         help="tenant project (env USHAS_PROJECT, default 'default')")
     parser.add_argument("--json", action="store_true", help="machine-readable output on every read")
+    parser.add_argument("--user", default=os.environ.get("USHAS_USER") or None,
+                        help="call as this user, with authorization on (env USHAS_USER; docs/governance.md)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     for name in COMMAND_MODULES:
@@ -77,9 +80,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = route_pending(argv)
     args = parse_checked(parser, argv)  # bad bytes or numbers: one line, exit 2
     ctx = Context(uri=args.uri, project=args.project, json=bool(args.json or json_flag),
-                  create=bool(getattr(args, "creates_store", False)))
+                  create=bool(getattr(args, "creates_store", False)), user=args.user)
     try:
-        rc = args.func(ctx, args)
+        from .grant_cmds import command_scope
+
+        with command_scope(ctx, args):  # --user: the commands that read outside checked calls
+            rc = args.func(ctx, args)
         return int(rc or 0)
     except UshasError as exc:
         print(f"ushas: {exc.type}: {exc.message}", file=sys.stderr)

@@ -18,6 +18,8 @@ class Context:
     #: the command may create the store (``init``, ``demo``, ``import-hive``); every other
     #: command reads an existing store only and a missing one is ``store not found: PATH``
     create: bool = False
+    #: ``--user``: the CLI calls as this user, with authorization on (docs/governance.md)
+    user: str | None = None
     _metastore: Any = field(default=None, repr=False)
 
     @property
@@ -25,7 +27,8 @@ class Context:
         if self._metastore is None:
             from ..metastore import Metastore
 
-            self._metastore = Metastore.open(self.uri, project=self.project, create=self.create)
+            self._metastore = Metastore.open(self.uri, project=self.project, create=self.create, user=self.user,
+                                             authorization=self.user is not None)
             if self._metastore.created:
                 print(f"ushas: created a new store at {self.uri}", file=sys.stderr)
         return self._metastore

@@ -44,6 +44,8 @@ def register_serve(sub: argparse._SubParsersAction) -> None:
                         "of dbt-spark) to the tables of this catalog (repeatable)")
     p.add_argument("--no-hooks", dest="hooks", action="store_false",
                    help="do not run the change hooks' delivery worker in this process (ushas hooks run does)")
+    p.add_argument("--authorization", action="store_true",
+                   help="check every request's privileges as its token's user (docs/governance.md)")
     p.set_defaults(func=run_serve)
 
 
@@ -73,7 +75,7 @@ def run_serve(ctx: Context, args: argparse.Namespace) -> int:
         ctx.uri, ctx.project = args.serve_uri or ctx.uri, args.serve_project or ctx.project
     ctx.metastore  # fail now, with one line, when the store cannot be opened
     serve(ctx.uri, ctx.project, host=args.host, port=args.port, allowed_hosts=args.allowed_hosts,
-          namespaces=namespaces, hooks=args.hooks,
+          namespaces=namespaces, hooks=args.hooks, authorization=args.authorization,
           announce=lambda url: print(f"Ushas on {url}  (UI, API {url}api/v1/, OpenLineage receiver "
                                      f"{url}api/v1/lineage; store {ctx.uri}, project {ctx.project}; "
                                      "Ctrl-C stops it)", flush=True))

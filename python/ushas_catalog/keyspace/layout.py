@@ -46,10 +46,12 @@ from ..records.catalog_pb2 import CatalogRecord, DatabaseRecord
 from ..records.commit_pb2 import Commit, HistoryEntry
 from ..records.function_pb2 import FunctionRecord
 from ..records.hook_pb2 import HookDeadLetter, HookDefinition, HookDelivery, HookState
+from ..records.governance_pb2 import AccessState, GrantRecord, MemberRecord, RoleRecord
 from ..records.names_pb2 import DroppedObjectName, ObjectName
 from ..records.partition_pb2 import DataFileList, DataGarbage, Partition, PartitionChange, PartitionTagEntry
 from ..records.table_pb2 import TableProperties, TableReference, TableSchema, TableStorage
 from ..records.view_pb2 import ViewRecord
+from ..records.share_pb2 import ShareRecord
 from ..records.work_pb2 import PendingWork
 from ..records.write_pb2 import WriteOutcome
 
@@ -73,6 +75,10 @@ OBJECT_ID = Subspace("objectId")
 WRITE_ID = Subspace("writeId")
 OPERATION_ID = Subspace("operationId")
 TOKEN_ID = Subspace("tokenId")
+CONTAINER = Subspace("container")
+MEMBER = Subspace("member")
+PRINCIPAL = Subspace("principal")
+PRIVILEGE_NAME = Subspace("privilege")
 
 # catalogs, databases, views, tables
 CATALOG = Subspace("Catalog")
@@ -157,6 +163,15 @@ HOOK_DEFINITION = RecordSubspace("HookDefinition", HookDefinition, ("hookName",)
 HOOK_STATE = RecordSubspace("HookState", HookState, ("hookName",))
 HOOK_DELIVERY = RecordSubspace("HookDelivery", HookDelivery, ("hookName", "stamp"))
 HOOK_DEAD_LETTER = RecordSubspace("HookDeadLetter", HookDeadLetter, ("hookName", "stamp"))
+# shares between projects (governance.shares): the owner project's shares, by name
+SHARE = RecordSubspace("Share", ShareRecord, ("name",))
+
+# governance (ushas_catalog.governance): roles, members, privileges, one state record
+ACCESS = Subspace("Access")
+ROLE = RecordSubspace("Role", RoleRecord, ("name",))
+ROLE_MEMBER = RecordSubspace("RoleMember", MemberRecord, ("container", "member"))
+PRIVILEGE = RecordSubspace("Privilege", GrantRecord, ("objectId", "principal", "privilege"))
+ACCESS_STATE = RecordSubspace("AccessState", AccessState, ())
 
 
 # --- extension points: other subtrees of a project -----------------------------------
@@ -220,6 +235,18 @@ HOOK_CHILDREN: tuple[Directory, ...] = (
              doc="(versionstamp) -> HookDelivery, in feed order"),
     constant(HOOK_DEAD_LETTER, "Hx", typed(HOOK_NAME, KeyType.STRING, typed(STAMP, KeyType.BYTES)),
              doc="(versionstamp) -> HookDeadLetter"),
+)
+
+#: roles, their members and privilege grants of a project (``ushas_catalog.governance``); the whole
+#: subspace is small and read at once (one range read) when its state record changes
+ACCESS_CHILDREN: tuple[Directory, ...] = (
+    constant(ROLE, "Ar", typed(NAME, KeyType.STRING), doc="(name) -> RoleRecord"),
+    constant(ROLE_MEMBER, "Am", typed(CONTAINER, KeyType.STRING, typed(MEMBER, KeyType.STRING)),
+             doc="(role:R | group:G, member principal) -> MemberRecord"),
+    constant(PRIVILEGE, "Ap", typed(OBJECT_ID, KeyType.UUID, typed(PRINCIPAL, KeyType.STRING,
+                                                                       typed(PRIVILEGE_NAME, KeyType.STRING))),
+             doc="(objectId, principal, privilege) -> GrantRecord; objectId 0: the project"),
+    constant(ACCESS_STATE, "As", doc="-> AccessState: a new token on every grant, revoke, role change"),
 )
 
 
@@ -320,6 +347,9 @@ def build_tree() -> Directory:
                  doc="(tokenId) -> JSON: an API token of ushas serve (its secret hashed), ushas tokens"),
         constant(HOOK, "Hk", *HOOK_CHILDREN,
                  doc="change hooks (ushas hooks): definition, progress, deliveries, dead letters"),
+        constant(ACCESS, "A", *ACCESS_CHILDREN, doc="roles, members, privileges (ushas roles, ushas grant)"),
+        constant(SHARE, "Sh", typed(NAME, KeyType.STRING),
+                 doc="(name) -> ShareRecord: tables / databases this project shares read-only with other projects"),
         doc="one tenant; deleting it = one clear_range",
     )
 

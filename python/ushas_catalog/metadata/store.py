@@ -75,6 +75,7 @@ import uuid
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 
+from ..catalog.authorization import METADATA_RULES, guard_methods
 from ..errors import InvalidArgument, InvalidName, NoSuchTable
 from ..kv.base import Transaction
 from ..model.names import CatalogName, DatabaseName, TableName, quote, split_name
@@ -301,3 +302,6 @@ __all__ = ["COMMENT", "EMPTY_ELEMENT", "Entry", "F_FIELD", "F_KEY_VALUE", "F_TAG
            "field_terms", "fold", "index_value", "merge_due", "merge_pending", "micros_iso", "micros_now",
            "pack_element", "pending_rows", "pending_values", "schema_paths", "shown", "unpack_index_value",
            "validate_key", "validate_value", "versionstamped_key", "write_index"]
+
+
+guard_methods(MetadataStore, METADATA_RULES)  # checked when authorization is on (docs/governance.md)

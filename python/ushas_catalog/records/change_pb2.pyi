@@ -39,6 +39,10 @@ class ChangeEvent(_message.Message):
         PARTITIONS_ADDED: _ClassVar[ChangeEvent.Change]
         PARTITIONS_DROPPED: _ClassVar[ChangeEvent.Change]
         PARTITIONS_REPLACED: _ClassVar[ChangeEvent.Change]
+        GRANTED: _ClassVar[ChangeEvent.Change]
+        REVOKED: _ClassVar[ChangeEvent.Change]
+        ROLE_CHANGED: _ClassVar[ChangeEvent.Change]
+        ACCESS_DENIED: _ClassVar[ChangeEvent.Change]
     CHANGE_UNSPECIFIED: ChangeEvent.Change
     CREATED: ChangeEvent.Change
     ALTERED: ChangeEvent.Change
@@ -50,6 +54,10 @@ class ChangeEvent(_message.Message):
     PARTITIONS_ADDED: ChangeEvent.Change
     PARTITIONS_DROPPED: ChangeEvent.Change
     PARTITIONS_REPLACED: ChangeEvent.Change
+    GRANTED: ChangeEvent.Change
+    REVOKED: ChangeEvent.Change
+    ROLE_CHANGED: ChangeEvent.Change
+    ACCESS_DENIED: ChangeEvent.Change
     CHANGE_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     OPERATION_FIELD_NUMBER: _ClassVar[int]

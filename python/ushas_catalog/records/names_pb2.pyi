@@ -13,12 +13,14 @@ class ObjectKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     TABLE: _ClassVar[ObjectKind]
     VIEW: _ClassVar[ObjectKind]
     FUNCTION: _ClassVar[ObjectKind]
+    SHARE: _ClassVar[ObjectKind]
 OBJECT_KIND_UNSPECIFIED: ObjectKind
 CATALOG: ObjectKind
 DATABASE: ObjectKind
 TABLE: ObjectKind
 VIEW: ObjectKind
 FUNCTION: ObjectKind
+SHARE: ObjectKind
 
 class ObjectName(_message.Message):
     __slots__ = ("id", "kind", "created_at_micros")

@@ -57,7 +57,9 @@ class AccessControl:
     def token_access(self, token: str) -> str | None:
         """The access a token grants; the request's user becomes the token's name (its id when unnamed),
         which the service's writes record as their user (:func:`request_user`)."""
-        with self.stores.lock:
+        from ..catalog.authorization import ANYONE, PROJECT, Requirement, requiring
+
+        with self.stores.lock, requiring(Requirement(ANYONE, PROJECT, covers=True)):  # who calls: anyone may ask
             info = TokenStore(self.stores.metastore).identify(token)
         if info is None:
             return None

@@ -94,7 +94,8 @@ def error_response(error_type: str, message: str, status: int) -> Response:
 #: HTTP status of an error type (the most specific base class that is listed wins)
 STATUS: dict[str, int] = {"NotFound": 404, "AlreadyExists": 409, "Conflict": 409, "NamespaceNotEmpty": 409,
                           "StoreBusy": 503, "StoreUnavailable": 503, "LimitExceeded": 400,
-                          "InvalidArgument": 400, "Unauthorized": 401, "Forbidden": 403}
+                          "InvalidArgument": 400, "Unauthorized": 401, "Forbidden": 403,
+                          "PermissionDenied": 403}
 
 
 def status_of(exc: UshasError) -> int:

@@ -41,6 +41,9 @@ class OwnStores:
     uri: str
     project: str
     lock: threading.Lock = field(default_factory=threading.Lock)
+    #: ``ushas serve --authorization``: every request is checked as its token's user (``anonymous``
+    #: without a token), and anything else as ``anonymous`` (docs/governance.md)
+    authorization: bool = False
     _metastore: Any = None
     _lineage: Any = None
 
@@ -49,7 +52,9 @@ class OwnStores:
         if self._metastore is None:
             from ..metastore import Metastore
 
-            self._metastore = Metastore.open(self.uri, project=self.project, create=False)
+            self._metastore = Metastore.open(self.uri, project=self.project, create=False,
+                                             user=ANONYMOUS if self.authorization else None,
+                                             authorization=self.authorization)
         return self._metastore
 
     @property
@@ -113,6 +118,33 @@ def acting_as(stores: Any, user: str | None) -> Iterator[None]:
         ms.user = before
 
 
+#: who a request without a token is, under ``--authorization``
+ANONYMOUS = "anonymous"
+
+
+@contextmanager
+def checked_as(stores: Any, user: str | None, fn: Callable[..., Any]) -> Iterator[None]:
+    """Under ``--authorization``: the request's calls run as its user, checked; the lineage and runs
+    endpoints (which read the lineage store, not the metastore's checked calls) need SELECT on the
+    project, the OpenLineage receiver MODIFY, checked before they run."""
+    if not getattr(stores, "authorization", False):
+        yield
+        return
+    from ..catalog.authorization import PROJECT, Requirement, requiring
+    from ..governance.identity import Caller, calling
+    from ..governance.privileges import MODIFY, SELECT
+
+    module = getattr(fn, "__module__", "").rpartition(".")[2]
+    need = {"lineage_api": SELECT, "runs_api": SELECT, "receiver": MODIFY}.get(module)
+    with calling(Caller(user or ANONYMOUS, True)):
+        if need is None:
+            yield
+            return
+        with requiring(Requirement(need, PROJECT, covers=True)):
+            stores.metastore.run(lambda tr: None)
+            yield
+
+
 @dataclass
 class ServiceState:
     stores: Any  # a Stores
@@ -132,7 +164,8 @@ class ServiceState:
 
         def view(**kw: Any) -> Response:
             try:
-                with self.stores.lock, acting_as(self.stores, request_user()):
+                with self.stores.lock, acting_as(self.stores, request_user()), \
+                        checked_as(self.stores, request_user(), fn):
                     data = fn(**kw)
             except UshasError as exc:
                 return error_response(exc.type, self.redact(exc.message), status_of(exc))
@@ -143,4 +176,4 @@ class ServiceState:
         return view
 
 
-__all__ = ["LOG", "acting_as", "OwnStores", "ServiceState", "Stores", "redactor", "store_kind"]
+__all__ = ["ANONYMOUS", "LOG", "acting_as", "checked_as", "OwnStores", "ServiceState", "Stores", "redactor", "store_kind"]

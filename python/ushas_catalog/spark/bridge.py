@@ -24,6 +24,8 @@ from typing import Any, Callable
 
 from ..errors import BridgeError, CallAbandoned, UshasError
 from ..kv import deadline
+from . import shares
+from .authorization import run_op
 from .registry import REGISTRY
 
 #: an op handler: (opened metastore, request) -> JSON-able answer
@@ -88,7 +90,8 @@ def _answer(op: str, payload: str) -> str:
                 raise CallAbandoned(f"the caller stopped waiting: '{op}' was abandoned while the calls before "
                                     f"it on this store still ran")
             try:
-                answer = handler(opened.metastore, request)
+                answer = shares.handle(opened, op, lambda ms, r: run_op(handler, op, ms, r),  # a share catalog:
+                                       request)  # its read-only view; run as the request's caller
             finally:
                 opened.lock.release()
         return json.dumps(answer, default=str)

@@ -21,6 +21,7 @@ from .staged import OPS as STAGED_OPS
 from .like import like_request
 from .view_sync import OPS as VIEW_SYNC_OPS
 from .functions import OPS as FUNCTION_OPS
+from .authorization import OPS as AUTHORIZATION_OPS
 from ..sql_tables.ops import OPS as ROWS_OPS, is_system, list_system_tables
 from .lookups import absent_as_no_such_table
 from .describe import describe
@@ -653,4 +654,5 @@ OPS: dict[str, Callable[[Any, Request], Answer]] = {
     **VIEW_SYNC_OPS,  # WITH SCHEMA [TYPE] EVOLUTION views: Spark's new schema (spark.view_sync)
     **FUNCTION_OPS,  # FunctionCatalog and CREATE / DROP / DESCRIBE / SHOW FUNCTION(S) (spark.functions)
     **ROWS_OPS,  # metadata and system tables (ushas_catalog.sql_tables)
+    **AUTHORIZATION_OPS,  # check_write: MODIFY before a write is planned (docs/governance.md)
 }

@@ -458,3 +458,12 @@ TABLES: dict[str, TableDef] = {t.name: t for t in (
              "reads and writes of each dataset per day, counted when runs are stored", _usage, "dataset (=, IN)"),
 )}
 TABLES.update(partition_tag_tables.SYSTEM)  # partition_tag_stats
+
+
+from .governance_tables import GOVERNANCE_TABLES  # noqa: E402 - grants, audit (docs/governance.md)
+
+TABLES.update(GOVERNANCE_TABLES)
+
+from .share_table import SHARES  # noqa: E402 - shares between projects (catalog.shares)
+
+TABLES[SHARES.name] = SHARES

@@ -110,7 +110,7 @@ class Service:
     def __init__(self, uri: str, project: str, *, host: str = "127.0.0.1", port: int = 8765,
                  allowed_hosts: Sequence[str] = (), threads: int = THREADS,
                  channel_timeout: int = CHANNEL_TIMEOUT, namespaces: Mapping[str, str] | None = None,
-                 hooks: bool = True) -> None:
+                 hooks: bool = True, authorization: bool = False) -> None:
         from waitress.server import create_server
 
         from ..service.api import register_api
@@ -122,6 +122,7 @@ class Service:
             raise InvalidArgument(f"--allowed-host: {exc}") from None
         self.app = create_app(uri, project)
         stores = self.app.config["USHAS"]
+        stores.authorization = authorization  # docs/governance.md: requests checked as their token's user
         local = is_loopback(host)
         if not local:
             try:
@@ -235,11 +236,11 @@ def require_token_configured(stores: Any, host: str) -> None:
 
 def serve(uri: str, project: str, *, host: str = "127.0.0.1", port: int = 8765, allowed_hosts: Sequence[str] = (),
           announce: Callable[[str], None] | None = None, namespaces: Mapping[str, str] | None = None,
-          hooks: bool = True) -> None:
+          hooks: bool = True, authorization: bool = False) -> None:
     """Serve until interrupted. ``port`` 0 picks a free port; ``announce`` gets the URL."""
     _log_to_stderr()
     service = Service(uri, project, host=host, port=port, allowed_hosts=allowed_hosts, namespaces=namespaces,
-                      hooks=hooks)
+                      hooks=hooks, authorization=authorization)
     if announce is not None:
         announce(service.url)
     service.run()

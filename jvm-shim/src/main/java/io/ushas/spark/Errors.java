@@ -62,6 +62,7 @@ final class Errors {
         String message = Json.text(error, "message");
         String[] ns = namespace != null ? namespace : ident != null ? ident.namespace() : new String[0];
         String exception = exceptionOf(type);
+        if (Json.text(error, "errorClass") != null) return ownErrorClass(error, message);
         JsonNode spark = error.get("spark");
         if (spark != null && spark.isObject() && Json.text(spark, "errorClass") != null) {
             return exception.startsWith(PKG) ? withErrorClass(exception, spark) : withErrorClass(spark);
@@ -206,5 +207,15 @@ final class Errors {
         public boolean isInternalError() {
             return false;
         }
+    }
+
+    /** An error Python names its own error class and SQLSTATE for (a refused privilege:
+     * {@code [INSUFFICIENT_PERMISSIONS] ...}, 42501): an AnalysisException of that class. */
+    static RuntimeException ownErrorClass(JsonNode error, String message) {
+        String errorClass = Json.text(error, "errorClass");
+        String state = Json.text(error, "sqlState");
+        return sneak(new AnalysisException("[" + errorClass + "] " + message, Option.empty(), Option.empty(),
+                Option.empty(), Option.apply(errorClass), scala.collection.immutable.Map$.MODULE$.empty(),
+                new QueryContext[0], Option.apply(state != null ? state : USER_SQL_STATE), Option.empty()));
     }
 }

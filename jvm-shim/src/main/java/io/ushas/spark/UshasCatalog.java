@@ -76,6 +76,7 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces,
         }
         hadoopConf = session.sessionState().newHadoopConf();
         context.put("warehouse", qualify(warehouse));
+        Identity.describe(context, options, session);  // user, authorization (docs/governance.md)
         bridgeOptions = Bridge.BridgeOptions.of(name, options::get, k -> session.conf().get(k, null));
         // partitions written by Spark's file writer are registered by the commit protocol
         String protocol = session.conf().get(COMMIT_PROTOCOL_CONF, DEFAULT_COMMIT_PROTOCOL);
@@ -275,7 +276,10 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces,
      *  instead of refusing a V1 relation; see {@link UshasTable#forWrite()}. */
     @Override
     public Table loadTable(Identifier ident, java.util.Set<org.apache.spark.sql.connector.catalog.TableWritePrivilege> privileges) {
+        if (Identity.checked(context)) call("check_write", request(ident), ident, null);
         Table t = loadTable(ident);
+        JsonNode refused = t instanceof UshasTable u ? u.answer().get("write_error") : null;  // a shared table
+        if (refused != null && !refused.isNull()) throw Errors.toSpark(refused, ident, null);
         return t instanceof UshasTable u ? u.forWrite() : t;
     }
 

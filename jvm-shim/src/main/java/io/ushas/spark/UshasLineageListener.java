@@ -341,6 +341,7 @@ public final class UshasLineageListener extends SparkListener implements QueryEx
         action.put("application_name", sc.appName());
         action.put("user", sc.sparkUser());
         ClientSessions.describe(action, client, qe);
+        Identity.configured(action, t.ctx());  // the catalog's configured .user wins (docs/governance.md)
         action.set("catalogs", t.catalogs());
         ObjectNode msg = Json.object();
         msg.set("ctx", t.ctx());
@@ -409,6 +410,8 @@ public final class UshasLineageListener extends SparkListener implements QueryEx
         ObjectNode ctx = Json.object();
         ctx.put("uri", uri);
         ctx.put("project", project);
+        String user = all.get(prefix + ".user");
+        if (user != null && !user.isBlank()) ctx.put(Identity.USER, user);
         ObjectNode catalogs = Json.object();
         for (String n : ushas.keySet()) {
             String p = "spark.sql.catalog." + n;

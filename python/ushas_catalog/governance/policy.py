@@ -1,0 +1,139 @@
+"""A project's access policy (roles, members, grants) as one immutable in-memory snapshot.
+
+Everything lives in the project's ``Access`` subspace (``keyspace.layout.ACCESS_CHILDREN``), which is
+small. Its ``AccessState`` record gets a new random token on every change, so a process keeps the
+snapshot of the last token it read: checking a call costs one point read (the state record, which also
+puts the policy in the transaction's read set, so a concurrent grant or revoke conflicts with it) and,
+after a change, one range read of the subspace.
+"""
+from __future__ import annotations
+
+import threading
+import uuid
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+import fdb.tuple as fdbtuple
+
+from ..keyspace.layout import ACCESS, ACCESS_STATE, PRIVILEGE, ROLE, ROLE_MEMBER, Layout
+from ..kv.base import Transaction
+from ..records.governance_pb2 import AccessState, GrantRecord, MemberRecord, RoleRecord
+from ..records.store import RecordStore
+
+#: the object id grants on the whole project are kept under
+PROJECT_ID = uuid.UUID(int=0)
+
+
+@dataclass(frozen=True)
+class Policy:
+    """Roles, members and grants of one project at one state token (``b""``: nothing ever granted)."""
+
+    token: bytes = b""
+    roles: dict[str, RoleRecord] = field(default_factory=dict)
+    #: container principal (``role:R`` / ``group:G``) -> member principal -> record
+    members: dict[str, dict[str, MemberRecord]] = field(default_factory=dict)
+    #: object id -> principal -> privilege -> record
+    grants: dict[uuid.UUID, dict[str, dict[str, GrantRecord]]] = field(default_factory=dict)
+    _inside_cache: dict[str, dict[uuid.UUID, set[str]]] = field(default_factory=dict, compare=False, repr=False)
+
+    def containers(self) -> dict[str, set[str]]:
+        """member principal -> the containers it belongs to directly."""
+        out: dict[str, set[str]] = {}
+        for container, members in self.members.items():
+            for m in members:
+                out.setdefault(m, set()).add(container)
+        return out
+
+    def expand(self, start: frozenset[str]) -> frozenset[str]:
+        """``start`` and every role / group its principals belong to, directly or through nested roles."""
+        up = self.containers()
+        seen = set(start)
+        todo = list(start)
+        while todo:
+            for c in up.get(todo.pop(), ()):
+                if c not in seen:
+                    seen.add(c)
+                    todo.append(c)
+        return frozenset(seen)
+
+    def inside(self) -> dict[uuid.UUID, set[str]]:
+        """object id -> the principals holding a privilege on something inside it."""
+        out: dict[uuid.UUID, set[str]] = {}
+        for on in self.grants.values():
+            for holder, privs in on.items():
+                for g in privs.values():
+                    for a in g.ancestor_ids:
+                        out.setdefault(uuid.UUID(bytes=a), set()).add(holder)
+        return out
+
+    def holds_inside(self, object_id: uuid.UUID, holders: frozenset[str]) -> bool:
+        """Whether ``holders`` hold a privilege on something inside ``object_id``."""
+        inside = self._inside_cache.get("v")
+        if inside is None:
+            inside = self._inside_cache["v"] = self.inside()
+        return bool(inside.get(object_id, set()) & holders)
+
+    def privileges_on(self, object_id: uuid.UUID, holders: frozenset[str]) -> set[str]:
+        """The privileges ``holders`` were granted directly on ``object_id``."""
+        on = self.grants.get(object_id)
+        if not on:
+            return set()
+        out: set[str] = set()
+        for p in holders:
+            out.update(on.get(p, ()))
+        return out
+
+
+_CACHE: "OrderedDict[bytes, Policy]" = OrderedDict()
+_LOCK = threading.Lock()
+_CACHE_SIZE = 64
+EMPTY = Policy()
+
+
+def load(tr: Transaction, layout: Layout, project: str) -> Policy:
+    """The policy of ``project`` as ``tr`` sees it: one point read, plus one range read when the
+    snapshot this process holds is not the current one."""
+    base = layout.project(project).add(ACCESS)
+    st = RecordStore.of(base, ACCESS_STATE).load(tr, ())
+    if st is None:
+        return EMPTY
+    with _LOCK:
+        found = _CACHE.get(st.token)
+        if found is not None:
+            _CACHE.move_to_end(st.token)
+            return found
+    policy = read(tr, layout, project, st.token)
+    with _LOCK:
+        _CACHE[st.token] = policy
+        while len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return policy
+
+
+def read(tr: Transaction, layout: Layout, project: str, token: bytes) -> Policy:
+    """Every role, member and grant of ``project``: one range read of its ``Access`` subspace."""
+    base = layout.project(project).add(ACCESS)
+    stores = {s: RecordStore.of(base, s) for s in (ROLE, ROLE_MEMBER, PRIVILEGE)}
+    prefixes = [(st.prefix, name) for name, st in stores.items()]
+    roles: dict[str, RoleRecord] = {}
+    members: dict[str, dict[str, MemberRecord]] = {}
+    grants: dict[uuid.UUID, dict[str, dict[str, GrantRecord]]] = {}
+    for kv in tr.get_range(*base.range()):
+        for prefix, sub in prefixes:
+            if kv.key.startswith(prefix) and len(kv.key) > len(prefix):
+                pk = fdbtuple.unpack(kv.key[len(prefix):])
+                if sub is ROLE:
+                    roles[pk[0]] = RoleRecord.FromString(kv.value)
+                elif sub is ROLE_MEMBER:
+                    members.setdefault(pk[0], {})[pk[1]] = MemberRecord.FromString(kv.value)
+                else:
+                    grants.setdefault(pk[0], {}).setdefault(pk[1], {})[pk[2]] = GrantRecord.FromString(kv.value)
+                break
+    return Policy(token, roles, members, grants)
+
+
+def touch(tr: Transaction, layout: Layout, project: str) -> None:
+    """Record a change of the policy: a new state token (every process re-reads the policy once)."""
+    store = RecordStore.of(layout.project(project).add(ACCESS), ACCESS_STATE)
+    old = store.load(tr, ())
+    store.save(tr, (), AccessState(token=uuid.uuid4().bytes, changes=(old.changes if old else 0) + 1))

@@ -1,0 +1,74 @@
+"""Privileges, the objects they are granted on, and the check (:func:`allowed`, :func:`authorize`).
+
+Privileges: ``USE`` (see the object: load, list, describe), ``SELECT`` (read its data and metadata
+tables), ``MODIFY`` (write its data, partitions), ``CREATE`` (create objects inside it), ``MANAGE``
+(alter, drop, rename, grant on it), ``OWN`` (everything). A grant on a catalog or database applies to
+everything inside it (and one on the project to the whole project). Any privilege on an object or its
+ancestors lets the holder see it (USE).
+"""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from ..errors import PermissionDenied
+from ..keyspace.layout import Layout
+from ..kv.base import Transaction
+from . import policy as policies
+from .principals import of_policy
+
+USE, SELECT, MODIFY, CREATE, MANAGE, OWN = "USE", "SELECT", "MODIFY", "CREATE", "MANAGE", "OWN"
+PRIVILEGES = (USE, SELECT, MODIFY, CREATE, MANAGE, OWN)
+KINDS = ("project", "catalog", "database", "table", "view", "function")
+
+
+def privilege(text: str) -> str:
+    """``"select"`` -> ``"SELECT"``; raises ValueError on an unknown privilege."""
+    p = text.strip().upper()
+    if p not in PRIVILEGES:
+        raise ValueError(f"unknown privilege {text!r}: one of {', '.join(PRIVILEGES)}")
+    return p
+
+
+@dataclass(frozen=True)
+class Securable:
+    """An object privileges are granted on: its kind, name (for messages) and the ids of the project,
+    its catalog, its database and itself (``ids[-1]`` is the object; a missing object's chain stops
+    at the deepest existing ancestor and ``exists`` is False)."""
+
+    kind: str
+    name: str
+    ids: tuple[uuid.UUID, ...]
+    exists: bool = True
+
+    @staticmethod
+    def project(name: str) -> "Securable":
+        return Securable("project", name, (policies.PROJECT_ID,))
+
+
+def effective(p: policies.Policy, holders: frozenset[str], target: Securable) -> set[str]:
+    """The privileges ``holders`` have on ``target``: granted on it or any of its ancestors."""
+    out: set[str] = set()
+    for oid in target.ids:
+        out |= p.privileges_on(oid, holders)
+    return out
+
+
+def allowed(p: policies.Policy, holders: frozenset[str], wanted: str, target: Securable) -> bool:
+    have = effective(p, holders, target)
+    if OWN in have or wanted in have:
+        return True
+    return wanted == USE and (bool(have) or (target.exists and p.holds_inside(target.ids[-1], holders)))
+
+
+def denied_message(user: str, wanted: str, target: Securable) -> str:
+    return f"User {user} does not have {wanted} on {target.kind} {target.name}"
+
+
+def authorize(tr: Transaction, layout: Layout, project: str, user: str, wanted: str, target: Securable) -> None:
+    """Raise :class:`PermissionDenied` unless ``user`` (with its groups and roles) holds ``wanted`` on
+    ``target`` in ``project``, read in ``tr`` (one point read; one range read after a policy change)."""
+    p = policies.load(tr, layout, project)
+    if not allowed(p, of_policy(p, user), wanted, target):
+        raise PermissionDenied(denied_message(user, wanted, target), privilege=wanted, object=target.name,
+                               object_kind=target.kind, user=user)

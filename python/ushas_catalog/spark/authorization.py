@@ -1,0 +1,136 @@
+"""Who calls through the Spark bridge, and what the shim's reads outside the metastore's methods need.
+
+Every shim request carries its catalog instance's identity (``ctx.user``: the catalog's ``user``
+option, the Connect or Thrift session's user, else Spark's user; ``ctx.authorization``: the
+``authorization`` option), set by ``io.ushas.spark.Identity``. :func:`scope` makes the request's calls
+run as that caller. Most ops only call the metastore's methods, whose privileges are declared in
+:data:`ushas_catalog.catalog.authorization.RULES`; the ops in :data:`OP_RULES` read records directly
+(the bridge cache's lookups, the data files a scan reads, metadata and system tables, DESCRIBE): they
+run in one transaction that first checks the privilege their rule names.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Callable, Iterator
+
+from ..catalog.authorization import ANYONE, CATALOG, PROJECT, RELATION, Requirement, requiring
+from ..governance.identity import Caller, calling
+from ..governance.privileges import CREATE, MANAGE, MODIFY, SELECT, USE
+from ..model.names import SYSTEM_DATABASE
+from .one_transaction import run_in_one_transaction
+
+Request = dict[str, Any]
+
+
+def caller_of(request: Request) -> Caller | None:
+    """The caller a request names (None: the request carries no identity: the metastore's own)."""
+    ctx = request.get("ctx") or {}
+    user = ctx.get("user")
+    if not user:
+        return None
+    return Caller(str(user), bool(ctx.get("authorization")))
+
+
+def _relation(r: Request) -> Requirement:
+    return Requirement(USE, RELATION, (r["ctx"]["catalog"], *(r.get("namespace") or ()), r["name"]))
+
+
+def _read(r: Request) -> Requirement:
+    return Requirement(SELECT, RELATION, (r["ctx"]["catalog"], *(r.get("namespace") or ()), r["name"]))
+
+
+def _modify(r: Request) -> Requirement:
+    return Requirement(MODIFY, RELATION, (r["ctx"]["catalog"], *(r.get("namespace") or ()), r["name"]), covers=True)
+
+
+def _procedure(r: Request) -> Requirement | None:
+    """The procedures that work outside the metastore's checked calls: what they need, covering them."""
+    name = str(r.get("procedure") or "").lower()
+    if name in ("expire_changes", "purge"):
+        return Requirement(MANAGE, PROJECT, covers=True)
+    if name in ("repair_table", "analyze_table"):
+        from ..model.names import split_name
+
+        table = split_name(str((r.get("args") or {}).get("table") or ""))
+        if len(table) == 2:
+            return Requirement(MODIFY, RELATION, (r["ctx"]["catalog"], *table), covers=True)
+    return None
+
+
+#: the system tables only administrators read: the policy and the audit log
+ADMIN_TABLES = frozenset({"grants", "audit"})
+
+
+def _rows(r: Request) -> Requirement:
+    namespace = list(r.get("namespace") or ())
+    catalog = r["ctx"]["catalog"]
+    if namespace == [SYSTEM_DATABASE]:
+        if r["name"] == "audit":  # the project's governance events: its administrators
+            return Requirement(MANAGE, PROJECT, covers=True)
+        return Requirement(MANAGE if r["name"] in ADMIN_TABLES else SELECT, CATALOG, catalog)
+    if len(namespace) == 2:  # a metadata table of namespace[0].namespace[1]
+        return Requirement(SELECT, RELATION, (catalog, namespace[0], namespace[1]))
+    return Requirement(USE, CATALOG, catalog)
+
+
+#: op -> the privilege it needs, for the ops that read records outside the metastore's methods
+OP_RULES: dict[str, Callable[[Request], Requirement | None]] = {
+    "call_procedure": _procedure,
+    "load_relation": _relation, "load_table": _relation, "relation_exists": _relation,
+    "list_files": _read, "table_size": _read,
+    "list_partitions": _read, "partition_exists": _read, "load_partition": _read,
+    # initialize: anyone may open an existing catalog (what it shows is checked call by call); a missing
+    # one is created by a caller with CREATE on the project
+    "open": lambda r: Requirement(ANYONE, CATALOG, r["ctx"]["catalog"], on_missing=CREATE, covers=True),
+    # writes: MODIFY covers what they read and write (a writer need not hold SELECT); ending a write is
+    # anyone's (it only discards that write's files)
+    **{op: _modify for op in ("check_write", "commit_write", "commit_files", "truncate", "add_partitions",
+                              "drop_partitions", "replace_partition_metadata", "repair")},
+    "abort_write": lambda r: Requirement(ANYONE, CATALOG, covers=True),
+    "write_outcome": lambda r: Requirement(ANYONE, CATALOG, covers=True),
+    "rows_table": _rows, "rows_page": _rows,
+    "list_procedures": lambda r: Requirement(ANYONE, CATALOG), "load_procedure": lambda r: Requirement(ANYONE, CATALOG),
+}
+
+
+@contextlib.contextmanager
+def scope(request: Request) -> Iterator[None]:
+    """The request's calls run as its caller."""
+    with calling(caller_of(request)):
+        yield
+
+
+def run_op(handler: Callable[[Any, Request], Any], op: str, ms: Any, request: Request) -> Any:
+    """``handler(ms, request)`` as the request's caller; an op of :data:`OP_RULES` under authorization
+    runs in one transaction that checks its privilege first."""
+    caller = caller_of(request)
+    with calling(caller):
+        rule = OP_RULES.get(op)
+        if caller is None or not caller.authorization or rule is None:
+            return handler(ms, request)
+        req = rule(request)
+        if req is None:
+            return handler(ms, request)
+        with requiring(req):
+            if req.covers:  # every transaction of the op checks it, the op's own calls are not checked again
+                if req.privilege != ANYONE:
+                    ms.run(lambda tr: None)  # refused before anything runs
+                return handler(ms, request)
+            if req.privilege == ANYONE:
+                return handler(ms, request)
+            return run_in_one_transaction(ms, lambda m: _checked(m, handler, request))
+
+
+def check_write(ms: Any, r: Request) -> dict[str, Any]:
+    """``loadTable(ident, writePrivileges)`` under authorization: MODIFY on the table, before Spark plans
+    the write (its :data:`OP_RULES` entry checks it)."""
+    return {}
+
+
+#: the ops of this module (``spark.ops.OPS`` includes them)
+OPS = {"check_write": check_write}
+
+
+def _checked(ms: Any, handler: Callable[[Any, Request], Any], request: Request) -> Any:
+    ms.run(lambda tr: None)  # the check, in the op's transaction
+    return handler(ms, request)
