@@ -171,6 +171,10 @@ RULES: dict[str, Rule] = {
     "replace_partitions": _r(MODIFY, RELATION),
     "get_partition": _r(SELECT, RELATION), "list_partitions": _r(SELECT, RELATION),
     "list_partition_keys": _r(SELECT, RELATION), "scan_partitions": _r(SELECT, RELATION),
+    # partition tags (catalog.partition_tags): a tag change is a table commit, like a partition change
+    "set_partition_tags": _r(MODIFY, RELATION), "unset_partition_tags": _r(MODIFY, RELATION),
+    "partitions_by_tag": _r(SELECT, RELATION), "partition_tag_stats": _r(SELECT, RELATION),
+    "tag_entries": _r(SELECT, RELATION),
     # functions
     "create_function": _r(CREATE, FUNCTION_KIND, parent=True, creates=True),
     "get_function": _r(USE, FUNCTION_KIND), "function_exists": _r(USE, FUNCTION_KIND),
