@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -91,7 +92,13 @@ def test_jar_path(build: bool = True) -> Path:
 
 
 def _built(target: Path, build: bool, make: Callable[[], None]) -> Path:
-    if target.exists() or not build:
+    if target.exists():
+        try:
+            os.utime(target)  # in use: kept by prune_cache
+        except OSError:
+            pass  # a read-only cache still serves its jar
+        return target
+    if not build:
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with open(target.parent / ".build.lock", "w") as lock:
@@ -129,7 +136,22 @@ def _build(root: Path, sources: list[Path], target: Path, extra_classpath: Seque
         partial = target.with_suffix(".jar.part")
         shutil.copyfile(staged, partial)
         os.replace(partial, target)
-    family = "ushas-shim-tests-" if with_contract is False else "ushas-shim-"
-    for old in target.parent.glob(family + "*.jar"):
-        if old != target and (with_contract is False or not old.name.startswith("ushas-shim-tests-")):
-            old.unlink(missing_ok=True)
+    prune_cache(target)
+
+
+#: a cached jar unused for this long is deleted when another one is built
+STALE_AFTER_S = 7 * 24 * 3600
+
+
+def prune_cache(target: Path) -> None:
+    """Delete cached jars no session has used for :data:`STALE_AFTER_S`. Never the others: another
+    checkout or version of the package on this machine (a second virtualenv, a running Spark application,
+    a server started before an upgrade) may have one on its classpath, and a jar deleted or replaced under
+    a JVM that is opening it fails that JVM's next class load."""
+    now = time.time()
+    for old in target.parent.glob("ushas-shim-*.jar"):
+        try:
+            if old != target and now - old.stat().st_mtime > STALE_AFTER_S:
+                old.unlink(missing_ok=True)
+        except OSError:
+            continue  # pruned by a concurrent build
