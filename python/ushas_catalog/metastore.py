@@ -115,6 +115,14 @@ class Metastore(CatalogCore):
         return Shares(self)
 
     @property
+    def objects(self) -> Any:
+        """Versioned objects (volumes, models, files) and their user-defined subspaces: a
+        :class:`ushas_catalog.catalog.objects.Objects` (docs/objects.md)."""
+        from .catalog.objects import Objects
+
+        return Objects(self)
+
+    @property
     def metadata(self) -> MetadataStore:
         """USER / SYSTEM properties and tags of this project's objects: a
         :class:`ushas_catalog.metadata.store.MetadataStore`."""
