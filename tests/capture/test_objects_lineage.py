@@ -55,6 +55,8 @@ def test_a_spark_write_under_a_volume_is_the_volume(spark, spark_dirs: dict[str,
         run = store.get_run(rows[0].run_id)
         written_uris = [ref.dataset.uri for acc, ref in store.run_datasets(run.run_id) if acc is Access.WRITE]
         assert written_uris and written_uris[0].endswith(f"volume_{tag}/batch=1")  # the path stays on it
+        shown = spark.sql(f"SELECT name, kind FROM ushas.system.objects WHERE database = '{db}'").collect()
+        assert [tuple(r) for r in shown] == [("docs", "volume")]
     finally:
         store.close()
 

@@ -240,3 +240,55 @@ def test_cli_subspaces(sales: Metastore, store_uri: str, tmp_path: Path, capsys:
     assert "no field named" in capsys.readouterr().err
     assert _cli(store_uri, "objects", "delete", "main.sales.f", "daily", '["a", 2]') == 0
     assert _cli(store_uri, "objects", "get", "main.sales.f", "daily", '["a", 2]') == 1
+
+
+def test_system_tables(sales: Metastore) -> None:
+    from ushas_catalog.sql_tables.ops import rows_page
+
+    sales.create_database("main.other")
+    sales.objects.create("main.sales.docs", "volume", "/v", properties={"team": "ml"})
+    sales.objects.create(MODEL, "model", "/m")
+    sales.objects.create("main.other.x", "model", "/x")
+    for n in (1, 2):
+        sales.objects.add_version(MODEL, f"/m/{n}")
+    sales.objects.rollback(MODEL, 1)
+    ctx = {"uri": "unused", "catalog": "main", "spark_catalog": "main", "warehouse": "/w"}
+
+    def read(name: str, filters: list[dict[str, object]], columns: list[str]) -> list[list[object]]:
+        return rows_page(sales, {"ctx": ctx, "namespace": ["system"], "name": name, "filters": filters,
+                                 "page_size": 100, "columns": columns})["rows"]
+
+    assert read("objects", [{"op": "eq", "column": "database", "value": "sales"}],
+                ["full_name", "kind", "current_version", "properties"]) == [
+        ["main.sales.churn", "model", 3, {}], ["main.sales.docs", "volume", None, {"team": "ml"}]]
+    assert read("objects", [{"op": "in", "column": "kind", "values": ["model"]}], ["full_name"]) == [
+        ["main.other.x"], ["main.sales.churn"]]
+    assert read("object_versions", [{"op": "eq", "column": "object", "value": "churn"}],
+                ["version", "current", "location", "rolled_back_from", "dataset"]) == [
+        [1, False, "/m/1", None, "main.sales.churn@v1"], [2, False, "/m/2", None, "main.sales.churn@v2"],
+        [3, True, "/m/1", 1, "main.sales.churn@v3"]]
+
+
+def test_tags_search_and_the_change_feed(sales: Metastore) -> None:
+    sales.objects.create(MODEL, "model", "/m", comment="churn predictor", properties={"ushas.tag.gold": ""})
+    sales.objects.add_version(MODEL, "/m/1")
+    md = sales.metadata.tag(MODEL, ["pii"])
+    assert md.object.type.value == "OBJECT" and md.user.tags == ["gold", "pii"]
+    assert md.system.properties["object_kind"] == "model" and md.system.properties["current_version"] == "1"
+    sales.metadata.set(MODEL, {"team": "ml"})
+    sales.metadata.set(MODEL, {"comment": "the churn model"})  # the object's own comment
+    assert sales.objects.get(MODEL).comment == "the churn model"
+    assert [(h.type.value, h.name) for h in sales.search("pii").hits] == [("OBJECT", MODEL)]
+    assert [h.name for h in sales.search("team=ml", types=["object"]).hits] == [MODEL]
+    assert [h.name for h in sales.search("object_kind=model").hits] == [MODEL]
+    assert sales.search("pii", types=["table"]).hits == []
+    sales.objects.drop(MODEL)
+    assert sales.search("pii").hits == []
+    sales.objects.undrop(MODEL)
+    assert [h.name for h in sales.search("pii").hits] == [MODEL]
+    sales.objects.drop(MODEL)
+    sales.objects.purge("main.sales")
+    assert sales.search("pii").hits == []
+    events = [(c.kind, c.operation) for c in sales.changes()][-4:]
+    assert events == [("object", "DROP OBJECT"), ("object", "UNDROP OBJECT"), ("object", "DROP OBJECT"),
+                      ("object", "PURGE OBJECT")]

@@ -128,9 +128,10 @@ class Objects:
 
     def _commit(self, tr: Transaction, o: ResolvedObjectEntry, operation: str, new: ObjectRecord,
                 previous: ObjectRecord | None, **detail: object) -> None:
-        record_commit(tr, Mutation("object", str(o.name), o.path, operation,
-                                   (previous.version if previous else 0) + 1, new, previous_head=previous,
-                                   detail=dict(detail)), self.ms.user)
+        m = Mutation("object", str(o.name), o.path, operation, (previous.version if previous else 0) + 1, new,
+                     previous_head=previous, detail=dict(detail))
+        record_commit(tr, m, self.ms.user)
+        self.ms.hooks.committed(tr, m)  # metadata and search index, change feed
 
     # ---- create / alter / read -------------------------------------------------------------
     def create(self, name: NameLike, kind: str, location: str, *, properties: Mapping[str, str] | None = None,
@@ -237,7 +238,9 @@ class Objects:
                 if key not in new.properties:
                     raise InvalidArgument(f"object {on} has no property {key!r} to unset")
                 del new.properties[key]
-            if comment is not None:
+            if comment == "":
+                new.ClearField("comment")
+            elif comment is not None:
                 new.comment = comment
             if owner is not None:
                 new.owner = owner
@@ -414,8 +417,14 @@ class Objects:
                     continue
                 if name is not None and r.key[0] != name:
                     continue
+                path = base.add(OBJECT_ID, r.key[1])
+                head = RecordStore.of(path, OBJECT_RECORD).load(tr, ())
+                self.ms.hooks.purged(tr, path)  # its metadata and index entries go too
                 dropped.delete(tr, (r.key[0], r.key[1]))
-                tr.clear_range(*base.add(OBJECT_ID, r.key[1]).range())
+                tr.clear_range(*path.range())
+                self.ms.hooks.removed(tr, kind="object", name=f"{dn}.{r.key[0]}", object_id=r.key[1],
+                                      version=head.version if head is not None else 0, operation="PURGE OBJECT",
+                                      change=rec.ChangeEvent.PURGED)
                 out.append(r.key[0])
             return out
 
