@@ -53,7 +53,9 @@ def _output(ms: Any, output: Any) -> Dataset:
 
 def _inputs(ms: Any, inputs: Sequence[Any]) -> tuple[list[Dataset], list[ColumnNode]]:
     """The datasets read and the columns the output derives from: ``catalog.db.table.column``,
-    ``catalog.db.table`` (every column of a metastore table), a path, or :class:`ColumnNode`s."""
+    ``catalog.db.table`` (every column of a metastore table), a path, an object version
+    (``catalog.db.object@vN``, or the object: its current version; read whole, no column edges), or
+    :class:`ColumnNode`s."""
     datasets: list[Dataset] = []
     columns: list[ColumnNode] = []
     if isinstance(inputs, (str, bytes)) or not isinstance(inputs, Sequence):
@@ -69,6 +71,9 @@ def _inputs(ms: Any, inputs: Sequence[Any]) -> tuple[list[Dataset], list[ColumnN
             raise InvalidArgument(f"input {item!r}: a column name (catalog.db.table.column) or a table name")
         if looks_like_path(item):
             datasets.append(Dataset.path(item))
+            continue
+        if "@v" in item or (len(split_name(item)) == 3 and ms.objects.exists(item)):
+            datasets.append(_output(ms, item))  # an object version read whole (a model a scoring job loads)
             continue
         parts = split_name(item)
         if len(parts) == 3:

@@ -119,3 +119,18 @@ def test_cli_lineage_of_a_model_version(trained: dict[str, Any], capsys: pytest.
     assert main([*args, "downstream", "main.ml.customers.spend"]) == 0
     assert {d["name"] for d in json.loads(capsys.readouterr().out)["datasets"]} == {
         "main.ml.churn@v1", "main.ml.churn@v2"}
+
+
+def test_usage_counts_reads_and_writes_of_object_versions(trained: dict[str, Any]) -> None:
+    ms = trained["ms"]
+    from lineage.store import LineageStore
+    from lineage.tables import MetastoreTableIds
+
+    ms.create_table("main.ml.scores", "id INT, score DOUBLE")
+    lineage.record(inputs=["main.ml.churn@v1", "main.ml.customers.id"], output="main.ml.scores", metastore=ms,
+                   job="score")
+    store = LineageStore(ms.db, ms.project, layout=ms.layout, tables=MetastoreTableIds(ms))
+    assert [(u.reads, u.writes) for u in store.usage("main.ml.churn@v1")] == [(1, 1)]
+    assert [(u.reads, u.writes) for u in store.usage("main.ml.churn@v2")] == [(0, 1)]
+    q = LineageQueries(store)
+    assert [r.job for acc, r in q.runs("main.ml.churn@v1") if acc is Access.READ] == ["score"]

@@ -99,6 +99,10 @@ def test_objects_and_tables_do_not_share_a_name(sales: Metastore) -> None:
     with pytest.raises(TableAlreadyExists, match="versioned object"):
         sales.rename_table("main.sales.orders", "main.sales.docs")
     assert [t.name for t in sales.list_tables("main.sales")] == ["orders"]
+    sales.drop_table("main.sales.orders")
+    sales.objects.create("main.sales.orders", "file", "/o")
+    with pytest.raises(TableAlreadyExists, match="versioned object"):
+        sales.undrop_table("main.sales.orders")
 
 
 def test_drop_undrop_purge(sales: Metastore) -> None:
