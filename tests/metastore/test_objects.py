@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -296,3 +297,21 @@ def test_tags_search_and_the_change_feed(sales: Metastore) -> None:
     events = [(c.kind, c.operation) for c in sales.changes()][-4:]
     assert events == [("object", "DROP OBJECT"), ("object", "UNDROP OBJECT"), ("object", "DROP OBJECT"),
                       ("object", "PURGE OBJECT")]
+
+
+def test_ushas_check_knows_objects(sales: Metastore) -> None:
+    from ushas_catalog.check import run_checks
+    from ushas_catalog.records.store import RecordStore
+    from ushas_catalog.keyspace.layout import OBJECT_ID, OBJECT_RECORD
+
+    sales.objects.create(MODEL, "model", "/m", properties={"ushas.tag.gold": ""})
+    sales.objects.add_version(MODEL, "/m/1")
+    sales.metadata.tag(MODEL, ["pii"])
+    sales.objects.create("main.sales.gone", "file", "/g")
+    sales.objects.drop("main.sales.gone")
+    assert run_checks(sales).ok, run_checks(sales).findings
+    oid = uuid.UUID(sales.objects.get(MODEL).id)
+    db = sales.run(lambda tr: sales.resolver.database(tr, DatabaseName.parse("main.sales"), load=False))
+    path = db.path.add(OBJECT).add(OBJECT_ID, oid)
+    sales.db.run(lambda tr: RecordStore.of(path, OBJECT_RECORD).delete(tr, ()))  # a half-removed object
+    assert any("has no record" in f.problem and f.where == MODEL for f in run_checks(sales, ["names"]).findings)
