@@ -49,3 +49,34 @@ def test_objects_are_tagged_and_found_over_the_api(live: Live) -> None:
     found = live.get("/api/v1/search?q=handbook&kind=object").json
     assert [(x["type"], x["name"]) for x in found["hits"]] == [("OBJECT", "shop.sales.docs")]
     assert found["hits"][0]["owner"] == "test write" and found["facets"]["kind"] == {"object": 1}
+
+
+def test_subspace_records_over_the_api(live: Live) -> None:
+    import base64
+    import json
+    from urllib.parse import quote as q
+
+    from ushas_catalog.catalog.object_types import descriptor_set
+    from ushas_catalog.records.object_pb2 import ObjectVersion
+
+    h = {"Authorization": f"Bearer {live.write_token}"}  # type: ignore[attr-defined]
+    live.request("POST", D + "/objects", {"name": "runs", "kind": "model", "location": "/r"}, headers=h)
+    s = D + "/objects/runs/subspaces"
+    body = {"name": "versions", "descriptor_set": base64.b64encode(descriptor_set(ObjectVersion)).decode(),
+            "message_type": "ushas.metastore.ObjectVersion", "primary_key": ["version"]}
+    made = live.request("POST", s, body, headers=h)
+    assert made.status == 200 and made.json["primary_key"] == ["version"]
+    assert [t["name"] for t in live.get(s).json] == ["versions"]
+    for v in (3, 1, 2):
+        put = live.request("PUT", s + "/versions/records", {"record": {"version": v, "location": f"/r/{v}"}},
+                           headers=h)
+        assert put.json == {"key": [v]}
+    bad = live.request("PUT", s + "/versions/records", {"record": {"version": 4, "colour": "red"}}, headers=h)
+    assert bad.status == 400 and bad.json["error"]["type"] == "InvalidArgument"
+    rows = live.get(s + "/versions/records?from=" + q(json.dumps([2]))).json
+    assert [(r["key"], r["record"]["location"]) for r in rows] == [([2], "/r/2"), ([3], "/r/3")]
+    assert live.get(s + "/versions/record?key=1").json["record"]["location"] == "/r/1"
+    assert live.request("DELETE", s + "/versions/record?key=1", headers=h).json == {"deleted": [1]}
+    assert live.get(s + "/versions/record?key=1").status == 404
+    assert live.get(s + "/nope/records").json["error"]["type"] == "NoSuchObject"
+    assert live.request("POST", s, {**body, "descriptor_set": "!!"}, headers=h).status == 400

@@ -139,6 +139,8 @@ def _message_class(descriptors: bytes, message_type: str) -> type[Message]:
                               f"{', '.join(known) or 'none'})") from None
     except TypeError as e:  # a file whose imports are missing from the set
         raise InvalidArgument(f"the descriptor set is incomplete (compile it with --include_imports): {e}") from None
+    except Exception as e:  # noqa: BLE001 - protobuf refuses a malformed descriptor in several ways
+        raise InvalidArgument(f"the descriptor set is not valid: {' '.join(str(e).split())[:200]}") from None
     return message_factory.GetMessageClass(d)
 
 

@@ -1,13 +1,13 @@
 """Versioned objects (docs/objects.md): ``/api/v1/catalogs/{catalog}/databases/{database}/objects...``: list,
-create, read, drop, undrop, versions (add, read one, read as of a time, roll back) and history, through
-``Metastore.objects`` (the CLI's calls: same validation, same commits)."""
+create, read, drop, undrop, versions (add, read one, read as of a time, roll back), history, and the records
+of user-defined subspaces, through ``Metastore.objects`` (the CLI's calls: same validation, same commits)."""
 from __future__ import annotations
 
 from typing import Any
 
 from flask import Blueprint
 
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, NotFound
 from .catalog_api import D
 from .routing import body_object, int_arg, page_args, paged, str_arg
 from .state import ServiceState
@@ -116,5 +116,100 @@ def register(bp: Blueprint, state: ServiceState) -> None:
             raise InvalidArgument("the body needs version (an integer >= 1)")
         return objects().rollback((catalog, database, name), version).to_json()
 
+    register_subspaces(bp, state)
 
-__all__ = ["register"]
+
+
+
+def _json_arg(name: str) -> Any:
+    import json
+
+    text = str_arg(name)
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise InvalidArgument(f"{name} must be JSON (a key value, or a list of them), not {text[:40]!r}") from None
+
+
+def register_subspaces(bp: Blueprint, state: ServiceState) -> None:
+    """User-defined subspaces of an object: types, and records by primary key."""
+    import base64
+    import binascii
+
+    ep = state.endpoint
+    sub = OBJ + "/subspaces/<seg:subspace>"
+
+    def objects() -> Any:
+        return state.metastore.objects
+
+    @bp.get(OBJ + "/subspaces")
+    @ep
+    def list_subspaces(catalog: str, database: str, name: str) -> Any:
+        return [t.to_json() for t in objects().types((catalog, database, name))]
+
+    @bp.post(OBJ + "/subspaces")
+    @ep
+    def register_subspace(catalog: str, database: str, name: str) -> Any:
+        body = body_object()
+        subspace = _str(body, "name", required=True)
+        encoded = _str(body, "descriptor_set", required=True) or ""
+        try:
+            descriptors = base64.b64decode(encoded, validate=True)
+        except (binascii.Error, ValueError):
+            raise InvalidArgument("descriptor_set must be a base64 serialized FileDescriptorSet") from None
+        key = body.get("primary_key")
+        if not isinstance(key, list) or not key or not all(isinstance(k, str) for k in key):
+            raise InvalidArgument("primary_key must be a non-empty list of field names")
+        return objects().register_type((catalog, database, name), subspace, descriptors,
+                                       message_type=_str(body, "message_type"), primary_key=key).to_json()
+
+    @bp.get(sub + "/records")
+    @ep
+    def scan_records(catalog: str, database: str, name: str, subspace: str) -> Any:
+        limit = int_arg("limit", 100, 1, 10_000)
+        reverse = (str_arg("reverse") or "false").lower()
+        if reverse not in ("true", "false"):
+            raise InvalidArgument("reverse must be true or false")
+        rows = objects().scan((catalog, database, name), subspace, _json_arg("from"), _json_arg("to"), limit=limit,
+                              reverse=reverse == "true")
+        return [{"key": list(k), "record": r} for k, r in rows]
+
+    @bp.put(sub + "/records")
+    @ep
+    def put_record(catalog: str, database: str, name: str, subspace: str) -> Any:
+        record = body_object().get("record")
+        if not isinstance(record, dict):
+            raise InvalidArgument("the body needs record: an object of the message's fields")
+        return {"key": list(objects().put((catalog, database, name), subspace, record))}
+
+    @bp.get(sub + "/record")
+    @ep
+    def get_record(catalog: str, database: str, name: str, subspace: str) -> Any:
+        key = _json_arg("key")
+        if key is None:
+            raise InvalidArgument("key is required (JSON: a value, or a list of them)")
+        found = objects().read((catalog, database, name), subspace, key)
+        if found is None:
+            raise NotFound(f"no {subspace} record with key {json_text(key)}")
+        return {"key": key if isinstance(key, list) else [key], "record": found}
+
+    @bp.delete(sub + "/record")
+    @ep
+    def delete_record(catalog: str, database: str, name: str, subspace: str) -> Any:
+        key = _json_arg("key")
+        if key is None:
+            raise InvalidArgument("key is required (JSON: a value, or a list of them)")
+        if not objects().delete((catalog, database, name), subspace, key):
+            raise NotFound(f"no {subspace} record with key {json_text(key)}")
+        return {"deleted": key if isinstance(key, list) else [key]}
+
+
+def json_text(value: Any) -> str:
+    import json
+
+    return json.dumps(value, ensure_ascii=False)[:200]
+
+
+__all__ = ["register", "register_subspaces"]

@@ -74,6 +74,9 @@ DATABASE = path_param("database", "database name (percent-encoded)", "sales")
 TABLE = path_param("table", "table name (percent-encoded)", "raw")
 VIEW = path_param("view", "view name (percent-encoded)", "fr")
 OBJ = path_param("name", "versioned object name (percent-encoded)", "churn")
+SUBSPACE = path_param("subspace", "a user-defined subspace of the object", "daily")
+KEY_Q = query("key", "the primary key as JSON: a value, or a list of them", {"type": "string", "minLength": 1},
+              required=True, example='["c42", 3]')
 OBJECT_PARAMS = [query("catalog", "the catalog (alone: the catalog itself)", {"type": "string", "minLength": 1},
                        required=True, example="shop"),
                  query("database", "the database (with catalog)", example="sales"),
@@ -223,6 +226,16 @@ def schemas() -> dict[str, Any]:
                             {"properties": STRMAP, "comment": STR}),
         "ObjectVersionCreate": obj({}, {"location": {"type": "string", "minLength": 1}, "properties": STRMAP,
                                         "comment": STR}),
+        "Subspace": obj({"name": STR, "message_type": STR, "primary_key": arr(STR), "fields": arr(STR)}),
+        "SubspaceCreate": obj({"name": {"type": "string", "minLength": 1},
+                               "descriptor_set": {"type": "string", "minLength": 1,
+                                                  "description": "a serialized FileDescriptorSet, base64"},
+                               "primary_key": {"type": "array", "items": STR, "minItems": 1}},
+                              {"message_type": STR}),
+        "SubspaceRecord": obj({"key": arr({}), "record": ANYOBJ}),
+        "SubspaceRecordBody": obj({"record": ANYOBJ}),
+        "SubspaceKey": obj({"key": arr({})}),
+        "SubspaceDeleted": obj({"deleted": arr({})}),
         "RollbackBody": obj({"version": {"type": "integer", "minimum": 1}}),
         "Dropped": obj({"dropped": STR}),
         "LineageAccepted": obj({"run_id": STR, "event_type": STR, "stored": BOOL, "datasets": arr(STR),
@@ -322,6 +335,28 @@ def paths() -> dict[str, Any]:
                           cd + [OBJ, query("time", "an ISO date-time (UTC unless it says)",
                                            {"type": "string", "minLength": 1}, required=True)],
                           ref("ObjectVersion"), "objects"),
+        o + "/subspaces": {
+            **get("listSubspaces", "the object's user-defined subspaces", cd + [OBJ], arr(ref("Subspace")),
+                  "objects"),
+            **write("post", "registerSubspace", "register a user-defined subspace: a protobuf message type and its "
+                                                "primary key fields", cd + [OBJ], ref("SubspaceCreate"),
+                    ref("Subspace"), "objects")},
+        o + "/subspaces/{subspace}/records": {
+            **get("scanSubspace", "records in primary key order (bounds: a key or key prefix, as JSON)",
+                  cd + [OBJ, SUBSPACE, query("from", "first key or prefix (JSON), inclusive", example='["c42"]'),
+                        query("to", "last key or prefix (JSON), exclusive"),
+                        query("limit", "at most N records (default 100, at most 10000)",
+                              {"type": "integer", "minimum": 1, "maximum": 10000}),
+                        query("reverse", "true: in descending key order", {"type": "string",
+                                                                            "enum": ["true", "false"]})],
+                  arr(ref("SubspaceRecord")), "objects"),
+            **write("put", "putSubspaceRecord", "store a record (type-checked) under its primary key",
+                    cd + [OBJ, SUBSPACE], ref("SubspaceRecordBody"), ref("SubspaceKey"), "objects")},
+        o + "/subspaces/{subspace}/record": {
+            **get("getSubspaceRecord", "the record of a primary key",
+                  cd + [OBJ, SUBSPACE, KEY_Q], ref("SubspaceRecord"), "objects"),
+            **write("delete", "deleteSubspaceRecord", "remove the record of a primary key", cd + [OBJ, SUBSPACE, KEY_Q],
+                    None, ref("SubspaceDeleted"), "objects")},
         o + "/rollback": write("post", "rollbackObject", "a new data version copying an earlier one", cd + [OBJ],
                                ref("RollbackBody"), ref("ObjectVersion"), "objects"),
         "/api/v1/search": get("search", "search names, tags, properties and column names, with facets",
