@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ushas_catalog.cli import main
-from ushas_catalog.errors import (InvalidArgument, NoSuchObject, NoSuchVersion, ObjectAlreadyExists,
+from ushas_catalog.errors import (InvalidArgument, NamespaceNotEmpty, NoSuchObject, NoSuchVersion, ObjectAlreadyExists,
                                   TableAlreadyExists)
 from ushas_catalog.keyspace.layout import OBJECT
 from ushas_catalog.metastore import Metastore
@@ -137,6 +137,8 @@ def test_list_by_kind_and_drop_with_the_database(sales: Metastore) -> None:
     sales.objects.create("main.sales.c", "embeddings", "/c")  # kinds are extensible by name
     assert [o.name for o in sales.objects.list("main.sales")] == ["a", "b", "c"]
     assert [o.name for o in sales.objects.list("main.sales", kind="MODEL")] == ["b"]
+    with pytest.raises(NamespaceNotEmpty, match="versioned objects"):
+        sales.drop_database("main.sales")
     sales.drop_database("main.sales", cascade=True)
     sales.create_database("main.sales")
     assert sales.objects.list("main.sales") == []
