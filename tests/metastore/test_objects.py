@@ -171,6 +171,10 @@ def test_user_defined_subspace_from_a_proto_file(sales: Metastore, tmp_path: Pat
         sales.objects.put(obj, "daily", ObjectVersion(version=1))
     with pytest.raises(InvalidArgument, match="primary key"):
         sales.objects.read(obj, "daily", "a")
+    with pytest.raises(InvalidArgument, match="at most 4000 bytes"):
+        sales.objects.put(obj, "daily", {"entity": "e" * 5000, "day": 1})
+    with pytest.raises(InvalidArgument, match="at most 90000 bytes"):
+        sales.objects.put(obj, "daily", {"entity": "a", "day": 9, "tags": ["t" * 1000] * 100})
     with pytest.raises(NoSuchObject, match="no subspace 'weekly'"):
         sales.objects.put(obj, "weekly", {"entity": "a"})
     assert sales.objects.delete(obj, "daily", ("a", 2)) and not sales.objects.delete(obj, "daily", ("a", 2))

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+import fdb.tuple as fdbtuple
 from google.protobuf import descriptor_pb2, descriptor_pool, json_format, message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import DecodeError, Message
@@ -27,6 +28,8 @@ from ..records.object_pb2 import ObjectType
 
 #: the largest record a user-defined subspace takes (one key-value pair, under FoundationDB's 100 kB)
 MAX_RECORD_BYTES = 90_000
+#: the largest primary key (tuple-packed), under FoundationDB's 10 kB keys with the object's path before it
+MAX_KEY_BYTES = 4_000
 #: field types a primary key element may have (its values pack as tuple elements)
 KEY_TYPES = frozenset({FieldDescriptor.TYPE_STRING, FieldDescriptor.TYPE_BYTES, FieldDescriptor.TYPE_BOOL,
                        FieldDescriptor.TYPE_INT32, FieldDescriptor.TYPE_INT64, FieldDescriptor.TYPE_UINT32,
@@ -216,7 +219,12 @@ def checked_record(t: ObjectType, record: Any) -> tuple[tuple[Any, ...], bytes]:
     if len(data) > MAX_RECORD_BYTES:
         raise InvalidArgument(f"a record of a user-defined subspace is at most {MAX_RECORD_BYTES} bytes, "
                               f"this one is {len(data)}")
-    return tuple(getattr(msg, k) for k in t.primary_key), data
+    key = tuple(getattr(msg, k) for k in t.primary_key)
+    size = len(fdbtuple.pack(key))
+    if size > MAX_KEY_BYTES:
+        raise InvalidArgument(f"a primary key of a user-defined subspace is at most {MAX_KEY_BYTES} bytes packed, "
+                              f"this one is {size}")
+    return key, data
 
 
 def key_of(t: ObjectType, key: Any, *, prefix: bool = False) -> tuple[Any, ...]:
