@@ -134,3 +134,32 @@ def test_usage_counts_reads_and_writes_of_object_versions(trained: dict[str, Any
     assert [(u.reads, u.writes) for u in store.usage("main.ml.churn@v2")] == [(0, 1)]
     q = LineageQueries(store)
     assert [r.job for acc, r in q.runs("main.ml.churn@v1") if acc is Access.READ] == ["score"]
+
+
+def test_df_lineage_names_a_path_under_a_volume_as_the_volume(tmp_path: Path) -> None:
+    """``df.lineage()`` (lineage.session_paths) links a path leaf under a volume to the volume, named by the
+    metastore catalog (objects are not Spark tables), and one under a table to the table."""
+    import lineage.session_paths as sp
+    from lineage.model import Dataset
+
+    uri = f"sqlite:///{tmp_path / 'u.db'}"
+    ms = Metastore.open(uri, project="default")
+    ms.create_catalog("main")
+    ms.create_database("main.ml")
+    ms.create_table("main.ml.t", "a INT", location=str(tmp_path / "t"))
+    ms.objects.create("main.ml.docs", "volume", str(tmp_path / "docs"))
+    ms.close()
+
+    class Conf:
+        getAll = {"spark.sql.catalog.cat": sp.CATALOG_CLASS, "spark.sql.catalog.cat.uri": uri,
+                  "spark.sql.catalog.cat.catalog": "main"}
+
+    class Session:
+        conf = Conf()
+
+    find = sp.session_finder(Session())
+    docs = find(Dataset.path(f"file:{tmp_path}/docs/batch=1"))
+    assert docs is not None and (docs.name, docs.uri) == ("main.ml.docs", f"file:{tmp_path}/docs/batch=1")
+    table = find(Dataset.path(f"file:{tmp_path}/t"))
+    assert table is not None and table.name == "cat.ml.t"
+    assert find(Dataset.path(f"file:{tmp_path}/elsewhere")) is None
