@@ -63,6 +63,11 @@ def test_create_version_roll_back_and_read_as_of(sales: Metastore) -> None:
         "ALTER OBJECT", "ROLLBACK", "ADD VERSION", "ADD VERSION", "CREATE OBJECT"]
     assert sales.objects.get(MODEL, as_of=1).properties == {"framework": "sklearn"}
     assert sales.objects.get(MODEL, as_of=1).current_version == 0
+    assert sales.objects.get(MODEL, as_of=between).current_version == 1  # metadata as at a time
+    with pytest.raises(NoSuchVersion, match="did not exist"):
+        sales.objects.get(MODEL, as_of="2000-01-01T00:00:00")
+    with pytest.raises(NoSuchVersion):
+        sales.objects.get(MODEL, as_of=99)
 
 
 def test_bad_input_is_refused_and_writes_nothing(sales: Metastore) -> None:

@@ -166,24 +166,40 @@ class Objects:
 
         return self.ms.run(run)
 
-    def get(self, name: NameLike, *, as_of: int | None = None) -> ObjectInfo:
-        """The object now, or as it was at metadata version ``as_of`` (its history)."""
+    def get(self, name: NameLike, *, as_of: int | dt.datetime | str | None = None) -> ObjectInfo:
+        """The object now, or as it was at metadata version ``as_of`` (an int), or at a time (a datetime or an
+        ISO-8601 string: the last commit at or before it)."""
         on = object_name(name)
+        at = None if as_of is None or (isinstance(as_of, int) and not isinstance(as_of, bool)) else as_micros(as_of)
 
         def run(tr: Transaction) -> ObjectInfo:
             o = self.resolve(tr, on)
-            if as_of is None or as_of == o.record.version:
-                return self._info(tr, o)
-            if as_of < 1 or as_of > o.record.version:
-                raise NoSuchVersion(f"object {on} has versions 1 to {o.record.version}, not {as_of}",
-                                    object=str(on), version=as_of)
-            # the head as it was at as_of: the first history entry after as_of holds it
-            for r in RecordStore.of(o.path, OBJECT_HISTORY).scan(tr):
-                if r.key[0] > as_of:
-                    return self._info(tr, o, r.record)
-            return self._info(tr, o)  # pragma: no cover - a version below the head always has an entry
+            if at is not None:
+                return self._info(tr, o, self._record_at(tr, o, self._version_at(tr, o, at)))
+            assert as_of is None or isinstance(as_of, int)
+            return self._info(tr, o, self._record_at(tr, o, as_of))
 
         return self.ms.run(run)
+
+    def _version_at(self, tr: Transaction, o: ResolvedObjectEntry, at: int) -> int:
+        for r in RecordStore.of(o.path, OBJECT_COMMIT).scan(tr, reverse=True):
+            if r.record.committed_at_micros <= at:
+                return int(r.key[0])
+        raise NoSuchVersion(f"object {o.name} did not exist at {micros_to_datetime(at).isoformat()}",
+                            object=str(o.name))
+
+    def _record_at(self, tr: Transaction, o: ResolvedObjectEntry, as_of: int | None) -> ObjectRecord:
+        on = o.name
+        if as_of is None or as_of == o.record.version:
+            return o.record
+        if as_of < 1 or as_of > o.record.version:
+            raise NoSuchVersion(f"object {on} has versions 1 to {o.record.version}, not {as_of}",
+                                object=str(on), version=as_of)
+        # the head as it was at as_of: the first history entry after as_of holds it
+        for r in RecordStore.of(o.path, OBJECT_HISTORY).scan(tr):
+            if r.key[0] > as_of:
+                return r.record
+        return o.record  # pragma: no cover - a version below the head always has an entry
 
     def exists(self, name: NameLike) -> bool:
         on = object_name(name)
