@@ -134,6 +134,13 @@ def test_drop_undrop_purge(sales: Metastore) -> None:
     db = sales.run(lambda tr: sales.resolver.database(tr, DatabaseName.parse("main.sales"), load=False))
     begin, end = db.path.add(OBJECT).range()
     assert [k for k in raw_keys(sales, begin, end)] == []  # every key of the object is gone
+    from ushas_catalog.data.purge import purge as purge_project
+
+    sales.objects.create("main.sales.later", "file", "/l")
+    sales.objects.drop("main.sales.later")
+    assert purge_project(sales, older_than=dt.timedelta(days=1)).objects == 0  # dropped just now: kept
+    assert purge_project(sales).objects == 1  # ushas purge: dropped objects too (never their files)
+    assert sales.objects.list("main.sales", dropped=True) == []
 
 
 def test_list_by_kind_and_drop_with_the_database(sales: Metastore) -> None:
