@@ -1,5 +1,6 @@
 """One identity per dataset: a path that is (or lies under) the location of a catalog table is
-that table.
+that table; a path under the location of a versioned object (a volume, docs/objects.md) is that
+object (keyed by its qualified name, ``catalog.database.object``).
 
 Spark names a file read or write by path (``spark.read.parquet('<warehouse>/sales.db/orders')``,
 ``df.write.parquet('<location>/dt=2024-01-01')``) and the same data read through the catalog
@@ -58,6 +59,17 @@ class TableLocation:
     database: str
     table: str
     location: str  # canonical
+    #: "table", or "object": a versioned object (a volume...) of that name, keyed by its qualified name
+    kind: str = "table"
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.catalog}.{self.database}.{self.table}"
+
+    @property
+    def key(self) -> uuid.UUID | str:
+        """Its lineage dataset key: a table's id, an object's qualified name."""
+        return self.qualified_name if self.kind == "object" else self.table_id
 
 
 @dataclass(frozen=True)

@@ -50,15 +50,15 @@ class Links:
             locations = self.locations() if isinstance(key, str) and looks_like_path(key) else None
             found = locations.find(key) if locations is not None else None
             if found is not None:
-                out = found.table.table_id
+                out = found.table.key
             self._canonical[key] = out
         return self._canonical[key]
 
-    def table_for_path(self, text: str) -> uuid.UUID | None:
-        """The table whose location holds the path ``text`` (any spelling), or None."""
+    def table_for_path(self, text: str) -> DatasetKey | None:
+        """The table (or versioned object) whose location holds the path ``text`` (any spelling), or None."""
         locations = self.locations()
         found = locations.find(text) if locations is not None else None
-        return found.table.table_id if found is not None else None
+        return found.table.key if found is not None else None
 
 
 @dataclass

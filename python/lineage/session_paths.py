@@ -105,7 +105,8 @@ def session_finder(spark: Any) -> Finder:
             except Exception:  # noqa: BLE001 - an unreachable store leaves the path as it is
                 continue
             if found is not None and found.table.catalog == ms_catalog:
-                return linked(ds, Dataset.table(spark_name, found.table.database, found.table.table))
+                shown = ms_catalog if found.table.kind == "object" else spark_name  # objects: not Spark tables
+                return linked(ds, Dataset.table(shown, found.table.database, found.table.table))
         return None
 
     return find

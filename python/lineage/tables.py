@@ -103,15 +103,18 @@ class MetastoreTableIds:
         """The tables' locations, read now."""
         return TableLocations.of(table_locations(self.metastore, tr))
 
-    def table_for_path(self, tr: Transaction, dataset: Dataset) -> tuple[uuid.UUID, Dataset] | None:
+    def table_for_path(self, tr: Transaction, dataset: Dataset) -> tuple[uuid.UUID | str, Dataset] | None:
         """The metastore table a path dataset is (or lies under): its id and the dataset as a
-        table that keeps the path (``uri``); None when no table holds the path."""
+        table that keeps the path (``uri``); a versioned object's location: its qualified name and
+        the object as a dataset; None when no table or object holds the path."""
         if dataset.kind is not DatasetKind.PATH or not dataset.uri:
             return None
         found = self.locations(tr).find(dataset.uri)
         if found is None:
             return None
         t = found.table
+        if t.kind == "object":  # named by the metastore's catalog name: objects are not Spark tables
+            return t.qualified_name, linked(dataset, Dataset.table(t.catalog, t.database, t.table))
         catalog = t.catalog
         if self.catalogs is not None:  # name it as the session does (its Spark catalog name)
             spark_names = [k for k, v in self.catalogs.items() if v == t.catalog]
@@ -172,6 +175,23 @@ def table_locations(ms: Any, tr: Transaction) -> Iterator[TableLocation]:
             location = getattr(storage, "location", "") if storage is not None else ""
             if location:
                 yield TableLocation(tid, catalog, database, r.key[0], canonical_uri(location))
+    for db, shown in databases_of(ms, tr):  # after every table: a table's location wins over an object's
+        catalog, database = shown.split(".", 1)
+        for name, oid, location in object_locations(tr, db.path):
+            yield TableLocation(oid, catalog, database, name, canonical_uri(location), kind="object")
+
+
+def object_locations(tr: Transaction, database: Any) -> Iterator[tuple[str, uuid.UUID, str]]:
+    """(name, id, location) of each live versioned object of the database at ``database``."""
+    from ushas_catalog.keyspace.layout import OBJECT, OBJECT_ID, OBJECT_OBJECT_NAME, OBJECT_RECORD
+    from ushas_catalog.records.store import RecordStore
+
+    base = database.add(OBJECT)
+    for r in RecordStore.of(base, OBJECT_OBJECT_NAME).scan(tr, snapshot=True):
+        oid = uuid.UUID(bytes=r.record.id)
+        record = RecordStore.of(base.add(OBJECT_ID, oid), OBJECT_RECORD).load(tr, ())
+        if record is not None and record.location:
+            yield r.key[0], oid, record.location
 
 
 def databases_of(ms: Any, tr: Transaction) -> Iterator[tuple[Any, str]]:

@@ -293,9 +293,11 @@ class Inventory:
 
 
 _INVENTORIES: dict[int, Inventory] = {}
-_HEAD = {"catalog": "CatalogRecord", "database": "DatabaseRecord", "table": "TableReference", "view": "ViewRecord"}
+_HEAD = {"catalog": "CatalogRecord", "database": "DatabaseRecord", "table": "TableReference", "view": "ViewRecord",
+         "object": "ObjectRecord"}
 _KIND = {rec.ObjectKind.CATALOG: "catalog", rec.ObjectKind.DATABASE: "database", rec.ObjectKind.TABLE: "table",
-         rec.ObjectKind.VIEW: "view", rec.ObjectKind.SHARE: "catalog"}  # a mounted share: a catalog record
+         rec.ObjectKind.VIEW: "view", rec.ObjectKind.SHARE: "catalog",  # a mounted share: a catalog record
+         rec.ObjectKind.OBJECT: "object"}
 
 
 def inventory(ms: "Metastore") -> Inventory:
@@ -319,6 +321,8 @@ def _build_inventory(ms: "Metastore") -> Inventory:
             dn = d.part
             _level(db, inv, d.path.add("Table"), "Table", ("tableId",), d.reachable,
                    lambda n, c=c, dn=dn: str(TableName(c, dn, n)), views=d.path.add("View"))
+            _level(db, inv, d.path.add("Object"), "Object", ("objectId",), d.reachable,  # versioned objects
+                   lambda n, c=c, dn=dn: str(TableName(c, dn, n)))
     return inv
 
 
@@ -417,7 +421,7 @@ def check_names(ms: "Metastore") -> Iterator[Finding]:
 
 
 _LOGS = {"catalog": ("CatalogCommit", "CatalogHistory"), "database": ("DatabaseCommit", "DatabaseHistory"),
-         "view": ("ViewCommit", "ViewHistory"),
+         "view": ("ViewCommit", "ViewHistory"), "object": ("ObjectCommit", "ObjectHistory"),
          "table": ("TableCommit", "TableHistory", "TableSchemaHistory", "TableStorageHistory",
                    "TablePropertiesHistory")}
 

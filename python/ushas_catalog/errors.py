@@ -133,6 +133,10 @@ class NoSuchFunction(NotFound):
         return self.spark or SparkError("ROUTINE_NOT_FOUND", {"routineName": spark_id(*name.split("."))})
 
 
+class NoSuchObject(NotFound):
+    """No versioned object (volume, model, file) of that name (detail ``object``: the qualified name)."""
+
+
 class NoSuchVersion(NotFound):
     """``as_of`` names a version or time the object did not exist at."""
 
@@ -164,6 +168,10 @@ class TableAlreadyExists(AlreadyExists):
 
 class ViewAlreadyExists(AlreadyExists):
     spark_exception = _SPARK + "ViewAlreadyExistsException"
+
+
+class ObjectAlreadyExists(AlreadyExists):
+    """A versioned object of that name exists (detail ``object``: the qualified name)."""
 
 
 class FunctionAlreadyExists(AlreadyExists):

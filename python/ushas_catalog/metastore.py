@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from . import bulk
 from .catalog import partition_tags
@@ -45,6 +45,9 @@ from .kv import Database, Transaction
 from .metadata import sync as metadata_sync
 from .metadata import store as metadata_store
 from .metadata.store import INDEX_MERGE_AT, MetadataKeys, MetadataStore
+
+if TYPE_CHECKING:
+    from .catalog.objects import Objects
 
 __all__ = ["Metastore", "Mutation", "UNSET", "FORMATS", "RESERVED_PROPERTIES", "PARTITION_BATCH"]
 
@@ -113,6 +116,14 @@ class Metastore(CatalogCore):
         from .catalog.shares import Shares
 
         return Shares(self)
+
+    @property
+    def objects(self) -> "Objects":
+        """Versioned objects (volumes, models, files) and their user-defined subspaces: a
+        :class:`ushas_catalog.catalog.objects.Objects` (docs/objects.md)."""
+        from .catalog.objects import Objects
+
+        return Objects(self)
 
     @property
     def metadata(self) -> MetadataStore:

@@ -141,3 +141,18 @@ def test_a_cached_policy_costs_one_point_read(admin: Metastore) -> None:
     p = admin.run(counted)
     assert len(reads) == 1 and first == 2  # then only the state record
     assert p.grants
+
+
+def test_versioned_objects_are_checked_on_their_database(admin: Metastore, store_uri: str) -> None:
+    admin.objects.create("c.db.model", "model", "/m")
+    bob = as_user(store_uri, "bob")
+    refused(lambda: bob.objects.get("c.db.model"), "USE", "database c.db")
+    refused(lambda: bob.objects.create("c.db.other", "file", "/o"), "CREATE", "database c.db")
+    admin.grant("USE", ("c", "db"), "user:bob")
+    assert bob.objects.get("c.db.model").kind == "model"
+    refused(lambda: bob.objects.versions("c.db.model"), "SELECT", "database c.db")
+    refused(lambda: bob.objects.add_version("c.db.model", "/m/1"), "MODIFY", "database c.db")
+    refused(lambda: bob.objects.drop("c.db.model"), "MANAGE", "database c.db")
+    admin.grant("MODIFY", ("c", "db"), "user:bob")
+    assert bob.objects.add_version("c.db.model", "/m/1").created_by == "bob"
+    assert admin.objects.versions("c.db.model")[0].version == 1

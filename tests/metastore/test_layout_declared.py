@@ -50,7 +50,7 @@ def test_the_registries_are_derived_from_the_tree() -> None:
     records = {name: s for name, s in DECLARED.items() if isinstance(s, RecordSubspace)}
     assert RECORD_TYPES == {name: (s.record, s.key) for name, s in records.items()}
     assert layout.HEADS["table"] == (layout.TABLE_REFERENCE, layout.TABLE_HISTORY, layout.TABLE_COMMIT)
-    assert set(layout.HEADS) == {"catalog", "database", "view", "table", "function"}
+    assert set(layout.HEADS) == {"catalog", "database", "view", "table", "function", "object"}
 
 
 def test_a_store_is_typed_by_its_declaration() -> None:

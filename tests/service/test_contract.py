@@ -38,7 +38,8 @@ def test_service_serves_the_document(live: Live) -> None:
 def test_every_path_is_routed(live: Live) -> None:
     """No documented path falls through to the 'no such API endpoint' answer."""
     for path, ops in document()["paths"].items():
-        url = path.format(catalog="shop", database="sales", table="raw", view="fr", run_id="0000")
+        url = path.format(catalog="shop", database="sales", table="raw", view="fr", run_id="0000", name="churn",
+                          version="1", subspace="daily")
         for method in ops:
             answer = live.request(method.upper(), url, body={} if method in ("post", "put") else None)
             assert answer.json != {"error": {"type": "NotFound", "message": "no such API endpoint"}}, (method, path)

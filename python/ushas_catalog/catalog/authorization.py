@@ -216,6 +216,22 @@ METADATA_RULES: dict[str, Rule] = {
 }
 
 
+#: versioned objects (``Metastore.objects``): privileges on the object's database
+OBJECT_RULES: dict[str, Rule] = {
+    "create": _r(CREATE, RELATION, parent=True),
+    "get": _r(USE, RELATION, parent=True), "exists": _r(USE, RELATION, parent=True),
+    "version": _r(SELECT, RELATION, parent=True), "versions": _r(SELECT, RELATION, parent=True),
+    "history": _r(USE, RELATION, parent=True), "list": _r(USE, DATABASE, arg=(0, "database")),
+    "alter": _r(MANAGE, RELATION, parent=True), "drop": _r(MANAGE, RELATION, parent=True),
+    "undrop": _r(MANAGE, RELATION, parent=True), "purge": _r(MANAGE, DATABASE, arg=(0, "database")),
+    "add_version": _r(MODIFY, RELATION, parent=True), "rollback": _r(MODIFY, RELATION, parent=True),
+    "register_type": _r(MANAGE, RELATION, parent=True), "drop_type": _r(MANAGE, RELATION, parent=True),
+    "types": _r(USE, RELATION, parent=True),
+    "put": _r(MODIFY, RELATION, parent=True), "delete": _r(MODIFY, RELATION, parent=True),
+    "read": _r(SELECT, RELATION, parent=True), "scan": _r(SELECT, RELATION, parent=True),
+}
+
+
 def guard_methods(cls: type, rules: dict[str, Rule] | None = None) -> type:
     """Wrap the methods of ``cls`` ``rules`` (default :data:`RULES`) names so each call pushes its
     requirement (an instance without ``caller()`` answers for its metastore ``ms``)."""
@@ -394,5 +410,5 @@ def audit_denied(ms: Any, error: PermissionDenied) -> None:
         pass
 
 
-__all__ = ["METADATA_RULES", "RULES", "UNGUARDED", "Requirement", "Rule", "after_create", "audit_denied", "check", "guard_methods",
+__all__ = ["METADATA_RULES", "OBJECT_RULES", "RULES", "UNGUARDED", "Requirement", "Rule", "after_create", "audit_denied", "check", "guard_methods",
            "guarded_run", "required", "requiring", "securable"]

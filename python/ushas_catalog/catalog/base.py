@@ -159,6 +159,7 @@ class MetastoreBase:
         dst_db, existing = self.resolver.relation(tr, dst)
         if existing is not None:
             raise TableAlreadyExists(exists_message(dst, existing), table=str(dst))
+        self.resolver.refuse_object_name(tr, dst_db.path, dst)
         src_db, entry = self.resolver.relation(tr, src)
         assert entry is not None
         self.resolver.names(src_db.path.add(TABLE), "Table").delete(tr, (src.name,))

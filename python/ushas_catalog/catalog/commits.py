@@ -24,7 +24,7 @@ from .visibility import check_no_pending
 class Mutation:
     """One committed change of one object, as :meth:`Metastore._commit` records it."""
 
-    kind: str                 # "catalog", "database", "table", "view"
+    kind: str                 # "catalog", "database", "table", "view", "function", "object"
     name: str                 # the object's qualified name
     path: KeySpacePath        # the object's id path
     operation: str            # "CREATE TABLE", "ADD PARTITIONS", ...

@@ -74,6 +74,8 @@ class DropOps(MetastoreBase):
             raise missing_error(f"no dropped {kind.lower()} named {shown}")
         if names.exists(tr, (key,)):
             raise exists_error(f"cannot undrop {shown}: a {kind.lower()} of that name exists")
+        if kind == "Table" and self.resolver.object_entry(tr, parent.parent, key) is not None:
+            raise exists_error(f"cannot undrop {shown}: a versioned object of that name exists")
         oid, dropped = latest
         self.resolver.dropped(parent, kind).delete(tr, (key, oid))
         names.save(tr, (key,), rec.ObjectName(id=oid.bytes, kind=dropped.kind,

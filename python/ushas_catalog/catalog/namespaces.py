@@ -17,7 +17,7 @@ from .resolver import ResolvedObject
 from .values import (UNSET, check_expected, check_props, check_str, copy_record, cutoff_micros, expect_version,
                      give_paths, now_micros)
 from .drops import DropOps
-from ..keyspace.layout import CATALOG_ID, CATALOG_RECORD, DATABASE, DATABASE_ID, DATABASE_RECORD, TABLE
+from ..keyspace.layout import CATALOG_ID, CATALOG_RECORD, DATABASE, DATABASE_ID, DATABASE_RECORD, OBJECT, TABLE
 
 
 class NamespaceOps(DropOps):
@@ -275,6 +275,9 @@ class NamespaceOps(DropOps):
             expect_version("database", dn, db.record.version, expected_version)
             if not cascade and any(True for _ in self.resolver.names(db.path.add(TABLE), "Table").scan(tr, limit=1)):
                 raise NamespaceNotEmpty(f"database {dn} is not empty (drop it with cascade)", database=str(dn))
+            if not cascade and any(True for _ in self.resolver.names(db.path.add(OBJECT), "Object").scan(tr, limit=1)):
+                raise NamespaceNotEmpty(f"database {dn} holds versioned objects (ushas objects list {dn}): drop it "
+                                        f"with cascade", database=str(dn))
             cat = self.resolver.catalog(tr, dn.catalog_name, load=False)
             found: list[str] = []
             self._drop_object(tr, cat.path.add(DATABASE), "Database", dn.database, db, purge, "DROP DATABASE",

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import records as rec
-from ..errors import NoSuchCatalog, NoSuchNamespace, NoSuchTable, NoSuchView, ShareCatalog
-from ..keyspace.layout import Layout
+from ..errors import NoSuchCatalog, NoSuchNamespace, NoSuchTable, NoSuchView, ShareCatalog, TableAlreadyExists
+from ..keyspace.layout import OBJECT, OBJECT_OBJECT_NAME, Layout
 from ..keyspace.tree import KeySpacePath
 from ..kv.base import Transaction
 from ..model.names import CatalogName, DatabaseName, TableName
@@ -98,6 +98,17 @@ class Resolver:
         """The database of ``name`` and the name entry of the table or view (None: no such relation)."""
         db = self.database(tr, name.database_name, load=False)
         return db, self.names(db.path.add(TABLE), "Table").load(tr, (name.name,))
+
+    @staticmethod
+    def object_entry(tr: Transaction, database: KeySpacePath, name: str) -> rec.ObjectName | None:
+        """The name entry of the versioned object ``name`` of the database at ``database`` (None: none)."""
+        return RecordStore.of(database.add(OBJECT), OBJECT_OBJECT_NAME).load(tr, (name,))
+
+    def refuse_object_name(self, tr: Transaction, database: KeySpacePath, name: TableName) -> None:
+        """A new table or view may not take the name of a versioned object of its database."""
+        if self.object_entry(tr, database, name.name) is not None:
+            raise TableAlreadyExists(f"{name} already exists as a versioned object (ushas objects show {name})",
+                                     table=str(name))
 
     def head(self, tr: Transaction, name: TableName, db: ResolvedObject,
              entry: rec.ObjectName) -> ResolvedTable | ResolvedObject:

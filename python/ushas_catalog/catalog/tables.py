@@ -151,6 +151,7 @@ class TableOps(TableDataOps, HistoryOps, DropOps):
     def _create_in(self, tr: Transaction, tn: TableName, db: ResolvedObject, *args: Any,
                    default_location: bool = False, bucketing: Bucketing | None = None) -> TableInfo:
         """Create table ``tn`` (its name known to be free) in database ``db``."""
+        self.resolver.refuse_object_name(tr, db.path, tn)
         db_record = RecordStore.at(db.path.add(DATABASE_RECORD)).load(tr, ())
         now = now_micros()
         records = self._table_records(tn, db_record, *args, 1, now, bucketing)

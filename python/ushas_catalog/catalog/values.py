@@ -95,7 +95,7 @@ def copy_record(message: M) -> M:
 
 
 def exists_message(tn: TableName, entry: rec.ObjectName) -> str:
-    what = "a view" if entry.kind == rec.ObjectKind.VIEW else "a table"
+    what = {rec.ObjectKind.VIEW: "a view", rec.ObjectKind.OBJECT: "a versioned object"}.get(entry.kind, "a table")
     return f"{tn} already exists as {what}"
 
 

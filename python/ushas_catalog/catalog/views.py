@@ -62,6 +62,7 @@ class ViewOps(MetastoreBase):
             if expected_version is not None:
                 raise Conflict(f"view {tn} does not exist, not at the expected version {expected_version}",
                                view=str(tn), expected_version=expected_version)
+            self.resolver.refuse_object_name(tr, db.path, tn)
             vid = uuid.uuid4()
             path = Layout.view(db.path, vid)
             self.resolver.names(db.path.add(TABLE), "Table").save(tr, (tn.name,), rec.ObjectName(

@@ -26,7 +26,7 @@ from .context import Context
 COMMAND_MODULES: tuple[str, ...] = ("jarcmd", "spark_conf_cmds", "store_cmds", "metastore_cmds", "lineage_cmds",
                                     "meta_cmds", "changes_cmds", "app_cmds", "repair_cmds", "write_cmds",
                                     "pending_cmds", "check_cmds", "serve_cmds",
-                                    "function_cmds", "grant_cmds",
+                                    "function_cmds", "object_cmds", "grant_cmds",
                                     "share_cmds",
                                     "hooks_cmds",
                                     "partition_tag_cmds")

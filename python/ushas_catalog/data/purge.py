@@ -289,7 +289,7 @@ def parse_age(text: str) -> dt.timedelta:
 
 def purge(ms: Any, name: Any = None, older_than: dt.timedelta | None = None) -> PurgeSummary:
     """``ushas purge [NAME] [--older-than AGE]``: removes dropped objects (of ``name``, or all of the
-    project) with their data, deletes the files overwrites / truncates / dropped partitions let go
+    project) with their data (dropped versioned objects: their metadata, never their files), deletes the files overwrites / truncates / dropped partitions let go
     (of the live table ``name``, or all) and the staging directories of writes that died. Only
     local files can be deleted here; others are reported as unreachable (their entries are kept)."""
     from ..errors import NotFound
@@ -321,6 +321,9 @@ def purge(ms: Any, name: Any = None, older_than: dt.timedelta | None = None) -> 
                 for t in ms.list_tables((cat.name, db.name)):
                     if getattr(t, "kind", "TABLE") == "TABLE":
                         live.append(ms.get_table((cat.name, db.name, t.name)))
+                # dropped versioned objects: their metadata only (their files are the user's, never deleted)
+                out.objects += len(ms.objects.purge((cat.name, db.name), older_than_micros=None if older_than is None
+                                                    else int((time.time() - older_than.total_seconds()) * 1e6)))
             for d in sorted({d.name for d in ms.list_dropped_databases(cat.name)}):
                 out.objects += _purge_one(ms.purge_database, d, older_than, out.report)
         for d in sorted({d.name for d in ms.list_dropped_catalogs()}):

@@ -48,6 +48,7 @@ from ..records.function_pb2 import FunctionRecord
 from ..records.hook_pb2 import HookDeadLetter, HookDefinition, HookDelivery, HookState
 from ..records.governance_pb2 import AccessState, GrantRecord, MemberRecord, RoleRecord
 from ..records.names_pb2 import DroppedObjectName, ObjectName
+from ..records.object_pb2 import ObjectRecord, ObjectType, ObjectVersion
 from ..records.partition_pb2 import DataFileList, DataGarbage, Partition, PartitionChange, PartitionTagEntry
 from ..records.table_pb2 import TableProperties, TableReference, TableSchema, TableStorage
 from ..records.view_pb2 import ViewRecord
@@ -104,6 +105,17 @@ DROPPED_FUNCTION_OBJECT_NAME = RecordSubspace("DroppedFunctionObjectName", Dropp
 FUNCTION_RECORD = RecordSubspace("FunctionRecord", FunctionRecord, role="head")
 FUNCTION_HISTORY = RecordSubspace("FunctionHistory", FunctionRecord, ("version",), role="history")
 FUNCTION_COMMIT = RecordSubspace("FunctionCommit", Commit, ("version",), role="commit")
+# versioned objects (catalog.objects): names, head record, history, commits like a function, plus their
+# data versions, user-defined subspace types and those subspaces' records
+OBJECT = Subspace("Object")
+OBJECT_OBJECT_NAME = RecordSubspace("ObjectObjectName", ObjectName, ("name",))
+DROPPED_OBJECT_OBJECT_NAME = RecordSubspace("DroppedObjectObjectName", DroppedObjectName, ("name", "id"))
+OBJECT_RECORD = RecordSubspace("ObjectRecord", ObjectRecord, role="head")
+OBJECT_HISTORY = RecordSubspace("ObjectHistory", ObjectRecord, ("version",), role="history")
+OBJECT_COMMIT = RecordSubspace("ObjectCommit", Commit, ("version",), role="commit")
+OBJECT_VERSION = RecordSubspace("ObjectVersion", ObjectVersion, ("version",))
+OBJECT_TYPE = RecordSubspace("ObjectType", ObjectType, ("name",))
+OBJECT_DATA = Subspace("ObjectData", codec=Codec.BYTES)
 TABLE = Subspace("Table")
 TABLE_OBJECT_NAME = RecordSubspace("TableObjectName", ObjectName, ("name",))
 DROPPED_TABLE_OBJECT_NAME = RecordSubspace("DroppedTableObjectName", DroppedObjectName, ("name", "id"))
@@ -307,6 +319,22 @@ def _function() -> Directory:
     )
 
 
+def _object() -> Directory:
+    return constant(
+        OBJECT, "Ob",
+        *_names(OBJECT_OBJECT_NAME, DROPPED_OBJECT_OBJECT_NAME),
+        typed(OBJECT_ID, KeyType.UUID,
+              constant(OBJECT_RECORD, "Or", doc="kind, location, properties, current version"),
+              constant(OBJECT_HISTORY, "Oh", _version()),
+              constant(OBJECT_COMMIT, "Oc", _version()),
+              constant(OBJECT_VERSION, "Ov", _version(doc="-> ObjectVersion: a data version")),
+              constant(OBJECT_TYPE, "Ot", typed(NAME, KeyType.STRING),
+                       doc="(subspace) -> ObjectType: a user-defined subspace's message type"),
+              constant(OBJECT_DATA, "Od", doc="(subspace, primary key...) -> serialized message of its type")),
+        doc="versioned objects (volumes, models, files): their own name space, tables' names refused",
+    )
+
+
 def _catalog() -> Directory:
     return constant(
         CATALOG, "C",
@@ -323,7 +351,8 @@ def _catalog() -> Directory:
                              constant(DATABASE_COMMIT, "Dc", _version()),
                              _view(),
                              _table(),
-                             _function()))),
+                             _function(),
+                             _object()))),
     )
 
 
@@ -419,6 +448,10 @@ class Layout:
     @staticmethod
     def function(database: KeySpacePath, function_id: uuid.UUID) -> KeySpacePath:
         return database.add(FUNCTION).add(FUNCTION_ID, function_id)
+
+    @staticmethod
+    def object(database: KeySpacePath, object_id: uuid.UUID) -> KeySpacePath:
+        return database.add(OBJECT).add(OBJECT_ID, object_id)
 
     def render(self) -> str:
         return self.keyspace.render()

@@ -13,7 +13,7 @@ Queries (case-insensitive; a trailing ``*`` makes any of them a prefix match):
                        starting with ``al``; ``owner=*``: any value
 =====================  ===========================================================
 
-Filters: ``types`` (catalog, database, table, view, column) and ``scope`` (USER, SYSTEM).
+Filters: ``types`` (catalog, database, table, view, column, object: a versioned object) and ``scope`` (USER, SYSTEM).
 A schema field match yields its table or view, or the column itself when searching for
 columns only (``types=["column"]``); metadata set on a column yields the column.
 
@@ -52,6 +52,7 @@ import fdb.tuple as fdbtuple
 from ..errors import InvalidArgument
 from ..keyspace.tree import KeySpacePath
 from ..keyspace.layout import (CATALOG_ID, CATALOG_RECORD, DATABASE, DATABASE_ID, DATABASE_RECORD, DATASET_USAGE,
+                               OBJECT, OBJECT_RECORD,
                                TABLE, TABLE_ID, TABLE_PROPERTIES, TABLE_SCHEMA, USAGE_PROFILE, VIEW_RECORD)
 from ..kv.base import Transaction
 from .store import (F_FIELD, F_KEY_VALUE, F_TAG, F_VALUE, INDEX_SCOPES, INDEX_TYPES, VALUE_ONLY_SYSTEM_KEYS,
@@ -469,6 +470,9 @@ def _refs(ms: "Metastore", tr: Transaction) -> Iterator[_ObjectRef]:
                     yield ObjectType.TABLE, rid, tn, Layout.table(dpath, rid)
                 else:
                     yield ObjectType.VIEW, rid, tn, Layout.view(dpath, rid)
+            for r in ms.resolver.names(dpath.add(OBJECT), "Object").scan(tr):  # versioned objects
+                oid = uuid.UUID(bytes=r.record.id)
+                yield ObjectType.OBJECT, oid, str(TableName(cn.catalog, dn.database, r.key[0])), Layout.object(dpath, oid)
 
 
 def _load(tr: Transaction, refs: Iterable[_ObjectRef]) -> Iterator[tuple[ObjectType, uuid.UUID, str,
@@ -488,6 +492,9 @@ def _load(tr: Transaction, refs: Iterable[_ObjectRef]) -> Iterator[tuple[ObjectT
             props = RecordStore.of(path, TABLE_PROPERTIES).load(tr, ())
             yield (otype, oid, name, schema_paths(struct_from_proto(schema.schema)),
                    props.comment if props.HasField("comment") else None)
+        elif otype is ObjectType.OBJECT:
+            o = RecordStore.of(path, OBJECT_RECORD).load(tr, ())
+            yield otype, oid, name, {}, o.comment if o.HasField("comment") else None
         else:
             v = RecordStore.of(path, VIEW_RECORD).load(tr, ())
             yield otype, oid, name, schema_paths(struct_from_proto(v.schema)), v.comment if v.HasField("comment") else None

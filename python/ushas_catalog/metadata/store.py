@@ -122,9 +122,14 @@ class MetadataStore:
             db = ms.resolver.database(tr, dn, load=False)
             return ObjectRef(ObjectType.DATABASE, db.id, str(dn))
         tn = TableName.parse(parts[:3])
-        _, entry = ms.resolver.relation(tr, tn)
+        db, entry = ms.resolver.relation(tr, tn)
         if entry is None:
-            raise NoSuchTable(f"table or view {tn} does not exist", table=str(tn))
+            obj = ms.resolver.object_entry(tr, db.path, tn.name)
+            if obj is None:
+                raise NoSuchTable(f"table, view or object {tn} does not exist", table=str(tn))
+            if len(parts) > 3:
+                raise InvalidName(f"{tn} is a versioned object: it has no columns")
+            return ObjectRef(ObjectType.OBJECT, uuid.UUID(bytes=obj.id), str(tn))
         from ..records import ObjectKind
 
         rtype = ObjectType.TABLE if entry.kind == ObjectKind.TABLE else ObjectType.VIEW
@@ -195,6 +200,8 @@ class MetadataStore:
             ms.alter_table(ref.name, [SetComment(comment)])
         elif ref.type is ObjectType.VIEW:
             ms.alter_view(ref.name, comment=comment)
+        elif ref.type is ObjectType.OBJECT:
+            ms.objects.alter(ref.name, comment=comment or "")
         elif ref.parent_type is ObjectType.TABLE:
             assert ref.column is not None
             ms.alter_table(ref.name, [UpdateColumnComment(tuple(split_name(ref.column)), comment)])

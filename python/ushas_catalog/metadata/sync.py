@@ -24,7 +24,7 @@ import weakref
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from ..keyspace.tree import KeySpacePath
-from ..keyspace.layout import (DATABASE, DATABASE_ID, TABLE, TABLE_PARTITION, TABLE_PROPERTIES, TABLE_SCHEMA,
+from ..keyspace.layout import (DATABASE, DATABASE_ID, OBJECT, TABLE, TABLE_PARTITION, TABLE_PROPERTIES, TABLE_SCHEMA,
                                TABLE_STORAGE)
 from ..kv.base import Transaction
 from ..errors import InvalidArgument
@@ -52,8 +52,8 @@ def check_field_paths(paths: Iterable[str], known: Mapping[str, Any]) -> None:
                                   f"the maximum is {MAX_FIELD_PATH_BYTES:,}", column=path[:64])
 
 #: operations that drop (the object stays until purge) / restore an object
-_DROPS = frozenset({"DROP CATALOG", "DROP DATABASE", "DROP TABLE"})
-_UNDROPS = frozenset({"UNDROP CATALOG", "UNDROP DATABASE", "UNDROP TABLE"})
+_DROPS = frozenset({"DROP CATALOG", "DROP DATABASE", "DROP TABLE", "DROP OBJECT"})
+_UNDROPS = frozenset({"UNDROP CATALOG", "UNDROP DATABASE", "UNDROP TABLE", "UNDROP OBJECT"})
 _PARTITION_OPS = {"ADD PARTITIONS": ("added",), "DROP PARTITIONS": ("dropped",),
                   "REPLACE PARTITIONS": ("added", "dropped")}
 
@@ -109,6 +109,12 @@ def _sync(ms: "Metastore", tr: Transaction, m: "Mutation", w: MetadataWriter) ->
             from ..model.schema import struct_from_proto
 
             _sync_fields(w, oid, state, schema_paths(struct_from_proto(m.head.schema)), m.detail, fresh)
+            _mirror(w, oid, state, m.head.properties, m.head.comment if m.head.HasField("comment") else None, fresh)
+    elif otype is ObjectType.OBJECT:  # a versioned object: its kind, location and data version, searchable
+        system("object_kind", m.head.kind)
+        system("location", m.head.location)
+        system("current_version", str(m.head.current_version) if m.head.current_version else None)
+        if fresh or op.startswith(("CREATE ", "ALTER ")):
             _mirror(w, oid, state, m.head.properties, m.head.comment if m.head.HasField("comment") else None, fresh)
     elif op.startswith(("CREATE ", "ALTER ")):
         _mirror(w, oid, state, m.head.properties, m.head.comment or None, fresh)
@@ -265,6 +271,8 @@ def _each_object(ms: "Metastore", tr: Transaction, path: KeySpacePath, *, purge:
     elif kind == "databaseId":
         for rid in _ids(ms, tr, path.add(TABLE), "Table", purge):
             visit(rid)
+        for oid in _ids(ms, tr, path.add(OBJECT), "Object", purge):  # versioned objects
+            visit(oid)
 
 
 def _ids(ms: "Metastore", tr: Transaction, parent: KeySpacePath, kind: str, dropped: bool) -> list[uuid.UUID]:

@@ -53,6 +53,7 @@ class ObjectType(str, Enum):
     TABLE = "TABLE"
     VIEW = "VIEW"
     COLUMN = "COLUMN"
+    OBJECT = "OBJECT"  # a versioned object: volume, model, file (catalog.objects)
 
     @classmethod
     def parse(cls, value: "ObjectType | str") -> "ObjectType":
@@ -73,7 +74,7 @@ F_KEY_VALUE, F_VALUE, F_TAG, F_FIELD = "kv", "v", "t", "f"
 #: the codes of object types and scopes in index keys (position in these tuples): short keys
 #: fit more entries in an engine page, so an index write rebalances the B-tree less often
 INDEX_TYPES: tuple[ObjectType, ...] = (ObjectType.CATALOG, ObjectType.DATABASE, ObjectType.TABLE, ObjectType.VIEW,
-                                       ObjectType.COLUMN)
+                                       ObjectType.COLUMN, ObjectType.OBJECT)
 INDEX_SCOPES: tuple[Scope, ...] = (Scope.USER, Scope.SYSTEM)
 
 #: SYSTEM times: shown, not indexed (unique per commit, they would only cost index writes on
@@ -85,7 +86,8 @@ UNINDEXED_SYSTEM_KEYS = frozenset({"created_at", "updated_at", "last_write_at"})
 VALUE_ONLY_SYSTEM_KEYS = frozenset({"created_by", "updated_by", "format"})
 #: SYSTEM keys the catalog maintains (documentation and ``meta show``)
 SYSTEM_KEYS: tuple[str, ...] = ("created_by", "created_at", "updated_by", "updated_at", "format", "partition_count",
-                                "last_writer_run", "last_write_at", "row_count", "file_count")
+                                "last_writer_run", "last_write_at", "row_count", "file_count",
+                                "object_kind", "location", "current_version")
 
 
 # ---- values ------------------------------------------------------------------------------------

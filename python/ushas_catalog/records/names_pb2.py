@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!ushas_catalog/records/names.proto\x12\x0fushas.metastore\"^\n\nObjectName\x12\n\n\x02id\x18\x01 \x01(\x0c\x12)\n\x04kind\x18\x02 \x01(\x0e\x32\x1b.ushas.metastore.ObjectKind\x12\x19\n\x11\x63reated_at_micros\x18\x03 \x01(\x03\"\x94\x01\n\x11\x44roppedObjectName\x12\n\n\x02id\x18\x01 \x01(\x0c\x12)\n\x04kind\x18\x02 \x01(\x0e\x32\x1b.ushas.metastore.ObjectKind\x12\x19\n\x11\x64ropped_at_micros\x18\x03 \x01(\x03\x12\x12\n\ndropped_by\x18\x04 \x01(\t\x12\x19\n\x11\x63reated_at_micros\x18\x05 \x01(\x03*r\n\nObjectKind\x12\x1b\n\x17OBJECT_KIND_UNSPECIFIED\x10\x00\x12\x0b\n\x07\x43\x41TALOG\x10\x01\x12\x0c\n\x08\x44\x41TABASE\x10\x02\x12\t\n\x05TABLE\x10\x03\x12\x08\n\x04VIEW\x10\x04\x12\x0c\n\x08\x46UNCTION\x10\x05\x12\t\n\x05SHARE\x10\x06\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!ushas_catalog/records/names.proto\x12\x0fushas.metastore\"^\n\nObjectName\x12\n\n\x02id\x18\x01 \x01(\x0c\x12)\n\x04kind\x18\x02 \x01(\x0e\x32\x1b.ushas.metastore.ObjectKind\x12\x19\n\x11\x63reated_at_micros\x18\x03 \x01(\x03\"\x94\x01\n\x11\x44roppedObjectName\x12\n\n\x02id\x18\x01 \x01(\x0c\x12)\n\x04kind\x18\x02 \x01(\x0e\x32\x1b.ushas.metastore.ObjectKind\x12\x19\n\x11\x64ropped_at_micros\x18\x03 \x01(\x03\x12\x12\n\ndropped_by\x18\x04 \x01(\t\x12\x19\n\x11\x63reated_at_micros\x18\x05 \x01(\x03*~\n\nObjectKind\x12\x1b\n\x17OBJECT_KIND_UNSPECIFIED\x10\x00\x12\x0b\n\x07\x43\x41TALOG\x10\x01\x12\x0c\n\x08\x44\x41TABASE\x10\x02\x12\t\n\x05TABLE\x10\x03\x12\x08\n\x04VIEW\x10\x04\x12\x0c\n\x08\x46UNCTION\x10\x05\x12\t\n\x05SHARE\x10\x06\x12\n\n\x06OBJECT\x10\x07\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -32,7 +32,7 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'ushas_catalog.records.names
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_OBJECTKIND']._serialized_start=301
-  _globals['_OBJECTKIND']._serialized_end=415
+  _globals['_OBJECTKIND']._serialized_end=427
   _globals['_OBJECTNAME']._serialized_start=54
   _globals['_OBJECTNAME']._serialized_end=148
   _globals['_DROPPEDOBJECTNAME']._serialized_start=151

@@ -14,6 +14,7 @@ class ObjectKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     VIEW: _ClassVar[ObjectKind]
     FUNCTION: _ClassVar[ObjectKind]
     SHARE: _ClassVar[ObjectKind]
+    OBJECT: _ClassVar[ObjectKind]
 OBJECT_KIND_UNSPECIFIED: ObjectKind
 CATALOG: ObjectKind
 DATABASE: ObjectKind
@@ -21,6 +22,7 @@ TABLE: ObjectKind
 VIEW: ObjectKind
 FUNCTION: ObjectKind
 SHARE: ObjectKind
+OBJECT: ObjectKind
 
 class ObjectName(_message.Message):
     __slots__ = ("id", "kind", "created_at_micros")

@@ -20,7 +20,7 @@ from .state import ServiceState
 
 #: hits of the index the facets are computed over
 FACET_WINDOW = 250
-KINDS = ("catalog", "database", "table", "view", "column")
+KINDS = ("catalog", "database", "table", "view", "column", "object")
 
 
 def _fingerprint() -> str:
@@ -50,7 +50,7 @@ def describe_hits(ms: Any, hits: list[Any]) -> list[dict[str, Any]]:
     """Each hit's JSON with its owner, format, USER tags and description (one transaction; a
     hit's owner is one read of its table's properties or view record by id, its database
     resolved once)."""
-    from ..keyspace.layout import TABLE_PROPERTIES, VIEW_RECORD, Layout
+    from ..keyspace.layout import OBJECT_RECORD, TABLE_PROPERTIES, VIEW_RECORD, Layout
     from ..metadata.store import ObjectRef, ObjectType
     from ..model.names import CatalogName, DatabaseName, split_name
     from ..records.store import RecordStore
@@ -70,6 +70,9 @@ def describe_hits(ms: Any, hits: list[Any]) -> list[dict[str, Any]]:
                 if key not in databases:
                     databases[key] = ms.resolver.database(tr, DatabaseName.parse(parts[:2]), load=False)
                 db = databases[key].path
+                if h.type is ObjectType.OBJECT:  # a versioned object
+                    obj = RecordStore.of(Layout.object(db, h.id), OBJECT_RECORD).load(tr, (), snapshot=True)
+                    return (str(obj.owner) or None) if obj is not None else None
                 if h.type is not ObjectType.VIEW:
                     props = RecordStore.of(Layout.table(db, h.id), TABLE_PROPERTIES).load(tr, (), snapshot=True)
                     if props is not None:

@@ -73,6 +73,10 @@ CATALOG = path_param("catalog", "catalog name (percent-encoded)", "shop")
 DATABASE = path_param("database", "database name (percent-encoded)", "sales")
 TABLE = path_param("table", "table name (percent-encoded)", "raw")
 VIEW = path_param("view", "view name (percent-encoded)", "fr")
+OBJ = path_param("name", "versioned object name (percent-encoded)", "churn")
+SUBSPACE = path_param("subspace", "a user-defined subspace of the object", "daily")
+KEY_Q = query("key", "the primary key as JSON: a value, or a list of them", {"type": "string", "minLength": 1},
+              required=True, example='["c42", 3]')
 OBJECT_PARAMS = [query("catalog", "the catalog (alone: the catalog itself)", {"type": "string", "minLength": 1},
                        required=True, example="shop"),
                  query("database", "the database (with catalog)", example="sales"),
@@ -211,6 +215,29 @@ def schemas() -> dict[str, Any]:
         "RunEvent": {"type": "object", "required": ["eventTime", "producer", "schemaURL", "run", "job"],
                      "description": "an OpenLineage RunEvent (spec 2-0-2: https://openlineage.io/spec/2-0-2/"
                                     "OpenLineage.json#/$defs/RunEvent)"},
+        "Object": obj({"catalog": STR, "database": STR, "name": STR, "id": STR, "kind": STR, "location": STR,
+                       "properties": STRMAP, "comment": NSTR, "owner": NSTR, "current_version": INT, "version": INT,
+                       "created_at": NSTR, "updated_at": NSTR, "subspaces": arr(STR)}),
+        "ObjectVersion": obj({"object": STR, "version": INT, "location": STR, "properties": STRMAP, "comment": NSTR,
+                              "created_by": STR, "created_at": NSTR, "rolled_back_from": NINT, "current": BOOL,
+                              "dataset": STR}),
+        "ObjectCreate": obj({"name": {"type": "string", "minLength": 1}, "kind": {"type": "string", "minLength": 1},
+                             "location": {"type": "string", "minLength": 1}},
+                            {"properties": STRMAP, "comment": STR}),
+        "ObjectVersionCreate": obj({}, {"location": {"type": "string", "minLength": 1}, "properties": STRMAP,
+                                        "comment": STR}),
+        "Subspace": obj({"name": STR, "message_type": STR, "primary_key": arr(STR), "fields": arr(STR)}),
+        "SubspaceCreate": obj({"name": {"type": "string", "minLength": 1},
+                               "descriptor_set": {"type": "string", "minLength": 1,
+                                                  "description": "a serialized FileDescriptorSet, base64"},
+                               "primary_key": {"type": "array", "items": STR, "minItems": 1}},
+                              {"message_type": STR}),
+        "SubspaceRecord": obj({"key": arr({}), "record": ANYOBJ}),
+        "SubspaceRecordBody": obj({"record": ANYOBJ}),
+        "SubspaceKey": obj({"key": arr({})}),
+        "SubspaceDeleted": obj({"deleted": arr({})}),
+        "RollbackBody": obj({"version": {"type": "integer", "minimum": 1}}),
+        "Dropped": obj({"dropped": STR}),
         "LineageAccepted": obj({"run_id": STR, "event_type": STR, "stored": BOOL, "datasets": arr(STR),
                                 "column_edges": INT}),
     }
@@ -219,6 +246,7 @@ def schemas() -> dict[str, Any]:
 # ---- paths ------------------------------------------------------------------------------------------------
 def paths() -> dict[str, Any]:
     c, d = "/api/v1/catalogs/{catalog}", "/api/v1/catalogs/{catalog}/databases/{database}"
+    o = d + "/objects/{name}"
     cd = [CATALOG, DATABASE]
     node_q = query("node", "DATASET or DATASET.COLUMN (catalog.db.table, a path, an OpenLineage name)",
                    {"type": "string", "minLength": 1}, required=True, example="shop.sales.raw.amount")
@@ -278,12 +306,65 @@ def paths() -> dict[str, Any]:
                                  ref("View"), "catalog"),
         d + "/views/{view}/history": get("viewHistory", "the view's versions (commits), newest first", cd + [VIEW],
                                          arr(ref("HistoryItem")), "catalog"),
+        d + "/objects": {
+            **get("listObjects", "versioned objects of a database (volumes, models, files)",
+                  cd + [query("kind", "only objects of this kind"),
+                        query("dropped", "true: the dropped ones (undroppable until purge)",
+                              {"type": "string", "enum": ["true", "false"]}), OFFSET, LIMIT],
+                  page_of("Object"), "objects"),
+            **write("post", "createObject", "create a versioned object (ushas objects create)", cd,
+                    ref("ObjectCreate"), ref("Object"), "objects")},
+        o: {**get("getObject", "one versioned object", cd + [OBJ], ref("Object"), "objects"),
+            **write("delete", "dropObject", "drop an object (undrop brings it back until purge)", cd + [OBJ], None,
+                    ref("Dropped"), "objects")},
+        o + "/undrop": write("post", "undropObject", "bring a dropped object back",
+                             cd + [OBJ, query("id", "which dropped object of that name (default: the last dropped)")],
+                             None, ref("Object"), "objects"),
+        o + "/history": get("objectHistory", "the object's commits, newest first",
+                            cd + [OBJ, query("limit", "the most recent N", {"type": "integer", "minimum": 1})],
+                            arr(ref("HistoryItem")), "objects"),
+        o + "/versions": {
+            **get("listObjectVersions", "the object's data versions, newest first",
+                  cd + [OBJ, query("limit", "the most recent N", {"type": "integer", "minimum": 1})],
+                  arr(ref("ObjectVersion")), "objects"),
+            **write("post", "addObjectVersion", "a new data version, made current (ushas objects add-version)",
+                    cd + [OBJ], ref("ObjectVersionCreate"), ref("ObjectVersion"), "objects")},
+        o + "/versions/{version}": get("getObjectVersion", "one data version", cd + [OBJ, path_param(
+            "version", "a version number", "1")], ref("ObjectVersion"), "objects"),
+        o + "/as-of": get("objectVersionAsOf", "the data version current at a time",
+                          cd + [OBJ, query("time", "an ISO date-time (UTC unless it says)",
+                                           {"type": "string", "minLength": 1}, required=True)],
+                          ref("ObjectVersion"), "objects"),
+        o + "/subspaces": {
+            **get("listSubspaces", "the object's user-defined subspaces", cd + [OBJ], arr(ref("Subspace")),
+                  "objects"),
+            **write("post", "registerSubspace", "register a user-defined subspace: a protobuf message type and its "
+                                                "primary key fields", cd + [OBJ], ref("SubspaceCreate"),
+                    ref("Subspace"), "objects")},
+        o + "/subspaces/{subspace}/records": {
+            **get("scanSubspace", "records in primary key order (bounds: a key or key prefix, as JSON)",
+                  cd + [OBJ, SUBSPACE, query("from", "first key or prefix (JSON), inclusive", example='["c42"]'),
+                        query("to", "last key or prefix (JSON), exclusive"),
+                        query("limit", "at most N records (default 100, at most 10000)",
+                              {"type": "integer", "minimum": 1, "maximum": 10000}),
+                        query("reverse", "true: in descending key order", {"type": "string",
+                                                                            "enum": ["true", "false"]})],
+                  arr(ref("SubspaceRecord")), "objects"),
+            **write("put", "putSubspaceRecord", "store a record (type-checked) under its primary key",
+                    cd + [OBJ, SUBSPACE], ref("SubspaceRecordBody"), ref("SubspaceKey"), "objects")},
+        o + "/subspaces/{subspace}/record": {
+            **get("getSubspaceRecord", "the record of a primary key",
+                  cd + [OBJ, SUBSPACE, KEY_Q], ref("SubspaceRecord"), "objects"),
+            **write("delete", "deleteSubspaceRecord", "remove the record of a primary key", cd + [OBJ, SUBSPACE, KEY_Q],
+                    None, ref("SubspaceDeleted"), "objects")},
+        o + "/rollback": write("post", "rollbackObject", "a new data version copying an earlier one", cd + [OBJ],
+                               ref("RollbackBody"), ref("ObjectVersion"), "objects"),
         "/api/v1/search": get("search", "search names, tags, properties and column names, with facets",
                               [query("q", "TERM, TERM*, tag:T, key:K, value:V, field:F, KEY=VALUE",
                                      {"type": "string", "minLength": 1}, required=True, example="pii"),
-                               query("kind", "only these kinds (catalog, database, table, view, column)",
+                               query("kind", "only these kinds (catalog, database, table, view, column, object)",
                                      arr({"type": "string", "enum": ["catalog", "database", "table", "view",
-                                                                     "column"]}), explode=True),
+                                                                     "column", "object"]}), explode=True),
                                query("tag", "only objects with every one of these USER tags", arr(STR),
                                      explode=True),
                                query("owner", "only objects owned by this owner"),

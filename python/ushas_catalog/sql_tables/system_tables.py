@@ -467,3 +467,7 @@ TABLES.update(GOVERNANCE_TABLES)
 from .share_table import SHARES  # noqa: E402 - shares between projects (catalog.shares)
 
 TABLES[SHARES.name] = SHARES
+
+from .object_tables import OBJECT_TABLES  # noqa: E402 - versioned objects (docs/objects.md)
+
+TABLES.update(OBJECT_TABLES)

@@ -367,7 +367,7 @@ const Pages = (() => {
     const hits = res.hits.map((h) => {
       const relName = h.relation || (h.type === "COLUMN" ? null : h.name);
       const parts = relName ? U.splitName(relName) : [];
-      const href = parts.length === 3 ? relationHash(parts) + (h.type === "VIEW" ? "?view=1" : "") : null;
+      const href = parts.length === 3 && h.type !== "OBJECT" ? relationHash(parts) + (h.type === "VIEW" ? "?view=1" : "") : null;  // objects: no page yet
       const title = U.highlight(h.name, words);
       return el("li", { class: "hit", "data-name": h.name },
         el("div", { class: "hit-head" }, el("span", { class: `kind ${String(h.type).toLowerCase()}` }, String(h.type).toLowerCase()),
