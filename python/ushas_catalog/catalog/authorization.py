@@ -158,7 +158,7 @@ RULES: dict[str, Rule] = {
     "alter_table": _r(MANAGE, RELATION), "alter_view": _r(MANAGE, RELATION),
     "drop_table": _r(MANAGE, RELATION), "drop_view": _r(MANAGE, RELATION),
     "rename_table": _r(MANAGE, RELATION), "rename_view": _r(MANAGE, RELATION),
-    "undrop_table": _r(MANAGE, DATABASE, parent=True), "purge_table": _r(MANAGE, DATABASE, parent=True),
+    "undrop_table": _r(MANAGE, RELATION, parent=True), "purge_table": _r(MANAGE, RELATION, parent=True),
     "evolve_view_schema": _r(SELECT, RELATION),
     "history": _r(SELECT, RELATION),
     "restore_table": _r(MODIFY, RELATION),
