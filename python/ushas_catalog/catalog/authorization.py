@@ -96,6 +96,8 @@ class Requirement:
     creates: bool = False
     #: the calls made inside are covered by this requirement (not checked again)
     covers: bool = False
+    #: another privilege that allows the call as well (on an existing object)
+    alternative: str = ""
 
 
 @dataclass(frozen=True)
@@ -183,6 +185,7 @@ RULES: dict[str, Rule] = {
     # the project
     "changes": _r(SELECT, PROJECT), "search": _r(USE, PROJECT), "stats": _r(OWN, PROJECT),
     "list_catalogs": _r(ANYONE, PROJECT),  # names only
+    "may": _r(ANYONE, PROJECT),  # whether the caller holds a privilege: refuses nothing
     "garbage": _r(MANAGE, PROJECT), "forget_garbage": _r(MANAGE, PROJECT), "drop_project": _r(OWN, PROJECT),
 }
 #: public methods that run no operation of their own (plumbing) or list only names
@@ -332,7 +335,7 @@ def check(tr: Transaction, ms: Any, caller: Caller, req: Requirement | None) -> 
         shown = Securable(parent_kind, _ancestor_name(target, parent_kind, ms.project), target.ids)
         authorize(tr, ms.layout, ms.project, caller.user, wanted, shown)
     else:
-        authorize(tr, ms.layout, ms.project, caller.user, wanted, target)
+        authorize(tr, ms.layout, ms.project, caller.user, wanted, target, req.alternative if target.exists else "")
     return target
 
 
