@@ -155,8 +155,10 @@ class Probe:
     """Runs operations and checks their outcome against :func:`expected`, reading the store as its
     administrator (``ms``): a refusal must write nothing but its audit event."""
 
-    def __init__(self, ms: Metastore) -> None:
+    def __init__(self, ms: Metastore, files: Callable[[Principal], Any] | None = None) -> None:
         self.ms = ms
+        #: the data files of a principal's catalog (what a refusal must leave as it was), when the surface writes data
+        self.files = files
         self.cursor: str | None = None
         self.cursor = self._last_cursor()
 
@@ -183,6 +185,7 @@ class Probe:
         :func:`expected` says. ``refusal(error, answer)`` is the refusal's message ('' when the outcome
         is not a refusal)."""
         before = self.keys()
+        files = self.files(who) if self.files is not None else None
         error: BaseException | None = None
         answer: Any = None
         try:
@@ -205,6 +208,8 @@ class Probe:
         after = self.keys()
         changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
         assert not changed, f"{where}: the refusal wrote {[self.ms.layout.keyspace.parse(k) for k in changed]}"
+        if self.files is not None:
+            assert self.files(who) == files, f"{where}: the refusal changed data files"
         events = list(self.ms.changes(self.cursor))
         denied = [e for e in events if e.change == "ACCESS_DENIED"]
         assert denied and len(denied) == len(events), f"{where}: events {[e.change for e in events]}"

@@ -3,7 +3,8 @@ matrix principal is a catalog instance of the shared session (``.user`` = the pr
 ``.authorization=true``, ``.catalog`` = its own catalog) over a fresh project of the session's store
 (one project per surface, so one surface's drops do not change the other's tables). Allowed: the call
 succeeds; refused: ``[INSUFFICIENT_PERMISSIONS]`` naming the privilege and the object, nothing written
-but the refusal's ``ACCESS_DENIED`` event."""
+but the refusal's ``ACCESS_DENIED`` event (no key of the project, no file or directory under the
+principal's catalog's location)."""
 from __future__ import annotations
 
 import uuid
@@ -32,7 +33,8 @@ class Surface:
                                ".authorization": "true"}.items():
                 spark.conf.set(f"spark.sql.catalog.{name}{key}", value)
             self.names[who.key] = name
-        self.probe = Probe(self.ms)
+        self.probe = Probe(self.ms, lambda who: sorted(str(f.relative_to(warehouse))
+                                                       for f in (warehouse / who.catalog).rglob("*")))
 
 
 @pytest.fixture(scope="module")
