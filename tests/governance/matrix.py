@@ -88,6 +88,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("read the history metadata table", "SELECT", "table", sql="SELECT * FROM {m}.db.t.history",
               cli=("history", "{c}.db.t"), rest=("GET", D + "/tables/t/history", None),
               dataframe=lambda spark, m: spark.table(f"{m}.db.t.history").collect()),
+    Operation("read a database's history", "SELECT", "database", cli=("history", "{c}.db")),
     Operation("list partitions", "SELECT", "table", sql="SHOW PARTITIONS {m}.db.t", cli=("partitions", "{c}.db.t"),
               rest=("GET", D + "/tables/t/partitions", None)),
     Operation("read system.tables", "SELECT", "catalog", sql="SELECT * FROM {m}.system.tables",

@@ -162,7 +162,7 @@ RULES: dict[str, Rule] = {
     "rename_table": _r(MANAGE, RELATION), "rename_view": _r(MANAGE, RELATION),
     "undrop_table": _r(MANAGE, RELATION, parent=True), "purge_table": _r(MANAGE, RELATION, parent=True),
     "evolve_view_schema": _r(SELECT, RELATION),
-    "history": _r(SELECT, RELATION),
+    "history": _r(SELECT, OBJECT),  # of a table or view, a database or a catalog
     "restore_table": _r(MODIFY, RELATION),
     "set_statistics": _r(MODIFY, RELATION),
     "touch_table": _r(MODIFY, RELATION),
