@@ -8,7 +8,8 @@ role that holds SELECT on its database (a nested lookup: user -> role -> databas
 
 - Spark (one local[2] session, two catalog instances on the same store and metastore catalog:
   ``ushas_off`` without authorization, ``ushas_auth`` with ``authorization=true`` and ``user=bob``):
-  ``spark.table(t)`` (analysis with the catalog lookup: one bridge call, one transaction),
+  the catalog call itself (``TableCatalog.loadTable`` called on the JVM catalog object: the shim, its
+  bridge round trip and the Python side, without Spark's analysis around it), ``spark.table(t)`` (analysis with the catalog lookup: one bridge call, one transaction),
   ``SHOW PARTITIONS t`` and ``DESCRIBE TABLE t``, alternating the two catalogs every round;
 - the Python API alone (no Spark, no Py4J: the cost of the check relative to the smallest call):
   ``Metastore.get_table`` and ``Metastore.list_partitions`` with ``authorization=True`` vs off.
@@ -101,19 +102,27 @@ def main() -> int:
             conf.update({f"{prefix}.{k}": v for k, v in auth.items()})
         spark = ushas_session("ushas-bench-authorization", root, conf=conf)
         try:
+            catalogs = {c: spark._jsparkSession.sessionState().catalogManager().catalog(c)
+                        for c in ("ushas_off", "ushas_auth")}
+            namespace = spark.sparkContext._gateway.new_array(spark._jvm.java.lang.String, 1)
+            namespace[0] = "db"
+            ident = spark._jvm.org.apache.spark.sql.connector.catalog.Identifier.of(namespace, "t")
             calls = {
+                "TableCatalog.loadTable(t) (the JVM catalog call, its bridge round trip)":
+                    lambda c: catalogs[c].loadTable(ident),
                 "spark.table(t) (analysis, catalog lookup)": lambda c: spark.table(f"{c}.db.t").schema,
                 "SHOW PARTITIONS t": lambda c: spark.sql(f"SHOW PARTITIONS {c}.db.t").collect(),
                 "DESCRIBE TABLE t": lambda c: spark.sql(f"DESCRIBE TABLE {c}.db.t").collect(),
             }
             for label, call in calls.items():
+                n = rounds * 5 if label.startswith("TableCatalog") else rounds  # a short call: more samples
                 med = rounds_of({"off": lambda call=call: call("ushas_off"),
-                                 "on": lambda call=call: call("ushas_auth")}, rounds, 5)
+                                 "on": lambda call=call: call("ushas_auth")}, n, 5)
                 rows.append((f"Spark: {label}", med["off"], med["on"]))
         finally:
             spark.stop()
         print(f"authorization on vs off: {grants} grants in the project, medians of {rounds} rounds "
-              f"(Python API: {rounds * 5})")
+              f"(Python API and loadTable: {rounds * 5})")
         print("| call | off ms | on ms | on / off |\n| --- | --- | --- | --- |")
         for label, a, b in rows:
             print(f"| {label} | {a * 1000:.3f} | {b * 1000:.3f} | {b / a:.2f}x |")

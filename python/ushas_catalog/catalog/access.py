@@ -135,6 +135,25 @@ class AccessOps(MetastoreBase):
         if caller.authorization:
             check(tr, self, caller, Requirement(privilege, kind, name))
 
+    def may(self, privilege: str, kind: str, name: Any) -> bool:
+        """Whether the caller holds ``privilege`` on the object ``name`` of ``kind`` (as :meth:`authorize`);
+        True when its calls are not checked. Refuses nothing and records nothing: for listings that show
+        only what the caller may see (the system tables)."""
+        from ..errors import PermissionDenied
+
+        caller = self.caller()
+        if not caller.authorization:
+            return True
+
+        def fn(tr: Transaction) -> bool:
+            try:
+                check(tr, self, caller, Requirement(privilege, kind, name))
+            except PermissionDenied:
+                return False
+            return True
+
+        return bool(self.run(fn))
+
     @staticmethod
     def _require_exists(target: Any, on: Any) -> None:
         from ..errors import NotFound

@@ -29,7 +29,7 @@ from ..governance import grants as grant_store
 from ..governance.identity import Caller
 from ..governance.policy import PROJECT_ID
 from ..governance.privileges import CREATE, MANAGE, MODIFY, OWN, SELECT, USE, Securable, authorize
-from ..keyspace.layout import FUNCTION, FUNCTION_OBJECT_NAME, TABLE
+from ..keyspace.layout import DATABASE as DATABASE_DIR, DATABASE_ID, FUNCTION, FUNCTION_OBJECT_NAME, TABLE
 from ..kv.base import Transaction
 from ..model.names import CatalogName, DatabaseName, TableName
 from ..records.store import RecordStore
@@ -96,6 +96,8 @@ class Requirement:
     creates: bool = False
     #: the calls made inside are covered by this requirement (not checked again)
     covers: bool = False
+    #: another privilege that allows the call as well (on an existing object)
+    alternative: str = ""
 
 
 @dataclass(frozen=True)
@@ -158,9 +160,9 @@ RULES: dict[str, Rule] = {
     "alter_table": _r(MANAGE, RELATION), "alter_view": _r(MANAGE, RELATION),
     "drop_table": _r(MANAGE, RELATION), "drop_view": _r(MANAGE, RELATION),
     "rename_table": _r(MANAGE, RELATION), "rename_view": _r(MANAGE, RELATION),
-    "undrop_table": _r(MANAGE, DATABASE, parent=True), "purge_table": _r(MANAGE, DATABASE, parent=True),
+    "undrop_table": _r(MANAGE, RELATION, parent=True), "purge_table": _r(MANAGE, RELATION, parent=True),
     "evolve_view_schema": _r(SELECT, RELATION),
-    "history": _r(SELECT, RELATION),
+    "history": _r(SELECT, OBJECT),  # of a table or view, a database or a catalog
     "restore_table": _r(MODIFY, RELATION),
     "set_statistics": _r(MODIFY, RELATION),
     "touch_table": _r(MODIFY, RELATION),
@@ -183,6 +185,7 @@ RULES: dict[str, Rule] = {
     # the project
     "changes": _r(SELECT, PROJECT), "search": _r(USE, PROJECT), "stats": _r(OWN, PROJECT),
     "list_catalogs": _r(ANYONE, PROJECT),  # names only
+    "may": _r(ANYONE, PROJECT),  # whether the caller holds a privilege: refuses nothing
     "garbage": _r(MANAGE, PROJECT), "forget_garbage": _r(MANAGE, PROJECT), "drop_project": _r(OWN, PROJECT),
 }
 #: public methods that run no operation of their own (plumbing) or list only names
@@ -299,31 +302,53 @@ def securable(tr: Transaction, resolver: Resolver, kind: str, value: Any) -> Sec
             return Securable("catalog", str(cn), chain, exists=False)
     if kind == DATABASE:
         dn = DatabaseName.parse(value)
-        try:
-            cat = resolver.catalog(tr, dn.catalog_name, load=False)
-        except NotFound:
-            return Securable("database", str(dn), (PROJECT_ID,), exists=False)
-        entry = resolver.names(cat.path.add("Database"), "Database").load(tr, (dn.database,))
-        chain = (PROJECT_ID, cat.id)
-        if entry is None:
-            return Securable("database", str(dn), chain, exists=False)
-        return Securable("database", str(dn), chain + (uuid.UUID(bytes=entry.id),))
+        ids, _ = _database(tr, resolver, dn)
+        return Securable("database", str(dn), ids, exists=len(ids) == 3)
     tn = TableName.parse(value)
     what = "function" if kind == FUNCTION_KIND else "table"
-    parent = securable(tr, resolver, DATABASE, tn.database_name)
-    if not parent.exists:
-        return Securable(what, str(tn), parent.ids, exists=False)
-    db = resolver.database(tr, tn.database_name, load=False)
+    ids, db_path = _database(tr, resolver, tn.database_name)
+    if db_path is None:
+        return Securable(what, str(tn), ids, exists=False)
     if kind == FUNCTION_KIND:
-        fentry = RecordStore.of(db.path.add(FUNCTION), FUNCTION_OBJECT_NAME).load(tr, (tn.name.lower(),))
+        fentry = RecordStore.of(db_path.add(FUNCTION), FUNCTION_OBJECT_NAME).load(tr, (tn.name.lower(),))
         if fentry is None:
-            return Securable(what, str(tn), parent.ids, exists=False)
-        return Securable(what, str(tn), parent.ids + (uuid.UUID(bytes=fentry.id),))
-    rentry = resolver.names(db.path.add(TABLE), "Table").load(tr, (tn.name,))
+            return Securable(what, str(tn), ids, exists=False)
+        return Securable(what, str(tn), ids + (uuid.UUID(bytes=fentry.id),))
+    rentry = _memo((db_path.key(), "Table"), lambda: resolver.names(db_path.add(TABLE), "Table")).load(tr, (tn.name,))
     if rentry is None:
-        return Securable(what, str(tn), parent.ids, exists=False)
+        return Securable(what, str(tn), ids, exists=False)
     what = "view" if rentry.kind == rec.ObjectKind.VIEW else "table"
-    return Securable(what, str(tn), parent.ids + (uuid.UUID(bytes=rentry.id),))
+    return Securable(what, str(tn), ids + (uuid.UUID(bytes=rentry.id),))
+
+
+#: the key paths and record stores the checks build for the same objects call after call (immutable
+#: values, keyed by their parent's key and the child's id or name): a bounded memo
+_PATHS: dict[tuple[bytes, Any], Any] = {}
+
+
+def _memo(key: tuple[bytes, Any], make: Callable[[], Any]) -> Any:
+    found = _PATHS.get(key)
+    if found is None:
+        if len(_PATHS) >= 4096:
+            _PATHS.clear()
+        found = _PATHS[key] = make()
+    return found
+
+
+def _database(tr: Transaction, resolver: Resolver, dn: DatabaseName) -> tuple[tuple[uuid.UUID, ...], Any]:
+    """The id chain of database ``dn`` (project, catalog, database; shorter: the deepest that exists)
+    and its key path (None when it does not exist): two point reads."""
+    try:
+        cat = resolver.catalog(tr, dn.catalog_name, load=False)
+    except NotFound:
+        return (PROJECT_ID,), None
+    parent = cat.path.key()
+    names = _memo((parent, "Database"), lambda: resolver.names(cat.path.add(DATABASE_DIR), "Database"))
+    entry = names.load(tr, (dn.database,))
+    if entry is None:
+        return (PROJECT_ID, cat.id), None
+    did = uuid.UUID(bytes=entry.id)
+    return (PROJECT_ID, cat.id, did), _memo((parent, did), lambda: cat.path.add(DATABASE_DIR).add(DATABASE_ID, did))
 
 
 def check(tr: Transaction, ms: Any, caller: Caller, req: Requirement | None) -> Securable | None:
@@ -348,7 +373,7 @@ def check(tr: Transaction, ms: Any, caller: Caller, req: Requirement | None) -> 
         shown = Securable(parent_kind, _ancestor_name(target, parent_kind, ms.project), target.ids)
         authorize(tr, ms.layout, ms.project, caller.user, wanted, shown)
     else:
-        authorize(tr, ms.layout, ms.project, caller.user, wanted, target)
+        authorize(tr, ms.layout, ms.project, caller.user, wanted, target, req.alternative if target.exists else "")
     return target
 
 
@@ -379,6 +404,27 @@ def after_create(tr: Transaction, ms: Any, caller: Caller, req: Requirement) -> 
             ms.hooks.removed(tr, **event)
 
 
+def _checked_before(tr: Transaction, caller: Caller, req: Requirement | None) -> bool:
+    """Whether ``tr`` checked this very ``req`` for ``caller`` already (one Spark call is one transaction
+    that runs several metastore calls under one requirement: it is checked once). A create's requirement
+    is checked each time (its object's existence changes within the transaction)."""
+    if req is None or req.creates:
+        return False
+    entry = getattr(tr, "ushas_checked", {}).get(id(req))
+    return entry is not None and entry[1] is req and entry[0] == caller
+
+
+def _remember_checked(tr: Transaction, caller: Caller, req: Requirement | None) -> None:
+    """Records a passed check in ``tr`` (the requirement object is kept: its id stays its own)."""
+    if req is None or req.creates:
+        return
+    try:
+        done = tr.__dict__.setdefault("ushas_checked", {})
+    except AttributeError:  # a transaction that takes no attributes: every call is checked
+        return
+    done[id(req)] = (caller, req)
+
+
 def guarded_run(ms: Any, fn: Callable[[Transaction], Any]) -> Callable[[Transaction], Any]:
     """``fn`` preceded by the check of the current requirement and followed by the creator's OWN grant
     (what :meth:`MetastoreBase.run` runs when the caller's calls are checked)."""
@@ -386,7 +432,9 @@ def guarded_run(ms: Any, fn: Callable[[Transaction], Any]) -> Callable[[Transact
     req = required()
 
     def checked(tr: Transaction) -> Any:
-        check(tr, ms, caller, req)
+        if not _checked_before(tr, caller, req):
+            check(tr, ms, caller, req)
+            _remember_checked(tr, caller, req)
         new = req is not None and req.creates and not securable(tr, ms.resolver, req.kind, _own_name(req)).exists
         out = fn(tr)
         if new:

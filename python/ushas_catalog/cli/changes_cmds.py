@@ -4,6 +4,9 @@ cursor), ``changes trim`` (retention).
 ``ushas changes [--since CURSOR] [--follow] [--json]`` prints one line per event, each with
 its cursor; ``--json`` prints JSON Lines (one object per event, flushed as it comes), so a
 consumer can pipe it and resume from the last ``cursor`` it processed.
+
+With ``--user`` (authorization on), reading the feed needs SELECT on the project and trimming it MANAGE
+on the project (docs/governance.md), checked in each transaction that reads or trims it.
 """
 from __future__ import annotations
 
@@ -11,8 +14,10 @@ import argparse
 import json
 import sys
 
+from ..catalog.authorization import PROJECT, Requirement, requiring
 from ..changes.feed import parse_duration
 from ..errors import InvalidArgument
+from ..governance.privileges import MANAGE, SELECT
 from .context import Context
 from .terminal import escape
 
@@ -45,7 +50,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.set_defaults(func=cmd_trim)
 
 
+#: what reading the feed needs (the feed's own reads are not Metastore methods: RULES does not cover them)
+READ = Requirement(SELECT, PROJECT)
+
+
 def cmd_changes(ctx: Context, args: argparse.Namespace) -> int:
+    with requiring(READ):
+        return _changes(ctx, args)
+
+
+def _changes(ctx: Context, args: argparse.Namespace) -> int:
     if args.poll <= 0:
         raise InvalidArgument(f"--poll must be > 0 seconds, not {args.poll}")
     if args.limit is not None and args.limit < 0:
@@ -72,14 +86,16 @@ def cmd_changes(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def cmd_head(ctx: Context, args: argparse.Namespace) -> int:
-    cursor = ctx.metastore.change_feed.latest_cursor()
+    with requiring(READ):
+        cursor = ctx.metastore.change_feed.latest_cursor()
     ctx.emit({"cursor": cursor}, cursor or "(the change feed is empty)")
     return 0
 
 
 def cmd_trim(ctx: Context, args: argparse.Namespace) -> int:
     horizon = parse_duration(args.older_than)
-    result = ctx.metastore.change_feed.trim(horizon)
+    with requiring(Requirement(MANAGE, PROJECT)):
+        result = ctx.metastore.change_feed.trim(horizon)
     ctx.emit(result.to_json(), f"removed {result.removed} events"
              + (f" (up to {result.last_removed})" if result.last_removed else ""))
     return 0

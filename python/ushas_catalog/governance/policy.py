@@ -35,6 +35,8 @@ class Policy:
     #: object id -> principal -> privilege -> record
     grants: dict[uuid.UUID, dict[str, dict[str, GrantRecord]]] = field(default_factory=dict)
     _inside_cache: dict[str, dict[uuid.UUID, set[str]]] = field(default_factory=dict, compare=False, repr=False)
+    #: the answers of :meth:`expand` (the snapshot never changes: each user's principals are computed once)
+    _expanded: dict[frozenset[str], frozenset[str]] = field(default_factory=dict, compare=False, repr=False)
 
     def containers(self) -> dict[str, set[str]]:
         """member principal -> the containers it belongs to directly."""
@@ -46,6 +48,9 @@ class Policy:
 
     def expand(self, start: frozenset[str]) -> frozenset[str]:
         """``start`` and every role / group its principals belong to, directly or through nested roles."""
+        found = self._expanded.get(start)
+        if found is not None:
+            return found
         up = self.containers()
         seen = set(start)
         todo = list(start)
@@ -54,7 +59,10 @@ class Policy:
                 if c not in seen:
                     seen.add(c)
                     todo.append(c)
-        return frozenset(seen)
+        if len(self._expanded) >= 1024:
+            self._expanded.clear()
+        out = self._expanded[start] = frozenset(seen)
+        return out
 
     def inside(self) -> dict[uuid.UUID, set[str]]:
         """object id -> the principals holding a privilege on something inside it."""
@@ -90,11 +98,24 @@ _CACHE_SIZE = 64
 EMPTY = Policy()
 
 
+_STATE_STORES: dict[tuple[bytes, str], RecordStore[AccessState]] = {}
+
+
+def _state_store(layout: Layout, project: str) -> RecordStore[AccessState]:
+    """The store of ``project``'s state record (its key path is built once per project)."""
+    key = (layout.prefix, project)
+    found = _STATE_STORES.get(key)
+    if found is None:
+        if len(_STATE_STORES) >= 1024:
+            _STATE_STORES.clear()
+        found = _STATE_STORES[key] = RecordStore.of(layout.project(project).add(ACCESS), ACCESS_STATE)
+    return found
+
+
 def load(tr: Transaction, layout: Layout, project: str) -> Policy:
     """The policy of ``project`` as ``tr`` sees it: one point read, plus one range read when the
     snapshot this process holds is not the current one."""
-    base = layout.project(project).add(ACCESS)
-    st = RecordStore.of(base, ACCESS_STATE).load(tr, ())
+    st = _state_store(layout, project).load(tr, ())
     if st is None:
         return EMPTY
     with _LOCK:

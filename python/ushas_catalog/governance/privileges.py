@@ -65,10 +65,14 @@ def denied_message(user: str, wanted: str, target: Securable) -> str:
     return f"User {user} does not have {wanted} on {target.kind} {target.name}"
 
 
-def authorize(tr: Transaction, layout: Layout, project: str, user: str, wanted: str, target: Securable) -> None:
-    """Raise :class:`PermissionDenied` unless ``user`` (with its groups and roles) holds ``wanted`` on
-    ``target`` in ``project``, read in ``tr`` (one point read; one range read after a policy change)."""
+def authorize(tr: Transaction, layout: Layout, project: str, user: str, wanted: str, target: Securable,
+              alternative: str = "") -> None:
+    """Raise :class:`PermissionDenied` unless ``user`` (with its groups and roles) holds ``wanted`` (or
+    ``alternative``) on ``target`` in ``project``, read in ``tr`` (one point read; one range read after a
+    policy change)."""
     p = policies.load(tr, layout, project)
-    if not allowed(p, of_policy(p, user), wanted, target):
-        raise PermissionDenied(denied_message(user, wanted, target), privilege=wanted, object=target.name,
+    holders = of_policy(p, user)
+    if not allowed(p, holders, wanted, target) and not (alternative and allowed(p, holders, alternative, target)):
+        shown = f"{wanted} or {alternative}" if alternative else wanted
+        raise PermissionDenied(denied_message(user, shown, target), privilege=shown, object=target.name,
                                object_kind=target.kind, user=user)

@@ -39,6 +39,13 @@ def _read(r: Request) -> Requirement:
     return Requirement(SELECT, RELATION, (r["ctx"]["catalog"], *(r.get("namespace") or ()), r["name"]))
 
 
+def _exists(r: Request) -> Requirement:
+    """Whether a partition exists: a reader's question, and a writer's (Spark asks it before ADD / DROP
+    PARTITION): SELECT or MODIFY."""
+    return Requirement(SELECT, RELATION, (r["ctx"]["catalog"], *(r.get("namespace") or ()), r["name"]),
+                       alternative=MODIFY, covers=True)
+
+
 def _modify(r: Request) -> Requirement:
     return Requirement(MODIFY, RELATION, (r["ctx"]["catalog"], *(r.get("namespace") or ()), r["name"]), covers=True)
 
@@ -59,6 +66,9 @@ def _procedure(r: Request) -> Requirement | None:
 
 #: the system tables only administrators read: the policy and the audit log
 ADMIN_TABLES = frozenset({"grants", "audit"})
+#: the system tables of the whole project's change feed, lineage, runs and usage (not one catalog's):
+#: SELECT on the project, as ``ushas changes`` / ``ushas lineage`` and the REST API
+PROJECT_TABLES = frozenset({"changes", "runs", "dataset_access", "column_lineage", "table_lineage", "usage"})
 
 
 def _rows(r: Request) -> Requirement:
@@ -67,6 +77,8 @@ def _rows(r: Request) -> Requirement:
     if namespace == [SYSTEM_DATABASE]:
         if r["name"] == "audit":  # the project's governance events: its administrators
             return Requirement(MANAGE, PROJECT, covers=True)
+        if r["name"] in PROJECT_TABLES:
+            return Requirement(SELECT, PROJECT)
         return Requirement(MANAGE if r["name"] in ADMIN_TABLES else SELECT, CATALOG, catalog)
     if len(namespace) == 2:  # a metadata table of namespace[0].namespace[1]
         return Requirement(SELECT, RELATION, (catalog, namespace[0], namespace[1]))
@@ -78,7 +90,7 @@ OP_RULES: dict[str, Callable[[Request], Requirement | None]] = {
     "call_procedure": _procedure,
     "load_relation": _relation, "load_table": _relation, "relation_exists": _relation,
     "list_files": _read, "table_size": _read,
-    "list_partitions": _read, "partition_exists": _read, "load_partition": _read,
+    "list_partitions": _read, "partition_exists": _exists, "load_partition": _read,
     # initialize: anyone may open an existing catalog (what it shows is checked call by call); a missing
     # one is created by a caller with CREATE on the project
     "open": lambda r: Requirement(ANYONE, CATALOG, r["ctx"]["catalog"], on_missing=CREATE, covers=True),
@@ -91,6 +103,11 @@ OP_RULES: dict[str, Callable[[Request], Requirement | None]] = {
     "rows_table": _rows, "rows_page": _rows,
     "list_procedures": lambda r: Requirement(ANYONE, CATALOG), "load_procedure": lambda r: Requirement(ANYONE, CATALOG),
 }
+
+
+#: the ops whose handler runs exactly one transaction of its own (a relation's lookup): that transaction
+#: checks the op's requirement, no transaction is opened around it
+SELF_CHECKED = frozenset({"load_relation", "load_table"})
 
 
 @contextlib.contextmanager
@@ -116,9 +133,16 @@ def run_op(handler: Callable[[Any, Request], Any], op: str, ms: Any, request: Re
                 if req.privilege != ANYONE:
                     ms.run(lambda tr: None)  # refused before anything runs
                 return handler(ms, request)
-            if req.privilege == ANYONE:
+            if req.privilege == ANYONE or op in SELF_CHECKED:
                 return handler(ms, request)
             return run_in_one_transaction(ms, lambda m: _checked(m, handler, request))
+
+
+def may_create_in(ms: Any, catalog: str) -> bool:
+    """Whether the caller may create databases in ``catalog`` (always, when its calls are not checked),
+    refusing (and recording) nothing: what opening a catalog asks before it makes the catalog's
+    ``default`` namespace, so that opening a catalog writes nothing for a caller without CREATE on it."""
+    return bool(ms.may(CREATE, CATALOG, catalog))
 
 
 def check_write(ms: Any, r: Request) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from .staged import OPS as STAGED_OPS
 from .like import like_request
 from .view_sync import OPS as VIEW_SYNC_OPS
 from .functions import OPS as FUNCTION_OPS
-from .authorization import OPS as AUTHORIZATION_OPS
+from .authorization import OPS as AUTHORIZATION_OPS, may_create_in
 from ..sql_tables.ops import OPS as ROWS_OPS, is_system, list_system_tables
 from .lookups import absent_as_no_such_table
 from .describe import describe
@@ -48,9 +48,11 @@ def _cache(ctx: SparkCtx) -> Any:
 
 def _catalog_and_default(ms: Any, catalog: str) -> None:
     ms.ensure_catalog(catalog)
-    # Spark's default namespace exists in every catalog, as in the session catalog (USE default)
+    # Spark's default namespace exists in every catalog, as in the session catalog (USE default); under
+    # authorization it is made by a caller who may create databases in the catalog (its creator): opening
+    # a catalog writes nothing for the others
     default = (catalog, "default")
-    if not ms.database_exists(default):
+    if not ms.database_exists(default) and may_create_in(ms, catalog):
         ms.create_database(default, comment="Default Database", if_not_exists=True)
 
 

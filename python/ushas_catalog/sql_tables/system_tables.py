@@ -4,7 +4,8 @@ functions).
 
 Objects (``tables``, ``columns``, ``tags``, ``properties``, ``partitions``) are listed catalog by
 catalog, database by database; ``catalog`` / ``database`` / ``table`` equality filters list only
-those. The lineage tables read the lineage store's indexes directly, in key order, resuming after
+those. With authorization on, they list only what the caller may see (USE; ``partitions``: SELECT on
+the table), as ``SHOW TABLES`` does. The lineage tables read the lineage store's indexes directly, in key order, resuming after
 the last key: a dataset filter reads that dataset's key range, a time filter a time range where
 the index is ordered by time (see each table's ``ranges``).
 """
@@ -16,6 +17,7 @@ from typing import Any, Iterator
 import fdb.tuple as fdbtuple
 
 from ..errors import NotFound
+from ..governance.privileges import SELECT, USE
 from ..keyspace.layout import (DATA_LINEAGE, DATASET_NAME, DATASET_USAGE, LINEAGE_DATASET_ACCESS,
                                LINEAGE_DOWNSTREAM, LINEAGE_RUN_BY_TIME, LINEAGE_RUN_EDGE, LINEAGE_UPSTREAM,
                                RUN_ID, TABLE_ID, TIME, USAGE_PROFILE)
@@ -35,10 +37,10 @@ def _databases(ctx: ReadContext, filters: Filters) -> Iterator[tuple[str, str]]:
     catalogs = filters.equal("catalog")
     databases = filters.equal("database")
     for c in ctx.ms.list_catalogs():
-        if catalogs is not None and c.name not in catalogs:
+        if catalogs is not None and c.name not in catalogs or not ctx.ms.may(USE, "catalog", c.name):
             continue
         for d in ctx.ms.list_databases((c.name,)):
-            if databases is not None and d.name not in databases:
+            if databases is not None and d.name not in databases or not ctx.ms.may(USE, "database", (c.name, d.name)):
                 continue
             yield c.name, d.name
 
@@ -48,7 +50,7 @@ def _relations(ctx: ReadContext, filters: Filters, kinds: tuple[str, ...] = ("TA
     names = filters.equal("table")
     for c, d in _databases(ctx, filters):
         for r in ctx.ms.list_relations((c, d)):
-            if r.kind in kinds and (names is None or r.name in names):
+            if r.kind in kinds and (names is None or r.name in names) and ctx.ms.may(USE, "relation", (c, d, r.name)):
                 yield c, d, r
 
 
@@ -103,13 +105,15 @@ def _objects(ctx: ReadContext, filters: Filters) -> Iterator[tuple[str, str, Any
     """(object type, full name, metadata) of catalogs, databases, tables and views in name order."""
     catalogs = filters.equal("catalog")
     for c in ctx.ms.list_catalogs():
-        if catalogs is not None and c.name not in catalogs:
+        if catalogs is not None and c.name not in catalogs or not ctx.ms.may(USE, "catalog", c.name):
             continue
         yield "CATALOG", c.name, ctx.ms.metadata.get(c.name)
         for cat, d in _databases(ctx, Filters([{"op": "eq", "column": "catalog", "value": c.name}])):
             yield "DATABASE", f"{cat}.{d}", ctx.ms.metadata.get(f"{cat}.{d}")
             for r in ctx.ms.list_relations((cat, d)):
                 full = f"{cat}.{d}.{r.name}"
+                if not ctx.ms.may(USE, "relation", (cat, d, r.name)):
+                    continue
                 try:
                     yield r.kind, full, ctx.ms.metadata.get(full)
                 except NotFound:
@@ -150,7 +154,7 @@ def _partitions(ctx: ReadContext, filters: Filters, token: Any) -> Rows:
     after_key = token[3] if isinstance(token, list) else None
     for c, d, r in _relations(ctx, filters, ("TABLE",)):
         full = f"{c}.{d}.{r.name}"
-        if after_table is not None and (c, d, r.name) < after_table:  # the listing's order
+        if after_table is not None and (c, d, r.name) < after_table or not ctx.ms.may(SELECT, "relation", full):
             continue
         sub = ReadContext(ctx.ms, ctx.catalog, TableName.parse(full))
         try:

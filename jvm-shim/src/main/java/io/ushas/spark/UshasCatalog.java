@@ -272,6 +272,11 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces,
         return rel;
     }
 
+    /** Whether this catalog's calls are checked ({@code authorization=true}, docs/governance.md). */
+    boolean checked() {
+        return Identity.checked(context);
+    }
+
     /** Loaded for writing (INSERT, insertInto, writeTo): a plain V2 table, so Spark plans a V2 write
      *  instead of refusing a V1 relation; see {@link UshasTable#forWrite()}. */
     @Override

@@ -182,7 +182,9 @@ public class UshasTable extends DelegatingTable
     @Override
     public synchronized boolean partitionExists(InternalRow ident) {
         if (ident.numFields() != partitionSchema.length()) return SupportsAtomicPartitionManagement.super.partitionExists(ident);
-        if (known == null && existsCalls++ == 0) {
+        // checked calls ask each time: a writer (MODIFY) may ask whether a partition exists (ADD / DROP
+        // PARTITION do), not list them all (SELECT)
+        if (known == null && (existsCalls++ == 0 || catalog.checked())) {
             ObjectNode r = catalog.request(this.ident);
             r.set("values", Rows.toJson(ident, partitionSchema));
             return catalog.call("partition_exists", r, this.ident, null).get("exists").asBoolean();
