@@ -30,6 +30,9 @@ _HIVE_ITEMS = re.compile(r"(?:,\s*)?'?(?:transient_lastDdlTime|serialization\.fo
                          r"|(?:,\s*)?path=<location>")
 _EMPTY_LISTING = re.compile(r"^\[\s*,?\s*\]$|^\{\s*,?\s*\}$")
 _EMPTY_TBLPROPERTIES = re.compile(r"\nTBLPROPERTIES \(\s*,?\s*\)")
+#: SHOW TABLE EXTENDED's information text: the Hive serde lines and the listings left empty once the Hive
+#: items are gone (as the rows of DESCRIBE are normalised)
+_HIVE_LINES = re.compile(r"^(?:(?:Serde Library|InputFormat|OutputFormat): .*|[A-Z][A-Za-z ]*: \[\])\n", re.MULTILINE)
 _ORDERED = re.compile(r"^\s*(?:DESC|DESCRIBE|SHOW\s+CREATE|EXPLAIN)\b|\bORDER\s+BY\b", re.IGNORECASE)
 
 
@@ -121,6 +124,8 @@ class Runner:
         text = _TIME.sub("<time>", text)
         text = _HIVE_ITEMS.sub("", text).replace("[, ", "[").replace("(\n  ,", "(\n ")
         text = _EMPTY_TBLPROPERTIES.sub("", text)
+        if "\n" in text and ": " in text:
+            text = _HIVE_LINES.sub("", text)
         # the catalog's name where Spark prints it for one catalog and not for the other (views)
         text = text.replace(f"{SESSION_CATALOG}.", "")
         return _BYTES.sub(lambda m: "<n> bytes" if m.group(0).endswith("bytes") else "<n>", text)

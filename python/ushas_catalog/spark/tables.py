@@ -102,6 +102,28 @@ def create_arguments(ctx: SparkCtx, database: str, table: str, request: dict[str
             "external": external, "default_location": not external, "bucketing": bucketing}
 
 
+def partition_columns_last(schema: str, partition_by: list[str]) -> str:
+    """``schema`` (Spark's JSON) with the partition columns moved to its end, in ``partition_by``'s order:
+    where Spark's session catalog puts them when a table is created (``CREATE TABLE t (a, b, c) PARTITIONED
+    BY (a)`` has columns b, c, a in DESC, ``SELECT *`` and SHOW CREATE TABLE)."""
+    import json
+
+    if not partition_by:
+        return schema
+    doc = json.loads(schema)
+    fields = doc.get("fields") or []
+    by_fold = {str(f["name"]).lower(): f for f in fields}
+    wanted = [by_fold[c.lower()] for c in partition_by if c.lower() in by_fold]
+    if len(wanted) != len(partition_by):
+        return schema  # an unknown partition column: create_table names it
+    moved = {id(f) for f in wanted}
+    ordered = [f for f in fields if id(f) not in moved] + wanted
+    if ordered == fields:
+        return schema
+    doc["fields"] = ordered
+    return json.dumps(doc)
+
+
 def rename_move(ctx: SparkCtx, info: Any, db_location: str | None, new_db_location: str | None,
                 new_name: tuple[str, str, str]) -> dict[str, str] | None:
     """Where a renamed table's data goes: a managed table at its default location moves to the

@@ -3,6 +3,8 @@ package io.ushas.spark;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.SparkSessionExtensions;
 import org.apache.spark.sql.catalyst.analysis.ResolvedTable;
+import org.apache.spark.sql.catalyst.plans.logical.AnalyzeColumn;
+import org.apache.spark.sql.catalyst.plans.logical.AnalyzeTable;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.RecoverPartitions;
 import org.apache.spark.sql.catalyst.plans.logical.RepairTable;
@@ -16,8 +18,9 @@ import scala.runtime.BoxedUnit;
  * {@link UshasScanRule} (dynamic partition pruning asks the catalog for the join's partitions), the optimizer
  * rule of {@link UshasStatistics} (the statistics {@code analyze_table} stored, on a table's relation) and plans
  * what Spark refuses for V2 tables but an Ushas table supports: {@code MSCK REPAIR TABLE t [ADD|DROP|SYNC
- * PARTITIONS]} and {@code ALTER TABLE t RECOVER PARTITIONS} ({@code DataSourceV2Strategy} throws
- * {@code NOT_SUPPORTED_COMMAND_FOR_V2_TABLE} for a {@code RepairTable} / {@code RecoverPartitions} over a
+ * PARTITIONS]}, {@code ALTER TABLE t RECOVER PARTITIONS} and {@code ANALYZE TABLE t [PARTITION (…)] COMPUTE
+ * STATISTICS [FOR COLUMNS …]} ({@code DataSourceV2Strategy} throws {@code NOT_SUPPORTED_COMMAND_FOR_V2_TABLE}
+ * for a {@code RepairTable} / {@code RecoverPartitions} / {@code AnalyzeTable} / {@code AnalyzeColumn} over a
  * {@code ResolvedTable}; extension strategies are asked first). Plans over other catalogs' tables are left
  * to Spark (session-catalog tables were already turned into Spark's own {@code RepairTableCommand}).
  */
@@ -40,6 +43,12 @@ public final class UshasExtensions extends AbstractFunction1<SparkSessionExtensi
                 return new DescribeStrategy(session);  // DESC EXTENDED / FORMATTED as the session catalog
             }
         });
+        extensions.injectPlannerStrategy(new AbstractFunction1<SparkSession, SparkStrategy>() {
+            @Override
+            public SparkStrategy apply(SparkSession session) {
+                return new ShowStrategy(session);  // SHOW TABLES / VIEWS with temporary views, SHOW CREATE names
+            }
+        });
         extensions.injectCheckRule(new AbstractFunction1<SparkSession, scala.Function1<LogicalPlan, BoxedUnit>>() {
             @Override
             public scala.Function1<LogicalPlan, BoxedUnit> apply(SparkSession session) {
@@ -49,7 +58,8 @@ public final class UshasExtensions extends AbstractFunction1<SparkSessionExtensi
         return BoxedUnit.UNIT;
     }
 
-    /** RepairTable / RecoverPartitions of an Ushas table -> {@link RepairTableExec}. */
+    /** RepairTable / RecoverPartitions of an Ushas table -> {@link RepairTableExec}; AnalyzeTable /
+     *  AnalyzeColumn -> {@link AnalyzeTableExec}. */
     static final class Strategy extends SparkStrategy {
         @Override
         public scala.collection.immutable.Seq<SparkPlan> apply(LogicalPlan plan) {
@@ -63,6 +73,21 @@ public final class UshasExtensions extends AbstractFunction1<SparkSessionExtensi
                 ResolvedTable t = ushas(r.child());
                 exec = new RepairTableExec((UshasCatalog) t.catalog(), t.identifier(), true, false,
                         "ALTER TABLE RECOVER PARTITIONS");
+            } else if (plan instanceof AnalyzeTable a && ushas(a.child()) != null) {
+                ResolvedTable t = ushas(a.child());
+                java.util.Map<String, String> spec = null;
+                if (!a.partitionSpec().isEmpty()) {
+                    spec = new java.util.LinkedHashMap<>();
+                    for (var e : scala.jdk.javaapi.CollectionConverters.asJava(a.partitionSpec()).entrySet()) {
+                        spec.put(e.getKey(), e.getValue().isDefined() ? e.getValue().get() : null);
+                    }
+                }
+                exec = new AnalyzeTableExec((UshasCatalog) t.catalog(), t.identifier(), spec,
+                        spec == null ? java.util.List.of() : null);
+            } else if (plan instanceof AnalyzeColumn a && ushas(a.child()) != null) {
+                ResolvedTable t = ushas(a.child());
+                exec = new AnalyzeTableExec((UshasCatalog) t.catalog(), t.identifier(), null, a.allColumns() ? null
+                        : new java.util.ArrayList<>(scala.jdk.javaapi.CollectionConverters.asJava(a.columnNames().get())));
             }
             if (exec == null) return scala.collection.immutable.List$.MODULE$.empty();
             return scala.collection.immutable.List$.MODULE$.empty().$colon$colon(exec);
