@@ -89,6 +89,10 @@ DIFFERENCES: tuple[Difference, ...] = (
         "Spark hands a V2 catalog the options also as plain properties, so the key is shown once, under "
         "Storage Properties (`OPTIONS`); SHOW TBLPROPERTIES lists both forms"),
     Difference(
+        "ANALYZE TABLE … PARTITION (…) of a partition without data files", r"(?!)", "", "gap",
+        "records 0 bytes for it (`Partition Parameters` numFiles=0, totalSize=0; `Partition Statistics` 0 bytes)",
+        "leaves such a partition as it was (no statistics): it has no rows to count"),
+    Difference(
         "Statistics after CTAS on a Hive metastore", r"(?!)", "", "improvement",
         "shows the byte and row counts Hive computed while writing (`Statistics`)",
         "shows Statistics once `analyze_table` computed them; the files and bytes each write registered are in "
