@@ -65,6 +65,8 @@ DESC defaults
 SHOW CREATE TABLE plain
 SHOW CREATE TABLE parts
 SHOW CREATE TABLE opts
+ALTER TABLE opts SET SERDEPROPERTIES ('timestampFormat' = 'yyyy-MM-dd HH:mm')
+DESC FORMATTED opts
 SELECT * FROM plain
 ALTER TABLE plain ADD COLUMNS (extra DOUBLE COMMENT 'added')
 ALTER TABLE plain ALTER COLUMN name COMMENT 'the name'
@@ -101,7 +103,7 @@ DROP TABLE parts
 #: one documented difference per entry: the statement (after SAME's tables exist) and the class it names
 DOCUMENTED = (
     "ALTER TABLE t ALTER COLUMN a TYPE BIGINT",
-    "ALTER TABLE t SET SERDEPROPERTIES ('k' = 'v')",
+    "ALTER TABLE t SET SERDE 'org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe'",
 )
 
 

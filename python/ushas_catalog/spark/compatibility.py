@@ -60,10 +60,12 @@ DIFFERENCES: tuple[Difference, ...] = (
         "name them through the session catalog: `SHOW VIEWS IN spark_catalog.global_temp`, "
         "`SELECT * FROM spark_catalog.global_temp.v`"),
     Difference(
-        "ALTER TABLE … SET SERDE / SET SERDEPROPERTIES", r"^\s*ALTER\s+TABLE\s+.*\bSET\s+SERDE",
+        "ALTER TABLE … SET SERDE 'class', ALTER TABLE … PARTITION (…) SET SERDEPROPERTIES; SET SERDEPROPERTIES "
+        "without the session extension", r"^\s*ALTER\s+TABLE\s+.*\bSET\s+SERDE",
         "NOT_SUPPORTED_COMMAND_FOR_V2_TABLE", "v2", "sets Hive serde properties",
-        "Ushas tables are Spark data source tables: `OPTIONS (…)` at CREATE TABLE, "
-        "`ALTER TABLE … SET TBLPROPERTIES` after"),
+        "Ushas tables are Spark data source tables: with the session extension `ALTER TABLE t SET SERDEPROPERTIES "
+        "(k = v)` sets the table's storage properties (its `OPTIONS`), as the session catalog does for its data "
+        "source tables; `OPTIONS (…)` at CREATE TABLE"),
     Difference(
         "ALTER TABLE … PARTITION (…) SET LOCATION", r"^\s*ALTER\s+TABLE\s+\S+\s+PARTITION\s*\(.*SET\s+LOCATION",
         "_LEGACY_ERROR_TEMP_1045", "v2", "moves one partition",

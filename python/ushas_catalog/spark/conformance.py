@@ -161,8 +161,8 @@ def _named_rows(rows: Iterable[tuple[str, ...]]) -> Iterable[tuple[str, ...]]:
             continue
         if len(row) == 2 and row[0] == "transient_lastDdlTime":
             continue
-        if len(row) >= 2 and row[0] == "Partition Parameters" and row[1].startswith("["):
-            # a Hive metastore's parameters are a hash map: their order means nothing
+        if len(row) >= 2 and row[0] in ("Partition Parameters", "Storage Properties") and row[1].startswith("["):
+            # a Hive metastore's parameters (and serde properties) are a hash map: their order means nothing
             items = sorted(i for i in row[1][1:-1].split(", ") if i)
             yield (row[0], "[" + ", ".join(items) + "]", *row[2:])
             continue

@@ -35,7 +35,8 @@ import java.util.Locale;
  * matching the pattern ({@code namespace} empty, {@code isTemporary} true), which Spark's V2 commands leave
  * out. SHOW TABLE EXTENDED [… PARTITION (…)] lists the catalog's tables and views with the information the
  * session catalog prints (Spark's V2 command lists tables only, with its own layout). SHOW CREATE TABLE of an Ushas table or view names it as it is stored (lower case), as the session
- * catalog does, not as the statement spelled it. Installed by {@link UshasExtensions}.
+ * catalog does, not as the statement spelled it, and a bucketed table with {@code CLUSTERED BY … [SORTED BY …]
+ * INTO n BUCKETS} (Spark writes {@code CLUSTERED BY} only for its V1 tables). Installed by {@link UshasExtensions}.
  */
 final class ShowStrategy extends SparkStrategy {
     /** set while Spark's own strategies plan the catalog's rows */
@@ -132,9 +133,14 @@ final class ShowStrategy extends SparkStrategy {
     /** SHOW CREATE TABLE planned by Spark with the stored (lower-case) name of the table or view. */
     private scala.collection.immutable.Seq<SparkPlan> showCreate(ShowCreateTable s) {
         LogicalPlan child;
-        if (s.child() instanceof ResolvedTable t && t.catalog() instanceof UshasCatalog
-                && !stored(t.identifier()).equals(t.identifier())) {
+        if (s.child() instanceof ResolvedTable t && t.catalog() instanceof UshasCatalog) {
             child = new ResolvedTable(t.catalog(), stored(t.identifier()), t.table(), t.outputAttributes());
+            InternalRow[] rows = spark(new ShowCreateTable(child, s.asSerde(), s.output()));
+            List<InternalRow> out = new ArrayList<>();
+            for (InternalRow row : rows) {
+                out.add(new GenericInternalRow(new Object[] {UTF8String.fromString(clustered(row.getString(0)))}));
+            }
+            return scan(s.output(), out);
         } else if (s.child() instanceof ResolvedPersistentView v && v.catalog() instanceof UshasCatalog
                 && !stored(v.identifier()).equals(v.identifier())) {
             child = new ResolvedPersistentView(v.catalog(), stored(v.identifier()), v.info());
@@ -149,6 +155,60 @@ final class ShowStrategy extends SparkStrategy {
         } finally {
             INNER.set(false);
         }
+    }
+
+    /** {@code PARTITIONED BY (p, sorted_bucket(a, 4, b))} as the session catalog writes a bucketed table:
+     *  {@code PARTITIONED BY (p)}, {@code CLUSTERED BY (a)}, {@code SORTED BY (b)}, {@code INTO 4 BUCKETS}. */
+    static String clustered(String ddl) {
+        StringBuilder out = new StringBuilder();
+        for (String line : ddl.split("\n", -1)) {
+            if (!line.startsWith("PARTITIONED BY (") || !line.endsWith(")")
+                    || !(line.contains("bucket(") || line.contains("sorted_bucket("))) {
+                out.append(line).append('\n');
+                continue;
+            }
+            List<String> identity = new ArrayList<>();
+            String buckets = null;
+            for (String item : split(line.substring("PARTITIONED BY (".length(), line.length() - 1))) {
+                boolean sorted = item.startsWith("sorted_bucket(");
+                if (!(sorted || item.startsWith("bucket(")) || !item.endsWith(")")) {
+                    identity.add(item);
+                    continue;
+                }
+                List<String> args = split(item.substring(item.indexOf('(') + 1, item.length() - 1));
+                int n = 0;
+                while (n < args.size() && !args.get(n).matches("\\d+")) n++;
+                if (n == args.size()) return ddl;  // not a form this knows: Spark's text as it is
+                List<String> columns = sorted ? args.subList(0, n) : args.subList(n + 1, args.size());
+                List<String> sortedBy = sorted ? args.subList(n + 1, args.size()) : List.of();
+                buckets = "CLUSTERED BY (" + String.join(", ", columns) + ")\n"
+                        + (sortedBy.isEmpty() ? "" : "SORTED BY (" + String.join(", ", sortedBy) + ")\n")
+                        + "INTO " + args.get(n) + " BUCKETS";
+            }
+            if (!identity.isEmpty()) out.append("PARTITIONED BY (").append(String.join(", ", identity)).append(")\n");
+            if (buckets != null) out.append(buckets).append('\n');
+        }
+        return out.substring(0, out.length() - 1);
+    }
+
+    /** The items of a comma-separated list, commas inside parentheses or backquotes kept. */
+    private static List<String> split(String list) {
+        List<String> items = new ArrayList<>();
+        int depth = 0;
+        boolean quoted = false;
+        int start = 0;
+        for (int i = 0; i < list.length(); i++) {
+            char c = list.charAt(i);
+            if (c == '`') quoted = !quoted;
+            else if (!quoted && c == '(') depth++;
+            else if (!quoted && c == ')') depth--;
+            else if (!quoted && depth == 0 && c == ',') {
+                items.add(list.substring(start, i).trim());
+                start = i + 1;
+            }
+        }
+        items.add(list.substring(start).trim());
+        return items;
     }
 
     /** The identifier as the catalog stores names: lower case. */

@@ -8,6 +8,9 @@ import org.apache.spark.sql.catalyst.plans.logical.AnalyzeTable;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.RecoverPartitions;
 import org.apache.spark.sql.catalyst.plans.logical.RepairTable;
+import org.apache.spark.sql.catalyst.plans.logical.SetTableSerDeProperties;
+import org.apache.spark.sql.connector.catalog.TableCatalog;
+import org.apache.spark.sql.connector.catalog.TableChange;
 import org.apache.spark.sql.execution.SparkPlan;
 import org.apache.spark.sql.execution.SparkStrategy;
 import scala.runtime.AbstractFunction1;
@@ -18,9 +21,9 @@ import scala.runtime.BoxedUnit;
  * {@link UshasScanRule} (dynamic partition pruning asks the catalog for the join's partitions), the optimizer
  * rule of {@link UshasStatistics} (the statistics {@code analyze_table} stored, on a table's relation) and plans
  * what Spark refuses for V2 tables but an Ushas table supports: {@code MSCK REPAIR TABLE t [ADD|DROP|SYNC
- * PARTITIONS]}, {@code ALTER TABLE t RECOVER PARTITIONS} and {@code ANALYZE TABLE t [PARTITION (…)] COMPUTE
- * STATISTICS [FOR COLUMNS …]} ({@code DataSourceV2Strategy} throws {@code NOT_SUPPORTED_COMMAND_FOR_V2_TABLE}
- * for a {@code RepairTable} / {@code RecoverPartitions} / {@code AnalyzeTable} / {@code AnalyzeColumn} over a
+ * PARTITIONS]}, {@code ALTER TABLE t RECOVER PARTITIONS}, {@code ALTER TABLE t SET SERDEPROPERTIES (…)} and
+ * {@code ANALYZE TABLE t [PARTITION (…)] COMPUTE STATISTICS [FOR COLUMNS …]} ({@code DataSourceV2Strategy}
+ * throws {@code NOT_SUPPORTED_COMMAND_FOR_V2_TABLE} for these over a
  * {@code ResolvedTable}; extension strategies are asked first). Plans over other catalogs' tables are left
  * to Spark (session-catalog tables were already turned into Spark's own {@code RepairTableCommand}).
  */
@@ -59,7 +62,8 @@ public final class UshasExtensions extends AbstractFunction1<SparkSessionExtensi
     }
 
     /** RepairTable / RecoverPartitions of an Ushas table -> {@link RepairTableExec}; AnalyzeTable /
-     *  AnalyzeColumn -> {@link AnalyzeTableExec}. */
+     *  AnalyzeColumn -> {@link AnalyzeTableExec}; SET SERDEPROPERTIES (no SERDE class, no partition) ->
+     *  {@link AlterTableExec} setting {@code OPTIONS}. */
     static final class Strategy extends SparkStrategy {
         @Override
         public scala.collection.immutable.Seq<SparkPlan> apply(LogicalPlan plan) {
@@ -88,6 +92,15 @@ public final class UshasExtensions extends AbstractFunction1<SparkSessionExtensi
                 ResolvedTable t = ushas(a.child());
                 exec = new AnalyzeTableExec((UshasCatalog) t.catalog(), t.identifier(), null, a.allColumns() ? null
                         : new java.util.ArrayList<>(scala.jdk.javaapi.CollectionConverters.asJava(a.columnNames().get())));
+            } else if (plan instanceof SetTableSerDeProperties p && ushas(p.child()) != null
+                    && p.serdeClassName().isEmpty() && p.partitionSpec().isEmpty() && p.serdeProperties().isDefined()) {
+                ResolvedTable t = ushas(p.child());  // a data source table's serde properties are its OPTIONS
+                java.util.List<TableChange> changes = new java.util.ArrayList<>();
+                for (var e : scala.jdk.javaapi.CollectionConverters.asJava(p.serdeProperties().get()).entrySet()) {
+                    changes.add(TableChange.setProperty(TableCatalog.OPTION_PREFIX + e.getKey(), e.getValue()));
+                }
+                exec = new AlterTableExec((UshasCatalog) t.catalog(), t.identifier(), changes.toArray(new TableChange[0]),
+                        "SET SERDEPROPERTIES");
             }
             if (exec == null) return scala.collection.immutable.List$.MODULE$.empty();
             return scala.collection.immutable.List$.MODULE$.empty().$colon$colon(exec);
