@@ -24,6 +24,10 @@ CREATE TABLE plain (id INT, name STRING) USING parquet
 CREATE TABLE parts (id INT, v STRING, dt STRING, h INT) USING parquet PARTITIONED BY (dt, h)
   COMMENT 'partitioned' TBLPROPERTIES ('owner.team' = 'data', 'k' = 'v')
 CREATE TABLE opts (a INT, b STRING) USING csv OPTIONS (header 'true', sep ';')
+CREATE TABLE both_opts (a INT) USING parquet OPTIONS (k1 '1', secret 's') TBLPROPERTIES (t 'x', secret 's')
+DESC EXTENDED both_opts
+SHOW TBLPROPERTIES both_opts
+DESCRIBE EXTENDED both_opts AS JSON
 CREATE TABLE defaults (a INT DEFAULT 42, b STRING DEFAULT 'x') USING parquet
 CREATE TABLE first_part (p INT, a STRING, b INT) USING parquet PARTITIONED BY (p)
 DESC first_part

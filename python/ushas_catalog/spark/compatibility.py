@@ -86,10 +86,12 @@ DIFFERENCES: tuple[Difference, ...] = (
         "keeps the query's column order (CREATE TABLE without a query moves them to the end, as the session "
         "catalog)"),
     Difference(
-        "a key set with the same value in both OPTIONS and TBLPROPERTIES", r"(?!)", "", "v2",
+        "a key set with the same value in both OPTIONS and TBLPROPERTIES, without the session extension or when "
+        "every option is also a table property", r"(?!)", "", "v2",
         "lists it under Table Properties and Storage Properties",
-        "Spark hands a V2 catalog the options also as plain properties, so the key is shown once, under "
-        "Storage Properties (`OPTIONS`); SHOW TBLPROPERTIES lists both forms"),
+        "Spark hands a V2 catalog the options also as plain properties; the session extension tells the catalog "
+        "which keys the statement gave in TBLPROPERTIES, so it keeps those and drops the copies. Without it (or "
+        "when no option is left to show the copies went) the key is shown once, under Storage Properties"),
     Difference(
         "ANALYZE TABLE … PARTITION (…) of a partition without data files", r"(?!)", "", "gap",
         "records 0 bytes for it (`Partition Parameters` numFiles=0, totalSize=0; `Partition Statistics` 0 bytes)",

@@ -141,6 +141,8 @@ def _without_hive_json(text: str) -> str:
         return text
     for key in ("serde_library", "input_format", "output_format"):
         doc.pop(key, None)
+    if isinstance(doc.get("storage_properties"), dict):  # a Hive hash map: its order means nothing
+        doc["storage_properties"] = dict(sorted(doc["storage_properties"].items()))
     for key, drop in (("storage_properties", ("path", "serialization.format")),
                       ("partition_parameters", ("transient_lastDdlTime",)),
                       ("table_properties", ("transient_lastDdlTime",))):

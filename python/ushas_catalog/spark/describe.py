@@ -192,9 +192,12 @@ def table_properties(info: Any) -> dict[str, str]:
     un-prefixed copies Spark also passes), not statistics, not the catalog's write counters."""
     opts = options(info)
     hidden = set(STATS_PROPERTIES.values())
+    # Spark's plain copies of the options are there unless the session extension told them apart at create
+    # time (then an option without its plain copy shows it, and a plain key equal to an option is a property)
+    copied = all(k in info.properties for k in opts)
     return {k: v for k, v in info.properties.items()
             if not k.startswith(OPTION_PREFIX) and not k.startswith(STATISTICS_PREFIX) and k not in hidden
-            and not (k in opts and opts[k] == v)}
+            and not (copied and k in opts and opts[k] == v)}
 
 
 def statistics(props: dict[str, str]) -> str | None:

@@ -2,6 +2,7 @@
 arguments, and a metastore table -> what the shim builds its ``Table`` from."""
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +20,10 @@ RESERVED: frozenset[str] = frozenset({"provider", "location", "comment", "owner"
                                       "is_managed_location", "table_type"})
 #: TableCatalog.OPTION_PREFIX: USING ... OPTIONS (k v) arrive as option.k, kept as properties
 OPTION_PREFIX = "option."
+#: the shim's CreateTableStrategy (the session extension): the TBLPROPERTIES keys the statement also gave,
+#: with the same value, in OPTIONS (a JSON list). Spark hands a V2 catalog each option also as a plain
+#: property; with this the plain copies are dropped and the table properties kept. Never stored.
+TBLPROPERTIES_MARKER = "__ushas_tblproperties_also_options"
 
 
 @dataclass(frozen=True)
@@ -96,7 +101,11 @@ def create_arguments(ctx: SparkCtx, database: str, table: str, request: dict[str
     location = qualify(location) if location else managed_location(ctx, db_location, database, table)
     if not external and not kept_data:
         check_free((ctx.spark_catalog, database, table), location)
-    user = {k: v for k, v in props.items() if k not in RESERVED}
+    user = {k: v for k, v in props.items() if k not in RESERVED and k != TBLPROPERTIES_MARKER}
+    if TBLPROPERTIES_MARKER in props:  # told by the session extension: the options' plain copies go
+        kept = set(json.loads(props[TBLPROPERTIES_MARKER]))
+        opts = {k[len(OPTION_PREFIX):] for k in props if k.startswith(OPTION_PREFIX)}
+        user = {k: v for k, v in user.items() if k not in opts or k in kept}
     return {"schema": request["schema"], "partition_by": partition_by, "format": fmt, "location": location,
             "properties": user, "comment": props.get("comment"), "owner": props.get("owner"),
             "external": external, "default_location": not external, "bucketing": bucketing}

@@ -52,6 +52,12 @@ public final class UshasExtensions extends AbstractFunction1<SparkSessionExtensi
                 return new ShowStrategy(session);  // SHOW TABLES / VIEWS with temporary views, SHOW CREATE names
             }
         });
+        extensions.injectPlannerStrategy(new AbstractFunction1<SparkSession, SparkStrategy>() {
+            @Override
+            public SparkStrategy apply(SparkSession session) {
+                return new CreateTableStrategy(session);  // TBLPROPERTIES told apart from OPTIONS' copies
+            }
+        });
         extensions.injectCheckRule(new AbstractFunction1<SparkSession, scala.Function1<LogicalPlan, BoxedUnit>>() {
             @Override
             public scala.Function1<LogicalPlan, BoxedUnit> apply(SparkSession session) {
@@ -95,9 +101,15 @@ public final class UshasExtensions extends AbstractFunction1<SparkSessionExtensi
             } else if (plan instanceof SetTableSerDeProperties p && ushas(p.child()) != null
                     && p.serdeClassName().isEmpty() && p.partitionSpec().isEmpty() && p.serdeProperties().isDefined()) {
                 ResolvedTable t = ushas(p.child());  // a data source table's serde properties are its OPTIONS
+                // each option with a plain copy too, as Spark passed them at CREATE, unless the table was made
+                // without those copies (CreateTableStrategy): then its options have none
+                java.util.Map<String, String> props = t.table().properties();
+                boolean copied = props.keySet().stream().filter(k -> k.startsWith(TableCatalog.OPTION_PREFIX))
+                        .allMatch(k -> props.containsKey(k.substring(TableCatalog.OPTION_PREFIX.length())));
                 java.util.List<TableChange> changes = new java.util.ArrayList<>();
                 for (var e : scala.jdk.javaapi.CollectionConverters.asJava(p.serdeProperties().get()).entrySet()) {
                     changes.add(TableChange.setProperty(TableCatalog.OPTION_PREFIX + e.getKey(), e.getValue()));
+                    if (copied) changes.add(TableChange.setProperty(e.getKey(), e.getValue()));
                 }
                 exec = new AlterTableExec((UshasCatalog) t.catalog(), t.identifier(), changes.toArray(new TableChange[0]),
                         "SET SERDEPROPERTIES");
