@@ -75,7 +75,7 @@ DIFFERENCES: tuple[Difference, ...] = (
         "ALTER TABLE … ALTER COLUMN … TYPE that widens the type (INT to BIGINT, FLOAT to DOUBLE)",
         r"^\s*ALTER\s+TABLE\s+\S+\s+(CHANGE|ALTER)\s+(COLUMN\s+)?\S+\s+TYPE", "", "improvement",
         "refuses every type change (`NOT_SUPPORTED_CHANGE_COLUMN`)",
-        "does it, a new schema version in the table's history (Spark's readers widen the values of older files); a "
+        "does it, a new schema version in the table's history; a "
         "type change that could lose data is refused with Spark's `NOT_SUPPORTED_CHANGE_COLUMN`. RENAME COLUMN and "
         "CHANGE COLUMN … FIRST / AFTER are refused as the session catalog does (`UNSUPPORTED_FEATURE.TABLE_OPERATION`): "
         "data files keep each column's name, and CSV files their order"),
