@@ -141,7 +141,7 @@ def main() -> int:
     for key, t in times.items():
         hive, ushas = t["spark_catalog"], t["ushas"]
         ratio = ushas / hive
-        goal = 1.0 if key.startswith(("DESCRIBE", "resolve")) else None
+        goal = 1.0 if key.startswith(("DESCRIBE FUNCTION", "resolve")) else None
         if goal is None:
             print(f"{key:<28}{hive * 1e3:>10.2f}{ushas * 1e3:>10.2f}{ratio:>12.3f}  (information)")
             continue
