@@ -51,7 +51,9 @@ final class ShowStrategy extends SparkStrategy {
     public scala.collection.immutable.Seq<SparkPlan> apply(LogicalPlan plan) {
         if (INNER.get()) return none();
         if (plan instanceof ShowCreateTable s) return showCreate(s);
-        if (plan instanceof ShowTablesExtended s && ushas(s.namespace())) return showExtended(s);
+        if (plan instanceof ShowTablesExtended s && ushas(s.namespace()) && !system(s.namespace())) {
+            return showExtended(s);  // the system tables: Spark's own V2 listing
+        }
         if (plan instanceof ShowTablePartition s && s.table() instanceof ResolvedTable t
                 && t.catalog() instanceof UshasCatalog c && t.table() instanceof UshasTable u
                 && s.partitionSpec() instanceof ResolvedPartitionSpec spec) {
@@ -216,6 +218,11 @@ final class ShowStrategy extends SparkStrategy {
         String[] namespace = new String[ident.namespace().length];
         for (int i = 0; i < namespace.length; i++) namespace[i] = ident.namespace()[i].toLowerCase(Locale.ROOT);
         return Identifier.of(namespace, ident.name().toLowerCase(Locale.ROOT));
+    }
+
+    private static boolean system(LogicalPlan namespace) {
+        return namespace instanceof ResolvedNamespace n && n.namespace().size() == 1
+                && UshasProcedures.NAMESPACE.equalsIgnoreCase(n.namespace().head());
     }
 
     private static boolean ushas(LogicalPlan namespace) {
