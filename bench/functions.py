@@ -1,4 +1,5 @@
-"""Persistent functions: the Ushas catalog against the Hive metastore inside pyspark, in one SparkSession.
+"""Persistent functions and table metadata statements: the Ushas catalog against the Hive metastore inside
+pyspark, in one SparkSession.
 
     python bench/functions.py [--quick]
 
@@ -11,9 +12,13 @@ functions, a SQL function (``plus(x INT) RETURNS INT RETURN x + 1``) and a Hive 
 - function resolution: analysis of ``SELECT bench.f(...)`` (each query text new, so nothing is cached by
   text; the session catalog keeps a function it loaded once in its function registry, the ushas catalog
   asks the store on every resolution: ``loadFunction`` is one small transaction);
-- CREATE FUNCTION and DROP FUNCTION.
+- CREATE FUNCTION and DROP FUNCTION;
+- DESCRIBE TABLE, DESCRIBE TABLE EXTENDED and SHOW CREATE TABLE of the same partitioned table with a
+  comment, properties and two partitions (``bench.t``; the ushas side through ``UshasExtensions``' DESCRIBE,
+  whose detailed section comes from the store).
 
-Prints each time and the ratio ushas / hive (goal: < 1 for DESCRIBE FUNCTION and resolution).
+Prints each time and the ratio ushas / hive (goal: < 1 for DESCRIBE FUNCTION and resolution; the table
+statements are information).
 """
 from __future__ import annotations
 
@@ -85,9 +90,35 @@ def run(spark: Any, repeats: int) -> dict[str, dict[str, float]]:
     out["DESCRIBE FUNCTION (class)"] = alternate(describe("up"), repeats)
     out["resolve SQL function"] = alternate(resolve("plus({i})"), repeats)
     out["resolve class function"] = alternate(resolve("up('{i}')"), repeats)
+    out.update(tables(spark, repeats))
     for side in SIDES:
         spark.sql(f"DROP NAMESPACE {side}.bench CASCADE")
     return out
+
+
+#: the table statements measured, each on ``<side>.bench.t``
+TABLE_STATEMENTS = {"DESCRIBE TABLE": "DESCRIBE TABLE {t}", "DESCRIBE TABLE EXTENDED": "DESCRIBE TABLE EXTENDED {t}",
+                    "SHOW CREATE TABLE": "SHOW CREATE TABLE {t}"}
+
+
+def tables(spark: Any, repeats: int) -> dict[str, dict[str, float]]:
+    """DESCRIBE [EXTENDED] and SHOW CREATE TABLE of one partitioned table on each side (rows collected)."""
+    for side in SIDES:
+        t = f"{side}.bench.t"
+        spark.sql(f"CREATE TABLE {t} (id INT, v STRING COMMENT 'a value', dt STRING) USING parquet "
+                  f"PARTITIONED BY (dt) COMMENT 'measured' TBLPROPERTIES ('team' = 'data')")
+        spark.sql(f"ALTER TABLE {t} ADD PARTITION (dt = '2024-01-01') PARTITION (dt = '2024-01-02')")
+
+    def statement(sql: str) -> Callable[[str, int], None]:
+        def fn(side: str, _: int) -> None:
+            rows = spark.sql(sql.format(t=f"{side}.bench.t"))._jdf.collectAsList()
+            assert rows.size() >= 1, (side, sql)
+        return fn
+
+    for side in SIDES:  # warm-up
+        for sql in TABLE_STATEMENTS.values():
+            statement(sql)(side, 0)
+    return {key: alternate(statement(sql), repeats) for key, sql in TABLE_STATEMENTS.items()}
 
 
 def main() -> int:
@@ -101,7 +132,7 @@ def main() -> int:
             times = run(spark, repeats)
         finally:
             spark.stop()
-    print(f"Persistent functions: ushas (sqlite store) vs Hive metastore (embedded Derby), one local[2] session, "
+    print(f"Persistent functions and table statements: ushas (sqlite store) vs Hive metastore (embedded Derby), one local[2] session, "
           f"sides alternating; medians of {repeats} runs")
     for side in SIDES:
         print(f"  {side}: {INCLUDES[side]}")
@@ -110,7 +141,7 @@ def main() -> int:
     for key, t in times.items():
         hive, ushas = t["spark_catalog"], t["ushas"]
         ratio = ushas / hive
-        goal = 1.0 if key.startswith(("DESCRIBE", "resolve")) else None
+        goal = 1.0 if key.startswith(("DESCRIBE FUNCTION", "resolve")) else None
         if goal is None:
             print(f"{key:<28}{hive * 1e3:>10.2f}{ushas * 1e3:>10.2f}{ratio:>12.3f}  (information)")
             continue

@@ -57,11 +57,11 @@ def test_the_spec_is_stored_shown_and_replayable(spark: Any, db: str, ms: Any) -
     spark.sql(f"CREATE TABLE {t} {DDL}")
     assert ms.get_table(("ushas", db, "b")).bucketing == Bucketing(4, ["a"], ["b"])
     # DESCRIBE (the extension's session-catalog layout) shows the spec as the session catalog does;
-    # SHOW CREATE TABLE puts it in PARTITIONED BY (ShowCreateTableExec writes CLUSTERED BY only for a V1Table)
+    # SHOW CREATE TABLE too (the extension rewrites Spark's PARTITIONED BY (dt, sorted_bucket(a, 4, b)))
     assert buckets_described(spark, t) == ("4", ["a"], ["b"])
     assert ("# Partition Information", "") in [tuple(r)[:2] for r in spark.sql(f"DESCRIBE TABLE {t}").collect()]
     shown = spark.sql(f"SHOW CREATE TABLE {t}").collect()[0][0]
-    assert "PARTITIONED BY (dt, sorted_bucket(a, 4, b))" in shown
+    assert "PARTITIONED BY (dt)\nCLUSTERED BY (a)\nSORTED BY (b)\nINTO 4 BUCKETS\n" in shown
     # what SHOW CREATE TABLE shows replays to the same bucketed table
     spark.sql(re.sub(r"LOCATION '[^']*'\n", "", shown.replace(f"{t} (", f"ushas.{db}.again (")))
     assert ms.get_table(("ushas", db, "again")).bucketing == Bucketing(4, ["a"], ["b"])

@@ -1,5 +1,6 @@
 """The shim's JUnit suite (``jvm-shim/src/junit/java``: the pure adaptation classes Json, Errors with the jar's
-error table, PartitionFilters' JSON, UshasProcedures' argument and result values), compiled with javac
+error table, PartitionFilters' JSON, UshasProcedures' argument and result values, ShowStrategy's CLUSTERED BY
+text for SHOW CREATE TABLE), compiled with javac
 against Spark and the shim jar and run by JUnit's console launcher. JUnit comes from Maven Central through
 ``mvn`` (cached next to the jar): the test skips, saying why, when Maven is not installed or cannot fetch it
 (offline)."""

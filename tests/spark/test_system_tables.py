@@ -14,9 +14,12 @@ from tests.spark.sql_tables_support import count_key_reads, flush_lineage
 def test_the_system_namespace_is_reserved_and_lists_its_tables(spark: Any) -> None:
     from pyspark.errors import AnalysisException
 
-    names = {r.tableName for r in spark.sql("SHOW TABLES IN ushas.system").collect()}
+    names = {r.tableName for r in spark.sql("SHOW TABLES IN ushas.system").collect() if not r.isTemporary}
     assert {"tables", "columns", "partitions", "tags", "properties", "changes", "runs", "dataset_access",
             "column_lineage", "table_lineage", "usage"} <= names
+    extended = {r.tableName: r.information for r in spark.sql("SHOW TABLE EXTENDED IN ushas.system LIKE 'tab*'")
+                .collect() if not r.isTemporary}
+    assert {"tables", "table_lineage"} <= set(extended) and "Schema: root" in extended["tables"]
     with pytest.raises(AnalysisException, match="reserved|already exists"):
         spark.sql("CREATE NAMESPACE ushas.system")
     with pytest.raises(AnalysisException, match="reserved"):

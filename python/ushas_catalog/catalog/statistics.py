@@ -15,6 +15,10 @@ from .base import MetastoreBase
 from .commits import Mutation
 from .values import check_props, copy_record
 
+#: the partition property ANALYZE sets with the row count it counted (as Spark's Hive catalog stores it):
+#: a write's own row count is not a statistic DESCRIBE shows
+PARTITION_ROWS = "spark.sql.statistics.numRows"
+
 
 class StatisticsOps(MetastoreBase):
     """``set_statistics``: one commit of table properties and partition row counts."""
@@ -59,10 +63,12 @@ class StatisticsOps(MetastoreBase):
             if keyed:
                 for key, rows in keyed:
                     old = found[key]
-                    if old is None or (old.HasField("rows") and old.rows == rows):
+                    if old is None or (old.HasField("rows") and old.rows == rows
+                                       and old.properties.get(PARTITION_ROWS) == str(rows)):
                         continue
                     new = copy_record(old)
                     new.rows = rows
+                    new.properties[PARTITION_ROWS] = str(rows)  # counted by ANALYZE, not by a write
                     store.save(tr, key, new)
                     history.save(tr, (v,) + key, rec.PartitionChange(action=rec.PartitionChange.REPLACED,
                                                                      previous=old), new=True)

@@ -35,11 +35,12 @@ class Difference:
 
 DIFFERENCES: tuple[Difference, ...] = (
     Difference(
-        "ANALYZE TABLE … COMPUTE STATISTICS [FOR COLUMNS …]", r"^\s*ANALYZE\s+TABLE",
-        "NOT_SUPPORTED_COMMAND_FOR_V2_TABLE", "v2",
+        "ANALYZE TABLE … COMPUTE STATISTICS [FOR COLUMNS …] without the session extension, ANALYZE TABLES IN db",
+        r"^\s*ANALYZE\s+TABLES?\b", "NOT_SUPPORTED_COMMAND_FOR_V2_TABLE", "v2",
         "computes table, partition and column statistics",
-        "`CALL ushas.system.analyze_table(table => 'db.t')` (optional `partition`, `columns`) computes and "
-        "stores table, partition and column statistics under Spark's own keys; `DESC EXTENDED` (Statistics, "
+        "the statement itself with `spark.sql.extensions=io.ushas.spark.UshasExtensions` (what `configure()` sets; "
+        "NOSCAN counts the rows too), or `CALL ushas.system.analyze_table(table => 'db.t')` (optional `partition`, "
+        "`columns`): table, partition and column statistics under Spark's own keys; `DESC EXTENDED` (Statistics, "
         "Partition Statistics), `DESC FORMATTED t col` and the optimizer use them"),
     Difference(
         "MSCK REPAIR TABLE / ALTER TABLE … RECOVER PARTITIONS without the session extension",
@@ -48,45 +49,53 @@ DIFFERENCES: tuple[Difference, ...] = (
         "`CALL ushas.system.repair_table(table => 'db.t')`, `ushas repair ushas.db.t`, or the statement itself with "
         "`spark.sql.extensions=io.ushas.spark.UshasExtensions` (what `configure()` sets)"),
     Difference(
-        "SHOW TABLES / SHOW VIEWS / SHOW TABLE EXTENDED with `ushas` current",
+        "SHOW TABLES / SHOW VIEWS / SHOW TABLE EXTENDED with `ushas` current, without the session extension",
         r"^\s*SHOW\s+(TABLES|VIEWS|TABLE\s+EXTENDED)\b", "", "v2",
-        "also lists the session's temporary views", "the catalog's own tables and views, as Spark lists them for "
-        "every V2 catalog; temporary views: `SHOW VIEWS IN spark_catalog.default` or `spark.catalog.listTables()`"),
+        "also lists the session's temporary views; SHOW TABLE EXTENDED lists views too, with DESC EXTENDED's details",
+        "with `spark.sql.extensions=io.ushas.spark.UshasExtensions` (what `configure()` sets) the same rows; "
+        "without it the catalog's own tables and views, as Spark lists them for every V2 catalog"),
     Difference(
         "`global_temp` under `ushas`", r"\bglobal_temp\b", "SCHEMA_NOT_FOUND", "v2",
         "`global_temp` is the session catalog's schema of global temporary views",
         "name them through the session catalog: `SHOW VIEWS IN spark_catalog.global_temp`, "
         "`SELECT * FROM spark_catalog.global_temp.v`"),
     Difference(
-        "ALTER TABLE … SET SERDE / SET SERDEPROPERTIES", r"^\s*ALTER\s+TABLE\s+.*\bSET\s+SERDE",
+        "ALTER TABLE … SET SERDE 'class', ALTER TABLE … PARTITION (…) SET SERDEPROPERTIES; SET SERDEPROPERTIES "
+        "without the session extension", r"^\s*ALTER\s+TABLE\s+.*\bSET\s+SERDE",
         "NOT_SUPPORTED_COMMAND_FOR_V2_TABLE", "v2", "sets Hive serde properties",
-        "Ushas tables are Spark data source tables: `OPTIONS (…)` at CREATE TABLE, "
-        "`ALTER TABLE … SET TBLPROPERTIES` after"),
+        "Ushas tables are Spark data source tables: with the session extension `ALTER TABLE t SET SERDEPROPERTIES "
+        "(k = v)` sets the table's storage properties (its `OPTIONS`), as the session catalog does for its data "
+        "source tables; `OPTIONS (…)` at CREATE TABLE"),
     Difference(
         "ALTER TABLE … PARTITION (…) SET LOCATION", r"^\s*ALTER\s+TABLE\s+\S+\s+PARTITION\s*\(.*SET\s+LOCATION",
         "_LEGACY_ERROR_TEMP_1045", "v2", "moves one partition",
         "`ALTER TABLE … DROP PARTITION (…)` then `ALTER TABLE … ADD PARTITION (…) LOCATION '…'` (metadata "
         "only: the data stays where it is)"),
     Difference(
-        "ALTER TABLE … RENAME COLUMN, CHANGE COLUMN … FIRST / AFTER, widening type changes",
-        r"^\s*ALTER\s+TABLE\s+\S+\s+(RENAME\s+COLUMN|(CHANGE|ALTER)\s+(COLUMN\s+)?\S+\s+"
-        r"(FIRST|AFTER|TYPE))", "", "improvement",
-        "refuses them (`UNSUPPORTED_FEATURE.TABLE_OPERATION`, `NOT_SUPPORTED_CHANGE_COLUMN`)",
-        "does them, each a new schema version in the table's history; a type change that could lose data is "
-        "refused with Spark's `NOT_SUPPORTED_CHANGE_COLUMN`. Later statements then see the new schema"),
+        "ALTER TABLE … ALTER COLUMN … TYPE that widens the type (INT to BIGINT, FLOAT to DOUBLE)",
+        r"^\s*ALTER\s+TABLE\s+\S+\s+(CHANGE|ALTER)\s+(COLUMN\s+)?\S+\s+TYPE", "", "improvement",
+        "refuses every type change (`NOT_SUPPORTED_CHANGE_COLUMN`)",
+        "does it, a new schema version in the table's history; a "
+        "type change that could lose data is refused with Spark's `NOT_SUPPORTED_CHANGE_COLUMN`. RENAME COLUMN and "
+        "CHANGE COLUMN … FIRST / AFTER are refused as the session catalog does (`UNSUPPORTED_FEATURE.TABLE_OPERATION`): "
+        "data files keep each column's name, and CSV files their order"),
     Difference(
-        "column order of a table PARTITIONED BY columns that are not last", r"(?!)", "", "improvement",
+        "column order of a table made by CTAS / REPLACE … AS SELECT PARTITIONED BY columns that are not last",
+        r"(?!)", "", "gap",
         "moves the partition columns to the end of the schema (DESC, SELECT *, SHOW CREATE TABLE)",
-        "keeps the columns in the order they were declared, as every V2 catalog does"),
+        "keeps the query's column order (CREATE TABLE without a query moves them to the end, as the session "
+        "catalog)"),
     Difference(
-        "upper case in table and view names", r"(?!)", "", "improvement",
-        "shows names in lower case (`SHOW CREATE TABLE`, DESC)",
-        "keeps each name as it was written; lookups stay case-insensitive"),
-    Difference(
-        "a key set with the same value in both OPTIONS and TBLPROPERTIES", r"(?!)", "", "v2",
+        "a key set with the same value in both OPTIONS and TBLPROPERTIES, without the session extension or when "
+        "every option is also a table property", r"(?!)", "", "v2",
         "lists it under Table Properties and Storage Properties",
-        "Spark hands a V2 catalog the options also as plain properties, so the key is shown once, under "
-        "Storage Properties (`OPTIONS`); SHOW TBLPROPERTIES lists both forms"),
+        "Spark hands a V2 catalog the options also as plain properties; the session extension tells the catalog "
+        "which keys the statement gave in TBLPROPERTIES, so it keeps those and drops the copies. Without it (or "
+        "when no option is left to show the copies went) the key is shown once, under Storage Properties"),
+    Difference(
+        "ANALYZE TABLE … PARTITION (…) of a partition without data files", r"(?!)", "", "gap",
+        "records 0 bytes for it (`Partition Parameters` numFiles=0, totalSize=0; `Partition Statistics` 0 bytes)",
+        "leaves such a partition as it was (no statistics): it has no rows to count"),
     Difference(
         "Statistics after CTAS on a Hive metastore", r"(?!)", "", "improvement",
         "shows the byte and row counts Hive computed while writing (`Statistics`)",
@@ -101,10 +110,6 @@ DIFFERENCES: tuple[Difference, ...] = (
         "a BINARY partition column written by CTAS / INSERT", r"(?!)", "USHAS_InvalidArgument", "gap",
         "writes the value's bytes as text into the partition directory name",
         "refuses it: the catalog keys BINARY partition values by their hex form; use a STRING partition column"),
-    Difference(
-        "SHOW CREATE TABLE of a view created with `spark.sql.legacy.viewSchemaBindingMode=false`", r"(?!)", "", "gap",
-        "prints `WITH SCHEMA BINDING` once binding is enabled again",
-        "prints the mode Spark stored for the view, `WITH SCHEMA UNSUPPORTED` (DESC shows BINDING)"),
     Difference(
         "DROP VIEW of a missing temporary data source view, SHOW TBLPROPERTIES v ('missing') of a view",
         r"^\s*(DROP\s+VIEW|SHOW\s+TBLPROPERTIES)\b", "*", "v2",

@@ -30,6 +30,9 @@ _HIVE_ITEMS = re.compile(r"(?:,\s*)?'?(?:transient_lastDdlTime|serialization\.fo
                          r"|(?:,\s*)?path=<location>")
 _EMPTY_LISTING = re.compile(r"^\[\s*,?\s*\]$|^\{\s*,?\s*\}$")
 _EMPTY_TBLPROPERTIES = re.compile(r"\nTBLPROPERTIES \(\s*,?\s*\)")
+#: SHOW TABLE EXTENDED's information text: the Hive serde lines and the listings left empty once the Hive
+#: items are gone (as the rows of DESCRIBE are normalised)
+_HIVE_LINES = re.compile(r"^(?:(?:Serde Library|InputFormat|OutputFormat): .*|[A-Z][A-Za-z ]*: \[\])\n", re.MULTILINE)
 _ORDERED = re.compile(r"^\s*(?:DESC|DESCRIBE|SHOW\s+CREATE|EXPLAIN)\b|\bORDER\s+BY\b", re.IGNORECASE)
 
 
@@ -121,6 +124,8 @@ class Runner:
         text = _TIME.sub("<time>", text)
         text = _HIVE_ITEMS.sub("", text).replace("[, ", "[").replace("(\n  ,", "(\n ")
         text = _EMPTY_TBLPROPERTIES.sub("", text)
+        if "\n" in text and ": " in text:
+            text = _HIVE_LINES.sub("", text)
         # the catalog's name where Spark prints it for one catalog and not for the other (views)
         text = text.replace(f"{SESSION_CATALOG}.", "")
         return _BYTES.sub(lambda m: "<n> bytes" if m.group(0).endswith("bytes") else "<n>", text)
@@ -136,6 +141,8 @@ def _without_hive_json(text: str) -> str:
         return text
     for key in ("serde_library", "input_format", "output_format"):
         doc.pop(key, None)
+    if isinstance(doc.get("storage_properties"), dict):  # a Hive hash map: its order means nothing
+        doc["storage_properties"] = dict(sorted(doc["storage_properties"].items()))
     for key, drop in (("storage_properties", ("path", "serialization.format")),
                       ("partition_parameters", ("transient_lastDdlTime",)),
                       ("table_properties", ("transient_lastDdlTime",))):
@@ -156,8 +163,8 @@ def _named_rows(rows: Iterable[tuple[str, ...]]) -> Iterable[tuple[str, ...]]:
             continue
         if len(row) == 2 and row[0] == "transient_lastDdlTime":
             continue
-        if len(row) >= 2 and row[0] == "Partition Parameters" and row[1].startswith("["):
-            # a Hive metastore's parameters are a hash map: their order means nothing
+        if len(row) >= 2 and row[0] in ("Partition Parameters", "Storage Properties") and row[1].startswith("["):
+            # a Hive metastore's parameters (and serde properties) are a hash map: their order means nothing
             items = sorted(i for i in row[1][1:-1].split(", ") if i)
             yield (row[0], "[" + ", ".join(items) + "]", *row[2:])
             continue

@@ -46,12 +46,10 @@ def describe(ms: Any, r: dict[str, Any]) -> dict[str, Any]:
         return describe_json(ms, r)
     if r.get("what") == "view":
         ctx = SparkCtx.of(r)
-        mode = r.get("schema_mode")
-        if str(r.get("schema_binding", "true")).lower() == "false":
-            mode = None  # spark.sql.legacy.viewSchemaBindingMode=false: Spark shows no mode
-        elif mode == "UNSUPPORTED":
-            mode = "BINDING"  # a view created while binding was disabled binds its schema
+        mode = shown_schema_mode(r.get("schema_mode"), r.get("schema_binding"))
         return {"rows": view_rows(ctx, ms.get_view(table_name(ctx, r)), str(r.get("spark_version") or ""), mode)}
+    if r.get("what") == "show_extended":
+        return show_extended(ms, r)
     ctx = SparkCtx.of(r)
     name = table_name(ctx, r)
     info = ms.get_table(name)
@@ -64,6 +62,68 @@ def describe(ms: Any, r: dict[str, Any]) -> dict[str, Any]:
         return {"rows": rows + (partition_rows(ctx, info, ms.get_partition(name, r["partition"])) if extended else [])}
     rows += table_rows(ctx, info, str(r.get("spark_version") or "")) if extended else []
     return {"rows": rows + default_rows(schema)}
+
+
+def shown_schema_mode(mode: str | None, binding: Any) -> str | None:
+    """The View Schema Mode the session catalog shows for a view stored with ``mode``."""
+    if str(binding if binding is not None else "true").lower() == "false":
+        return None  # spark.sql.legacy.viewSchemaBindingMode=false: Spark shows no mode
+    if mode == "UNSUPPORTED":
+        return "BINDING"  # a view created while binding was disabled binds its schema
+    return mode
+
+
+def show_extended(ms: Any, r: dict[str, Any]) -> dict[str, Any]:
+    """``SHOW TABLE EXTENDED [IN db] LIKE pattern [PARTITION (…)]``: each table's and view's ``information``
+    as the session catalog prints it (its DESC EXTENDED details as ``key: value`` lines, then Partition
+    Columns; the shim adds ``Schema: <tree>``), or, with ``partition``, that partition's details."""
+    ctx = SparkCtx.of(r)
+    version = str(r.get("spark_version") or "")
+    if r.get("partition") is not None:
+        name = table_name(ctx, r)
+        info = ms.get_table(name)
+        by_lower = {c.lower(): c for c in info.partition_columns}
+        p = ms.get_partition(name, {by_lower.get(k.lower(), k): v for k, v in r["partition"].items()})
+        rows = partition_rows(ctx, info, p)
+        rows = rows[:next((i for i, x in enumerate(rows) if x[0] == "# Storage Information"), len(rows))]
+        lines = [x for x in _lines(rows) if x[0] not in ("Database", "Table")]
+        return {"information": _text(lines)}
+    from .tables import database_of
+
+    db = (ctx.catalog, database_of(r["namespace"]))
+    matches = _pattern(str(r.get("pattern") or "*"))
+    out: list[dict[str, str]] = []
+    for t in ms.list_tables(db):
+        if getattr(t, "kind", "TABLE") != "TABLE" or not matches(t.name):
+            continue
+        info = ms.get_table((*db, t.name))
+        lines = _lines(table_rows(ctx, info, version))
+        if info.partition_columns:
+            lines.append(("Partition Columns", _names(list(info.partition_columns))))
+        out.append({"name": t.name, "information": _text(lines), "schema": info.schema.json()})
+    for v in ms.list_views(db):
+        if not matches(v.name):
+            continue
+        view = ms.get_view((*db, v.name))
+        mode = shown_schema_mode(view.properties.get("view.schemaMode"), r.get("schema_binding"))
+        out.append({"name": v.name, "information": _text(_lines(view_rows(ctx, view, version, mode))),
+                    "schema": view.schema.json()})
+    return {"relations": out}
+
+
+def _pattern(pattern: str) -> Any:
+    """Spark's ``filterPattern``: ``|`` separates alternatives, ``*`` matches anything, case-insensitive."""
+    alternatives = [re.compile(p.strip().replace("*", ".*"), re.IGNORECASE) for p in pattern.strip().split("|")]
+    return lambda name: any(a.fullmatch(name) for a in alternatives)
+
+
+def _lines(rows: list[list[str]]) -> list[tuple[str, str]]:
+    """A detailed section's ``key: value`` rows (its title and blank rows left out)."""
+    return [(row[0], row[1]) for row in rows if row[0] and not row[0].startswith("#")]
+
+
+def _text(lines: list[tuple[str, str]]) -> str:
+    return "".join(f"{k}: {v}\n" for k, v in lines)
 
 
 def partitioning_rows(schema: dict[str, Any], partition_by: list[str]) -> list[list[str | None]]:
@@ -132,9 +192,12 @@ def table_properties(info: Any) -> dict[str, str]:
     un-prefixed copies Spark also passes), not statistics, not the catalog's write counters."""
     opts = options(info)
     hidden = set(STATS_PROPERTIES.values())
+    # Spark's plain copies of the options are there unless the session extension told them apart at create
+    # time (then an option without its plain copy shows it, and a plain key equal to an option is a property)
+    copied = all(k in info.properties for k in opts)
     return {k: v for k, v in info.properties.items()
             if not k.startswith(OPTION_PREFIX) and not k.startswith(STATISTICS_PREFIX) and k not in hidden
-            and not (k in opts and opts[k] == v)}
+            and not (copied and k in opts and opts[k] == v)}
 
 
 def statistics(props: dict[str, str]) -> str | None:
@@ -222,7 +285,7 @@ def partition_rows(ctx: SparkCtx, info: Any, p: Any) -> list[list[str]]:
     row("Location", p.location)
     opts = options(info)
     row("Storage Properties", _listing(opts) if opts else None)
-    params = {k: v for k, v in p.properties.items() if k != "location"}
+    params = {k: v for k, v in p.properties.items() if k != "location" and not k.startswith(STATISTICS_PREFIX)}
     # the partition's files as a Hive metastore counts them after a write
     if p.files is not None:
         params[STATS_PROPERTIES["files"]] = str(p.files)
@@ -231,7 +294,8 @@ def partition_rows(ctx: SparkCtx, info: Any, p: Any) -> list[list[str]]:
     row("Partition Parameters", _listing(params, sort=False) if params else None)
     row("Created Time", spark_time(p.created_at))
     row("Last Access", "UNKNOWN")
-    analyzed = info.properties.get(STATISTICS_PREFIX + "numRows") is not None
+    analyzed = info.properties.get(STATISTICS_PREFIX + "numRows") is not None \
+        or p.properties.get(STATISTICS_PREFIX + "numRows") is not None
     if p.bytes is not None or (analyzed and p.rows is not None):
         row("Partition Statistics", f"{p.bytes or 0} bytes" + (f", {p.rows} rows" if analyzed and p.rows is not None
                                                                else ""))
@@ -328,7 +392,7 @@ def describe_json(ms: Any, r: dict[str, Any]) -> dict[str, Any]:
             doc["location"] = p.location
         if opts:
             doc["storage_properties"] = opts
-        params = {k: v for k, v in p.properties.items() if k != "location"}
+        params = {k: v for k, v in p.properties.items() if k != "location" and not k.startswith(STATISTICS_PREFIX)}
         if params:
             doc["partition_parameters"] = params
         doc["created_time"] = _iso(p.created_at)

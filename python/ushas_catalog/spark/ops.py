@@ -26,8 +26,8 @@ from ..sql_tables.ops import OPS as ROWS_OPS, is_system, list_system_tables
 from .lookups import absent_as_no_such_table
 from .describe import describe
 from .cache import partition_rows  # noqa: F401 - the bridge's partition rows (tests import it here)
-from .tables import (SparkCtx, create_arguments, database_of, location_of, qualify, rename_move, table_answer,
-                           table_name, view_answer)
+from .tables import (SparkCtx, create_arguments, database_of, location_of, partition_columns_last, qualify,
+                     rename_move, table_answer, table_name, view_answer)
 from .writes import STATS_PROPERTIES, committed, plan_write
 from ..model.table_changes import changes_from_json
 
@@ -204,12 +204,37 @@ def create_table(ms: Any, r: Request) -> Answer:
     dropped = {d.name for d in ms.list_dropped_tables((catalog, db))}
     args = create_arguments(ctx, db, table, r, database.location,
                             kept_data=str(new_table_name((catalog, db, table))) in dropped)
+    # CREATE TABLE (no query: a CTAS is staged) puts the partition columns last, as the session catalog
+    args["schema"] = partition_columns_last(args["schema"], args["partition_by"])
     return {"table": table_answer(ctx, ms.create_table((catalog, db, table), **args))}
+
+
+#: column changes Spark's session catalog refuses for its file-source tables, and ushas with it: the data
+#: files keep a column's old name (a renamed column would read NULL for every existing row) and CSV files
+#: are read by position (a moved column would read another column's values)
+REFUSED_COLUMN_CHANGES = {"RenameColumn": "RENAME COLUMN", "UpdateColumnPosition": "ALTER COLUMN ... FIRST | AFTER"}
+
+
+def refuse_column_changes(ctx: SparkCtx, name: tuple[str, str, str], changes: list[dict[str, Any]]) -> None:
+    """Spark's ``UNSUPPORTED_FEATURE.TABLE_OPERATION`` for ALTER TABLE … RENAME COLUMN and CHANGE COLUMN …
+    FIRST / AFTER, as the session catalog answers them."""
+    from ..errors import InvalidSchemaChange, SparkError, spark_id
+
+    for change in changes:
+        operation = REFUSED_COLUMN_CHANGES.get(str(change.get("type")))
+        if operation is not None:
+            raise InvalidSchemaChange(
+                f"{'.'.join(name[1:])}: {operation} is not supported: the table's data files keep each column's "
+                f"name and place (use ADD COLUMNS, or CREATE TABLE … AS SELECT with the new names)",
+                spark=SparkError("UNSUPPORTED_FEATURE.TABLE_OPERATION",
+                                 {"tableName": spark_id(ctx.spark_catalog, name[1], name[2]), "operation": operation}),
+                table=".".join(name[1:]))
 
 
 def alter_table(ms: Any, r: Request) -> Answer:
     ctx = SparkCtx.of(r)
     name = table_name(ctx, r)
+    refuse_column_changes(ctx, name, list(r["changes"] or []))
     if not r["changes"]:  # e.g. CHANGE COLUMN c TYPE <its type>: nothing to do, as for the session catalog
         return {"table": table_answer(ctx, ms.get_table(name))}
     return {"table": table_answer(ctx, ms.alter_table(name, changes_from_json(r["changes"])))}

@@ -2,6 +2,7 @@
 arguments, and a metastore table -> what the shim builds its ``Table`` from."""
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +20,10 @@ RESERVED: frozenset[str] = frozenset({"provider", "location", "comment", "owner"
                                       "is_managed_location", "table_type"})
 #: TableCatalog.OPTION_PREFIX: USING ... OPTIONS (k v) arrive as option.k, kept as properties
 OPTION_PREFIX = "option."
+#: the shim's CreateTableStrategy (the session extension): the TBLPROPERTIES keys the statement also gave,
+#: with the same value, in OPTIONS (a JSON list). Spark hands a V2 catalog each option also as a plain
+#: property; with this the plain copies are dropped and the table properties kept. Never stored.
+TBLPROPERTIES_MARKER = "__ushas_tblproperties_also_options"
 
 
 @dataclass(frozen=True)
@@ -96,10 +101,36 @@ def create_arguments(ctx: SparkCtx, database: str, table: str, request: dict[str
     location = qualify(location) if location else managed_location(ctx, db_location, database, table)
     if not external and not kept_data:
         check_free((ctx.spark_catalog, database, table), location)
-    user = {k: v for k, v in props.items() if k not in RESERVED}
+    user = {k: v for k, v in props.items() if k not in RESERVED and k != TBLPROPERTIES_MARKER}
+    if TBLPROPERTIES_MARKER in props:  # told by the session extension: the options' plain copies go
+        kept = set(json.loads(props[TBLPROPERTIES_MARKER]))
+        opts = {k[len(OPTION_PREFIX):] for k in props if k.startswith(OPTION_PREFIX)}
+        user = {k: v for k, v in user.items() if k not in opts or k in kept}
     return {"schema": request["schema"], "partition_by": partition_by, "format": fmt, "location": location,
             "properties": user, "comment": props.get("comment"), "owner": props.get("owner"),
             "external": external, "default_location": not external, "bucketing": bucketing}
+
+
+def partition_columns_last(schema: str, partition_by: list[str]) -> str:
+    """``schema`` (Spark's JSON) with the partition columns moved to its end, in ``partition_by``'s order:
+    where Spark's session catalog puts them when a table is created (``CREATE TABLE t (a, b, c) PARTITIONED
+    BY (a)`` has columns b, c, a in DESC, ``SELECT *`` and SHOW CREATE TABLE)."""
+    import json
+
+    if not partition_by:
+        return schema
+    doc = json.loads(schema)
+    fields = doc.get("fields") or []
+    by_fold = {str(f["name"]).lower(): f for f in fields}
+    wanted = [by_fold[c.lower()] for c in partition_by if c.lower() in by_fold]
+    if len(wanted) != len(partition_by):
+        return schema  # an unknown partition column: create_table names it
+    moved = {id(f) for f in wanted}
+    ordered = [f for f in fields if id(f) not in moved] + wanted
+    if ordered == fields:
+        return schema
+    doc["fields"] = ordered
+    return json.dumps(doc)
 
 
 def rename_move(ctx: SparkCtx, info: Any, db_location: str | None, new_db_location: str | None,

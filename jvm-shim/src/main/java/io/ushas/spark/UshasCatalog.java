@@ -432,7 +432,13 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces,
                 .withCurrentNamespace(Json.toStrings(v.get("current_namespace")))
                 .withQueryColumnNames(Json.toStrings(v.get("query_column_names")))
                 .withSqlConfigs(Json.toMap(v.get("sql_configs")));
-        if (Json.text(v, "schema_mode") != null) b = b.withSchemaMode(Json.text(v, "schema_mode"));
+        String mode = Json.text(v, "schema_mode");
+        if ("UNSUPPORTED".equals(mode) && org.apache.spark.sql.internal.SQLConf.get().viewSchemaBindingEnabled()) {
+            // made while spark.sql.legacy.viewSchemaBindingMode was false: once it is true again the view
+            // binds its schema, as the session catalog's views do (SHOW CREATE TABLE … WITH SCHEMA BINDING)
+            mode = "BINDING";
+        }
+        if (mode != null) b = b.withSchemaMode(mode);
         return b.build();
     }
 

@@ -3,9 +3,14 @@ package io.ushas.spark;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.SparkSessionExtensions;
 import org.apache.spark.sql.catalyst.analysis.ResolvedTable;
+import org.apache.spark.sql.catalyst.plans.logical.AnalyzeColumn;
+import org.apache.spark.sql.catalyst.plans.logical.AnalyzeTable;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.RecoverPartitions;
 import org.apache.spark.sql.catalyst.plans.logical.RepairTable;
+import org.apache.spark.sql.catalyst.plans.logical.SetTableSerDeProperties;
+import org.apache.spark.sql.connector.catalog.TableCatalog;
+import org.apache.spark.sql.connector.catalog.TableChange;
 import org.apache.spark.sql.execution.SparkPlan;
 import org.apache.spark.sql.execution.SparkStrategy;
 import scala.runtime.AbstractFunction1;
@@ -16,8 +21,9 @@ import scala.runtime.BoxedUnit;
  * {@link UshasScanRule} (dynamic partition pruning asks the catalog for the join's partitions), the optimizer
  * rule of {@link UshasStatistics} (the statistics {@code analyze_table} stored, on a table's relation) and plans
  * what Spark refuses for V2 tables but an Ushas table supports: {@code MSCK REPAIR TABLE t [ADD|DROP|SYNC
- * PARTITIONS]} and {@code ALTER TABLE t RECOVER PARTITIONS} ({@code DataSourceV2Strategy} throws
- * {@code NOT_SUPPORTED_COMMAND_FOR_V2_TABLE} for a {@code RepairTable} / {@code RecoverPartitions} over a
+ * PARTITIONS]}, {@code ALTER TABLE t RECOVER PARTITIONS}, {@code ALTER TABLE t SET SERDEPROPERTIES (…)} and
+ * {@code ANALYZE TABLE t [PARTITION (…)] COMPUTE STATISTICS [FOR COLUMNS …]} ({@code DataSourceV2Strategy}
+ * throws {@code NOT_SUPPORTED_COMMAND_FOR_V2_TABLE} for these over a
  * {@code ResolvedTable}; extension strategies are asked first). Plans over other catalogs' tables are left
  * to Spark (session-catalog tables were already turned into Spark's own {@code RepairTableCommand}).
  */
@@ -40,6 +46,18 @@ public final class UshasExtensions extends AbstractFunction1<SparkSessionExtensi
                 return new DescribeStrategy(session);  // DESC EXTENDED / FORMATTED as the session catalog
             }
         });
+        extensions.injectPlannerStrategy(new AbstractFunction1<SparkSession, SparkStrategy>() {
+            @Override
+            public SparkStrategy apply(SparkSession session) {
+                return new ShowStrategy(session);  // SHOW TABLES / VIEWS with temporary views, SHOW CREATE names
+            }
+        });
+        extensions.injectPlannerStrategy(new AbstractFunction1<SparkSession, SparkStrategy>() {
+            @Override
+            public SparkStrategy apply(SparkSession session) {
+                return new CreateTableStrategy(session);  // TBLPROPERTIES told apart from OPTIONS' copies
+            }
+        });
         extensions.injectCheckRule(new AbstractFunction1<SparkSession, scala.Function1<LogicalPlan, BoxedUnit>>() {
             @Override
             public scala.Function1<LogicalPlan, BoxedUnit> apply(SparkSession session) {
@@ -49,7 +67,9 @@ public final class UshasExtensions extends AbstractFunction1<SparkSessionExtensi
         return BoxedUnit.UNIT;
     }
 
-    /** RepairTable / RecoverPartitions of an Ushas table -> {@link RepairTableExec}. */
+    /** RepairTable / RecoverPartitions of an Ushas table -> {@link RepairTableExec}; AnalyzeTable /
+     *  AnalyzeColumn -> {@link AnalyzeTableExec}; SET SERDEPROPERTIES (no SERDE class, no partition) ->
+     *  {@link AlterTableExec} setting {@code OPTIONS}. */
     static final class Strategy extends SparkStrategy {
         @Override
         public scala.collection.immutable.Seq<SparkPlan> apply(LogicalPlan plan) {
@@ -63,6 +83,36 @@ public final class UshasExtensions extends AbstractFunction1<SparkSessionExtensi
                 ResolvedTable t = ushas(r.child());
                 exec = new RepairTableExec((UshasCatalog) t.catalog(), t.identifier(), true, false,
                         "ALTER TABLE RECOVER PARTITIONS");
+            } else if (plan instanceof AnalyzeTable a && ushas(a.child()) != null) {
+                ResolvedTable t = ushas(a.child());
+                java.util.Map<String, String> spec = null;
+                if (!a.partitionSpec().isEmpty()) {
+                    spec = new java.util.LinkedHashMap<>();
+                    for (var e : scala.jdk.javaapi.CollectionConverters.asJava(a.partitionSpec()).entrySet()) {
+                        spec.put(e.getKey(), e.getValue().isDefined() ? e.getValue().get() : null);
+                    }
+                }
+                exec = new AnalyzeTableExec((UshasCatalog) t.catalog(), t.identifier(), spec,
+                        spec == null ? java.util.List.of() : null);
+            } else if (plan instanceof AnalyzeColumn a && ushas(a.child()) != null) {
+                ResolvedTable t = ushas(a.child());
+                exec = new AnalyzeTableExec((UshasCatalog) t.catalog(), t.identifier(), null, a.allColumns() ? null
+                        : new java.util.ArrayList<>(scala.jdk.javaapi.CollectionConverters.asJava(a.columnNames().get())));
+            } else if (plan instanceof SetTableSerDeProperties p && ushas(p.child()) != null
+                    && p.serdeClassName().isEmpty() && p.partitionSpec().isEmpty() && p.serdeProperties().isDefined()) {
+                ResolvedTable t = ushas(p.child());  // a data source table's serde properties are its OPTIONS
+                // each option with a plain copy too, as Spark passed them at CREATE, unless the table was made
+                // without those copies (CreateTableStrategy): then its options have none
+                java.util.Map<String, String> props = t.table().properties();
+                boolean copied = props.keySet().stream().filter(k -> k.startsWith(TableCatalog.OPTION_PREFIX))
+                        .allMatch(k -> props.containsKey(k.substring(TableCatalog.OPTION_PREFIX.length())));
+                java.util.List<TableChange> changes = new java.util.ArrayList<>();
+                for (var e : scala.jdk.javaapi.CollectionConverters.asJava(p.serdeProperties().get()).entrySet()) {
+                    changes.add(TableChange.setProperty(TableCatalog.OPTION_PREFIX + e.getKey(), e.getValue()));
+                    if (copied) changes.add(TableChange.setProperty(e.getKey(), e.getValue()));
+                }
+                exec = new AlterTableExec((UshasCatalog) t.catalog(), t.identifier(), changes.toArray(new TableChange[0]),
+                        "SET SERDEPROPERTIES");
             }
             if (exec == null) return scala.collection.immutable.List$.MODULE$.empty();
             return scala.collection.immutable.List$.MODULE$.empty().$colon$colon(exec);
