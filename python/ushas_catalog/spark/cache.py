@@ -31,6 +31,8 @@ from typing import Any, Callable, Generic, Hashable, Mapping, TypeVar
 from ..catalog.infos import table_info, view_info
 from ..catalog.resolver import ResolvedTable
 from ..errors import InvalidArgument, NoSuchTable
+from ..governance.principals import principals
+from ..model.row_policies import ColumnMask, RowFilter, for_reader
 from ..keyspace.layout import TABLE_HISTORY
 from ..model.names import TableName
 from .. import records as rec
@@ -361,7 +363,7 @@ def lookup(ms: Any, cache: BridgeCache, ctx: SparkCtx, name: TableName, known: K
             ref = found.ref
             if known is not None and known.id == str(found.id) and known.version == ref.version:
                 return {"unchanged": True}
-            return {"kind": "table", "table": source.table(tr, ctx, name, found.id, found.path, ref),
+            return {"kind": "table", "table": reader_table(tr, ms, source.table(tr, ctx, name, found.id, found.path, ref)),
                     "id": str(found.id), "version": ref.version}
         record = found.record
         if known is not None and known.id == str(found.id) and known.version == record.version:
@@ -370,6 +372,26 @@ def lookup(ms: Any, cache: BridgeCache, ctx: SparkCtx, name: TableName, known: K
                 "version": record.version}
 
     return ms.run(fn)
+
+
+def reader_table(tr: Any, ms: Any, body: dict[str, Any]) -> dict[str, Any]:
+    """A table answer as the calling user reads it: its row filter and column masks (stored ones in
+    ``body``) become ``policy``, what this user's Spark applies (None: nothing), read in ``tr`` with the
+    user's principals (a reader of a mounted share holds no principal of the owner project but its
+    ``user:``). The JVM never keeps a policy table's answer across loads: a role change applies at the
+    next query."""
+    out = {k: v for k, v in body.items() if k not in ("row_filter", "column_masks")}
+    stored_filter, stored_masks = body.get("row_filter"), body.get("column_masks") or []
+    out["policy"] = None
+    if stored_filter is None and not stored_masks:
+        return out
+    user = ms.caller().user if hasattr(ms, "caller") else getattr(ms, "user", "")
+    held: frozenset[str] = frozenset({f"user:{user}"})
+    if hasattr(ms, "layout") and hasattr(ms, "caller") and not hasattr(ms.resolver, "recipient"):
+        held = principals(tr, ms.layout, ms.project, user)
+    out["policy"] = for_reader(RowFilter(**stored_filter) if stored_filter else None,
+                               [ColumnMask(**m) for m in stored_masks], user, held)
+    return out
 
 
 def _table_version(ms: Any, name: TableName) -> tuple[uuid.UUID, int]:

@@ -3,7 +3,7 @@ tables: the rows of the detailed section (``describe`` op; the JVM's ``DescribeS
 after Spark's own column rows).
 
 - a table: Catalog, Database, Table, Owner, Created Time, Last Access, Created By, Type, Provider,
-  Comment, Table Properties, Statistics (once ``CALL ushas.system.analyze_table`` stored them), Location,
+  Comment, Row Filter, Column Masks (docs/governance.md), Table Properties, Statistics (once ``CALL ushas.system.analyze_table`` stored them), Location,
   Storage Properties (the ``OPTIONS``), Partition Provider;
 - a partition (``DESC EXTENDED t PARTITION (…)``): Database, Table, Partition Values, Location, Storage
   Properties, Partition Parameters, Created Time, Last Access, Partition Statistics, then the table's
@@ -180,6 +180,9 @@ def table_rows(ctx: SparkCtx, info: Any, spark_version: str) -> list[list[str]]:
         row("Bucket Columns", _names(bucketing.columns))
         row("Sort Columns", _names(bucketing.sort_columns) if bucketing.sort_columns else None)
     row("Comment", info.comment)
+    row("Row Filter", _policy(getattr(info, "row_filter", None)))  # docs/governance.md: row filters and masks
+    masks = [f"{m.column}: {_policy(m)}" for m in getattr(info, "column_masks", ())]
+    row("Column Masks", "; ".join(masks) if masks else None)
     props = table_properties(info)
     row("Table Properties", _listing(props) if props else None)
     row("Statistics", statistics(info.properties))
@@ -188,6 +191,13 @@ def table_rows(ctx: SparkCtx, info: Any, spark_version: str) -> list[list[str]]:
     row("Storage Properties", _listing(opts) if opts else None)
     row("Partition Provider", "Catalog" if info.partition_columns else None)
     return detail.rows
+
+
+def _policy(p: Any) -> str | None:
+    """A row filter or column mask as DESCRIBE shows it: its expression and exempt principal."""
+    if p is None:
+        return None
+    return p.expression + (f" (exempt: {p.exempt})" if p.exempt else "")
 
 
 def view_rows(ctx: SparkCtx, view: Any, spark_version: str, schema_mode: str | None) -> list[list[str]]:
