@@ -12,6 +12,7 @@ from typing import Any, Callable
 import pytest
 
 from ushas_catalog.metastore import Metastore
+from spark_processes import conf_args, run_spark, spark_bin
 
 ROWS = [(1, "ann", "111-22-3333", "EU", "bob"), (2, "ben", "222-33-4444", "US", "carol"),
         (3, "cat", "333-44-5555", "EU", "carol"), (4, "dan", "444-55-6666", "APAC", "bob")]
@@ -50,7 +51,7 @@ def rm(spark: Any, spark_dirs: dict[str, Path]) -> Any:
     spark.sql(f"CALL {adm}.system.set_row_filter('db.people', \"region = 'EU'\", 'role:auditors')").collect()
     spark.sql(f"CALL {adm}.system.set_column_mask('db.people', 'ssn', \"concat('***-', substr(ssn, -4, 4))\", "
               f"'role:auditors')").collect()
-    yield type("RM", (), {"adm": adm, "bob": names["bob"], "carol": names["carol"], "ms": admin})
+    yield type("RM", (), {"adm": adm, "bob": names["bob"], "carol": names["carol"], "ms": admin, "project": project})
     admin.close()
 
 
@@ -230,3 +231,54 @@ def test_describe_shows_them(spark: Any, rm: Any) -> None:
 def test_history_and_changes_record_them(spark: Any, rm: Any) -> None:
     ops = [r.operation for r in spark.sql(f"SELECT operation FROM {rm.adm}.db.people.history").collect()]
     assert "SET ROW FILTER" in ops and "SET COLUMN MASK" in ops
+
+
+@pytest.mark.slow
+def test_a_session_without_the_extension_is_refused(rm: Any, spark_dirs: dict[str, Path], tmp_path: Path) -> None:
+    """Fail closed: spark-sql started without io.ushas.spark.UshasExtensions reads tables without a policy
+    (for carol, exempt) but refuses bob's read of the filtered table instead of reading it unfiltered."""
+    extra = {"spark.sql.extensions": "com.example.NotThere"}
+    for cat, user in (("bob", "bob"), ("carol", "carol")):
+        extra.update({f"spark.sql.catalog.{cat}": "io.ushas.spark.UshasCatalog",
+                      f"spark.sql.catalog.{cat}.uri": f"sqlite:///{spark_dirs['store']}",
+                      f"spark.sql.catalog.{cat}.project": rm.project, f"spark.sql.catalog.{cat}.catalog": "main",
+                      f"spark.sql.catalog.{cat}.user": user})
+    args = conf_args(spark_dirs["store"], spark_dirs["warehouse"], **extra)
+    sql = "SELECT count(*) AS carol_rows FROM carol.db.people; SELECT * FROM bob.db.people;"
+    done = run_spark([spark_bin("spark-sql"), *args, "-e", sql], tmp_path, timeout=300)
+    out = done.stdout + done.stderr
+    assert done.returncode != 0, out
+    assert "[USHAS_RowPolicy]" in out and "spark.sql.extensions=io.ushas.spark.UshasExtensions" in out, out[-3000:]
+    assert "4" in done.stdout  # carol's count ran: tables without a policy for the reader read as ever
+    assert not any(s in done.stdout for s in RAW_SSNS)
+
+
+def test_writes_append_but_never_remove_hidden_rows(spark: Any, rm: Any) -> None:
+    """A user under a row filter may append (with MODIFY), as in Unity Catalog; writes that remove rows
+    (INSERT OVERWRITE, dynamic overwrite, TRUNCATE, DROP PARTITION) are refused to it and write nothing;
+    the exempt principal's members overwrite as anyone."""
+    adm, bob, carol = rm.adm, rm.bob, rm.carol
+    spark.sql(f"CREATE TABLE {adm}.db.w (id INT, region STRING) USING parquet PARTITIONED BY (region)")
+    spark.sql(f"INSERT INTO {adm}.db.w VALUES (1, 'EU'), (2, 'US')")
+    spark.sql(f"CALL {adm}.system.set_row_filter('db.w', \"region = 'EU'\", 'role:auditors')").collect()
+    for user in ("user:bob", "user:carol"):
+        rm.ms.grant("MODIFY", ("main", "db", "w"), user)
+    spark.sql(f"INSERT INTO {bob}.db.w VALUES (3, 'EU'), (4, 'US')")
+    spark.createDataFrame([(5, "EU")], "id INT, region STRING").writeTo(f"{bob}.db.w").append()
+    assert {r.id for r in spark.table(f"{bob}.db.w").collect()} == {1, 3, 5}
+    version = rm.ms.get_table(("main", "db", "w")).version
+    removals = [
+        lambda: spark.sql(f"INSERT OVERWRITE {bob}.db.w VALUES (9, 'EU')"),
+        lambda: spark.sql(f"INSERT OVERWRITE {bob}.db.w PARTITION (region = 'EU') VALUES (9)"),
+        lambda: spark.createDataFrame([(9, "EU")], "id INT, region STRING").writeTo(f"{bob}.db.w")
+        .overwritePartitions(),
+        lambda: spark.sql(f"TRUNCATE TABLE {bob}.db.w"),
+        lambda: spark.sql(f"ALTER TABLE {bob}.db.w DROP PARTITION (region = 'US')"),
+    ]
+    for run in removals:
+        text = denied(run)
+        assert "[USHAS_RowPolicy]" in text and "user bob" in text, text
+    assert rm.ms.get_table(("main", "db", "w")).version == version  # nothing written
+    assert {r.id for r in spark.table(f"{carol}.db.w").collect()} == {1, 2, 3, 4, 5}
+    spark.sql(f"INSERT OVERWRITE {carol}.db.w PARTITION (region = 'US') VALUES (6)")  # exempt
+    assert {r.id for r in spark.table(f"{carol}.db.w").collect()} == {1, 3, 5, 6}
