@@ -8,7 +8,7 @@ from typing import Any, Mapping, Sequence
 from google.protobuf.message import Message
 
 from .. import records as rec
-from ..errors import Conflict, InvalidArgument, NoSuchCatalog, NoSuchNamespace, NoSuchTable, TableAlreadyExists
+from ..errors import Conflict, InvalidArgument, InvalidPolicy, NoSuchCatalog, NoSuchNamespace, NoSuchTable, TableAlreadyExists
 from ..keyspace.layout import Layout
 from ..kv import Transaction
 from ..data.locations import location_in_use, overlaps
@@ -261,6 +261,12 @@ class TableOps(TableDataOps, HistoryOps, DropOps):
                 elif isinstance(c, SetOwner):
                     check_str(c.owner, "owner")
                     props.owner = c.owner
+            if schema_changed and props.column_masks:  # a masked column stays while its mask does
+                names = {f.name.lower() for f in state.schema.fields}
+                gone = [m.column for m in props.column_masks if m.column.lower() not in names]
+                if gone:
+                    raise InvalidPolicy(f"column {', '.join(gone)} of {tn} has a mask: drop the mask first "
+                                        f"(drop_column_mask)")
             previous: dict[str, Message] = {}
             new_schema = old["TableSchema"]
             ref = copy_record(t.ref)
