@@ -186,6 +186,14 @@ def test_current_user_and_is_member(spark: Any, rm: Any) -> None:
     finally:
         rm.ms.revoke_role("auditors", "user:bob")
     assert len(spark.sql(f"SELECT * FROM {rm.bob}.db.owned").collect()) == 2
+    # and losing the exempt role too: carol's cached table (read raw) is not served raw any more
+    assert rows(spark.table(f"{rm.carol}.db.people")) == ALL
+    rm.ms.revoke_role("auditors", "user:carol")
+    try:
+        assert rows(spark.table(f"{rm.carol}.db.people")) == BOB
+    finally:
+        rm.ms.grant_role("auditors", "user:carol")
+    assert rows(spark.table(f"{rm.carol}.db.people")) == ALL
 
 
 def denied(fn: Callable[[], Any]) -> str:

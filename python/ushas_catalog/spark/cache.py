@@ -20,6 +20,7 @@ SQLite has no watches, so the version read is the mechanism on both engines.
 """
 from __future__ import annotations
 
+import json
 import re
 import threading
 import time
@@ -28,7 +29,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, Hashable, Mapping, TypeVar
 
-from ..catalog.infos import table_info, view_info
+from ..catalog.infos import policies_of, table_info, view_info
 from ..catalog.resolver import ResolvedTable
 from ..errors import InvalidArgument, NoSuchTable
 from ..governance.principals import principals
@@ -180,16 +181,22 @@ class LruTtlCache(Generic[V]):
 
 @dataclass(frozen=True)
 class Known:
-    """What the caller (the JVM) holds for a name: the object's id and version."""
+    """What the caller (the JVM) holds for a name: the object's id and version, and for a table read
+    through a row filter or masks the policy its relation applies (``reader_table``'s ``policy``)."""
 
     id: str
     version: int
+    #: the table has a policy: the JVM's ``policy`` (JSON; ``null`` for a reader exempt from all of it)
+    has_policy: bool = False
+    policy: Any = None
 
     @classmethod
     def of(cls, value: Mapping[str, Any] | None) -> "Known | None":
         if not value:
             return None
-        return cls(str(value["id"]), int(value["version"]))
+        has_policy = value.get("policy") is not None
+        return cls(str(value["id"]), int(value["version"]), has_policy,
+                   json.loads(value["policy"]) if has_policy else None)
 
 
 @dataclass(frozen=True)
@@ -361,8 +368,9 @@ def lookup(ms: Any, cache: BridgeCache, ctx: SparkCtx, name: TableName, known: K
         found = ms.resolver.head(tr, name, db, entry)
         if isinstance(found, ResolvedTable):
             ref = found.ref
-            if known is not None and known.id == str(found.id) and known.version == ref.version:
-                return {"unchanged": True}
+            if known is not None and known.id == str(found.id) and known.version == ref.version and \
+                    (not known.has_policy or known.policy == reader_policy(tr, ms, found.path)):
+                return {"unchanged": True}  # a policy is the same version's: unchanged unless the roles changed
             return {"kind": "table", "table": reader_table(tr, ms, source.table(tr, ctx, name, found.id, found.path, ref)),
                     "id": str(found.id), "version": ref.version}
         record = found.record
@@ -385,6 +393,7 @@ def reader_table(tr: Any, ms: Any, body: dict[str, Any]) -> dict[str, Any]:
     out["policy"] = None
     if stored_filter is None and not stored_masks:
         return out
+    out["has_policy"] = True  # the JVM asks again with what it applies (Known.policy), even when nothing
     user = ms.caller().user if hasattr(ms, "caller") else getattr(ms, "user", "")
     held: frozenset[str] = frozenset({f"user:{user}"})
     if hasattr(ms, "layout") and hasattr(ms, "caller") and not hasattr(ms.resolver, "recipient"):
@@ -392,6 +401,17 @@ def reader_table(tr: Any, ms: Any, body: dict[str, Any]) -> dict[str, Any]:
     out["policy"] = for_reader(RowFilter(**stored_filter) if stored_filter else None,
                                [ColumnMask(**m) for m in stored_masks], user, held)
     return out
+
+
+def reader_policy(tr: Any, ms: Any, path: Any) -> dict[str, Any] | None:
+    """The policy the calling user reads the table at ``path`` through now (one record read, the
+    user's principals: one point read of the access state)."""
+    props = RecordStore.at(path.add("TableProperties")).load(tr, ())
+    stored = {"row_filter": None, "column_masks": [m.to_json() for m in policies_of(props)[1]]}
+    found = policies_of(props)[0]
+    if found is not None:
+        stored["row_filter"] = found.to_json()
+    return reader_table(tr, ms, stored)["policy"]
 
 
 def _table_version(ms: Any, name: TableName) -> tuple[uuid.UUID, int]:

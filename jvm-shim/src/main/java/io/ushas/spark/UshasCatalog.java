@@ -254,14 +254,21 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces,
         if (UshasRowsTable.handles(ident)) return UshasRowsTable.load(this, ident);  // metadata, system tables
         RelationCache.Entry e = cache.get(ident);
         if (e != null && "load_table".equals(op) && !(e.relation instanceof Table)) e = null;
-        // a table read through a row filter or masks is loaded anew: the user's roles decide what it reads
-        if (e != null && e.relation instanceof UshasTable u && policyOf(u.answer()) != null) e = null;
-        if (e != null && !cache.settings().check()) {
+        // a table read through a row filter or masks: Python also checks the policy still applies as cached
+        // (the user's roles decide what it reads)
+        boolean hasPolicy = e != null && e.relation instanceof UshasTable u && u.answer().path("has_policy").asBoolean();
+        if (e != null && !cache.settings().check() && !hasPolicy) {
             cache.count("unchecked");
             return e.relation;
         }
         ObjectNode r = request(ident);
-        if (e != null) r.putObject("known").put("id", e.id).put("version", e.version);
+        if (e != null) {
+            ObjectNode known = r.putObject("known").put("id", e.id).put("version", e.version);
+            if (hasPolicy) {
+                JsonNode applied = policyOf(((UshasTable) e.relation).answer());
+                known.put("policy", applied == null ? "null" : applied.toString());
+            }
+        }
         JsonNode answer = call(op, r, ident, null);
         if (e != null && answer.path("unchanged").asBoolean(false)) {
             cache.count("unchanged");
