@@ -407,11 +407,12 @@ def reader_policy(tr: Any, ms: Any, path: Any) -> dict[str, Any] | None:
     """The policy the calling user reads the table at ``path`` through now (one record read, the
     user's principals: one point read of the access state)."""
     props = RecordStore.at(path.add("TableProperties")).load(tr, ())
-    stored = {"row_filter": None, "column_masks": [m.to_json() for m in policies_of(props)[1]]}
-    found = policies_of(props)[0]
-    if found is not None:
-        stored["row_filter"] = found.to_json()
-    return reader_table(tr, ms, stored)["policy"]
+    assert props is not None  # a table always has it
+    row_filter, masks = policies_of(props)
+    stored: dict[str, Any] = {"row_filter": row_filter.to_json() if row_filter is not None else None,
+                              "column_masks": [m.to_json() for m in masks]}
+    policy: dict[str, Any] | None = reader_table(tr, ms, stored)["policy"]
+    return policy
 
 
 def _table_version(ms: Any, name: TableName) -> tuple[uuid.UUID, int]:
