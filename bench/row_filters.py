@@ -9,11 +9,13 @@ instances of one local[2] session on the same store: ``ushas`` (user admin, in t
 read) and ``bob`` (the filtered and masked read). Each round reads every column of every row to a noop
 sink (``write.format("noop")``, the whole read and the mask evaluated, nothing collected):
 
-- ``policy``: ``SELECT * FROM bob.db.t`` (the catalog applies the filter and the mask);
+- ``filter only``: ``SELECT * FROM bob.db.tf`` (a copy of the table with the row filter alone);
 - ``plain, same rows``: ``SELECT * FROM ushas.db.t WHERE region = 'EU'`` (the same rows, raw values);
-- ``by hand``: the exempt user writing the same filter and mask in the query.
+- ``filter + mask``: ``SELECT * FROM bob.db.t`` (the catalog applies the filter and the mask);
+- ``filter + mask by hand``: the exempt user writing the same filter and mask in the query.
 
-Prints medians and the ratios (goal: policy / plain <= 1.05x).
+Prints medians and the ratios (goal: <= 1.05x for what the catalog adds: filter only / plain, filter +
+mask / by hand; filter + mask / plain also counts what the mask expression itself costs).
 """
 from __future__ import annotations
 
@@ -68,12 +70,15 @@ def main() -> int:
                 "id", "element_at(array('EU', 'US', 'APAC', 'LATAM'), CAST(id % 4 AS INT) + 1) AS region",
                 "format_string('%03d-%02d-%04d', id % 1000, id % 100, id % 10000) AS ssn", "rand(7) AS v") \
                 .writeTo("ushas.db.t").append()
-            spark.sql(f"CALL ushas.system.set_row_filter('db.t', \"{FILTER}\", 'role:exempt')").collect()
+            spark.sql("CREATE TABLE ushas.db.tf USING parquet AS SELECT * FROM ushas.db.t")
+            for t in ("t", "tf"):
+                spark.sql(f"CALL ushas.system.set_row_filter('db.{t}', \"{FILTER}\", 'role:exempt')").collect()
             spark.sql(f"CALL ushas.system.set_column_mask('db.t', 'ssn', \"{MASK}\", 'role:exempt')").collect()
             queries = {
-                "policy": "SELECT * FROM bob.db.t",
+                "filter only": "SELECT * FROM bob.db.tf",
                 "plain, same rows": f"SELECT * FROM ushas.db.t WHERE {FILTER}",
-                "by hand": f"SELECT id, region, {MASK} AS ssn, v FROM ushas.db.t WHERE {FILTER}",
+                "filter + mask": "SELECT * FROM bob.db.t",
+                "filter + mask by hand": f"SELECT id, region, {MASK} AS ssn, v FROM ushas.db.t WHERE {FILTER}",
             }
             counts = {k: spark.sql(q).count() for k, q in queries.items()}
             assert len(set(counts.values())) == 1, counts  # the same rows
@@ -90,11 +95,12 @@ def main() -> int:
             spark.stop()
         ms.close()
         plain = med["plain, same rows"]
-        print(f"row filter + column mask: {n:,} rows, {counts['policy']:,} read, medians of {rounds} rounds")
+        print(f"row filter, column mask: {n:,} rows, {counts['plain, same rows']:,} read, medians of {rounds} rounds")
         print("| read | ms | / plain |\n| --- | --- | --- |")
         for k, v in med.items():
             print(f"| {k} | {v * 1000:.0f} | {v / plain:.2f}x |")
-        print(f"policy / by hand: {med['policy'] / med['by hand']:.2f}x")
+        print(f"filter only / plain: {med['filter only'] / plain:.2f}x; "
+              f"filter + mask / by hand: {med['filter + mask'] / med['filter + mask by hand']:.2f}x")
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return 0

@@ -13,6 +13,7 @@ import pytest
 
 from ushas_catalog.metastore import Metastore
 from spark_processes import conf_args, run_spark, spark_bin
+from user_catalogs import user_catalog
 
 ROWS = [(1, "ann", "111-22-3333", "EU", "bob"), (2, "ben", "222-33-4444", "US", "carol"),
         (3, "cat", "333-44-5555", "EU", "carol"), (4, "dan", "444-55-6666", "APAC", "bob")]
@@ -31,12 +32,8 @@ def rm(spark: Any, spark_dirs: dict[str, Path]) -> Any:
     admin.grant("OWN", "project", "user:admin")
     names = {}
     for role, user in (("adm", "admin"), ("bob", "bob"), ("carol", "carol")):
-        name = f"r{role}_{uuid.uuid4().hex[:6]}"
-        for key, value in {"": "io.ushas.spark.UshasCatalog", ".uri": uri, ".project": project, ".catalog": "main",
-                           ".warehouse": str(spark_dirs["warehouse"]), ".user": user,
-                           ".authorization": "true"}.items():
-            spark.conf.set(f"spark.sql.catalog.{name}{key}", value)
-        names[role] = name
+        names[role] = user_catalog(spark, f"r{role}", uri=uri, project=project,
+                                   warehouse=str(spark_dirs["warehouse"]), user=user)
     adm = names["adm"]
     spark.sql(f"CREATE NAMESPACE {adm}.db")
     spark.sql(f"CREATE TABLE {adm}.db.people (id INT, name STRING, ssn STRING, region STRING, owner STRING) "
