@@ -4,12 +4,14 @@
 
 One table of N rows (10,000,000 by default, 1,000,000 with --quick): ``id BIGINT, region STRING,
 ssn STRING, v DOUBLE`` (a quarter of the rows in region 'EU'), with the row filter ``region = 'EU'`` and
-the mask ``concat('***-', substr(ssn, -4, 4))`` on ``ssn``, both exempting ``role:exempt``. Two catalog
-instances of one local[2] session on the same store: ``ushas`` (user admin, in the exempt role: the plain
-read) and ``bob`` (the filtered and masked read). Each round reads every column of every row to a noop
-sink (``write.format("noop")``, the whole read and the mask evaluated, nothing collected):
+the mask ``concat('***-', substr(ssn, -4, 4))`` on ``ssn``; the filter exempts ``role:exempt``, the mask
+``role:exempt`` and ``role:unmasked``. Three catalog instances of one local[2] session on the same store:
+``ushas`` (user admin, in ``exempt``: the plain read), ``fil`` (user fil, in ``unmasked``: the filter only)
+and ``bob`` (the filter and the mask). Each round reads every column of every row to a noop sink
+(``write.format("noop")``, the whole read and the mask evaluated, nothing collected), the reads in a
+rotating order:
 
-- ``filter only``: ``SELECT * FROM bob.db.tf`` (a copy of the table with the row filter alone);
+- ``filter only``: ``SELECT * FROM fil.db.t``;
 - ``plain, same rows``: ``SELECT * FROM ushas.db.t WHERE region = 'EU'`` (the same rows, raw values);
 - ``filter + mask``: ``SELECT * FROM bob.db.t`` (the catalog applies the filter and the mask);
 - ``filter + mask by hand``: the exempt user writing the same filter and mask in the query.
@@ -57,11 +59,16 @@ def main() -> int:
 
         ms = Metastore.open(uri, project="default")
         ms.ensure_catalog("ushas")
-        ms.create_role("exempt")
-        ms.grant_role("exempt", "user:admin")
-        conf = {"spark.sql.catalog.ushas.user": "admin", "spark.sql.catalog.bob": "io.ushas.spark.UshasCatalog",
-                "spark.sql.catalog.bob.uri": uri, "spark.sql.catalog.bob.catalog": "ushas",
-                "spark.sql.catalog.bob.user": "bob", "spark.sql.catalog.bob.warehouse": str(root / "warehouse")}
+        for role, user in (("exempt", "admin"), ("unmasked", "fil")):
+            ms.create_role(role)
+            ms.grant_role(role, f"user:{user}")
+        ms.grant_role("unmasked", "role:exempt")
+        conf = {"spark.sql.catalog.ushas.user": "admin"}
+        for user in ("bob", "fil"):
+            conf.update({f"spark.sql.catalog.{user}": "io.ushas.spark.UshasCatalog",
+                         f"spark.sql.catalog.{user}.uri": uri, f"spark.sql.catalog.{user}.catalog": "ushas",
+                         f"spark.sql.catalog.{user}.user": user,
+                         f"spark.sql.catalog.{user}.warehouse": str(root / "warehouse")})
         spark = ushas_session("ushas-bench-row-filters", root, conf=conf)
         try:
             spark.sql("CREATE NAMESPACE ushas.db")
@@ -70,12 +77,10 @@ def main() -> int:
                 "id", "element_at(array('EU', 'US', 'APAC', 'LATAM'), CAST(id % 4 AS INT) + 1) AS region",
                 "format_string('%03d-%02d-%04d', id % 1000, id % 100, id % 10000) AS ssn", "rand(7) AS v") \
                 .writeTo("ushas.db.t").append()
-            spark.sql("CREATE TABLE ushas.db.tf USING parquet AS SELECT * FROM ushas.db.t")
-            for t in ("t", "tf"):
-                spark.sql(f"CALL ushas.system.set_row_filter('db.{t}', \"{FILTER}\", 'role:exempt')").collect()
-            spark.sql(f"CALL ushas.system.set_column_mask('db.t', 'ssn', \"{MASK}\", 'role:exempt')").collect()
+            spark.sql(f"CALL ushas.system.set_row_filter('db.t', \"{FILTER}\", 'role:exempt')").collect()
+            spark.sql(f"CALL ushas.system.set_column_mask('db.t', 'ssn', \"{MASK}\", 'role:unmasked')").collect()
             queries = {
-                "filter only": "SELECT * FROM bob.db.tf",
+                "filter only": "SELECT * FROM fil.db.t",
                 "plain, same rows": f"SELECT * FROM ushas.db.t WHERE {FILTER}",
                 "filter + mask": "SELECT * FROM bob.db.t",
                 "filter + mask by hand": f"SELECT id, region, {MASK} AS ssn, v FROM ushas.db.t WHERE {FILTER}",
@@ -85,9 +90,10 @@ def main() -> int:
             sink: Callable[[str], Callable[[], Any]] = \
                 lambda q: lambda: spark.sql(q).write.format("noop").mode("overwrite").save()  # noqa: E731
             samples: dict[str, list[float]] = {k: [] for k in queries}
+            names = list(queries)
             for r in range(rounds + 1):  # the first round warms up
-                for k, q in queries.items():
-                    t = timed(sink(q))
+                for k in names[r % len(names):] + names[:r % len(names)]:
+                    t = timed(sink(queries[k]))
                     if r:
                         samples[k].append(t)
             med = {k: statistics.median(v) for k, v in samples.items()}

@@ -11,7 +11,7 @@ import pytest
 from ushas_catalog.cli import main
 from ushas_catalog.errors import InvalidPolicy, PermissionDenied
 from ushas_catalog.metastore import Metastore
-from ushas_catalog.model.row_policies import ColumnMask, RowFilter, for_reader
+from ushas_catalog.model.row_policies import ColumnMask, RowFilter, for_reader, without_masked_statistics
 from ushas_catalog.model.table_changes import DeleteColumn, RenameColumn
 
 T = ("c", "db", "t")
@@ -112,3 +112,12 @@ def test_cli(store_uri: str, ms: Metastore, capsys: Any) -> None:
     assert ushas("column-mask", "drop", "c.db.t", "ssn") == 0
     assert ushas("row-filter", "drop", "c.db.t") == 0
     assert ms.get_table(T).row_filter is None
+
+
+def test_statistics_of_a_masked_column_are_not_shown_to_its_readers() -> None:
+    props = {"spark.sql.statistics.colStats.SSN.max": "999", "spark.sql.statistics.colStats.id.max": "4",
+             "spark.sql.statistics.numRows": "4", "k": "v"}
+    policy = for_reader(None, [ColumnMask("ssn", "'***'")], "bob", frozenset({"user:bob"}))
+    assert without_masked_statistics(props, policy) == {"spark.sql.statistics.colStats.id.max": "4",
+                                                        "spark.sql.statistics.numRows": "4", "k": "v"}
+    assert without_masked_statistics(props, None) == props

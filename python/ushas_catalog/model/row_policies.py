@@ -81,3 +81,18 @@ def for_reader(row_filter: RowFilter | None, masks: Iterable[ColumnMask], user: 
     if applied_filter is None and not applied:
         return None
     return {"row_filter": applied_filter, "masks": applied, "user": user, "principals": sorted(principals)}
+
+
+#: Spark's key prefix of a column's statistics in table properties (``analyze_table``)
+COLUMN_STATISTICS = "spark.sql.statistics.colStats."
+
+
+def without_masked_statistics(properties: dict[str, str], policy: dict[str, Any] | None) -> dict[str, str]:
+    """``properties`` without the statistics (min, max, ...) of the columns ``policy`` (a reader's, see
+    :func:`for_reader`) masks: they would show the raw values."""
+    masked = {m["column"].lower() for m in (policy or {}).get("masks") or ()}
+    if not masked:
+        return properties
+    return {k: v for k, v in properties.items()
+            if not (k.startswith(COLUMN_STATISTICS)
+                    and k[len(COLUMN_STATISTICS):].rsplit(".", 1)[0].lower() in masked)}

@@ -33,7 +33,7 @@ from ..catalog.infos import policies_of, table_info, view_info
 from ..catalog.resolver import ResolvedTable
 from ..errors import InvalidArgument, NoSuchTable
 from ..governance.principals import principals
-from ..model.row_policies import ColumnMask, RowFilter, for_reader
+from ..model.row_policies import ColumnMask, RowFilter, for_reader, without_masked_statistics
 from ..keyspace.layout import TABLE_HISTORY
 from ..model.names import TableName
 from .. import records as rec
@@ -400,6 +400,7 @@ def reader_table(tr: Any, ms: Any, body: dict[str, Any]) -> dict[str, Any]:
         held = principals(tr, ms.layout, ms.project, user)
     out["policy"] = for_reader(RowFilter(**stored_filter) if stored_filter else None,
                                [ColumnMask(**m) for m in stored_masks], user, held)
+    out["properties"] = without_masked_statistics(out.get("properties") or {}, out["policy"])
     return out
 
 

@@ -24,6 +24,7 @@ import datetime as dt
 import re
 from typing import Any
 
+from ..model.row_policies import for_reader, without_masked_statistics
 from .tables import OPTION_PREFIX, RESERVED, SparkCtx, location_of, table_name
 from .writes import STATS_PROPERTIES
 
@@ -56,7 +57,7 @@ def describe(ms: Any, r: dict[str, Any]) -> dict[str, Any]:
     name = table_name(ctx, r)
     info = ms.get_table(name)
     if r.get("what") == "column":
-        return {"rows": column_rows(info.properties, str(r.get("column")))}
+        return {"rows": column_rows(reader_properties(ms, info), str(r.get("column")))}
     schema = info.schema.json_value()
     rows: list[list[Any]] = list(partitioning_rows(schema, list(info.partition_columns)))
     extended = r.get("extended", True)
@@ -64,6 +65,15 @@ def describe(ms: Any, r: dict[str, Any]) -> dict[str, Any]:
         return {"rows": rows + (partition_rows(ctx, info, ms.get_partition(name, r["partition"])) if extended else [])}
     rows += table_rows(ctx, info, str(r.get("spark_version") or "")) if extended else []
     return {"rows": rows + default_rows(schema)}
+
+
+def reader_properties(ms: Any, info: Any) -> dict[str, str]:
+    """The table's properties as the caller may see them: no statistics of a column masked for it."""
+    if not getattr(info, "column_masks", None):
+        return dict(info.properties)
+    user = ms.caller().user
+    policy = for_reader(info.row_filter, info.column_masks, user, ms.principals_of())
+    return without_masked_statistics(dict(info.properties), policy)
 
 
 def partitioning_rows(schema: dict[str, Any], partition_by: list[str]) -> list[list[str | None]]:
