@@ -236,6 +236,11 @@ def test_describe_shows_them(spark: Any, rm: Any) -> None:
 def test_history_and_changes_record_them(spark: Any, rm: Any) -> None:
     ops = [r.operation for r in spark.sql(f"SELECT operation FROM {rm.adm}.db.people.history").collect()]
     assert "SET ROW FILTER" in ops and "SET COLUMN MASK" in ops
+    audit = spark.sql(f"SELECT operation, user, object, principal, detail FROM {rm.adm}.system.audit "
+                      f"WHERE change = 'ALTERED' AND object = 'main.db.people'").collect()
+    assert {(r.operation, r.user, r.principal) for r in audit} >= {("SET ROW FILTER", "admin", "role:auditors"),
+                                                                  ("SET COLUMN MASK", "admin", "role:auditors")}
+    assert any("region = 'EU'" in r.detail for r in audit)
 
 
 @pytest.mark.slow
