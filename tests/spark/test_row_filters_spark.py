@@ -292,3 +292,26 @@ def test_writes_append_but_never_remove_hidden_rows(spark: Any, rm: Any) -> None
     assert {r.id for r in spark.table(f"{carol}.db.w").collect()} == {1, 2, 3, 4, 5}
     spark.sql(f"INSERT OVERWRITE {carol}.db.w PARTITION (region = 'US') VALUES (6)")  # exempt
     assert {r.id for r in spark.table(f"{carol}.db.w").collect()} == {1, 3, 5, 6}
+
+
+def test_a_share_reads_through_the_owners_policy(spark: Any, rm: Any, spark_dirs: dict[str, Path]) -> None:
+    """A recipient project reads a shared table through its owner's filter and masks, holding none of the
+    owner project's roles (carol's exemption is the owner's)."""
+    tag = uuid.uuid4().hex[:8]
+    recipient, share, mount = f"rrcp_{tag}", f"rs_{tag}", f"rpart_{tag}"
+    adm = rm.adm
+    spark.sql(f"CALL {adm}.system.create_share('{share}')").collect()
+    spark.sql(f"CALL {adm}.system.add_to_share('{share}', 'db.people')").collect()
+    spark.sql(f"CALL {adm}.system.grant_share('{share}', 'project:{recipient}')").collect()
+    home = user_catalog(spark, "rhome", uri=f"sqlite:///{spark_dirs['store']}", project=recipient,
+                        warehouse=str(spark_dirs["warehouse"]), user="carol")
+    recipient_ms = Metastore.open(f"sqlite:///{spark_dirs['store']}", project=recipient)
+    recipient_ms.grant("OWN", "project", "user:carol")
+    recipient_ms.close()
+    spark.sql(f"CALL {home}.system.mount_share('`{rm.project}`.{share}', '{mount}')").collect()
+    for key, value in {"": "io.ushas.spark.UshasCatalog", ".uri": f"sqlite:///{spark_dirs['store']}",
+                       ".project": recipient, ".catalog": mount, ".user": "carol",
+                       ".warehouse": str(spark_dirs["warehouse"])}.items():
+        spark.conf.set(f"spark.sql.catalog.{mount}{key}", value)
+    assert rows(spark.table(f"{mount}.db.people")) == BOB
+    assert rows(spark.sql(f"SELECT * FROM {mount}.db.people")) == BOB
