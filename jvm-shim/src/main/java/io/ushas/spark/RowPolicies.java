@@ -112,7 +112,7 @@ final class RowPolicies extends Rule<LogicalPlan> {
                 // and rewrites what the aliases read; by name, resolved (like the filter) against the relation
                 // Spark ends up with
                 Expression value = mask == null ? org.apache.spark.sql.catalyst.analysis.UnresolvedAttribute$.MODULE$
-                        .quoted(a.name()) : Cast$.apply(mask, a.dataType());
+                        .quoted(a.name()) : new Cast(mask, a.dataType(), Option.empty());
                 list.add(new Alias(value, a.name(), NamedExpression.newExprId(), a.qualifier(), Option.apply(a.metadata()),
                         scala.collection.immutable.List$.MODULE$.empty()));
             }
@@ -166,13 +166,6 @@ final class RowPolicies extends Rule<LogicalPlan> {
     static RuntimeException refused(UshasFileIndex index, String why) {
         return Errors.sneak(Errors.analysis("USHAS_RowPolicy", "table " + index.tableName()
                 + " has a row filter or column mask and cannot be read: " + why));
-    }
-
-    /** Casts without Scala's default arguments. */
-    private static final class Cast$ {
-        static Expression apply(Expression child, org.apache.spark.sql.types.DataType type) {
-            return new Cast(child, type, Option.empty());
-        }
     }
 
     /**
