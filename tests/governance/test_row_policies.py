@@ -12,7 +12,7 @@ from ushas_catalog.cli import main
 from ushas_catalog.errors import InvalidPolicy, PermissionDenied
 from ushas_catalog.metastore import Metastore
 from ushas_catalog.model.row_policies import ColumnMask, RowFilter, for_reader, without_masked_statistics
-from ushas_catalog.model.table_changes import DeleteColumn, RenameColumn
+from ushas_catalog.model.table_changes import DeleteColumn, RenameColumn, SetProperty
 
 T = ("c", "db", "t")
 
@@ -121,3 +121,17 @@ def test_statistics_of_a_masked_column_are_not_shown_to_its_readers() -> None:
     assert without_masked_statistics(props, policy) == {"spark.sql.statistics.colStats.id.max": "4",
                                                         "spark.sql.statistics.numRows": "4", "k": "v"}
     assert without_masked_statistics(props, None) == props
+
+
+def test_a_restore_keeps_the_current_policy(ms: Metastore) -> None:
+    """restore_table needs MODIFY only: it brings back data and schema, never an older (or no) policy."""
+    ms.alter_table(T, [SetProperty("k", "v")])
+    ms.set_row_filter(T, "id > 1")
+    ms.set_column_mask(T, "ssn", "'***'")
+    ms.restore_table(T, 1)
+    now = ms.get_table(T)
+    assert now.row_filter == RowFilter("id > 1") and now.column_masks == [ColumnMask("ssn", "'***'")]
+    assert "k" not in now.properties  # the rest of the properties was restored
+    ms.drop_row_filter(T)
+    ms.restore_table(T, 3)  # the version with the filter: not brought back either
+    assert ms.get_table(T).row_filter is None

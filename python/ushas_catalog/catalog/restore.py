@@ -90,6 +90,13 @@ class RestoreOps(HistoryOps):
                     props.properties.pop(key, None)
                     if key in current["TableProperties"].properties:
                         props.properties[key] = current["TableProperties"].properties[key]
+            # row filters and column masks are governance, not data: a restore (MODIFY) keeps the current
+            # ones (changing them needs MANAGE: set / drop_row_filter, set / drop_column_mask)
+            props.ClearField("row_filter")
+            if current["TableProperties"].HasField("row_filter"):
+                props.row_filter.CopyFrom(current["TableProperties"].row_filter)
+            del props.column_masks[:]
+            props.column_masks.extend(current["TableProperties"].column_masks)
             if props != current["TableProperties"]:
                 t.store("TableProperties").save(tr, (), props)
                 previous["TableProperties"] = current["TableProperties"]
