@@ -135,3 +135,10 @@ def test_a_restore_keeps_the_current_policy(ms: Metastore) -> None:
     ms.drop_row_filter(T)
     ms.restore_table(T, 3)  # the version with the filter: not brought back either
     assert ms.get_table(T).row_filter is None
+
+
+def test_a_replace_keeps_the_policy(ms: Metastore) -> None:
+    ms.set_row_filter(T, "id > 1")
+    ms.set_column_mask(T, "ssn", "'***'")
+    info = ms.replace_table(T, schema="id INT, ssn STRING, extra INT")
+    assert info.row_filter == RowFilter("id > 1") and info.column_masks == [ColumnMask("ssn", "'***'")]

@@ -97,3 +97,14 @@ class RowPolicyOps(MetastoreBase):
             return table_info(tn, t.id, ref, schema, storage, props)
 
         return self.run(fn)
+
+
+def keep_policies(old: rec.TableProperties, new: rec.TableProperties) -> None:
+    """Carries the row filter and column masks of ``old`` into ``new`` (changing them needs their own calls,
+    and MANAGE): a replace or a restore never drops them. A masked column the new schema lacks makes reads
+    fail, never read unmasked."""
+    new.ClearField("row_filter")
+    if old.HasField("row_filter"):
+        new.row_filter.CopyFrom(old.row_filter)
+    del new.column_masks[:]
+    new.column_masks.extend(old.column_masks)
