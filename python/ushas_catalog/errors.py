@@ -234,6 +234,11 @@ class InvalidSchemaChange(InvalidArgument):
     pass
 
 
+class InvalidPolicy(InvalidArgument):
+    """A row filter or column mask that cannot be set: an unknown column, an empty or unparsable
+    expression, a filter that is not boolean, a mask whose type is not the column's, a bad exempt principal."""
+
+
 class PartitionColumnChange(InvalidSchemaChange):
     """Renaming, dropping or changing the type of a partition column: partition columns are
     fixed (their names and value encodings are in every partition's key and directory)."""

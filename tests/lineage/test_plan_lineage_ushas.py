@@ -23,6 +23,7 @@ PRODUCER = "spark"
 pytestmark = pytest.mark.spark
 
 A, B, P = "ushas.linq.a", "ushas.linq.b", "ushas.linq.p"
+RF = "ushas.linq.rf"  # a row filter on k, a mask on s
 
 
 def _w_insert_into(spark: Any, tmp: Path) -> None:
@@ -93,6 +94,16 @@ CASES: list[PlanCase] = [
              {"w": {"ushas.linq.a.w": "I"}, "k2": {"ushas.linq.a.k": "T"}}, target="ushas.linq.v0"),
     PlanCase("ushas_read_view", "View", "select uw from ushas.linq.v0r",
              {"uw": {"ushas.linq.a.w": "T"}}, fs("FILTER:ushas.linq.a.k")),
+    # row filters and column masks (docs/governance.md): the filter's columns are INDIRECT FILTER inputs of
+    # every read, a masked column a TRANSFORMATION of what its mask reads
+    PlanCase("ushas_read_row_filter", "Leaf (ushas catalog table)", f"select w from {RF}",
+             {"w": {"ushas.linq.rf.w": "I"}}, fs("FILTER:ushas.linq.rf.k")),
+    PlanCase("ushas_read_column_mask", "Leaf (ushas catalog table)", f"select k, s from {RF} where w = 'x'",
+             {"k": {"ushas.linq.rf.k": "I"}, "s": {"ushas.linq.rf.s": "T"}},
+             fs("FILTER:ushas.linq.rf.k", "FILTER:ushas.linq.rf.w"), scoped={"s": fs("CONDITIONAL:ushas.linq.rf.w")}),
+    PlanCase("ushas_insert_from_masked", "Write (V2 AppendData)", f"insert into {B} select k, s from {RF}",
+             {"k": {"ushas.linq.rf.k": "I"}, "w": {"ushas.linq.rf.s": "T"}},
+             fs("FILTER:ushas.linq.rf.k"), scoped={"w": fs("CONDITIONAL:ushas.linq.rf.w")}, target="ushas.linq.b"),
     PlanCase("ushas_overwrite_partitions_executed", "Write (V2 OverwritePartitionsDynamic)", _w_overwrite_partitions,
              {"id": {"ushas.linq.a.k": "I"}, "dt": {"ushas.linq.a.w": "T"}}, target="ushas.linq.p", mode="capture"),
 ]
@@ -108,6 +119,10 @@ def ushas(spark: Any) -> Any:
     spark.sql(f"create table if not exists {B} (k int, w string) using parquet")
     spark.sql(f"create table if not exists {P} (id int, dt string) using parquet partitioned by (dt)")
     spark.sql("create table if not exists spark_catalog.default.lin_u2 (k int) using parquet")
+    spark.sql(f"create table if not exists {RF} (k int, w string, s string) using parquet")
+    spark.sql("call ushas.system.set_row_filter('linq.rf', 'k > 0')").collect()
+    spark.sql("call ushas.system.set_column_mask('linq.rf', 's', \"CASE WHEN w = 'open' THEN s ELSE '***' END\")") \
+        .collect()
     spark.sql(f"create or replace view ushas.linq.v0 as select k from {A}")
     spark.sql(f"create or replace view ushas.linq.v0r as select k, upper(w) as uw from {A} where k > 0")
     return spark

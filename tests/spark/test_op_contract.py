@@ -70,11 +70,13 @@ NOT_REQUEST_FIELDS = {
     "errorClass": "UshasFunctions.sparkError: Spark's error class, thrown in the JVM",
     "user": "UshasFunctionCommand: SHOW FUNCTIONS' scopes, applied by the command itself",
     "system": "UshasFunctionCommand: SHOW FUNCTIONS' scopes (system functions are Spark's)",
+    "refuse": "UshasCatalog.policyOf: the shim's own mark of a table answer without its reader's policy",
 }
 #: keys the shim reads from something that is not a bridge answer, each with what it is
 NOT_ANSWER_FIELDS = {
     "boot": "Staging: the _owner file of a staging directory", "host": "Staging: the _owner file",
     "uri": "UshasCatalog: the catalog's Spark options", "warehouse": "UshasCatalog: the catalog's Spark options",
+    "refuse": "UshasCatalog.policyOf: the shim's own mark of a table answer without its reader's policy",
     "numListedDirectories": "RepairTableExec: Spark SQL metrics", "numAddedPartitions": "RepairTableExec: metrics",
     "numDroppedPartitions": "RepairTableExec: metrics", "numInvalidDirectories": "RepairTableExec: metrics",
     "definition": "UshasFunctionCommand: the statement it runs (FunctionStatements)",

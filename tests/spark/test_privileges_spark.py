@@ -13,6 +13,7 @@ from typing import Any, Callable
 import pytest
 
 from ushas_catalog.metastore import Metastore
+from user_catalogs import user_catalog
 
 PRIVILEGES = (None, "USE", "SELECT", "MODIFY", "MANAGE", "OWN")
 
@@ -25,12 +26,8 @@ def gov(spark: Any, spark_dirs: dict[str, Path]) -> Any:
     store_admin.grant("OWN", "project", "user:admin")
     names = {}
     for role, user in (("adm", "admin"), ("bob", "bob")):
-        name = f"g{role}_{uuid.uuid4().hex[:6]}"
-        for key, value in {"": "io.ushas.spark.UshasCatalog", ".uri": uri, ".project": project, ".catalog": "main",
-                           ".warehouse": str(spark_dirs["warehouse"]), ".user": user,
-                           ".authorization": "true"}.items():
-            spark.conf.set(f"spark.sql.catalog.{name}{key}", value)
-        names[role] = name
+        names[role] = user_catalog(spark, f"g{role}", uri=uri, project=project,
+                                   warehouse=str(spark_dirs["warehouse"]), user=user)
     adm = names["adm"]
     spark.sql(f"CREATE NAMESPACE {adm}.db")
     yield type("Gov", (), {"adm": adm, "bob": names["bob"], "ms": store_admin, "project": project})

@@ -177,6 +177,9 @@ RULES: dict[str, Rule] = {
     "set_partition_tags": _r(MODIFY, RELATION), "unset_partition_tags": _r(MODIFY, RELATION),
     "partitions_by_tag": _r(SELECT, RELATION), "partition_tag_stats": _r(SELECT, RELATION),
     "tag_entries": _r(SELECT, RELATION),
+    # row filters and column masks (catalog.row_policies): who may change them may change the table
+    "set_row_filter": _r(MANAGE, RELATION), "drop_row_filter": _r(MANAGE, RELATION),
+    "set_column_mask": _r(MANAGE, RELATION), "drop_column_mask": _r(MANAGE, RELATION),
     # functions
     "create_function": _r(CREATE, FUNCTION_KIND, parent=True, creates=True),
     "get_function": _r(USE, FUNCTION_KIND), "function_exists": _r(USE, FUNCTION_KIND),

@@ -7,6 +7,7 @@ from .. import records as rec
 from ..model.bucketing import Bucketing
 from ..model.names import CatalogName, DatabaseName, TableName
 from ..model.objects import CatalogInfo, DatabaseInfo, TableInfo, ViewInfo, micros_to_datetime
+from ..model.row_policies import ColumnMask, RowFilter
 from ..model.schema import struct_from_proto
 from .resolver import ResolvedObject
 
@@ -34,7 +35,14 @@ def table_info(tn: TableName, tid: uuid.UUID, ref: rec.TableReference, schema: r
                      storage.location or None, storage.external, dict(props.properties),
                      props.comment if props.HasField("comment") else None, props.owner or None,
                      micros_to_datetime(ref.created_at_micros), micros_to_datetime(ref.updated_at_micros),
-                     bucketing_of(schema))
+                     bucketing_of(schema), *policies_of(props))
+
+
+def policies_of(props: rec.TableProperties) -> tuple[RowFilter | None, list[ColumnMask]]:
+    """The row filter and column masks a TableProperties record holds."""
+    row_filter = RowFilter(props.row_filter.expression, props.row_filter.exempt) \
+        if props.HasField("row_filter") else None
+    return row_filter, [ColumnMask(m.column, m.expression, m.exempt) for m in props.column_masks]
 
 
 def bucketing_of(schema: rec.TableSchema) -> Bucketing | None:

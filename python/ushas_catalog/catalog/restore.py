@@ -30,6 +30,7 @@ from ..model.partitions import Partition, PartitionScheme
 from .commits import Mutation
 from .history import HistoryOps
 from .resolver import ResolvedTable
+from .row_policies import keep_policies
 from .values import check_expected, copy_record, expect_version, now_micros
 
 #: an unpartitioned table's properties that describe its current files: never restored
@@ -90,6 +91,9 @@ class RestoreOps(HistoryOps):
                     props.properties.pop(key, None)
                     if key in current["TableProperties"].properties:
                         props.properties[key] = current["TableProperties"].properties[key]
+            # row filters and column masks are governance, not data: a restore (MODIFY) keeps the current
+            # ones (changing them needs MANAGE: set / drop_row_filter, set / drop_column_mask)
+            keep_policies(current["TableProperties"], props)
             if props != current["TableProperties"]:
                 t.store("TableProperties").save(tr, (), props)
                 previous["TableProperties"] = current["TableProperties"]

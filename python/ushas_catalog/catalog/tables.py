@@ -8,7 +8,7 @@ from typing import Any, Mapping, Sequence
 from google.protobuf.message import Message
 
 from .. import records as rec
-from ..errors import Conflict, InvalidArgument, NoSuchCatalog, NoSuchNamespace, NoSuchTable, TableAlreadyExists
+from ..errors import Conflict, InvalidArgument, InvalidPolicy, NoSuchCatalog, NoSuchNamespace, NoSuchTable, TableAlreadyExists
 from ..keyspace.layout import Layout
 from ..kv import Transaction
 from ..data.locations import location_in_use, overlaps
@@ -26,6 +26,7 @@ from .resolver import ResolvedObject, ResolvedTable
 from .values import (RESERVED_PROPERTIES, check_expected, check_format, check_props, check_str, copy_record,
                      cutoff_micros, exists_message, expect_version, give_paths, now_micros)
 from .drops import DropOps
+from .row_policies import keep_policies
 from .history import HistoryOps
 from .table_data import TableDataOps, init_table_files
 from ..keyspace.layout import DATABASE_RECORD, TABLE, TABLE_ID, TABLE_STORAGE
@@ -122,6 +123,7 @@ class TableOps(TableDataOps, HistoryOps, DropOps):
             old = {sub: t.store(sub).load(tr, ()) for sub in ("TableSchema", "TableStorage", "TableProperties")}
             records = self._table_records(tn, db_record, schema, partition_by, format, location, properties, comment,
                                           owner, external, old["TableSchema"].schema_id + 1, now, bucketing)
+            keep_policies(old["TableProperties"], records[2])  # they stay with the table, like its grants
             self._release_table_data(tr, t, tn, old["TableSchema"], old["TableStorage"], "REPLACE TABLE", now)
             for sub, r in zip(("TableSchema", "TableStorage", "TableProperties"), records):
                 t.store(sub).save(tr, (), r)
@@ -262,6 +264,12 @@ class TableOps(TableDataOps, HistoryOps, DropOps):
                 elif isinstance(c, SetOwner):
                     check_str(c.owner, "owner")
                     props.owner = c.owner
+            if schema_changed and props.column_masks:  # a masked column stays while its mask does
+                names = {f.name.lower() for f in state.schema.fields}
+                gone = [m.column for m in props.column_masks if m.column.lower() not in names]
+                if gone:
+                    raise InvalidPolicy(f"column {', '.join(gone)} of {tn} has a mask: drop the mask first "
+                                        f"(drop_column_mask)")
             previous: dict[str, Message] = {}
             new_schema = old["TableSchema"]
             ref = copy_record(t.ref)

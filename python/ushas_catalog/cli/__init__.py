@@ -29,7 +29,8 @@ COMMAND_MODULES: tuple[str, ...] = ("jarcmd", "spark_conf_cmds", "store_cmds", "
                                     "function_cmds", "object_cmds", "grant_cmds",
                                     "share_cmds",
                                     "hooks_cmds",
-                                    "partition_tag_cmds")
+                                    "partition_tag_cmds",
+                                    "row_policy_cmds")
 
 DEFAULT_URI = "sqlite:///" + os.path.join(os.path.expanduser("~"), ".ushas", "ushas.db")
 

@@ -186,6 +186,12 @@ def _table_text(t: Any) -> str:
         lines += ["", "Partitioned by: " + ", ".join(e(c) for c in t.partition_columns)]
     if t.properties:
         lines += ["", "Properties:"] + [f"  {e(k)} = {e(v)}" for k, v in sorted(t.properties.items())]
+    if t.row_filter is not None:  # docs/governance.md: row filters and column masks
+        lines += ["", "Row filter:  " + e(t.row_filter.expression)
+                  + (f"  (exempt: {e(t.row_filter.exempt)})" if t.row_filter.exempt else "")]
+    if t.column_masks:
+        lines += ["", "Column masks:"] + [f"  {e(m.column)}: {e(m.expression)}"
+                                          + (f"  (exempt: {e(m.exempt)})" if m.exempt else "") for m in t.column_masks]
     return "\n".join(lines)
 
 

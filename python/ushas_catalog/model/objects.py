@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .bucketing import Bucketing
+from .row_policies import ColumnMask, RowFilter
 from .schema import StructType
 
 
@@ -82,6 +83,9 @@ class TableInfo:
     updated_at: dt.datetime
     #: CLUSTERED BY ... INTO n BUCKETS (None: not bucketed)
     bucketing: Bucketing | None = None
+    #: the row filter and column masks reads apply (docs/governance.md)
+    row_filter: RowFilter | None = None
+    column_masks: list[ColumnMask] = field(default_factory=list)
 
     @property
     def full_name(self) -> str:
@@ -98,6 +102,10 @@ class TableInfo:
                "created_at": _iso(self.created_at), "updated_at": _iso(self.updated_at)}
         if self.bucketing is not None:
             out["bucketing"] = self.bucketing.to_json()
+        if self.row_filter is not None:
+            out["row_filter"] = self.row_filter.to_json()
+        if self.column_masks:
+            out["column_masks"] = [m.to_json() for m in self.column_masks]
         return out
 
 

@@ -7,6 +7,7 @@ from . import partition_tags  # noqa: F401 - set_partition_tags, unset_partition
 from . import grants  # noqa: F401 - grant, revoke, show_grants, roles (docs/governance.md)
 from . import shares  # noqa: F401 - shares between projects
 from . import objects  # noqa: F401 - versioned objects (docs/objects.md)
+from . import row_policies  # noqa: F401 - row filters and column masks (docs/governance.md)
 from .registry import PROCEDURES, Procedure
 
 __all__ = ["PROCEDURES", "Procedure"]

@@ -14,7 +14,7 @@ from .function_pb2 import FunctionRecord, FunctionResource
 from .names_pb2 import DroppedObjectName, ObjectKind, ObjectName
 from .partition_pb2 import DataFile, DataFileList, DataGarbage, Partition, PartitionChange
 from .schema_pb2 import ArrayType, DataType, DecimalType, MapType, StructField, StructType
-from .table_pb2 import TableProperties, TableReference, TableSchema, TableStorage
+from .table_pb2 import ColumnMask, RowFilter, TableProperties, TableReference, TableSchema, TableStorage
 from .view_pb2 import ViewRecord
 from .work_pb2 import PendingWork
 from .write_pb2 import WriteOutcome
@@ -23,6 +23,7 @@ __all__ = [
     "CatalogRecord", "DatabaseRecord", "ChangeEvent", "PartitionDelta", "Commit", "HistoryEntry", "DroppedObjectName", "ObjectKind",
     "ObjectName", "Partition", "PartitionChange", "DataFile", "DataFileList", "DataGarbage", "ArrayType", "DataType", "DecimalType", "MapType",
     "StructField", "StructType", "TableProperties", "TableReference", "TableSchema", "TableStorage",
+    "RowFilter", "ColumnMask",
     "ViewRecord", "WriteOutcome", "PendingWork",
     "FunctionRecord", "FunctionResource",
 ]

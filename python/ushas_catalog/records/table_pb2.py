@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from ushas_catalog.records import schema_pb2 as ushas__catalog_dot_records_dot_schema__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!ushas_catalog/records/table.proto\x12\x0fushas.metastore\x1a\"ushas_catalog/records/schema.proto\"\x86\x01\n\x0eTableReference\x12\x0f\n\x07version\x18\x01 \x01(\x03\x12\x11\n\tschema_id\x18\x02 \x01(\x03\x12\x19\n\x11\x63reated_at_micros\x18\x03 \x01(\x03\x12\x19\n\x11updated_at_micros\x18\x04 \x01(\x03\x12\x1a\n\x12pending_operations\x18\x05 \x03(\x0c\"\xc6\x01\n\x0bTableSchema\x12\x11\n\tschema_id\x18\x01 \x01(\x03\x12+\n\x06schema\x18\x02 \x01(\x0b\x32\x1b.ushas.metastore.StructType\x12\x19\n\x11partition_columns\x18\x03 \x03(\t\x12\x19\n\x11\x63reated_at_micros\x18\x04 \x01(\x03\x12\x13\n\x0bnum_buckets\x18\x05 \x01(\x05\x12\x16\n\x0e\x62ucket_columns\x18\x06 \x03(\t\x12\x14\n\x0csort_columns\x18\x07 \x03(\t\"B\n\x0cTableStorage\x12\x0e\n\x06\x66ormat\x18\x01 \x01(\t\x12\x10\n\x08location\x18\x02 \x01(\t\x12\x10\n\x08\x65xternal\x18\x03 \x01(\x08\"\xbb\x01\n\x0fTableProperties\x12\x44\n\nproperties\x18\x01 \x03(\x0b\x32\x30.ushas.metastore.TableProperties.PropertiesEntry\x12\x14\n\x07\x63omment\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\r\n\x05owner\x18\x03 \x01(\t\x1a\x31\n\x0fPropertiesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\n\n\x08_commentb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!ushas_catalog/records/table.proto\x12\x0fushas.metastore\x1a\"ushas_catalog/records/schema.proto\"\x86\x01\n\x0eTableReference\x12\x0f\n\x07version\x18\x01 \x01(\x03\x12\x11\n\tschema_id\x18\x02 \x01(\x03\x12\x19\n\x11\x63reated_at_micros\x18\x03 \x01(\x03\x12\x19\n\x11updated_at_micros\x18\x04 \x01(\x03\x12\x1a\n\x12pending_operations\x18\x05 \x03(\x0c\"\xc6\x01\n\x0bTableSchema\x12\x11\n\tschema_id\x18\x01 \x01(\x03\x12+\n\x06schema\x18\x02 \x01(\x0b\x32\x1b.ushas.metastore.StructType\x12\x19\n\x11partition_columns\x18\x03 \x03(\t\x12\x19\n\x11\x63reated_at_micros\x18\x04 \x01(\x03\x12\x13\n\x0bnum_buckets\x18\x05 \x01(\x05\x12\x16\n\x0e\x62ucket_columns\x18\x06 \x03(\t\x12\x14\n\x0csort_columns\x18\x07 \x03(\t\"B\n\x0cTableStorage\x12\x0e\n\x06\x66ormat\x18\x01 \x01(\t\x12\x10\n\x08location\x18\x02 \x01(\t\x12\x10\n\x08\x65xternal\x18\x03 \x01(\x08\"\x9e\x02\n\x0fTableProperties\x12\x44\n\nproperties\x18\x01 \x03(\x0b\x32\x30.ushas.metastore.TableProperties.PropertiesEntry\x12\x14\n\x07\x63omment\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\r\n\x05owner\x18\x03 \x01(\t\x12.\n\nrow_filter\x18\x04 \x01(\x0b\x32\x1a.ushas.metastore.RowFilter\x12\x31\n\x0c\x63olumn_masks\x18\x05 \x03(\x0b\x32\x1b.ushas.metastore.ColumnMask\x1a\x31\n\x0fPropertiesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\n\n\x08_comment\"/\n\tRowFilter\x12\x12\n\nexpression\x18\x01 \x01(\t\x12\x0e\n\x06\x65xempt\x18\x02 \x01(\t\"@\n\nColumnMask\x12\x0e\n\x06\x63olumn\x18\x01 \x01(\t\x12\x12\n\nexpression\x18\x02 \x01(\t\x12\x0e\n\x06\x65xempt\x18\x03 \x01(\tb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -41,7 +41,11 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_TABLESTORAGE']._serialized_start=428
   _globals['_TABLESTORAGE']._serialized_end=494
   _globals['_TABLEPROPERTIES']._serialized_start=497
-  _globals['_TABLEPROPERTIES']._serialized_end=684
-  _globals['_TABLEPROPERTIES_PROPERTIESENTRY']._serialized_start=623
-  _globals['_TABLEPROPERTIES_PROPERTIESENTRY']._serialized_end=672
+  _globals['_TABLEPROPERTIES']._serialized_end=783
+  _globals['_TABLEPROPERTIES_PROPERTIESENTRY']._serialized_start=722
+  _globals['_TABLEPROPERTIES_PROPERTIESENTRY']._serialized_end=771
+  _globals['_ROWFILTER']._serialized_start=785
+  _globals['_ROWFILTER']._serialized_end=832
+  _globals['_COLUMNMASK']._serialized_start=834
+  _globals['_COLUMNMASK']._serialized_end=898
 # @@protoc_insertion_point(module_scope)

@@ -50,7 +50,7 @@ class TableStorage(_message.Message):
     def __init__(self, format: _Optional[str] = ..., location: _Optional[str] = ..., external: _Optional[bool] = ...) -> None: ...
 
 class TableProperties(_message.Message):
-    __slots__ = ("properties", "comment", "owner")
+    __slots__ = ("properties", "comment", "owner", "row_filter", "column_masks")
     class PropertiesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -61,7 +61,29 @@ class TableProperties(_message.Message):
     PROPERTIES_FIELD_NUMBER: _ClassVar[int]
     COMMENT_FIELD_NUMBER: _ClassVar[int]
     OWNER_FIELD_NUMBER: _ClassVar[int]
+    ROW_FILTER_FIELD_NUMBER: _ClassVar[int]
+    COLUMN_MASKS_FIELD_NUMBER: _ClassVar[int]
     properties: _containers.ScalarMap[str, str]
     comment: str
     owner: str
-    def __init__(self, properties: _Optional[_Mapping[str, str]] = ..., comment: _Optional[str] = ..., owner: _Optional[str] = ...) -> None: ...
+    row_filter: RowFilter
+    column_masks: _containers.RepeatedCompositeFieldContainer[ColumnMask]
+    def __init__(self, properties: _Optional[_Mapping[str, str]] = ..., comment: _Optional[str] = ..., owner: _Optional[str] = ..., row_filter: _Optional[_Union[RowFilter, _Mapping]] = ..., column_masks: _Optional[_Iterable[_Union[ColumnMask, _Mapping]]] = ...) -> None: ...
+
+class RowFilter(_message.Message):
+    __slots__ = ("expression", "exempt")
+    EXPRESSION_FIELD_NUMBER: _ClassVar[int]
+    EXEMPT_FIELD_NUMBER: _ClassVar[int]
+    expression: str
+    exempt: str
+    def __init__(self, expression: _Optional[str] = ..., exempt: _Optional[str] = ...) -> None: ...
+
+class ColumnMask(_message.Message):
+    __slots__ = ("column", "expression", "exempt")
+    COLUMN_FIELD_NUMBER: _ClassVar[int]
+    EXPRESSION_FIELD_NUMBER: _ClassVar[int]
+    EXEMPT_FIELD_NUMBER: _ClassVar[int]
+    column: str
+    expression: str
+    exempt: str
+    def __init__(self, column: _Optional[str] = ..., expression: _Optional[str] = ..., exempt: _Optional[str] = ...) -> None: ...

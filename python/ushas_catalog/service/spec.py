@@ -154,7 +154,9 @@ def schemas() -> dict[str, Any]:
                       "version": INT, "schema_id": INT, "schema": ANYOBJ, "partition_columns": arr(STR),
                       "format": STR, "location": NSTR, "external": BOOL, "properties": STRMAP, "comment": NSTR,
                       "owner": NSTR, "created_at": NSTR, "updated_at": NSTR, "full_name": STR,
-                      "metadata": nullable(ref("ObjectMetadata")), "lineage": BOOL}),
+                      "metadata": nullable(ref("ObjectMetadata")), "lineage": BOOL},
+                     {"row_filter": obj({"expression": STR, "exempt": STR}),  # docs/governance.md
+                      "column_masks": arr(obj({"column": STR, "expression": STR, "exempt": STR}))}),
         "View": obj({"catalog": STR, "database": STR, "name": STR, "id": STR, "kind": {"const": "VIEW"},
                      "version": INT, "sql": STR, "schema": ANYOBJ, "comment": NSTR, "properties": STRMAP,
                      "current_catalog": NSTR, "current_namespace": arr(STR), "query_column_names": arr(STR),

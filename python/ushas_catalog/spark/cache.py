@@ -20,6 +20,7 @@ SQLite has no watches, so the version read is the mechanism on both engines.
 """
 from __future__ import annotations
 
+import json
 import re
 import threading
 import time
@@ -28,9 +29,11 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, Hashable, Mapping, TypeVar
 
-from ..catalog.infos import table_info, view_info
+from ..catalog.infos import policies_of, table_info, view_info
 from ..catalog.resolver import ResolvedTable
 from ..errors import InvalidArgument, NoSuchTable
+from ..governance.principals import principals
+from ..model.row_policies import ColumnMask, RowFilter, for_reader, without_masked_statistics
 from ..keyspace.layout import TABLE_HISTORY
 from ..model.names import TableName
 from .. import records as rec
@@ -178,16 +181,22 @@ class LruTtlCache(Generic[V]):
 
 @dataclass(frozen=True)
 class Known:
-    """What the caller (the JVM) holds for a name: the object's id and version."""
+    """What the caller (the JVM) holds for a name: the object's id and version, and for a table read
+    through a row filter or masks the policy its relation applies (``reader_table``'s ``policy``)."""
 
     id: str
     version: int
+    #: the table has a policy: the JVM's ``policy`` (JSON; ``null`` for a reader exempt from all of it)
+    has_policy: bool = False
+    policy: Any = None
 
     @classmethod
     def of(cls, value: Mapping[str, Any] | None) -> "Known | None":
         if not value:
             return None
-        return cls(str(value["id"]), int(value["version"]))
+        has_policy = value.get("policy") is not None
+        return cls(str(value["id"]), int(value["version"]), has_policy,
+                   json.loads(value["policy"]) if has_policy else None)
 
 
 @dataclass(frozen=True)
@@ -359,9 +368,10 @@ def lookup(ms: Any, cache: BridgeCache, ctx: SparkCtx, name: TableName, known: K
         found = ms.resolver.head(tr, name, db, entry)
         if isinstance(found, ResolvedTable):
             ref = found.ref
-            if known is not None and known.id == str(found.id) and known.version == ref.version:
-                return {"unchanged": True}
-            return {"kind": "table", "table": source.table(tr, ctx, name, found.id, found.path, ref),
+            if known is not None and known.id == str(found.id) and known.version == ref.version and \
+                    (not known.has_policy or known.policy == reader_policy(tr, ms, found.path)):
+                return {"unchanged": True}  # a policy is the same version's: unchanged unless the roles changed
+            return {"kind": "table", "table": reader_table(tr, ms, source.table(tr, ctx, name, found.id, found.path, ref)),
                     "id": str(found.id), "version": ref.version}
         record = found.record
         if known is not None and known.id == str(found.id) and known.version == record.version:
@@ -370,6 +380,40 @@ def lookup(ms: Any, cache: BridgeCache, ctx: SparkCtx, name: TableName, known: K
                 "version": record.version}
 
     return ms.run(fn)
+
+
+def reader_table(tr: Any, ms: Any, body: dict[str, Any]) -> dict[str, Any]:
+    """A table answer as the calling user reads it: its row filter and column masks (stored ones in
+    ``body``) become ``policy``, what this user's Spark applies (None: nothing), read in ``tr`` with the
+    user's principals (a reader of a mounted share holds no principal of the owner project but its
+    ``user:``). The JVM never keeps a policy table's answer across loads: a role change applies at the
+    next query."""
+    out = {k: v for k, v in body.items() if k not in ("row_filter", "column_masks")}
+    stored_filter, stored_masks = body.get("row_filter"), body.get("column_masks") or []
+    out["policy"] = None
+    if stored_filter is None and not stored_masks:
+        return out
+    out["has_policy"] = True  # the JVM asks again with what it applies (Known.policy), even when nothing
+    user = ms.caller().user if hasattr(ms, "caller") else getattr(ms, "user", "")
+    held: frozenset[str] = frozenset({f"user:{user}"})
+    if hasattr(ms, "layout") and hasattr(ms, "caller") and not hasattr(ms.resolver, "recipient"):
+        held = principals(tr, ms.layout, ms.project, user)
+    out["policy"] = for_reader(RowFilter(**stored_filter) if stored_filter else None,
+                               [ColumnMask(**m) for m in stored_masks], user, held)
+    out["properties"] = without_masked_statistics(out.get("properties") or {}, out["policy"])
+    return out
+
+
+def reader_policy(tr: Any, ms: Any, path: Any) -> dict[str, Any] | None:
+    """The policy the calling user reads the table at ``path`` through now (one record read, the
+    user's principals: one point read of the access state)."""
+    props = RecordStore.at(path.add("TableProperties")).load(tr, ())
+    assert props is not None  # a table always has it
+    row_filter, masks = policies_of(props)
+    stored: dict[str, Any] = {"row_filter": row_filter.to_json() if row_filter is not None else None,
+                              "column_masks": [m.to_json() for m in masks]}
+    policy: dict[str, Any] | None = reader_table(tr, ms, stored)["policy"]
+    return policy
 
 
 def _table_version(ms: Any, name: TableName) -> tuple[uuid.UUID, int]:

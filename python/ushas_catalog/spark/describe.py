@@ -3,7 +3,7 @@ tables: the rows of the detailed section (``describe`` op; the JVM's ``DescribeS
 after Spark's own column rows).
 
 - a table: Catalog, Database, Table, Owner, Created Time, Last Access, Created By, Type, Provider,
-  Comment, Table Properties, Statistics (once ``CALL ushas.system.analyze_table`` stored them), Location,
+  Comment, Row Filter, Column Masks (docs/governance.md), Table Properties, Statistics (once ``CALL ushas.system.analyze_table`` stored them), Location,
   Storage Properties (the ``OPTIONS``), Partition Provider;
 - a partition (``DESC EXTENDED t PARTITION (…)``): Database, Table, Partition Values, Location, Storage
   Properties, Partition Parameters, Created Time, Last Access, Partition Statistics, then the table's
@@ -24,6 +24,7 @@ import datetime as dt
 import re
 from typing import Any
 
+from ..model.row_policies import for_reader, without_masked_statistics
 from .tables import OPTION_PREFIX, RESERVED, SparkCtx, location_of, table_name
 from .writes import STATS_PROPERTIES
 
@@ -54,7 +55,7 @@ def describe(ms: Any, r: dict[str, Any]) -> dict[str, Any]:
     name = table_name(ctx, r)
     info = ms.get_table(name)
     if r.get("what") == "column":
-        return {"rows": column_rows(info.properties, str(r.get("column")))}
+        return {"rows": column_rows(reader_properties(ms, info), str(r.get("column")))}
     schema = info.schema.json_value()
     rows: list[list[Any]] = list(partitioning_rows(schema, list(info.partition_columns)))
     extended = r.get("extended", True)
@@ -124,6 +125,13 @@ def _lines(rows: list[list[str]]) -> list[tuple[str, str]]:
 
 def _text(lines: list[tuple[str, str]]) -> str:
     return "".join(f"{k}: {v}\n" for k, v in lines)
+def reader_properties(ms: Any, info: Any) -> dict[str, str]:
+    """The table's properties as the caller may see them: no statistics of a column masked for it."""
+    if not getattr(info, "column_masks", None):
+        return dict(info.properties)
+    user = ms.caller().user
+    policy = for_reader(info.row_filter, info.column_masks, user, ms.principals_of())
+    return without_masked_statistics(dict(info.properties), policy)
 
 
 def partitioning_rows(schema: dict[str, Any], partition_by: list[str]) -> list[list[str | None]]:
@@ -243,6 +251,9 @@ def table_rows(ctx: SparkCtx, info: Any, spark_version: str) -> list[list[str]]:
         row("Bucket Columns", _names(bucketing.columns))
         row("Sort Columns", _names(bucketing.sort_columns) if bucketing.sort_columns else None)
     row("Comment", info.comment)
+    row("Row Filter", _policy(getattr(info, "row_filter", None)))  # docs/governance.md: row filters and masks
+    masks = [f"{m.column}: {_policy(m)}" for m in getattr(info, "column_masks", ())]
+    row("Column Masks", "; ".join(masks) if masks else None)
     props = table_properties(info)
     row("Table Properties", _listing(props) if props else None)
     row("Statistics", statistics(info.properties))
@@ -251,6 +262,13 @@ def table_rows(ctx: SparkCtx, info: Any, spark_version: str) -> list[list[str]]:
     row("Storage Properties", _listing(opts) if opts else None)
     row("Partition Provider", "Catalog" if info.partition_columns else None)
     return detail.rows
+
+
+def _policy(p: Any) -> str | None:
+    """A row filter or column mask as DESCRIBE shows it: its expression and exempt principal."""
+    if p is None:
+        return None
+    return p.expression + (f" (exempt: {p.exempt})" if p.exempt else "")
 
 
 def view_rows(ctx: SparkCtx, view: Any, spark_version: str, schema_mode: str | None) -> list[list[str]]:

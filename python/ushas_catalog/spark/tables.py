@@ -181,7 +181,10 @@ def table_answer(ctx: SparkCtx, info: Any) -> dict[str, Any]:
     return {"schema": info.schema.json(), "partition_by": list(info.partition_columns),
             "properties": spark_properties(ctx, info), "format": info.format, "location": location_of(ctx, info),
             "external": info.external, "version": info.version,
-            "bucketing": info.bucketing.to_json() if getattr(info, "bucketing", None) is not None else None}
+            "bucketing": info.bucketing.to_json() if getattr(info, "bucketing", None) is not None else None,
+            # the stored policies: cache.lookup turns them into what the reader applies (``policy``)
+            "row_filter": info.row_filter.to_json() if getattr(info, "row_filter", None) is not None else None,
+            "column_masks": [m.to_json() for m in getattr(info, "column_masks", ())]}
 
 
 def view_answer(view: Any) -> dict[str, Any]:

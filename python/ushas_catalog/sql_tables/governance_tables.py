@@ -19,6 +19,8 @@ Rows = Iterator[tuple[Any, Any]]
 
 #: the change-feed kinds the audit table shows
 AUDITED = frozenset({"GRANTED", "REVOKED", "ROLE_CHANGED", "ACCESS_DENIED"})
+#: table commits the audit shows too: row filters and column masks (catalog.row_policies)
+AUDITED_OPERATIONS = frozenset({"SET ROW FILTER", "DROP ROW FILTER", "SET COLUMN MASK", "DROP COLUMN MASK"})
 
 
 def _grants(ctx: ReadContext, filters: Filters, token: Any) -> Rows:
@@ -43,12 +45,12 @@ def _grants(ctx: ReadContext, filters: Filters, token: Any) -> Rows:
 
 def _audit(ctx: ReadContext, filters: Filters, token: Any) -> Rows:
     for c in ctx.ms.changes(since=token if isinstance(token, str) else None):
-        if c.change not in AUDITED:
+        if c.change not in AUDITED and c.operation not in AUDITED_OPERATIONS:
             yield c.cursor, None
             continue
         d = dict(c.detail)
         yield c.cursor, [micros(c.committed_at), c.change, c.operation, c.user, c.kind, c.name,
-                         d.pop("privilege", None), d.pop("principal", None) or d.pop("member", None),
+                         d.pop("privilege", None), d.pop("principal", None) or d.pop("member", None) or d.pop("exempt", None) or None,
                          d.pop("message", None), json.dumps(d, default=str), c.cursor]
 
 
@@ -60,11 +62,12 @@ GOVERNANCE_TABLES: dict[str, TableDef] = {t.name: t for t in (
                         Column("granted_by", "string"), Column("granted_at", "timestamp")),
              "the grants in force on the project and on this catalog's objects (``ushas grants``)", _grants),
     TableDef("audit", (Column("time", "timestamp"),
-                       Column("change", "string", "GRANTED, REVOKED, ROLE_CHANGED or ACCESS_DENIED"),
-                       Column("operation", "string", "GRANT, REVOKE, CREATE ROLE, ADD MEMBER, DENIED, ..."),
+                       Column("change", "string", "GRANTED, REVOKED, ROLE_CHANGED, ACCESS_DENIED, "
+                                                           "ALTERED (a row filter or column mask)"),
+                       Column("operation", "string", "GRANT, REVOKE, CREATE ROLE, ADD MEMBER, DENIED, SET ROW FILTER, ..."),
                        Column("user", "string", "who made the call"),
                        Column("object_kind", "string"), Column("object", "string"),
-                       Column("privilege", "string"), Column("principal", "string", "the grantee or member"),
+                       Column("privilege", "string"), Column("principal", "string", "the grantee, member or exempt principal"),
                        Column("message", "string", "a refusal's message"), Column("detail", "string", "JSON"),
                        Column("cursor", "string", "the change-feed cursor of the event")),
              "governance events from the change feed (``ushas changes``)", _audit),

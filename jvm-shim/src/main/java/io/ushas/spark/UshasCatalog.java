@@ -254,12 +254,21 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces,
         if (UshasRowsTable.handles(ident)) return UshasRowsTable.load(this, ident);  // metadata, system tables
         RelationCache.Entry e = cache.get(ident);
         if (e != null && "load_table".equals(op) && !(e.relation instanceof Table)) e = null;
-        if (e != null && !cache.settings().check()) {
+        // a table read through a row filter or masks: Python also checks the policy still applies as cached
+        // (the user's roles decide what it reads)
+        boolean hasPolicy = e != null && e.relation instanceof UshasTable u && u.answer().path("has_policy").asBoolean();
+        if (e != null && !cache.settings().check() && !hasPolicy) {
             cache.count("unchecked");
             return e.relation;
         }
         ObjectNode r = request(ident);
-        if (e != null) r.putObject("known").put("id", e.id).put("version", e.version);
+        if (e != null) {
+            ObjectNode known = r.putObject("known").put("id", e.id).put("version", e.version);
+            if (hasPolicy) {
+                JsonNode applied = policyOf(((UshasTable) e.relation).answer());
+                known.put("policy", applied == null ? "null" : applied.toString());
+            }
+        }
         JsonNode answer = call(op, r, ident, null);
         if (e != null && answer.path("unchanged").asBoolean(false)) {
             cache.count("unchanged");
@@ -409,6 +418,8 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces,
         if (Bucketing.option(t) != null) {
             readProps.put(org.apache.spark.sql.connector.catalog.TableCatalog.OPTION_PREFIX + Bucketing.OPTION, Bucketing.option(t));
         }
+        JsonNode policy = policyOf(t);
+        policies.put(ident, policy == null ? NO_POLICY : policy);
         TableInfo info = new TableInfo.Builder()
                 .withProperties(readProps)  // first: it replaces the whole map
                 .withSchema(schema)
@@ -418,6 +429,32 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces,
                 partitionBy, t);
         UshasCommitProtocol.track(location, this, ident);
         return table;
+    }
+
+    /** The row filter and masks this catalog's user reads each table through, as its last answer said
+     *  ({@link #table}); {@link UshasSource} asks here, never the read options a user could write. */
+    private final java.util.Map<Identifier, JsonNode> policies = new java.util.concurrent.ConcurrentHashMap<>();
+    private static final JsonNode NO_POLICY = Json.object();
+
+    /** What a relation of table {@code ident} applies ({@link RowPolicies}; null: nothing), loading the
+     *  table when this catalog has not answered it yet (a read that names {@link UshasSource} itself). */
+    JsonNode policyFor(Identifier ident) {
+        JsonNode p = policies.get(ident);
+        if (p == null) {
+            loadTable(ident);
+            p = policies.get(ident);
+        }
+        if (p == null) return Json.object().put("refuse", true);
+        return p == NO_POLICY ? null : p;
+    }
+
+    /** The row filter and masks a table answer says this catalog's user reads through (null: none). An
+     *  answer with stored policies but no reader's {@code policy} (not a load) is refused on read. */
+    static JsonNode policyOf(JsonNode t) {
+        JsonNode policy = t.get("policy");
+        if (policy != null) return policy.isNull() ? null : policy;
+        boolean stored = (t.hasNonNull("row_filter")) || (t.has("column_masks") && t.get("column_masks").size() > 0);
+        return stored ? Json.object().put("refuse", true) : null;
     }
 
     static final String TableCatalog_PROP_LOCATION = org.apache.spark.sql.connector.catalog.TableCatalog.PROP_LOCATION;

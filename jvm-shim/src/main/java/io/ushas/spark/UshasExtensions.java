@@ -18,7 +18,8 @@ import scala.runtime.BoxedUnit;
 
 /**
  * The session extension: {@code spark.sql.extensions=io.ushas.spark.UshasExtensions}. It installs
- * {@link UshasScanRule} (dynamic partition pruning asks the catalog for the join's partitions), the optimizer
+ * {@link UshasScanRule} (dynamic partition pruning asks the catalog for the join's partitions), {@link RowPolicies}
+ * (row filters and column masks applied on every read of a table that has them), the optimizer
  * rule of {@link UshasStatistics} (the statistics {@code analyze_table} stored, on a table's relation) and plans
  * what Spark refuses for V2 tables but an Ushas table supports: {@code MSCK REPAIR TABLE t [ADD|DROP|SYNC
  * PARTITIONS]}, {@code ALTER TABLE t RECOVER PARTITIONS}, {@code ALTER TABLE t SET SERDEPROPERTIES (…)} and
@@ -32,6 +33,7 @@ public final class UshasExtensions extends AbstractFunction1<SparkSessionExtensi
     public BoxedUnit apply(SparkSessionExtensions extensions) {
         extensions.injectColumnar(UshasScanRule.factory());  // dynamic partition pruning through the catalog
         extensions.injectOptimizerRule(UshasStatistics.rule());  // analyze_table's statistics for the optimizer
+        extensions.injectResolutionRule(RowPolicies.factory());  // row filters and column masks on every read
         extensions.injectPostHocResolutionRule(ViewSchemaSync.factory());  // views WITH SCHEMA [TYPE] EVOLUTION
         extensions.injectHintResolutionRule(FunctionStatements.factory());  // CREATE / DROP / DESCRIBE FUNCTION ...
         extensions.injectPlannerStrategy(new AbstractFunction1<SparkSession, SparkStrategy>() {

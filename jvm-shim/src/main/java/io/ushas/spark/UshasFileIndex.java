@@ -48,14 +48,21 @@ final class UshasFileIndex implements FileIndex {
     /** one scan's dynamic partition filters ({@link UshasScanRule}); empty for the shared index */
     private final List<Expression> runtimeFilters;
     private volatile Long size;
+    /** the row filter and masks this catalog's user reads the table through (null: none; see
+     *  {@link RowPolicies}); {@code policyApplied}: this index belongs to a relation the rule rewrote */
+    private final JsonNode policy;
+    private final boolean policyApplied;
 
     UshasFileIndex(UshasCatalog catalog, Identifier ident, StructType partitionSchema, Path root,
-                   Configuration hadoopConf, long defaultSize) {
-        this(catalog, ident, partitionSchema, root, hadoopConf, defaultSize, List.of());
+                   Configuration hadoopConf, long defaultSize, JsonNode policy) {
+        this(catalog, ident, partitionSchema, root, hadoopConf, defaultSize, List.of(), policy, false);
     }
 
     private UshasFileIndex(UshasCatalog catalog, Identifier ident, StructType partitionSchema, Path root,
-                           Configuration hadoopConf, long defaultSize, List<Expression> runtimeFilters) {
+                           Configuration hadoopConf, long defaultSize, List<Expression> runtimeFilters,
+                           JsonNode policy, boolean policyApplied) {
+        this.policy = policy;
+        this.policyApplied = policyApplied;
         this.catalog = catalog;
         this.ident = ident;
         this.partitionSchema = partitionSchema;
@@ -72,7 +79,26 @@ final class UshasFileIndex implements FileIndex {
      * applies the dynamic filters itself afterwards; a filter without values yet prunes nothing here.
      */
     UshasFileIndex withRuntimeFilters(List<Expression> filters) {
-        return new UshasFileIndex(catalog, ident, partitionSchema, root, hadoopConf, defaultSize, List.copyOf(filters));
+        return new UshasFileIndex(catalog, ident, partitionSchema, root, hadoopConf, defaultSize, List.copyOf(filters),
+                policy, policyApplied);
+    }
+
+    JsonNode policy() {
+        return policy;
+    }
+
+    boolean policyApplied() {
+        return policyApplied;
+    }
+
+    /** This index under a relation {@link RowPolicies} wrapped in the table's filter and masks. */
+    UshasFileIndex withPolicyApplied() {
+        return new UshasFileIndex(catalog, ident, partitionSchema, root, hadoopConf, defaultSize, runtimeFilters,
+                policy, true);
+    }
+
+    String tableName() {
+        return catalog.name() + "." + String.join(".", UshasCatalog.toParts(ident));
     }
 
     @Override
@@ -93,6 +119,10 @@ final class UshasFileIndex implements FileIndex {
     }
 
     private List<PartitionDirectory> list(List<Expression> filters) {
+        if (policy != null && !policyApplied) {  // fail closed: never read a policy's table unfiltered
+            throw RowPolicies.refused(this, "this session does not apply row filters and column masks; start it "
+                    + "with spark.sql.extensions=io.ushas.spark.UshasExtensions");
+        }
         ObjectNode r = catalog.request(ident);
         List<JsonNode> runtime = PartitionFilters.runtimeJson(runtimeFilters);
         JsonNode filter = PartitionFilters.toJson(filters, runtime);

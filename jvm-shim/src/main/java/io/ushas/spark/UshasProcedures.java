@@ -195,6 +195,11 @@ final class UshasProcedures {
             out.put("listed", r.listed).put("added", r.added).put("dropped", r.dropped).put("invalid", r.invalid);
             return out;
         }
+        if ("check_policy".equals(action)) {  // set_row_filter / set_column_mask: Spark parses and resolves it
+            Identifier ident = Identifier.of(Json.toStrings(jvm.get("namespace")), Json.text(jvm, "name"));
+            RowPolicies.check(classic(), catalog.loadTable(ident).columns(), jvm);
+            return Json.object();
+        }
         throw Errors.invalidArgument("unknown JVM action " + action + " asked by a procedure");
     }
 

@@ -82,7 +82,8 @@ public final class UshasSource implements SchemaRelationProvider {
                 scala.collection.immutable.Map$.MODULE$.from(CollectionConverters.asScala(options));
         SQLConf conf = session.sessionState().conf();
         UshasFileIndex index = new UshasFileIndex(catalog, ident, partitionSchema, root,
-                session.sessionState().newHadoopConfWithOptions(scalaOptions), conf.defaultSizeInBytes());
+                session.sessionState().newHadoopConfWithOptions(scalaOptions), conf.defaultSizeInBytes(),
+                catalog.policyFor(ident));  // the catalog's answer, not an option a reader could leave out
         return new HadoopFsRelation(index, partitionSchema, new StructType(dataFields.toArray(new StructField[0])),
                 Bucketing.bucketSpec(parameters.get(Bucketing.OPTION)), fileFormat(required(parameters, FORMAT), conf),
                 scalaOptions, session);

@@ -198,8 +198,23 @@ public class UshasTable extends DelegatingTable
         return known.contains(Rows.toJson(ident, partitionSchema).toString());
     }
 
+    /**
+     * Writes that remove rows (overwrites, TRUNCATE, DROP PARTITION) are refused to a user whose reads go
+     * through a row filter: they would remove rows the user cannot see (docs/governance.md). Appends are
+     * not filtered, as in Unity Catalog; the exempt principal's members overwrite as anyone.
+     */
+    void refuseRowRemoval(String what) {
+        JsonNode p = UshasCatalog.policyOf(answer);
+        if (p != null && (p.hasNonNull("row_filter") || p.path("refuse").asBoolean(false))) {
+            throw Errors.sneak(Errors.analysis("USHAS_RowPolicy", what + " of table " + name() + " is refused: "
+                    + "its row filter hides rows from user " + Json.text(p, "user") + ", which it would remove "
+                    + "(append instead, or have a member of the filter's exempt principal do it)"));
+        }
+    }
+
     @Override
     public boolean dropPartitions(InternalRow[] idents) {
+        refuseRowRemoval("ALTER TABLE DROP PARTITION");
         ObjectNode r = catalog.request(ident);
         r.set("partitions", Rows.rows(idents, partitionSchema));
         synchronized (this) {
@@ -210,6 +225,7 @@ public class UshasTable extends DelegatingTable
 
     @Override
     public boolean purgePartitions(InternalRow[] idents) {
+        refuseRowRemoval("ALTER TABLE DROP PARTITION");
         ObjectNode r = catalog.request(ident);
         r.set("partitions", Rows.rows(idents, partitionSchema));
         r.put("purge", true);
@@ -245,6 +261,7 @@ public class UshasTable extends DelegatingTable
 
     @Override
     public boolean truncatePartitions(InternalRow[] idents) {
+        refuseRowRemoval("TRUNCATE TABLE");
         ObjectNode r = catalog.request(ident);
         r.set("partitions", Rows.rows(idents, partitionSchema));
         JsonNode answer = catalog.call("truncate", r, ident, null);
@@ -259,6 +276,7 @@ public class UshasTable extends DelegatingTable
 
     @Override
     public boolean truncateTable() {
+        refuseRowRemoval("TRUNCATE TABLE");
         JsonNode answer = catalog.call("truncate", catalog.request(ident), ident, null);
         clear(answer.get("clear_paths"));
         catalog.invalidateTable(ident);

@@ -151,6 +151,7 @@ final class UshasWrite implements Write, RequiresDistributionAndOrdering {
 
         @Override
         public Write build() {
+            if (!"append".equals(mode) && staged == null) table.refuseRowRemoval("INSERT OVERWRITE");
             return new UshasWrite(table, info, mode, filters, staged);
         }
     }

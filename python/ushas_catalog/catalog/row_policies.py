@@ -1,0 +1,110 @@
+"""Row filters and column masks (docs/governance.md, "Row filters and column masks"): set and dropped
+on a table, each call one commit of the table (a new version, its history entry, a change-feed event),
+kept in the table's ``TableProperties`` record (``row_filter``, ``column_masks``), so a past version
+(``as_of``) and ``restore`` see the policy of that version. Spark applies them on every read
+(``io.ushas.spark.RowPolicies``); the expressions are checked with Spark in the procedure path
+(``set_row_filter`` / ``set_column_mask``), their columns here."""
+from __future__ import annotations
+
+from typing import Any
+
+from .. import records as rec
+from ..errors import InvalidPolicy
+from ..kv import Transaction
+from ..model.names import NameLike, TableName
+from ..model.objects import TableInfo
+from ..model.row_policies import check_exempt, check_expression, find_column
+from ..model.schema import struct_from_proto
+from .base import MetastoreBase
+from .commits import Mutation
+from .infos import table_info
+from .values import copy_record
+
+
+class RowPolicyOps(MetastoreBase):
+    """``set_row_filter``, ``drop_row_filter``, ``set_column_mask``, ``drop_column_mask``."""
+
+    def set_row_filter(self, name: NameLike, expression: str, exempt: str | None = None) -> TableInfo:
+        """Only rows for which ``expression`` (a Spark SQL boolean expression over the table's columns;
+        ``current_user()`` and ``is_member('role:x')`` are the reader's) is true are read through the
+        catalog, except by holders of ``exempt`` (``role:NAME``, ``group:NAME``, ``user:NAME``).
+        Replaces the table's filter."""
+        text, who = check_expression(expression, "the row filter"), check_exempt(exempt)
+
+        def change(props: rec.TableProperties, columns: list[str]) -> str:
+            props.row_filter.CopyFrom(rec.RowFilter(expression=text, exempt=who))
+            return "SET ROW FILTER"
+
+        return self._change_policy(name, change, {"expression": text, "exempt": who})
+
+    def drop_row_filter(self, name: NameLike) -> TableInfo:
+        """Removes the table's row filter (:class:`InvalidPolicy` if it has none)."""
+        def change(props: rec.TableProperties, columns: list[str]) -> str:
+            if not props.HasField("row_filter"):
+                raise InvalidPolicy(f"table {TableName.parse(name)} has no row filter")
+            props.ClearField("row_filter")
+            return "DROP ROW FILTER"
+
+        return self._change_policy(name, change, {})
+
+    def set_column_mask(self, name: NameLike, column: str, expression: str, exempt: str | None = None) -> TableInfo:
+        """``column`` is read as ``expression`` (Spark SQL over the table's columns, cast to the column's
+        type) through the catalog, except by holders of ``exempt``. Replaces the column's mask."""
+        text, who = check_expression(expression, "the column mask"), check_exempt(exempt)
+        detail = {"expression": text, "exempt": who}
+
+        def change(props: rec.TableProperties, columns: list[str]) -> str:
+            col = find_column(columns, column)
+            detail["column"] = col
+            kept = [m for m in props.column_masks if m.column.lower() != col.lower()]
+            del props.column_masks[:]
+            props.column_masks.extend([*kept, rec.ColumnMask(column=col, expression=text, exempt=who)])
+            return "SET COLUMN MASK"
+
+        return self._change_policy(name, change, detail)
+
+    def drop_column_mask(self, name: NameLike, column: str) -> TableInfo:
+        """Removes the mask of ``column`` (:class:`InvalidPolicy` if it has none)."""
+        detail: dict[str, str] = {}
+
+        def change(props: rec.TableProperties, columns: list[str]) -> str:
+            kept = [m for m in props.column_masks if m.column.lower() != str(column).strip().lower()]
+            if len(kept) == len(props.column_masks):
+                raise InvalidPolicy(f"column {column!r} of {TableName.parse(name)} has no mask")
+            detail["column"] = next(m.column for m in props.column_masks if m not in kept)
+            del props.column_masks[:]
+            props.column_masks.extend(kept)
+            return "DROP COLUMN MASK"
+
+        return self._change_policy(name, change, detail)
+
+    def _change_policy(self, name: NameLike, change: Any, detail: dict[str, str]) -> TableInfo:
+        tn = TableName.parse(name)
+
+        def fn(tr: Transaction) -> TableInfo:
+            t = self.resolver.table(tr, tn)
+            schema = t.store("TableSchema").load(tr, ())
+            storage = t.store("TableStorage").load(tr, ())
+            old = t.store("TableProperties").load(tr, ())
+            props = copy_record(old)
+            columns = [f.name for f in struct_from_proto(schema.schema).fields]
+            operation = change(props, columns)
+            t.store("TableProperties").save(tr, (), props)
+            ref = copy_record(t.ref)
+            self._commit(tr, Mutation("table", str(tn), t.path, operation, t.ref.version + 1, ref,
+                                      previous={"TableProperties": old}, changed=("TableProperties",),
+                                      detail=dict(detail)))
+            return table_info(tn, t.id, ref, schema, storage, props)
+
+        return self.run(fn)
+
+
+def keep_policies(old: rec.TableProperties, new: rec.TableProperties) -> None:
+    """Carries the row filter and column masks of ``old`` into ``new`` (changing them needs their own calls,
+    and MANAGE): a replace or a restore never drops them. A masked column the new schema lacks makes reads
+    fail, never read unmasked."""
+    new.ClearField("row_filter")
+    if old.HasField("row_filter"):
+        new.row_filter.CopyFrom(old.row_filter)
+    del new.column_masks[:]
+    new.column_masks.extend(old.column_masks)

@@ -1,0 +1,144 @@
+"""Row filters and column masks as stored policy (docs/governance.md): set / drop through the Python API and
+the CLI, each one commit of the table (history, change feed, ``as_of``), MANAGE required, bad input refused
+with nothing written, what a reader's Spark is told to apply (``for_reader``). Reads through Spark:
+tests/spark/test_row_filters_spark.py."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ushas_catalog.cli import main
+from ushas_catalog.errors import InvalidPolicy, PermissionDenied
+from ushas_catalog.metastore import Metastore
+from ushas_catalog.model.row_policies import ColumnMask, RowFilter, for_reader, without_masked_statistics
+from ushas_catalog.model.table_changes import DeleteColumn, RenameColumn, SetProperty
+
+T = ("c", "db", "t")
+
+
+@pytest.fixture
+def ms(store_uri: str) -> Any:
+    m = Metastore.open(store_uri, project="p")
+    m.create_catalog("c")
+    m.create_database(("c", "db"))
+    m.create_table(T, schema="id INT, name STRING, ssn STRING")
+    yield m
+    m.close()
+
+
+def test_set_and_drop_are_commits_of_the_table(ms: Metastore) -> None:
+    info = ms.set_row_filter(T, "id > 1", "role:hr")
+    assert info.row_filter == RowFilter("id > 1", "role:hr") and info.version == 2
+    info = ms.set_column_mask(T, "SSN", "'***'")  # the column as the table names it
+    assert info.column_masks == [ColumnMask("ssn", "'***'", "")]
+    info = ms.set_column_mask(T, "ssn", "upper(ssn)", "group:audit")  # replaces the column's mask
+    assert info.column_masks == [ColumnMask("ssn", "upper(ssn)", "group:audit")] and info.version == 4
+    assert ms.get_table(T).to_json()["row_filter"] == {"expression": "id > 1", "exempt": "role:hr"}
+    ms.drop_row_filter(T)
+    ms.drop_column_mask(T, "ssn")
+    now = ms.get_table(T)
+    assert now.row_filter is None and now.column_masks == [] and now.version == 6
+    assert ms.get_table(T, as_of=3).column_masks == [ColumnMask("ssn", "'***'", "")]  # versioned with the table
+    ops = [h.operation for h in ms.history(T)]
+    assert ops[:5] == ["DROP COLUMN MASK", "DROP ROW FILTER", "SET COLUMN MASK", "SET COLUMN MASK", "SET ROW FILTER"]
+    events = [c for c in ms.changes() if c.operation.endswith(("ROW FILTER", "COLUMN MASK"))]
+    assert len(events) == 5
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda m: m.set_row_filter(T, "  "), "non-empty SQL expression"),
+    (lambda m: m.set_row_filter(T, "id > 1", "admins"), "is not role:NAME"),
+    (lambda m: m.set_row_filter(T, "x" * 20000), "at most"),
+    (lambda m: m.set_column_mask(T, "nope", "1"), "column 'nope' does not exist"),
+    (lambda m: m.drop_row_filter(T), "has no row filter"),
+    (lambda m: m.drop_column_mask(T, "name"), "has no mask"),
+], ids=["empty", "principal", "long", "column", "no_filter", "no_mask"])
+def test_bad_input_writes_nothing(ms: Metastore, call: Any, message: str) -> None:
+    with pytest.raises(InvalidPolicy, match=message):
+        call(ms)
+    assert ms.get_table(T).version == 1
+
+
+def test_a_masked_column_stays_while_its_mask_does(ms: Metastore) -> None:
+    ms.set_column_mask(T, "ssn", "'***'")
+    for change in (DeleteColumn(("ssn",)), RenameColumn(("ssn",), "tax_id")):
+        with pytest.raises(InvalidPolicy, match="drop the mask first"):
+            ms.alter_table(T, [change])
+    ms.alter_table(T, [DeleteColumn(("name",))])  # other columns change as ever
+    ms.drop_column_mask(T, "ssn")
+    ms.alter_table(T, [DeleteColumn(("ssn",))])
+
+
+def test_managing_them_needs_manage(store_uri: str, ms: Metastore) -> None:
+    ms.grant("SELECT", T, "user:bob")
+    ms.grant("MODIFY", T, "user:bob")
+    bob = Metastore.open(store_uri, project="p", user="bob", authorization=True)
+    try:
+        for call in (lambda: bob.set_row_filter(T, "id > 1"), lambda: bob.set_column_mask(T, "ssn", "'x'")):
+            with pytest.raises(PermissionDenied, match="does not have MANAGE on table c.db.t"):
+                call()
+        ms.grant("MANAGE", T, "user:bob")
+        bob.set_row_filter(T, "id > 1")
+        bob.drop_row_filter(T)
+    finally:
+        bob.close()
+
+
+def test_what_a_reader_applies() -> None:
+    f, masks = RowFilter("id > 1", "role:hr"), [ColumnMask("ssn", "'***'", "group:audit"), ColumnMask("name", "'x'")]
+    assert for_reader(f, masks, "bob", frozenset({"user:bob"})) == {
+        "row_filter": "id > 1", "masks": [{"column": "ssn", "expression": "'***'"}, {"column": "name", "expression": "'x'"}],
+        "user": "bob", "principals": ["user:bob"]}
+    hr = for_reader(f, masks, "ann", frozenset({"user:ann", "role:hr", "group:audit"}))
+    assert hr is not None and hr["row_filter"] is None and [m["column"] for m in hr["masks"]] == ["name"]
+    assert for_reader(None, [], "bob", frozenset({"user:bob"})) is None
+    assert for_reader(f, [], "ann", frozenset({"role:hr"})) is None  # exempt from everything: nothing to apply
+
+
+def test_cli(store_uri: str, ms: Metastore, capsys: Any) -> None:
+    def ushas(*argv: str, user: str | None = None) -> int:
+        return main(["--uri", store_uri, "--project", "p", *(["--user", user] if user else []), *argv])
+
+    assert ushas("row-filter", "set", "c.db.t", "id > 1", "--exempt", "role:hr") == 0
+    assert ushas("column-mask", "set", "c.db.t", "ssn", "'***'") == 0
+    assert ushas("describe", "c.db.t") == 0
+    out = capsys.readouterr().out
+    assert "Row filter:  id > 1  (exempt: role:hr)" in out and "ssn: '***'" in out
+    assert ushas("column-mask", "set", "c.db.t", "nope", "1") == 2
+    assert "InvalidPolicy: column 'nope' does not exist" in capsys.readouterr().err
+    assert ushas("row-filter", "drop", "c.db.t", user="bob") == 2
+    assert "does not have MANAGE" in capsys.readouterr().err
+    assert ushas("column-mask", "drop", "c.db.t", "ssn") == 0
+    assert ushas("row-filter", "drop", "c.db.t") == 0
+    assert ms.get_table(T).row_filter is None
+
+
+def test_statistics_of_a_masked_column_are_not_shown_to_its_readers() -> None:
+    props = {"spark.sql.statistics.colStats.SSN.max": "999", "spark.sql.statistics.colStats.id.max": "4",
+             "spark.sql.statistics.numRows": "4", "k": "v"}
+    policy = for_reader(None, [ColumnMask("ssn", "'***'")], "bob", frozenset({"user:bob"}))
+    assert without_masked_statistics(props, policy) == {"spark.sql.statistics.colStats.id.max": "4",
+                                                        "spark.sql.statistics.numRows": "4", "k": "v"}
+    assert without_masked_statistics(props, None) == props
+
+
+def test_a_restore_keeps_the_current_policy(ms: Metastore) -> None:
+    """restore_table needs MODIFY only: it brings back data and schema, never an older (or no) policy."""
+    ms.alter_table(T, [SetProperty("k", "v")])
+    ms.set_row_filter(T, "id > 1")
+    ms.set_column_mask(T, "ssn", "'***'")
+    ms.restore_table(T, 1)
+    now = ms.get_table(T)
+    assert now.row_filter == RowFilter("id > 1") and now.column_masks == [ColumnMask("ssn", "'***'")]
+    assert "k" not in now.properties  # the rest of the properties was restored
+    ms.drop_row_filter(T)
+    ms.restore_table(T, 3)  # the version with the filter: not brought back either
+    assert ms.get_table(T).row_filter is None
+
+
+def test_a_replace_keeps_the_policy(ms: Metastore) -> None:
+    ms.set_row_filter(T, "id > 1")
+    ms.set_column_mask(T, "ssn", "'***'")
+    info = ms.replace_table(T, schema="id INT, ssn STRING, extra INT")
+    assert info.row_filter == RowFilter("id > 1") and info.column_masks == [ColumnMask("ssn", "'***'")]

@@ -1,0 +1,317 @@
+"""Row filters and column masks through Spark (docs/governance.md, "Row filters and column masks"): the
+bypass suite. Three catalog instances of the shared session on one fresh project, authorization on:
+``adm`` (user admin, OWN on the project, sets the policies), ``bob`` (SELECT and CREATE on the database,
+subject to them) and ``carol`` (member of ``role:auditors``, the exempt role). Whatever the query shape,
+bob never sees a row of another region nor an unmasked ``ssn``; carol sees everything."""
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from ushas_catalog.metastore import Metastore
+from spark_processes import conf_args, run_spark, spark_bin
+from user_catalogs import user_catalog
+
+ROWS = [(1, "ann", "111-22-3333", "EU", "bob"), (2, "ben", "222-33-4444", "US", "carol"),
+        (3, "cat", "333-44-5555", "EU", "carol"), (4, "dan", "444-55-6666", "APAC", "bob")]
+#: what bob reads: EU rows only, ssn masked to its last four digits
+BOB = {(1, "ann", "***-3333", "EU"), (3, "cat", "***-5555", "EU")}
+ALL = {(i, n, s, r) for i, n, s, r, _ in ROWS}
+RAW_SSNS = {s for _, _, s, _, _ in ROWS}
+HIDDEN = {2, 4}
+
+
+@pytest.fixture(scope="module")
+def rm(spark: Any, spark_dirs: dict[str, Path]) -> Any:
+    project = "rm_" + uuid.uuid4().hex[:8]
+    uri = f"sqlite:///{spark_dirs['store']}"
+    admin = Metastore.open(uri, project=project)
+    admin.grant("OWN", "project", "user:admin")
+    names = {}
+    for role, user in (("adm", "admin"), ("bob", "bob"), ("carol", "carol")):
+        names[role] = user_catalog(spark, f"r{role}", uri=uri, project=project,
+                                   warehouse=str(spark_dirs["warehouse"]), user=user)
+    adm = names["adm"]
+    spark.sql(f"CREATE NAMESPACE {adm}.db")
+    spark.sql(f"CREATE TABLE {adm}.db.people (id INT, name STRING, ssn STRING, region STRING, owner STRING) "
+              f"USING parquet PARTITIONED BY (region)")
+    spark.createDataFrame(ROWS, "id INT, name STRING, ssn STRING, region STRING, owner STRING") \
+        .select("id", "name", "ssn", "owner", "region").writeTo(f"{adm}.db.people").append()
+    admin.create_role("auditors")
+    admin.grant_role("auditors", "user:carol")
+    for user in ("bob", "carol"):
+        admin.grant("SELECT", ("main", "db"), f"user:{user}")
+        admin.grant("CREATE", ("main", "db"), f"user:{user}")
+    spark.sql(f"CALL {adm}.system.set_row_filter('db.people', \"region = 'EU'\", 'role:auditors')").collect()
+    spark.sql(f"CALL {adm}.system.set_column_mask('db.people', 'ssn', \"concat('***-', substr(ssn, -4, 4))\", "
+              f"'role:auditors')").collect()
+    yield type("RM", (), {"adm": adm, "bob": names["bob"], "carol": names["carol"], "ms": admin, "project": project})
+    admin.close()
+
+
+def rows(df: Any, cols: str = "id, name, ssn, region") -> set[tuple[Any, ...]]:
+    return {tuple(r) for r in df.selectExpr(*[c.strip() for c in cols.split(",")]).collect()}
+
+
+def test_plain_select_and_dataframe(spark: Any, rm: Any) -> None:
+    assert rows(spark.sql(f"SELECT * FROM {rm.bob}.db.people")) == BOB
+    assert rows(spark.table(f"{rm.bob}.db.people")) == BOB
+    assert rows(spark.read.table(f"{rm.bob}.db.people")) == BOB
+    assert rows(spark.sql(f"SELECT * FROM {rm.carol}.db.people")) == ALL  # the exempt role
+    assert rows(spark.sql(f"SELECT * FROM {rm.adm}.db.people")) == BOB  # owning is not being exempt
+    # a filter of the user's own on the masked column sees the masked value
+    assert spark.sql(f"SELECT id FROM {rm.bob}.db.people WHERE ssn = '111-22-3333'").collect() == []
+    assert [r.id for r in spark.sql(f"SELECT id FROM {rm.bob}.db.people WHERE ssn = '***-3333'").collect()] == [1]
+    # the partition column of a filtered-out partition reads nothing either
+    assert spark.sql(f"SELECT * FROM {rm.bob}.db.people WHERE region = 'US'").collect() == []
+    assert spark.sql(f"SELECT count(*) AS n FROM {rm.bob}.db.people").collect()[0].n == 2
+    assert {r.region for r in spark.sql(f"SELECT DISTINCT region FROM {rm.bob}.db.people").collect()} == {"EU"}
+
+
+@pytest.mark.parametrize("query", [
+    "SELECT * FROM (SELECT * FROM {t}) s",
+    "SELECT * FROM {t} WHERE id IN (SELECT id FROM {t})",
+    "SELECT * FROM {t} WHERE EXISTS (SELECT 1 FROM {t} x WHERE x.id = {t}.id)",
+    "WITH c AS (SELECT * FROM {t}) SELECT * FROM c",
+    "SELECT a.id, a.name, b.ssn, b.region FROM {t} a JOIN {t} b ON a.id = b.id",
+    "SELECT a.id, a.name, b.ssn, b.region FROM {t} a LEFT JOIN {t} b ON a.id = b.id",
+    "SELECT id, name, ssn, region FROM {t} UNION SELECT id, name, ssn, region FROM {t}",
+], ids=["derived", "in", "exists", "cte", "self_join", "left_join", "union"])
+def test_query_shapes(spark: Any, rm: Any, query: str) -> None:
+    assert rows(spark.sql(query.format(t=f"{rm.bob}.db.people"))) == BOB
+
+
+def test_scalar_subqueries_and_aggregates(spark: Any, rm: Any) -> None:
+    t = f"{rm.bob}.db.people"
+    (row,) = spark.sql(f"SELECT (SELECT max(id) FROM {t}) AS m, (SELECT collect_set(ssn) FROM {t}) AS s").collect()
+    assert row.m == 3 and set(row.s) == {"***-3333", "***-5555"}
+    (row,) = spark.sql(f"SELECT count(*) AS n, max(ssn) AS s FROM {t}").collect()
+    assert (row.n, row.s) == (2, "***-5555")
+
+
+def test_join_with_an_unfiltered_table(spark: Any, rm: Any) -> None:
+    spark.sql(f"CREATE TABLE IF NOT EXISTS {rm.adm}.db.ids (id INT) USING parquet")
+    spark.sql(f"INSERT INTO {rm.adm}.db.ids VALUES (1), (2), (3), (4)")
+    got = spark.sql(f"SELECT i.id, p.ssn FROM {rm.bob}.db.ids i LEFT JOIN {rm.bob}.db.people p ON i.id = p.id")
+    assert {tuple(r) for r in got.collect()} == {(1, "***-3333"), (2, None), (3, "***-5555"), (4, None)}
+
+
+def test_views(spark: Any, rm: Any) -> None:
+    bob = rm.bob
+    spark.sql(f"CREATE OR REPLACE VIEW {bob}.db.v_people AS SELECT * FROM {bob}.db.people")
+    assert rows(spark.sql(f"SELECT * FROM {bob}.db.v_people")) == BOB
+    spark.sql(f"CREATE OR REPLACE TEMP VIEW tv_people AS SELECT * FROM {bob}.db.people")
+    assert rows(spark.sql("SELECT * FROM tv_people")) == BOB
+    spark.table(f"{bob}.db.people").createOrReplaceTempView("tv_people_df")
+    assert rows(spark.sql("SELECT * FROM tv_people_df")) == BOB
+    spark.table(f"{bob}.db.people").createOrReplaceGlobalTempView("gv_people")
+    assert rows(spark.sql("SELECT * FROM global_temp.gv_people")) == BOB
+
+
+def test_file_metadata_columns(spark: Any, rm: Any) -> None:
+    t = f"{rm.bob}.db.people"
+    got = spark.sql(f"SELECT id, ssn, _metadata.file_path AS path FROM {t}").collect()
+    assert {(r.id, r.ssn) for r in got} == {(1, "***-3333"), (3, "***-5555")}
+    assert all("region=EU" in r.path for r in got)
+    got = spark.sql(f"SELECT id, ssn, input_file_name() AS f FROM {t}").collect()
+    assert {(r.id, r.ssn) for r in got} == {(1, "***-3333"), (3, "***-5555")}
+    assert all("region=EU" in r.f for r in got)
+    got = spark.table(t).select("id", "_metadata.file_name").collect()
+    assert {r.id for r in got} == {1, 3}
+
+
+def test_cached_relations(spark: Any, rm: Any) -> None:
+    t = f"{rm.bob}.db.people"
+    spark.sql(f"CACHE TABLE {t}")
+    try:
+        assert rows(spark.sql(f"SELECT * FROM {t}")) == BOB
+        assert rows(spark.table(t)) == BOB
+    finally:
+        spark.sql(f"UNCACHE TABLE IF EXISTS {t}")
+    spark.sql(f"CACHE TABLE c_people AS SELECT * FROM {t}")
+    try:
+        assert rows(spark.sql("SELECT * FROM c_people")) == BOB
+    finally:
+        spark.sql("UNCACHE TABLE IF EXISTS c_people")
+    carol = spark.table(f"{rm.carol}.db.people").cache()  # the exempt user's cached data is not bob's
+    try:
+        assert rows(carol) == ALL
+        df = spark.table(t).cache()
+        assert rows(df) == BOB and rows(spark.table(t)) == BOB
+        df.unpersist()
+    finally:
+        carol.unpersist()
+
+
+def test_metadata_tables_are_metadata(spark: Any, rm: Any) -> None:
+    files = spark.sql(f"SELECT * FROM {rm.bob}.db.people.files").collect()
+    assert files  # metadata of the table (paths, sizes), no row data
+    assert not any(s in str(tuple(r)) for r in files for s in RAW_SSNS)
+
+
+def test_no_raw_value_reaches_bob(spark: Any, rm: Any) -> None:
+    t = f"{rm.bob}.db.people"
+    queries = [f"SELECT * FROM {t}", f"SELECT to_json(struct(*)) FROM {t}", f"SELECT ssn FROM {t} WHERE id > 0",
+               f"SELECT collect_list(ssn) FROM {t}", f"SELECT * FROM {t} a CROSS JOIN {t} b",
+               f"SELECT * FROM {t} TABLESAMPLE (100 PERCENT)",
+               f"SELECT id, ssn FROM {t} WHERE region IN ('US', 'APAC') OR id IN (2, 4)"]
+    for q in queries:
+        text = str(spark.sql(q).collect())
+        assert not any(s in text for s in RAW_SSNS), q
+        assert "ben" not in text and "dan" not in text, q
+
+
+def test_current_user_and_is_member(spark: Any, rm: Any) -> None:
+    adm = rm.adm
+    spark.sql(f"CREATE TABLE {adm}.db.owned (id INT, owner STRING, note STRING) USING parquet")
+    spark.sql(f"INSERT INTO {adm}.db.owned VALUES (1, 'bob', 'b1'), (2, 'carol', 'c1'), (3, 'bob', 'b2')")
+    spark.sql(f"CALL {adm}.system.set_row_filter('db.owned', "
+              f"\"owner = current_user() OR is_member('role:auditors')\")").collect()
+    spark.sql(f"CALL {adm}.system.set_column_mask('db.owned', 'note', "
+              f"\"CASE WHEN is_member('auditors') THEN note ELSE upper(note) END\")").collect()
+    got = {tuple(r) for r in spark.sql(f"SELECT * FROM {rm.bob}.db.owned").collect()}
+    assert got == {(1, "bob", "B1"), (3, "bob", "B2")}
+    got = {tuple(r) for r in spark.sql(f"SELECT * FROM {rm.carol}.db.owned").collect()}
+    assert got == {(1, "bob", "b1"), (2, "carol", "c1"), (3, "bob", "b2")}  # is_member: carol is an auditor
+    # a role change applies at the next query (no cached policy)
+    rm.ms.grant_role("auditors", "user:bob")
+    try:
+        assert len(spark.sql(f"SELECT * FROM {rm.bob}.db.owned").collect()) == 3
+    finally:
+        rm.ms.revoke_role("auditors", "user:bob")
+    assert len(spark.sql(f"SELECT * FROM {rm.bob}.db.owned").collect()) == 2
+    # and losing the exempt role too: carol's cached table (read raw) is not served raw any more
+    assert rows(spark.table(f"{rm.carol}.db.people")) == ALL
+    rm.ms.revoke_role("auditors", "user:carol")
+    try:
+        assert rows(spark.table(f"{rm.carol}.db.people")) == BOB
+    finally:
+        rm.ms.grant_role("auditors", "user:carol")
+    assert rows(spark.table(f"{rm.carol}.db.people")) == ALL
+
+
+def denied(fn: Callable[[], Any]) -> str:
+    with pytest.raises(Exception) as info:
+        fn()
+    return str(info.value)
+
+
+def test_bob_cannot_drop_or_change_them(spark: Any, rm: Any) -> None:
+    text = denied(lambda: spark.sql(f"CALL {rm.bob}.system.drop_row_filter('db.people')").collect())
+    assert "[INSUFFICIENT_PERMISSIONS]" in text and "MANAGE" in text, text
+    text = denied(lambda: spark.sql(f"CALL {rm.bob}.system.set_column_mask('db.people', 'ssn', 'ssn')").collect())
+    assert "[INSUFFICIENT_PERMISSIONS]" in text, text
+    assert rows(spark.table(f"{rm.bob}.db.people")) == BOB
+
+
+def test_bad_policies_are_refused(spark: Any, rm: Any) -> None:
+    adm = rm.adm
+    before = rm.ms.get_table(("main", "db", "people")).version
+    cases = {
+        f"CALL {adm}.system.set_row_filter('db.people', 'nope > 1')": "UNRESOLVED_COLUMN",
+        f"CALL {adm}.system.set_row_filter('db.people', 'id >')": "PARSE_SYNTAX_ERROR",
+        f"CALL {adm}.system.set_row_filter('db.people', 'id + 1')": "not BOOLEAN",
+        f"CALL {adm}.system.set_row_filter('db.people', 'no_such_fn(id)')": "UNRESOLVED_ROUTINE",
+        f"CALL {adm}.system.set_column_mask('db.people', 'nope', 'id')": "column 'nope' does not exist",
+        f"CALL {adm}.system.set_column_mask('db.people', 'id', 'array(1)')": "cannot be cast",
+        f"CALL {adm}.system.set_row_filter('db.people', 'id > 1', 'admins')": "is not role:NAME",
+        f"CALL {adm}.system.set_row_filter('db.people', \"is_member(name)\")": "is_member takes one string",
+        f"CALL {adm}.system.drop_column_mask('db.people', 'name')": "has no mask",
+    }
+    for sql, message in cases.items():
+        text = denied(lambda: spark.sql(sql).collect())
+        assert message in text, (sql, text)
+    assert rm.ms.get_table(("main", "db", "people")).version == before  # nothing written
+
+
+def test_describe_shows_them(spark: Any, rm: Any) -> None:
+    described = {r.col_name: r.data_type for r in spark.sql(f"DESCRIBE TABLE EXTENDED {rm.bob}.db.people").collect()}
+    assert described.get("Row Filter") == "region = 'EU' (exempt: role:auditors)"
+    assert "ssn" in described.get("Column Masks", "")
+
+
+def test_history_and_changes_record_them(spark: Any, rm: Any) -> None:
+    ops = [r.operation for r in spark.sql(f"SELECT operation FROM {rm.adm}.db.people.history").collect()]
+    assert "SET ROW FILTER" in ops and "SET COLUMN MASK" in ops
+    audit = spark.sql(f"SELECT operation, user, object, principal, detail FROM {rm.adm}.system.audit "
+                      f"WHERE change = 'ALTERED' AND object = 'main.db.people'").collect()
+    assert {(r.operation, r.user, r.principal) for r in audit} >= {("SET ROW FILTER", "admin", "role:auditors"),
+                                                                  ("SET COLUMN MASK", "admin", "role:auditors")}
+    assert any("region = 'EU'" in r.detail for r in audit)
+
+
+@pytest.mark.slow
+def test_a_session_without_the_extension_is_refused(rm: Any, spark_dirs: dict[str, Path], tmp_path: Path) -> None:
+    """Fail closed: spark-sql started without io.ushas.spark.UshasExtensions reads tables without a policy
+    (for carol, exempt) but refuses bob's read of the filtered table instead of reading it unfiltered."""
+    extra = {"spark.sql.extensions": "com.example.NotThere"}
+    for cat, user in (("bob", "bob"), ("carol", "carol")):
+        extra.update({f"spark.sql.catalog.{cat}": "io.ushas.spark.UshasCatalog",
+                      f"spark.sql.catalog.{cat}.uri": f"sqlite:///{spark_dirs['store']}",
+                      f"spark.sql.catalog.{cat}.project": rm.project, f"spark.sql.catalog.{cat}.catalog": "main",
+                      f"spark.sql.catalog.{cat}.user": user})
+    args = conf_args(spark_dirs["store"], spark_dirs["warehouse"], **extra)
+    sql = "SELECT count(*) AS carol_rows FROM carol.db.people; SELECT * FROM bob.db.people;"
+    done = run_spark([spark_bin("spark-sql"), *args, "-e", sql], tmp_path, timeout=300)
+    out = done.stdout + done.stderr
+    assert done.returncode != 0, out
+    assert "[USHAS_RowPolicy]" in out and "spark.sql.extensions=io.ushas.spark.UshasExtensions" in out, out[-3000:]
+    assert "4" in done.stdout  # carol's count ran: tables without a policy for the reader read as ever
+    assert not any(s in done.stdout for s in RAW_SSNS)
+
+
+def test_writes_append_but_never_remove_hidden_rows(spark: Any, rm: Any) -> None:
+    """A user under a row filter may append (with MODIFY), as in Unity Catalog; writes that remove rows
+    (INSERT OVERWRITE, dynamic overwrite, TRUNCATE, DROP PARTITION) are refused to it and write nothing;
+    the exempt principal's members overwrite as anyone."""
+    adm, bob, carol = rm.adm, rm.bob, rm.carol
+    spark.sql(f"CREATE TABLE {adm}.db.w (id INT, region STRING) USING parquet PARTITIONED BY (region)")
+    spark.sql(f"INSERT INTO {adm}.db.w VALUES (1, 'EU'), (2, 'US')")
+    spark.sql(f"CALL {adm}.system.set_row_filter('db.w', \"region = 'EU'\", 'role:auditors')").collect()
+    for user in ("user:bob", "user:carol"):
+        rm.ms.grant("MODIFY", ("main", "db", "w"), user)
+    spark.sql(f"INSERT INTO {bob}.db.w VALUES (3, 'EU'), (4, 'US')")
+    spark.createDataFrame([(5, "EU")], "id INT, region STRING").writeTo(f"{bob}.db.w").append()
+    assert {r.id for r in spark.table(f"{bob}.db.w").collect()} == {1, 3, 5}
+    version = rm.ms.get_table(("main", "db", "w")).version
+    removals = [
+        lambda: spark.sql(f"INSERT OVERWRITE {bob}.db.w VALUES (9, 'EU')"),
+        lambda: spark.sql(f"INSERT OVERWRITE {bob}.db.w PARTITION (region = 'EU') VALUES (9)"),
+        lambda: spark.createDataFrame([(9, "EU")], "id INT, region STRING").writeTo(f"{bob}.db.w")
+        .overwritePartitions(),
+        lambda: spark.sql(f"TRUNCATE TABLE {bob}.db.w"),
+        lambda: spark.sql(f"ALTER TABLE {bob}.db.w DROP PARTITION (region = 'US')"),
+    ]
+    for run in removals:
+        text = denied(run)
+        assert "[USHAS_RowPolicy]" in text and "user bob" in text, text
+    assert rm.ms.get_table(("main", "db", "w")).version == version  # nothing written
+    assert {r.id for r in spark.table(f"{carol}.db.w").collect()} == {1, 2, 3, 4, 5}
+    spark.sql(f"INSERT OVERWRITE {carol}.db.w PARTITION (region = 'US') VALUES (6)")  # exempt
+    assert {r.id for r in spark.table(f"{carol}.db.w").collect()} == {1, 3, 5, 6}
+
+
+def test_a_share_reads_through_the_owners_policy(spark: Any, rm: Any, spark_dirs: dict[str, Path]) -> None:
+    """A recipient project reads a shared table through its owner's filter and masks, holding none of the
+    owner project's roles (carol's exemption is the owner's)."""
+    tag = uuid.uuid4().hex[:8]
+    recipient, share, mount = f"rrcp_{tag}", f"rs_{tag}", f"rpart_{tag}"
+    adm = rm.adm
+    spark.sql(f"CALL {adm}.system.create_share('{share}')").collect()
+    spark.sql(f"CALL {adm}.system.add_to_share('{share}', 'db.people')").collect()
+    spark.sql(f"CALL {adm}.system.grant_share('{share}', 'project:{recipient}')").collect()
+    home = user_catalog(spark, "rhome", uri=f"sqlite:///{spark_dirs['store']}", project=recipient,
+                        warehouse=str(spark_dirs["warehouse"]), user="carol")
+    recipient_ms = Metastore.open(f"sqlite:///{spark_dirs['store']}", project=recipient)
+    recipient_ms.grant("OWN", "project", "user:carol")
+    recipient_ms.close()
+    spark.sql(f"CALL {home}.system.mount_share('`{rm.project}`.{share}', '{mount}')").collect()
+    for key, value in {"": "io.ushas.spark.UshasCatalog", ".uri": f"sqlite:///{spark_dirs['store']}",
+                       ".project": recipient, ".catalog": mount, ".user": "carol",
+                       ".warehouse": str(spark_dirs["warehouse"])}.items():
+        spark.conf.set(f"spark.sql.catalog.{mount}{key}", value)
+    assert rows(spark.table(f"{mount}.db.people")) == BOB
+    assert rows(spark.sql(f"SELECT * FROM {mount}.db.people")) == BOB
