@@ -137,6 +137,9 @@ RULES: dict[str, Rule] = {
     "undrop_catalog": _r(MANAGE, PROJECT), "purge_catalog": _r(MANAGE, PROJECT),
     "list_dropped_catalogs": _r(USE, PROJECT),
     "list_databases": _r(USE, CATALOG, arg=(0, "catalog")),
+    # branches of a catalog (docs/branches.md): making, dropping and merging one manages the catalog
+    "create_branch": _r(MANAGE, CATALOG, arg=(0, "catalog")), "drop_branch": _r(MANAGE, CATALOG, arg=(0, "catalog")),
+    "merge_branch": _r(MANAGE, CATALOG, arg=(0, "catalog")), "list_branches": _r(USE, CATALOG, arg=(0, "catalog")),
     # databases
     "create_database": _r(CREATE, DATABASE, parent=True, creates=True),
     "get_database": _r(USE, DATABASE), "database_exists": _r(USE, DATABASE),
@@ -186,7 +189,7 @@ RULES: dict[str, Rule] = {
     "garbage": _r(MANAGE, PROJECT), "forget_garbage": _r(MANAGE, PROJECT), "drop_project": _r(OWN, PROJECT),
 }
 #: public methods that run no operation of their own (plumbing) or list only names
-UNGUARDED = frozenset({"close", "commit", "merge_index", "more_paths", "partition_record", "run", "open",
+UNGUARDED = frozenset({"branch", "close", "commit", "merge_index", "more_paths", "partition_record", "run", "open",
                        "wait_for_index"})
 
 _REQUIRED: contextvars.ContextVar[tuple[Requirement, ...]] = contextvars.ContextVar("ushas_required", default=())

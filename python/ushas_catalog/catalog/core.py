@@ -14,9 +14,10 @@ from .view_schema import ViewSchemaOps
 from .functions import FunctionOps
 from .access import AccessOps
 from .partition_tags import PartitionTagOps
+from .branches import BranchOps
 
 
 class CatalogCore(NamespaceOps, RestoreOps, StatisticsOps, TableOps, ViewOps, PartitionOps, ProjectOps,
                   ViewSchemaOps, FunctionOps, AccessOps,
-                  PartitionTagOps):
+                  PartitionTagOps, BranchOps):
     """Catalogs, databases, tables, views and partitions of one project, each call one transaction."""
