@@ -14,8 +14,10 @@ branch reads and writes through. docs/branches.md has the design; in short:
   (:class:`BranchTransaction`; ranges merge the three sorted streams lazily).
 - A branch writes only its overlay (copy-on-write per key: what it does not change, it keeps
   reading from ``main``). Keys outside the catalog it may write are the data garbage its writes
-  leave (kept in the overlay until merged) and the project's lineage / usage / fenced-write
-  outcomes; anything else is :class:`~ushas_catalog.errors.BranchUnsupported`.
+  leave (kept in the overlay until merged; a staged write's files, recorded before it touches an
+  object, and removals of garbage records go to the project as on main) and the project's
+  lineage / usage / fenced-write outcomes; anything else is
+  :class:`~ushas_catalog.errors.BranchUnsupported`.
 """
 from __future__ import annotations
 
@@ -383,10 +385,10 @@ class BranchTransaction:
         split = self._split(key)
         if split is not None:
             self._own(split[0], split[1], value)
-        elif key.startswith(self._keys.garbage):
-            if self._last is None:
-                raise self._refuse(key, "record data garbage outside")
+        elif key.startswith(self._keys.garbage) and self._last is not None:  # files a change of the branch let go
             self._own(self._last, GARBAGE_MARK + key[len(self._keys.project_key):], value)
+        elif key.startswith(self._keys.garbage):  # a staged write's files, before any object is touched
+            self._tr.set(key, value)
         elif key.startswith(self._keys.passing):
             self._tr.set(key, value)
         else:
@@ -400,7 +402,7 @@ class BranchTransaction:
         split = self._split(key)
         if split is not None:
             self._own(split[0], split[1], None)
-        elif key.startswith(self._keys.passing):
+        elif key.startswith(self._keys.passing + (self._keys.garbage,)):
             self._tr.clear(key)
         else:
             raise self._refuse(key, "remove")
@@ -414,7 +416,7 @@ class BranchTransaction:
             self._tr.clear_range(o.overlay + fdbtuple.pack((b_rel,)), o.overlay + fdbtuple.pack((e_rel,)))
             for rel in gone:
                 self._tr.set(o.overlay + fdbtuple.pack((rel, None)), b"")
-        elif begin.startswith(self._keys.passing):
+        elif begin.startswith(self._keys.passing + (self._keys.garbage,)):
             self._tr.clear_range(begin, end)
         else:
             raise self._refuse(begin, "clear")
