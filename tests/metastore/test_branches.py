@@ -170,3 +170,33 @@ def test_create_branch_writes_o1_keys(cat: Metastore) -> None:
         assert len(parts(dev)) == 32
     finally:
         dev.close()
+
+
+def test_each_branch_reads_main_as_of_its_own_point(cat: Metastore) -> None:
+    cat.create_branch("c", "one")
+    cat.alter_table("c.db.t", [SetProperty("k", "v1")])
+    cat.add_partitions("c.db.t", [{"p": "c"}])
+    cat.create_branch("c", "two")
+    cat.alter_table("c.db.t", [SetProperty("k", "v2")])
+    cat.drop_partitions("c.db.t", [{"p": "a"}])
+    one, two = cat.branch("one"), cat.branch("two")
+    assert "k" not in one.get_table("c.db.t").properties and parts(one) == ["a", "b"]
+    assert two.get_table("c.db.t").properties["k"] == "v1" and parts(two) == ["a", "b", "c"]
+    assert cat.get_table("c.db.t").properties["k"] == "v2" and parts(cat) == ["b", "c"]
+    # limits and reverse order read the merged view too
+    assert [p.values["p"] for p in two.list_partitions("c.db.t", limit=2)] == ["a", "b"]
+    assert [h.operation for h in two.history("c.db.t", limit=2)] == ["ADD PARTITIONS", "ALTER TABLE"]
+    # dropping one branch keeps what the other still reads
+    cat.drop_branch("c", "one")
+    assert two.get_table("c.db.t").properties["k"] == "v1" and parts(two) == ["a", "b", "c"]
+
+
+def test_branch_of_a_catalog_without_it_and_open_errors(cat: Metastore) -> None:
+    cat.create_catalog("other")
+    cat.create_branch("c", "dev")
+    dev = cat.branch("dev")
+    with pytest.raises(NoSuchBranch, match="catalog other has no branch 'dev'"):
+        dev.list_databases("other")
+    with pytest.raises(InvalidArgument):
+        Metastore.open(cat.db.uri, project="acme", branch="Not A Name")
+    assert cat.branch("main") is cat

@@ -51,6 +51,8 @@ def test_a_branch_catalog_reads_and_writes_its_branch(spark: Any, spark_dirs: di
     assert _ids(spark, f"{main}.db.t") == [1, 4] and _ids(spark, f"{dev}.db.t") == [1, 2, 3]
     rows = spark.sql(f"CALL {main}.system.list_branches('{cat}')").collect()
     assert [(r.branch, r.parent) for r in rows] == [("dev", "main")] and rows[0].changed_keys > 0
+    table = spark.sql(f"SELECT branch, changed_keys FROM {main}.system.branches WHERE catalog = '{cat}'").collect()
+    assert [(r.branch, r.changed_keys) for r in table] == [("dev", rows[0].changed_keys)]
 
     # t changed on both: the merge fails naming it and merges nothing
     with pytest.raises(Exception) as e:

@@ -61,7 +61,11 @@ class MetastoreBase:
                  authorization=authorization)
         if branch is None:
             return ms
-        view = ms.branch(branch)  # type: ignore[attr-defined]  # catalog.branches.BranchOps
+        try:
+            view = ms.branch(branch)  # type: ignore[attr-defined]  # catalog.branches.BranchOps
+        except Exception:
+            ms.close()
+            raise
         if view is not ms:
             view.close = ms.close  # closing the branch closes the store it was opened on
         return cast(T, view)

@@ -467,3 +467,7 @@ TABLES.update(GOVERNANCE_TABLES)
 from .share_table import SHARES  # noqa: E402 - shares between projects (catalog.shares)
 
 TABLES[SHARES.name] = SHARES
+
+from .branch_table import BRANCHES  # noqa: E402 - branches of the catalogs (docs/branches.md)
+
+TABLES[BRANCHES.name] = BRANCHES
