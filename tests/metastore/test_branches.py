@@ -200,3 +200,27 @@ def test_branch_of_a_catalog_without_it_and_open_errors(cat: Metastore) -> None:
     with pytest.raises(InvalidArgument):
         Metastore.open(cat.db.uri, project="acme", branch="Not A Name")
     assert cat.branch("main") is cat
+
+
+def test_branch_privileges(cat: Metastore) -> None:
+    from ushas_catalog.errors import PermissionDenied
+
+    uri = cat.db.uri
+    cat.create_branch("c", "dev")
+    bob = Metastore.open(uri, project="acme", user="bob", authorization=True)
+    try:
+        for call in (lambda: bob.create_branch("c", "x"), lambda: bob.drop_branch("c", "dev"),
+                     lambda: bob.merge_branch("c", "dev")):
+            with pytest.raises(PermissionDenied, match="MANAGE on catalog c"):
+                call()
+        with pytest.raises(PermissionDenied, match="USE on catalog c"):
+            bob.list_branches("c")
+        dev = bob.branch("dev")
+        with pytest.raises(PermissionDenied):  # a branch checks what main checks
+            dev.add_partitions("c.db.t", [{"p": "z"}])
+        assert [c.user for c in cat.changes() if c.change == "ACCESS_DENIED"][-1] == "bob"
+        cat.grant("MANAGE", "c", "user:bob")
+        bob.merge_branch("c", "dev")
+        assert [b.merges for b in bob.list_branches("c")] == [1]
+    finally:
+        bob.close()

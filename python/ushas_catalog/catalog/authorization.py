@@ -390,6 +390,7 @@ def audit_denied(ms: Any, error: PermissionDenied) -> None:
     if getattr(error, "audited", False):
         return
     error.audited = True  # type: ignore[attr-defined]
+    ms = getattr(ms, "parent", None) or ms  # a branch's refusals are audited in main's (project-wide) feed
     db = getattr(ms.db, "base", ms.db)  # inside a joined transaction (one per Spark call): its own one
     try:
         db.run(lambda tr: ms.hooks.removed(tr, **grant_store.denied_event(error)))
