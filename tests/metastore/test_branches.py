@@ -2,6 +2,8 @@
 changes, writes only its overlay, merges in one transaction or names every conflict and writes nothing."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from ushas_catalog.errors import (BranchAlreadyExists, BranchConflict, BranchUnsupported, InvalidArgument,
@@ -224,3 +226,23 @@ def test_branch_privileges(cat: Metastore) -> None:
         assert [b.merges for b in bob.list_branches("c")] == [1]
     finally:
         bob.close()
+
+
+def test_data_files_of_a_branch_and_its_garbage_wait_for_the_merge(cat: Metastore, tmp_path: Path) -> None:
+    from ushas_catalog.data.garbage import Garbage
+    from ushas_catalog.model.data_files import DataFile
+
+    cat.create_table("c.db.f", "id INT", location=f"file:{tmp_path}/f")
+    old = [DataFile(f"file:{tmp_path}/f/a.parquet", 3, 1)]
+    cat.write_table_files("c.db.f", old, "WRITE")
+    cat.create_branch("c", "dev")
+    dev = cat.branch("dev")
+    new = [DataFile(f"file:{tmp_path}/f/b.parquet", 4, 1)]
+    v = dev.get_table("c.db.f").version
+    dev.write_table_files("c.db.f", new, "OVERWRITE", unchanged_since=v, garbage=Garbage(files=old))
+    assert dev.table_data_files("c.db.f") == new
+    assert cat.table_data_files("c.db.f") == old  # main still reads its own files
+    assert cat.garbage("c.db.f") == []  # and they are not garbage on main
+    cat.merge_branch("c", "dev")
+    assert cat.table_data_files("c.db.f") == new
+    assert [e.files for e in cat.garbage("c.db.f")] == [old]  # let go on main by the merge
