@@ -246,3 +246,17 @@ def test_data_files_of_a_branch_and_its_garbage_wait_for_the_merge(cat: Metastor
     cat.merge_branch("c", "dev")
     assert cat.table_data_files("c.db.f") == new
     assert [e.files for e in cat.garbage("c.db.f")] == [old]  # let go on main by the merge
+
+
+def test_views_and_drops_in_a_branch(cat: Metastore) -> None:
+    cat.create_branch("c", "dev")
+    dev = cat.branch("dev")
+    dev.create_view("c.db.v", "SELECT id FROM t", "id BIGINT")
+    assert dev.get_view("c.db.v").sql == "SELECT id FROM t"
+    assert not cat.view_exists("c.db.v")
+    dev.drop_table("c.db.t")
+    assert cat.table_exists("c.db.t") and not dev.table_exists("c.db.t")
+    out = cat.merge_branch("c", "dev")
+    assert out["objects"] == ["c.db.v"]  # the dropped table merges as dropped: no commit of its own
+    assert cat.get_view("c.db.v").sql == "SELECT id FROM t" and not cat.table_exists("c.db.t")
+    assert cat.history("c.db.v")[0].operation == "MERGE BRANCH"
