@@ -419,6 +419,25 @@ class ShareCatalog(InvalidArgument):
     Python API reads a share through ``Metastore.shares.open(name)``)."""
 
 
+# --- branches of a catalog (catalog.branches) ---------------------------------------------
+class NoSuchBranch(NotFound):
+    """A branch that does not exist in that catalog (or was dropped)."""
+
+
+class BranchAlreadyExists(AlreadyExists):
+    """A branch of that name exists already in that catalog."""
+
+
+class BranchConflict(Conflict):
+    """A merge whose branch changed objects that also changed in the target since the branch point:
+    nothing was merged; ``detail["objects"]`` names every conflicting object."""
+
+
+class BranchUnsupported(InvalidArgument):
+    """An operation a branch does not run (docs/branches.md, "What a branch refuses"): nothing was
+    written."""
+
+
 def hierarchy() -> Iterator[type[UshasError]]:
     """Every error type of the hierarchy, :class:`UshasError` first."""
     todo: list[type[UshasError]] = [UshasError]

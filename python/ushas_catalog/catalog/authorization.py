@@ -139,6 +139,9 @@ RULES: dict[str, Rule] = {
     "undrop_catalog": _r(MANAGE, PROJECT), "purge_catalog": _r(MANAGE, PROJECT),
     "list_dropped_catalogs": _r(USE, PROJECT),
     "list_databases": _r(USE, CATALOG, arg=(0, "catalog")),
+    # branches of a catalog (docs/branches.md): making, dropping and merging one manages the catalog
+    "create_branch": _r(MANAGE, CATALOG, arg=(0, "catalog")), "drop_branch": _r(MANAGE, CATALOG, arg=(0, "catalog")),
+    "merge_branch": _r(MANAGE, CATALOG, arg=(0, "catalog")), "list_branches": _r(USE, CATALOG, arg=(0, "catalog")),
     # databases
     "create_database": _r(CREATE, DATABASE, parent=True, creates=True),
     "get_database": _r(USE, DATABASE), "database_exists": _r(USE, DATABASE),
@@ -192,7 +195,7 @@ RULES: dict[str, Rule] = {
     "garbage": _r(MANAGE, PROJECT), "forget_garbage": _r(MANAGE, PROJECT), "drop_project": _r(OWN, PROJECT),
 }
 #: public methods that run no operation of their own (plumbing) or list only names
-UNGUARDED = frozenset({"close", "commit", "merge_index", "more_paths", "partition_record", "run", "open",
+UNGUARDED = frozenset({"branch", "close", "commit", "merge_index", "more_paths", "partition_record", "run", "open",
                        "wait_for_index"})
 
 _REQUIRED: contextvars.ContextVar[tuple[Requirement, ...]] = contextvars.ContextVar("ushas_required", default=())
@@ -454,6 +457,7 @@ def audit_denied(ms: Any, error: PermissionDenied) -> None:
     if getattr(error, "audited", False):
         return
     error.audited = True  # type: ignore[attr-defined]
+    ms = getattr(ms, "parent", None) or ms  # a branch's refusals are audited in main's (project-wide) feed
     db = getattr(ms.db, "base", ms.db)  # inside a joined transaction (one per Spark call): its own one
     try:
         db.run(lambda tr: ms.hooks.removed(tr, **grant_store.denied_event(error)))

@@ -4,7 +4,7 @@ relation moves tables and views share."""
 from __future__ import annotations
 
 import uuid
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, TypeVar, cast
 
 from .. import records as rec
 from ..errors import InvalidArgument, OperationInProgress, PermissionDenied, TableAlreadyExists
@@ -14,6 +14,7 @@ from ..keyspace.tree import KeySpacePath
 from ..kv import Database, Transaction, open_database
 from ..model.names import DatabaseName, NameLike, TableName, validate_project
 from ..model.objects import RelationSummary, micros_to_datetime
+from .branch_view import KeepingDatabase
 from .commits import CommitHooks, Mutation, record_commit
 from .resolver import Resolver
 from .values import default_user, exists_message
@@ -28,9 +29,11 @@ class MetastoreBase:
 
     def __init__(self, db: Database, project: str = "default", *, layout: Layout | None = None,
                  user: str | None = None, authorization: bool = False) -> None:
-        self.db = db
         self.project = validate_project(project)
         self.layout = layout or DEFAULT_LAYOUT
+        #: the store; every transaction keeps, for live branches, what a write changes (catalog.branch_view)
+        self.db: Database = db if getattr(db, "branching", False) else \
+            cast(Database, KeepingDatabase(db, self.layout, self.project))
         self._user = user or default_user()
         #: whether this metastore's own calls are checked (docs/governance.md); a server says per call
         #: who calls and whether it is checked (``governance.identity.calling``)
@@ -46,14 +49,26 @@ class MetastoreBase:
 
     @classmethod
     def open(cls: type[T], uri: str, project: str = "default", *, root_prefix: bytes = b"",
-             user: str | None = None, create: bool = True, authorization: bool = False) -> T:
+             user: str | None = None, create: bool = True, authorization: bool = False,
+             branch: str | None = None) -> T:
         """The metastore of ``project`` in the store at ``uri``. ``create=False`` (what every
         read-only caller passes: CLI reads, the UI) never creates a store: a missing one is
         ``StoreNotFound``. Opening never waits for another process's write; a store whose file
-        is not writable opens read-only (its writes are ``StoreReadOnly``)."""
+        is not writable opens read-only (its writes are ``StoreReadOnly``). ``branch``: the metastore on
+        that branch of the catalogs it touches (docs/branches.md; None or ``main``: the catalogs themselves)."""
         layout = DEFAULT_LAYOUT if not root_prefix else Layout(prefix=root_prefix)
-        return cls(open_database(uri, create=create), project, layout=layout, user=user,  # type: ignore[call-arg]
-                   authorization=authorization)
+        ms = cls(open_database(uri, create=create), project, layout=layout, user=user,  # type: ignore[call-arg]
+                 authorization=authorization)
+        if branch is None:
+            return ms
+        try:
+            view = ms.branch(branch)  # type: ignore[attr-defined]  # catalog.branches.BranchOps
+        except Exception:
+            ms.close()
+            raise
+        if view is not ms:
+            view.close = ms.close  # closing the branch closes the store it was opened on
+        return cast(T, view)
 
     @property
     def created(self) -> bool:

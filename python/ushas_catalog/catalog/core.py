@@ -14,10 +14,11 @@ from .view_schema import ViewSchemaOps
 from .functions import FunctionOps
 from .access import AccessOps
 from .partition_tags import PartitionTagOps
+from .branches import BranchOps
 from .row_policies import RowPolicyOps
 
 
 class CatalogCore(NamespaceOps, RestoreOps, StatisticsOps, TableOps, ViewOps, PartitionOps, ProjectOps,
                   ViewSchemaOps, FunctionOps, AccessOps,
-                  PartitionTagOps, RowPolicyOps):
+                  PartitionTagOps, RowPolicyOps, BranchOps):
     """Catalogs, databases, tables, views and partitions of one project, each call one transaction."""

@@ -1,4 +1,4 @@
-"""The ``ushas`` command line: ``ushas --uri URI --project P COMMAND``.
+"""The ``ushas`` command line: ``ushas --uri URI --project P [--branch B] COMMAND``.
 
 Each command group lives in its own module under this package and exposes
 ``register(subparsers)``; the command functions take ``(ctx: Context, args)`` and
@@ -30,7 +30,7 @@ COMMAND_MODULES: tuple[str, ...] = ("jarcmd", "spark_conf_cmds", "store_cmds", "
                                     "share_cmds",
                                     "hooks_cmds",
                                     "partition_tag_cmds",
-                                    "row_policy_cmds")
+                                    "row_policy_cmds", "branch_cmds")
 
 DEFAULT_URI = "sqlite:///" + os.path.join(os.path.expanduser("~"), ".ushas", "ushas.db")
 
@@ -49,6 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", action="store_true", help="machine-readable output on every read")
     parser.add_argument("--user", default=os.environ.get("USHAS_USER") or None,
                         help="call as this user, with authorization on (env USHAS_USER; docs/governance.md)")
+    parser.add_argument("--branch", default=os.environ.get("USHAS_BRANCH", "main"),
+                        help="read and write this branch of the catalogs (env USHAS_BRANCH, default main; "
+                             "docs/branches.md)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     for name in COMMAND_MODULES:
@@ -81,7 +84,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = route_pending(argv)
     args = parse_checked(parser, argv)  # bad bytes or numbers: one line, exit 2
     ctx = Context(uri=args.uri, project=args.project, json=bool(args.json or json_flag),
-                  create=bool(getattr(args, "creates_store", False)), user=args.user)
+                  create=bool(getattr(args, "creates_store", False)), user=args.user,
+                  branch=args.branch)
     try:
         from .grant_cmds import command_scope
 

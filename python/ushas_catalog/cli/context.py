@@ -20,6 +20,8 @@ class Context:
     create: bool = False
     #: ``--user``: the CLI calls as this user, with authorization on (docs/governance.md)
     user: str | None = None
+    #: ``--branch``: the branch of the catalogs every command reads and writes (docs/branches.md)
+    branch: str = "main"
     _metastore: Any = field(default=None, repr=False)
 
     @property
@@ -28,7 +30,8 @@ class Context:
             from ..metastore import Metastore
 
             self._metastore = Metastore.open(self.uri, project=self.project, create=self.create, user=self.user,
-                                             authorization=self.user is not None)
+                                             authorization=self.user is not None,
+                                             branch=None if self.branch == "main" else self.branch)
             if self._metastore.created:
                 print(f"ushas: created a new store at {self.uri}", file=sys.stderr)
         return self._metastore

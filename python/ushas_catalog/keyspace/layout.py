@@ -53,6 +53,7 @@ from ..records.partition_pb2 import DataFileList, DataGarbage, Partition, Partit
 from ..records.table_pb2 import TableProperties, TableReference, TableSchema, TableStorage
 from ..records.view_pb2 import ViewRecord
 from ..records.share_pb2 import ShareRecord
+from ..records.branch_pb2 import BranchPoints, SubBranchRecord
 from ..records.work_pb2 import PendingWork
 from ..records.write_pb2 import WriteOutcome
 
@@ -88,6 +89,12 @@ DROPPED_CATALOG_OBJECT_NAME = RecordSubspace("DroppedCatalogObjectName", Dropped
 CATALOG_RECORD = RecordSubspace("CatalogRecord", CatalogRecord, role="head")
 CATALOG_HISTORY = RecordSubspace("CatalogHistory", CatalogRecord, ("version",), role="history")
 CATALOG_COMMIT = RecordSubspace("CatalogCommit", Commit, ("version",), role="commit")
+# branches of a catalog (catalog.branches): records, branch points, the parent's kept values, overlays
+BRANCH_ID = Subspace("branchId")
+BRANCH = RecordSubspace("Branch", SubBranchRecord, ("name",))
+BRANCH_POINTS = RecordSubspace("BranchPoints", BranchPoints, ())
+BRANCH_UNDO = Subspace("BranchUndo", codec=Codec.BYTES)
+BRANCH_OVERLAY = Subspace("BranchOverlay", codec=Codec.BYTES)
 DATABASE = Subspace("Database")
 DATABASE_OBJECT_NAME = RecordSubspace("DatabaseObjectName", ObjectName, ("name",))
 DROPPED_DATABASE_OBJECT_NAME = RecordSubspace("DroppedDatabaseObjectName", DroppedObjectName, ("name", "id"))
@@ -343,6 +350,12 @@ def _catalog() -> Directory:
               constant(CATALOG_RECORD, "Cr"),
               constant(CATALOG_HISTORY, "Ch", _version()),
               constant(CATALOG_COMMIT, "Cc", _version()),
+              constant(BRANCH, "Cb", typed(NAME, KeyType.STRING), doc="(name) -> SubBranchRecord"),
+              constant(BRANCH_POINTS, "Cbp", doc="-> BranchPoints: the latest branch point, live branches"),
+              constant(BRANCH_UNDO, "Cbu", doc="(key below the catalog, branch point) -> the key's value at that "
+                                                "point, kept when the catalog changes it while branches live"),
+              constant(BRANCH_OVERLAY, "Cbo", typed(BRANCH_ID, KeyType.UUID),
+                       doc="(key below the catalog) -> the branch's own value of the key (or its removal)"),
               constant(DATABASE, "D",
                        *_names(DATABASE_OBJECT_NAME, DROPPED_DATABASE_OBJECT_NAME),
                        typed(DATABASE_ID, KeyType.UUID,

@@ -82,7 +82,7 @@ def _answer(op: str, payload: str) -> str:
         ctx = request.get("ctx") or {}
         if not ctx.get("uri"):
             raise BridgeError("the request carries no store uri")
-        opened = REGISTRY.get(ctx["uri"], ctx.get("project") or "default")
+        opened = REGISTRY.get(ctx["uri"], ctx.get("project") or "default").on_branch(ctx.get("branch"))
         with deadline.until(request.get("deadline_ms")):
             # the caller's deadline bounds the wait for the store's lock too: an abandoned call ends
             left = deadline.remaining()

@@ -34,6 +34,8 @@ CATALOG_OPTIONS: tuple[SparkOption, ...] = (
     SparkOption("uri", None, "the store: sqlite:///path/ushas.db or fdb:///path/fdb.cluster (required)"),
     SparkOption("project", "default", "the tenant project"),
     SparkOption("catalog", None, "the metastore catalog (default: the Spark catalog name)"),
+    SparkOption("branch", "main", "the branch of the metastore catalog this Spark catalog reads and writes "
+                                  "(docs/branches.md)"),
     SparkOption("warehouse", None, "where managed tables' data goes (default: <spark.sql.warehouse.dir>/<name>)"),
     SparkOption("python", None, "the interpreter of the bridge (default: spark.pyspark.python, PYSPARK_PYTHON, "
                                 "python3)"),

@@ -14,6 +14,17 @@ class Opened:
     metastore: Any
     lock: threading.Lock = field(default_factory=threading.Lock)
     caches: dict[str, Any] = field(default_factory=dict)  # Spark catalog name -> cache.BridgeCache
+    branches: dict[str, "Opened"] = field(default_factory=dict)  # branch name -> its metastore (docs/branches.md)
+
+    def on_branch(self, name: str | None) -> "Opened":
+        """This store on branch ``name`` (``main`` or None: itself): its own metastore view and caches (a
+        branch's objects have main's ids with other contents), the same lock."""
+        if not name or name.strip().lower() == "main":
+            return self
+        found = self.branches.get(name)
+        if found is None:
+            found = self.branches[name] = Opened(self.metastore.branch(name), self.lock)
+        return found
 
     def cache(self, spark_catalog: str) -> Any:
         """The bridge-side cache of one Spark catalog instance on this store (its own settings)."""

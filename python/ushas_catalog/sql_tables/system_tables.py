@@ -475,3 +475,7 @@ TABLES[SHARES.name] = SHARES
 from .object_tables import OBJECT_TABLES  # noqa: E402 - versioned objects (docs/objects.md)
 
 TABLES.update(OBJECT_TABLES)
+
+from .branch_table import BRANCHES  # noqa: E402 - branches of the catalogs (docs/branches.md)
+
+TABLES[BRANCHES.name] = BRANCHES

@@ -69,6 +69,7 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces,
         context.put("uri", uri);
         context.put("project", options.getOrDefault("project", "default"));
         context.put("catalog", options.getOrDefault("catalog", name));
+        context.put("branch", options.getOrDefault("branch", "main"));  // docs/branches.md
         context.put("spark_catalog", name);
         String warehouse = options.get("warehouse");
         if (warehouse == null) {
