@@ -33,7 +33,7 @@ from ..keyspace.layout import DATABASE as DATABASE_DIR, DATABASE_ID, FUNCTION, F
 from ..kv.base import Transaction
 from ..model.names import CatalogName, DatabaseName, TableName
 from ..records.store import RecordStore
-from .resolver import Resolver
+from .resolver import ResolvedObject, Resolver
 
 #: object kinds of a rule's target: the name argument is parsed as this kind's name
 PROJECT, CATALOG, DATABASE, RELATION, FUNCTION_KIND = "project", "catalog", "database", "relation", "function"
@@ -290,9 +290,10 @@ def _parent(kind: str, value: Any) -> tuple[str, Any]:
     return DATABASE, TableName.parse(value).database_name
 
 
-def securable(tr: Transaction, resolver: Resolver, kind: str, value: Any) -> Securable:
+def securable(tr: Transaction, resolver: Resolver, kind: str, value: Any, *, remember: bool = False) -> Securable:
     """The object ``value`` names (of ``kind``) with its id chain; a missing object's chain stops at
-    its deepest existing ancestor (``exists=False``)."""
+    its deepest existing ancestor (``exists=False``). ``remember``: a table or view found is kept in ``tr``
+    for the guarded call's own first lookup of it (:func:`checked_relation`)."""
     if isinstance(value, tuple) and len(value) == 2 and value[0] == "parent":
         kind, value = _parent(kind, value[1])
     if kind == OBJECT:
@@ -324,7 +325,47 @@ def securable(tr: Transaction, resolver: Resolver, kind: str, value: Any) -> Sec
     if rentry is None:
         return Securable(what, str(tn), ids, exists=False)
     what = "view" if rentry.kind == rec.ObjectKind.VIEW else "table"
+    if remember:
+        _keep(tr, CheckedRelation(resolver, str(tn), ids[-1], db_path, rentry))
     return Securable(what, str(tn), ids + (uuid.UUID(bytes=rentry.id),))
+
+
+@dataclass(frozen=True)
+class CheckedRelation:
+    """The table or view a guarded call's privilege check has just resolved in the call's transaction:
+    what the call's own first lookup of the same name reads instead of reading the names again."""
+
+    resolver: Resolver
+    name: str
+    database_id: uuid.UUID
+    database_path: Any
+    entry: rec.ObjectName
+
+
+#: the transaction attribute holding the :class:`CheckedRelation` of the running guarded call
+_CHECKED_RELATION = "ushas_checked_relation"
+
+
+def _keep(tr: Transaction, found: CheckedRelation) -> None:
+    try:
+        tr.__dict__[_CHECKED_RELATION] = found
+    except AttributeError:  # a transaction that takes no attributes: the call reads the names itself
+        pass
+
+
+def _forget(tr: Transaction) -> None:
+    getattr(tr, "__dict__", {}).pop(_CHECKED_RELATION, None)
+
+
+def checked_relation(tr: Transaction, resolver: Resolver, name: TableName) -> tuple[ResolvedObject, Any] | None:
+    """What :meth:`Resolver.relation` answers for ``name``, taken from the privilege check that ran in
+    ``tr`` just before this guarded call (once; None: no such check, another name or resolver). Valid
+    because nothing runs between the check and the call's first statement: a call uses it only there."""
+    found = getattr(tr, "__dict__", {}).pop(_CHECKED_RELATION, None)
+    if found is None or found.resolver is not resolver or found.name != str(name):
+        return None
+    db = ResolvedObject("database", name.database_name, found.database_id, found.database_path, None)
+    return db, found.entry
 
 
 #: the key paths and record stores the checks build for the same objects call after call (immutable
@@ -357,9 +398,10 @@ def _database(tr: Transaction, resolver: Resolver, dn: DatabaseName) -> tuple[tu
     return (PROJECT_ID, cat.id, did), _memo((parent, did), lambda: cat.path.add(DATABASE_DIR).add(DATABASE_ID, did))
 
 
-def check(tr: Transaction, ms: Any, caller: Caller, req: Requirement | None) -> Securable | None:
+def check(tr: Transaction, ms: Any, caller: Caller, req: Requirement | None, *,
+          remember: bool = False) -> Securable | None:
     """Raise PermissionDenied unless ``caller`` may make the call ``req`` describes (None: an
-    undeclared call under authorization, refused)."""
+    undeclared call under authorization, refused). ``remember``: see :func:`securable`."""
     if req is None:
         raise PermissionDenied(f"User {caller.user} may not make this call: it declares no privilege "
                                f"(authorization is on)", privilege="", object="", user=caller.user)
@@ -370,7 +412,7 @@ def check(tr: Transaction, ms: Any, caller: Caller, req: Requirement | None) -> 
         if own.exists:
             authorize(tr, ms.layout, ms.project, caller.user, USE, own)
             return own
-    target = securable(tr, ms.resolver, req.kind, req.name)
+    target = securable(tr, ms.resolver, req.kind, req.name, remember=remember)
     wanted = req.privilege if target.exists or req.kind == PROJECT else req.on_missing
     if wanted == ANYONE:
         return target
@@ -439,10 +481,13 @@ def guarded_run(ms: Any, fn: Callable[[Transaction], Any]) -> Callable[[Transact
 
     def checked(tr: Transaction) -> Any:
         if not _checked_before(tr, caller, req):
-            check(tr, ms, caller, req)
+            check(tr, ms, caller, req, remember=True)
             _remember_checked(tr, caller, req)
         new = req is not None and req.creates and not securable(tr, ms.resolver, req.kind, _own_name(req)).exists
-        out = fn(tr)
+        try:
+            out = fn(tr)
+        finally:
+            _forget(tr)
         if new:
             after_create(tr, ms, caller, req)
         return out
