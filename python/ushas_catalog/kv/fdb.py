@@ -285,6 +285,10 @@ class FdbTransaction(Transaction):
         self._stamp_future = None
         self._versionstamp = None
         self._done = False
+        for name in [n for n in vars(self) if n.startswith("ushas_")]:
+            # what the catalog noted in the failed attempt (a requirement it checked) was read at that
+            # attempt's read version: the next attempt checks again, as a new transaction would
+            del self.__dict__[name]
 
     def cancel(self) -> None:
         if not self._done:
