@@ -180,8 +180,8 @@ class FunctionOps(MetastoreBase):
                 raise FunctionAlreadyExists(f"function {fn} exists: drop it before undropping another",
                                             function=str(fn))
             dropped = RecordStore.of(base, DROPPED_FUNCTION_OBJECT_NAME)
-            found = [r for r in dropped.scan(tr) if r.key[0] == fn.name
-                     and (function_id is None or str(r.key[1]) == function_id)]
+            found = [r for r in dropped.scan(tr, *dropped.prefix_range((fn.name,)))
+                     if function_id is None or str(r.key[1]) == function_id]
             if not found:
                 raise NoSuchFunction(f"no dropped function {fn}" + (f" with id {function_id}" if function_id else ""),
                                      function=str(fn))

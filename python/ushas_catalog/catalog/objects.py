@@ -397,8 +397,8 @@ class Objects:
             if names.load(tr, (on.name,)) is not None:
                 raise ObjectAlreadyExists(f"object {on} exists: drop it before undropping another", object=str(on))
             dropped = RecordStore.of(base, DROPPED_OBJECT_OBJECT_NAME)
-            found = [r for r in dropped.scan(tr) if r.key[0] == on.name
-                     and (object_id is None or str(r.key[1]) == object_id)]
+            found = [r for r in dropped.scan(tr, *dropped.prefix_range((on.name,)))
+                     if object_id is None or str(r.key[1]) == object_id]
             if not found:
                 raise NoSuchObject(f"no dropped object {on}" + (f" with id {object_id}" if object_id else ""),
                                    object=str(on))
@@ -428,10 +428,8 @@ class Objects:
             base = self.ms.resolver.database(tr, dn, load=False).path.add(OBJECT)
             dropped = RecordStore.of(base, DROPPED_OBJECT_OBJECT_NAME)
             out = []
-            for r in list(dropped.scan(tr)):
+            for r in list(dropped.scan(tr, *dropped.prefix_range(() if name is None else (name,)))):
                 if older_than_micros is not None and r.record.dropped_at_micros >= older_than_micros:
-                    continue
-                if name is not None and r.key[0] != name:
                     continue
                 path = base.add(OBJECT_ID, r.key[1])
                 head = RecordStore.of(path, OBJECT_RECORD).load(tr, ())
