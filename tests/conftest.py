@@ -8,6 +8,9 @@ from pathlib import Path
 
 import pytest
 
+#: skipped tests fail the run unless they are the FoundationDB engine's or USHAS_ALLOW_SKIPS names them
+pytest_plugins = ["skip_policy"]
+
 
 @pytest.fixture
 def store_uri(tmp_path: Path) -> str:
@@ -47,14 +50,28 @@ def spark(spark_dirs: dict[str, Path]):
                 f"jdbc:derby:;databaseName={spark_dirs['derby'] / 'metastore_db'};create=true")
         .enableHiveSupport()
     )
-    try:
-        from ushas_catalog.spark import configure  # the catalog + listener helper (issue 3)
-    except ImportError:
-        configure = None
-    if configure is not None:
-        builder = configure(builder, name="ushas", uri=f"sqlite:///{spark_dirs['store']}",
-                            warehouse=str(spark_dirs["warehouse"]))
+    from ushas_catalog.spark import configure  # the catalog + listener helper: no session without them
+    from ushas_catalog.spark.options import CATALOG_CLASS, LISTENER_CLASS
+
+    builder = configure(builder, name="ushas", uri=f"sqlite:///{spark_dirs['store']}",
+                        warehouse=str(spark_dirs["warehouse"]), lineage=True)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
+    check_configured(session, CATALOG_CLASS, LISTENER_CLASS)
     yield session
     session.stop()
+
+
+def check_configured(session: object, catalog_class: str, listener_class: str) -> None:
+    """The shared session has the ``ushas`` catalog (answering) and the lineage listener, or the run
+    stops here: a session without them would turn every catalog test into a failure far from the cause."""
+    conf = session.conf  # type: ignore[attr-defined]
+    catalog = conf.get("spark.sql.catalog.ushas", None)
+    listeners = [c.strip() for c in (conf.get("spark.sql.queryExecutionListeners", None) or "").split(",")]
+    if catalog != catalog_class or listener_class not in listeners:
+        session.stop()  # type: ignore[attr-defined]
+        pytest.fail(f"the shared Spark session lacks the ushas catalog or the lineage listener: "
+                    f"spark.sql.catalog.ushas={catalog!r}, spark.sql.queryExecutionListeners={listeners!r}",
+                    pytrace=False)
+    # the catalog plugin initializes (its bridge answers) without running a query the listener would see
+    session._jsparkSession.sessionState().catalogManager().catalog("ushas")  # type: ignore[attr-defined]

@@ -12,10 +12,9 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+from skip_policy import FDB_SKIP_REASON  # the one skip reason a run accepts without USHAS_ALLOW_SKIPS
 
 from ushas_catalog.kv import Database, open_database
-
-FDB_SKIP_REASON = "USHAS_FDB_CLUSTER_FILE not set: no FoundationDB cluster to test against"
 
 
 @dataclass

@@ -8,6 +8,7 @@ import sys
 
 import fdb
 import pytest
+from skip_policy import FDB_LIBRARY_SKIP_REASON
 
 from ushas_catalog.errors import InvalidArgument, StoreUnavailable
 from ushas_catalog.kv import open_database
@@ -37,7 +38,7 @@ def test_api_version_is_chosen_once_and_supported_by_the_bindings() -> None:
     assert 710 <= api_version() <= fdb.LATEST_API_VERSION
 
 
-@pytest.mark.skipif(HAS_CLIENT_LIBRARY, reason="libfdb_c is installed: the missing-library error cannot occur")
+@pytest.mark.skipif(HAS_CLIENT_LIBRARY, reason=FDB_LIBRARY_SKIP_REASON)
 @pytest.mark.parametrize("uri", ["fdb://", "fdb:///etc/foundationdb/fdb.cluster"])
 def test_without_libfdb_c_opening_names_the_missing_library(uri: str) -> None:
     with pytest.raises(StoreUnavailable, match="libfdb_c") as info:

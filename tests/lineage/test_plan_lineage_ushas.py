@@ -111,9 +111,6 @@ CASES: list[PlanCase] = [
 
 @pytest.fixture(scope="module")
 def ushas(spark: Any) -> Any:
-    if "ushas" not in [r[0] for r in spark.sql("show catalogs").collect()] and \
-            not spark.conf.get("spark.sql.catalog.ushas", None):
-        pytest.skip("the ushas catalog is not configured in the shared session")
     spark.sql("create namespace if not exists ushas.linq")
     spark.sql(f"create table if not exists {A} (k int, w string) using parquet")
     spark.sql(f"create table if not exists {B} (k int, w string) using parquet")
