@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -164,8 +166,31 @@ def _feature_type(sales: Metastore, tmp_path: Path) -> None:
     assert (t.message_type, t.primary_key) == ("demo.Feature", ("entity", "day"))
 
 
+def test_a_proto_file_compiles_with_protoc_on_path_without_grpcio_tools(
+        sales: Metastore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without grpcio-tools the product runs a ``protoc`` found on PATH (here: grpcio-tools' own protoc behind a
+    script, the package itself made unimportable); with neither, the error says what to install."""
+    import grpc_tools
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    calls = tmp_path / "protoc-calls"
+    protoc = bin_dir / "protoc"
+    protoc.write_text(f"#!/bin/sh\necho called >> {calls}\n"
+                      f"exec {sys.executable} -m grpc_tools.protoc -I{Path(grpc_tools.__file__).parent / '_proto'} "
+                      '"$@"\n')
+    protoc.chmod(0o755)
+    monkeypatch.setitem(sys.modules, "grpc_tools", None)  # ``from grpc_tools import protoc`` raises ImportError
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    _feature_type(sales, tmp_path)
+    assert calls.read_text() == "called\n"
+    assert sales.objects.put("main.sales.features", "daily", {"entity": "a", "day": 1, "value": 0.5}) == ("a", 1)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(InvalidArgument, match="needs grpcio-tools .* or protoc on PATH"):
+        sales.objects.register_type("main.sales.features", "other", tmp_path / "feature.proto", primary_key=["entity"])
+
+
 def test_user_defined_subspace_from_a_proto_file(sales: Metastore, tmp_path: Path) -> None:
-    pytest.importorskip("grpc_tools")
     _feature_type(sales, tmp_path)
     obj = "main.sales.features"
     for entity in "ba":
@@ -246,7 +271,6 @@ def test_cli(sales: Metastore, store_uri: str, tmp_path: Path, capsys: pytest.Ca
 
 
 def test_cli_subspaces(sales: Metastore, store_uri: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    pytest.importorskip("grpc_tools")
     proto = tmp_path / "feature.proto"
     proto.write_text(FEATURE_PROTO)
     assert _cli(store_uri, "objects", "create", "main.sales.f", "--kind", "file", "--location", "/f") == 0
