@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
+from pyspark.errors import SparkRuntimeException
 
 from lineage.capture import LineageCapture, flush_spark
 from lineage.query import LineageQueries
@@ -125,8 +126,9 @@ def test_runs_and_run(pipeline: dict[str, Any], env: dict[str, Any]) -> None:
 
 def test_failed_query_is_recorded_as_failed(spark, pipeline: dict[str, Any], env: dict[str, Any]) -> None:
     target = env["root"] / f"failed_{env['tag']}"
-    with pytest.raises(Exception):
+    with pytest.raises(SparkRuntimeException) as failed:
         spark.sql(f"SELECT id, assert_true(id < 0) AS ok FROM default.{env['hive']}").write.parquet(str(target))
+    assert failed.value.getCondition() == "USER_RAISED_EXCEPTION" and "is not true" in str(failed.value)
     store = pipeline["store"]
 
     def failed_run():

@@ -8,6 +8,7 @@ import threading
 from typing import Any
 
 import pytest
+from pyspark.errors import AnalysisException
 
 pytestmark = pytest.mark.spark
 
@@ -119,8 +120,9 @@ def test_a_failed_statement_leaves_the_previous_state(spark: Any, db: str, ms: A
     assert "assert" in str(failed.value).lower() or "id < 3" in str(failed.value)
     if before is None:
         assert not ms.table_exists(name)
-        with pytest.raises(Exception):
+        with pytest.raises(AnalysisException) as gone:
             spark.table(t)
+        assert gone.value.getCondition() == "TABLE_OR_VIEW_NOT_FOUND"
     else:
         after = ms.get_table(name)
         assert (after.id, after.version, after.schema, after.properties, after.comment, after.format) == (

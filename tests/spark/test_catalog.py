@@ -316,7 +316,9 @@ def test_cli_sees_spark_metadata(spark: Any, db: str, spark_dirs: dict[str, Path
     proc = subprocess.run([sys.executable, "-m", "ushas_catalog", "--uri", f"sqlite:///{spark_dirs['store']}",
                            "--json", "partitions", f"ushas.{db}.cli"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    assert '"dt": "q"' in proc.stdout or "'dt': 'q'" in proc.stdout or json.loads(proc.stdout)
+    (partition,) = json.loads(proc.stdout)  # the one partition the INSERT added, as Spark stored it
+    assert (partition["spec"], partition["values"]) == ({"dt": "q"}, {"dt": "q"}), partition
+    assert partition["location"].endswith("/cli/dt=q"), partition
 
 
 # ---- bad input: Spark's usual errors, nothing half-written -------------------------------------------------
