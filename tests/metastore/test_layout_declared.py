@@ -27,7 +27,9 @@ OWN_TREES = {"python/ushas_catalog/keyspace/tree.py", "tests/metastore/test_keys
 
 
 def test_every_directory_of_the_tree_is_a_declared_subspace() -> None:
-    for _, names, directory in TREE.directories():
+    directories = list(TREE.directories())
+    assert len(directories) >= len(DECLARED) > 0  # the walk reaches every declared subspace (next test: by name)
+    for _, names, directory in directories:
         assert directory.subspace is not None, f"{'/'.join(names)} is not built from a layout constant"
         assert DECLARED.get(directory.name) is directory.subspace, "/".join(names)
 
@@ -39,11 +41,15 @@ def test_every_declared_subspace_is_in_the_tree() -> None:
 
 def test_every_leaf_declares_what_it_holds() -> None:
     """A directory with no child holds values: it names their codec (and record type for protobuf)."""
+    leaves, records = [], []
     for _, names, d in TREE.directories():
         if not d.children and d.is_constant:
+            leaves.append(d.name)
             assert d.subspace is not None and d.subspace.codec is not None, "/".join(names)
         if d.subspace is not None and d.subspace.codec is Codec.PROTOBUF and d.name != "ChangeEvent":
+            records.append(d.name)
             assert isinstance(d.subspace, RecordSubspace), d.name
+    assert "TablePartition" in leaves and "TableSchema" in records  # the walk reached both kinds
 
 
 def test_the_registries_are_derived_from_the_tree() -> None:

@@ -139,7 +139,9 @@ def test_tokens_cli_hashes_lists_and_revokes(store_uri: str) -> None:
     listed = cli(store_uri, "--json", "tokens", "list")
     assert [t["name"] for t in json.loads(listed.stdout)] == ["airflow"] and secret not in listed.stdout
     raw = Path(store_uri.removeprefix("sqlite:///"))
-    for path in raw.parent.glob(raw.name + "*"):
+    files = list(raw.parent.glob(raw.name + "*"))
+    assert raw in files, files  # the store's file (and its journal, if any) is read
+    for path in files:
         assert secret.split("_", 2)[2].encode() not in path.read_bytes()  # only its hash is stored
     for live in running(store_uri):
         url = "/api/v1/metadata/tags?catalog=shop"

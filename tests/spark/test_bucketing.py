@@ -87,7 +87,9 @@ def test_writes_make_bucket_files_and_reads_use_them(spark: Any, db: str, hive_d
     spark.sql(f"INSERT INTO {theirs} SELECT 100, 'x', '0'")
     assert rows(spark, f"SELECT * FROM {ours}") == rows(spark, f"SELECT * FROM {theirs}")
     # every file holds exactly its bucket's rows, by Spark's bucket id (the one the session catalog uses)
-    for p in ms.list_partitions(("ushas", db, "b")):
+    partitions = ms.list_partitions(("ushas", db, "b"))
+    assert [p.spec for p in partitions] == [{"dt": "0"}, {"dt": "1"}]
+    for p in partitions:
         assert p.data_files
         for f in p.data_files:
             bucket = bucket_of(os.path.basename(f.path))
