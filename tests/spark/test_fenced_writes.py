@@ -60,6 +60,7 @@ def _cli(uri: str, *args: str) -> subprocess.CompletedProcess[str]:
 def test_write_failed_past_bridge_timeout_never_lands(spark: Any, fenced: tuple[str, str], tmp_path: Path) -> None:
     from ushas_catalog.data.garbage import scan_garbage
     from ushas_catalog.metastore import Metastore
+    from ushas_catalog.spark.bridge import REGISTRY
 
     cat, uri = fenced
     table = f"{cat}.d.t"
@@ -69,6 +70,8 @@ def test_write_failed_past_bridge_timeout_never_lands(spark: Any, fenced: tuple[
     with Metastore.open(uri) as ms:
         name = (cat, "d", "t")
         before = (ms.get_table(name).version, len(ms.history(name)), len(list(ms.changes())))
+    # this process is the catalog's backend: every call on the store runs holding this lock
+    calls = REGISTRY.get(uri, "default").lock
 
     store = uri[len("sqlite:///"):]
     holder = subprocess.Popen([sys.executable, "-c", _HOLD_LOCK, store, str(LOCK_S)], stdout=subprocess.PIPE,
@@ -96,7 +99,9 @@ def test_write_failed_past_bridge_timeout_never_lands(spark: Any, fenced: tuple[
         time.sleep(1)
     assert state["state"] == "ABORTED", state
     assert state["table"] == table
-    time.sleep(3)  # and nothing lands a little later either
+    # and nothing lands later either: the abandoned call has ended once the store's call lock is free
+    assert calls.acquire(timeout=SETTLE_S), f"a call on {uri} still runs {SETTLE_S} s after the lock was freed"
+    calls.release()
 
     with Metastore.open(uri) as ms:
         assert [p.values["dt"] for p in ms.list_partitions(name)] == ["before"]
