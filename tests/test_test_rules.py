@@ -157,3 +157,18 @@ def test_the_test_modules_follow_the_rules() -> None:
 ])
 def test_the_checks_catch_what_they_name(rule: str, source: str, lines: list[int]) -> None:
     assert CHECKS[rule](ast.parse(source)) == lines
+
+
+def test_only_the_foundationdb_engines_tests_use_the_accepted_skip_reasons() -> None:
+    """The run accepts a skip by its reason (tests/skip_policy.py): only tests/kv, where the FoundationDB
+    engine's tests live, may use those reasons (by name or by their text)."""
+    from skip_policy import FDB_REASONS
+
+    users = set()
+    for path in sorted(TESTS.rglob("*.py")):
+        text = path.read_text()
+        if any(r in text for r in FDB_REASONS) or "FDB_SKIP_REASON" in text or "FDB_LIBRARY_SKIP_REASON" in text:
+            users.add(str(path.relative_to(TESTS)))
+    assert {u for u in users if not u.startswith("kv/")} == {"skip_policy.py", "test_skip_policy.py",
+                                                             "test_test_rules.py"}
+    assert {"kv/conftest.py", "kv/test_fdb.py"} <= users
