@@ -298,16 +298,36 @@ def test_two_applications_write_one_table_at_once(spark: Any, spark_dirs: dict[s
     t, name = f"ushas.{db}.m", ("ushas", db, "m")
     spark.sql(f"CREATE TABLE {t} (id INT, dt STRING) USING parquet PARTITIONED BY (dt)")
     spark.sql(f"INSERT INTO {t} VALUES (0, 'o1'), (0, 'o2')")
+    # a barrier: each application's first INSERT waits in its tasks (a UDF over its rows) until both have
+    # reached it, so both are inside a write of t at the same moment, whatever the machine's load
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
     apps = []
     for n in (1, 2):
         apps.append(_app(tmp_path, f"""
+            import time
+            from pathlib import Path
+            from pyspark.sql.types import IntegerType
+
+            def meet(x):
+                Path({str(barrier / f"app{n}")!r}).touch()
+                deadline = time.time() + 300
+                while not (Path({str(barrier / "app1")!r}).exists() and Path({str(barrier / "app2")!r}).exists()):
+                    if time.time() > deadline:
+                        raise RuntimeError("the other application never reached its write")
+                    time.sleep(0.05)
+                return x
+
+            spark.udf.register("meet", meet, IntegerType())
             for i in range(4):
-                spark.sql(f"INSERT INTO {t} SELECT id, 'p{n}' FROM range({n * 1000} + {{i * 10}}, {n * 1000 + 10} + {{i * 10}})")
+                col = "meet(CAST(id AS INT))" if i == 0 else "id"
+                spark.sql(f"INSERT INTO {t} SELECT {{col}}, 'p{n}' FROM range({n * 1000} + {{i * 10}}, {n * 1000 + 10} + {{i * 10}})")
                 spark.sql(f"INSERT OVERWRITE {t} PARTITION (dt = 'o{n}') SELECT id FROM range({n * 1000} + {{i}}, {n * 1000 + 3} + {{i}})")
         """))
     procs = [_submit(app, spark_dirs, tmp_path) for app in apps]
     for p in procs:
         _finish(p, 480)
+    assert sorted(f.name for f in barrier.iterdir()) == ["app1", "app2"]  # both met inside their first write
     rows = catalog_rows(spark, ms, name)
     for n in (1, 2):
         appended = sorted(r[0] for r in rows if r[1] == f"p{n}")

@@ -2,8 +2,8 @@
 error table, PartitionFilters' JSON, UshasProcedures' argument and result values, ShowStrategy's CLUSTERED BY
 text for SHOW CREATE TABLE), compiled with javac
 against Spark and the shim jar and run by JUnit's console launcher. JUnit comes from Maven Central through
-``mvn`` (cached next to the jar): the test skips, saying why, when Maven is not installed or cannot fetch it
-(offline)."""
+``mvn`` (cached next to the jar; ./test installs Maven): the test skips, saying why, when Maven is not installed
+or cannot fetch it (offline), and a skip fails the run unless USHAS_ALLOW_SKIPS names it (docs/testing.md)."""
 from __future__ import annotations
 
 import shutil
