@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -62,16 +63,16 @@ def spark(spark_dirs: dict[str, Path]):
     session.stop()
 
 
-def check_configured(session: object, catalog_class: str, listener_class: str) -> None:
+def check_configured(session: Any, catalog_class: str, listener_class: str) -> None:
     """The shared session has the ``ushas`` catalog (answering) and the lineage listener, or the run
     stops here: a session without them would turn every catalog test into a failure far from the cause."""
-    conf = session.conf  # type: ignore[attr-defined]
+    conf = session.conf
     catalog = conf.get("spark.sql.catalog.ushas", None)
     listeners = [c.strip() for c in (conf.get("spark.sql.queryExecutionListeners", None) or "").split(",")]
     if catalog != catalog_class or listener_class not in listeners:
-        session.stop()  # type: ignore[attr-defined]
+        session.stop()
         pytest.fail(f"the shared Spark session lacks the ushas catalog or the lineage listener: "
                     f"spark.sql.catalog.ushas={catalog!r}, spark.sql.queryExecutionListeners={listeners!r}",
                     pytrace=False)
     # the catalog plugin initializes (its bridge answers) without running a query the listener would see
-    session._jsparkSession.sessionState().catalogManager().catalog("ushas")  # type: ignore[attr-defined]
+    session._jsparkSession.sessionState().catalogManager().catalog("ushas")
