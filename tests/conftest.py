@@ -16,6 +16,18 @@ def store_uri(tmp_path: Path) -> str:
 
 
 @pytest.fixture(scope="session")
+def postgres():
+    """ONE throw-away PostgreSQL server for the whole test session (tests/pg_server.py), started by
+    the first test that needs it; each test takes a fresh store from it (``postgres.fresh_uri()``).
+    Missing PostgreSQL binaries fail the test (no skip)."""
+    from pg_server import start_server
+
+    server = start_server()
+    yield server
+    server.cleanup()
+
+
+@pytest.fixture(scope="session")
 def spark_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("spark")
     dirs = {"root": root, "warehouse": root / "warehouse", "hive_warehouse": root / "hive-warehouse",

@@ -1,0 +1,165 @@
+"""A throw-away PostgreSQL server for the tests (fixture ``postgres`` in tests/conftest.py).
+
+One ``initdb`` per test session, in a temporary directory, on a port free at start time, with the
+socket in that directory; as root the server runs as the ``postgres`` user (``runuser``), as
+PostgreSQL refuses to run as root. Durability settings are relaxed (``fsync=off``): the tests
+crash the server process (``pg_ctl restart -m immediate``), never the machine. Missing binaries
+fail the test that needs them (no skip). Each test gets a fresh store: its own schema
+(:meth:`PgServer.fresh_uri`), or its own database (:meth:`PgServer.fresh_database`).
+
+``python3 tests/pg_server.py`` starts one and prints its URI until interrupted (trying the
+catalog on a local PostgreSQL: docs/engines.md).
+"""
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import uuid
+from pathlib import Path
+
+TIMEOUT_S = 60
+#: a role with a password (scram-sha-256 over TCP), for the PGPASSWORD / .pgpass tests
+PASSWORD_USER = "ushas_pw"
+PASSWORD = "s3cret-Pw"
+
+
+def bindir() -> Path:
+    """PostgreSQL's server binaries (``initdb``, ``pg_ctl``); an error naming what is missing."""
+    candidates = []
+    pg_config = shutil.which("pg_config")
+    if pg_config:
+        out = subprocess.run([pg_config, "--bindir"], capture_output=True, text=True, timeout=TIMEOUT_S)
+        candidates.append(out.stdout.strip())
+    candidates += sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True)
+    for c in candidates:
+        if c and (Path(c) / "initdb").exists() and (Path(c) / "pg_ctl").exists():
+            return Path(c)
+    raise RuntimeError("PostgreSQL server binaries (initdb, pg_ctl) not found: install PostgreSQL 15 "
+                       "(Debian: apt-get install postgresql) to run the postgresql engine tests")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class PgServer:
+    """One server: ``start``, ``stop``, ``restart(mode)``; connect as ``postgres`` over TCP (trust)."""
+
+    def __init__(self, root: Path | None = None) -> None:
+        self.bin = bindir()
+        self.root = Path(root or tempfile.mkdtemp(prefix="ushas-pg-"))
+        self.data = self.root / "data"
+        self.port = free_port()
+        self.as_root = os.geteuid() == 0
+        self.dbname = "ushas_test"
+        self.user = "postgres" if self.as_root else os.environ.get("USER", "postgres")
+
+    # --- processes ---------------------------------------------------------------------------
+    def _run(self, *args: str, check: bool = True, timeout: float = TIMEOUT_S) -> subprocess.CompletedProcess:
+        cmd = list(args)
+        if self.as_root:
+            cmd = ["runuser", "-u", "postgres", "--", *cmd]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        if check and out.returncode != 0:
+            raise RuntimeError(f"{' '.join(args)} failed ({out.returncode}): {out.stderr.strip() or out.stdout.strip()}")
+        return out
+
+    def init(self) -> "PgServer":
+        if self.as_root:
+            shutil.chown(self.root, "postgres")
+        self._run(str(self.bin / "initdb"), "-D", str(self.data), "-U", self.user, "--auth=trust",
+                  "-E", "UTF8", "--no-sync", "--no-instructions")
+        conf = self.data / "postgresql.conf"
+        with conf.open("a") as f:
+            f.write(f"\nport = {self.port}\nlisten_addresses = '127.0.0.1'\n"
+                    f"unix_socket_directories = '{self.root}'\nfsync = off\nsynchronous_commit = off\n"
+                    f"full_page_writes = off\nmax_connections = 200\nmax_pred_locks_per_transaction = 256\n"
+                    f"shared_buffers = 32MB\nlogging_collector = off\n")
+        hba = self.data / "pg_hba.conf"
+        hba.write_text(f"local all all trust\nhost all {PASSWORD_USER} 127.0.0.1/32 scram-sha-256\n"
+                       f"host all all 127.0.0.1/32 trust\n")
+        return self
+
+    def start(self) -> "PgServer":
+        self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-l", str(self.root / "log"), "-w",
+                  "-t", str(TIMEOUT_S), "start")
+        return self
+
+    def stop(self, mode: str = "fast") -> None:
+        self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", mode, "-w", "-t", str(TIMEOUT_S), "stop",
+                  check=False)
+
+    def restart(self, mode: str = "immediate") -> None:
+        self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-l", str(self.root / "log"), "-m", mode,
+                  "-w", "-t", str(TIMEOUT_S), "restart")
+
+    def setup(self) -> "PgServer":
+        """The test database and the password role."""
+        self.sql(f"CREATE DATABASE {self.dbname}", db="postgres")
+        self.sql(f"CREATE ROLE {PASSWORD_USER} LOGIN PASSWORD '{PASSWORD}'", db="postgres")
+        self.sql(f"GRANT CREATE ON DATABASE {self.dbname} TO {PASSWORD_USER}", db="postgres")
+        return self
+
+    def cleanup(self) -> None:
+        self.stop("immediate")
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    # --- SQL -------------------------------------------------------------------------------------
+    def connect(self, db: str | None = None):  # type: ignore[no-untyped-def]
+        import psycopg
+
+        return psycopg.connect(host="127.0.0.1", port=self.port, user=self.user, dbname=db or self.dbname,
+                               autocommit=True, connect_timeout=10)
+
+    def sql(self, statement: str, *args: object, db: str | None = None) -> list[tuple]:
+        with self.connect(db) as conn:
+            cur = conn.execute(statement, args or None)
+            return cur.fetchall() if cur.description else []
+
+    # --- stores ------------------------------------------------------------------------------------
+    def uri(self, schema: str | None = None, db: str | None = None, user: str | None = None, **options: str) -> str:
+        query = {**({"schema": schema} if schema else {}), **options}
+        q = "&".join(f"{k}={v}" for k, v in query.items())
+        return f"postgresql://{user or self.user}@127.0.0.1:{self.port}/{db or self.dbname}" + (f"?{q}" if q else "")
+
+    def fresh_uri(self, **options: str) -> str:
+        """A store nobody used: a new schema name in the session's database."""
+        return self.uri(schema="t_" + uuid.uuid4().hex[:16], **options)
+
+    def fresh_database(self) -> str:
+        name = "d_" + uuid.uuid4().hex[:16]
+        self.sql(f"CREATE DATABASE {name}", db="postgres")
+        return name
+
+    def drop_schema(self, uri: str) -> None:
+        schema = uri.split("schema=")[1].split("&")[0]
+        self.sql(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+def start_server() -> PgServer:
+    server = PgServer().init()
+    try:
+        return server.start().setup()
+    except BaseException:
+        server.cleanup()
+        raise
+
+
+if __name__ == "__main__":
+    import time
+
+    s = start_server()
+    try:
+        print(f"PostgreSQL {s.port} in {s.root}; try: ushas --uri '{s.uri()}' init", flush=True)
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        s.cleanup()
