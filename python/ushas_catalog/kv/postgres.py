@@ -201,7 +201,7 @@ class PostgresDatabase(Database):
     def _initialise(self) -> bool:
         """Create the schema's tables under the store's advisory lock; True when this call did."""
         s = self.options.schema
-        conn = self._acquire()
+        conn = self._borrow()
         try:
             with conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
@@ -215,7 +215,8 @@ class PostgresDatabase(Database):
                 conn.execute(f"INSERT INTO {s}.meta (name, value) VALUES ('format', %s)", (FORMAT_VERSION,))
             return True
         except self._pg.Error as exc:
-            raise self._error(exc, "creating the store") from exc
+            error = self._error(exc, "creating the store")
+            raise (StoreUnavailable(str(error)) if isinstance(error, RetryableError) else error) from exc
         finally:
             self._release(conn)
 
@@ -245,12 +246,15 @@ class PostgresDatabase(Database):
         return StoreState("ushas", fmt, version)
 
     def state(self) -> StoreState:
-        conn = self._acquire()
+        """What the store's schema holds now (outside :meth:`run`: an unreachable server is
+        :class:`~ushas_catalog.errors.StoreUnavailable` at once)."""
+        conn = self._borrow()
         try:
             with conn.transaction():
                 return self._inspect(conn)
         except self._pg.Error as exc:
-            raise self._error(exc, "reading the store's tables") from exc
+            error = self._error(exc, "reading the store's tables")
+            raise (StoreUnavailable(str(error)) if isinstance(error, RetryableError) else error) from exc
         finally:
             self._release(conn)
 
@@ -264,7 +268,7 @@ class PostgresDatabase(Database):
         if self.read_only:
             raise StoreReadOnly(f"the store {self.options.where} is open read-only: cannot repair its counter")
         s = self.options.schema
-        conn = self._acquire()
+        conn = self._borrow()
         try:
             with conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
@@ -277,7 +281,8 @@ class PostgresDatabase(Database):
                 conn.execute(f"INSERT INTO {s}.meta (name, value) VALUES ('format', %s) ON CONFLICT DO NOTHING",
                              (FORMAT_VERSION,))
         except self._pg.Error as exc:
-            raise self._error(exc, "repairing the commit version") from exc
+            error = self._error(exc, "repairing the commit version")
+            raise (StoreUnavailable(str(error)) if isinstance(error, RetryableError) else error) from exc
         finally:
             self._release(conn)
         return before, after
@@ -294,7 +299,7 @@ class PostgresDatabase(Database):
         if state.kind != "ushas":
             problems.append(f"no ushas store in schema {self.options.schema}")
         if full and not problems:
-            conn = self._acquire()
+            conn = self._borrow()
             try:
                 with conn.transaction():
                     dup = conn.execute(f"SELECT count(*) - count(DISTINCT k) FROM {self.options.schema}.kv").fetchone()
@@ -316,6 +321,13 @@ class PostgresDatabase(Database):
             return RetryableError(f"{doing}: {_one_line(exc)} (sqlstate {state})")
         if state == "25006" or (state == "42501" and self.read_only):
             return StoreReadOnly(f"the store {where} is read-only: {_one_line(exc)}")
+        text = _one_line(exc)
+        if state == "3D000":
+            return StoreNotFound(f"store not found: {where} (the database does not exist: {text})")
+        if state.startswith("28") or "password" in text or "authentication" in text or \
+                "no pg_hba.conf entry" in text:
+            return StoreUnavailable(f"cannot log in to PostgreSQL at {where}: {text} (the password comes from "
+                                    f"PGPASSWORD or ~/.pgpass, never the URI)")
         broken = isinstance(exc, pg.OperationalError) or state.startswith(("08", "57P"))
         if broken:
             text = f"PostgreSQL at {where} is unreachable while {doing}: {_one_line(exc)}"
@@ -332,9 +344,11 @@ class PostgresDatabase(Database):
         pg = self._pg
         timeout_ms = int(self.limits.transaction_seconds * 1000) + 1000
         try:
-            conn = pg.connect(self.options.conninfo, autocommit=True,
-                              options=f"-c statement_timeout={timeout_ms} "
-                                      f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_MS}")
+            settings = (f"-c statement_timeout={timeout_ms} "
+                        f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_MS}")
+            if self.read_only:
+                settings += " -c default_transaction_read_only=on"
+            conn = pg.connect(self.options.conninfo, autocommit=True, options=settings)
         except pg.Error as exc:
             raise self._error(exc, "connecting") from exc
         return conn
@@ -350,6 +364,13 @@ class PostgresDatabase(Database):
             if self._idle:
                 return self._idle.pop()
         return self._connect()
+
+    def _borrow(self) -> Any:
+        """:meth:`_acquire` outside :meth:`run`: an unreachable server is ``StoreUnavailable`` at once."""
+        try:
+            return self._acquire()
+        except UnreachableError as exc:
+            raise StoreUnavailable(str(exc)) from exc
 
     def _release(self, conn: Any, *, broken: bool = False) -> None:
         pg = self._pg
