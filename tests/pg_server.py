@@ -78,7 +78,7 @@ class PgServer:
         conf = self.data / "postgresql.conf"
         with conf.open("a") as f:
             f.write(f"\nport = {self.port}\nlisten_addresses = '127.0.0.1'\n"
-                    f"unix_socket_directories = '{self.root}'\nfsync = off\nsynchronous_commit = off\n"
+                    f"unix_socket_directories = '{self.root}'\nfsync = off\n"
                     f"full_page_writes = off\nmax_connections = 200\nmax_pred_locks_per_transaction = 256\n"
                     f"shared_buffers = 32MB\nlogging_collector = off\n")
         hba = self.data / "pg_hba.conf"

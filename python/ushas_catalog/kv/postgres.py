@@ -16,7 +16,10 @@ URI
     would be logged with it): libpq reads it from ``PGPASSWORD`` or ``~/.pgpass`` (``PGPASSFILE``).
     Options of this engine: ``schema=`` (the store's schema), ``pool_size=`` (idle connections
     kept per process, default 8), ``unreachable_s=`` (how long a call retries a server it cannot
-    reach, default 10), ``mode=ro`` (writes refused: ``StoreReadOnly``).
+    reach, default 10), ``mode=ro`` (writes refused: ``StoreReadOnly``), ``synchronous_commit=``
+    (default ``on`` whatever the server's setting: a commit that answered survives a crash of the
+    server; ``remote_apply`` for synchronous standbys; ``off`` trades that for speed as SQLite's
+    ``synchronous=normal`` does). libpq's ``options=`` is this engine's (refused in the URI).
 
 Transactions (the contract of :mod:`ushas_catalog.kv.base`)
     - *Snapshot reads*: the first read opens ``BEGIN ISOLATION LEVEL SERIALIZABLE``; every later
@@ -71,7 +74,8 @@ POOL_SIZE = 8
 #: an abandoned transaction's session is ended by the server after this long
 IDLE_IN_TRANSACTION_MS = 30_000
 REPAIR_HINT = "run 'ushas --uri URI repair --counter' to rebuild it from the commit log"
-_OWN_OPTIONS = {"schema", "pool_size", "unreachable_s", "mode"}
+_OWN_OPTIONS = {"schema", "pool_size", "unreachable_s", "mode", "synchronous_commit"}
+_SYNCHRONOUS = ("on", "remote_apply", "remote_write", "local", "off")
 _SCHEMA_NAME_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789_")
 
 
@@ -94,6 +98,7 @@ class PostgresOptions:
     pool_size: int = POOL_SIZE
     unreachable_s: float = 10.0
     read_only: bool = False
+    synchronous_commit: str = "on"
 
     @classmethod
     def parse(cls, uri: str) -> "PostgresOptions":
@@ -126,13 +131,20 @@ class PostgresOptions:
         mode = own.get("mode", "rw").lower()
         if mode not in ("rw", "ro"):
             raise InvalidArgument(f"invalid mode={mode!r} in the PostgreSQL URI: expected rw or ro")
+        synchronous = own.get("synchronous_commit", "on").lower()
+        if synchronous not in _SYNCHRONOUS:
+            raise InvalidArgument(f"invalid synchronous_commit={synchronous!r} in the PostgreSQL URI: expected "
+                                  f"{', '.join(_SYNCHRONOUS)}")
+        if any(k == "options" for k, _ in query):
+            raise InvalidArgument("the PostgreSQL URI's options= is set by this engine (statement and idle "
+                                  "timeouts, synchronous_commit): use its own options instead")
         libpq = [(k, v) for k, v in query if k not in _OWN_OPTIONS]
         if not any(k == "connect_timeout" for k, _ in libpq):
             libpq.append(("connect_timeout", "5"))
         conninfo = urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(libpq), ""))
         host = parts.hostname or os.environ.get("PGHOST", "localhost")
         where = f"{host}:{parts.port or os.environ.get('PGPORT', 5432)}/{dbname} schema {schema}"
-        return cls(conninfo, where, schema, int(pool), unreachable, mode == "ro")
+        return cls(conninfo, where, schema, int(pool), unreachable, mode == "ro", synchronous)
 
 
 def _lock_key(schema: str) -> int:
@@ -345,7 +357,8 @@ class PostgresDatabase(Database):
         timeout_ms = int(self.limits.transaction_seconds * 1000) + 1000
         try:
             settings = (f"-c statement_timeout={timeout_ms} "
-                        f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_MS}")
+                        f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_MS} "
+                        f"-c synchronous_commit={self.options.synchronous_commit}")
             if self.read_only:
                 settings += " -c default_transaction_read_only=on"
             conn = pg.connect(self.options.conninfo, autocommit=True, options=settings)
