@@ -183,6 +183,8 @@ class PostgresDatabase(Database):
         self._sql_get = f"SELECT v FROM {s}.kv WHERE k = %b"
         self._sql_range = f"SELECT k, v FROM {s}.kv WHERE k >= %b AND k < %b ORDER BY k LIMIT %s"
         self._sql_range_rev = f"SELECT k, v FROM {s}.kv WHERE k >= %b AND k < %b ORDER BY k DESC LIMIT %s"
+        self._sql_next_version = (f"SELECT nextval('{s}.commit_version') FROM "
+                                  f"(SELECT pg_advisory_xact_lock(%s) OFFSET 0) AS locked")
 
     # --- opening ---------------------------------------------------------------------------
     @classmethod
@@ -527,9 +529,9 @@ class PostgresTransaction(Transaction):
                 self._conn = db._acquire()
                 self._conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED")   # a blind write: nothing to re-check
             conn = self._conn
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (db._lock_key,))
+            # the version is taken once the store's commit lock is held (OFFSET 0: the lock comes first)
+            (version,) = conn.execute(db._sql_next_version, (db._lock_key,)).fetchone()
             self._guard.check_time()
-            (version,) = conn.execute(f"SELECT nextval('{db.options.schema}.commit_version')").fetchone()
             stamp = int(version).to_bytes(8, "big") + b"\x00\x00"
             self._apply(conn, stamp)
             committing = True
