@@ -11,9 +11,10 @@ import pytest
 from ushas_catalog.metastore import Metastore
 
 #: the modules whose store tests run on the PostgreSQL engine as well (the metastore suite, bulk
-#: operations, fenced writes, concurrent writers)
+#: operations, fenced writes, concurrent writers, the cache's version checks, restores)
 ON_POSTGRESQL = frozenset({"test_metastore", "test_bulk", "test_write_fence", "test_concurrency", "test_objects",
-                           "test_partition_keys", "test_one_transaction", "test_value_limits"})
+                           "test_partition_keys", "test_one_transaction", "test_value_limits", "test_cache",
+                           "test_restore"})
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
