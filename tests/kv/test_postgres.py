@@ -42,6 +42,9 @@ def pg_uri(postgres: PgServer) -> Iterator[str]:
     ("postgresql://u@h:5432/db?pool_size=-1", "invalid pool_size"),
     ("postgresql://u@h:5432/db?unreachable_s=soon", "invalid unreachable_s"),
     ("postgresql://u@h:5432/db?mode=rx", "invalid mode='rx'"),
+    ("postgresql://u@h:5432/db?busy_timeout_ms=0", "invalid busy_timeout_ms"),
+    ("postgresql://u@h:5432/db?synchronous_commit=maybe", "invalid synchronous_commit"),
+    ("postgresql://u@h:5432/db?options=-csearch_path%3Dx", "options= is set by this engine"),
 ])
 def test_bad_uris_are_refused_naming_the_problem(uri: str, message: str) -> None:
     with pytest.raises(InvalidArgument, match=message) as info:
@@ -231,3 +234,24 @@ def test_connection_killed_during_commit_is_commit_unknown_result_retried(postgr
         assert not errors
         assert len(seen) == 1 and "commit_unknown_result" in str(seen[0]) and "\n" not in str(seen[0])
         assert db.run(lambda tr: (tr.get(b"slow"), tr.get(b"count"))) == (b"1", (1).to_bytes(8, "little"))
+
+
+def test_a_commit_lock_held_too_long_is_store_busy_not_a_limit(postgres: PgServer, pg_uri: str) -> None:
+    """Another session holds the store's commit lock (a huge commit, a stuck writer): a write waits
+    busy_timeout_ms per attempt, retries, and ends as StoreBusy naming the lock; reads never wait."""
+    from ushas_catalog.errors import StoreBusy
+    from ushas_catalog.kv.postgres import _lock_key
+
+    uri = pg_uri + "&busy_timeout_ms=200"
+    schema = pg_uri.split("schema=")[1]
+    with open_database(uri) as db, postgres.connect() as holder:
+        db.run(lambda tr: tr.set(b"a", b"1"))
+        holder.execute("BEGIN")
+        holder.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(schema),))
+        with pytest.raises(StoreBusy, match="commit lock stayed taken") as info:
+            db.run(lambda tr: tr.set(b"a", b"2"))
+        assert "\n" not in info.value.message
+        assert db.run(lambda tr: tr.get(b"a")) == b"1"
+        holder.execute("ROLLBACK")
+        db.run(lambda tr: tr.set(b"a", b"3"))
+        assert db.run(lambda tr: tr.get(b"a")) == b"3"

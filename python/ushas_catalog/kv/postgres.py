@@ -19,7 +19,9 @@ URI
     reach, default 10), ``mode=ro`` (writes refused: ``StoreReadOnly``), ``synchronous_commit=``
     (default ``on`` whatever the server's setting: a commit that answered survives a crash of the
     server; ``remote_apply`` for synchronous standbys; ``off`` trades that for speed as SQLite's
-    ``synchronous=normal`` does). libpq's ``options=`` is this engine's (refused in the URI).
+    ``synchronous=normal`` does), ``busy_timeout_ms=`` (default 5000: how long a commit waits for
+    the store's commit lock before the attempt is retried, as on SQLite). libpq's ``options=`` is this
+    engine's (refused in the URI).
 
 Transactions (the contract of :mod:`ushas_catalog.kv.base`)
     - *Snapshot reads*: the first read opens ``BEGIN ISOLATION LEVEL SERIALIZABLE``; every later
@@ -41,7 +43,9 @@ Transactions (the contract of :mod:`ushas_catalog.kv.base`)
       process and replica. A version taken by a commit that then failed is skipped, never reused;
       the sequence never goes back (also across crashes).
     - *Limits*: :mod:`ushas_catalog.kv.guard`; a statement still running past the 5 s limit is
-      cancelled by the server (``statement_timeout``) and raises ``LimitExceeded``.
+      cancelled by the server (``statement_timeout``) and raises ``LimitExceeded``. A commit that
+      waited ``busy_timeout_s`` (5 s, ``lock_timeout``) for the commit lock is a :class:`BusyError`,
+      retried like SQLite's ``SQLITE_BUSY``, then :class:`~ushas_catalog.errors.StoreBusy`.
     - *Faults*: a server that cannot be reached (refused, restarting, connection lost before
       ``COMMIT`` was sent) is :class:`UnreachableError`, retried for ``unreachable_s`` seconds,
       then :class:`~ushas_catalog.errors.StoreUnavailable` (one line naming host, port and
@@ -65,7 +69,7 @@ from typing import Any, Iterable, Iterator
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..errors import InvalidArgument, NotAStore, StoreDamaged, StoreNotFound, StoreReadOnly, StoreUnavailable
-from .base import CommitUnknownResult, Database, KeyValue, RetryableError, Transaction, UnreachableError
+from .base import BusyError, CommitUnknownResult, Database, KeyValue, RetryableError, Transaction, UnreachableError
 from .guard import TransactionGuard
 from .ryw import ADD, CLEAR, SET, WriteBuffer, add_le64, merged_get, merged_range
 
@@ -74,7 +78,7 @@ POOL_SIZE = 8
 #: an abandoned transaction's session is ended by the server after this long
 IDLE_IN_TRANSACTION_MS = 30_000
 REPAIR_HINT = "run 'ushas --uri URI repair --counter' to rebuild it from the commit log"
-_OWN_OPTIONS = {"schema", "pool_size", "unreachable_s", "mode", "synchronous_commit"}
+_OWN_OPTIONS = {"schema", "pool_size", "unreachable_s", "mode", "synchronous_commit", "busy_timeout_ms"}
 _SYNCHRONOUS = ("on", "remote_apply", "remote_write", "local", "off")
 _SCHEMA_NAME_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789_")
 
@@ -99,6 +103,7 @@ class PostgresOptions:
     unreachable_s: float = 10.0
     read_only: bool = False
     synchronous_commit: str = "on"
+    busy_timeout_ms: int = 5000
 
     @classmethod
     def parse(cls, uri: str) -> "PostgresOptions":
@@ -138,13 +143,16 @@ class PostgresOptions:
         if any(k == "options" for k, _ in query):
             raise InvalidArgument("the PostgreSQL URI's options= is set by this engine (statement and idle "
                                   "timeouts, synchronous_commit): use its own options instead")
+        busy = own.get("busy_timeout_ms", "5000")
+        if not (busy.isascii() and busy.isdigit()) or int(busy) < 1:
+            raise InvalidArgument(f"invalid busy_timeout_ms={busy!r} in the PostgreSQL URI: expected milliseconds >= 1")
         libpq = [(k, v) for k, v in query if k not in _OWN_OPTIONS]
         if not any(k == "connect_timeout" for k, _ in libpq):
             libpq.append(("connect_timeout", "5"))
         conninfo = urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(libpq), ""))
         host = parts.hostname or os.environ.get("PGHOST", "localhost")
         where = f"{host}:{parts.port or os.environ.get('PGPORT', 5432)}/{dbname} schema {schema}"
-        return cls(conninfo, where, schema, int(pool), unreachable, mode == "ro", synchronous)
+        return cls(conninfo, where, schema, int(pool), unreachable, mode == "ro", synchronous, int(busy))
 
 
 def _lock_key(schema: str) -> int:
@@ -171,6 +179,7 @@ class PostgresDatabase(Database):
         self.options = options
         self.read_only = options.read_only
         self.unreachable_s = options.unreachable_s
+        self.busy_timeout_s = options.busy_timeout_ms / 1000
         self.created = False
         self._pg = _psycopg()
         self._lock = threading.Lock()
@@ -333,6 +342,8 @@ class PostgresDatabase(Database):
         state = getattr(exc, "sqlstate", None) or ""
         if state in ("40001", "40P01"):
             return RetryableError(f"{doing}: {_one_line(exc)} (sqlstate {state})")
+        if state == "55P03":   # lock_timeout: other writers held the store's commit lock that long
+            return BusyError(f"{doing}: the store's commit lock stayed taken by other writers ({_one_line(exc)})")
         if state == "25006" or (state == "42501" and self.read_only):
             return StoreReadOnly(f"the store {where} is read-only: {_one_line(exc)}")
         text = _one_line(exc)
@@ -360,6 +371,7 @@ class PostgresDatabase(Database):
         try:
             settings = (f"-c statement_timeout={timeout_ms} "
                         f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_MS} "
+                        f"-c lock_timeout={int(self.busy_timeout_s * 1000)} "
                         f"-c synchronous_commit={self.options.synchronous_commit}")
             if self.read_only:
                 settings += " -c default_transaction_read_only=on"
