@@ -2,8 +2,7 @@
 
 Versionstamps (the engine's commit versions) are the order of the change feed and of the
 metadata history, and change-feed cursors name them: they must increase for the life of a
-store. On the embedded engine the counter is one record (``meta.commit_version``), on PostgreSQL a
-sequence (``commit_version`` of the store's schema); when it
+store. On the embedded engine and on PostgreSQL the counter is one record (``meta.commit_version``); when it
 is missing or damaged the store refuses to open (:class:`~ushas_catalog.errors.StoreDamaged`)
 instead of restarting at 0, and :func:`rebuild_counter` (``ushas repair --counter``) sets it
 again from the log: the largest versionstamp found in any key of the store (change events,

@@ -7,8 +7,8 @@ created by its operator (``createdb``), the schema and its tables by the first `
 Storage
     ``kv (k bytea PRIMARY KEY, v bytea NOT NULL)``: PostgreSQL orders ``bytea`` with ``memcmp``
     then by length (shorter first on a common prefix), exactly FoundationDB's key order, whatever
-    the database's collation. ``meta`` holds the format; the sequence ``commit_version`` is the
-    commit version counter.
+    the database's collation. ``meta`` holds the format and the commit version counter (the row
+    ``commit_version``), as on the embedded engine.
 
 URI
     Any libpq parameter in the query string is passed to libpq (``sslmode``, ``sslrootcert``,
@@ -24,27 +24,32 @@ URI
     engine's (refused in the URI).
 
 Transactions (the contract of :mod:`ushas_catalog.kv.base`)
-    - *Snapshot reads*: the first read opens ``BEGIN ISOLATION LEVEL SERIALIZABLE``; every later
-      read, every batch of a streamed range, sees that snapshot.
+    - *Snapshot reads*: the first read opens ``BEGIN ISOLATION LEVEL REPEATABLE READ`` (a
+      snapshot); every later read, every batch of a streamed range, sees that snapshot.
     - *Read-your-writes*: writes stay in memory (:mod:`ushas_catalog.kv.ryw`) until commit, as on
       the embedded engine, and every read merges them.
-    - *Serializable commits*: at commit the mutations are written in the same SERIALIZABLE
-      transaction; PostgreSQL's serializable snapshot isolation refuses a commit whose reads were
-      overtaken (``40001 serialization_failure``) and breaks deadlocks (``40P01``): both are
-      :class:`RetryableError`, retried by ``Database.run``. Conflicts are found per key and range
-      read (finer than the embedded engine's whole-store check; PostgreSQL may widen a large
-      range read's predicate lock to the table: a spurious retry, never a lost update).
-      A transaction that wrote without reading (and atomic adds) runs its commit in READ
-      COMMITTED: blind writes and adds never conflict.
-    - *Commit order and versionstamps*: every write commit takes one transaction-scoped advisory
-      lock of the store, then the next value of the ``commit_version`` sequence, writes, and
-      commits; the lock is released after the commit is visible, so versions (and versionstamps:
-      the version as 8 bytes big-endian, then ``0x0000``) increase in commit order across every
-      process and replica. A version taken by a commit that then failed is skipped, never reused;
-      the sequence never goes back (also across crashes).
+    - *Serializable commits, in commit order*: every write commit first increments the counter row
+      (``UPDATE meta ... RETURNING``), which holds that row's lock until ``COMMIT``: writers commit one
+      at a time, and a transaction that read fails at that update if any commit happened after its
+      snapshot (``40001``, PostgreSQL's first-updater-wins in REPEATABLE READ) -- a
+      :class:`RetryableError`, retried by ``Database.run``. So, exactly as on the embedded engine,
+      the conflict granularity is the whole store (coarser than FoundationDB's key ranges, never
+      weaker: what a transaction read is unchanged when it commits), and reads never wait. A
+      transaction that wrote without reading (atomic adds included) commits in READ COMMITTED: it
+      waits for the row lock and never conflicts, and its adds read the latest values. (PostgreSQL's
+      SERIALIZABLE was tried first: it is serializable but not in commit order -- a transaction that
+      read a key a later-committed blind write changed may still commit, ordered before it, which
+      breaks FoundationDB's contract and the change feed's order; ``tests/kv/test_contract.py``,
+      ``test_a_read_overtaken_by_a_blind_write_conflicts``.)
+    - *Versions and versionstamps*: the counter's new value is the commit version; the versionstamp
+      is that version as 8 bytes big-endian, then ``0x0000``. Taken under the row lock and committed
+      with the writes, versions increase in commit order across every process and replica, without
+      gaps, and never go back (also after a crash: the row is in the WAL with the commit).
+    - *Deadlocks*: every writer takes the counter row first, so writers cannot deadlock on keys;
+      ``40P01`` is retried anyway.
     - *Limits*: :mod:`ushas_catalog.kv.guard`; a statement still running past the 5 s limit is
       cancelled by the server (``statement_timeout``) and raises ``LimitExceeded``. A commit that
-      waited ``busy_timeout_s`` (5 s, ``lock_timeout``) for the commit lock is a :class:`BusyError`,
+      waited ``busy_timeout_s`` (5 s, ``lock_timeout``) for the counter row is a :class:`BusyError`,
       retried like SQLite's ``SQLITE_BUSY``, then :class:`~ushas_catalog.errors.StoreBusy`.
     - *Faults*: a server that cannot be reached (refused, restarting, connection lost before
       ``COMMIT`` was sent) is :class:`UnreachableError`, retried for ``unreachable_s`` seconds,
@@ -156,7 +161,8 @@ class PostgresOptions:
 
 
 def _lock_key(schema: str) -> int:
-    """The advisory lock of one store (a signed 64-bit number derived from its schema)."""
+    """The advisory lock that serializes creating and repairing one store (a signed 64-bit number
+    derived from its schema)."""
     return int.from_bytes(hashlib.sha256(b"ushas-commit:" + schema.encode()).digest()[:8], "big", signed=True)
 
 
@@ -192,8 +198,8 @@ class PostgresDatabase(Database):
         self._sql_get = f"SELECT v FROM {s}.kv WHERE k = %b"
         self._sql_range = f"SELECT k, v FROM {s}.kv WHERE k >= %b AND k < %b ORDER BY k LIMIT %s"
         self._sql_range_rev = f"SELECT k, v FROM {s}.kv WHERE k >= %b AND k < %b ORDER BY k DESC LIMIT %s"
-        self._sql_next_version = (f"SELECT nextval('{s}.commit_version') FROM "
-                                  f"(SELECT pg_advisory_xact_lock(%s) OFFSET 0) AS locked")
+        self._sql_next_version = (f"UPDATE {s}.meta SET value = value + 1 WHERE name = 'commit_version' "
+                                  f"RETURNING value")
 
     # --- opening ---------------------------------------------------------------------------
     @classmethod
@@ -234,8 +240,8 @@ class PostgresDatabase(Database):
                 conn.execute(f"CREATE SCHEMA IF NOT EXISTS {s}")
                 conn.execute(f"CREATE TABLE {s}.kv (k bytea PRIMARY KEY, v bytea NOT NULL)")
                 conn.execute(f"CREATE TABLE {s}.meta (name text PRIMARY KEY, value bigint NOT NULL)")
-                conn.execute(f"CREATE SEQUENCE {s}.commit_version AS bigint MINVALUE 1 START 1")
-                conn.execute(f"INSERT INTO {s}.meta (name, value) VALUES ('format', %s)", (FORMAT_VERSION,))
+                conn.execute(f"INSERT INTO {s}.meta (name, value) VALUES ('format', %s), ('commit_version', 0)",
+                             (FORMAT_VERSION,))
             return True
         except self._pg.Error as exc:
             error = self._error(exc, "creating the store")
@@ -260,10 +266,11 @@ class PostgresDatabase(Database):
             return StoreState("foreign")
         fmt_row = conn.execute(f"SELECT value FROM {s}.meta WHERE name = 'format'").fetchone()
         fmt = int(fmt_row[0]) if fmt_row else None
-        if "commit_version" not in tables:
-            return StoreState("ushas", fmt, problem="its commit version counter (sequence) is missing")
-        last, called = conn.execute(f"SELECT last_value, is_called FROM {s}.commit_version").fetchone()
-        version = int(last) if called else 0
+        row = conn.execute(f"SELECT value FROM {s}.meta WHERE name = 'commit_version'").fetchone()
+        if row is None or row[0] < 0:
+            what = "missing" if row is None else f"damaged ({row[0]})"
+            return StoreState("ushas", fmt, problem=f"its commit version counter is {what}")
+        version = int(row[0])
         if fmt is None:
             return StoreState("ushas", None, version, problem="its format record is missing")
         return StoreState("ushas", fmt, version)
@@ -286,8 +293,8 @@ class PostgresDatabase(Database):
         return self.state().commit_version
 
     def set_commit_version_floor(self, floor: int) -> tuple[int | None, int]:
-        """Raise the counter to at least ``floor`` (re-creating the sequence if missing), under the
-        commit lock; never lowers it. Returns (value before or None, value after)."""
+        """Raise the counter to at least ``floor`` (re-creating its row if missing), under the row's
+        lock; never lowers it. Returns (value before or None, value after)."""
         if self.read_only:
             raise StoreReadOnly(f"the store {self.options.where} is open read-only: cannot repair its counter")
         s = self.options.schema
@@ -295,12 +302,11 @@ class PostgresDatabase(Database):
         try:
             with conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
-                conn.execute(f"CREATE SEQUENCE IF NOT EXISTS {s}.commit_version AS bigint MINVALUE 1 START 1")
-                last, called = conn.execute(f"SELECT last_value, is_called FROM {s}.commit_version").fetchone()
-                before = int(last) if called else 0
-                after = max(before, floor)
-                if after > 0:
-                    conn.execute(f"SELECT setval('{s}.commit_version', %s, true)", (after,))
+                row = conn.execute(f"SELECT value FROM {s}.meta WHERE name = 'commit_version' FOR UPDATE").fetchone()
+                before = int(row[0]) if row is not None and row[0] >= 0 else None
+                after = max(before or 0, floor)
+                conn.execute(f"INSERT INTO {s}.meta (name, value) VALUES ('commit_version', %s) "
+                             f"ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value", (after,))
                 conn.execute(f"INSERT INTO {s}.meta (name, value) VALUES ('format', %s) ON CONFLICT DO NOTHING",
                              (FORMAT_VERSION,))
         except self._pg.Error as exc:
@@ -342,8 +348,9 @@ class PostgresDatabase(Database):
         state = getattr(exc, "sqlstate", None) or ""
         if state in ("40001", "40P01"):
             return RetryableError(f"{doing}: {_one_line(exc)} (sqlstate {state})")
-        if state == "55P03":   # lock_timeout: other writers held the store's commit lock that long
-            return BusyError(f"{doing}: the store's commit lock stayed taken by other writers ({_one_line(exc)})")
+        if state == "55P03":   # lock_timeout: other writers held the store's counter row that long
+            return BusyError(f"{doing}: the store's commit lock (its counter row) stayed taken by other writers "
+                             f"({_one_line(exc)})")
         if state == "25006" or (state == "42501" and self.read_only):
             return StoreReadOnly(f"the store {where} is read-only: {_one_line(exc)}")
         text = _one_line(exc)
@@ -400,6 +407,7 @@ class PostgresDatabase(Database):
             raise StoreUnavailable(str(exc)) from exc
 
     def _release(self, conn: Any, *, broken: bool = False) -> None:
+        """Back to the pool, its transaction rolled back (a connection that cannot is closed)."""
         pg = self._pg
         if not broken and not conn.closed and conn.info.transaction_status != pg.pq.TransactionStatus.IDLE:
             try:
@@ -457,7 +465,7 @@ class PostgresTransaction(Transaction):
         try:
             if self._conn is None:
                 self._conn = self._db._acquire()
-                self._conn.execute("BEGIN ISOLATION LEVEL SERIALIZABLE")
+                self._conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
             return self._conn.execute(sql, args, binary=True).fetchall()
         except pg.errors.QueryCanceled as exc:
             self._guard.check_time()   # raises LimitExceeded (transaction_seconds)
@@ -541,10 +549,13 @@ class PostgresTransaction(Transaction):
                 self._conn = db._acquire()
                 self._conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED")   # a blind write: nothing to re-check
             conn = self._conn
-            # the version is taken once the store's commit lock is held (OFFSET 0: the lock comes first)
-            (version,) = conn.execute(db._sql_next_version, (db._lock_key,)).fetchone()
+            # the counter row: waits for the commit before ours, fails (40001) if our snapshot was overtaken
+            row = conn.execute(db._sql_next_version).fetchone()
+            if row is None:
+                raise StoreDamaged(f"the store {db.options.where} is damaged: its commit version counter is "
+                                   f"missing; {REPAIR_HINT}", path=db.options.where)
             self._guard.check_time()
-            stamp = int(version).to_bytes(8, "big") + b"\x00\x00"
+            stamp = int(row[0]).to_bytes(8, "big") + b"\x00\x00"
             self._apply(conn, stamp)
             committing = True
             conn.execute("COMMIT")
