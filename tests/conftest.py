@@ -13,10 +13,52 @@ import pytest
 pytest_plugins = ["skip_policy"]
 
 
+#: test modules (relative to tests/) whose tests taking ``store_uri`` run on both engines, ``[sqlite]``
+#: and ``[postgresql]``: the metastore suite, bulk operations, fenced writes, concurrent writers, the
+#: cache's version checks and restores
+ON_POSTGRESQL = frozenset({
+    "metastore/test_metastore.py", "metastore/test_bulk.py", "metastore/test_write_fence.py",
+    "metastore/test_concurrency.py", "metastore/test_objects.py", "metastore/test_partition_keys.py",
+    "metastore/test_one_transaction.py", "metastore/test_value_limits.py", "metastore/test_cache.py",
+    "metastore/test_restore.py",
+})
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    module = Path(metafunc.module.__file__).resolve().relative_to(Path(__file__).resolve().parent).as_posix()
+    if "engine" in metafunc.fixturenames and module in ON_POSTGRESQL:
+        metafunc.parametrize("engine", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgresql)],
+                             indirect=True)
+
+
 @pytest.fixture
-def store_uri(tmp_path: Path) -> str:
-    """A fresh embedded store for one test."""
-    return f"sqlite:///{tmp_path / 'ushas.db'}"
+def engine(request: pytest.FixtureRequest) -> str:
+    """The engine of ``store_uri``: sqlite, or both in the modules of :data:`ON_POSTGRESQL`."""
+    return getattr(request, "param", "sqlite")
+
+
+@pytest.fixture
+def store_uri(engine: str, tmp_path: Path, request: pytest.FixtureRequest):
+    """A fresh store for one test: a SQLite file, or a fresh schema on the session's PostgreSQL."""
+    if engine == "sqlite":
+        yield f"sqlite:///{tmp_path / 'ushas.db'}"
+        return
+    server = request.getfixturevalue("postgres")
+    uri = server.fresh_uri()
+    yield uri
+    server.drop_schema(uri)
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """ONE throw-away PostgreSQL server for the whole test session (tests/pg_server.py), started by
+    the first test that needs it; each test takes a fresh store from it (``postgres.fresh_uri()``).
+    Missing PostgreSQL binaries fail the test (no skip)."""
+    from pg_server import start_server
+
+    server = start_server()
+    yield server
+    server.cleanup()
 
 
 @pytest.fixture(scope="session")

@@ -187,9 +187,10 @@ def run_checks(ms: "Metastore", names: Sequence[str] | None = None, *, full: boo
 
 
 def read_only_uri(uri: str) -> str:
-    """``uri`` opened read-only: ``mode=ro`` added to a ``sqlite://`` URI (others unchanged)."""
+    """``uri`` opened read-only: ``mode=ro`` added to a ``sqlite://`` or ``postgresql://`` URI (others
+    unchanged)."""
     parts = urlsplit(uri)
-    if parts.scheme != "sqlite" or "mode" in parse_qs(parts.query):
+    if parts.scheme not in ("sqlite", "postgresql", "postgres") or "mode" in parse_qs(parts.query):
         return uri
     return f"{uri}&mode=ro" if parts.query else f"{uri}?mode=ro"
 

@@ -1,6 +1,7 @@
 """The ``store`` fixture: one fresh store per test, parametrized over every engine.
 
-``sqlite`` always runs (a fresh file). ``fdb`` runs when ``USHAS_FDB_CLUSTER_FILE`` names a
+``sqlite`` always runs (a fresh file). ``postgresql`` always runs too: a fresh schema on the
+session's throw-away server (fixture ``postgres``, tests/pg_server.py). ``fdb`` runs when ``USHAS_FDB_CLUSTER_FILE`` names a
 cluster file and is skipped otherwise; on a cluster every test works under its own random
 prefix, cleared afterwards."""
 from __future__ import annotations
@@ -34,18 +35,21 @@ class Store:
         return open_database(self.uri)
 
 
-def engine_uri(engine: str, tmp_path: Path) -> str:
+def engine_uri(engine: str, tmp_path: Path, request: pytest.FixtureRequest | None = None) -> str:
     if engine == "sqlite":
         return f"sqlite://{tmp_path / 'kv.db'}"
+    if engine == "postgresql":
+        assert request is not None
+        return request.getfixturevalue("postgres").fresh_uri()
     cluster = os.environ.get("USHAS_FDB_CLUSTER_FILE")
     if not cluster:
         pytest.skip(FDB_SKIP_REASON)
     return f"fdb://{Path(cluster).resolve()}"
 
 
-@pytest.fixture(params=["sqlite", pytest.param("fdb", marks=pytest.mark.fdb)])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgresql), pytest.param("fdb", marks=pytest.mark.fdb)])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    uri = engine_uri(request.param, tmp_path)
+    uri = engine_uri(request.param, tmp_path, request)
     db = open_database(uri)
     prefix = b"ushas-kv-test/" + uuid.uuid4().hex.encode() + b"/"
     s = Store(request.param, uri, db, prefix)
@@ -53,6 +57,8 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     if request.param == "fdb":
         s.db.run(lambda tr: tr.clear_range_startswith(prefix))
     s.db.close()
+    if request.param == "postgresql":
+        request.getfixturevalue("postgres").drop_schema(uri)
 
 
 @pytest.fixture

@@ -239,6 +239,33 @@ def test_overtaken_transaction_fails_retryable_and_loses_no_update(store: Store)
     assert store.db.run(lambda tr: tr.get(key)) == b"1"
 
 
+@pytest.mark.parametrize("blind", ["set", "add", "clear_range", "versionstamped"])
+def test_a_read_overtaken_by_a_blind_write_conflicts(store: Store, blind: str) -> None:
+    """A transaction that read a key and writes ANOTHER one conflicts when a blind write (no read:
+    set, atomic add, clear range) committed to what it read after its read: no write skew."""
+    k, other = store.key(b"k"), store.key(b"other")
+    put(store.db, {k: le64(0)})
+    reader = store.db.create_transaction()
+    try:
+        seen = reader.get(k)
+        if blind == "set":
+            store.db.run(lambda tr: tr.set(k, le64(1)))
+        elif blind == "add":
+            store.db.run(lambda tr: tr.add(k, 1))
+        elif blind == "clear_range":
+            store.db.run(lambda tr: tr.clear_range(k, k + b"\x00"))
+        else:
+            store.db.run(lambda tr: (tr.set(k, le64(1)),
+                                     tr.set_versionstamped_key(fdb.tuple.pack_with_versionstamp(
+                                         ("vs", fdb.tuple.Versionstamp()), prefix=store.prefix), b"")))
+        reader.set(other, b"decided on " + (seen or b"nothing"))
+        with pytest.raises(RetryableError):
+            reader.commit()
+    finally:
+        reader.cancel()
+    assert store.db.run(lambda tr: tr.get(other)) is None
+
+
 def test_concurrent_conflict_is_retried_by_run(store: Store) -> None:
     key = store.key(b"counter")
     barrier = threading.Barrier(2)

@@ -1,3 +1,4 @@
+"""Metastore fixtures (``store_uri``, on both engines in some modules: tests/conftest.py)."""
 from __future__ import annotations
 
 from typing import Iterator

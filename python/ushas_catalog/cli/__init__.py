@@ -43,7 +43,8 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="ushas", description="Ushas Catalog: metastore, lineage and discovery for Spark")
     parser.add_argument("--uri", default=os.environ.get("USHAS_URI", DEFAULT_URI),
-                        help="store URI: sqlite:///path/ushas.db or fdb:///path/fdb.cluster (env USHAS_URI)")
+                        help="store URI: sqlite:///path/ushas.db, fdb:///path/fdb.cluster or "
+                             "postgresql://user@host:port/dbname (env USHAS_URI)")
     parser.add_argument("--project", default=os.environ.get("USHAS_PROJECT", "default"),
                         help="tenant project (env USHAS_PROJECT, default 'default')")
     parser.add_argument("--json", action="store_true", help="machine-readable output on every read")

@@ -1,4 +1,5 @@
-"""Key-value engines: ``sqlite://`` (embedded, the default) and ``fdb://`` (FoundationDB)."""
+"""Key-value engines: ``sqlite://`` (embedded, the default), ``fdb://`` (FoundationDB) and
+``postgresql://`` (PostgreSQL)."""
 from .base import FDB_LIMITS, BusyError, Database, KeyValue, Limits, RetryableError, Transaction, strinc, transactional
 from .tuple_compat import ensure_tuple_versionstamps
 
@@ -9,7 +10,8 @@ __all__ = ["BusyError", "Database", "Transaction", "KeyValue", "Limits", "FDB_LI
 
 
 def open_database(uri: str, *, create: bool = True) -> Database:
-    """Open an engine from its URI: ``sqlite:///path/ushas.db``, ``fdb:///path/fdb.cluster`` or ``fdb://``.
+    """Open an engine from its URI: ``sqlite:///path/ushas.db``, ``fdb:///path/fdb.cluster``, ``fdb://`` or
+    ``postgresql://user@host:port/dbname``.
 
     ``create=False`` (every command that only reads) never creates a store: a missing one is
     :class:`~ushas_catalog.errors.StoreNotFound` (``store not found: PATH``). Opening never
@@ -18,7 +20,8 @@ def open_database(uri: str, *, create: bool = True) -> Database:
 
     scheme, sep, rest = uri.partition("://")
     if not sep:
-        raise InvalidArgument(f"invalid store URI {uri!r}: expected sqlite:///path or fdb:///path/fdb.cluster")
+        raise InvalidArgument(f"invalid store URI {uri!r}: expected sqlite:///path, fdb:///path/fdb.cluster "
+                              f"or postgresql://user@host:port/dbname")
     if scheme == "sqlite":
         from .sqlite import SqliteDatabase
 
@@ -27,4 +30,8 @@ def open_database(uri: str, *, create: bool = True) -> Database:
         from .fdb import FdbDatabase
 
         return FdbDatabase.open(uri, create=create)
-    raise InvalidArgument(f"unknown store URI scheme {scheme!r} in {uri!r}: expected sqlite or fdb")
+    if scheme in ("postgresql", "postgres"):
+        from .postgres import PostgresDatabase
+
+        return PostgresDatabase.open(uri, create=create)
+    raise InvalidArgument(f"unknown store URI scheme {scheme!r} in {uri!r}: expected sqlite, fdb or postgresql")

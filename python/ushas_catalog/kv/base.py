@@ -32,7 +32,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, TypeVar, ParamSpec
 
-from ..errors import Conflict, StoreBusy
+from ..errors import Conflict, StoreBusy, StoreUnavailable
 from .deadline import check as check_deadline
 
 T = TypeVar("T")
@@ -68,6 +68,13 @@ class BusyError(RetryableError):
     """The store is locked by another process's write (SQLite's ``SQLITE_BUSY``). Retried like a
     conflict while the call is younger than :meth:`Database.busy_budget_s`; after that
     :meth:`Database.run` raises :class:`~ushas_catalog.errors.StoreBusy`, not ``Conflict``."""
+
+
+class UnreachableError(RetryableError):
+    """The engine's server could not be reached (connection refused or lost before the commit was
+    sent: nothing was applied). Retried while the call is younger than :meth:`Database.unreachable_budget_s`;
+    after that :meth:`Database.run` raises :class:`~ushas_catalog.errors.StoreUnavailable` with one line
+    naming the server (the PostgreSQL engine)."""
 
 
 class CommitUnknownResult(RetryableError):
@@ -170,6 +177,12 @@ class Database(ABC):
             self._unknown_results -= 1
             raise CommitUnknownResult("commit_unknown_result (injected): the transaction may have committed")
 
+    #: how long :meth:`run` keeps retrying a server it cannot reach (:class:`UnreachableError`)
+    unreachable_s: float = 10.0
+
+    def unreachable_budget_s(self) -> float:
+        return self.unreachable_s
+
     def busy_budget_s(self) -> float:
         """How long :meth:`run` keeps retrying a store locked by another writer."""
         return self.busy_timeout_s * (self.max_busy_retries + 1)
@@ -188,8 +201,9 @@ class Database(ABC):
         conflicts after :attr:`max_retries` raise ``Conflict``."""
         delay = 0.001
         busy = 0
+        attempt = 0
         started = time.monotonic()
-        for attempt in range(self.max_retries + 1):
+        while True:
             tr = self.create_transaction()
             try:
                 result = fn(tr)
@@ -199,21 +213,28 @@ class Database(ABC):
             except RetryableError as exc:
                 tr.cancel()
                 check_deadline("retrying the transaction on a busy store")
+                waited = time.monotonic() - started
                 if isinstance(exc, BusyError):
                     busy += 1
-                    waited = time.monotonic() - started
                     if waited > self.busy_budget_s():
                         raise StoreBusy(f"the store {self.uri} stayed locked by another process's write for "
                                         f"{waited:.1f} s ({busy} busy attempt(s)): {exc}; try again later",
                                         waited_s=round(waited, 3)) from exc
-                if attempt == self.max_retries:
-                    raise Conflict(f"transaction did not commit after {attempt + 1} attempts: {exc}") from exc
+                if isinstance(exc, UnreachableError) or getattr(exc, "server_lost", False):
+                    # the server is down or restarting: not a conflict, retried for a while, not counted
+                    if waited > self.unreachable_budget_s():
+                        raise StoreUnavailable(f"{exc} (still failing after {waited:.1f} s; try again when the "
+                                               f"server is back)", waited_s=round(waited, 3)) from exc
+                    delay = max(delay, 0.05)
+                else:
+                    if attempt == self.max_retries:
+                        raise Conflict(f"transaction did not commit after {attempt + 1} attempts: {exc}") from exc
+                    attempt += 1
                 time.sleep(delay * (0.5 + random.random()))
                 delay = min(delay * 2, 0.25)
             except BaseException:
                 tr.cancel()
                 raise
-        raise AssertionError("unreachable")
 
     def __enter__(self) -> "Database":
         return self

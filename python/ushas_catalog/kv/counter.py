@@ -2,7 +2,7 @@
 
 Versionstamps (the engine's commit versions) are the order of the change feed and of the
 metadata history, and change-feed cursors name them: they must increase for the life of a
-store. On the embedded engine the counter is one record (``meta.commit_version``); when it
+store. On the embedded engine and on PostgreSQL the counter is one record (``meta.commit_version``); when it
 is missing or damaged the store refuses to open (:class:`~ushas_catalog.errors.StoreDamaged`)
 instead of restarting at 0, and :func:`rebuild_counter` (``ushas repair --counter``) sets it
 again from the log: the largest versionstamp found in any key of the store (change events,
@@ -95,12 +95,18 @@ def rebuild_counter(uri: str, *, dry_run: bool = False) -> CounterReport:
     """Check the counter of the store at ``uri`` and (unless ``dry_run``) raise it to the largest
     recorded commit version. Opens the store even when its counter is damaged."""
     scheme = uri.partition("://")[0]
-    if scheme != "sqlite":
-        raise InvalidArgument(f"{uri}: only sqlite:// stores keep their own commit version counter "
-                              f"(FoundationDB's versions are the cluster's)")
-    from .sqlite import SqliteDatabase
+    db: Any
+    if scheme == "sqlite":
+        from .sqlite import SqliteDatabase
 
-    db = SqliteDatabase.open(uri, create=False, check_counter=False)
+        db = SqliteDatabase.open(uri, create=False, check_counter=False)
+    elif scheme in ("postgresql", "postgres"):
+        from .postgres import PostgresDatabase
+
+        db = PostgresDatabase.open(uri, create=False, check_counter=False)
+    else:
+        raise InvalidArgument(f"{uri}: only sqlite:// and postgresql:// stores keep their own commit version "
+                              f"counter (FoundationDB's versions are the cluster's)")
     try:
         state = db.state()
         best, scanned = max_recorded_version(db)

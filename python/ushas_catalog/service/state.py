@@ -76,12 +76,20 @@ class OwnStores:
 
 
 def redactor(uri: str) -> Callable[[str], str]:
-    """A function that removes the store's URI and file path from a message."""
-    from urllib.parse import unquote, urlsplit
+    """A function that removes the store's URI and file path from a message (for a ``postgresql://``
+    store also its host, port, database and schema, as the engine's messages name them)."""
+    from urllib.parse import parse_qs, unquote, urlsplit
 
     secrets = {uri}
     try:
-        path = unquote(urlsplit(uri).path)
+        parts = urlsplit(uri)
+        path = unquote(parts.path)
+        if parts.scheme in ("postgresql", "postgres"):
+            host, port = parts.hostname or "", parts.port
+            schema = parse_qs(parts.query).get("schema", ["ushas"])[-1]
+            secrets.update({f"{host}:{port or 5432}{path} schema {schema}", f"{host}:{port or 5432}{path}",
+                            parts.netloc, f"{host}:{port}" if port else host, host, f"schema {schema}",
+                            f"{schema}.", f"port {port or 5432}"})
     except ValueError:
         path = ""
     if path.strip("/"):

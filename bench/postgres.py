@@ -1,0 +1,201 @@
+"""The PostgreSQL engine against the embedded SQLite engine on the metastore benchmark's operations.
+
+    python bench/postgres.py [--quick] [--list N] [--drop N] [--uri postgresql://...]
+
+Both engines durable (SQLite ``synchronous=full``; PostgreSQL ``fsync=on``, ``synchronous_commit=on``,
+a server started for the run in a temporary directory unless ``--uri`` names one), same process, same
+operations, in this order on each engine:
+
+- create a partitioned table (median of 20);
+- ``get_table`` (median of 200);
+- add 1,000 partitions in one ``add_partitions`` call (median of 5, each on a fresh table);
+- list N partitions (default 100,000; 10,000 with ``--quick``) after adding them in batches of 5,000;
+- drop a table of M partitions (default 100,000; 1,000,000 is ``--drop 1000000``) with the bulk path:
+  ``drop_table`` (one transaction) then ``purge_table`` (chunks of keys).
+
+Prints each time and the ratio PostgreSQL ÷ SQLite (above 1: PostgreSQL slower).
+
+``--replicas``: instead, the aggregate throughput of ``ushas serve`` on one PostgreSQL store, three
+replicas against one, with the same client processes (``--clients``, default 6) for ``--seconds``
+each (default 10): reads (``GET`` a table) and writes (``PUT`` the owner of the client's own table:
+a new table version).
+Prints calls/s and the ratio three ÷ one.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from multiprocessing import Queue
+from typing import Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
+
+from ushas_catalog.metastore import Metastore  # noqa: E402
+
+SHARDS = 100
+BATCH = 5_000
+
+
+def specs(n: int, offset: int = 0) -> list[dict[str, object]]:
+    d0 = dt.date(2020, 1, 1)
+    return [{"dt": d0 + dt.timedelta(days=(i + offset) // SHARDS), "shard": (i + offset) % SHARDS} for i in range(n)]
+
+
+def timed(fn: Callable[[], object]) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def create(ms: Metastore, name: str) -> None:
+    ms.create_table(name, "id BIGINT, payload STRING, dt DATE, shard INT", partition_by=["dt", "shard"])
+
+
+def fill(ms: Metastore, name: str, n: int) -> None:
+    create(ms, name)
+    for i in range(0, n, BATCH):
+        ms.add_partitions(name, specs(min(BATCH, n - i), i))
+
+
+def measure(uri: str, n_list: int, n_drop: int) -> dict[str, float]:
+    out: dict[str, float] = {}
+    with Metastore.open(uri, project="bench", user="bench") as ms:
+        ms.create_catalog("main")
+        ms.create_database("main.b", location="/wh/b")
+        out["create table"] = statistics.median(timed(lambda i=i: create(ms, f"main.b.c{i}")) for i in range(20))
+        out["get_table"] = statistics.median(timed(lambda: ms.get_table("main.b.c0")) for _ in range(200))
+        adds = []
+        for i in range(5):
+            create(ms, f"main.b.a{i}")
+            adds.append(timed(lambda i=i: ms.add_partitions(f"main.b.a{i}", specs(1000))))
+        out["add 1,000 partitions"] = statistics.median(adds)
+        fill(ms, "main.b.listed", n_list)
+        out[f"list {n_list:,} partitions"] = timed(lambda: sum(1 for _ in ms.list_partitions("main.b.listed")))
+        fill(ms, "main.b.big", n_drop)
+        out[f"drop table of {n_drop:,}"] = timed(lambda: ms.drop_table("main.b.big"))
+        out[f"purge table of {n_drop:,}"] = timed(lambda: ms.purge_table("main.b.big"))
+    return out
+
+
+def _client(bases: list[str], token: str, write: bool, seconds: float, n: int, out: "Queue[int]") -> None:
+    import json
+    import urllib.request
+
+    calls = 0
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        base = bases[(n + calls) % len(bases)]
+        if write:
+            req = urllib.request.Request(base + f"/api/v1/metadata/owner?catalog=main&database=b&table=w{n}",
+                                         data=json.dumps({"owner": f"c{n}_{calls}"}).encode(), method="PUT",
+                                         headers={"Authorization": f"Bearer {token}",
+                                                  "Content-Type": "application/json"})
+        else:
+            req = urllib.request.Request(base + "/api/v1/catalogs/main/databases/b/tables/t")
+        with urllib.request.urlopen(req, timeout=60) as r:
+            r.read()
+        calls += 1
+    out.put(calls)
+
+
+def replicas(uri: str, clients: int, seconds: float) -> None:
+    import multiprocessing
+    import subprocess
+    import urllib.request
+
+    from ushas_catalog.pg_local import free_port
+    from ushas_catalog.service.tokens import TokenStore
+
+    with Metastore.open(uri, project="default", user="bench") as ms:
+        ms.create_catalog("main")
+        ms.create_database("main.b", location="/wh/b")
+        ms.create_table("main.b.t", "x INT")
+        for n in range(clients):
+            ms.create_table(f"main.b.w{n}", "x INT")   # each writer its own table: throughput, not one hot row
+        token = TokenStore(ms).create("write", "bench")[1]
+    procs: list[subprocess.Popen] = []
+    bases: list[str] = []
+    try:
+        for _ in range(3):
+            port = free_port()
+            procs.append(subprocess.Popen([sys.executable, "-m", "ushas_catalog", "--uri", uri, "serve", "--port",
+                                           str(port), "--no-hooks"], stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.DEVNULL))
+            bases.append(f"http://127.0.0.1:{port}")
+        for base in bases:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    urllib.request.urlopen(base + "/api/v1/info", timeout=5).read()
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.2)
+        ctx = multiprocessing.get_context("spawn")
+        print(f"{'calls/s':<8} {'1 replica':>10} {'3 replicas':>11} {'3 ÷ 1':>7}   ({clients} client processes, "
+              f"{seconds:g} s each)")
+        for write in (False, True):
+            rates = []
+            for targets in (bases[:1], bases):
+                out: Queue[int] = ctx.Queue()
+                ps = [ctx.Process(target=_client, args=(targets, token, write, seconds, n, out))
+                      for n in range(clients)]
+                for p in ps:
+                    p.start()
+                total = sum(out.get(timeout=seconds + 120) for _ in ps)
+                for p in ps:
+                    p.join(60)
+                rates.append(total / seconds)
+            print(f"{'writes' if write else 'reads':<8} {rates[0]:>10.1f} {rates[1]:>11.1f} {rates[1] / rates[0]:>6.2f}x")
+    finally:
+        for p in procs:
+            p.terminate()
+            p.wait(30)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="list and drop 10,000 partitions")
+    ap.add_argument("--list", type=int, help="partitions listed (default 100,000)")
+    ap.add_argument("--drop", type=int, help="partitions of the dropped table (default 100,000)")
+    ap.add_argument("--uri", help="a postgresql:// store to use (default: a server started for the run)")
+    ap.add_argument("--replicas", action="store_true", help="three ushas serve replicas against one instead")
+    ap.add_argument("--clients", type=int, default=6, help="client processes of --replicas")
+    ap.add_argument("--seconds", type=float, default=10.0, help="seconds per --replicas measurement")
+    args = ap.parse_args(argv)
+    n_list = args.list or (10_000 if args.quick else 100_000)
+    n_drop = args.drop or (10_000 if args.quick else 100_000)
+    server = None
+    with tempfile.TemporaryDirectory(prefix="ushas-bench-pg-") as tmp:
+        uri = args.uri
+        if uri is None:
+            from ushas_catalog.pg_local import PgServer
+
+            server = PgServer(durable=True).init().start().setup()
+            uri = server.uri(schema="bench")
+        try:
+            if args.replicas:
+                replicas(uri if args.uri else uri.replace("schema=bench", "schema=replicas"), args.clients,
+                         args.seconds)
+                return 0
+            print(f"sqlite: {tmp}/bench.db (synchronous=full); postgresql: {uri}", flush=True)
+            sqlite = measure(f"sqlite:///{tmp}/bench.db", n_list, n_drop)
+            pg = measure(uri, n_list, n_drop)
+        finally:
+            if server is not None:
+                server.cleanup()
+    print(f"{'operation':<30} {'sqlite':>10} {'postgresql':>11} {'pg ÷ sqlite':>12}")
+    for op, s in sqlite.items():
+        p = pg[op]
+        print(f"{op:<30} {s * 1000:>8.2f}ms {p * 1000:>9.2f}ms {p / s:>11.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
