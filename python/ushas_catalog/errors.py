@@ -345,6 +345,11 @@ class StoreNotFound(StoreUnavailable):
     """A command that only reads named a store that does not exist (nothing was created)."""
 
 
+class ServiceUnreachable(StoreUnavailable):
+    """Remote mode: the catalog service (``ushas serve``) at the catalog's ``http(s)://`` URI could not be
+    reached or did not answer in time (docs/service.md, "Remote mode")."""
+
+
 class StoreReadOnly(StoreUnavailable):
     """A write to a store that is open read-only (its file or directory is not writable)."""
 
