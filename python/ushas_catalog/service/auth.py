@@ -34,6 +34,8 @@ WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 OPEN_PATHS = frozenset({API_PREFIX + "/info", API_PREFIX + "/openapi.json", API_PREFIX + "/session"})
 #: the Spark shim's op table over HTTP (remote mode): bearer tokens only, never a browser session
 CATALOG_OPS = API_PREFIX + "/catalog/ops/"
+#: the metastore API over HTTP (Metastore.open("http://..."), ushas --uri http://...): the same rule
+METASTORE_CALL = API_PREFIX + "/metastore/call"
 
 
 def request_user() -> str | None:
@@ -113,7 +115,7 @@ class AccessControl:
         path = request.path
         if path in OPEN_PATHS:
             return
-        if path.startswith(CATALOG_OPS):  # remote mode: a bearer token always (its user is the caller)
+        if path.startswith(CATALOG_OPS) or path == METASTORE_CALL:  # remote mode: a bearer token always (its user is the caller)
             if not request.headers.get("Authorization"):
                 raise Unauthorized("the catalog ops need a token: Authorization: Bearer <token> "
                                    "(ushas tokens create)")

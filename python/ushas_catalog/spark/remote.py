@@ -12,88 +12,20 @@ most what is left of the shim's ``bridge.timeout``; an unreachable or silent ser
 """
 from __future__ import annotations
 
-import http.client
 import json
-import os
-import re
-import socket
-import threading
 import time
-from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 from ..errors import BridgeError, InvalidArgument, ServiceUnreachable
+from ..remote.http import CLIENT, Client, Endpoint, is_remote, resolve_token
 
 #: the catalog-ops endpoint of the service, below its root
 OPS_PATH = "/api/v1/catalog/ops/"
-#: the header carrying how long the caller still waits (ms): the service's deadline, on its own clock
-TIMEOUT_HEADER = "X-Ushas-Timeout-Ms"
-#: the environment variable holding the token when the catalog gives none
-TOKEN_ENV = "USHAS_TOKEN"
-#: what a token looks like (``ushas tokens create``): anything else is never sent anywhere
-TOKEN_FORMAT = re.compile(r"^ushas_[0-9A-Za-z]+_[0-9A-Za-z_\-]{10,200}$")
 #: seconds a call waits when its request carries no deadline
 DEFAULT_TIMEOUT_S = 60.0
 #: the catalog options remote mode refuses: the service decides who calls and always checks
 REFUSED_OPTIONS = ("user", "authorization")
-
-
-def is_remote(uri: Any) -> bool:
-    """Whether a store URI names the catalog service (``http://`` or ``https://``)."""
-    return isinstance(uri, str) and uri.lower().startswith(("http://", "https://"))
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """A service URL, parsed: scheme, host, port and the path prefix it is served under."""
-
-    url: str
-    scheme: str
-    host: str
-    port: int
-    prefix: str
-
-    @classmethod
-    def parse(cls, uri: str) -> "Endpoint":
-        parts = urlsplit(uri)
-        if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
-            raise InvalidArgument(f"{uri!r} is not a catalog service URL (http(s)://host:port)")
-        if parts.username or parts.password or parts.query or parts.fragment:
-            raise InvalidArgument("a catalog service URL has no user, password, query or fragment: give the "
-                                  "token with .token, .token-file or USHAS_TOKEN")
-        try:
-            port = parts.port or (443 if parts.scheme.lower() == "https" else 80)
-        except ValueError:
-            raise InvalidArgument(f"{uri!r}: the port is not a number from 1 to 65535") from None
-        shown = f"{parts.scheme.lower()}://{parts.netloc}{parts.path.rstrip('/')}"
-        return cls(shown, parts.scheme.lower(), parts.hostname, port, parts.path.rstrip("/"))
-
-
-def resolve_token(remote: dict[str, Any], catalog: str) -> str:
-    """The token of a remote catalog: its ``token`` option, its ``token-file``, else ``USHAS_TOKEN``. A text
-    that is not a token is refused here, before it is sent anywhere (a ``token-file`` naming some other
-    file leaks nothing)."""
-    token = remote.get("token")
-    source = f"spark.sql.catalog.{catalog}.token"
-    if not token and remote.get("token_file"):
-        source = f"spark.sql.catalog.{catalog}.token-file"
-        try:
-            with open(str(remote["token_file"]), encoding="utf-8") as f:
-                token = f.read(512).strip()
-        except OSError as exc:
-            raise InvalidArgument(f"{source}: cannot read {remote['token_file']}: {exc.strerror}") from None
-    if not token:
-        source = TOKEN_ENV
-        token = os.environ.get(TOKEN_ENV, "").strip()
-    if not token:
-        raise InvalidArgument(f"the catalog {catalog!r} is served by a catalog service and needs a token: "
-                              f"spark.sql.catalog.{catalog}.token, .token-file or the {TOKEN_ENV} environment "
-                              f"variable (ushas tokens create)")
-    token = str(token).strip()
-    if not TOKEN_FORMAT.match(token):
-        raise InvalidArgument(f"{source} does not hold an ushas token (ushas_<id>_<secret>)")
-    return token
 
 
 def refused_options(ctx: dict[str, Any]) -> None:
@@ -107,72 +39,6 @@ def refused_options(ctx: dict[str, Any]) -> None:
                               f"the service's token decides who calls, and its calls are always checked "
                               f"(remove the option)")
 
-
-class Client:
-    """Keep-alive HTTP connections to catalog services, one per (thread, service): Py4J answers the shim's
-    calls on several threads."""
-
-    def __init__(self) -> None:
-        self._local = threading.local()
-
-    def _connection(self, ep: Endpoint, timeout: float) -> tuple[http.client.HTTPConnection, bool]:
-        pool: dict[tuple[str, str, int], http.client.HTTPConnection] = self._local.__dict__.setdefault("pool", {})
-        key = (ep.scheme, ep.host, ep.port)
-        conn = pool.get(key)
-        if conn is not None:
-            conn.timeout = timeout
-            if conn.sock is not None:
-                conn.sock.settimeout(timeout)
-            return conn, True
-        cls = http.client.HTTPSConnection if ep.scheme == "https" else http.client.HTTPConnection
-        conn = pool[key] = cls(ep.host, ep.port, timeout=timeout)
-        return conn, False
-
-    def _drop(self, ep: Endpoint) -> None:
-        pool = self._local.__dict__.get("pool") or {}
-        conn = pool.pop((ep.scheme, ep.host, ep.port), None)
-        if conn is not None:
-            conn.close()
-
-    def post(self, ep: Endpoint, path: str, token: str, body: bytes, timeout: float) -> tuple[int, bytes]:
-        """POST ``body`` to ``path``; (status, body). A reused connection the service closed while idle is
-        retried once on a new one (the request never reached it); anything else unreachable is
-        :class:`ServiceUnreachable`."""
-        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json",
-                   TIMEOUT_HEADER: str(int(timeout * 1000)), "Host": f"{ep.host}:{ep.port}"}
-        for attempt in (0, 1):
-            conn, reused = self._connection(ep, max(0.001, timeout))
-            try:
-                conn.request("POST", ep.prefix + path, body=body, headers=headers)
-            except OSError as exc:
-                self._drop(ep)
-                if reused and attempt == 0:
-                    continue
-                raise ServiceUnreachable(f"ushas service at {ep.url} unreachable: {_why(exc)}") from None
-            try:
-                response = conn.getresponse()
-                data = response.read()
-            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError) as exc:
-                self._drop(ep)
-                if reused and attempt == 0:
-                    continue
-                raise ServiceUnreachable(f"ushas service at {ep.url} unreachable: {_why(exc)}") from None
-            except (OSError, http.client.HTTPException) as exc:
-                self._drop(ep)
-                raise ServiceUnreachable(f"ushas service at {ep.url} unreachable: {_why(exc, timeout)}") from None
-            if response.will_close:
-                self._drop(ep)
-            return response.status, data
-        raise AssertionError("unreachable")
-
-
-def _why(exc: BaseException, timeout: float | None = None) -> str:
-    if isinstance(exc, (socket.timeout, TimeoutError)):
-        return f"no answer within {timeout:.1f} s" if timeout is not None else "timed out"
-    return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
-
-
-CLIENT = Client()
 
 #: the shim's context fields the service never gets from a client (it sets who calls itself)
 _PRIVATE_CTX = ("remote", "user", "user_source", "authorization")
@@ -207,5 +73,4 @@ def forward(op: str, request: dict[str, Any], client: Client | None = None) -> d
     return answer
 
 
-__all__ = ["Client", "Endpoint", "forward", "is_remote", "resolve_token", "OPS_PATH", "TIMEOUT_HEADER",
-           "TOKEN_ENV"]
+__all__ = ["forward", "is_remote", "OPS_PATH"]
