@@ -350,6 +350,11 @@ class ServiceUnreachable(StoreUnavailable):
     reached or did not answer in time (docs/service.md, "Remote mode")."""
 
 
+class NotServed(InvalidArgument, AttributeError):
+    """Remote mode: something only the store itself has (raw transactions, the lineage store, the metadata
+    sub-API), asked of a metastore served by the catalog service: use the embedded store's URI for it."""
+
+
 class StoreReadOnly(StoreUnavailable):
     """A write to a store that is open read-only (its file or directory is not writable)."""
 

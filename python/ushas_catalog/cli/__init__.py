@@ -43,12 +43,16 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="ushas", description="Ushas Catalog: metastore, lineage and discovery for Spark")
     parser.add_argument("--uri", default=os.environ.get("USHAS_URI", DEFAULT_URI),
-                        help="store URI: sqlite:///path/ushas.db or fdb:///path/fdb.cluster (env USHAS_URI)")
+                        help="store URI: sqlite:///path/ushas.db or fdb:///path/fdb.cluster, or the catalog service: "
+                             "http(s)://host:port with --token (env USHAS_URI)")
     parser.add_argument("--project", default=os.environ.get("USHAS_PROJECT", "default"),
                         help="tenant project (env USHAS_PROJECT, default 'default')")
     parser.add_argument("--json", action="store_true", help="machine-readable output on every read")
     parser.add_argument("--user", default=os.environ.get("USHAS_USER") or None,
                         help="call as this user, with authorization on (env USHAS_USER; docs/governance.md)")
+    parser.add_argument("--token", default=None,
+                        help="with an http(s):// --uri (the catalog service, ushas serve): its token (default: env "
+                             "USHAS_TOKEN); the token's user is who calls (docs/service.md)")
     parser.add_argument("--branch", default=os.environ.get("USHAS_BRANCH", "main"),
                         help="read and write this branch of the catalogs (env USHAS_BRANCH, default main; "
                              "docs/branches.md)")
@@ -85,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_checked(parser, argv)  # bad bytes or numbers: one line, exit 2
     ctx = Context(uri=args.uri, project=args.project, json=bool(args.json or json_flag),
                   create=bool(getattr(args, "creates_store", False)), user=args.user,
-                  branch=args.branch)
+                  branch=args.branch, token=args.token)
     try:
         from .grant_cmds import command_scope
 

@@ -55,14 +55,16 @@ class Endpoint:
         return cls(shown, parts.scheme.lower(), parts.hostname, port, parts.path.rstrip("/"))
 
 
-def resolve_token(remote: dict[str, Any], catalog: str) -> str:
-    """The token of a remote catalog: its ``token`` option, its ``token-file``, else ``USHAS_TOKEN``. A text
+def resolve_token(remote: dict[str, Any], catalog: str | None = None) -> str:
+    """The token of a remote catalog (``catalog``: its Spark name) or of the CLI / Python API (None): the
+    catalog's ``token`` option (``--token``, ``token=``), its ``token-file``, else ``USHAS_TOKEN``. A text
     that is not a token is refused here, before it is sent anywhere (a ``token-file`` naming some other
     file leaks nothing)."""
+    option = f"spark.sql.catalog.{catalog}." if catalog is not None else ""
     token = remote.get("token")
-    source = f"spark.sql.catalog.{catalog}.token"
+    source = f"{option}token" if option else "the token"
     if not token and remote.get("token_file"):
-        source = f"spark.sql.catalog.{catalog}.token-file"
+        source = f"{option}token-file"
         try:
             with open(str(remote["token_file"]), encoding="utf-8") as f:
                 token = f.read(512).strip()
@@ -72,9 +74,11 @@ def resolve_token(remote: dict[str, Any], catalog: str) -> str:
         source = TOKEN_ENV
         token = os.environ.get(TOKEN_ENV, "").strip()
     if not token:
-        raise InvalidArgument(f"the catalog {catalog!r} is served by a catalog service and needs a token: "
-                              f"spark.sql.catalog.{catalog}.token, .token-file or the {TOKEN_ENV} environment "
-                              f"variable (ushas tokens create)")
+        given = (f"spark.sql.catalog.{catalog}.token, .token-file or the {TOKEN_ENV} environment variable"
+                 if catalog is not None else f"--token, token= or the {TOKEN_ENV} environment variable")
+        who = f"the catalog {catalog!r} is served by a catalog service and" if catalog is not None else \
+            "a catalog service"
+        raise InvalidArgument(f"{who} needs a token: {given} (ushas tokens create)")
     token = str(token).strip()
     if not TOKEN_FORMAT.match(token):
         raise InvalidArgument(f"{source} does not hold an ushas token (ushas_<id>_<secret>)")

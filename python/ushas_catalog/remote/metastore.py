@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
-from ..errors import InvalidArgument, UshasError, hierarchy
+from ..errors import InvalidArgument, NotServed, UshasError, hierarchy
 from . import wire
 from .http import CLIENT, Client, Endpoint, resolve_token
 
@@ -59,7 +59,7 @@ class RemoteMetastore:
     def open(cls, url: str, project: str = "default", *, token: str | None = None, branch: str | None = None,
              timeout: float = DEFAULT_TIMEOUT_S) -> "RemoteMetastore":
         """Checks the service answers and knows the token (and serves ``project``) before answering."""
-        ms = cls(url, resolve_token({"token": token}, "--token"), project, branch=branch, timeout=timeout)
+        ms = cls(url, resolve_token({"token": token}), project, branch=branch, timeout=timeout)
         who = ms.call("whoami")
         ms._user = str(who["user"])
         return ms
@@ -103,8 +103,8 @@ class RemoteMetastore:
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
         if name.startswith("_") or name in LOCAL_ONLY:
-            raise AttributeError(f"{name!r} is not available on a metastore served by a catalog service "
-                                 f"(it needs the store itself)")
+            raise NotServed(f"{name!r} is not available on a metastore served by a catalog service (it needs the "
+                            f"store itself: run this with the store's own URI)")
 
         def method(*args: Any, **kwargs: Any) -> Any:
             return self.call(name, *args, **kwargs)

@@ -25,9 +25,9 @@ from .state import LOG, ServiceState, acting_as
 
 #: the methods that check their own privileges (grants and roles)
 SELF_CHECKED = frozenset({"grant", "revoke", "create_role", "drop_role", "grant_role", "revoke_role", "grants",
-                          "roles"})
+                          "roles", "principals_of", "caller"})
 #: of those, what a read token may call
-SELF_CHECKED_READS = frozenset({"grants", "roles"})
+SELF_CHECKED_READS = frozenset({"grants", "roles", "principals_of", "caller"})
 #: methods that never end or hand out the store: not offered even though a rule names them
 REFUSED = frozenset({"changes"})
 #: at most this many items of an iterator answer
