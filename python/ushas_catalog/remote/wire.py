@@ -3,8 +3,8 @@
 JSON carries what it can as it is; the rest is a one-key object: ``{"$tuple": [...]}``, ``{"$set": ...}``,
 ``{"$frozenset": ...}``, ``{"$dict": [[k, v], ...]}`` (keys that are not strings, or start with ``$``),
 ``{"$bytes": base64}``, ``{"$uuid": ...}``, ``{"$datetime"|"$date"|"$decimal": text}``, an enum member
-``{"$enum": "module.Class", "name": ...}`` and a dataclass instance ``{"$dc": "module.Class", "fields":
-{...}}``. Decoding builds enums and dataclasses **only** of the packages in :data:`ALLOWED` (the
+``{"$enum": "module.Class", "name": ...}``, a dataclass instance ``{"$dc": "module.Class", "fields":
+{...}}`` and a NamedTuple ``{"$nt": "module.Class", "fields": {...}}``. Decoding builds enums and dataclasses **only** of the packages in :data:`ALLOWED` (the
 project's values: names, infos, partitions, lineage runs): a peer cannot make any other class, call
 anything, or read a file. Anything else (a function, a generator of a peer) cannot be encoded:
 :class:`~ushas_catalog.errors.InvalidArgument`.
@@ -42,6 +42,9 @@ def encode(value: Any, depth: int = 0) -> Any:
                 "fields": {f.name: encode(getattr(value, f.name), d) for f in dataclasses.fields(value)}}
     if isinstance(value, list):
         return [encode(v, d) for v in value]
+    if isinstance(value, tuple) and hasattr(type(value), "_fields"):  # a NamedTuple: its type too
+        names: tuple[str, ...] = getattr(type(value), "_fields")
+        return {"$nt": _name_of(type(value)), "fields": {f: encode(getattr(value, f), d) for f in names}}
     if isinstance(value, tuple):
         return {"$tuple": [encode(v, d) for v in value]}
     if isinstance(value, frozenset):
@@ -97,7 +100,7 @@ def decode(value: Any, depth: int = 0) -> Any:
         return [decode(v, d) for v in value]
     if not isinstance(value, dict):
         return value
-    if len(value) == 1 or "$enum" in value or "$dc" in value:
+    if len(value) == 1 or "$enum" in value or "$dc" in value or "$nt" in value:
         (key, body), = list(value.items())[:1]
         if key == "$tuple":
             return tuple(decode(v, d) for v in body)
@@ -124,7 +127,21 @@ def decode(value: Any, depth: int = 0) -> Any:
             return cls[str(value.get("name"))]
         if key == "$dc":
             return _dataclass(_class(body), value.get("fields"), d)
+        if key == "$nt":
+            return _named_tuple(_class(body), value.get("fields"), d)
     return {k: decode(v, d) for k, v in value.items()}
+
+
+def _named_tuple(cls: type, fields: Any, depth: int) -> Any:
+    if not (issubclass(cls, tuple) and hasattr(cls, "_fields")) or not isinstance(fields, dict):
+        raise InvalidArgument(f"{cls.__name__} is not a value the catalog service exchanges")
+    unknown = set(fields) - set(getattr(cls, "_fields"))
+    if unknown:
+        raise InvalidArgument(f"{cls.__name__} has no field {sorted(unknown)[0]!r}")
+    try:
+        return cls(**{k: decode(v, depth) for k, v in fields.items()})
+    except TypeError as exc:
+        raise InvalidArgument(f"{cls.__name__}: {exc}") from None
 
 
 def _dataclass(cls: type, fields: Any, depth: int) -> Any:

@@ -36,6 +36,8 @@ OPEN_PATHS = frozenset({API_PREFIX + "/info", API_PREFIX + "/openapi.json", API_
 CATALOG_OPS = API_PREFIX + "/catalog/ops/"
 #: the metastore API over HTTP (Metastore.open("http://..."), ushas --uri http://...): the same rule
 METASTORE_CALL = API_PREFIX + "/metastore/call"
+#: a remote-mode Spark driver's lineage capture (lineage.remote_store): the same rule
+LINEAGE_INGEST = API_PREFIX + "/catalog/lineage"
 
 
 def request_user() -> str | None:
@@ -115,7 +117,7 @@ class AccessControl:
         path = request.path
         if path in OPEN_PATHS:
             return
-        if path.startswith(CATALOG_OPS) or path == METASTORE_CALL:  # remote mode: a bearer token always (its user is the caller)
+        if path.startswith(CATALOG_OPS) or path in (METASTORE_CALL, LINEAGE_INGEST):  # remote mode: a bearer token always (its user is the caller)
             if not request.headers.get("Authorization"):
                 raise Unauthorized("the catalog ops need a token: Authorization: Bearer <token> "
                                    "(ushas tokens create)")

@@ -3,6 +3,8 @@ package io.ushas.spark;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
+import java.util.function.UnaryOperator;
+
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 /**
@@ -21,13 +23,18 @@ final class RemoteOptions {
     }
 
     static void describe(ObjectNode context, CaseInsensitiveStringMap options) {
-        if (!remote(options.get("uri"))) return;
+        describe(context, options::get);
+    }
+
+    /** The same from {@code option}: a catalog's option by key (the lineage listener reads Spark's conf). */
+    static void describe(ObjectNode context, UnaryOperator<String> option) {
+        if (!remote(option.apply("uri"))) return;
         ObjectNode remote = context.putObject("remote");
-        if (options.get("token") != null) remote.put("token", options.get("token"));
-        if (options.get("token-file") != null) remote.put("token_file", options.get("token-file"));
+        if (option.apply("token") != null) remote.put("token", option.apply("token"));
+        if (option.apply("token-file") != null) remote.put("token_file", option.apply("token-file"));
         ArrayNode set = remote.putArray("set");
         for (String key : new String[] {"user", "authorization"}) {
-            if (options.containsKey(key)) set.add(key);
+            if (option.apply(key) != null) set.add(key);
         }
     }
 }
