@@ -65,3 +65,11 @@ def test_cli_refusals_are_one_line(svc: Live, capsys: pytest.CaptureFixture[str]
     assert main(["--uri", svc.base, *token, *argv]) == 2
     err = capsys.readouterr().err.strip()
     assert error in err and len(err.splitlines()) == 1, err
+
+
+@pytest.mark.parametrize("argv", [["check"], ["changes"], ["tokens", "list"], ["lineage", "runs", "main.sales.orders"],
+                                  ["meta", "show", "main"]])
+def test_store_commands_say_so_in_one_line(svc: Live, capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    assert ushas(svc, "admin", *argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"ushas: NotServed: 'ushas {argv[0]}'") and len(err.splitlines()) == 1, err

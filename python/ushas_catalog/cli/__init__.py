@@ -18,7 +18,7 @@ import os
 import sys
 from typing import NoReturn, Sequence
 
-from ..errors import UshasError
+from ..errors import NotServed, UshasError
 from .arguments import parse_checked
 from .context import Context
 
@@ -78,6 +78,19 @@ def split_json_flag(argv: Sequence[str]) -> tuple[list[str], bool]:
     return [a for i, a in enumerate(args) if i >= end or a != "--json"], found
 
 
+#: the commands that work on the store itself (its files, its lineage store, its tokens, its feed): not
+#: through the catalog service (``--uri http(s)://...``)
+STORE_COMMANDS = frozenset({"check", "serve", "ui", "init", "demo", "import-hive", "repair", "repair-counter",
+                            "repair-pending", "keyspace", "tokens", "changes", "lineage", "hooks", "write", "writes",
+                            "purge", "meta", "objects", "shares"})
+
+
+def refuse_store_command(command: str) -> None:
+    if command in STORE_COMMANDS:
+        raise NotServed(f"'ushas {command}' works on the store itself, not through the catalog service: run it "
+                        f"with the store's own URI, on the service's host")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     from .store_cmds import route_counter
@@ -93,8 +106,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         from .grant_cmds import command_scope
 
+        if ctx.remote:
+            refuse_store_command(str(args.command))
         with command_scope(ctx, args):  # --user: the commands that read outside checked calls
-            rc = args.func(ctx, args)
+            try:
+                rc = args.func(ctx, args)
+            except AttributeError as exc:  # a command reaching for the store through a served metastore
+                if not ctx.remote:
+                    raise
+                raise NotServed(f"'ushas {args.command}' needs the store itself ({exc}): run it with the store's "
+                                f"own URI, on the service's host") from None
         return int(rc or 0)
     except UshasError as exc:
         print(f"ushas: {exc.type}: {exc.message}", file=sys.stderr)
