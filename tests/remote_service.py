@@ -103,3 +103,61 @@ def remote_catalog(spark: Any, name: str, url: str, token: str | None, warehouse
     for key, value in conf.items():
         spark.conf.set(f"spark.sql.catalog.{name}{key}", value)
     return name
+
+
+class KillingProxy:
+    """An HTTP proxy in front of a :class:`ServeProcess` (on its own free port, on a thread) that kills the
+    service with -9 the first time a request's path ends with ``kill_on`` (the request is not forwarded, the
+    client gets no answer: the service died mid-call)."""
+
+    def __init__(self, serve: ServeProcess, kill_on: str) -> None:
+        import http.client
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        proxy = self
+        self.serve, self.kill_on, self.killed = serve, kill_on, 0
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if self.path.endswith(proxy.kill_on) and not proxy.killed:  # once
+                    proxy.killed += 1
+                    proxy.serve.kill9()
+                    self.close_connection = True
+                    return
+                conn = http.client.HTTPConnection("127.0.0.1", proxy.serve.port, timeout=60)
+                try:
+                    conn.request("POST", self.path, body=body, headers={k: v for k, v in self.headers.items()
+                                                                         if k.lower() != "host"})
+                    answer = conn.getresponse()
+                    data = answer.read()
+                except OSError:
+                    self.close_connection = True
+                    return
+                finally:
+                    conn.close()
+                self.send_response(answer.status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(10)

@@ -186,3 +186,36 @@ def test_the_bridge_forwards_an_http_catalog(svc: Live) -> None:
 
     answer = json.loads(handle("open", json.dumps(shim_request(svc, svc.tokens["admin"][1]))))  # type: ignore[attr-defined]
     assert answer["catalog"] == "main"
+
+
+def test_a_commit_the_service_may_have_taken_is_a_failed_call_not_an_answer(svc: Live) -> None:
+    """The service dies after reading a request: for a fenced commit the bridge call fails (the shim then
+    asks what became of the write and keeps its files), for anything else it answers the error."""
+    import threading
+
+    from ushas_catalog.errors import OutcomeUnknown
+    from ushas_catalog.spark.bridge import handle
+
+    dying = socket.socket()
+    dying.bind(("127.0.0.1", 0))
+    dying.listen(8)
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = dying.accept()
+            except OSError:
+                return
+            conn.recv(65536)  # the request arrives; no answer
+            conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        request = shim_request(svc, svc.tokens["admin"][1])  # type: ignore[attr-defined]
+        request["ctx"]["uri"] = f"http://127.0.0.1:{dying.getsockname()[1]}"
+        with pytest.raises(OutcomeUnknown, match="the request was sent; the service gave no answer"):
+            handle("commit_write", json.dumps(request))
+        answer = json.loads(handle("load_table", json.dumps({**request, "namespace": ["db"], "name": "t"})))
+        assert answer["error"]["type"] == "OutcomeUnknown"
+    finally:
+        dying.close()

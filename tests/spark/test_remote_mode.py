@@ -121,3 +121,24 @@ def test_the_service_restarted_the_next_statement_succeeds(spark: Any, svc: Any,
     svc.serve.start()  # the same port; Spark is not restarted
     assert {r.partition for r in spark.sql(f"SHOW PARTITIONS {svc.adm}.db.people").collect()} >= \
         {"region=EU", "region=US"}
+
+
+def test_the_service_killed_mid_commit(spark: Any, svc: Any) -> None:
+    """kill -9 while a write's commit is on its way: the statement fails naming the write id, nothing of
+    it is registered (its files are kept, unread), and after a restart the next statement succeeds."""
+    from remote_service import KillingProxy
+
+    proxy = KillingProxy(svc.serve, "/commit_write")
+    try:
+        cat = remote_catalog(spark, _name("rkill"), proxy.url, svc.tokens["admin"][1], svc.warehouse)
+        before = spark.sql(f"SELECT count(*) AS n FROM {cat}.db.people").collect()[0].n
+        with pytest.raises(Exception, match=r"write id [0-9a-zA-Z_-]+\) may or may not have been registered: .*"
+                                             r"OutcomeUnknown: ushas service at http://127.0.0.1:[0-9]+ unreachable"):
+            spark.sql(f"INSERT INTO {cat}.db.people VALUES (7, 'gus', '777-77-7777', 'EU')")
+        assert proxy.killed == 1
+        svc.serve.start()
+        assert spark.sql(f"SELECT count(*) AS n FROM {cat}.db.people").collect()[0].n == before  # not half-written
+        spark.sql(f"INSERT INTO {cat}.db.people VALUES (8, 'hal', '888-88-8888', 'EU')")
+        assert spark.sql(f"SELECT count(*) AS n FROM {cat}.db.people").collect()[0].n == before + 1
+    finally:
+        proxy.close()

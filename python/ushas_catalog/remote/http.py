@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..errors import InvalidArgument, ServiceUnreachable
+from ..errors import InvalidArgument, OutcomeUnknown, ServiceUnreachable
 
 #: the header carrying how long the caller still waits (ms): the service's deadline, on its own clock
 TIMEOUT_HEADER = "X-Ushas-Timeout-Ms"
@@ -131,12 +131,14 @@ class Client:
                 data = response.read()
             except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError) as exc:
                 self._drop(ep)
-                if reused and attempt == 0:
-                    continue
-                raise ServiceUnreachable(f"ushas service at {ep.url} unreachable: {_why(exc)}") from None
+                if reused and attempt == 0 and isinstance(exc, http.client.RemoteDisconnected):
+                    continue  # an idle keep-alive connection the service had closed: the request never got in
+                raise OutcomeUnknown(f"ushas service at {ep.url} unreachable: {_why(exc)} (the request was sent; "
+                                     f"the service gave no answer)") from None
             except (OSError, http.client.HTTPException) as exc:
                 self._drop(ep)
-                raise ServiceUnreachable(f"ushas service at {ep.url} unreachable: {_why(exc, timeout)}") from None
+                raise OutcomeUnknown(f"ushas service at {ep.url} unreachable: {_why(exc, timeout)} (the request "
+                                     f"was sent; the service gave no answer)") from None
             if response.will_close:
                 self._drop(ep)
             return response.status, data

@@ -22,7 +22,7 @@ import tempfile
 import traceback
 from typing import Any, Callable
 
-from ..errors import BridgeError, CallAbandoned, UshasError
+from ..errors import BridgeError, CallAbandoned, OutcomeUnknown, UshasError
 from ..kv import deadline
 from . import remote, shares
 from .authorization import run_op
@@ -79,6 +79,10 @@ def _answer(op: str, payload: str) -> str:
         if remote.is_remote((request.get("ctx") or {}).get("uri")):  # remote mode: the service answers
             return json.dumps(remote.forward(op, request), default=str)
         return json.dumps(dispatch(op, request), default=str)
+    except OutcomeUnknown as exc:
+        if op in remote.FENCED_COMMITS:
+            raise  # a failed call, not an answer: the shim asks what became of the write
+        return json.dumps({"error": exc.answer()})
     except UshasError as exc:
         return json.dumps({"error": exc.answer()})
     except Exception as exc:  # noqa: BLE001 - anything else: a clear error, the trace on the bridge's stderr

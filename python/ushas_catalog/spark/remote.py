@@ -24,6 +24,10 @@ from ..remote.http import CLIENT, Client, Endpoint, is_remote, resolve_token
 OPS_PATH = "/api/v1/catalog/ops/"
 #: seconds a call waits when its request carries no deadline
 DEFAULT_TIMEOUT_S = 60.0
+#: the fenced commits: when the service may have taken one and gave no answer, the shim must not read an
+#: error answer (it would remove the write's files as never registered) but a failed call, after which it
+#: asks what became of the write (``abort_write``) and otherwise names the write id
+FENCED_COMMITS = frozenset({"commit_write", "commit_staged"})
 #: the catalog options remote mode refuses: the service decides who calls and always checks
 REFUSED_OPTIONS = ("user", "authorization")
 
