@@ -219,3 +219,42 @@ def test_a_commit_the_service_may_have_taken_is_a_failed_call_not_an_answer(svc:
         assert answer["error"]["type"] == "OutcomeUnknown"
     finally:
         dying.close()
+
+
+def test_many_clients_at_once(svc: Live) -> None:
+    """8 clients (threads, each its own keep-alive connection) create and fill their own tables and read each
+    other's at once: every call answers, nothing is lost."""
+    import threading
+
+    admin = svc.tokens["admin"][1]  # type: ignore[attr-defined]
+    assert "catalog" in remote.forward("open", shim_request(svc, admin))
+    assert remote.forward("create_namespace", {**shim_request(svc, admin), "namespace": ["many"]}) == {}
+    errors: list[str] = []
+
+    def client(i: int) -> None:
+        try:
+            base = {**shim_request(svc, admin), "namespace": ["many"], "name": f"t{i}"}
+            schema = json.dumps({"type": "struct", "fields": [
+                {"name": "id", "type": "integer", "nullable": True, "metadata": {}},
+                {"name": "dt", "type": "string", "nullable": True, "metadata": {}}]})
+            made = remote.forward("create_table", {**base, "schema": schema, "properties": {"provider": "parquet"},
+                                                   "partitioning": [{"transform": "identity", "columns": ["dt"]}]})
+            assert "table" in made, made
+            for round_ in range(5):
+                added = remote.forward("add_partitions", {**base, "partitions": [
+                    {"values": {"dt": f"{round_}-{k}"}, "properties": {}} for k in range(20)]})
+                assert "error" not in added, added
+                other = remote.forward("relation_exists", {**base, "name": f"t{(i + 1) % 8}", "kind": "table"})
+                assert "exists" in other, other
+        except Exception as exc:  # reported below
+            errors.append(f"client {i}: {exc}")
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert errors == []
+    for i in range(8):
+        parts = remote.forward("list_partitions", {**shim_request(svc, admin), "namespace": ["many"], "name": f"t{i}"})
+        assert len(parts["rows"]) == 100, parts
