@@ -62,6 +62,9 @@ def test_the_catalog_works_through_the_service(spark: Any, svc: Any) -> None:
         {"region=EU", "region=US"}
     spark.sql(f"INSERT INTO {svc.adm}.db.people VALUES (4, 'dan', '444-55-6666', 'APAC')")
     assert spark.sql(f"SELECT count(*) AS n FROM {svc.adm}.db.people WHERE region = 'APAC'").collect()[0].n == 0
+    # df.lineage() works unchanged: resolved in the driver, the remote catalog's table as the source
+    text = str(spark.table(f"{svc.adm}.db.people").selectExpr("upper(name) AS who").lineage())
+    assert "who" in text and "people" in text and "name" in text, text
     # the service recorded the write as the token's user
     ms = Metastore.open(svc.uri, create=False)
     try:
