@@ -104,3 +104,14 @@ def test_open_refuses_local_identity_and_an_unreachable_service(svc: Live) -> No
         Metastore.open(url, token=svc.tokens["admin"])  # type: ignore[attr-defined]
     with pytest.raises(AttributeError, match="needs the store itself"):
         remote(svc, "admin").run(lambda tr: None)
+
+
+def test_a_remote_metastore_has_exactly_the_methods_the_service_offers() -> None:
+    from ushas_catalog.remote.metastore import SERVED, RemoteMetastore
+    from ushas_catalog.service.metastore_call_api import offered_methods
+
+    assert SERVED == offered_methods()
+    public = {n for n in dir(Metastore) if not n.startswith("_") and callable(getattr(Metastore, n))}
+    assert SERVED <= public  # the embedded API's own names
+    assert all(callable(RemoteMetastore.__dict__[n]) for n in SERVED)
+    assert "run" not in RemoteMetastore.__dict__ and not hasattr(RemoteMetastore, "metadata")

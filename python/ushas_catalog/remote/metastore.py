@@ -1,6 +1,6 @@
 """``Metastore.open("http(s)://host:port", token=...)``: the metastore API served by ``ushas serve``
 (docs/service.md, "Remote mode"). The same public methods as the embedded :class:`~ushas_catalog.metastore.Metastore`
-(each one HTTP call, ``POST /api/v1/metastore/call``: the service runs the embedded method as the token's
+(:data:`SERVED`, each one HTTP call, ``POST /api/v1/metastore/call``: the service runs the embedded method as the token's
 user, authorization on), the same values back (:mod:`.wire`) and the same exceptions (by type name, with
 their message and details). What needs the store itself — ``run`` (raw transactions), ``db``, the
 ``metadata`` / ``objects`` / ``shares`` sub-APIs — is not offered: ``AttributeError`` names it.
@@ -16,9 +16,23 @@ from .http import CLIENT, Client, Endpoint, resolve_token
 
 CALL_PATH = "/api/v1/metastore/call"
 DEFAULT_TIMEOUT_S = 60.0
-#: what a remote metastore never offers (the store itself)
-LOCAL_ONLY = frozenset({"run", "db", "layout", "resolver", "hooks", "metadata", "objects", "shares", "big",
-                        "project_path", "commit", "partition_record", "more_paths", "open"})
+#: the embedded Metastore's public methods a remote one has: exactly those the service offers
+#: (``service.metastore_call_api.offered``: the ones authorization checks; a test keeps the two equal)
+SERVED: frozenset[str] = frozenset({"add_partitions", "alter_catalog", "alter_database", "alter_table", "alter_view",
+    "caller", "catalog_exists", "create_branch", "create_catalog", "create_database", "create_function",
+    "create_role", "create_table", "create_view", "database_exists", "drop_branch", "drop_catalog",
+    "drop_column_mask", "drop_database", "drop_function", "drop_partitions", "drop_project", "drop_role",
+    "drop_row_filter", "drop_table", "drop_view", "ensure_catalog", "evolve_view_schema", "forget_garbage",
+    "function_exists", "function_history", "garbage", "get_catalog", "get_database", "get_function", "get_partition",
+    "get_table", "get_view", "grant", "grant_role", "grants", "history", "list_branches", "list_catalogs",
+    "list_databases", "list_dropped_catalogs", "list_dropped_databases", "list_dropped_tables", "list_functions",
+    "list_partition_keys", "list_partitions", "list_relations", "list_tables", "list_views", "may", "merge_branch",
+    "partition_tag_stats", "partitions_by_tag", "principals_of", "purge_catalog", "purge_database",
+    "purge_functions", "purge_table", "rename_table", "rename_view", "replace_partitions", "replace_table",
+    "restore_table", "revoke", "revoke_role", "roles", "scan_partitions", "search", "set_column_mask",
+    "set_partition_tags", "set_row_filter", "set_statistics", "stats", "table_data_files", "table_exists",
+    "tag_entries", "touch_table", "undrop_catalog", "undrop_database", "undrop_function", "undrop_table",
+    "unset_partition_tags", "view_exists", "write_table_files"})
 
 
 def error_from(answer: dict[str, Any]) -> UshasError:
@@ -101,19 +115,25 @@ class RemoteMetastore:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def __getattr__(self, name: str) -> Callable[..., Any]:
-        if name.startswith("_") or name in LOCAL_ONLY:
-            raise NotServed(f"{name!r} is not available on a metastore served by a catalog service (it needs the "
-                            f"store itself: run this with the store's own URI)")
-
-        def method(*args: Any, **kwargs: Any) -> Any:
-            return self.call(name, *args, **kwargs)
-
-        method.__name__ = name
-        return method
+    def __getattr__(self, name: str) -> Any:
+        raise NotServed(f"{name!r} is not available on a metastore served by a catalog service (it needs the "
+                        f"store itself: run this with the store's own URI)")
 
     def __repr__(self) -> str:
         return f"RemoteMetastore({self.endpoint.url!r}, project={self.project!r})"
+
+
+def _served(name: str) -> Callable[..., Any]:
+    def method(self: RemoteMetastore, *args: Any, **kwargs: Any) -> Any:
+        return self.call(name, *args, **kwargs)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"``Metastore.{name}``, run by the catalog service as the token's user."
+    return method
+
+
+for _name in SERVED:
+    setattr(RemoteMetastore, _name, _served(_name))
 
 
 def refuse_local_options(user: str | None, authorization: bool, root_prefix: bytes) -> None:

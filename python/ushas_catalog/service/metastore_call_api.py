@@ -34,6 +34,11 @@ REFUSED = frozenset({"changes"})
 MAX_ITEMS = 1_000_000
 
 
+def offered_methods() -> frozenset[str]:
+    """Every metastore method the service offers (``RemoteMetastore.SERVED`` is the same list)."""
+    return frozenset((set(RULES) | SELF_CHECKED) - REFUSED)
+
+
 def offered(method: str, access: str) -> None:
     """Refuses a method the service does not offer, or that ``access`` may not call."""
     if method in REFUSED or (method not in RULES and method not in SELF_CHECKED) or method.startswith("_"):
@@ -93,4 +98,4 @@ def register(bp: Blueprint, state: ServiceState) -> None:
             return json_response({"error": BridgeError(state.redact(f"{type(exc).__name__}: {exc}")).to_json()}, 500)
 
 
-__all__ = ["offered", "register"]
+__all__ = ["offered", "offered_methods", "register"]
