@@ -77,7 +77,7 @@ def _answer(op: str, payload: str) -> str:
 
             return json.dumps(actions.receive(REGISTRY.lineage(), request))
         if remote.is_remote((request.get("ctx") or {}).get("uri")):  # remote mode: the service answers
-            return json.dumps(remote.forward(op, request), default=str)
+            return remote.forward_text(op, request)
         return json.dumps(dispatch(op, request), default=str)
     except OutcomeUnknown as exc:
         if op in remote.FENCED_COMMITS:

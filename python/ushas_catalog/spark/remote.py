@@ -50,6 +50,13 @@ _PRIVATE_CTX = ("remote", "user", "user_source", "authorization")
 
 def forward(op: str, request: dict[str, Any], client: Client | None = None) -> dict[str, Any]:
     """One shim request of a remote catalog, answered by the service (errors as answers, unchanged)."""
+    answer = json.loads(forward_text(op, request, client))
+    return dict(answer)
+
+
+def forward_text(op: str, request: dict[str, Any], client: Client | None = None) -> str:
+    """:func:`forward`'s answer as the JSON text the service sent (what the bridge hands the shim: an answer
+    of 10,000 partitions is not parsed and written again here). A non-200 answer must be a JSON error."""
     ctx = dict(request.get("ctx") or {})
     ep = Endpoint.parse(str(ctx["uri"]))
     refused_options(ctx)
@@ -65,16 +72,17 @@ def forward(op: str, request: dict[str, Any], client: Client | None = None) -> d
     body.pop("deadline_ms", None)  # the service's deadline comes from TIMEOUT_HEADER, on its own clock
     status, data = (client or CLIENT).post(ep, OPS_PATH + quote(op, safe=""), token,
                                            json.dumps(body, default=str).encode(), timeout)
+    text = data.decode("utf-8", errors="replace")
+    if status == 200 and text.startswith("{"):
+        return text
     try:
-        answer = json.loads(data)
+        answer = json.loads(text)
     except ValueError:
         answer = None
-    if not isinstance(answer, dict):
+    if not isinstance(answer, dict) or "error" not in answer:
         raise BridgeError(f"the ushas service at {ep.url} answered '{op}' with HTTP {status} and no JSON answer "
                           f"(is it an ushas service?)")
-    if status != 200 and "error" not in answer:
-        raise BridgeError(f"the ushas service at {ep.url} answered '{op}' with HTTP {status}")
-    return answer
+    return text
 
 
-__all__ = ["forward", "is_remote", "OPS_PATH"]
+__all__ = ["forward", "forward_text", "is_remote", "OPS_PATH"]
