@@ -18,6 +18,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("ushas_catalog.spark.jar",),                                 # the shim's jar: javac and the error table
     ("ushas_catalog.records",),                                   # the protobuf messages (generated)
     ("ushas_catalog.model",),                                     # values: names, schemas, partitions
+    ("ushas_catalog.remote",),                                    # remote mode: HTTP client, codec, remote metastore
     ("ushas_catalog.kv",),                                        # engines
     ("ushas_catalog.keyspace", "ushas_catalog.records.store"),    # the layout, typed record stores
     ("ushas_catalog.data",),                                      # the data path

@@ -804,14 +804,26 @@ class CaptureHub:
         self._captures: dict[tuple[str, str], LineageCapture] = {}
 
     def capture(self, uri: str, project: str, catalogs: Mapping[str, str] | None = None,
-                source: str = "") -> LineageCapture:
+                source: str = "", *, remote: Mapping[str, Any] | None = None,
+                spark_catalog: str | None = None) -> LineageCapture:
+        """The capture of one store; an ``http(s)://`` uri (remote mode) stores through the catalog service
+        with the lineage catalog's token (``remote``: its context's token options)."""
+        from ushas_catalog.remote.http import is_remote
+
         key = (uri, project)
         with self._lock:
             found = self._captures.get(key)
             if found is None:
                 mapping = dict(catalogs or {})
-                found = LineageCapture(lambda: self._opener(uri, project, mapping), self.settings,
-                                       source=source)
+                opener: Callable[[], Any] = lambda: self._opener(uri, project, mapping)  # noqa: E731
+                if is_remote(uri):
+                    from ushas_catalog.remote.http import resolve_token
+
+                    from .remote_store import RemoteLineageStore
+
+                    token = resolve_token(dict(remote or {}), spark_catalog or "")
+                    opener = lambda: RemoteLineageStore(uri, token, project, mapping)  # noqa: E731
+                found = LineageCapture(opener, self.settings, source=source)
                 self._captures[key] = found
             return found
 
@@ -834,7 +846,8 @@ class CaptureHub:
         ev = d.get("event")
         catalogs = ev.get("catalogs") if isinstance(ev, Mapping) else None
         source = str(ev.get("application_id", "")) if isinstance(ev, Mapping) else str(d.get("source", ""))
-        capture = self.capture(uri, project, catalogs, source)
+        capture = self.capture(uri, project, catalogs, source, remote=store.get("remote"),
+                               spark_catalog=store.get("spark_catalog"))
         if "openlineage" in d or ev is not None:
             try:
                 capture.set_openlineage(d.get("openlineage"), f"ushas/{project}")

@@ -345,6 +345,22 @@ class StoreNotFound(StoreUnavailable):
     """A command that only reads named a store that does not exist (nothing was created)."""
 
 
+class ServiceUnreachable(StoreUnavailable):
+    """Remote mode: the catalog service (``ushas serve``) at the catalog's ``http(s)://`` URI could not be
+    reached or did not answer in time (docs/service.md, "Remote mode")."""
+
+
+class OutcomeUnknown(ServiceUnreachable):
+    """Remote mode: the request was sent (or may have been) and the service gave no answer: whether it
+    applied it is unknown. For a fenced write's commit the shim then asks what became of the write
+    (``abort_write``) and, when it cannot, names the write id."""
+
+
+class NotServed(InvalidArgument, AttributeError):
+    """Remote mode: something only the store itself has (raw transactions, the lineage store, the metadata
+    sub-API), asked of a metastore served by the catalog service: use the embedded store's URI for it."""
+
+
 class StoreReadOnly(StoreUnavailable):
     """A write to a store that is open read-only (its file or directory is not writable)."""
 

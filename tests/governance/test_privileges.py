@@ -156,3 +156,21 @@ def test_versioned_objects_are_checked_on_their_database(admin: Metastore, store
     admin.grant("MODIFY", ("c", "db"), "user:bob")
     assert bob.objects.add_version("c.db.model", "/m/1").created_by == "bob"
     assert admin.objects.versions("c.db.model")[0].version == 1
+
+
+@pytest.mark.parametrize("name", ["c.db.t", ("c", "db", "t"), "TableName", "c.db", "DatabaseName", "c", "CatalogName"])
+def test_a_name_object_is_checked_as_the_name_it_is(admin: Metastore, store_uri: str, name: Any) -> None:
+    """``history(TableName(...))`` is checked on that table (not on a catalog named like the table), and a
+    ``DatabaseName`` / ``CatalogName`` works as its text does."""
+    from ushas_catalog.model.names import CatalogName, DatabaseName, TableName
+
+    parse = {"TableName": lambda: TableName.parse("c.db.t"), "DatabaseName": lambda: DatabaseName.parse("c.db"),
+             "CatalogName": lambda: CatalogName.parse("c")}
+    target = parse[name]() if isinstance(name, str) and name in parse else name
+    shown = {3: "table c.db.t", 2: "database c.db", 1: "catalog c"}
+    parts = 3 if name in ("c.db.t", ("c", "db", "t"), "TableName") else 2 if name in ("c.db", "DatabaseName") else 1
+    bob = as_user(store_uri, "bob")
+    refused(lambda: bob.history(target), "SELECT", shown[parts])
+    admin.grant("SELECT", {3: "c.db.t", 2: "c.db", 1: "c"}[parts], "user:bob")
+    assert bob.history(target)
+    bob.close()

@@ -44,6 +44,7 @@ def _conf_lines(text: str) -> list[tuple[str, str, bool]]:
 def test_option_list_matches_the_java_sources() -> None:
     catalog = _java("UshasCatalog.java")
     read = set(re.findall(r'options\.(?:get|getOrDefault)\("([^"]+)"', catalog))
+    read |= set(re.findall(r'option\.apply\("([^"]+)"\)', _java("RemoteOptions.java")))  # remote mode
     bridge = _java("Bridge.java")
     read |= set(re.findall(r'option\.apply\("([^"]+)"\)', bridge))
     legacy = {}

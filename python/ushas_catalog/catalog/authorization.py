@@ -46,8 +46,14 @@ OBJECT = "object"
 def object_name(value: Any) -> Any:
     """The catalog / database / table part of a metadata target (a name, its parts, or a resolved
     ``ObjectRef``): a column's object is its table."""
-    from ..model.names import split_name
+    from ..model.names import CatalogName, DatabaseName, TableName, split_name
 
+    if isinstance(value, TableName):  # a name object: its parts (its ``name`` is only the last one)
+        return (value.catalog, value.database, value.name)
+    if isinstance(value, DatabaseName):
+        return (value.catalog, value.database)
+    if isinstance(value, CatalogName):
+        return (value.catalog,)
     if isinstance(value, str):
         parts = split_name(value)
     elif isinstance(value, (list, tuple)):

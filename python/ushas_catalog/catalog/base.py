@@ -50,12 +50,21 @@ class MetastoreBase:
     @classmethod
     def open(cls: type[T], uri: str, project: str = "default", *, root_prefix: bytes = b"",
              user: str | None = None, create: bool = True, authorization: bool = False,
-             branch: str | None = None) -> T:
+             branch: str | None = None, token: str | None = None) -> T:
         """The metastore of ``project`` in the store at ``uri``. ``create=False`` (what every
         read-only caller passes: CLI reads, the UI) never creates a store: a missing one is
         ``StoreNotFound``. Opening never waits for another process's write; a store whose file
         is not writable opens read-only (its writes are ``StoreReadOnly``). ``branch``: the metastore on
-        that branch of the catalogs it touches (docs/branches.md; None or ``main``: the catalogs themselves)."""
+        that branch of the catalogs it touches (docs/branches.md; None or ``main``: the catalogs themselves).
+        ``uri`` ``http(s)://host:port``: the metastore the catalog service (``ushas serve``) serves, as the
+        user of ``token`` (default ``USHAS_TOKEN``), every call checked (:mod:`ushas_catalog.remote.metastore`)."""
+        from ..remote.http import is_remote
+
+        if is_remote(uri):
+            from ..remote.metastore import RemoteMetastore, refuse_local_options
+
+            refuse_local_options(user, authorization, root_prefix)
+            return cast(T, RemoteMetastore.open(uri, project, token=token, branch=branch))
         layout = DEFAULT_LAYOUT if not root_prefix else Layout(prefix=root_prefix)
         ms = cls(open_database(uri, create=create), project, layout=layout, user=user,  # type: ignore[call-arg]
                  authorization=authorization)

@@ -18,7 +18,7 @@ import os
 import sys
 from typing import NoReturn, Sequence
 
-from ..errors import UshasError
+from ..errors import NotServed, UshasError
 from .arguments import parse_checked
 from .context import Context
 
@@ -44,12 +44,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="ushas", description="Ushas Catalog: metastore, lineage and discovery for Spark")
     parser.add_argument("--uri", default=os.environ.get("USHAS_URI", DEFAULT_URI),
                         help="store URI: sqlite:///path/ushas.db, fdb:///path/fdb.cluster or "
-                             "postgresql://user@host:port/dbname (env USHAS_URI)")
+                             "postgresql://user@host:port/dbname, or the catalog service: http(s)://host:port "
+                             "with --token (env USHAS_URI)")
     parser.add_argument("--project", default=os.environ.get("USHAS_PROJECT", "default"),
                         help="tenant project (env USHAS_PROJECT, default 'default')")
     parser.add_argument("--json", action="store_true", help="machine-readable output on every read")
     parser.add_argument("--user", default=os.environ.get("USHAS_USER") or None,
                         help="call as this user, with authorization on (env USHAS_USER; docs/governance.md)")
+    parser.add_argument("--token", default=None,
+                        help="with an http(s):// --uri (the catalog service, ushas serve): its token (default: env "
+                             "USHAS_TOKEN); the token's user is who calls (docs/service.md)")
     parser.add_argument("--branch", default=os.environ.get("USHAS_BRANCH", "main"),
                         help="read and write this branch of the catalogs (env USHAS_BRANCH, default main; "
                              "docs/branches.md)")
@@ -75,6 +79,19 @@ def split_json_flag(argv: Sequence[str]) -> tuple[list[str], bool]:
     return [a for i, a in enumerate(args) if i >= end or a != "--json"], found
 
 
+#: the commands that work on the store itself (its files, its lineage store, its tokens, its feed): not
+#: through the catalog service (``--uri http(s)://...``)
+STORE_COMMANDS = frozenset({"check", "serve", "ui", "init", "demo", "import-hive", "repair", "repair-counter",
+                            "repair-pending", "keyspace", "tokens", "changes", "lineage", "hooks", "write", "writes",
+                            "purge", "meta", "objects", "shares"})
+
+
+def refuse_store_command(command: str) -> None:
+    if command in STORE_COMMANDS:
+        raise NotServed(f"'ushas {command}' works on the store itself, not through the catalog service: run it "
+                        f"with the store's own URI, on the service's host")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     from .store_cmds import route_counter
@@ -86,12 +103,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_checked(parser, argv)  # bad bytes or numbers: one line, exit 2
     ctx = Context(uri=args.uri, project=args.project, json=bool(args.json or json_flag),
                   create=bool(getattr(args, "creates_store", False)), user=args.user,
-                  branch=args.branch)
+                  branch=args.branch, token=args.token)
     try:
         from .grant_cmds import command_scope
 
+        if ctx.remote:
+            refuse_store_command(str(args.command))
         with command_scope(ctx, args):  # --user: the commands that read outside checked calls
-            rc = args.func(ctx, args)
+            try:
+                rc = args.func(ctx, args)
+            except AttributeError as exc:  # a command reaching for the store through a served metastore
+                if not ctx.remote:
+                    raise
+                raise NotServed(f"'ushas {args.command}' needs the store itself ({exc}): run it with the store's "
+                                f"own URI, on the service's host") from None
         return int(rc or 0)
     except UshasError as exc:
         print(f"ushas: {exc.type}: {exc.message}", file=sys.stderr)

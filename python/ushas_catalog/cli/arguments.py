@@ -110,7 +110,7 @@ __all__ = ["INT_MIN", "INT_MAX", "shown", "text_problem", "number_problem", "che
 
 
 #: global options that take a value (their value is not the subcommand)
-GLOBAL_VALUED = ("--uri", "--project", "--user")
+GLOBAL_VALUED = ("--uri", "--project", "--user", "--token")
 
 
 def route_subcommand_flag(argv: list[str], command: str, flag: str, to: str) -> list[str]:

@@ -22,6 +22,8 @@ class Context:
     user: str | None = None
     #: ``--branch``: the branch of the catalogs every command reads and writes (docs/branches.md)
     branch: str = "main"
+    #: ``--token``: the catalog service's token, with an ``http(s)://`` uri (default ``USHAS_TOKEN``)
+    token: str | None = None
     _metastore: Any = field(default=None, repr=False)
 
     @property
@@ -29,12 +31,23 @@ class Context:
         if self._metastore is None:
             from ..metastore import Metastore
 
+            branch = None if self.branch == "main" else self.branch
+            if self.remote:  # the catalog service: the token's user calls, always checked
+                self._metastore = Metastore.open(self.uri, project=self.project, user=self.user,
+                                                 token=self.token, branch=branch)
+                return self._metastore
             self._metastore = Metastore.open(self.uri, project=self.project, create=self.create, user=self.user,
-                                             authorization=self.user is not None,
-                                             branch=None if self.branch == "main" else self.branch)
+                                             authorization=self.user is not None, branch=branch)
             if self._metastore.created:
                 print(f"ushas: created a new store at {self.uri}", file=sys.stderr)
         return self._metastore
+
+    @property
+    def remote(self) -> bool:
+        """Whether ``uri`` names the catalog service (``http(s)://``) rather than a store."""
+        from ..remote.http import is_remote
+
+        return is_remote(self.uri)
 
     def close(self) -> None:
         if self._metastore is not None:

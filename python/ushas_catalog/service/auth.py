@@ -32,6 +32,12 @@ MAX_SESSIONS = 10_000
 SESSION_TTL_S = 12 * 3600
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 OPEN_PATHS = frozenset({API_PREFIX + "/info", API_PREFIX + "/openapi.json", API_PREFIX + "/session"})
+#: the Spark shim's op table over HTTP (remote mode): bearer tokens only, never a browser session
+CATALOG_OPS = API_PREFIX + "/catalog/ops/"
+#: the metastore API over HTTP (Metastore.open("http://..."), ushas --uri http://...): the same rule
+METASTORE_CALL = API_PREFIX + "/metastore/call"
+#: a remote-mode Spark driver's lineage capture (lineage.remote_store): the same rule
+LINEAGE_INGEST = API_PREFIX + "/catalog/lineage"
 
 
 def request_user() -> str | None:
@@ -64,6 +70,7 @@ class AccessControl:
         if info is None:
             return None
         g.ushas_user = info.name or f"token:{info.id}"
+        g.ushas_access = info.access
         return info.access
 
     def session(self) -> Session | None:
@@ -109,6 +116,12 @@ class AccessControl:
     def _check(self) -> None:
         path = request.path
         if path in OPEN_PATHS:
+            return
+        if path.startswith(CATALOG_OPS) or path in (METASTORE_CALL, LINEAGE_INGEST):  # remote mode: a bearer token always (its user is the caller)
+            if not request.headers.get("Authorization"):
+                raise Unauthorized("the catalog ops need a token: Authorization: Bearer <token> "
+                                   "(ushas tokens create)")
+            self.identify()  # a bad or revoked token: 401; a read token's ops are limited by the endpoint
             return
         write = request.method in WRITE_METHODS
         access, session = self.identify()

@@ -22,9 +22,9 @@ import tempfile
 import traceback
 from typing import Any, Callable
 
-from ..errors import BridgeError, CallAbandoned, UshasError
+from ..errors import BridgeError, CallAbandoned, OutcomeUnknown, UshasError
 from ..kv import deadline
-from . import shares
+from . import remote, shares
 from .authorization import run_op
 from .registry import REGISTRY
 
@@ -68,38 +68,53 @@ def handle(op: str, payload: str) -> str:
 
 
 def _answer(op: str, payload: str) -> str:
-    from . import ops as spark_ops
-
     try:
         request = json.loads(receive(payload))
+        if not isinstance(request, dict):
+            raise BridgeError("a bridge request is a JSON object")
         if op == "lineage.event":  # the lineage listener: queued, answered at once, no metastore lock
             from lineage import actions  # executions grouped into actions, then captured
 
             return json.dumps(actions.receive(REGISTRY.lineage(), request))
-        handler = spark_ops.OPS.get(op)
-        if handler is None:
-            raise BridgeError(f"unknown bridge operation {op!r}")
-        ctx = request.get("ctx") or {}
-        if not ctx.get("uri"):
-            raise BridgeError("the request carries no store uri")
-        opened = REGISTRY.get(ctx["uri"], ctx.get("project") or "default").on_branch(ctx.get("branch"))
-        with deadline.until(request.get("deadline_ms")):
-            # the caller's deadline bounds the wait for the store's lock too: an abandoned call ends
-            left = deadline.remaining()
-            if not opened.lock.acquire(timeout=-1 if left is None else max(0.0, left)):
-                raise CallAbandoned(f"the caller stopped waiting: '{op}' was abandoned while the calls before "
-                                    f"it on this store still ran")
-            try:
-                answer = shares.handle(opened, op, lambda ms, r: run_op(handler, op, ms, r),  # a share catalog:
-                                       request)  # its read-only view; run as the request's caller
-            finally:
-                opened.lock.release()
-        return json.dumps(answer, default=str)
+        if remote.is_remote((request.get("ctx") or {}).get("uri")):  # remote mode: the service answers
+            return remote.forward_text(op, request)
+        return json.dumps(dispatch(op, request), default=str)
+    except OutcomeUnknown as exc:
+        if op in remote.FENCED_COMMITS:
+            raise  # a failed call, not an answer: the shim asks what became of the write
+        return json.dumps({"error": exc.answer()})
     except UshasError as exc:
         return json.dumps({"error": exc.answer()})
     except Exception as exc:  # noqa: BLE001 - anything else: a clear error, the trace on the bridge's stderr
         traceback.print_exc(file=sys.stderr)
         return json.dumps({"error": {"type": "BridgeError", "message": f"{type(exc).__name__}: {exc}"}})
+
+
+def dispatch(op: str, request: dict[str, Any]) -> dict[str, Any]:
+    """One shim request (parsed) run by its op's handler on the store its ``ctx`` names, as the caller
+    its ``ctx`` names: the local bridge's path, and the catalog service's (``ushas serve`` rewrites
+    ``ctx`` to its own store and the token's user first: :mod:`ushas_catalog.service.catalog_ops_api`)."""
+    from . import ops as spark_ops
+
+    handler = spark_ops.OPS.get(op)
+    if handler is None:
+        raise BridgeError(f"unknown bridge operation {op!r}")
+    ctx = request.get("ctx") or {}
+    if not ctx.get("uri"):
+        raise BridgeError("the request carries no store uri")
+    opened = REGISTRY.get(ctx["uri"], ctx.get("project") or "default").on_branch(ctx.get("branch"))
+    with deadline.until(request.get("deadline_ms")):
+        # the caller's deadline bounds the wait for the store's lock too: an abandoned call ends
+        left = deadline.remaining()
+        if not opened.lock.acquire(timeout=-1 if left is None else max(0.0, left)):
+            raise CallAbandoned(f"the caller stopped waiting: '{op}' was abandoned while the calls before "
+                                f"it on this store still ran")
+        try:
+            answer: dict[str, Any] = shares.handle(opened, op, lambda ms, r: run_op(handler, op, ms, r),
+                                                   request)  # a share catalog: its read-only view; as the caller
+        finally:
+            opened.lock.release()
+    return answer
 
 
 class Backend:

@@ -31,7 +31,11 @@ class SparkOption:
 #: ``spark.sql.catalog.<name>.<key>`` options the shim reads (UshasCatalog.initialize, Bridge.BridgeOptions,
 #: and the ``cache.*`` options it hands to Python's CacheSettings)
 CATALOG_OPTIONS: tuple[SparkOption, ...] = (
-    SparkOption("uri", None, "the store: sqlite:///path/ushas.db or fdb:///path/fdb.cluster (required)"),
+    SparkOption("uri", None, "the store: sqlite:///path/ushas.db or fdb:///path/fdb.cluster, or the catalog "
+                            "service: http(s)://host:port (required)"),
+    SparkOption("token", None, "remote mode (an http(s):// uri): the service's token (default: .token-file, "
+                               "then the USHAS_TOKEN environment variable; docs/service.md)"),
+    SparkOption("token-file", None, "remote mode: a file holding the service's token"),
     SparkOption("project", "default", "the tenant project"),
     SparkOption("catalog", None, "the metastore catalog (default: the Spark catalog name)"),
     SparkOption("branch", "main", "the branch of the metastore catalog this Spark catalog reads and writes "

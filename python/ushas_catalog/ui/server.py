@@ -32,6 +32,8 @@ CHANNEL_TIMEOUT = 30
 THREADS = 8
 #: open connections at most (more wait in the listen backlog)
 CONNECTION_LIMIT = 1000
+#: the largest request body (bytes): a remote Spark write's commit names every file it wrote
+MAX_BODY = 64 << 20
 #: seconds requests in flight get to finish at shutdown
 SHUTDOWN_GRACE = 5
 #: seconds between looks at the stop flag (SIGTERM, :meth:`Service.stop`)
@@ -143,7 +145,7 @@ class Service:
                                     threads=threads, channel_timeout=channel_timeout,
                                     cleanup_interval=max(1, min(10, channel_timeout)),
                                     connection_limit=CONNECTION_LIMIT, max_request_header_size=65536,
-                                    max_request_body_size=1 << 20, expose_tracebacks=False, ident="ushas",
+                                    max_request_body_size=MAX_BODY, expose_tracebacks=False, ident="ushas",
                                     clear_untrusted_proxy_headers=True)
         self._stopping = threading.Event()
         #: the change hooks' delivery worker (ushas_catalog.hooks), a thread from run() to close()

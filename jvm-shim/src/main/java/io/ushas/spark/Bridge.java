@@ -185,7 +185,7 @@ public final class Bridge {
                 dropIfDead(b);
                 Throwable cause = e.getCause();
                 throw new Errors.UshasBridgeException("Ushas catalog: the Python bridge failed on '" + op + "': "
-                        + (cause == null ? e : cause).toString().lines().findFirst().orElse("") + logTail(), cause);
+                        + reason(cause == null ? e : cause) + logTail(), cause);
             }
         }
         if (answer == null) {
@@ -194,6 +194,20 @@ public final class Bridge {
                     + logTail());
         }
         return answer;
+    }
+
+    /** One line saying why a call failed: a Python exception's own line (the last of its traceback, which
+     *  Py4J passes as the message), else the exception's first line. */
+    static String reason(Throwable t) {
+        String text = t.toString();
+        if (text.contains("Traceback (most recent call last)")) {
+            String last = "";
+            for (String line : text.lines().toList()) {
+                if (!line.isBlank()) last = line.strip();
+            }
+            return last;
+        }
+        return text.lines().findFirst().orElse("");
     }
 
     /** How often a waiting call checks that the backend is alive. */

@@ -63,7 +63,8 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces,
         String uri = options.get("uri");
         if (uri == null || uri.isBlank()) {
             throw Errors.invalidArgument("spark.sql.catalog." + name
-                    + ".uri is required (e.g. sqlite:///path/ushas.db or fdb:///etc/foundationdb/fdb.cluster)");
+                    + ".uri is required (e.g. sqlite:///path/ushas.db, fdb:///etc/foundationdb/fdb.cluster or the "
+                    + "catalog service's http(s)://host:port)");
         }
         context = Json.object();
         context.put("uri", uri);
@@ -78,6 +79,7 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces,
         hadoopConf = session.sessionState().newHadoopConf();
         context.put("warehouse", qualify(warehouse));
         Identity.describe(context, options, session);  // user, authorization (docs/governance.md)
+        RemoteOptions.describe(context, options);  // http(s):// uri: the service's token (docs/service.md)
         bridgeOptions = Bridge.BridgeOptions.of(name, options::get, k -> session.conf().get(k, null));
         // partitions written by Spark's file writer are registered by the commit protocol
         String protocol = session.conf().get(COMMIT_PROTOCOL_CONF, DEFAULT_COMMIT_PROTOCOL);

@@ -412,6 +412,8 @@ public final class UshasLineageListener extends SparkListener implements QueryEx
         ctx.put("project", project);
         String user = all.get(prefix + ".user");
         if (user != null && !user.isBlank()) ctx.put(Identity.USER, user);
+        ctx.put("spark_catalog", name);
+        RemoteOptions.describe(ctx, k -> all.get(prefix + "." + k));  // remote mode: the service's token
         ObjectNode catalogs = Json.object();
         for (String n : ushas.keySet()) {
             String p = "spark.sql.catalog." + n;

@@ -1,0 +1,232 @@
+"""Remote mode vs embedded, in one run: the Spark shim's own requests, answered by the bridge in this
+process (embedded) and forwarded to a ``ushas serve`` process on loopback (remote).
+
+    python bench/remote.py [--quick] [--rounds R] [--spark]
+
+One sqlite store; a table with P partitions (100,000; 10,000 with --quick) and one with 10,000 (2,000).
+Each operation is the request the shim sends for it (``ushas_catalog.spark.bridge.handle``, the entry
+point of both modes), so the difference is the transport and the service, not Spark's planning, which
+is the same in both modes:
+
+- ``loadTable``: ``load_table`` (a fresh answer: no ``known`` version);
+- ``SHOW PARTITIONS`` of 10,000: ``list_partitions``;
+- planning a one-partition query at P partitions: ``list_files`` with ``dt = <one value>``;
+- a 1,000-partition INSERT commit: ``commit_write`` of 1,000 new partitions, one file each (appends to a
+  fresh table per round, so every round commits the same amount).
+
+Embedded runs twice: as the store's administrator (no checks: the default) and as ``admin`` with
+authorization on (what remote mode always does), so the printed ratios separate the cost of the
+transport from the cost of the checks. With ``--spark``, the same operations through one Spark session
+with an embedded and a remote catalog over the same metastore catalog (the JVM's ``loadTable``, ``SHOW
+PARTITIONS``, a one-partition query, an ``INSERT`` of 1,000 partitions). Then 8 threads call ``load_table`` on the service at once for a
+few seconds: catalog calls per second. Prints medians and the ratios remote / embedded.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Any, Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def median_ms(fn: Callable[[], Any], rounds: int) -> float:
+    fn()  # warm: connections, caches, imports
+    times = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1000
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--rounds", type=int, default=0)
+    ap.add_argument("--spark", action="store_true", help="also through Spark: one session, an embedded and a "
+                                                           "remote catalog over the same store")
+    args = ap.parse_args()
+    big = 10_000 if args.quick else 100_000
+    show = 2_000 if args.quick else 10_000
+    rounds = args.rounds or (5 if args.quick else 9)
+
+    from ushas_catalog.metastore import Metastore
+    from ushas_catalog.service.tokens import TokenStore
+    from ushas_catalog.spark.bridge import handle
+
+    root = Path(tempfile.mkdtemp(prefix="ushas-bench-remote-"))
+    uri = f"sqlite:///{root / 'ushas.db'}"
+    warehouse = f"file:{root / 'warehouse'}"
+    proc = None
+    try:
+        ms = Metastore.open(uri)
+        ms.grant("OWN", "project", "user:admin")
+        ms.create_catalog("main")
+        ms.create_database("main.db")
+        for name, n in (("big", big), ("show", show)):
+            ms.create_table(f"main.db.{name}", "id INT, dt STRING", partition_by=["dt"])
+            for start in range(0, n, 10_000):
+                ms.add_partitions(f"main.db.{name}", [{"dt": f"d{i:07d}"} for i in range(start, min(n, start + 10_000))])
+        token = TokenStore(ms).create("write", "admin")[1]
+        ms.close()
+        print(f"store: {big:,} and {show:,} partitions ready", flush=True)
+
+        port = free_port()
+        log = open(root / "serve.log", "wb")
+        proc = subprocess.Popen([sys.executable, "-m", "ushas_catalog", "--uri", uri, "serve", "--port", str(port),
+                                 "--no-hooks"], stdout=log, stderr=subprocess.STDOUT,
+                                env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent / "python")})
+        url = f"http://127.0.0.1:{port}"
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(url + "/api/v1/info", timeout=1).read()
+                break
+            except OSError:
+                time.sleep(0.1)
+
+        def ctx(mode: str) -> dict[str, Any]:
+            base = {"project": "default", "catalog": "main", "spark_catalog": "bench", "branch": "main",
+                    "warehouse": warehouse}
+            if mode == "remote":
+                return {**base, "uri": url, "remote": {"token": token, "set": []}}
+            if mode == "checked":
+                return {**base, "uri": uri, "user": "admin", "authorization": True}
+            return {**base, "uri": uri}
+
+        def call(how: str, op: str, **fields: Any) -> dict[str, Any]:
+            request = {"ctx": ctx(how), "deadline_ms": int(time.time() * 1000) + 600_000, **fields}
+            answer = handle(op, json.dumps(request))
+            if answer.startswith("@"):
+                with open(answer[1:], encoding="utf-8") as f:
+                    text = f.read()
+                os.unlink(answer[1:])
+                answer = text
+            out = json.loads(answer)
+            if "error" in out:
+                raise RuntimeError(f"{how} {op}: {out['error']}")
+            return dict(out)
+
+        one = {"op": "eq", "column": "dt", "value": f"d{big // 2:07d}"}
+
+        def commit(mode: str) -> None:
+            name = f"w_{uuid.uuid4().hex[:8]}"
+            call(mode, "create_table", namespace=["db"], name=name, schema=json.dumps(
+                {"type": "struct", "fields": [{"name": "id", "type": "integer", "nullable": True, "metadata": {}},
+                                              {"name": "dt", "type": "string", "nullable": True, "metadata": {}}]}),
+                 partitioning=[{"transform": "identity", "columns": ["dt"]}], properties={"provider": "parquet"})
+            location = f"{warehouse}/db.db/{name}"
+            written = [{"path": f"dt=p{i:04d}", "files": [{"path": f"{location}/dt=p{i:04d}/part-0.parquet", "size": 100,
+                                                          "mtime": 1}],
+                        "existing": []} for i in range(1_000)]
+            call(mode, "commit_write", namespace=["db"], name=name, location=location, mode="append", filters=[],
+                 written=written, rows=1_000, write_id=str(uuid.uuid4()), base_version=1)
+
+        cases: list[tuple[str, Callable[[str], Any]]] = [
+            ("loadTable", lambda m: call(m, "load_table", namespace=["db"], name="big")),
+            (f"SHOW PARTITIONS ({show:,})", lambda m: call(m, "list_partitions", namespace=["db"], name="show")),
+            (f"plan 1 of {big:,} partitions", lambda m: call(m, "list_files", namespace=["db"], name="big", filter=one)),
+            ("INSERT commit, 1,000 partitions", commit),
+        ]
+        print(f"\n{'operation':<34}{'embedded':>11}{'checked':>11}{'remote':>11}{'remote/emb':>12}{'remote/chk':>12}")
+        for label, fn in cases:
+            ms_ = {m: median_ms(lambda m=m: fn(m), rounds) for m in ("embedded", "checked", "remote")}
+            print(f"{label:<34}{ms_['embedded']:>9.2f}ms{ms_['checked']:>9.2f}ms{ms_['remote']:>9.2f}ms"
+                  f"{ms_['remote'] / ms_['embedded']:>11.2f}x{ms_['remote'] / ms_['checked']:>11.2f}x", flush=True)
+
+        if args.spark:
+            spark_cases(url, token, root, big, show, max(3, rounds // 2))
+
+        # throughput: 8 clients at once, each its own keep-alive connection
+        stop = time.monotonic() + (3 if args.quick else 6)
+        counts = [0] * 8
+        errors: list[str] = []
+
+        def client(i: int) -> None:
+            try:
+                while time.monotonic() < stop:
+                    call("remote", "load_table", namespace=["db"], name="show")
+                    counts[i] += 1
+            except Exception as exc:  # noqa: BLE001 - reported below
+                errors.append(str(exc))
+
+        t0 = time.monotonic()
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        rate = sum(counts) / (time.monotonic() - t0)
+        print(f"\n8 concurrent clients (loadTable, remote): {rate:,.0f} catalog calls/s"
+              f"{'; errors: ' + errors[0] if errors else ''}")
+        return 0
+    finally:
+        if proc is not None:
+            proc.terminate()
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def spark_cases(url: str, token: str, root: Path, big: int, show: int, rounds: int) -> None:
+    """The same operations as Spark runs them, one local[2] session: ``emb`` (embedded, the default: no
+    checks) and ``rem`` (remote: the service, checked) over the same metastore catalog."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _spark import ushas_session
+
+    spark = ushas_session("bench-remote", root, conf={"spark.sql.catalog.ushas.catalog": "main"})
+    try:
+        for key, value in {"": "io.ushas.spark.UshasCatalog", ".uri": url, ".token": token, ".catalog": "main",
+                           ".warehouse": str(root / "warehouse")}.items():
+            spark.conf.set(f"spark.sql.catalog.rem{key}", value)
+        names = {"embedded": "ushas", "remote": "rem"}
+        jcat = {m: spark._jsparkSession.sessionState().catalogManager().catalog(c) for m, c in names.items()}
+        namespace = spark.sparkContext._gateway.new_array(spark._jvm.java.lang.String, 1)
+        namespace[0] = "db"
+        ident = spark._jvm.org.apache.spark.sql.connector.catalog.Identifier.of(namespace, "big")
+
+        def insert(m: str) -> None:
+            t = f"{names[m]}.db.i_{uuid.uuid4().hex[:8]}"
+            spark.sql(f"CREATE TABLE {t} (id BIGINT, dt STRING) USING parquet PARTITIONED BY (dt)")
+            spark.sql(f"INSERT INTO {t} SELECT id, concat('p', CAST(id AS STRING)) FROM range(1000)")
+
+        cases: list[tuple[str, Callable[[str], Any]]] = [
+            ("loadTable (JVM catalog call)", lambda m: jcat[m].loadTable(ident)),
+            (f"SHOW PARTITIONS ({show:,})", lambda m: spark.sql(f"SHOW PARTITIONS {names[m]}.db.show").collect()),
+            (f"1-partition query of {big:,}",
+             lambda m: spark.sql(f"SELECT * FROM {names[m]}.db.big WHERE dt = 'd{big // 2:07d}'").collect()),
+            ("INSERT of 1,000 partitions", insert),
+        ]
+        print(f"\nthrough Spark{'':<21}{'embedded':>11}{'remote':>11}{'remote/emb':>12}")
+        for label, fn in cases:
+            n = 1 if label.startswith("INSERT") else rounds
+            ms_ = {m: median_ms(lambda m=m: fn(m), n) for m in ("embedded", "remote")}
+            print(f"{label:<34}{ms_['embedded']:>9.2f}ms{ms_['remote']:>9.2f}ms"
+                  f"{ms_['remote'] / ms_['embedded']:>11.2f}x", flush=True)
+    finally:
+        spark.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

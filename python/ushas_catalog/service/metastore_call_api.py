@@ -1,0 +1,101 @@
+"""``POST /api/v1/metastore/call``: the metastore API over HTTP, for ``Metastore.open("http://...")`` and
+``ushas --uri http://...`` (:mod:`ushas_catalog.remote.metastore`; docs/service.md, "Remote mode").
+
+Body ``{"method", "args", "kwargs", "project", "branch"}`` (values in :mod:`ushas_catalog.remote.wire`'s
+encoding); answer ``{"result": ...}`` or ``{"error": {"type", "message", "detail"}}``. Only the methods
+authorization checks (:data:`ushas_catalog.catalog.authorization.RULES`, the grant methods that check
+themselves) are offered, always run as the bearer token's user with authorization on; a read token runs only
+those that need no more than USE or SELECT. An answer that is an iterator is sent as a list.
+"""
+from __future__ import annotations
+
+import inspect
+import json
+from typing import Any
+
+from flask import Blueprint, g, request
+
+from ..catalog.authorization import ANYONE, RULES
+from ..errors import BridgeError, Forbidden, InvalidArgument, UshasError
+from ..governance.identity import Caller, calling
+from ..governance.privileges import SELECT, USE
+from ..remote import wire
+from .routing import json_response, status_of
+from .state import LOG, ServiceState, acting_as
+
+#: the methods that check their own privileges (grants and roles)
+SELF_CHECKED = frozenset({"grant", "revoke", "create_role", "drop_role", "grant_role", "revoke_role", "grants",
+                          "roles", "principals_of", "caller"})
+#: of those, what a read token may call
+SELF_CHECKED_READS = frozenset({"grants", "roles", "principals_of", "caller"})
+#: methods that never end or hand out the store: not offered even though a rule names them
+REFUSED = frozenset({"changes"})
+#: at most this many items of an iterator answer
+MAX_ITEMS = 1_000_000
+
+
+def offered_methods() -> frozenset[str]:
+    """Every metastore method the service offers (``RemoteMetastore.SERVED`` is the same list)."""
+    return frozenset((set(RULES) | SELF_CHECKED) - REFUSED)
+
+
+def offered(method: str, access: str) -> None:
+    """Refuses a method the service does not offer, or that ``access`` may not call."""
+    if method in REFUSED or (method not in RULES and method not in SELF_CHECKED) or method.startswith("_"):
+        raise InvalidArgument(f"the catalog service does not offer the metastore method {method!r}")
+    if access == "write":
+        return
+    rule = RULES.get(method)
+    reads = method in SELF_CHECKED_READS or (rule is not None and rule.privilege in (ANYONE, USE, SELECT)
+                                             and not getattr(rule, "creates", False))
+    if not reads:
+        raise Forbidden(f"this token may only read: {method} needs a write token")
+
+
+def register(bp: Blueprint, state: ServiceState) -> None:
+    stores = state.stores
+
+    @bp.post("/metastore/call")
+    def metastore_call() -> Any:
+        try:
+            user, access = g.get("ushas_user"), g.get("ushas_access")
+            if not user or access not in ("read", "write"):
+                raise Forbidden("the metastore API needs a bearer token")
+            try:
+                body = json.loads(request.get_data(cache=False) or b"null")
+            except ValueError:
+                raise InvalidArgument("the request body is not JSON") from None
+            if not isinstance(body, dict):
+                raise InvalidArgument("the request body must be a JSON object")
+            method = str(body.get("method") or "")
+            project = body.get("project") or stores.project
+            if project != stores.project:
+                raise InvalidArgument(f"this catalog service serves project {stores.project!r}, not {project!r}")
+            with stores.lock, calling(Caller(str(user), True)), acting_as(stores, str(user)):
+                if method == "whoami":
+                    return json_response({"result": {"user": str(user), "project": stores.project,
+                                                     "access": access}})
+                offered(method, str(access))
+                args, kwargs = wire.decode(body.get("args") or []), wire.decode(body.get("kwargs") or {})
+                if not isinstance(args, list) or not isinstance(kwargs, dict):
+                    raise InvalidArgument("args must be a list and kwargs an object")
+                ms = stores.metastore
+                branch = body.get("branch")
+                if branch:
+                    ms = ms.branch(str(branch))
+                out = getattr(ms, method)(*args, **kwargs)
+                if inspect.isgenerator(out) or hasattr(out, "__next__"):
+                    out = [x for _, x in zip(range(MAX_ITEMS), out)]
+                return json_response({"result": wire.encode(out)})
+        except UshasError as exc:
+            err = exc.to_json()
+            err["message"] = state.redact(str(err.get("message", "")))
+            return json_response({"error": err}, status_of(exc))
+        except TypeError as exc:  # wrong arguments for the method
+            return json_response({"error": InvalidArgument(f"{body.get('method')}: {exc}").to_json()}, 400)
+        except Exception as exc:  # noqa: BLE001 - a bug: a clear error, the trace in the service's log
+            LOG.exception("metastore call failed")
+            return json_response({"error": BridgeError(state.redact(f"{type(exc).__name__}: {exc}")).to_json()}, 500)
+
+
+__all__ = ["offered", "offered_methods", "register"]

@@ -1,0 +1,88 @@
+"""Remote mode of the Spark bridge: a catalog whose ``uri`` is ``http(s)://host:port`` is served by
+``ushas serve`` (docs/service.md, "Remote mode"). This module is the thin forwarder: every shim request
+of such a catalog goes, as it is, to ``POST /api/v1/catalog/ops/<op>`` with the catalog's token; the
+service runs the same handlers (:func:`ushas_catalog.spark.bridge.dispatch`) as the token's user with
+authorization on, and its answer — an error included, with its Spark error class — is the answer.
+
+The client decides nothing about who calls: the shim's identity fields are not sent, and a catalog that
+sets ``user`` or ``authorization`` is refused. The credential, in order: the catalog's ``token`` option,
+its ``token-file`` (a file holding one token), the ``USHAS_TOKEN`` environment variable. A call waits at
+most what is left of the shim's ``bridge.timeout``; an unreachable or silent service is
+:class:`~ushas_catalog.errors.ServiceUnreachable` (``ushas service at URL unreachable``), never a hang.
+"""
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+from urllib.parse import quote
+
+from ..errors import BridgeError, InvalidArgument, ServiceUnreachable
+from ..remote.http import CLIENT, Client, Endpoint, is_remote, resolve_token
+
+#: the catalog-ops endpoint of the service, below its root
+OPS_PATH = "/api/v1/catalog/ops/"
+#: seconds a call waits when its request carries no deadline
+DEFAULT_TIMEOUT_S = 60.0
+#: the fenced commits: when the service may have taken one and gave no answer, the shim must not read an
+#: error answer (it would remove the write's files as never registered) but a failed call, after which it
+#: asks what became of the write (``abort_write``) and otherwise names the write id
+FENCED_COMMITS = frozenset({"commit_write", "commit_staged"})
+#: the catalog options remote mode refuses: the service decides who calls and always checks
+REFUSED_OPTIONS = ("user", "authorization")
+
+
+def refused_options(ctx: dict[str, Any]) -> None:
+    """Remote mode refuses the options by which a client says who it is or whether it is checked."""
+    remote = ctx.get("remote") or {}
+    refused = [o for o in remote.get("set") or [] if o in REFUSED_OPTIONS]
+    if refused:
+        catalog = ctx.get("spark_catalog") or ctx.get("catalog")
+        shown = ", ".join(f"spark.sql.catalog.{catalog}.{o}" for o in refused)
+        raise InvalidArgument(f"{shown}: not allowed for a catalog served by {Endpoint.parse(ctx['uri']).url}: "
+                              f"the service's token decides who calls, and its calls are always checked "
+                              f"(remove the option)")
+
+
+#: the shim's context fields the service never gets from a client (it sets who calls itself)
+_PRIVATE_CTX = ("remote", "user", "user_source", "authorization")
+
+
+def forward(op: str, request: dict[str, Any], client: Client | None = None) -> dict[str, Any]:
+    """One shim request of a remote catalog, answered by the service (errors as answers, unchanged)."""
+    answer = json.loads(forward_text(op, request, client))
+    return dict(answer)
+
+
+def forward_text(op: str, request: dict[str, Any], client: Client | None = None) -> str:
+    """:func:`forward`'s answer as the JSON text the service sent (what the bridge hands the shim: an answer
+    of 10,000 partitions is not parsed and written again here). A non-200 answer must be a JSON error."""
+    ctx = dict(request.get("ctx") or {})
+    ep = Endpoint.parse(str(ctx["uri"]))
+    refused_options(ctx)
+    catalog = str(ctx.get("spark_catalog") or ctx.get("catalog") or "")
+    token = resolve_token(ctx.get("remote") or {}, catalog)
+    body = dict(request)
+    body["ctx"] = {k: v for k, v in ctx.items() if k not in _PRIVATE_CTX}
+    deadline_ms = request.get("deadline_ms")
+    timeout = DEFAULT_TIMEOUT_S if deadline_ms is None else (float(deadline_ms) / 1000.0 - time.time())
+    if timeout <= 0:
+        raise ServiceUnreachable(f"ushas service at {ep.url} unreachable: the call's time ran out before it "
+                                 f"was sent")
+    body.pop("deadline_ms", None)  # the service's deadline comes from TIMEOUT_HEADER, on its own clock
+    status, data = (client or CLIENT).post(ep, OPS_PATH + quote(op, safe=""), token,
+                                           json.dumps(body, default=str).encode(), timeout)
+    text = data.decode("utf-8", errors="replace")
+    if status == 200 and text.startswith("{"):
+        return text
+    try:
+        answer = json.loads(text)
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict) or "error" not in answer:
+        raise BridgeError(f"the ushas service at {ep.url} answered '{op}' with HTTP {status} and no JSON answer "
+                          f"(is it an ushas service?)")
+    return text
+
+
+__all__ = ["forward", "forward_text", "is_remote", "OPS_PATH"]

@@ -1,0 +1,163 @@
+"""A real ``ushas serve`` process on a free port, for the remote-mode tests (docs/service.md, "Remote
+mode"): started with a bounded wait, stopped (SIGTERM, then SIGKILL) at the end, killable with -9 and
+restartable on the same port. ``tests/`` is on ``sys.path``."""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+START_WAIT = 30.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def make_token(uri: str, access: str, name: str, project: str = "default") -> tuple[str, str]:
+    """(id, token text) of a new token of ``project``'s store."""
+    from ushas_catalog.metastore import Metastore
+    from ushas_catalog.service.tokens import TokenStore
+
+    ms = Metastore.open(uri, project=project, create=False)
+    try:
+        info, text = TokenStore(ms).create(access, name)
+        return info.id, text
+    finally:
+        ms.close()
+
+
+def revoke_token(uri: str, token_id: str, project: str = "default") -> None:
+    from ushas_catalog.metastore import Metastore
+    from ushas_catalog.service.tokens import TokenStore
+
+    ms = Metastore.open(uri, project=project, create=False)
+    try:
+        TokenStore(ms).revoke(token_id)
+    finally:
+        ms.close()
+
+
+@dataclass
+class ServeProcess:
+    uri: str
+    project: str
+    log: Path
+    port: int = field(default_factory=free_port)
+    proc: Any = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> "ServeProcess":
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "ushas_catalog", "--uri", self.uri, "--project", self.project, "serve",
+                 "--port", str(self.port), "--no-hooks"], stdout=log, stderr=subprocess.STDOUT, env=env)
+        deadline = time.monotonic() + START_WAIT
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"ushas serve exited {self.proc.returncode}: {self.log.read_text()[-2000:]}")
+            try:
+                with urllib.request.urlopen(self.url + "/api/v1/info", timeout=2) as r:
+                    if r.status == 200:
+                        return self
+            except OSError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"ushas serve did not answer within {START_WAIT} s: {self.log.read_text()[-2000:]}")
+
+    def kill9(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+def remote_catalog(spark: Any, name: str, url: str, token: str | None, warehouse: str,
+                   **options: str) -> str:
+    """Declares Spark catalog ``name`` of the shared session over catalog ``main`` of the service at
+    ``url`` with ``token`` (remote mode), and answers its name."""
+    conf = {"": "io.ushas.spark.UshasCatalog", ".uri": url, ".catalog": "main", ".warehouse": warehouse,
+            **({".token": token} if token else {}), **{f".{k}": v for k, v in options.items()}}
+    for key, value in conf.items():
+        spark.conf.set(f"spark.sql.catalog.{name}{key}", value)
+    return name
+
+
+class KillingProxy:
+    """An HTTP proxy in front of a :class:`ServeProcess` (on its own free port, on a thread) that kills the
+    service with -9 the first time a request's path ends with ``kill_on`` (the request is not forwarded, the
+    client gets no answer: the service died mid-call)."""
+
+    def __init__(self, serve: ServeProcess, kill_on: str) -> None:
+        import http.client
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        proxy = self
+        self.serve, self.kill_on, self.killed = serve, kill_on, 0
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if self.path.endswith(proxy.kill_on) and not proxy.killed:  # once
+                    proxy.killed += 1
+                    proxy.serve.kill9()
+                    self.close_connection = True
+                    return
+                conn = http.client.HTTPConnection("127.0.0.1", proxy.serve.port, timeout=60)
+                try:
+                    conn.request("POST", self.path, body=body, headers={k: v for k, v in self.headers.items()
+                                                                         if k.lower() != "host"})
+                    answer = conn.getresponse()
+                    data = answer.read()
+                except OSError:
+                    self.close_connection = True
+                    return
+                finally:
+                    conn.close()
+                self.send_response(answer.status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(10)

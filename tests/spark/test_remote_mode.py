@@ -1,0 +1,147 @@
+"""Spark in remote mode (docs/service.md, "Remote mode"): catalogs of the shared session whose ``uri`` is
+a real ``ushas serve`` process on a free port; every catalog call goes to the service, which runs it as
+the catalog's token's user with authorization on. Grants, row filters and masks hold; the runtime
+``SET spark.sql.catalog.evil...`` attack gains nothing beyond a token; a revoked token is refused on its
+next call; an unreachable service is an error naming it, within the catalog's timeout."""
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from ushas_catalog.metastore import Metastore
+from remote_service import ServeProcess, free_port, make_token, remote_catalog, revoke_token
+
+ROWS = [(1, "ann", "111-22-3333", "EU"), (2, "ben", "222-33-4444", "US"), (3, "cat", "333-44-5555", "EU")]
+BOB = {(1, "ann", "***-3333", "EU"), (3, "cat", "***-5555", "EU")}
+
+
+def _name(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:6]}"
+
+
+@pytest.fixture(scope="module")
+def svc(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    root = tmp_path_factory.mktemp("remote")
+    uri = f"sqlite:///{root / 'service.db'}"
+    admin = Metastore.open(uri)
+    admin.grant("OWN", "project", "user:admin")
+    admin.close()
+    tokens = {user: make_token(uri, "write", user) for user in ("admin", "bob", "mallory")}
+    serve = ServeProcess(uri, "default", root / "serve.log").start()
+    warehouse = str(root / "warehouse")
+    adm = remote_catalog(spark, _name("radm"), serve.url, tokens["admin"][1], warehouse)
+    spark.sql(f"CREATE NAMESPACE {adm}.db")
+    spark.sql(f"CREATE TABLE {adm}.db.people (id INT, name STRING, ssn STRING, region STRING) USING parquet "
+              f"PARTITIONED BY (region)")
+    spark.createDataFrame(ROWS, "id INT, name STRING, ssn STRING, region STRING").writeTo(f"{adm}.db.people").append()
+    spark.sql(f"CALL {adm}.system.set_row_filter('db.people', \"region = 'EU'\")").collect()
+    spark.sql(f"CALL {adm}.system.set_column_mask('db.people', 'ssn', \"concat('***-', substr(ssn, -4, 4))\")"
+              ).collect()
+    ms = Metastore.open(uri, create=False)
+    ms.grant("SELECT", ("main", "db"), "user:bob")
+    ms.close()
+    bob = remote_catalog(spark, _name("rbob"), serve.url, tokens["bob"][1], warehouse)
+    try:
+        yield type("Svc", (), {"serve": serve, "uri": uri, "adm": adm, "bob": bob, "tokens": tokens,
+                               "warehouse": warehouse})
+    finally:
+        serve.stop()
+
+
+def rows(df: Any) -> set[tuple[Any, ...]]:
+    return {tuple(r) for r in df.select("id", "name", "ssn", "region").collect()}
+
+
+def test_the_catalog_works_through_the_service(spark: Any, svc: Any) -> None:
+    assert {r[0] for r in spark.sql(f"SHOW NAMESPACES IN {svc.adm}").collect()} >= {"db", "default"}
+    assert {r.partition for r in spark.sql(f"SHOW PARTITIONS {svc.adm}.db.people").collect()} == \
+        {"region=EU", "region=US"}
+    spark.sql(f"INSERT INTO {svc.adm}.db.people VALUES (4, 'dan', '444-55-6666', 'APAC')")
+    assert spark.sql(f"SELECT count(*) AS n FROM {svc.adm}.db.people WHERE region = 'APAC'").collect()[0].n == 0
+    # df.lineage() works unchanged: resolved in the driver, the remote catalog's table as the source
+    text = str(spark.table(f"{svc.adm}.db.people").selectExpr("upper(name) AS who").lineage())
+    assert "who" in text and "people" in text and "name" in text, text
+    # the service recorded the write as the token's user
+    ms = Metastore.open(svc.uri, create=False)
+    try:
+        assert ms.history(("main", "db", "people"))[0].user == "admin"
+        assert {p.spec["region"] for p in ms.list_partitions(("main", "db", "people"))} == {"EU", "US", "APAC"}
+    finally:
+        ms.close()
+
+
+def test_row_filter_and_mask_hold_for_the_tokens_user(spark: Any, svc: Any) -> None:
+    assert rows(spark.table(f"{svc.bob}.db.people")) == BOB
+    assert spark.sql(f"SELECT id FROM {svc.bob}.db.people WHERE ssn = '111-22-3333'").collect() == []
+    with pytest.raises(Exception, match="INSUFFICIENT_PERMISSIONS"):  # SELECT only: no write
+        spark.sql(f"INSERT INTO {svc.bob}.db.people VALUES (9, 'eve', '999-99-9999', 'EU')")
+
+
+def test_the_runtime_catalog_attack_gains_nothing(spark: Any, svc: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("USHAS_TOKEN", raising=False)
+    # SET spark.sql.catalog.evil...: no token -> nothing; claiming a user or turning authorization off -> refused
+    evil = remote_catalog(spark, _name("evil"), svc.serve.url, None, svc.warehouse)
+    with pytest.raises(Exception, match="needs a token"):
+        spark.sql(f"SHOW NAMESPACES IN {evil}").collect()
+    for option, value in (("user", "admin"), ("authorization", "false")):
+        evil = remote_catalog(spark, _name("evil"), svc.serve.url, svc.tokens["mallory"][1], svc.warehouse,
+                              **{option: value})
+        with pytest.raises(Exception, match=rf"spark.sql.catalog.{evil}.{option}: not allowed"):
+            spark.sql(f"SELECT * FROM {evil}.db.people").collect()
+    # mallory's own token: mallory, checked (no grant -> refused)
+    evil = remote_catalog(spark, _name("evil"), svc.serve.url, svc.tokens["mallory"][1], svc.warehouse)
+    with pytest.raises(Exception, match="INSUFFICIENT_PERMISSIONS.*mallory"):
+        spark.sql(f"SELECT * FROM {evil}.db.people").collect()
+
+
+def test_a_revoked_token_is_refused_on_its_next_call(spark: Any, svc: Any) -> None:
+    token_id, token = make_token(svc.uri, "write", "bob")
+    cat = remote_catalog(spark, _name("rrev"), svc.serve.url, token, svc.warehouse)
+    assert rows(spark.table(f"{cat}.db.people")) == BOB
+    revoke_token(svc.uri, token_id)
+    with pytest.raises(Exception, match="Unauthorized.*not valid"):
+        spark.sql(f"SELECT * FROM {cat}.db.people").collect()
+
+
+def test_an_unreachable_service_is_a_clear_error_not_a_hang(spark: Any, svc: Any) -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    cat = remote_catalog(spark, _name("rdown"), url, svc.tokens["admin"][1], svc.warehouse,
+                         **{"bridge.timeout": "5"})
+    began = time.monotonic()
+    with pytest.raises(Exception, match=f"ushas service at {url} unreachable"):
+        spark.sql(f"SHOW NAMESPACES IN {cat}").collect()
+    assert time.monotonic() - began < 60  # bounded by the call's timeout, with room for a loaded machine
+
+
+def test_the_service_restarted_the_next_statement_succeeds(spark: Any, svc: Any, tmp_path: Path) -> None:
+    svc.serve.kill9()
+    with pytest.raises(Exception, match="unreachable"):
+        spark.sql(f"SHOW PARTITIONS {svc.adm}.db.people").collect()
+    svc.serve.start()  # the same port; Spark is not restarted
+    assert {r.partition for r in spark.sql(f"SHOW PARTITIONS {svc.adm}.db.people").collect()} >= \
+        {"region=EU", "region=US"}
+
+
+def test_the_service_killed_mid_commit(spark: Any, svc: Any) -> None:
+    """kill -9 while a write's commit is on its way: the statement fails naming the write id, nothing of
+    it is registered (its files are kept, unread), and after a restart the next statement succeeds."""
+    from remote_service import KillingProxy
+
+    proxy = KillingProxy(svc.serve, "/commit_write")
+    try:
+        cat = remote_catalog(spark, _name("rkill"), proxy.url, svc.tokens["admin"][1], svc.warehouse)
+        before = spark.sql(f"SELECT count(*) AS n FROM {cat}.db.people").collect()[0].n
+        with pytest.raises(Exception, match=r"write id [0-9a-zA-Z_-]+\) may or may not have been registered: .*"
+                                             r"OutcomeUnknown: ushas service at http://127.0.0.1:[0-9]+ unreachable"):
+            spark.sql(f"INSERT INTO {cat}.db.people VALUES (7, 'gus', '777-77-7777', 'EU')")
+        assert proxy.killed == 1
+        svc.serve.start()
+        assert spark.sql(f"SELECT count(*) AS n FROM {cat}.db.people").collect()[0].n == before  # not half-written
+        spark.sql(f"INSERT INTO {cat}.db.people VALUES (8, 'hal', '888-88-8888', 'EU')")
+        assert spark.sql(f"SELECT count(*) AS n FROM {cat}.db.people").collect()[0].n == before + 1
+    finally:
+        proxy.close()
