@@ -30,6 +30,7 @@ arguments stall ~44 ms) and hands the group to Python through the bridge (op
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import logging
 import os
@@ -804,13 +805,16 @@ class CaptureHub:
         self._captures: dict[tuple[str, str], LineageCapture] = {}
 
     def capture(self, uri: str, project: str, catalogs: Mapping[str, str] | None = None,
-                source: str = "") -> LineageCapture:
+                source: str = "", create: bool = True) -> LineageCapture:
         key = (uri, project)
         with self._lock:
             found = self._captures.get(key)
             if found is None:
                 mapping = dict(catalogs or {})
-                found = LineageCapture(lambda: self._opener(uri, project, mapping), self.settings,
+                opener = self._opener
+                if not create and opener is open_store:  # the catalog's .create=false: never make a store
+                    opener = functools.partial(open_store, create=False)
+                found = LineageCapture(lambda: opener(uri, project, mapping), self.settings,
                                        source=source)
                 self._captures[key] = found
             return found
@@ -828,13 +832,14 @@ class CaptureHub:
             d = json.loads(request) if isinstance(request, (str, bytes)) else request
             store = d["store"]
             uri, project = str(store["uri"]), str(store.get("project") or "default")
+            create = bool(store.get("create", True))
             flush = None if d.get("flush") is None else max(0.0, float(d["flush"]))
         except (ValueError, KeyError, TypeError) as exc:
             raise InvalidArgument(f"malformed lineage message: {exc!r}") from None
         ev = d.get("event")
         catalogs = ev.get("catalogs") if isinstance(ev, Mapping) else None
         source = str(ev.get("application_id", "")) if isinstance(ev, Mapping) else str(d.get("source", ""))
-        capture = self.capture(uri, project, catalogs, source)
+        capture = self.capture(uri, project, catalogs, source, create)
         if "openlineage" in d or ev is not None:
             try:
                 capture.set_openlineage(d.get("openlineage"), f"ushas/{project}")
@@ -859,11 +864,12 @@ class CaptureHub:
             c.close(timeout)
 
 
-def open_store(uri: str, project: str, catalogs: Mapping[str, str]) -> LineageStore:
-    """The lineage store of ``project``, with table ids from its metastore."""
+def open_store(uri: str, project: str, catalogs: Mapping[str, str], create: bool = True) -> LineageStore:
+    """The lineage store of ``project``, with table ids from its metastore (``create=False``: a missing store
+    is ``StoreNotFound``)."""
     from .tables import open_lineage_store
 
-    return open_lineage_store(uri, project, catalogs)
+    return open_lineage_store(uri, project, catalogs, create=create)
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,9 @@ import os
 import sys
 from typing import NoReturn, Sequence
 
-from ..errors import UshasError
-from .arguments import parse_checked
+from ..errors import StoreNotFound, UshasError
+from ..store_location import STORE_HINT, URI_ENV, default_uri
+from .arguments import check_namespace, parse_checked
 from .context import Context
 
 #: modules under ushas_catalog.cli that contribute commands, in help order
@@ -32,7 +33,6 @@ COMMAND_MODULES: tuple[str, ...] = ("jarcmd", "spark_conf_cmds", "store_cmds", "
                                     "partition_tag_cmds",
                                     "row_policy_cmds", "branch_cmds")
 
-DEFAULT_URI = "sqlite:///" + os.path.join(os.path.expanduser("~"), ".ushas", "ushas.db")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -42,8 +42,9 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="ushas", description="Ushas Catalog: metastore, lineage and discovery for Spark")
-    parser.add_argument("--uri", default=os.environ.get("USHAS_URI", DEFAULT_URI),
-                        help="store URI: sqlite:///path/ushas.db or fdb:///path/fdb.cluster (env USHAS_URI)")
+    parser.add_argument("--uri", default=None,
+                        help="store URI: sqlite:///path/ushas.db, fdb:///path/fdb.cluster, postgresql://... or "
+                             "http(s)://host:port (env USHAS_URI; default sqlite:///$XDG_DATA_HOME/ushas/ushas.db)")
     parser.add_argument("--project", default=os.environ.get("USHAS_PROJECT", "default"),
                         help="tenant project (env USHAS_PROJECT, default 'default')")
     parser.add_argument("--json", action="store_true", help="machine-readable output on every read")
@@ -83,6 +84,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .pending_cmds import route_pending
     argv = route_pending(argv)
     args = parse_checked(parser, argv)  # bad bytes or numbers: one line, exit 2
+    args.uri_given = args.uri is not None or bool(os.environ.get(URI_ENV, "").strip())
+    if args.uri is None:
+        args.uri = default_uri()
+        check_namespace(parser, argparse.Namespace(uri=args.uri))  # USHAS_URI: checked as an argument
     ctx = Context(uri=args.uri, project=args.project, json=bool(args.json or json_flag),
                   create=bool(getattr(args, "creates_store", False)), user=args.user,
                   branch=args.branch)
@@ -93,7 +98,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             rc = args.func(ctx, args)
         return int(rc or 0)
     except UshasError as exc:
-        print(f"ushas: {exc.type}: {exc.message}", file=sys.stderr)
+        hint = f"; {STORE_HINT}" if isinstance(exc, StoreNotFound) else ""
+        print(f"ushas: {exc.type}: {exc.message}{hint}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         return 130

@@ -2,8 +2,10 @@
 
 Stages (each printed as ``[n/N] ...`` on stderr, with the time taken so far):
 
-1. a fresh store (``sqlite:///<dir>/ushas.db``; ``--uri`` to use another), warehouse and Hive
-   metastore (embedded Derby) under one directory;
+1. the default store (``USHAS_URI``, else ``sqlite:///$XDG_DATA_HOME/ushas/ushas.db``:
+   :mod:`ushas_catalog.store_location`), so every ``ushas`` command after it reads what it made without
+   ``--uri`` (``--dir DIR`` alone: a store of its own, ``DIR/ushas.db``; ``--uri``: that one); the
+   warehouse and Hive metastore (embedded Derby) under one new directory;
 2. Spark ``local[2]`` with the ``ushas`` catalog and the lineage listener (``ushas_catalog.spark``)
    and Hive support;
 3. ``ushas.shop.orders``: a table partitioned by day, three days of orders;
@@ -47,7 +49,14 @@ class DemoPaths:
 
     @staticmethod
     def make(directory: Path | None, uri: str | None) -> "DemoPaths":
-        root = (directory or Path(tempfile.mkdtemp(prefix="ushas-demo-"))).resolve()
+        """``directory`` None: a new directory under the user's data directory, and the default store."""
+        if directory is None:
+            from ..store_location import data_dir, default_uri
+
+            data_dir().mkdir(parents=True, exist_ok=True)
+            directory = Path(tempfile.mkdtemp(prefix="demo-", dir=data_dir()))
+            uri = uri or default_uri()
+        root = directory.resolve()
         root.mkdir(parents=True, exist_ok=True)
         if (root / "derby" / "metastore_db").exists() or (root / "warehouse").exists():
             raise InvalidArgument(f"{root} already holds a demo: give a new --dir")
@@ -230,9 +239,14 @@ def run_demo(ctx: Any, directory: Path | None = None, uri: str | None = None,
     stages = pipeline(paths)
     steps = Steps(total=len(stages) + 3, quiet=ctx.json)
     steps.step(f"store {paths.uri} (demo directory {paths.root})")
-    Metastore.open(paths.uri, project=ctx.project).close()  # a bad --uri fails here, before Spark
     if ctx.project != "default":
         raise InvalidArgument("the demo runs in project 'default' (leave out --project)")
+    with Metastore.open(paths.uri, project=ctx.project) as ms:  # a bad --uri fails here, before Spark
+        if ms.database_exists(f"{CATALOG}.{DATABASE}"):
+            raise InvalidArgument(f"the store {paths.uri} holds the demo's database {CATALOG}.{DATABASE} "
+                                  f"already: explore it (ushas tables {CATALOG}.{DATABASE}), drop it (ushas --uri "
+                                  f"{paths.uri} drop --cascade --purge {CATALOG}.{DATABASE}) or run the demo in "
+                                  f"a store of its own (ushas demo --dir NEW_DIR)")
     steps.step("starting Spark (local[2]) with the ushas catalog and the lineage listener")
     spark = start_spark(paths)
     try:

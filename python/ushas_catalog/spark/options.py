@@ -33,6 +33,8 @@ class SparkOption:
 CATALOG_OPTIONS: tuple[SparkOption, ...] = (
     SparkOption("uri", None, "the store: sqlite:///path/ushas.db or fdb:///path/fdb.cluster (required)"),
     SparkOption("project", "default", "the tenant project"),
+    SparkOption("create", "false", "create the store when it does not exist (else a missing store is an error "
+                                   "naming the uri; configure() sets true)"),
     SparkOption("catalog", None, "the metastore catalog (default: the Spark catalog name)"),
     SparkOption("branch", "main", "the branch of the metastore catalog this Spark catalog reads and writes "
                                   "(docs/branches.md)"),
@@ -89,6 +91,7 @@ class SparkConfRequest:
     warehouse: str | None = None
     catalog: str | None = None
     lineage: bool = True
+    branch: str | None = None
 
 
 def spark_conf(req: SparkConfRequest, jar: str, python: str = sys.executable) -> list[tuple[str, str]]:
@@ -99,6 +102,8 @@ def spark_conf(req: SparkConfRequest, jar: str, python: str = sys.executable) ->
            (f"{prefix}.uri", req.uri), (f"{prefix}.project", req.project)]
     if req.catalog:
         out.append((f"{prefix}.catalog", req.catalog))
+    if req.branch and req.branch != "main":
+        out.append((f"{prefix}.branch", req.branch))
     if req.warehouse:
         out.append((f"{prefix}.warehouse", req.warehouse))
     out += [("spark.sql.sources.commitProtocolClass", COMMIT_PROTOCOL_CLASS),
