@@ -568,6 +568,30 @@ class LineageStore:
         """Edges OUT OF ``source`` column ``column`` (or every column when ``all_columns``)."""
         return self._edges(self._down, source, column, since, until, all_columns, upstream=False)
 
+    def columns_of(self, key: DatasetKey, *, limit: int = 10_000) -> list[str]:
+        """The columns of dataset ``key`` that any captured edge leads into or out of, in order: a skip scan
+        (one short read per column) of both edge indexes, at most ``limit`` names."""
+        from ushas_catalog.kv import strinc
+
+        found: set[str] = set()
+
+        def scan(tr: Transaction) -> None:
+            for index in (self._up, self._down):
+                base = self._ds_path(index, key)
+                begin, end = base.range()
+                base_len = len(base.key())
+                while begin < end and len(found) < limit:
+                    row = next(iter(tr.get_range(begin, end, limit=1, snapshot=True)), None)
+                    if row is None:
+                        break
+                    column = fdbtuple.unpack(row.key[base_len:])[0]
+                    if isinstance(column, str):
+                        found.add(column)
+                    begin = strinc(base.key() + fdbtuple.pack((column,)))
+
+        self.db.run(scan)
+        return sorted(found)
+
     def has_edges(self, key: DatasetKey, *, upstream: bool, since: int | None = None,
                   until: int | None = None) -> bool:
         """Whether any edge leads into (``upstream``) or out of dataset ``key``, in the window:

@@ -67,6 +67,9 @@ def test_errors_are_json_with_a_stable_type(live: Live) -> None:
                                ("/api/v1/catalogs/shop/databases/nope", 404, "NoSuchNamespace"),
                                ("/api/v1/search", 400, "InvalidArgument"),
                                ("/api/v1/lineage/graph?node=shop.sales.raw&depth=99", 400, "InvalidArgument"),
+                               ("/api/v1/lineage/graph?node=shop.sales.raw.amout", 404, "NoSuchColumn"),
+                               ("/api/v1/lineage/impact?node=shop.sales.raw.amout", 404, "NoSuchColumn"),
+                               ("/api/v1/lineage/tables?node=shop.sales.raw.amout", 404, "NoSuchColumn"),
                                ("/api/v1/runs/ffff0000", 404, "NoSuchRun"), ("/api/v1/nope", 404, "NotFound")):
         answer = live.get(path)
         assert answer.status == status and answer.json["error"]["type"] == kind, (path, answer.json)

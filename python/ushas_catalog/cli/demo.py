@@ -207,24 +207,13 @@ def lineage_tree(uri: str, project: str, dataset: str) -> tuple[dict[str, Any], 
         q = LineageQueries(store)
         answer = q.upstream(dataset)
         data = q.answer_json(answer)
-        children: dict[str, list[tuple[str, str]]] = {}
-        for e in data["edges"]:
-            children.setdefault(e["target"], []).append((e["source"], e["subtype"]))
+        from lineage.edge_tree import tree_lines
+
         roots = sorted({e["target"] for e in data["edges"]
                         if e["target"] == dataset or e["target"].startswith(dataset + ".")})
-        lines = [f"Lineage of {dataset} (upstream, from the store)"]
-
-        def walk(node: str, prefix: str, seen: frozenset[str]) -> None:
-            kids = sorted(children.get(node, []))
-            for i, (src, sub) in enumerate(kids):
-                last = i == len(kids) - 1
-                lines.append(f"{prefix}{'└── ' if last else '├── '}{src}  [{sub}]")
-                if src not in seen:
-                    walk(src, prefix + ("    " if last else "│   "), seen | {src})
-
-        for root in roots:
-            lines.append(f"  {root}")
-            walk(root, "  ", frozenset({root}))
+        lines = [f"Lineage of {dataset} (upstream, from the store)",
+                 *tree_lines(data["edges"], roots, upstream=True, indent="  ",
+                             datasets=[x["name"] for x in data["datasets"]])]
         return data, "\n".join(lines)
     finally:
         store.close()
