@@ -49,6 +49,7 @@ from ushas_catalog.keyspace.layout import (COUNTER, DATASET_NAME, DATASET_USAGE,
 from ushas_catalog.metadata.sync import record_lineage_write
 
 from .model import Dataset, DatasetKind, Edge, EdgeKind, EdgeSubtype
+from .readable import readable, readable_dataset
 
 #: namespace of the deterministic run ids (uuid5 of "application id/execution id")
 RUN_NAMESPACE = uuid.UUID("6f1d3c3e-6c1b-4d55-9a53-3b6c2f0a7e11")
@@ -525,17 +526,18 @@ class LineageStore:
             for kv in tr.get_range(*base.range(), snapshot=True):
                 tgt, tcol, src, scol, sub = _suffix(base, kv.key)
                 out.append((StoredEdge(tgt, tcol, src, scol, EdgeSubtype(sub), run_id, run.end_ms),
-                            kv.value.decode()))
+                            readable(kv.value.decode())))
             return out
 
         return self.db.run(scan)
 
     def expression(self, edge: StoredEdge) -> str:
+        """The expression of a stored edge as a person reads it (:func:`lineage.readable.readable`)."""
         key = self._run_edge.add(RUN_ID, edge.run_id).pack(
             (edge.target, edge.target_column, edge.source,
              edge.source_column, edge.subtype.value))
         value = self.db.run(lambda tr: tr.get(key, snapshot=True))
-        return value.decode() if value is not None else ""
+        return readable(value.decode()) if value is not None else ""
 
     def accesses(self, key: DatasetKey, since: int | None = None, until: int | None = None, *,
                  access: Access | None = None, limit: int = 0, reverse: bool = False) -> list[AccessRow]:
@@ -712,7 +714,7 @@ class LineageStore:
                 return {"name": state.name, "table_id": str(key), "dropped": state.dropped}
             name = ref.name if ref is not None else str(key)
             return {"name": name, "table_id": str(key), "dropped": True}
-        return {"name": key, "dropped": False}
+        return {"name": readable_dataset(key), "dropped": False}
 
     def captured_datasets(self) -> list[CapturedDataset]:
         """Every dataset lineage was captured for — metastore tables, Hive / other catalogs'
