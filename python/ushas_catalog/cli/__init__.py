@@ -16,12 +16,13 @@ import argparse
 import importlib
 import os
 import sys
-from typing import NoReturn, Sequence
+from typing import Sequence
 
 from ..errors import StoreNotFound, UshasError
 from ..store_location import STORE_HINT, URI_ENV, default_uri
 from .arguments import check_namespace, parse_checked
 from .context import Context
+from .help import Parser
 
 #: modules under ushas_catalog.cli that contribute commands, in help order
 COMMAND_MODULES: tuple[str, ...] = ("jarcmd", "spark_conf_cmds", "store_cmds", "metastore_cmds", "lineage_cmds",
@@ -35,13 +36,15 @@ COMMAND_MODULES: tuple[str, ...] = ("jarcmd", "spark_conf_cmds", "store_cmds", "
 
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # one line, exit 2
-        self.exit(2, f"ushas: error: {message}\n")
+_Parser = Parser  # one-line errors (exit 2) with "did you mean"; grouped top-level help (cli/help.py)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="ushas", description="Ushas Catalog: metastore, lineage and discovery for Spark")
+    from .. import __version__
+
+    parser.add_argument("--version", action="version", version=f"ushas {__version__}",
+                        help="print the version and exit")
     parser.add_argument("--uri", default=None,
                         help="store URI: sqlite:///path/ushas.db, fdb:///path/fdb.cluster, postgresql://... or "
                              "http(s)://host:port (env USHAS_URI; default sqlite:///$XDG_DATA_HOME/ushas/ushas.db)")
