@@ -94,3 +94,17 @@ def test_configure_defaults_to_the_same_store(data_home: Path, kwargs: dict[str,
     expected = f"sqlite:///{data_home / 'ushas' / 'ushas.db'}" if uri == "default" else uri
     assert options["spark.sql.catalog.ushas.uri"] == expected
     assert options["spark.sql.catalog.ushas.create"] == create
+
+
+def test_serve_on_a_port_in_use_suggests_port(data_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    assert main(["init"]) == 0
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        capsys.readouterr()
+        assert main(["serve", "--port", str(port), "--no-hooks"]) == 2
+    err = capsys.readouterr().err
+    assert f"port {port} on 127.0.0.1 is in use" in err and "--port N, or --port 0" in err

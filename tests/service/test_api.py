@@ -3,7 +3,10 @@ shop.sales.raw partitioned by dt (45 partitions, tag pii), the view shop.sales.f
 raw -> spark_catalog.default.cleaned -> file:/data/report)."""
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import quote
+
+import pytest
 
 from app.uistore import T1, T2
 
@@ -218,3 +221,19 @@ def test_change_feed_is_cursor_paged(live: Live) -> None:
     empty = live.get("/api/v1/changes?since=" + rest["next_cursor"]).json
     assert empty == {"items": [], "next_cursor": rest["next_cursor"]}
     assert live.get("/api/v1/changes?since=garbage").status == 400
+
+
+@pytest.mark.parametrize("method, path, body, named", [
+    ("PUT", "/api/v1/metadata/description", {"catalog": "shop", "database": "sales", "table": "raw",
+                                             "description": "x"}, "catalog, database, table"),
+    ("PUT", "/api/v1/metadata/owner", {"owner": "bob"}, None),
+    ("POST", "/api/v1/metadata/tags", {"tags": ["t"], "table": "raw"}, "table"),
+])
+def test_metadata_writes_say_the_object_goes_in_the_query_string(live: Live, method: str, path: str,
+                                                                 body: dict[str, Any], named: str | None) -> None:
+    h = {"Authorization": f"Bearer {live.write_token}"}  # type: ignore[attr-defined]
+    answer = live.request(method, path, body, headers=h)
+    assert answer.status == 400, answer.json
+    message = answer.json["error"]["message"]
+    assert message.startswith("the object goes in the query string: ?catalog=C[&database=D[&table=T[&column=X]]]")
+    assert (f"the body names {named}: the body holds only the value" in message) is (named is not None)
