@@ -15,7 +15,7 @@ PACKAGES = ("ushas_catalog", "lineage")
 #: Each entry is a module or a package prefix; the most specific prefix names a module's layer.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("ushas_catalog.errors", "ushas_catalog.progress",            # base: errors, progress output,
-     "ushas_catalog.store_location"),                             # where the default store is
+     "ushas_catalog.store_location", "ushas_catalog.version"),    # the default store, the version
     ("ushas_catalog.spark.jar",),                                 # the shim's jar: javac and the error table
     ("ushas_catalog.records",),                                   # the protobuf messages (generated)
     ("ushas_catalog.model",),                                     # values: names, schemas, partitions

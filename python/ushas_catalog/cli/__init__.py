@@ -41,7 +41,7 @@ _Parser = Parser  # one-line errors (exit 2) with "did you mean"; grouped top-le
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="ushas", description="Ushas Catalog: metastore, lineage and discovery for Spark")
-    from .. import __version__
+    from ..version import __version__
 
     parser.add_argument("--version", action="version", version=f"ushas {__version__}",
                         help="print the version and exit")
