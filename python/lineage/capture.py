@@ -515,7 +515,17 @@ class LineageCapture:
         if not accepted:
             event.discard_plans()
             self._drop(1, f"run {event.run_id} ({reason})")
+            if self._closed:  # no worker publishes counters any more: the store's count must agree
+                self._report_after_close()
         return accepted
+
+    def _report_after_close(self) -> None:
+        """A run refused after :meth:`close` (its event came after the process began to exit): add it to
+        the store's drop count now, so ``ushas lineage status`` says what the log said (best effort)."""
+        with self._cond:
+            self._gate_until = 0.0
+        if self._report(force=True):
+            self._reset_store()
 
     def note_jvm_dropped(self, total: int) -> None:
         """The JVM side's cumulative drop count, reported without an event (at shutdown)."""
