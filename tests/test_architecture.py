@@ -1,4 +1,4 @@
-"""The package structure (docs/architecture.md) holds: no import cycle among the modules of
+"""The package structure (docs/internals/architecture.md) holds: no import cycle among the modules of
 ``ushas_catalog`` and ``lineage`` (module-level and function-level imports, read with ``ast``;
 imports under ``if TYPE_CHECKING:`` never run and are left out of the cycle check only), every
 import goes down the declared layers, and no private name crosses a module boundary."""
