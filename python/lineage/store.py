@@ -227,13 +227,17 @@ class CapturedDataset:
     dropped: bool
     last_access_ms: int | None
     last_access: Access | None
+    view: bool = False  # a view of this metastore
 
     @property
     def kind(self) -> str:
-        """``table`` (a table of this metastore), ``external table`` (a Hive / session-catalog /
-        other catalog's table, known by name only) or ``path`` (files read or written by path)."""
+        """``table`` (a table of this metastore), ``view`` (a view of this metastore), ``external table`` (a
+        Hive / session-catalog / other catalog's table, known by name only) or ``path`` (files read or
+        written by path)."""
         if self.dataset.kind is DatasetKind.PATH:
             return "path"
+        if self.view:
+            return "view"
         return "table" if isinstance(self.key, uuid.UUID) else "external table"
 
     def to_dict(self) -> dict[str, Any]:
@@ -716,6 +720,13 @@ class LineageStore:
             return {"name": name, "table_id": str(key), "dropped": True}
         return {"name": readable_dataset(key), "dropped": False}
 
+    def is_view(self, dataset: Dataset) -> bool:
+        """Whether ``dataset`` is a view of the metastore whose table ids this store uses (False without one)."""
+        check = getattr(self.tables, "is_view", None)
+        if check is None or dataset.kind is not DatasetKind.TABLE:
+            return False
+        return bool(self.db.run(lambda tr: check(tr, dataset)))
+
     def captured_datasets(self) -> list[CapturedDataset]:
         """Every dataset lineage was captured for — metastore tables, Hive / other catalogs'
         tables and paths — with its current name, whether it was dropped, and its latest access
@@ -733,7 +744,8 @@ class LineageStore:
             described = self.describe(ref.key)
             last = self.accesses(ref.key, limit=1, reverse=True)
             out.append(CapturedDataset(ref.key, ref.dataset, described["name"], bool(described.get("dropped")),
-                                       last[0].time_ms if last else None, last[0].access if last else None))
+                                       last[0].time_ms if last else None, last[0].access if last else None,
+                                       self.is_view(ref.dataset)))
         return sorted(out, key=lambda d: (d.name, str(d.key)))
 
     def usage(self, key: DatasetKey, since: int | None = None, until: int | None = None) -> list[Usage]:

@@ -14,7 +14,7 @@ from ..errors import InvalidArgument, UshasError
 from .routing import int_arg, page_args, paged, str_arg
 from .state import ServiceState
 
-DATASET_KINDS = ("table", "external table", "path")
+DATASET_KINDS = ("table", "view", "external table", "path")
 MAX_DEPTH = 20
 
 
