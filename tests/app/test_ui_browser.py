@@ -228,6 +228,13 @@ def test_browse_to_a_table_with_human_times_and_history(served: dict[str, Any], 
         assert r.status == 200 and r.headers["Content-Type"].startswith("image/svg+xml")
     no_console_errors(b)
 
+    # a mistyped table's URL: neither a table nor a view, said as such (issue 36; after the console check: the two 404s are logged)
+    go(b, served, "/t/shop/sales/raww")
+    wait_for(b, "main", "no table or view shop.sales.raww")
+    assert "does not exist" not in b.find_element(By.TAG_NAME, "main").text
+    shot(b, shots, "no-such-relation.png")
+    b.get_log("browser")  # the two expected 404s: not the next test's console errors
+
 
 def test_hostile_names_render_as_text(served: dict[str, Any], browser: Any, shots: Path) -> None:
     b = browser

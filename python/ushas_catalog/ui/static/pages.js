@@ -250,7 +250,14 @@ const Pages = (() => {
     } catch (e) {
       if (e.status !== 404) throw e;
       isView = !isView;
-      t = isView ? await Data.view(c, d, n) : await Data.table(c, d, n);
+      try {
+        t = isView ? await Data.view(c, d, n) : await Data.table(c, d, n);
+      } catch (e2) { // neither: say so, not "view … does not exist" for a mistyped table's URL
+        if (e2.status === 404 && e2.code !== "NoSuchNamespace" && e2.code !== "NoSuchCatalog") {
+          e2.message = `no table or view ${c}.${d}.${n}`;
+        }
+        throw e2;
+      }
     }
     const target = { catalog: c, database: d, table: n };
     const full = t.full_name || `${c}.${d}.${n}`;
