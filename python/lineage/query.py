@@ -100,7 +100,9 @@ class Answer:
         return [n for n in self.nodes if n.column is not None]
 
     def path(self, node: NodeRef) -> list[Hop]:
-        """The hops from a start node to ``node`` (in walk order)."""
+        """The hops from a start node to ``node`` (in walk order). A column the walk reached from a whole
+        dataset (after a dataset-wide hop: a FILTER or JOIN affects every column) goes on through the hop
+        that reached the dataset, so no step between the start and ``node`` is left out."""
         if node not in self.nodes:
             raise InvalidArgument(f"{node} was not reached by this {self.direction} walk")
         out: list[Hop] = []
@@ -111,6 +113,9 @@ class Answer:
             hop = self.via[current]
             out.append(hop)
             current = hop.target if self.direction == "upstream" else hop.source
+            whole = NodeRef(current.dataset, None)
+            if current not in self.via and current not in self.start and whole in self.via:
+                current = whole  # reached as part of the whole dataset the walk went on from
         out.reverse()
         return out
 

@@ -492,6 +492,9 @@ def test_impact_with_owners_and_csv(served: dict[str, Any], browser: Any, shots:
     text = b.find_element(By.ID, "impact").text
     assert "spark_catalog.default.cleaned.amount" in text
     assert "downstream column" in b.find_element(By.ID, "impact-summary").text
+    # each row's path shows every hop with its kind, from the column to the row (issue 36)
+    row = next(r for r in b.find_elements(By.CSS_SELECTOR, "#impact tr") if "file:/data/report.total" in r.text)
+    assert f"{RAW.name}.amount —" in row.text and "—AGGREGATION→" in row.text, row.text
     shot(b, shots, "impact.png")
     b.find_element(By.ID, "export-csv").click()  # a real download, under the page's CSP
     target = b.downloads / "impact-shop.sales.raw.amount.csv"

@@ -184,6 +184,9 @@ def test_lineage_graphs_place_whole_dataset_nodes(live: Live) -> None:
     names = {r["name"]: r for r in impact["items"]}
     assert names["file:/data/report.total"]["depth"] == 2
     assert names["file:/data/report.total"]["path"][0] == "shop.sales.raw.amount"
+    for row in impact["items"]:  # every path starts at the column and ends at the row, hop by hop
+        hops = row["hops"]
+        assert hops[0]["source"] == "shop.sales.raw.amount" and hops[-1]["target"] == row["name"], row
     whole = {r["name"] for r in live.get("/api/v1/lineage/impact?node=shop.sales.raw").json["items"]}
     assert set(names) <= whole and "file:/data/report.country" in whole
     csv = live.get("/api/v1/lineage/impact?node=shop.sales.raw.amount&format=csv")
