@@ -108,3 +108,20 @@ def test_serve_on_a_port_in_use_suggests_port(data_home: Path, capsys: pytest.Ca
         assert main(["serve", "--port", str(port), "--no-hooks"]) == 2
     err = capsys.readouterr().err
     assert f"port {port} on 127.0.0.1 is in use" in err and "--port N, or --port 0" in err
+
+
+def test_the_demo_refuses_to_run_twice_into_the_default_store(data_home: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """Before Spark starts: the default store already holds ushas.shop, so the demo says what to do, and
+    leaves nothing behind."""
+    from ushas_catalog.metastore import Metastore
+
+    assert main(["init"]) == 0
+    with Metastore.open(default_uri()) as ms:
+        ms.create_catalog("ushas")
+        ms.create_database("ushas.shop")
+    capsys.readouterr()
+    assert main(["demo"]) == 2
+    err = capsys.readouterr().err
+    assert "holds the demo's database ushas.shop already" in err and "ushas demo --dir NEW_DIR" in err
+    assert sorted(p.name for p in (data_home / "ushas").iterdir()) == ["ushas.db"]  # no demo-* directory left

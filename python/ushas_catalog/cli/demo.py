@@ -21,6 +21,7 @@ store), and the command that opens the UI on it.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import InvalidArgument, StoreUnavailable
+from ..errors import InvalidArgument, StoreUnavailable, UshasError
 from ..progress import Steps
 
 CATALOG = "ushas"
@@ -224,18 +225,23 @@ def run_demo(ctx: Any, directory: Path | None = None, uri: str | None = None,
     """The ``ushas demo`` command: returns its exit code."""
     from ..metastore import Metastore
 
+    if ctx.project != "default":
+        raise InvalidArgument("the demo runs in project 'default' (leave out --project)")
     paths = DemoPaths.make(directory, uri)
     stages = pipeline(paths)
     steps = Steps(total=len(stages) + 3, quiet=ctx.json)
     steps.step(f"store {paths.uri} (demo directory {paths.root})")
-    if ctx.project != "default":
-        raise InvalidArgument("the demo runs in project 'default' (leave out --project)")
-    with Metastore.open(paths.uri, project=ctx.project) as ms:  # a bad --uri fails here, before Spark
-        if ms.database_exists(f"{CATALOG}.{DATABASE}"):
-            raise InvalidArgument(f"the store {paths.uri} holds the demo's database {CATALOG}.{DATABASE} "
-                                  f"already: explore it (ushas tables {CATALOG}.{DATABASE}), drop it (ushas --uri "
-                                  f"{paths.uri} drop --cascade --purge {CATALOG}.{DATABASE}) or run the demo in "
-                                  f"a store of its own (ushas demo --dir NEW_DIR)")
+    try:
+        with Metastore.open(paths.uri, project=ctx.project) as ms:  # a bad --uri fails here, before Spark
+            if ms.database_exists(f"{CATALOG}.{DATABASE}"):
+                raise InvalidArgument(f"the store {paths.uri} holds the demo's database {CATALOG}.{DATABASE} "
+                                      f"already: explore it (ushas tables {CATALOG}.{DATABASE}), drop it (ushas "
+                                      f"--uri {paths.uri} drop --cascade --purge {CATALOG}.{DATABASE}) or run the "
+                                      f"demo in a store of its own (ushas demo --dir NEW_DIR)")
+    except UshasError:
+        if directory is None:  # the directory this run made: nothing of a refused demo stays behind
+            shutil.rmtree(paths.root, ignore_errors=True)
+        raise
     steps.step("starting Spark (local[2]) with the ushas catalog and the lineage listener")
     spark = start_spark(paths)
     try:
