@@ -447,6 +447,19 @@ def test_lineage_graph(served: dict[str, Any], browser: Any, shots: Path) -> Non
     wait_for(b, 'g.col[data-node="spark_catalog.default.cleaned.amount"]')
     assert "spark_catalog.default.cleaned" in b.find_element(By.ID, "details").text
 
+    # at 1280x720, fitted: every text of the graph is at least 11 px on screen, and the graph fills the
+    # area it uses (issue 36: 7-8 px labels with most of the canvas empty)
+    b.set_window_size(1280, 720)
+    try:
+        b.find_element(By.ID, "zoom-fit").click()
+        sizes = b.execute_script("""
+          return [...document.querySelectorAll('#graph svg text')].filter((t) => t.getBBox().width > 0)
+            .map((t) => parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a);""")
+        assert sizes and min(sizes) >= 11 - 0.01, sorted(sizes)[:5]
+        shot(b, shots, "lineage-1280x720.png")
+    finally:
+        b.set_window_size(1440, 950)
+
     # zoom and pan change the view's transform
     world = b.find_element(By.CSS_SELECTOR, "#graph g.world")
     before = world.get_attribute("transform")
