@@ -25,6 +25,7 @@ def conf_args(store: Path, warehouse: Path, **extra: str) -> list[str]:
             "spark.sql.catalog.ushas": "io.ushas.spark.UshasCatalog",
             "spark.sql.catalog.ushas.uri": f"sqlite:///{store}",
             "spark.sql.catalog.ushas.warehouse": str(warehouse),
+            "spark.sql.catalog.ushas.create": "true",  # tests start from fresh stores
             "spark.sql.extensions": "io.ushas.spark.UshasExtensions",
             "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
             "spark.sql.shuffle.partitions": "2", **extra}

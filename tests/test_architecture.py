@@ -1,4 +1,4 @@
-"""The package structure (docs/architecture.md) holds: no import cycle among the modules of
+"""The package structure (docs/internals/architecture.md) holds: no import cycle among the modules of
 ``ushas_catalog`` and ``lineage`` (module-level and function-level imports, read with ``ast``;
 imports under ``if TYPE_CHECKING:`` never run and are left out of the cycle check only), every
 import goes down the declared layers, and no private name crosses a module boundary."""
@@ -14,7 +14,8 @@ PACKAGES = ("ushas_catalog", "lineage")
 #: the layers, lowest first: a module may import modules of its own layer or of a lower one.
 #: Each entry is a module or a package prefix; the most specific prefix names a module's layer.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("ushas_catalog.errors", "ushas_catalog.progress"),           # base: errors, progress output
+    ("ushas_catalog.errors", "ushas_catalog.progress",            # base: errors, progress output,
+     "ushas_catalog.store_location", "ushas_catalog.version"),    # the default store, the version
     ("ushas_catalog.spark.jar",),                                 # the shim's jar: javac and the error table
     ("ushas_catalog.records",),                                   # the protobuf messages (generated)
     ("ushas_catalog.model",),                                     # values: names, schemas, partitions
@@ -25,6 +26,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("ushas_catalog.governance",),                                # identity, roles, privileges, audit
     ("ushas_catalog.catalog",),                                   # the operations, resolver, commit hook
     ("ushas_catalog.metadata", "ushas_catalog.changes"),          # commit-hook subscribers
+    ("ushas_catalog.bulk_work",),                                 # pending work: records, owners, resuming
+    ("ushas_catalog.bulk_objects",),                              # big drops and purges, in chunks
     ("ushas_catalog.metastore", "ushas_catalog.bulk",             # the facade, operations in chunks,
      "ushas_catalog.check"),                                      # the store's integrity check
     ("ushas_catalog.hooks",),                                     # change hooks: delivery worker
@@ -144,9 +147,37 @@ def cycles(mods: dict[str, Path], edges: list[Import]) -> list[list[str]]:
     return found
 
 
+#: import cycles through ``if TYPE_CHECKING:`` imports only, still to break (owned by the lineage split)
+TYPE_ONLY_CYCLES_LEFT: list[list[str]] = [["lineage.model", "lineage.render"]]
+
+
 def test_no_import_cycles() -> None:
     mods = modules()
     assert cycles(mods, imports(mods)) == []
+
+
+def test_no_import_cycles_even_for_type_checkers() -> None:
+    """A cycle through ``if TYPE_CHECKING:`` imports is a cycle too (issue 36: bulk <-> metastore)."""
+    mods = modules()
+    every = [Import(e.source, e.target, e.line, False, e.names) for e in imports(mods)]
+    assert [c for c in cycles(mods, every) if c not in TYPE_ONLY_CYCLES_LEFT] == []
+
+
+#: the most lines a module may have (issue 36: new code stays under it)
+MAX_LINES = 800
+#: modules over MAX_LINES today, each with what it may not grow past: being split by their owners (the
+#: lineage package: the lineage split), listed so that no other module goes over unnoticed
+OVER_MAX_LINES: dict[str, int] = {"lineage.store": 900, "lineage.sql": 900, "lineage.capture": 950,
+                                  "lineage.resolve": 1000}
+
+
+def test_no_module_over_800_lines() -> None:
+    sizes = {name: path.read_text().count("\n") for name, path in modules().items()
+             if not path.name.endswith("_pb2.py")}
+    over = {name: n for name, n in sizes.items() if n > OVER_MAX_LINES.get(name, MAX_LINES)}
+    assert over == {}
+    assert all(sizes.get(name, 0) > MAX_LINES for name in OVER_MAX_LINES), \
+        "a listed module is under the limit now: take it off OVER_MAX_LINES"
 
 
 def test_imports_go_down_the_layers() -> None:

@@ -30,6 +30,7 @@ arguments stall ~44 ms) and hands the group to Python through the bridge (op
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import logging
 import os
@@ -514,7 +515,17 @@ class LineageCapture:
         if not accepted:
             event.discard_plans()
             self._drop(1, f"run {event.run_id} ({reason})")
+            if self._closed:  # no worker publishes counters any more: the store's count must agree
+                self._report_after_close()
         return accepted
+
+    def _report_after_close(self) -> None:
+        """A run refused after :meth:`close` (its event came after the process began to exit): add it to
+        the store's drop count now, so ``ushas lineage status`` says what the log said (best effort)."""
+        with self._cond:
+            self._gate_until = 0.0
+        if self._report(force=True):
+            self._reset_store()
 
     def note_jvm_dropped(self, total: int) -> None:
         """The JVM side's cumulative drop count, reported without an event (at shutdown)."""
@@ -804,10 +815,11 @@ class CaptureHub:
         self._captures: dict[tuple[str, str], LineageCapture] = {}
 
     def capture(self, uri: str, project: str, catalogs: Mapping[str, str] | None = None,
-                source: str = "", *, remote: Mapping[str, Any] | None = None,
+                source: str = "", create: bool = True, *, remote: Mapping[str, Any] | None = None,
                 spark_catalog: str | None = None) -> LineageCapture:
         """The capture of one store; an ``http(s)://`` uri (remote mode) stores through the catalog service
-        with the lineage catalog's token (``remote``: its context's token options)."""
+        with the lineage catalog's token (``remote``: its context's token options). ``create=False`` (the
+        catalog's ``.create=false``): a missing store is never made."""
         from ushas_catalog.remote.http import is_remote
 
         key = (uri, project)
@@ -815,7 +827,10 @@ class CaptureHub:
             found = self._captures.get(key)
             if found is None:
                 mapping = dict(catalogs or {})
-                opener: Callable[[], Any] = lambda: self._opener(uri, project, mapping)  # noqa: E731
+                store_opener = self._opener
+                if not create and store_opener is open_store:  # the catalog's .create=false: never make a store
+                    store_opener = functools.partial(open_store, create=False)
+                opener: Callable[[], Any] = lambda: store_opener(uri, project, mapping)  # noqa: E731
                 if is_remote(uri):
                     from ushas_catalog.remote.http import resolve_token
 
@@ -840,13 +855,14 @@ class CaptureHub:
             d = json.loads(request) if isinstance(request, (str, bytes)) else request
             store = d["store"]
             uri, project = str(store["uri"]), str(store.get("project") or "default")
+            create = bool(store.get("create", True))
             flush = None if d.get("flush") is None else max(0.0, float(d["flush"]))
         except (ValueError, KeyError, TypeError) as exc:
             raise InvalidArgument(f"malformed lineage message: {exc!r}") from None
         ev = d.get("event")
         catalogs = ev.get("catalogs") if isinstance(ev, Mapping) else None
         source = str(ev.get("application_id", "")) if isinstance(ev, Mapping) else str(d.get("source", ""))
-        capture = self.capture(uri, project, catalogs, source, remote=store.get("remote"),
+        capture = self.capture(uri, project, catalogs, source, create, remote=store.get("remote"),
                                spark_catalog=store.get("spark_catalog"))
         if "openlineage" in d or ev is not None:
             try:
@@ -872,11 +888,12 @@ class CaptureHub:
             c.close(timeout)
 
 
-def open_store(uri: str, project: str, catalogs: Mapping[str, str]) -> LineageStore:
-    """The lineage store of ``project``, with table ids from its metastore."""
+def open_store(uri: str, project: str, catalogs: Mapping[str, str], create: bool = True) -> LineageStore:
+    """The lineage store of ``project``, with table ids from its metastore (``create=False``: a missing store
+    is ``StoreNotFound``)."""
     from .tables import open_lineage_store
 
-    return open_lineage_store(uri, project, catalogs)
+    return open_lineage_store(uri, project, catalogs, create=create)
 
 
 @dataclass(frozen=True)

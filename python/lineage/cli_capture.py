@@ -30,12 +30,15 @@ def register(commands: argparse._SubParsersAction) -> None:
         p = commands.add_parser(name, help=help_text)
         p.add_argument("name", metavar="TABLE[.COLUMN]")
         p.add_argument("--depth", type=int, help="at most N hops")
-        p.add_argument("--explain", action="store_true", help="show the path and expressions to each column")
+        p.add_argument("--explain", action="store_true", help="show the expression of each hop")
+        p.add_argument("--flat", action="store_true", help="a list of columns by depth instead of the tree")
         _window(p)
         p.set_defaults(func=run_walk, direction=name)
     p = commands.add_parser("impact", help="every downstream column of a column, with the runs of each edge")
     p.add_argument("name", metavar="COLUMN")
-    p.add_argument("--explain", action="store_true")
+    p.add_argument("--explain", action="store_true", help="show the expression of each hop")
+    p.add_argument("--flat", action="store_true", help="the impacted columns by depth and the edges with their "
+                                                       "runs, instead of the tree of paths")
     _window(p)
     p.set_defaults(func=run_walk, direction="impact", depth=None)
     p = commands.add_parser("runs", help="who read / wrote a table")
@@ -65,6 +68,25 @@ def run_walk(ctx: Any, args: argparse.Namespace) -> int:
         answer = q.downstream(args.name, depth=args.depth, since=since, until=until)
     data = q.answer_json(answer, explain=args.explain or ctx.json)
 
+    def tree(d: dict[str, Any]) -> str:
+        from .edge_tree import tree_lines
+
+        upstream = d["direction"] == "upstream"
+        starts = d["start"]
+        ends = {e["target"] if upstream else e["source"] for e in d["edges"]}
+        roots = sorted(n for n in ends if any(n == s or n.startswith(s + ".") for s in starts)) or starts
+        expressions = {(h["target"], h["source"], h["subtype"]): h.get("expression", "")
+                       for hops in d.get("paths", {}).values() for h in hops} if args.explain else None
+        head = (f"{'impact' if args.direction == 'impact' else d['direction']} of {', '.join(starts)}"
+                + (" (depth limit reached)" if d["truncated"] else ""))
+        lines = [head, *tree_lines(d["edges"], roots, upstream=upstream, expressions=expressions, indent="  ",
+                                   datasets=[x["name"] for x in d["datasets"]] + list(starts))]
+        if not d["edges"]:
+            lines.append(f"  (no {'upstream' if upstream else 'downstream'} lineage captured)")
+        lines.append("datasets: " + ", ".join(x["name"] + (" (dropped)" if x.get("dropped") else "")
+                                              for x in d["datasets"]))
+        return "\n".join(lines)
+
     def text(d: dict[str, Any]) -> str:
         lines = [f"{d['direction']} of {', '.join(d['start'])}" + (" (depth limit reached)" if d["truncated"] else "")]
         for c in d["columns"]:
@@ -80,7 +102,7 @@ def run_walk(ctx: Any, args: argparse.Namespace) -> int:
                                               for x in d["datasets"]))
         return "\n".join(lines)
 
-    ctx.emit(data, text)
+    ctx.emit(data, text if args.flat else tree)
     return 0
 
 

@@ -82,7 +82,7 @@ def is_connect_dataframe(df: Any) -> bool:
 
 
 def dataframe_plan_json(df: Any) -> str:
-    """The plan JSON (docs/plan-json.md) of a Connect DataFrame's analyzed plan: one round trip."""
+    """The plan JSON (docs/internals/plan-json.md) of a Connect DataFrame's analyzed plan: one round trip."""
     rel = df._plan.plan(df.sparkSession.client)
     return _plan_json(df.sparkSession, OF_RELATION, rel.SerializeToString())
 

@@ -183,7 +183,9 @@ def _kind(q: LineageQueries, key: DatasetKey) -> str:
     from .model import DatasetKind
 
     ref = q.store.dataset(key)
-    return "path" if ref is not None and ref.dataset.kind is DatasetKind.PATH else "external table"
+    if ref is not None and ref.dataset.kind is DatasetKind.PATH:
+        return "path"
+    return "view" if ref is not None and q.store.is_view(ref.dataset) else "external table"
 
 
 def _has_edges(q: LineageQueries, key: DatasetKey, upstream: bool, since: int | None, until: int | None) -> bool:

@@ -555,29 +555,35 @@ class LineageResult:
 
     # ---- rendering -------------------------------------------------------------------------
     def tree(self, column: ColumnNode | str) -> str:
+        from .readable import readable
         from .render import column_tree
 
-        return column_tree(self, self._output(column))
+        return readable(column_tree(self, self._output(column)))
 
+    # every rendering a person reads goes through lineage.readable (no expression ids, no plan node names)
     def __str__(self) -> str:
+        from .readable import readable
         from .render import text
 
-        return text(self)
+        return readable(text(self))
 
     def to_dot(self) -> str:
+        from .readable import readable
         from .render import to_dot
 
-        return to_dot(self)
+        return readable(to_dot(self))
 
     def to_mermaid(self) -> str:
+        from .readable import readable
         from .render import to_mermaid
 
-        return to_mermaid(self)
+        return readable(to_mermaid(self))
 
     def _repr_html_(self) -> str:
+        from .readable import readable
         from .render import to_html
 
-        return to_html(self)
+        return readable(to_html(self))
 
 
 def iter_steps(result: LineageResult) -> Iterable[Edge]:

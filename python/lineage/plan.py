@@ -1,5 +1,5 @@
 """The plan JSON written by the shim's ``io.ushas.spark.PlanWriter`` (format ``ushas-plan``,
-documented in ``docs/plan-json.md``), parsed into typed Python nodes.
+documented in ``docs/internals/plan-json.md``), parsed into typed Python nodes.
 
 Nodes and expressions arrive in post-order in flat arrays, so parsing is one linear loop with
 no recursion (plans 10^4 nodes deep parse fine)."""
@@ -317,7 +317,7 @@ def read_answer(answer: str) -> str:
 def fetch_dataset_json(jdf: Any, inline_limit: int = INLINE_LIMIT) -> str:
     """The plan JSON of a JVM ``Dataset``'s analyzed plan: ONE Py4J round trip. Inline at any size
     when the JVM could set TCP_NODELAY on this thread's Py4J socket, else through a temp file
-    above ``inline_limit`` characters (docs/plan-json.md, "Transport")."""
+    above ``inline_limit`` characters (docs/internals/plan-json.md, "Transport")."""
     client = jdf._gateway_client
     return read_answer(_call(client, "exportDataset", jdf, _server(client), inline_limit))
 

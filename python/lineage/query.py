@@ -17,7 +17,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from ushas_catalog.errors import InvalidArgument, NoSuchRun, NoSuchTable
+from ushas_catalog.errors import InvalidArgument, NoSuchColumn, NoSuchRun, NoSuchTable, UshasError
 
 from .identity import canonical_uri, looks_like_path, partition_of
 from .links import Links, ViewVersions
@@ -100,7 +100,9 @@ class Answer:
         return [n for n in self.nodes if n.column is not None]
 
     def path(self, node: NodeRef) -> list[Hop]:
-        """The hops from a start node to ``node`` (in walk order)."""
+        """The hops from a start node to ``node`` (in walk order). A column the walk reached from a whole
+        dataset (after a dataset-wide hop: a FILTER or JOIN affects every column) goes on through the hop
+        that reached the dataset, so no step between the start and ``node`` is left out."""
         if node not in self.nodes:
             raise InvalidArgument(f"{node} was not reached by this {self.direction} walk")
         out: list[Hop] = []
@@ -111,6 +113,9 @@ class Answer:
             hop = self.via[current]
             out.append(hop)
             current = hop.target if self.direction == "upstream" else hop.source
+            whole = NodeRef(current.dataset, None)
+            if current not in self.via and current not in self.start and whole in self.via:
+                current = whole  # reached as part of the whole dataset the walk went on from
         out.reverse()
         return out
 
@@ -165,8 +170,36 @@ class LineageQueries:
         if dot and head and column:
             key = self.resolve_dataset(head)
             if key is not None:
-                return NodeRef(key, column)
+                return NodeRef(key, self.column(key, column))
         raise NoSuchTable(f"no captured lineage for {text!r} (neither a dataset nor dataset.column)")
+
+    def columns(self, key: DatasetKey) -> list[str]:
+        """The columns a walk may start from: those of the table's current schema (a metastore table) and
+        every column captured lineage names, in order."""
+        names = set(self.store.columns_of(key))
+        metastore = getattr(self.store.tables, "metastore", None)
+        shown = self.display(key)
+        if metastore is not None and not shown.get("dropped"):
+            try:
+                names.update(metastore.get_table(shown["name"]).schema.names)
+            except UshasError:  # not a table of this metastore (a view, another catalog's table): lineage only
+                pass
+        return sorted(names)
+
+    def column(self, key: DatasetKey, column: str) -> str:
+        """``column`` of dataset ``key`` as lineage stores it (a case-insensitive match), else
+        :class:`~ushas_catalog.errors.NoSuchColumn` naming the column and the dataset's columns."""
+        known = self.columns(key)
+        if column in known:
+            return column
+        folded = [c for c in known if c.lower() == column.lower()]
+        if len(folded) == 1:
+            return folded[0]
+        name = self.display(key)["name"]
+        listed = ", ".join(known[:50]) + (f", ... ({len(known)} in all)" if len(known) > 50 else "")
+        listed = listed or "unknown (no schema and no captured column lineage)"
+        raise NoSuchColumn(f"{name} has no column {column!r}: its columns are {listed}", table=name, column=column,
+                           columns=known)
 
     def display(self, key: DatasetKey) -> dict[str, Any]:
         return self.store.describe(key)

@@ -49,6 +49,7 @@ from ushas_catalog.keyspace.layout import (COUNTER, DATASET_NAME, DATASET_USAGE,
 from ushas_catalog.metadata.sync import record_lineage_write
 
 from .model import Dataset, DatasetKind, Edge, EdgeKind, EdgeSubtype
+from .readable import readable, readable_dataset
 
 #: namespace of the deterministic run ids (uuid5 of "application id/execution id")
 RUN_NAMESPACE = uuid.UUID("6f1d3c3e-6c1b-4d55-9a53-3b6c2f0a7e11")
@@ -226,13 +227,17 @@ class CapturedDataset:
     dropped: bool
     last_access_ms: int | None
     last_access: Access | None
+    view: bool = False  # a view of this metastore
 
     @property
     def kind(self) -> str:
-        """``table`` (a table of this metastore), ``external table`` (a Hive / session-catalog /
-        other catalog's table, known by name only) or ``path`` (files read or written by path)."""
+        """``table`` (a table of this metastore), ``view`` (a view of this metastore), ``external table`` (a
+        Hive / session-catalog / other catalog's table, known by name only) or ``path`` (files read or
+        written by path)."""
         if self.dataset.kind is DatasetKind.PATH:
             return "path"
+        if self.view:
+            return "view"
         return "table" if isinstance(self.key, uuid.UUID) else "external table"
 
     def to_dict(self) -> dict[str, Any]:
@@ -525,17 +530,18 @@ class LineageStore:
             for kv in tr.get_range(*base.range(), snapshot=True):
                 tgt, tcol, src, scol, sub = _suffix(base, kv.key)
                 out.append((StoredEdge(tgt, tcol, src, scol, EdgeSubtype(sub), run_id, run.end_ms),
-                            kv.value.decode()))
+                            readable(kv.value.decode())))
             return out
 
         return self.db.run(scan)
 
     def expression(self, edge: StoredEdge) -> str:
+        """The expression of a stored edge as a person reads it (:func:`lineage.readable.readable`)."""
         key = self._run_edge.add(RUN_ID, edge.run_id).pack(
             (edge.target, edge.target_column, edge.source,
              edge.source_column, edge.subtype.value))
         value = self.db.run(lambda tr: tr.get(key, snapshot=True))
-        return value.decode() if value is not None else ""
+        return readable(value.decode()) if value is not None else ""
 
     def accesses(self, key: DatasetKey, since: int | None = None, until: int | None = None, *,
                  access: Access | None = None, limit: int = 0, reverse: bool = False) -> list[AccessRow]:
@@ -567,6 +573,30 @@ class LineageStore:
                          until: int | None = None, *, all_columns: bool = False) -> list[StoredEdge]:
         """Edges OUT OF ``source`` column ``column`` (or every column when ``all_columns``)."""
         return self._edges(self._down, source, column, since, until, all_columns, upstream=False)
+
+    def columns_of(self, key: DatasetKey, *, limit: int = 10_000) -> list[str]:
+        """The columns of dataset ``key`` that any captured edge leads into or out of, in order: a skip scan
+        (one short read per column) of both edge indexes, at most ``limit`` names."""
+        from ushas_catalog.kv import strinc
+
+        found: set[str] = set()
+
+        def scan(tr: Transaction) -> None:
+            for index in (self._up, self._down):
+                base = self._ds_path(index, key)
+                begin, end = base.range()
+                base_len = len(base.key())
+                while begin < end and len(found) < limit:
+                    row = next(iter(tr.get_range(begin, end, limit=1, snapshot=True)), None)
+                    if row is None:
+                        break
+                    column = fdbtuple.unpack(row.key[base_len:])[0]
+                    if isinstance(column, str):
+                        found.add(column)
+                    begin = strinc(base.key() + fdbtuple.pack((column,)))
+
+        self.db.run(scan)
+        return sorted(found)
 
     def has_edges(self, key: DatasetKey, *, upstream: bool, since: int | None = None,
                   until: int | None = None) -> bool:
@@ -688,7 +718,14 @@ class LineageStore:
                 return {"name": state.name, "table_id": str(key), "dropped": state.dropped}
             name = ref.name if ref is not None else str(key)
             return {"name": name, "table_id": str(key), "dropped": True}
-        return {"name": key, "dropped": False}
+        return {"name": readable_dataset(key), "dropped": False}
+
+    def is_view(self, dataset: Dataset) -> bool:
+        """Whether ``dataset`` is a view of the metastore whose table ids this store uses (False without one)."""
+        check = getattr(self.tables, "is_view", None)
+        if check is None or dataset.kind is not DatasetKind.TABLE:
+            return False
+        return bool(self.db.run(lambda tr: check(tr, dataset)))
 
     def captured_datasets(self) -> list[CapturedDataset]:
         """Every dataset lineage was captured for — metastore tables, Hive / other catalogs'
@@ -707,7 +744,8 @@ class LineageStore:
             described = self.describe(ref.key)
             last = self.accesses(ref.key, limit=1, reverse=True)
             out.append(CapturedDataset(ref.key, ref.dataset, described["name"], bool(described.get("dropped")),
-                                       last[0].time_ms if last else None, last[0].access if last else None))
+                                       last[0].time_ms if last else None, last[0].access if last else None,
+                                       self.is_view(ref.dataset)))
         return sorted(out, key=lambda d: (d.name, str(d.key)))
 
     def usage(self, key: DatasetKey, since: int | None = None, until: int | None = None) -> list[Usage]:

@@ -64,6 +64,17 @@ class MetastoreTableIds:
         except ShareCatalog:
             return self._shared_id(tr, name)
 
+    def is_view(self, tr: Transaction, dataset: Dataset) -> bool:
+        """Whether ``dataset`` names a view of this metastore (views are known to lineage by name)."""
+        name = self._name(dataset)
+        if name is None:
+            return False
+        try:
+            self.metastore.resolver.view(tr, name)
+        except (NotFound, ShareCatalog):
+            return False
+        return True
+
     def _shared_id(self, tr: Transaction, name: Any) -> uuid.UUID | None:
         """The owner's id of a table of a mounted share (None: not shared, or no longer)."""
         from ushas_catalog.catalog.share_view import mounted, open_view

@@ -1,8 +1,8 @@
 """Operations bigger than one transaction, done the FoundationDB way.
 
-Size (over 600 lines): one protocol (begin, stage, publish, clean up, resume) shared by the partition
-operations, the big drops and purges and the search-index chunks; its halves would import each other.
-It sits above :mod:`ushas_catalog.metadata` (it also un-indexes and re-indexes in chunks), so the catalog
+The protocol (pending work records, owners, resuming) is :mod:`ushas_catalog.bulk_work`; the big drops
+and purges are :mod:`ushas_catalog.bulk_objects`; this module holds the partition operations and is what
+``Metastore.big`` is (every call of :class:`~ushas_catalog.catalog.visibility.BigOperations`). It sits above :mod:`ushas_catalog.metadata` (it also un-indexes and re-indexes in chunks), so the catalog
 operations reach it through ``Metastore.big`` (:class:`~ushas_catalog.catalog.visibility.BigOperations`).
 
 FoundationDB (and the embedded engine, which enforces its limits) allows 5 s and 10 MB per
@@ -41,206 +41,33 @@ deletes its tables in chunks (``PURGE``).
 """
 from __future__ import annotations
 
-import datetime as dt
 import json
-import os
-import socket
-import time
 import uuid
-import weakref
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import fdb.tuple as fdbtuple
 
 from . import records as rec
+from .bulk_objects import big_object, defer_purge, defer_unindex, many_objects  # noqa: F401 - Metastore.big
+from .bulk_work import (BULK_AT, CHUNK_BYTES, CHUNK_ITEMS, CHUNKERS, PendingWork, Work, after_ops,  # noqa: F401
+                        finish_for, finish_pending, has_after, new_work, now_micros, owner_alive, pending_work,
+                        resume, rollback_quietly, run_after, table_path, unlist, work_store)
 from .catalog.visibility import TooBig, bulk_pending, check_no_pending, visible, visible_raw  # noqa: F401 - the readers' side, shown here too
-from .errors import (Conflict, InvalidArgument, NoSuchPartition, PartitionAlreadyExists,
-                     UshasError)
-from .keyspace.layout import PENDING_WORK
+from .errors import (Conflict, InvalidArgument, NoSuchPartition, PartitionAlreadyExists)
 from .keyspace.tree import KeySpacePath
 from .kv import Transaction
 from .kv.base import FDB_LIMITS
-from .metadata.sync import defer_children
 from .model.names import TableName
-from .model.objects import MutationResult, micros_to_datetime
+from .model.objects import MutationResult
 from .model.partitions import Partition, PartitionScheme
 from .records.store import RecordStore, split_elements
 
-if TYPE_CHECKING:
-    from .metastore import Metastore
-
-#: partition operations with more items than this run in chunks (smaller ones: one transaction)
-BULK_AT = 20_000
-#: catalog / database drops holding more objects than this take them out of the index in chunks
-BULK_OBJECTS_AT = 1_000
-#: items (partitions, objects) per chunk transaction
-CHUNK_ITEMS = 10_000
-#: tables purged per chunk transaction
-PURGE_TABLES_PER_CHUNK = 200
-#: objects (un)indexed per chunk transaction at most
-UNINDEX_PER_CHUNK = 2_000
-#: a chunk that has run this long stops at the next item (the engine allows 5 s)
-CHUNK_SECONDS = 1.0
-#: bytes written per chunk at most (the engine allows 10 MB)
-CHUNK_BYTES = 3_000_000
-#: seconds without a chunk after which a running operation's process counts as dead
-STALE_AFTER_S = 60.0
-
-_TOKEN = uuid.uuid4().hex[:8]
+#: the facade (:class:`ushas_catalog.metastore.Metastore`), which wires this module in as ``Metastore.big``:
+#: not imported here, so the two do not import each other
+Metastore = Any
 
 
-def _now() -> int:
-    return time.time_ns() // 1000
-
-
-def _owner() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}:{_TOKEN}"
-
-
-def owner_alive(owner: str, heartbeat_micros: int) -> bool:
-    """Whether the process that runs an operation still does: on this host, its pid exists (a
-    pid reused by another process keeps it "alive" until the heartbeat is stale); elsewhere, its
-    last chunk is younger than :data:`STALE_AFTER_S`."""
-    if owner == _owner():
-        return True
-    stale = _now() - heartbeat_micros > STALE_AFTER_S * 1_000_000
-    host, _, rest = owner.partition(":")
-    pid_text = rest.partition(":")[0]
-    if host == socket.gethostname() and pid_text.isdigit():
-        try:
-            os.kill(int(pid_text), 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            pass
-        if os.getpid() == int(pid_text):  # this process, another (forgotten) token: not running
-            return False
-    return not stale
-
-
-def work_store(project: KeySpacePath) -> RecordStore[rec.PendingWork]:
-    return RecordStore.of(project, PENDING_WORK)
-
-
-@dataclass(frozen=True)
-class PendingWork:
-    """One operation bigger than one transaction that is not finished."""
-
-    operation_id: str
-    kind: str            # ADD PARTITIONS, DROP PARTITIONS, UNINDEX, PURGE
-    object: str          # the object's name
-    state: str           # STAGING, PUBLISHED, ROLLING_BACK
-    done: int            # items processed
-    total: int           # items known (0: unknown)
-    owner: str           # host:pid:token of the process running it
-    running: bool        # that process is alive (finish_pending leaves it alone)
-    started_at: dt.datetime
-
-    @property
-    def progress(self) -> str:
-        return f"{self.done}/{self.total}" if self.total else str(self.done)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"operation_id": self.operation_id, "kind": self.kind, "object": self.object, "state": self.state,
-                "done": self.done, "total": self.total, "owner": self.owner, "running": self.running,
-                "started_at": self.started_at.isoformat()}
-
-
-def _pending(op: uuid.UUID, r: rec.PendingWork) -> PendingWork:
-    return PendingWork(str(op), r.kind, r.object, rec.PendingWork.State.Name(r.state), r.done, r.total, r.owner,
-                       owner_alive(r.owner, r.heartbeat_micros), micros_to_datetime(r.started_micros))
-
-
-def pending_work(ms: "Metastore") -> list[PendingWork]:
-    """The unfinished operations of ``ms``'s project (what ``ushas check`` reports)."""
-    store = work_store(ms.project_path)
-    return ms.db.run(lambda tr: [_pending(r.key[0], r.record) for r in store.scan(tr)])
-
-
-def finish_pending(ms: "Metastore", operation_id: str | uuid.UUID | None = None, *,
-                   include_running: bool = False, data_paths: list[str] | None = None) -> list[PendingWork]:
-    """Finish the pending work of the project (or the one operation ``operation_id``) whose
-    process died: staging that had not published is rolled back, published work is completed.
-    ``include_running``: also take over operations whose process looks alive (their own chunks
-    then fail). ``data_paths`` receives the data paths a finished purge found (to delete now).
-    Returns what was finished."""
-    done: list[PendingWork] = []
-    for w in pending_work(ms):
-        if operation_id is not None and w.operation_id != str(operation_id):
-            continue
-        if w.running and not include_running:
-            continue
-        del _paths(ms)[:]
-        if _resume(ms, uuid.UUID(w.operation_id)):
-            done.append(w)
-        if data_paths is not None:
-            data_paths.extend(_paths(ms))
-        del _paths(ms)[:]
-    return done
-
-
-def finish_for(ms: "Metastore", operations: Sequence[str]) -> bool:
-    """The table's pending operations (ids) whose process died, finished (a write of the table met
-    them). True if all are gone, so the write can go on."""
-    cleared = True
-    store = work_store(ms.project_path)
-    for text in operations:
-        op = uuid.UUID(text)
-        r = ms.db.run(lambda tr: store.load(tr, (op,)))
-        if r is None:
-            cleared = False  # listed on the table without a record: damage, reported by check
-            continue
-        if owner_alive(r.owner, r.heartbeat_micros):
-            cleared = False
-            continue
-        _resume(ms, op)
-    return cleared
-
-
-# ---- the work record -------------------------------------------------------------------------
-class _Work:
-    """One operation's work record, owned by this process."""
-
-    def __init__(self, ms: "Metastore", op: uuid.UUID) -> None:
-        self.ms = ms
-        self.op = op
-        self.store = work_store(ms.project_path)
-        self.owner = _owner()
-
-    def load(self, tr: Transaction) -> rec.PendingWork:
-        """The record, checked to be still ours (else :class:`Conflict`: another process took over)."""
-        r = self.store.load(tr, (self.op,))
-        if r is None or r.owner != self.owner:
-            raise Conflict(f"operation {self.op} was finished or taken over by another process "
-                           f"({r.owner if r is not None else 'gone'})", operation_id=str(self.op))
-        return r
-
-    def save(self, tr: Transaction, r: rec.PendingWork) -> None:
-        r.heartbeat_micros = _now()
-        self.store.save(tr, (self.op,), r)
-
-    def take_over(self) -> rec.PendingWork | None:
-        def fn(tr: Transaction) -> rec.PendingWork | None:
-            r = self.store.load(tr, (self.op,))
-            if r is None:
-                return None
-            r.owner = self.owner
-            self.save(tr, r)
-            return r
-
-        return self.ms.db.run(fn)
-
-
-def _new_work(kind: str, obj: str, key: bytes, version: int = 0, total: int = 0,
-              detail: Mapping[str, Any] | None = None) -> rec.PendingWork:
-    now = _now()
-    return rec.PendingWork(kind=kind, state=rec.PendingWork.STAGING, object=obj, object_key=key, version=version,
-                           total=total, owner=_owner(), heartbeat_micros=now, started_micros=now,
-                           detail_json=json.dumps(dict(detail or {}), separators=(",", ":")))
-
-
-# ---- partition operations --------------------------------------------------------------------
 @dataclass
 class _TableAt:
     name: TableName
@@ -257,9 +84,9 @@ class _TableAt:
 
 
 def _begin(ms: "Metastore", tn: TableName, kind: str, expected_version: int | None, total: int,
-           detail: Mapping[str, Any]) -> tuple[_Work, _TableAt]:
+           detail: Mapping[str, Any]) -> tuple[Work, _TableAt]:
     op = uuid.uuid4()
-    work = _Work(ms, op)
+    work = Work(ms, op)
 
     def fn(tr: Transaction) -> _TableAt:
         t = ms.resolver.table(tr, tn)
@@ -277,7 +104,7 @@ def _begin(ms: "Metastore", tn: TableName, kind: str, expected_version: int | No
         ref.pending_operations.append(op.bytes)
         t.store("TableReference").save(tr, (), ref)
         v = t.ref.version + 1
-        work.store.save(tr, (op,), _new_work(kind, str(tn), t.path.key(), v, total, detail), new=True)
+        work.store.save(tr, (op,), new_work(kind, str(tn), t.path.key(), v, total, detail), new=True)
         return _TableAt(tn, t.path, scheme, storage, v)
 
     return work, ms.run(fn)
@@ -302,11 +129,11 @@ def add_partitions(ms: "Metastore", tn: TableName, items: Sequence[Partition], i
                         MutationResult(t.version, added=added, skipped=skipped) if added else
                         MutationResult(None, skipped=skipped))
     except BaseException:
-        _rollback_quietly(ms, work.op)
+        rollback_quietly(ms, work.op)
         raise
 
 
-def _stage_adds(ms: "Metastore", work: _Work, t: _TableAt, items: Sequence[Partition],
+def _stage_adds(ms: "Metastore", work: Work, t: _TableAt, items: Sequence[Partition],
                 if_not_exists: bool) -> tuple[int, int]:
     scheme, store, history = t.scheme, t.partitions(), t.history()
     version_prefix = fdbtuple.pack((t.version,))
@@ -316,7 +143,7 @@ def _stage_adds(ms: "Metastore", work: _Work, t: _TableAt, items: Sequence[Parti
     position = 0
     while position < len(items):
         batch = items[position:position + CHUNK_ITEMS]
-        now = _now()
+        now = now_micros()
         prepared: list[tuple[bytes, bytes]] = []
         local_skipped = 0
         for p in batch:
@@ -394,18 +221,18 @@ def drop_partitions(ms: "Metastore", tn: TableName, specs: Sequence[Mapping[str,
     try:
         dropped, missing = _mark_drops(ms, work, t, specs, if_exists)
         if not dropped:
-            _rollback_quietly(ms, work.op)
+            rollback_quietly(ms, work.op)
             return MutationResult(None, skipped=missing)
         result = _publish(ms, work, t, "DROP PARTITIONS", {"dropped": dropped},
                           MutationResult(t.version, dropped=dropped, skipped=missing))
     except BaseException:
-        _rollback_quietly(ms, work.op)
+        rollback_quietly(ms, work.op)
         raise
-    _resume(ms, work.op, work)  # the cleanup chunks
+    resume(ms, work.op, work)  # the cleanup chunks
     return result
 
 
-def _mark_drops(ms: "Metastore", work: _Work, t: _TableAt, specs: Sequence[Mapping[str, Any]],
+def _mark_drops(ms: "Metastore", work: Work, t: _TableAt, specs: Sequence[Mapping[str, Any]],
                 if_exists: bool) -> tuple[int, int]:
     """Mark the partitions the specs match, chunk by chunk (each chunk reads everything it needs
     first, then writes: reads after writes are slow on the write buffer)."""
@@ -538,7 +365,7 @@ def _load_packed(tr: Transaction, store: RecordStore[rec.Partition], packed: byt
     return b"".join(parts) if parts else None
 
 
-def _publish(ms: "Metastore", work: _Work, t: _TableAt, operation: str, counts: Mapping[str, int],
+def _publish(ms: "Metastore", work: Work, t: _TableAt, operation: str, counts: Mapping[str, int],
              result: MutationResult) -> MutationResult:
     """The one transaction that makes a staged partition operation visible (its commit)."""
     from .catalog.commits import Mutation
@@ -551,19 +378,19 @@ def _publish(ms: "Metastore", work: _Work, t: _TableAt, operation: str, counts: 
         ref = rec.TableReference()
         ref.CopyFrom(live.ref)
         if result.version is None:  # nothing to commit (every partition skipped)
-            _unlist(ref, work.op)
+            unlist(ref, work.op)
             live.store("TableReference").save(tr, (), ref)
             work.store.delete(tr, (work.op,))
             return result
         if operation == "ADD PARTITIONS":  # nothing left to do after the commit
-            _unlist(ref, work.op)
+            unlist(ref, work.op)
             work.store.delete(tr, (work.op,))
         else:
             w.state = rec.PendingWork.PUBLISHED
             w.cursor = b""
             w.total, w.done = counts.get("dropped", 0), 0
             work.save(tr, w)
-        ms.commit(tr, Mutation("table", str(t.name), t.path, operation, t.version, ref, time_micros=_now(),
+        ms.commit(tr, Mutation("table", str(t.name), t.path, operation, t.version, ref, time_micros=now_micros(),
                                 changed=("TablePartition",),
                                 detail={**counts, "operation_id": str(work.op), "bulk": True},
                                 partition_scheme=t.scheme))
@@ -572,62 +399,12 @@ def _publish(ms: "Metastore", work: _Work, t: _TableAt, operation: str, counts: 
     return ms.run(fn)
 
 
-def _unlist(ref: rec.TableReference, op: uuid.UUID) -> None:
-    keep = [o for o in ref.pending_operations if o != op.bytes]
-    del ref.pending_operations[:]
-    ref.pending_operations.extend(keep)
 
 
-def _rollback_quietly(ms: "Metastore", op: uuid.UUID) -> None:
-    try:
-        _resume(ms, op, rollback=True)
-    except UshasError:  # left pending: ushas repair --pending (or the next write) finishes it
-        pass
-
-
-# ---- resuming -------------------------------------------------------------------------------
-def _resume(ms: "Metastore", op: uuid.UUID, work: _Work | None = None, *, rollback: bool = False) -> bool:
-    """Run operation ``op`` to its end from its recorded state: roll back what was staged
-    (STAGING, ROLLING_BACK), or finish what was published. Returns False if it was gone."""
-    work = work or _Work(ms, op)
-    r = work.take_over()
-    if r is None:
-        return False
-    if r.state == rec.PendingWork.STAGING or rollback:
-        if r.state == rec.PendingWork.PUBLISHED:  # too late to undo: finish instead
-            rollback = False
-        else:
-            def mark(tr: Transaction) -> None:
-                w = work.load(tr)
-                w.state = rec.PendingWork.ROLLING_BACK
-                w.cursor = b""
-                work.save(tr, w)
-
-            ms.db.run(mark)
-            r.state = rec.PendingWork.ROLLING_BACK
-    if r.kind in ("ADD PARTITIONS", "DROP PARTITIONS"):
-        _partition_chunks(ms, work, r)
-    elif r.kind == "UNINDEX":
-        _unindex_chunks(ms, work, r)
-    elif r.kind == "PURGE":
-        _purge_chunks(ms, work, r)
-    else:  # pragma: no cover - a newer version's work
-        raise InvalidArgument(f"pending operation {op} has an unknown kind {r.kind!r}")
-    return True
-
-
-def _table_path(ms: "Metastore", key: bytes) -> KeySpacePath | None:
-    try:
-        resolved = ms.layout.keyspace.parse(key)
-    except Exception:  # noqa: BLE001
-        return None
-    return resolved.path
-
-
-def _partition_chunks(ms: "Metastore", work: _Work, r: rec.PendingWork) -> None:
+def _partition_chunks(ms: "Metastore", work: Work, r: rec.PendingWork) -> None:
     """Roll back (ROLLING_BACK) or finish a drop (PUBLISHED): walk the history entries at the
     operation's version, chunk by chunk; then unlist the operation from the table."""
-    path = _table_path(ms, r.object_key)
+    path = table_path(ms, r.object_key)
     version = r.version
     rolling_back = r.state == rec.PendingWork.ROLLING_BACK
     detail = json.loads(r.detail_json or "{}")
@@ -680,7 +457,7 @@ def _partition_chunks(ms: "Metastore", work: _Work, r: rec.PendingWork) -> None:
                         elif old.location:
                             garbage.directories.append(old.location)
             if garbage:
-                record_garbage(tr, ms.project_path, path.value, r.object, "DROP PARTITIONS", garbage, _now())
+                record_garbage(tr, ms.project_path, path.value, r.object, "DROP PARTITIONS", garbage, now_micros())
             if rolling_back:
                 w.cursor = b""  # the entries read are gone: start again from the beginning
             elif entries:
@@ -698,380 +475,18 @@ def _partition_chunks(ms: "Metastore", work: _Work, r: rec.PendingWork) -> None:
             refs = RecordStore.at(path.add("TableReference"))
             ref = refs.load(tr, ())
             if ref is not None:
-                _unlist(ref, work.op)
+                unlist(ref, work.op)
                 refs.save(tr, (), ref)
         work.store.delete(tr, (work.op,))
 
     ms.db.run(finish)
 
 
-# ---- catalog / database drops ------------------------------------------------------------------
-def many_objects(ms: "Metastore", tr: Transaction, path: KeySpacePath) -> bool:
-    """Whether the catalog / database at ``path`` holds more than :data:`BULK_OBJECTS_AT` objects
-    (counting stops there)."""
-    seen = 0
-    for _ in _object_keys(ms, tr, path, limit=BULK_OBJECTS_AT + 1):
-        seen += 1
-        if seen > BULK_OBJECTS_AT:
-            return True
-    return False
 
 
-def _object_keys(ms: "Metastore", tr: Transaction, path: KeySpacePath, *, dropped: bool = False,
-                 limit: int = 0) -> Iterable[uuid.UUID]:
-    """Ids of the databases of a catalog and tables / views of its databases (of a database: its
-    tables and views), live ones (and dropped ones with ``dropped``)."""
-    kind = path.directory.name
-    count = 0
-    if kind == "catalogId":
-        dbs = path.add("Database")
-        ids = [uuid.UUID(bytes=r.record.id) for r in ms.resolver.names(dbs, "Database").scan(tr)]
-        if dropped:
-            ids.extend(r.key[1] for r in ms.resolver.dropped(dbs, "Database").scan(tr))
-        for did in ids:
-            yield did
-            count += 1
-            for oid in _object_keys(ms, tr, dbs.add("databaseId", did), dropped=dropped):
-                yield oid
-                count += 1
-                if limit and count >= limit:
-                    return
-    elif kind == "databaseId":
-        tables = path.add("Table")
-        for r in ms.resolver.names(tables, "Table").scan(tr, limit=limit):
-            yield uuid.UUID(bytes=r.record.id)
-        if dropped:
-            for r in ms.resolver.dropped(tables, "Table").scan(tr):
-                yield r.key[1]
-
-
-def defer_unindex(ms: "Metastore", tr: Transaction, name: str, path: KeySpacePath, indexed: bool) -> None:
-    """In a drop's (``indexed=False``) or undrop's transaction: the objects in the catalog /
-    database at ``path`` leave (or re-enter) the search index in chunks, after the commit (the
-    metadata sync of ``tr`` then handles the object itself only)."""
-    defer_children(tr, path)
-    store = work_store(ms.project_path)
-    for r in list(store.scan(tr)):  # an unfinished (un)indexing of the same object is superseded
-        if r.record.kind == "UNINDEX" and r.record.object_key == path.key():
-            store.delete(tr, r.key)
-    op = uuid.uuid4()
-    work_store(ms.project_path).save(tr, (op,), _published(_new_work("UNINDEX", name, path.key(),
-                                                                     detail={"indexed": indexed})), new=True)
-    _after(ms).append(op)
-
-
-_AFTER: "weakref.WeakKeyDictionary[Any, list[uuid.UUID]]" = weakref.WeakKeyDictionary()
-_PATHS: "weakref.WeakKeyDictionary[Any, list[str]]" = weakref.WeakKeyDictionary()
-
-
-def _after(ms: "Metastore") -> list[uuid.UUID]:
-    return _AFTER.setdefault(ms, [])
-
-
-def _paths(ms: "Metastore") -> list[str]:
-    return _PATHS.setdefault(ms, [])
-
-
-def _published(r: rec.PendingWork) -> rec.PendingWork:
-    r.state = rec.PendingWork.PUBLISHED
-    return r
-
-
-def _chunk_ids(ms: "Metastore", tr: Transaction, path: KeySpacePath, after: bytes, limit: int,
-               dropped: bool) -> list[tuple[bytes, uuid.UUID, KeySpacePath]]:
-    """The next ``limit`` objects in the catalog / database at ``path`` after position ``after``,
-    each with its position and id path. Positions are packed ``(database id, section, name[, id])``:
-    section 0 is a catalog's database itself, 1 its live tables and views by name, 2 its dropped
-    tables; so each chunk reads only the names after the cursor."""
-    from .keyspace.layout import Layout
-
-    out: list[tuple[bytes, uuid.UUID, KeySpacePath]] = []
-    zero = uuid.UUID(int=0)
-    dbs: list[tuple[uuid.UUID, KeySpacePath]]
-    if path.directory.name == "catalogId":
-        base = path.add("Database")
-        dids = [uuid.UUID(bytes=r.record.id) for r in ms.resolver.names(base, "Database").scan(tr)]
-        if dropped:
-            dids.extend(r.key[1] for r in ms.resolver.dropped(base, "Database").scan(tr))
-        dbs = [(d, base.add("databaseId", d)) for d in sorted(dids)]
-    else:
-        dbs = [(zero, path)]
-    cursor = fdbtuple.unpack(after) if after else ()
-    for did, dpath in dbs:
-        if cursor and did < cursor[0]:
-            continue
-        mine = bool(cursor) and cursor[0] == did
-        if path.directory.name == "catalogId" and not mine:
-            out.append((fdbtuple.pack((did, 0)), did, dpath))
-            if len(out) >= limit:
-                return out
-        tables = dpath.add("Table")
-        for section, store in ((1, ms.resolver.names(tables, "Table")), (2, ms.resolver.dropped(tables, "Table"))):
-            if section == 2 and not dropped:
-                continue
-            if mine and cursor[1] > section:
-                continue
-            begin, end = store.range()
-            if mine and cursor[1] == section:
-                begin = store.key(tuple(cursor[2:])) + b"\xff"
-            for r in store.scan(tr, begin, end, limit=limit - len(out)):
-                if section == 1:
-                    oid, kind = uuid.UUID(bytes=r.record.id), r.record.kind
-                else:
-                    oid, kind = r.key[1], rec.ObjectKind.TABLE
-                p = (Layout.view if kind == rec.ObjectKind.VIEW else Layout.table)(dpath, oid)
-                out.append((fdbtuple.pack((did, section) + tuple(r.key)), oid, p))
-            if len(out) >= limit:
-                return out
-    return out
-
-
-def _unindex_chunks(ms: "Metastore", work: _Work, r: rec.PendingWork) -> None:
-    from .metadata.store import MetadataKeys, MetadataWriter
-
-    path = _table_path(ms, r.object_key)
-    indexed = bool(json.loads(r.detail_json or "{}").get("indexed"))
-    while path is not None:
-        def chunk(tr: Transaction) -> bool:
-            started = time.monotonic()
-            w = work.load(tr)
-            items = _chunk_ids(ms, tr, path, w.cursor, UNINDEX_PER_CHUNK, dropped=False)
-            writer = MetadataWriter(tr, MetadataKeys(ms.project_path), ms.user, source="catalog")
-            n = 0
-            for pos, oid, _ in items:
-                writer.set_indexed(oid, indexed)
-                w.cursor = pos
-                n += 1
-                if time.monotonic() - started > CHUNK_SECONDS:
-                    break
-            writer.finish(0)
-            w.done += n
-            work.save(tr, w)
-            return n > 0 and (n < len(items) or len(items) == UNINDEX_PER_CHUNK)
-
-        if not ms.db.run(chunk):
-            break
-    ms.db.run(lambda tr: (work.load(tr), work.store.delete(tr, (work.op,))))
-
-
-def big_object(ms: "Metastore", tr: Transaction, path: KeySpacePath) -> bool:
-    """Whether purging (or un-indexing) the object at ``path`` needs chunks: a catalog or database
-    with more than :data:`BULK_OBJECTS_AT` objects, a table with more than :data:`BULK_AT`
-    partitions (counting stops there)."""
-    if path.directory.name == "tableId":
-        prefix = path.add("TablePartition").key()
-        return sum(1 for _ in tr.get_range(prefix, prefix + b"\xff", limit=BULK_AT + 1)) > BULK_AT
-    if path.directory.name in ("catalogId", "databaseId"):
-        return many_objects(ms, tr, path)
-    return False
-
-
-def defer_purge(ms: "Metastore", tr: Transaction, name: str, kind: str, path: KeySpacePath, version: int,
-                operation: str) -> None:
-    """In the transaction that makes a dropped catalog, database or table unreachable (its name
-    entry removed): its keys, metadata and data are deleted in chunks after the commit (the data
-    paths then go to the caller: :func:`run_after`)."""
-    detail: dict[str, Any] = {"kind": kind, "operation": operation}
-    if path.directory.name == "tableId":  # whether another table shares its location: decided now
-        detail["shared"] = _shares_location(tr, path)
-    store = work_store(ms.project_path)
-    for r in list(store.scan(tr)):  # (un)indexing what is purged now is moot: superseded
-        if r.record.kind == "UNINDEX" and r.record.object_key.startswith(path.key()):
-            store.delete(tr, r.key)
-    op = uuid.uuid4()
-    work_store(ms.project_path).save(tr, (op,), _published(_new_work(
-        "PURGE", name, path.key(), version=version, detail=detail)), new=True)
-    _after(ms).append(op)
-
-
-def _shares_location(tr: Transaction, table: KeySpacePath) -> bool:
-    """Whether a live table of the same database has its data at, in or around this table's location
-    (then only this table's recorded files are deleted, as :func:`~ushas_catalog.data_purge.table_data_paths`
-    decides)."""
-    from .keyspace.layout import Layout
-
-    storage = RecordStore.at(table.add("TableStorage")).load(tr, ())
-    if storage is None or storage.external or not storage.location:
-        return False
-    location = storage.location.rstrip("/")
-    db = table.parent.parent
-    for sr in RecordStore.at(db.add("Table").add("TableObjectName")).scan(tr):
-        oid = uuid.UUID(bytes=sr.record.id)
-        if oid == table.value or sr.record.kind != rec.ObjectKind.TABLE:
-            continue
-        other = RecordStore.at(Layout.table(db, oid).add("TableStorage")).load(tr, ())
-        if other is not None and other.location and (_under(other.location, location)
-                                                     or _under(location, other.location)):
-            return True
-    return False
-
-
-def _under(path: str, root: str) -> bool:
-    root = root.rstrip("/")
-    return path == root or path.startswith(root + "/")
-
-
-def _purge_table_step(ms: "Metastore", tr: Transaction, tpath: KeySpacePath, after: bytes, budget: int,
-                      shared: bool) -> tuple[list[str], bytes | None, int]:
-    """Purge up to ``budget`` partitions of the table at ``tpath`` (from key ``after``); when none
-    are left, the table itself (garbage entries, metadata, keys). Returns the data paths to
-    delete, where to continue (None: the table is gone) and the items used."""
-    from .metadata import sync as metadata_sync
-    from .data.garbage import delete_garbage, scan_garbage
-
-    storage = RecordStore.at(tpath.add("TableStorage")).load(tr, ())
-    schema = RecordStore.at(tpath.add("TableSchema")).load(tr, ())
-    managed = storage is not None and not storage.external and bool(storage.location)
-    location = storage.location.rstrip("/") if managed else ""
-    paths: list[str] = []
-    used = 0
-    if schema is not None and schema.partition_columns:
-        prefix = tpath.add("TablePartition").key()
-        begin = after or prefix
-        rows = list(tr.get_range(begin, prefix + b"\xff", limit=budget + 1))
-        more = len(rows) > budget
-        rows = rows[:budget]
-        for kv in rows if managed else ():
-            try:
-                r = rec.Partition.FromString(kv.value)
-            except Exception:  # noqa: BLE001 - one piece of a split record
-                continue
-            if r.files_recorded:
-                paths.extend(f.path for f in r.data_files if shared or not _under(f.path, location))
-            elif shared and r.location and not _under(location, r.location):
-                paths.append(r.location)
-        used = len(rows)
-        if more:
-            tr.clear_range(begin, rows[-1].key + b"\x00")
-            return paths, rows[-1].key + b"\x00", used
-    elif managed:
-        listed = RecordStore.at(tpath.add("TableDataFiles")).load(tr, ())
-        if listed is not None:
-            paths.extend(f.path for f in listed.files if shared or not _under(f.path, location))
-    for e in list(scan_garbage(tr, ms.project_path, tpath.value)):
-        delete_garbage(tr, ms.project_path, e.key)
-        if managed:
-            paths.extend(f.path for f in e.files if shared or not _under(f.path, location))
-            paths.extend(d for d in e.directories if shared and not _under(location, d))
-    if managed and not shared:
-        paths.insert(0, location)
-    metadata_sync.on_purge(ms, tr, tpath)
-    tr.clear_range(*tpath.range())
-    return paths, None, used + 1
-
-
-def _purge_chunks(ms: "Metastore", work: _Work, r: rec.PendingWork) -> None:
-    path = _table_path(ms, r.object_key)
-    detail = json.loads(r.detail_json or "{}")
-    found: list[str] = []
-    while path is not None:
-        def chunk(tr: Transaction) -> bool:
-            from .metadata.store import MetadataKeys, MetadataWriter
-
-            started = time.monotonic()
-            w = work.load(tr)
-            cursor = fdbtuple.unpack(w.cursor) if w.cursor else (b"", b"")
-            position, inner = cursor[0], cursor[1]
-            budget = CHUNK_ITEMS
-            objects = PURGE_TABLES_PER_CHUNK
-            paths: list[str] = []
-            done = False
-            if path.directory.name == "tableId":
-                got, nxt, used = _purge_table_step(ms, tr, path, inner, budget, bool(detail.get("shared")))
-                paths.extend(got)
-                position, inner, done = b"", nxt or b"", nxt is None
-                w.done += used
-            else:
-                while budget > 0 and objects > 0 and time.monotonic() - started < CHUNK_SECONDS:
-                    objects -= 1
-                    items = _chunk_ids(ms, tr, path, position, 1, dropped=True)
-                    if not items:
-                        done = True
-                        break
-                    pos, oid, obj = items[0]
-                    if obj.directory.name == "tableId":
-                        got, nxt, used = _purge_table_step(ms, tr, obj, inner, budget, False)
-                        paths.extend(got)
-                        budget -= used
-                        if nxt is not None:
-                            inner = nxt
-                            break
-                    elif obj.directory.name == "viewId":
-                        from .metadata import sync as metadata_sync
-
-                        metadata_sync.on_purge(ms, tr, obj)
-                        tr.clear_range(*obj.range())
-                        budget -= 1
-                    else:  # a database: its own keys go with the catalog's range at the end
-                        MetadataWriter(tr, MetadataKeys(ms.project_path), ms.user, source="catalog").purge(oid)
-                        budget -= 1
-                    position, inner = pos, b""
-                    w.done += 1
-            w.cursor = fdbtuple.pack((position, inner))
-            work.save(tr, w)
-            return not done, paths
-
-        more, paths = ms.db.run(chunk)
-        found.extend(paths)
-        if not more:
-            break
-
-    def finish(tr: Transaction) -> None:
-        from .metadata.store import MetadataKeys, MetadataWriter
-
-        work.load(tr)
-        if path is not None:
-            if path.directory.name != "tableId":
-                MetadataWriter(tr, MetadataKeys(ms.project_path), ms.user, source="catalog").purge(path.value)
-                tr.clear_range(*path.range())
-            ms.change_feed.record_removal(tr, kind=detail.get("kind", "catalog"), name=r.object,
-                                          object_id=path.value, version=r.version,
-                                          operation=detail.get("operation", "PURGE"), change=rec.ChangeEvent.PURGED)
-        work.store.delete(tr, (work.op,))
-
-    ms.db.run(finish)
-    _paths(ms).extend(found)
-
-
-def _give_paths(out: list[str], paths: list[str]) -> None:
-    out.extend(paths)
-
-
-def run_after(ms: "Metastore", *, background: bool = False) -> list[str]:
-    """The chunked work the last transaction deferred (:func:`defer_unindex`, :func:`defer_purge`),
-    run now; returns the data paths purging found (for the caller to delete). ``background``:
-    search-index work runs in a daemon thread instead (a long-lived process: the Spark bridge);
-    if the process ends first it stays pending, finished by ``ushas repair --pending``."""
-    import threading
-
-    ops = list(_after(ms))
-    del _after(ms)[:]
-    del _paths(ms)[:]
-    later: list[uuid.UUID] = []
-    for op in ops:
-        if background:
-            r = ms.db.run(lambda tr: work_store(ms.project_path).load(tr, (op,)))
-            if r is not None and r.kind == "UNINDEX":
-                later.append(op)
-                continue
-        _resume(ms, op)
-    paths = list(_paths(ms))
-    del _paths(ms)[:]
-    if later:
-        def finish() -> None:
-            for op in later:
-                try:
-                    _resume(ms, op)
-                except Exception:  # noqa: BLE001 - left pending: ushas repair --pending finishes it
-                    return
-
-        threading.Thread(target=finish, name="ushas-bulk-unindex", daemon=True).start()
-    return paths
-
-
-def has_after(ms: "Metastore") -> bool:
-    return bool(_AFTER.get(ms))
+CHUNKERS["ADD PARTITIONS"] = CHUNKERS["DROP PARTITIONS"] = _partition_chunks
 
 
 __all__ = ["BULK_AT", "CHUNK_ITEMS", "PendingWork", "add_partitions", "drop_partitions", "finish_pending",
-           "pending_work", "visible", "visible_raw", "check_no_pending", "owner_alive", "run_after"]
+           "finish_for", "pending_work", "visible", "visible_raw", "check_no_pending", "owner_alive", "run_after",
+           "has_after", "big_object", "defer_purge", "defer_unindex", "many_objects", "work_store"]

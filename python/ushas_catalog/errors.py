@@ -145,6 +145,11 @@ class NoSuchRun(NotFound):
     pass
 
 
+class NoSuchColumn(NotFound):
+    """A column a lineage call names that the dataset does not have (details: ``table``, ``column`` and
+    ``columns``: the dataset's columns)."""
+
+
 # --- already there -----------------------------------------------------------------
 class NoSuchToken(NotFound):
     """No API token of that id (``ushas tokens``)."""

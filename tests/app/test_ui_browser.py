@@ -229,6 +229,13 @@ def test_browse_to_a_table_with_human_times_and_history(served: dict[str, Any], 
         assert r.status == 200 and r.headers["Content-Type"].startswith("image/svg+xml")
     no_console_errors(b)
 
+    # a mistyped table's URL: neither a table nor a view, said as such (issue 36; after the console check: the two 404s are logged)
+    go(b, served, "/t/shop/sales/raww")
+    wait_for(b, "main", "no table or view shop.sales.raww")
+    assert "does not exist" not in b.find_element(By.TAG_NAME, "main").text
+    shot(b, shots, "no-such-relation.png")
+    b.get_log("browser")  # the two expected 404s: not the next test's console errors
+
 
 def test_hostile_names_render_as_text(served: dict[str, Any], browser: Any, shots: Path) -> None:
     b = browser
@@ -441,6 +448,19 @@ def test_lineage_graph(served: dict[str, Any], browser: Any, shots: Path) -> Non
     wait_for(b, 'g.col[data-node="spark_catalog.default.cleaned.amount"]')
     assert "spark_catalog.default.cleaned" in b.find_element(By.ID, "details").text
 
+    # at 1280x720, fitted: every text of the graph is at least 11 px on screen, and the graph fills the
+    # area it uses (issue 36: 7-8 px labels with most of the canvas empty)
+    b.set_window_size(1280, 720)
+    try:
+        b.find_element(By.ID, "zoom-fit").click()
+        sizes = b.execute_script("""
+          return [...document.querySelectorAll('#graph svg text')].filter((t) => t.getBBox().width > 0)
+            .map((t) => parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a);""")
+        assert sizes and min(sizes) >= 11 - 0.01, sorted(sizes)[:5]
+        shot(b, shots, "lineage-1280x720.png")
+    finally:
+        b.set_window_size(1440, 950)
+
     # zoom and pan change the view's transform
     world = b.find_element(By.CSS_SELECTOR, "#graph g.world")
     before = world.get_attribute("transform")
@@ -486,6 +506,9 @@ def test_impact_with_owners_and_csv(served: dict[str, Any], browser: Any, shots:
     text = b.find_element(By.ID, "impact").text
     assert "spark_catalog.default.cleaned.amount" in text
     assert "downstream column" in b.find_element(By.ID, "impact-summary").text
+    # each row's path shows every hop with its kind, from the column to the row (issue 36)
+    row = next(r for r in b.find_elements(By.CSS_SELECTOR, "#impact tr") if "file:/data/report.total" in r.text)
+    assert f"{RAW.name}.amount —" in row.text and "—AGGREGATION→" in row.text, row.text
     shot(b, shots, "impact.png")
     b.find_element(By.ID, "export-csv").click()  # a real download, under the page's CSP
     target = b.downloads / "impact-shop.sales.raw.amount.csv"

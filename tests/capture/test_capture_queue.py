@@ -306,3 +306,16 @@ def test_a_read_only_store_drops_the_run_at_once() -> None:
     # nothing is pending and the drop cannot be published to a store that refuses writes: not waited for
     assert cap.flush(30)
     cap.close(timeout=0.1)
+
+
+def test_a_run_refused_after_close_is_in_the_stores_drop_count(switch: Switch, store_uri: str) -> None:
+    """An action whose event arrives after the capture closed (a script ending on a read without
+    spark.stop()) is logged as dropped, and ``ushas lineage status`` counts it too (issue 36)."""
+    cap = make(switch)
+    assert cap.submit(event(1, plan("clean")))
+    assert cap.flush(30)
+    cap.close()
+    assert not cap.submit(event(3, plan("report")))
+    status = read(store_uri).status()
+    assert (status.captured, status.dropped) == (1, 1)
+    assert cap.stats().dropped == 1

@@ -37,7 +37,7 @@ def test_upstream_downstream_impact_runs_run_status(capsys, uri: str) -> None:
     assert json.loads(out)["truncated"] is True
     rc, out = cli(capsys, uri, "--json", "lineage", "downstream", "ushas.sales.raw.amount", "--until", "2023-11-14T22:13:20")
     assert {c["name"] for c in json.loads(out)["columns"]} == {"spark_catalog.default.cleaned.amount"}
-    rc, out = cli(capsys, uri, "lineage", "impact", "ushas.sales.raw.amount", "--explain")
+    rc, out = cli(capsys, uri, "lineage", "impact", "ushas.sales.raw.amount", "--explain", "--flat")
     assert rc == 0 and "file:/data/report.total" in out and "runs:" in out
     rc, out = cli(capsys, uri, "--json", "lineage", "runs", "spark_catalog.default.cleaned")
     assert [r["access"] for r in json.loads(out)] == ["write", "read"]
@@ -67,3 +67,35 @@ def test_openlineage_export_validates(capsys, uri: str) -> None:
     bad = dict(events[0], eventType="DONE")
     with pytest.raises(jsonschema.ValidationError):
         validate_event(bad)
+
+
+@pytest.mark.parametrize("argv", [["upstream", "spark_catalog.default.cleaned.amout"],
+                                  ["downstream", "spark_catalog.default.cleaned.amout"],
+                                  ["impact", "spark_catalog.default.cleaned.amout"]])
+def test_a_misspelt_column_exits_1_naming_the_columns(capsys, uri: str, argv: list[str]) -> None:
+    rc = main(["--uri", uri, "--project", "p", "lineage", *argv])
+    out, err = capsys.readouterr()
+    assert rc == 1 and out == ""
+    assert "NoSuchColumn: spark_catalog.default.cleaned has no column 'amout': its columns are amount, country, id" \
+        in err
+
+
+def test_walks_print_trees_with_every_hop_and_its_kind(capsys, uri: str) -> None:
+    rc, out = cli(capsys, uri, "lineage", "impact", "ushas.sales.raw.amount")
+    assert rc == 0
+    assert out.splitlines()[:8] == [
+        "impact of ushas.sales.raw.amount",
+        "  ushas.sales.raw.amount",
+        "  ├── spark_catalog.default.cleaned  [FILTER]",  # the filter in between is a hop of its own
+        "  │   ├── file:/data/report  [GROUP_BY]  (from spark_catalog.default.cleaned.country)",
+        "  │   ├── file:/data/report.country  [IDENTITY]  (from spark_catalog.default.cleaned.country)",
+        "  │   └── file:/data/report.total  [AGGREGATION]  (from spark_catalog.default.cleaned.amount)",
+        "  └── spark_catalog.default.cleaned.amount  [TRANSFORMATION]",
+        "      └── file:/data/report.total  [AGGREGATION]"]
+    rc, out = cli(capsys, uri, "lineage", "upstream", "file:/data/report.total", "--explain")
+    assert out.splitlines()[1:4] == [
+        "  file:/data/report.total",
+        "  └── spark_catalog.default.cleaned.amount  [AGGREGATION]  sum(amount)",
+        "      └── ushas.sales.raw.amount  [TRANSFORMATION]  (amount * 100)"]
+    rc, out = cli(capsys, uri, "lineage", "upstream", "file:/data/report", "--flat")
+    assert "  spark_catalog.default.cleaned.amount" in out.splitlines()  # the list by depth

@@ -211,3 +211,32 @@ def test_runs_between_in_time_order(store: LineageStore, q: LineageQueries) -> N
     assert [r.execution_id for r in store.runs_between()] == [1, 2]
     assert [r.execution_id for r in store.runs_between(reverse=True, limit=1)] == [2]
     assert [r.execution_id for r in store.runs_between(since=T2)] == [2]
+
+
+# ---- a column that does not exist is an error naming it and the dataset's columns (issue 36) -------------
+@pytest.mark.parametrize("call", ["upstream", "downstream", "impact", "resolve"])
+@pytest.mark.parametrize("name, columns", [
+    ("spark_catalog.default.cleaned.amout", "amount, country, id"),
+    ("file:/data/report.totl", "country, total"),
+    ("ushas.sales.raw.idd", "amount, country, id"),
+])
+def test_a_misspelt_column_names_the_columns(q: LineageQueries, call: str, name: str, columns: str) -> None:
+    from ushas_catalog.errors import NoSuchColumn
+
+    with pytest.raises(NoSuchColumn, match=f"has no column '{name.rsplit('.', 1)[1]}': its columns are {columns}$"):
+        getattr(q, call)(name)
+
+
+def test_column_names_match_case_insensitively(q: LineageQueries) -> None:
+    assert q.resolve("spark_catalog.default.cleaned.AMOUNT").column == "amount"
+    assert q.store.columns_of(q.resolve("file:/data/report").dataset) == ["country", "total"]
+
+
+def test_an_impact_path_keeps_the_dataset_wide_hop(q: LineageQueries) -> None:
+    """report.country is impacted by raw.amount through the FILTER that makes cleaned: its path shows that
+    hop, then the column it flows on from (issue 36: the filter in between was left out)."""
+    answer = q.impact("ushas.sales.raw.amount")
+    report_country = next(n for n in answer.nodes if q.node_name(n) == "file:/data/report.country")
+    assert [(q.node_name(h.source), h.subtype.value, q.node_name(h.target)) for h in answer.path(report_country)] == [
+        ("ushas.sales.raw.amount", "FILTER", "spark_catalog.default.cleaned"),
+        ("spark_catalog.default.cleaned.country", "IDENTITY", "file:/data/report.country")]

@@ -80,3 +80,25 @@ def test_grant_revoke_grants_and_roles(store: str, capsys: Any) -> None:
                 ["grant", "SELECT", "ON", "c", "TO", "bob"], ["grant", "SELECT", "ON", "TABLE", "c.db", "TO", "user:b"]):
         assert ushas(store, *bad) == 2
         assert capsys.readouterr().err.count("\n") == 1
+
+
+@pytest.mark.parametrize("argv, needed", [(argv, need) for _, argv, need in OPERATIONS])
+def test_a_refusal_says_how_to_allow_the_call(store: str, argv: list[str], needed: str, capsys: Any) -> None:
+    """The refusal names the privilege and the grant that allows it; granting exactly that lets the call
+    through (issue 36: a newcomer must not be sent after USE when SELECT is what is missing)."""
+    assert ushas(store, *argv, user="bob") == 2
+    err = capsys.readouterr().err
+    hint = err.strip().rpartition("an owner allows it with: ")[2]
+    assert hint.startswith("ushas grant ") and hint.endswith(" TO user:bob"), err
+    if needed == "USE":
+        assert "USE comes with any privilege on it, or on an object inside it" in err
+    assert ushas(store, *hint.split()[1:]) == 0  # the grant it names, run by the owner
+    capsys.readouterr()
+    # after granting what each refusal named, the call goes through (at most one refusal per level)
+    for _ in range(3):
+        if ushas(store, *argv, user="bob") == 0:
+            break
+        hint = capsys.readouterr().err.strip().rpartition("an owner allows it with: ")[2]
+        assert ushas(store, *hint.split()[1:]) == 0
+    else:
+        raise AssertionError(f"{argv}: still refused after granting what the refusals named")

@@ -3,6 +3,7 @@ changes, writes only its overlay, merges in one transaction or names every confl
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -260,3 +261,46 @@ def test_views_and_drops_in_a_branch(cat: Metastore) -> None:
     assert out["objects"] == ["c.db.v"]  # the dropped table merges as dropped: no commit of its own
     assert cat.get_view("c.db.v").sql == "SELECT id FROM t" and not cat.table_exists("c.db.t")
     assert cat.history("c.db.v")[0].operation == "MERGE BRANCH"
+
+
+# ---- a merge keeps every system property true (issue 36) -----------------------------------------------
+def _add_in_branch(dev: Metastore) -> None:
+    dev.add_partitions("c.db.t", [{"p": "z"}])
+
+
+def _drop_in_branch(dev: Metastore) -> None:
+    dev.drop_partitions("c.db.t", [{"p": "a"}, {"p": "b"}])
+
+
+def _add_and_drop_in_branch(dev: Metastore) -> None:
+    dev.add_partitions("c.db.t", [{"p": "y"}, {"p": "z"}])
+    dev.drop_partitions("c.db.t", [{"p": "a"}])
+
+
+def _new_table_in_branch(dev: Metastore) -> None:
+    dev.create_table("c.db.fresh", "id BIGINT, q STRING", partition_by=["q"])
+    dev.add_partitions("c.db.fresh", [{"q": "1"}, {"q": "2"}, {"q": "3"}])
+
+
+def _readd_in_branch(dev: Metastore) -> None:  # dropped and added back: no change in count
+    dev.drop_partitions("c.db.t", [{"p": "a"}])
+    dev.add_partitions("c.db.t", [{"p": "a"}])
+
+
+@pytest.mark.parametrize("change", [_add_in_branch, _drop_in_branch, _add_and_drop_in_branch, _new_table_in_branch,
+                                    _readd_in_branch])
+def test_merge_keeps_partition_count_and_check_green(cat: Metastore, change: Any) -> None:
+    from ushas_catalog.check import run_checks
+
+    cat.add_partitions("c.db.t", [{"p": "m"}])  # main moves on, elsewhere in the same table: no conflict
+    cat.create_branch("c", "dev")
+    change(cat.branch("dev"))
+    cat.merge_branch("c", "dev")
+    for table in ("c.db.t", "c.db.fresh"):
+        if not cat.table_exists(table):
+            continue
+        system = cat.metadata.get(table).system.properties
+        assert system["partition_count"] == str(len(list(cat.list_partitions(table)))), table
+        assert "created_by" in system, table
+    report = run_checks(cat)
+    assert report.ok, report.lines()

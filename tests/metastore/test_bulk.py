@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from ushas_catalog import bulk
+from ushas_catalog import bulk, bulk_objects
 from ushas_catalog.errors import NoSuchPartition, OperationInProgress, PartitionAlreadyExists
 from ushas_catalog.metastore import Metastore
 
@@ -15,9 +15,10 @@ T = "main.sales.t"
 
 @pytest.fixture
 def small(sales: Metastore, monkeypatch: pytest.MonkeyPatch) -> Metastore:
-    monkeypatch.setattr(bulk, "BULK_AT", 50)
-    monkeypatch.setattr(bulk, "CHUNK_ITEMS", 17)
-    monkeypatch.setattr(bulk, "BULK_OBJECTS_AT", 5)
+    for module in (bulk, bulk_objects):  # each reads the limits it uses (ushas_catalog.bulk_work's values)
+        monkeypatch.setattr(module, "BULK_AT", 50)
+        monkeypatch.setattr(module, "CHUNK_ITEMS", 17)
+    monkeypatch.setattr(bulk_objects, "BULK_OBJECTS_AT", 5)
     sales.create_table(T, "id long, dt string, h int", partition_by=["dt", "h"], location="/wh/t")
     return sales
 

@@ -37,7 +37,7 @@ WAIT_S = 600
 def _run_in_child(uri: str, body: str) -> subprocess.Popen[bytes]:
     code = textwrap.dedent(f"""
         from ushas_catalog.metastore import Metastore
-        from ushas_catalog import bulk
+        from ushas_catalog import bulk, bulk_objects
         ms = Metastore.open({uri!r}, project="acme", user="child")
     """) + textwrap.dedent(body)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
@@ -191,7 +191,7 @@ def test_catalog_of_20000_tables_drop_and_purge_survive_kill(tmp_path: Path,
     # 1. DROP CATALOG c CASCADE: one transaction hides it and frees its name; the search index
     #    follows in chunks; killed in the middle of them
     child = _run_in_child(uri, """
-        bulk.CHUNK_ITEMS = 500
+        bulk.CHUNK_ITEMS = bulk_objects.CHUNK_ITEMS = 500
         ms.drop_catalog("c", cascade=True)
     """)
     _wait_until(child, lambda: any(w.kind == "UNINDEX" and w.done > 0 for w in bulk.pending_work(ms)), lambda: None)
@@ -214,7 +214,7 @@ def test_catalog_of_20000_tables_drop_and_purge_survive_kill(tmp_path: Path,
 
     # 3. DROP ... PURGE killed in the middle of deleting: the name is free at once; repair finishes
     child = _run_in_child(uri, """
-        bulk.PURGE_TABLES_PER_CHUNK = 100
+        bulk_objects.PURGE_TABLES_PER_CHUNK = 100
         ms.drop_catalog("c", cascade=True, purge=True)
     """)
     _wait_until(child, lambda: any(w.kind == "PURGE" and w.done > 0 for w in bulk.pending_work(ms)), lambda: None)

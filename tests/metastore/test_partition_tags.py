@@ -10,7 +10,7 @@ from typing import Any
 import fdb.tuple as fdbtuple
 import pytest
 
-from ushas_catalog import bulk
+from ushas_catalog import bulk, bulk_objects
 from ushas_catalog.catalog.partition_tags import WINDOW, index_path
 from ushas_catalog.cli import main
 from ushas_catalog.errors import InvalidArgument, NoSuchTable
@@ -194,8 +194,9 @@ def test_table_drop_undrop_and_purge(geo: Metastore) -> None:
 
 
 def test_a_bulk_drop_removes_the_index_entries(geo: Metastore, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(bulk, "BULK_AT", 3)
-    monkeypatch.setattr(bulk, "CHUNK_ITEMS", 2)
+    for module in (bulk, bulk_objects):
+        monkeypatch.setattr(module, "BULK_AT", 3)
+        monkeypatch.setattr(module, "CHUNK_ITEMS", 2)
     geo.set_partition_tags(T, "", {"country": "IN"})
     assert len(index_keys(geo)) == 10
     r = geo.drop_partitions(T, [{"dt": "2024-01-01", "city": c} for c in CITIES])  # 5 > BULK_AT: in chunks

@@ -3,7 +3,10 @@ shop.sales.raw partitioned by dt (45 partitions, tag pii), the view shop.sales.f
 raw -> spark_catalog.default.cleaned -> file:/data/report)."""
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import quote
+
+import pytest
 
 from app.uistore import T1, T2
 
@@ -67,6 +70,9 @@ def test_errors_are_json_with_a_stable_type(live: Live) -> None:
                                ("/api/v1/catalogs/shop/databases/nope", 404, "NoSuchNamespace"),
                                ("/api/v1/search", 400, "InvalidArgument"),
                                ("/api/v1/lineage/graph?node=shop.sales.raw&depth=99", 400, "InvalidArgument"),
+                               ("/api/v1/lineage/graph?node=shop.sales.raw.amout", 404, "NoSuchColumn"),
+                               ("/api/v1/lineage/impact?node=shop.sales.raw.amout", 404, "NoSuchColumn"),
+                               ("/api/v1/lineage/tables?node=shop.sales.raw.amout", 404, "NoSuchColumn"),
                                ("/api/v1/runs/ffff0000", 404, "NoSuchRun"), ("/api/v1/nope", 404, "NotFound")):
         answer = live.get(path)
         assert answer.status == status and answer.json["error"]["type"] == kind, (path, answer.json)
@@ -178,6 +184,9 @@ def test_lineage_graphs_place_whole_dataset_nodes(live: Live) -> None:
     names = {r["name"]: r for r in impact["items"]}
     assert names["file:/data/report.total"]["depth"] == 2
     assert names["file:/data/report.total"]["path"][0] == "shop.sales.raw.amount"
+    for row in impact["items"]:  # every path starts at the column and ends at the row, hop by hop
+        hops = row["hops"]
+        assert hops[0]["source"] == "shop.sales.raw.amount" and hops[-1]["target"] == row["name"], row
     whole = {r["name"] for r in live.get("/api/v1/lineage/impact?node=shop.sales.raw").json["items"]}
     assert set(names) <= whole and "file:/data/report.country" in whole
     csv = live.get("/api/v1/lineage/impact?node=shop.sales.raw.amount&format=csv")
@@ -215,3 +224,19 @@ def test_change_feed_is_cursor_paged(live: Live) -> None:
     empty = live.get("/api/v1/changes?since=" + rest["next_cursor"]).json
     assert empty == {"items": [], "next_cursor": rest["next_cursor"]}
     assert live.get("/api/v1/changes?since=garbage").status == 400
+
+
+@pytest.mark.parametrize("method, path, body, named", [
+    ("PUT", "/api/v1/metadata/description", {"catalog": "shop", "database": "sales", "table": "raw",
+                                             "description": "x"}, "catalog, database, table"),
+    ("PUT", "/api/v1/metadata/owner", {"owner": "bob"}, None),
+    ("POST", "/api/v1/metadata/tags", {"tags": ["t"], "table": "raw"}, "table"),
+])
+def test_metadata_writes_say_the_object_goes_in_the_query_string(live: Live, method: str, path: str,
+                                                                 body: dict[str, Any], named: str | None) -> None:
+    h = {"Authorization": f"Bearer {live.write_token}"}  # type: ignore[attr-defined]
+    answer = live.request(method, path, body, headers=h)
+    assert answer.status == 400, answer.json
+    message = answer.json["error"]["message"]
+    assert message.startswith("the object goes in the query string: ?catalog=C[&database=D[&table=T[&column=X]]]")
+    assert (f"the body names {named}: the body holds only the value" in message) is (named is not None)

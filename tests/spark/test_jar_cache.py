@@ -28,3 +28,15 @@ def test_using_a_cached_jar_marks_it_in_use() -> None:
     os.utime(path, (old, old))
     assert jar_path() == path
     assert time.time() - path.stat().st_mtime < STALE_AFTER_S
+
+
+def test_a_build_says_it_is_building_and_how_long_it_took(tmp_path: Path, capsys) -> None:
+    from ushas_catalog.spark.jar import _built
+
+    target = tmp_path / "ushas-shim-x.jar"
+    _built(target, True, lambda: target.write_bytes(b"jar"))
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == f"ushas: building the Spark shim jar (once per version of ushas, about 20 s): {target}"
+    assert err[1].startswith("ushas: built the shim jar in ") and err[1].endswith(" s")
+    _built(target, True, lambda: target.write_bytes(b"again"))  # cached: nothing said
+    assert capsys.readouterr().err == ""

@@ -12,7 +12,7 @@ import fdb.tuple as fdbtuple
 
 from .. import records as rec
 from ..errors import BranchAlreadyExists, BranchConflict, InvalidArgument, NoSuchBranch, NoSuchVersion
-from ..keyspace.layout import BRANCH, BRANCH_POINTS, CATALOG_ID, Layout
+from ..keyspace.layout import BRANCH, BRANCH_POINTS, CATALOG_ID, TABLE_PARTITION, TABLE_SCHEMA, Layout
 from ..keyspace.tree import KeySpacePath
 from ..kv import Transaction
 from ..model.names import CatalogName, DatabaseName, NameLike, TableName
@@ -84,6 +84,30 @@ def _object_of(rel: bytes) -> tuple[Any, ...]:
     if t[3] in ("n", "d"):
         return ("function name" if kind == "function" else "relation name", did, t[4])
     return (kind, did, t[3])
+
+
+#: code of the ``TablePartition`` subspace below a table id (``keyspace/layout.py``)
+_PARTITION_CODE = "Tx"
+_Table = tuple[str, Any, Any]  # ("table", database id, table id): a table as :func:`_object_of` names it
+
+
+def _partitions_touched(rows: list[tuple[bytes, bytes | None]]) -> dict[_Table, set[tuple[Any, ...]]]:
+    """The partition keys (values after the subspace code, any record suffix included) the branch changed,
+    per table."""
+    out: dict[_Table, set[tuple[Any, ...]]] = {}
+    for rel, _ in rows:
+        if rel.startswith(GARBAGE_MARK):
+            continue
+        t = fdbtuple.unpack(rel)
+        if len(t) > 5 and t[0] == "D" and t[2] == "T" and t[4] == _PARTITION_CODE:
+            out.setdefault(("table", t[1], t[3]), set()).add(tuple(t[5:]))
+        # other keys of the table (schema, properties) are not partitions
+    return out
+
+
+def _partition_delta(before: set[tuple[Any, ...]], after: set[tuple[Any, ...]]) -> tuple[int, int]:
+    """(added, dropped) partitions between two sets of present partitions."""
+    return len(after - before), len(before - after)
 
 
 class BranchOps(MetastoreBase):
@@ -219,13 +243,16 @@ class BranchOps(MetastoreBase):
                                      f"{'; '.join(names)}; nothing was merged", branch=name, catalog=cname,
                                      objects=names)
             project_key = Keys(self.layout, self.project).project_key
+            touched = _partitions_touched(rows)
+            before = {t: self._present(tr, cat, t, parts) for t, parts in touched.items()}
             for rel, value in rows:
                 key = project_key + rel[1:] if rel.startswith(GARBAGE_MARK) else cat + rel
                 if value is None:
                     tr.clear(key)
                 else:
                     tr.set(key, value)
-            merged = [self._merge_commit(tr, cname, cat, o, name) for o in objects]
+            counts = {t: _partition_delta(before[t], self._present(tr, cat, t, parts)) for t, parts in touched.items()}
+            merged = [self._merge_commit(tr, cname, cat, o, name, counts.get(o)) for o in objects]
             ov = Keys.overlay(cat, uuid.UUID(bytes=record.id))
             tr.clear_range(ov + b"\x00", ov + b"\xff")
             p = points(tr, path)
@@ -239,6 +266,22 @@ class BranchOps(MetastoreBase):
                     "objects": sorted(m for m in merged if m)}
 
         return self.run(fn)
+
+    def _present(self, tr: Transaction, cat: bytes, table: _Table,
+                 keys: set[tuple[Any, ...]]) -> set[tuple[Any, ...]]:
+        """Which of a table's partitions (each key cut to the table's partition columns) exist on main now."""
+        _, did, tid = table
+        db_path = Layout.database(self.resolver.catalogs.add(CATALOG_ID, uuid.UUID(bytes=cat[-16:])), did)
+        path = Layout.table(db_path, tid)
+        schema = RecordStore.of(path, TABLE_SCHEMA).load(tr, ())
+        arity = len(schema.partition_columns) if schema is not None else 0
+        sub = path.add(TABLE_PARTITION).key()
+        out = set()
+        for values in {k[:arity] for k in keys if arity and len(k) >= arity}:
+            prefix = sub + fdbtuple.pack(values)
+            if any(True for _ in tr.get_range(prefix, prefix + b"\xff", limit=1)):
+                out.add(values)
+        return out
 
     # ---- naming what a branch changed ------------------------------------------------------
     def _names_at(self, tr: Transaction, cat: bytes, prefix: tuple[Any, ...], oid: Any,
@@ -270,9 +313,11 @@ class BranchOps(MetastoreBase):
         found = self._names_at(tr, cat, ("D", obj[1], sub, "n"), obj[2], r.branch_point)
         return f"{kind} {cname}.{db}.{found or obj[2]}"
 
-    def _merge_commit(self, tr: Transaction, cname: str, cat: bytes, obj: tuple[Any, ...], branch: str) -> str:
+    def _merge_commit(self, tr: Transaction, cname: str, cat: bytes, obj: tuple[Any, ...], branch: str,
+                      partitions: tuple[int, int] | None = None) -> str:
         """A ``MERGE BRANCH`` commit of a merged table, view or database that still exists (its new version,
-        commit record and change feed event, as any commit); returns its name ("" when none)."""
+        commit record and change feed event, as any commit); returns its name ("" when none). ``partitions``:
+        (added, dropped) partitions of a table the merge changed, so the SYSTEM ``partition_count`` follows."""
         kind = obj[0]
         if kind not in ("table", "view", "database"):
             return ""
@@ -293,8 +338,12 @@ class BranchOps(MetastoreBase):
             return ""  # dropped in the branch (or with its database): its keys went as they were
         name = str(TableName(cname, db_name, rel_name))
         if kind == "table":
-            m = Mutation("table", name, path, "MERGE BRANCH", head.version + 1, head, {"branch": branch},
-                         changed=("TableSchema", "TableProperties", "TableStorage"))
+            detail: dict[str, Any] = {"branch": branch}
+            changed: tuple[str, ...] = ("TableSchema", "TableProperties", "TableStorage")
+            if partitions is not None:
+                detail.update(added=partitions[0], dropped=partitions[1])
+                changed += ("TablePartition",)
+            m = Mutation("table", name, path, "MERGE BRANCH", head.version + 1, head, detail, changed=changed)
         else:
             m = Mutation("view", name, path, "MERGE BRANCH", head.version + 1, head, {"branch": branch},
                          previous_head=rec.ViewRecord.FromString(head.SerializeToString()))

@@ -16,11 +16,13 @@ import argparse
 import importlib
 import os
 import sys
-from typing import NoReturn, Sequence
+from typing import Sequence
 
-from ..errors import NotServed, UshasError
-from .arguments import parse_checked
+from ..errors import NotServed, StoreNotFound, UshasError
+from ..store_location import STORE_HINT, URI_ENV, default_uri
+from .arguments import check_namespace, parse_checked
 from .context import Context
+from .help import Parser
 
 #: modules under ushas_catalog.cli that contribute commands, in help order
 COMMAND_MODULES: tuple[str, ...] = ("jarcmd", "spark_conf_cmds", "store_cmds", "metastore_cmds", "lineage_cmds",
@@ -32,20 +34,21 @@ COMMAND_MODULES: tuple[str, ...] = ("jarcmd", "spark_conf_cmds", "store_cmds", "
                                     "partition_tag_cmds",
                                     "row_policy_cmds", "branch_cmds")
 
-DEFAULT_URI = "sqlite:///" + os.path.join(os.path.expanduser("~"), ".ushas", "ushas.db")
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # one line, exit 2
-        self.exit(2, f"ushas: error: {message}\n")
+_Parser = Parser  # one-line errors (exit 2) with "did you mean"; grouped top-level help (cli/help.py)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="ushas", description="Ushas Catalog: metastore, lineage and discovery for Spark")
-    parser.add_argument("--uri", default=os.environ.get("USHAS_URI", DEFAULT_URI),
-                        help="store URI: sqlite:///path/ushas.db, fdb:///path/fdb.cluster or "
-                             "postgresql://user@host:port/dbname, or the catalog service: http(s)://host:port "
-                             "with --token (env USHAS_URI)")
+    from ..version import __version__
+
+    parser.add_argument("--version", action="version", version=f"ushas {__version__}",
+                        help="print the version and exit")
+    parser.add_argument("--uri", default=None,
+                        help="store URI: sqlite:///path/ushas.db, fdb:///path/fdb.cluster, postgresql://... or "
+                             "the catalog service: http(s)://host:port with --token (env USHAS_URI; default "
+                             "sqlite:///$XDG_DATA_HOME/ushas/ushas.db)")
     parser.add_argument("--project", default=os.environ.get("USHAS_PROJECT", "default"),
                         help="tenant project (env USHAS_PROJECT, default 'default')")
     parser.add_argument("--json", action="store_true", help="machine-readable output on every read")
@@ -101,6 +104,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .pending_cmds import route_pending
     argv = route_pending(argv)
     args = parse_checked(parser, argv)  # bad bytes or numbers: one line, exit 2
+    args.uri_given = args.uri is not None or bool(os.environ.get(URI_ENV, "").strip())
+    if args.uri is None:
+        args.uri = default_uri()
+        check_namespace(parser, argparse.Namespace(uri=args.uri))  # USHAS_URI: checked as an argument
     ctx = Context(uri=args.uri, project=args.project, json=bool(args.json or json_flag),
                   create=bool(getattr(args, "creates_store", False)), user=args.user,
                   branch=args.branch, token=args.token)
@@ -119,7 +126,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                 f"own URI, on the service's host") from None
         return int(rc or 0)
     except UshasError as exc:
-        print(f"ushas: {exc.type}: {exc.message}", file=sys.stderr)
+        hint = f"; {STORE_HINT}" if isinstance(exc, StoreNotFound) else ""
+        print(f"ushas: {exc.type}: {exc.message}{hint}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         return 130

@@ -67,19 +67,21 @@ def run_import_hive(ctx: Context, args: argparse.Namespace) -> int:
 
 # ---- demo ------------------------------------------------------------------------------------------
 def register_demo(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("demo", help="run a small Spark pipeline into a fresh store and show catalog and lineage",
-                       description="Create a store (a fresh directory unless --uri is given), start Spark "
-                                   "with the catalog and the lineage listener, run a small pipeline and print "
-                                   "the catalog summary and the lineage of its final report.")
-    p.add_argument("--dir", type=Path, help="where the demo's store, warehouse and Hive metastore go "
-                                            "(default: a new directory under the system's temp dir)")
+    p = sub.add_parser("demo", help="run a small Spark pipeline into the default store and show catalog and "
+                                    "lineage",
+                       description="Run a small pipeline through Spark with the catalog and the lineage listener "
+                                   "into the store of --uri / USHAS_URI (default: sqlite:///$XDG_DATA_HOME/ushas/"
+                                   "ushas.db, created if needed; with --dir alone: DIR/ushas.db), then print the "
+                                   "catalog summary and the lineage of its final report.")
+    p.add_argument("--dir", type=Path, help="where the demo's warehouse and Hive metastore go (and its store, "
+                                            "without --uri) (default: a new directory under "
+                                            "$XDG_DATA_HOME/ushas)")
     p.set_defaults(func=run_demo, creates_store=True)
 
 
 def run_demo(ctx: Context, args: argparse.Namespace) -> int:
     from .demo import run_demo as demo
 
-    from . import DEFAULT_URI
-
-    # the demo's default is a fresh store of its own, not the user's ~/.ushas one
-    return demo(ctx, directory=args.dir, uri=ctx.uri if ctx.uri != DEFAULT_URI else None)
+    # --dir alone: a store of its own in DIR; else the store of --uri / USHAS_URI / the default store
+    given = args.uri_given or args.dir is None
+    return demo(ctx, directory=args.dir, uri=ctx.uri if given else None)

@@ -2,8 +2,10 @@
 
 Stages (each printed as ``[n/N] ...`` on stderr, with the time taken so far):
 
-1. a fresh store (``sqlite:///<dir>/ushas.db``; ``--uri`` to use another), warehouse and Hive
-   metastore (embedded Derby) under one directory;
+1. the default store (``USHAS_URI``, else ``sqlite:///$XDG_DATA_HOME/ushas/ushas.db``:
+   :mod:`ushas_catalog.store_location`), so every ``ushas`` command after it reads what it made without
+   ``--uri`` (``--dir DIR`` alone: a store of its own, ``DIR/ushas.db``; ``--uri``: that one); the
+   warehouse and Hive metastore (embedded Derby) under one new directory;
 2. Spark ``local[2]`` with the ``ushas`` catalog and the lineage listener (``ushas_catalog.spark``)
    and Hive support;
 3. ``ushas.shop.orders``: a table partitioned by day, three days of orders;
@@ -19,6 +21,7 @@ store), and the command that opens the UI on it.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -26,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import InvalidArgument, StoreUnavailable
+from ..errors import InvalidArgument, StoreUnavailable, UshasError
 from ..progress import Steps
 
 CATALOG = "ushas"
@@ -47,7 +50,14 @@ class DemoPaths:
 
     @staticmethod
     def make(directory: Path | None, uri: str | None) -> "DemoPaths":
-        root = (directory or Path(tempfile.mkdtemp(prefix="ushas-demo-"))).resolve()
+        """``directory`` None: a new directory under the user's data directory, and the default store."""
+        if directory is None:
+            from ..store_location import data_dir, default_uri
+
+            data_dir().mkdir(parents=True, exist_ok=True)
+            directory = Path(tempfile.mkdtemp(prefix="demo-", dir=data_dir()))
+            uri = uri or default_uri()
+        root = directory.resolve()
         root.mkdir(parents=True, exist_ok=True)
         if (root / "derby" / "metastore_db").exists() or (root / "warehouse").exists():
             raise InvalidArgument(f"{root} already holds a demo: give a new --dir")
@@ -198,24 +208,13 @@ def lineage_tree(uri: str, project: str, dataset: str) -> tuple[dict[str, Any], 
         q = LineageQueries(store)
         answer = q.upstream(dataset)
         data = q.answer_json(answer)
-        children: dict[str, list[tuple[str, str]]] = {}
-        for e in data["edges"]:
-            children.setdefault(e["target"], []).append((e["source"], e["subtype"]))
+        from lineage.edge_tree import tree_lines
+
         roots = sorted({e["target"] for e in data["edges"]
                         if e["target"] == dataset or e["target"].startswith(dataset + ".")})
-        lines = [f"Lineage of {dataset} (upstream, from the store)"]
-
-        def walk(node: str, prefix: str, seen: frozenset[str]) -> None:
-            kids = sorted(children.get(node, []))
-            for i, (src, sub) in enumerate(kids):
-                last = i == len(kids) - 1
-                lines.append(f"{prefix}{'└── ' if last else '├── '}{src}  [{sub}]")
-                if src not in seen:
-                    walk(src, prefix + ("    " if last else "│   "), seen | {src})
-
-        for root in roots:
-            lines.append(f"  {root}")
-            walk(root, "  ", frozenset({root}))
+        lines = [f"Lineage of {dataset} (upstream, from the store)",
+                 *tree_lines(data["edges"], roots, upstream=True, indent="  ",
+                             datasets=[x["name"] for x in data["datasets"]])]
         return data, "\n".join(lines)
     finally:
         store.close()
@@ -226,13 +225,23 @@ def run_demo(ctx: Any, directory: Path | None = None, uri: str | None = None,
     """The ``ushas demo`` command: returns its exit code."""
     from ..metastore import Metastore
 
+    if ctx.project != "default":
+        raise InvalidArgument("the demo runs in project 'default' (leave out --project)")
     paths = DemoPaths.make(directory, uri)
     stages = pipeline(paths)
     steps = Steps(total=len(stages) + 3, quiet=ctx.json)
     steps.step(f"store {paths.uri} (demo directory {paths.root})")
-    Metastore.open(paths.uri, project=ctx.project).close()  # a bad --uri fails here, before Spark
-    if ctx.project != "default":
-        raise InvalidArgument("the demo runs in project 'default' (leave out --project)")
+    try:
+        with Metastore.open(paths.uri, project=ctx.project) as ms:  # a bad --uri fails here, before Spark
+            if ms.database_exists(f"{CATALOG}.{DATABASE}"):
+                raise InvalidArgument(f"the store {paths.uri} holds the demo's database {CATALOG}.{DATABASE} "
+                                      f"already: explore it (ushas tables {CATALOG}.{DATABASE}), drop it (ushas "
+                                      f"--uri {paths.uri} drop --cascade --purge {CATALOG}.{DATABASE}) or run the "
+                                      f"demo in a store of its own (ushas demo --dir NEW_DIR)")
+    except UshasError:
+        if directory is None:  # the directory this run made: nothing of a refused demo stays behind
+            shutil.rmtree(paths.root, ignore_errors=True)
+        raise
     steps.step("starting Spark (local[2]) with the ushas catalog and the lineage listener")
     spark = start_spark(paths)
     try:

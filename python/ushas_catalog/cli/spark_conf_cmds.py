@@ -25,6 +25,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--catalog", default="ushas", help="the Spark catalog name (default ushas)")
     p.add_argument("--metastore-catalog", default=None,
                    help="the metastore catalog when it differs from the Spark catalog name")
+    p.add_argument("--branch", dest="conf_branch", default=None,
+                   help="the branch of the metastore catalog the Spark catalog reads and writes (default: the "
+                        "global --branch, main; docs/branches.md)")
     p.add_argument("--no-lineage", action="store_true", help="leave the lineage listener out")
     p.set_defaults(func=run)
 
@@ -36,6 +39,7 @@ def _local_path(value: str) -> str:
 
 def run(ctx: Context, args: argparse.Namespace) -> int:
     from ..errors import InvalidArgument
+    from ..catalog.branches import branch_name
     from ..spark.jar import jar_path
     from ..spark.options import SparkConfRequest, format_conf, spark_conf
 
@@ -47,7 +51,8 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
         raise InvalidArgument(f"invalid store URI {uri!r}: expected sqlite:///path or fdb:///path/fdb.cluster")
     req = SparkConfRequest(uri=uri, name=name, project=args.conf_project or ctx.project,
                            warehouse=_local_path(args.warehouse) if args.warehouse else None,
-                           catalog=args.metastore_catalog, lineage=not args.no_lineage)
+                           catalog=args.metastore_catalog, lineage=not args.no_lineage,
+                           branch=branch_name(args.conf_branch or ctx.branch or "main"))
     settings = spark_conf(req, jar=str(jar_path()), python=sys.executable)
     ctx.emit(dict(settings), _HEADER + format_conf(settings))
     return 0

@@ -61,8 +61,23 @@ def allowed(p: policies.Policy, holders: frozenset[str], wanted: str, target: Se
     return wanted == USE and (bool(have) or (target.exists and p.holds_inside(target.ids[-1], holders)))
 
 
+#: the kinds of object ``ushas grant`` names (``... ON KIND NAME``)
+_GRANTABLE = ("table", "view", "database", "catalog", "function")
+
+
 def denied_message(user: str, wanted: str, target: Securable) -> str:
-    return f"User {user} does not have {wanted} on {target.kind} {target.name}"
+    """The refusal, with what would allow the call: the privilege it needs and how an owner grants it."""
+    first = wanted.split(" or ")[0]
+    out = f"User {user} does not have {wanted} on {target.kind} {target.name}"
+    if first == USE:
+        out += " (USE comes with any privilege on it, or on an object inside it)"
+    if target.kind == "project":
+        on = "PROJECT"
+    elif target.kind in _GRANTABLE:
+        on = f"{target.kind.upper()} {target.name}"
+    else:
+        return out
+    return f"{out}; an owner allows it with: ushas grant {first} ON {on} TO user:{user}"
 
 
 def authorize(tr: Transaction, layout: Layout, project: str, user: str, wanted: str, target: Securable,

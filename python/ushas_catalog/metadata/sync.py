@@ -82,6 +82,8 @@ def _sync(ms: "Metastore", tr: Transaction, m: "Mutation", w: MetadataWriter) ->
     # is stored yet (no state, entries or index entries to read and diff against)
     fresh = m.version == 1
     state = None if fresh else w.state(oid)
+    # an object created in a branch has no metadata until its merge brings it to main
+    arrived = state is None and op == "MERGE BRANCH"
     if state is None:
         state = ObjectState(otype, m.name)
         w.known_new(oid, state) if fresh else w.save_state(oid, state)
@@ -96,7 +98,7 @@ def _sync(ms: "Metastore", tr: Transaction, m: "Mutation", w: MetadataWriter) ->
         else:
             w.put(oid, Entry(None, Scope.SYSTEM, PROPERTY, key, value), fresh=fresh, history=False)
 
-    if fresh or op.startswith("CREATE "):
+    if fresh or arrived or op.startswith("CREATE "):
         system("created_by", ms.user)
         system("created_at", when)
     system("updated_by", ms.user)
@@ -116,7 +118,7 @@ def _sync(ms: "Metastore", tr: Transaction, m: "Mutation", w: MetadataWriter) ->
         system("current_version", str(m.head.current_version) if m.head.current_version else None)
         if fresh or op.startswith(("CREATE ", "ALTER ")):
             _mirror(w, oid, state, m.head.properties, m.head.comment if m.head.HasField("comment") else None, fresh)
-    elif op.startswith(("CREATE ", "ALTER ")):
+    elif op.startswith(("CREATE ", "ALTER ")) or op == "MERGE BRANCH":
         _mirror(w, oid, state, m.head.properties, m.head.comment or None, fresh)
     w.save_state(oid, state)
 

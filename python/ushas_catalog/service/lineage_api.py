@@ -14,7 +14,7 @@ from ..errors import InvalidArgument, UshasError
 from .routing import int_arg, page_args, paged, str_arg
 from .state import ServiceState
 
-DATASET_KINDS = ("table", "external table", "path")
+DATASET_KINDS = ("table", "view", "external table", "path")
 MAX_DEPTH = 20
 
 
@@ -142,9 +142,12 @@ def register(bp: Blueprint, state: ServiceState) -> None:
                 facts[ref.dataset] = owner_and_tags(state, d["name"], d.get("table_id")
                                                     if isinstance(ref.dataset, uuid.UUID) else None)
             owner, tags = facts[ref.dataset]
-            path = [q.node_name(h.source) for h in answer.path(ref)] + [q.node_name(ref)]
+            hops = answer.path(ref)
+            path = [q.node_name(h.source) for h in hops] + [q.node_name(ref)]
             rows.append({"name": q.node_name(ref), "dataset": described[ref.dataset]["name"], "column": ref.column,
-                         "depth": depth, "owner": owner, "tags": tags, "path": path})
+                         "depth": depth, "owner": owner, "tags": tags, "path": path,
+                         "hops": [{"source": q.node_name(h.source), "target": q.node_name(h.target),
+                                   "subtype": h.subtype.value} for h in hops]})
         start = q.node_name(answer.start[0])
         if fmt == "csv":
             out = io.StringIO()

@@ -18,7 +18,15 @@ def object_parts() -> list[str]:
     """The object the query names, as name parts (catalog[, database[, table[, column parts]]])."""
     from ..model.names import split_name
 
-    catalog = str_arg("catalog", required=True, what="the object's catalog")
+    from flask import request
+
+    catalog = str_arg("catalog")
+    if catalog is None:
+        body = request.get_json(silent=True) if request.method in ("PUT", "POST", "DELETE") else None
+        named = sorted(k for k in ("catalog", "database", "table", "column") if isinstance(body, dict) and k in body)
+        raise InvalidArgument("the object goes in the query string: ?catalog=C[&database=D[&table=T[&column=X]]]"
+                              + (f" (the body names {', '.join(named)}: the body holds only the value)"
+                                 if named else ""))
     database, table, column = str_arg("database"), str_arg("table"), str_arg("column")
     parts = [catalog]
     for value, what, needs in ((database, "database", None), (table, "table", "database"),

@@ -255,8 +255,8 @@ def paths() -> dict[str, Any]:
     direction = query("direction", "upstream, downstream or both (default both)",
                       {"type": "string", "enum": ["upstream", "downstream", "both"]})
     depth = query("depth", "hops (default 3, at most 20)", {"type": "integer", "minimum": 1, "maximum": 20})
-    kind_q = query("kind", "table, external table or path",
-                   {"type": "string", "enum": ["table", "external table", "path"]})
+    kind_q = query("kind", "table, view, external table or path",
+                   {"type": "string", "enum": ["table", "view", "external table", "path"]})
     impact = get("impact", "everything downstream of a column (or of a whole dataset), with owners, tags and "
                            "paths; format=csv: as CSV",
                  [node_q, SINCE, UNTIL, query("format", "json (default) or csv",

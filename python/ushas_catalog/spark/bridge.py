@@ -73,6 +73,8 @@ def _answer(op: str, payload: str) -> str:
         if not isinstance(request, dict):
             raise BridgeError("a bridge request is a JSON object")
         if op == "lineage.event":  # the lineage listener: queued, answered at once, no metastore lock
+            if isinstance(request.get("store"), dict):
+                request["store"].setdefault("create", may_create())
             from lineage import actions  # executions grouped into actions, then captured
 
             return json.dumps(actions.receive(REGISTRY.lineage(), request))
@@ -102,7 +104,10 @@ def dispatch(op: str, request: dict[str, Any]) -> dict[str, Any]:
     ctx = request.get("ctx") or {}
     if not ctx.get("uri"):
         raise BridgeError("the request carries no store uri")
-    opened = REGISTRY.get(ctx["uri"], ctx.get("project") or "default").on_branch(ctx.get("branch"))
+    create = ctx.get("create")
+    opened = REGISTRY.get(ctx["uri"], ctx.get("project") or "default",
+                          create=may_create() if create is None else bool(create),
+                          spark_catalog=ctx.get("spark_catalog")).on_branch(ctx.get("branch"))
     with deadline.until(request.get("deadline_ms")):
         # the caller's deadline bounds the wait for the store's lock too: an abandoned call ends
         left = deadline.remaining()
@@ -130,8 +135,21 @@ class Backend:
         implements = ["io.ushas.spark.PythonBackend"]
 
 
+#: this process is the bridge the shim launched (configuration-only Spark), not a PySpark driver
+LAUNCHED = False
+
+
+def may_create() -> bool:
+    """Whether a Spark catalog without ``.create`` may create its missing store: in a PySpark driver yes (as
+    ``configure()`` does, and it says so); a launched bridge (configuration only) never: a mistyped uri is an
+    error naming it, not a new empty store."""
+    return not LAUNCHED
+
+
 def main() -> int:
     """Entry point of the bridge process the shim launches (config-only mode)."""
+    global LAUNCHED
+    LAUNCHED = True
     from py4j.java_gateway import CallbackServerParameters, GatewayParameters, JavaGateway
 
     try:

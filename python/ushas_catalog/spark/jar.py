@@ -15,6 +15,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -104,7 +105,12 @@ def _built(target: Path, build: bool, make: Callable[[], None]) -> Path:
     with open(target.parent / ".build.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not target.exists():
+            # the first build takes a while (javac over the shim's sources): say so, then how long it took
+            started = time.monotonic()
+            print(f"ushas: building the Spark shim jar (once per version of ushas, about 20 s): {target}",
+                  file=sys.stderr, flush=True)
             make()
+            print(f"ushas: built the shim jar in {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
     return target
 
 

@@ -37,6 +37,8 @@ CATALOG_OPTIONS: tuple[SparkOption, ...] = (
                                "then the USHAS_TOKEN environment variable; docs/service.md)"),
     SparkOption("token-file", None, "remote mode: a file holding the service's token"),
     SparkOption("project", "default", "the tenant project"),
+    SparkOption("create", "false", "create the store when it does not exist (else a missing store is an error "
+                                   "naming the uri; configure() sets true)"),
     SparkOption("catalog", None, "the metastore catalog (default: the Spark catalog name)"),
     SparkOption("branch", "main", "the branch of the metastore catalog this Spark catalog reads and writes "
                                   "(docs/branches.md)"),
@@ -93,6 +95,7 @@ class SparkConfRequest:
     warehouse: str | None = None
     catalog: str | None = None
     lineage: bool = True
+    branch: str | None = None
 
 
 def spark_conf(req: SparkConfRequest, jar: str, python: str = sys.executable) -> list[tuple[str, str]]:
@@ -103,6 +106,8 @@ def spark_conf(req: SparkConfRequest, jar: str, python: str = sys.executable) ->
            (f"{prefix}.uri", req.uri), (f"{prefix}.project", req.project)]
     if req.catalog:
         out.append((f"{prefix}.catalog", req.catalog))
+    if req.branch and req.branch != "main":
+        out.append((f"{prefix}.branch", req.branch))
     if req.warehouse:
         out.append((f"{prefix}.warehouse", req.warehouse))
     out += [("spark.sql.sources.commitProtocolClass", COMMIT_PROTOCOL_CLASS),

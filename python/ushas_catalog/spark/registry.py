@@ -54,14 +54,25 @@ class Registry:
                 self._lineage = CaptureHub()
             return self._lineage
 
-    def get(self, uri: str, project: str) -> Opened:
+    def get(self, uri: str, project: str, create: bool = True, spark_catalog: str | None = None) -> Opened:
+        """The metastore of (``uri``, ``project``), opened at the first call. ``create=False`` (a Spark catalog
+        configured without ``.create=true``): a missing store is :class:`~ushas_catalog.errors.StoreNotFound`
+        naming the uri and the settings that would help, and nothing is created."""
         key = (uri, project)
         with self._lock:
             opened = self._opened.get(key)
             if opened is None:
+                from ..errors import StoreNotFound
                 from ..metastore import Metastore
 
-                opened = Opened(Metastore.open(uri, project=project))
+                try:
+                    ms = Metastore.open(uri, project=project, create=create)
+                except StoreNotFound as exc:
+                    option = f"spark.sql.catalog.{spark_catalog or '<name>'}"
+                    raise StoreNotFound(f"could not open the store {uri} ({exc.message}): check {option}.uri, "
+                                        f"or create the store with 'ushas --uri {uri} init' or by setting "
+                                        f"{option}.create=true", uri=uri) from None
+                opened = Opened(ms)
                 opened.metastore.index_merges = "background"  # a Spark call never waits for an index merge
                 if opened.metastore.created:  # Spark creates the store it is configured with: say so
                     logging.getLogger("ushas.bridge").warning("ushas: created a new store at %s", uri)

@@ -34,10 +34,12 @@ def _jar_has(jar: str, cls: str) -> bool:
 
 def configure(builder: Any, name: str = "ushas", uri: str | None = None, project: str = "default",
               warehouse: str | None = None, catalog: str | None = None, lineage: bool | None = None,
-              timeout: int | None = None) -> Any:
+              timeout: int | None = None, create: bool = True) -> Any:
     """Configure ``builder`` for the catalog ``name`` and return it.
 
-    ``uri``: the store (``sqlite:///path/ushas.db`` or ``fdb:///path/fdb.cluster``, required);
+    ``uri``: the store (``sqlite:///path/ushas.db``, ``fdb:///path/fdb.cluster``, ...; default ``USHAS_URI``,
+    else ``sqlite:///$XDG_DATA_HOME/ushas/ushas.db``: :mod:`ushas_catalog.store_location`); ``create``: create
+    the store when it does not exist (``spark.sql.catalog.<name>.create``; Spark logs it when it does);
     ``project``: the tenant; ``warehouse``: where managed tables' data goes (default:
     ``<spark.sql.warehouse.dir>/<name>``); ``catalog``: the metastore catalog (default ``name``);
     ``lineage``: add the lineage listener (default: when the jar has it); ``timeout``: seconds
@@ -45,8 +47,11 @@ def configure(builder: Any, name: str = "ushas", uri: str | None = None, project
     from ..errors import InvalidArgument
     from .jar import jar_path
 
-    if not uri:
-        raise InvalidArgument("configure() needs the store uri, e.g. sqlite:///path/ushas.db")
+    from ..store_location import default_uri
+
+    uri = uri or default_uri()
+    if "://" not in uri:
+        raise InvalidArgument(f"configure(): invalid store uri {uri!r}, e.g. sqlite:///path/ushas.db")
     jar = str(jar_path())
     options: dict[str, Any] = getattr(builder, "_options", {})
     jars = [j for j in str(options.get("spark.jars", "")).split(",") if j]
@@ -55,6 +60,7 @@ def configure(builder: Any, name: str = "ushas", uri: str | None = None, project
     builder = builder.config("spark.jars", ",".join(jars))
     prefix = f"spark.sql.catalog.{name}"
     builder = builder.config(prefix, CATALOG_CLASS).config(f"{prefix}.uri", uri).config(f"{prefix}.project", project)
+    builder = builder.config(f"{prefix}.create", "true" if create else "false")
     if warehouse:
         builder = builder.config(f"{prefix}.warehouse", warehouse)
     if catalog:

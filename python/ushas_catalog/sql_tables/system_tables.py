@@ -268,6 +268,8 @@ def _column_lineage(ctx: ReadContext, filters: Filters, token: Any) -> Rows:
     from lineage.model import EdgeSubtype
 
     run_edges = _index(ctx, LINEAGE_RUN_EDGE)
+    from lineage.readable import readable
+
     want_expression = ctx.columns is None or "expression" in ctx.columns
     expressions: dict[Any, dict[bytes, str]] = {}  # run id -> its edges' expressions
 
@@ -277,7 +279,8 @@ def _column_lineage(ctx: ReadContext, filters: Filters, token: Any) -> Rows:
             plen = len(base.key())
 
             def read(tr: Any) -> dict[bytes, str]:  # by the packed key suffix: nothing decoded
-                return {kv.key[plen:]: kv.value.decode() for kv in tr.get_range(*base.range(), snapshot=True)}
+                return {kv.key[plen:]: readable(kv.value.decode())
+                        for kv in tr.get_range(*base.range(), snapshot=True)}
 
             expressions[rid] = ctx.ms.run(read)
         return expressions[rid].get(packed)

@@ -13,6 +13,7 @@
 """
 from __future__ import annotations
 
+import errno
 import logging
 import signal
 import socket
@@ -93,6 +94,9 @@ def listen(host: str, port: int) -> socket.socket:
         family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
         return socket.create_server((host, port), family=family, backlog=128)
     except (OSError, OverflowError, UnicodeError) as exc:
+        if isinstance(exc, OSError) and exc.errno == errno.EADDRINUSE:
+            raise InvalidArgument(f"port {port} on {host} is in use (another ushas serve?): choose another with "
+                                  f"--port N, or --port 0 for any free one") from None
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise InvalidArgument(f"cannot listen on {host}:{port}: {why}") from None
 

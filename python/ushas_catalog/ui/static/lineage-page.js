@@ -22,7 +22,7 @@ const LineagePage = (() => {
     const ds = Array.isArray(page) ? page : page.items;
     const select = el("select", { id: "dataset-kind", onchange: (ev) => {
       location.hash = ev.target.value ? `/lineage?kind=${enc(ev.target.value)}` : "/lineage"; } },
-    [["", "all kinds"], ["table", "tables of this catalog"], ["external table", "other catalogs' / Hive tables"], ["path", "paths"]]
+    [["", "all kinds"], ["table", "tables of this catalog"], ["view", "views of this catalog"], ["external table", "other catalogs' / Hive tables"], ["path", "paths"]]
       .map(([v, text]) => el("option", { value: v, selected: v === kind }, text)));
     setPage("Lineage", Pages.heading("Lineage", "Datasets with lineage"),
       el("div", { class: "controls" }, el("label", {}, "show ", select),

@@ -7,6 +7,8 @@
 "use strict";
 
 const Lineage = (() => {
+  // the smallest zoom "fit" picks: the graph's smallest text is 11 px (style.css), so it stays 11 px on screen
+  const MIN_FIT_ZOOM = 1;
   const { el, svg } = U;
   const W = 270, HEAD = 40, ROW = 22, PAD = 6, RANKSEP = 140;
   const WHOLE = "\u0000whole";
@@ -198,13 +200,19 @@ const Lineage = (() => {
       this.apply();
     }
 
+    // fit the area the graph uses (not the layout's canvas) to the window, but never below the zoom at
+    // which its smallest text (11 px) stays 11 px: a bigger graph opens readable at its top left and pans
     fit() {
       const r = this.svg.getBoundingClientRect();
       if (!this.lay || !r.width) return;
-      const z = Math.min(1.2, (r.width - 20) / this.lay.width, (r.height - 20) / this.lay.height);
-      this.zoom = Math.max(0.15, z);
-      this.tx = (r.width - this.lay.width * this.zoom) / 2;
-      this.ty = Math.max(10, (r.height - this.lay.height * this.zoom) / 2);
+      let used = null;
+      try { used = this.world.getBBox(); } catch (e) { used = null; }
+      if (!used || !used.width) used = { x: 0, y: 0, width: this.lay.width, height: this.lay.height };
+      const z = Math.min(1.2, (r.width - 20) / used.width, (r.height - 20) / used.height);
+      this.zoom = Math.max(MIN_FIT_ZOOM, z);
+      const w = used.width * this.zoom, h = used.height * this.zoom;
+      this.tx = (w <= r.width - 20 ? (r.width - w) / 2 : 10) - used.x * this.zoom;
+      this.ty = (h <= r.height - 20 ? Math.max(10, (r.height - h) / 2) : 10) - used.y * this.zoom;
       this.apply();
     }
 

@@ -250,7 +250,14 @@ const Pages = (() => {
     } catch (e) {
       if (e.status !== 404) throw e;
       isView = !isView;
-      t = isView ? await Data.view(c, d, n) : await Data.table(c, d, n);
+      try {
+        t = isView ? await Data.view(c, d, n) : await Data.table(c, d, n);
+      } catch (e2) { // neither: say so, not "view … does not exist" for a mistyped table's URL
+        if (e2.status === 404 && e2.code !== "NoSuchNamespace" && e2.code !== "NoSuchCatalog") {
+          e2.message = `no table or view ${c}.${d}.${n}`;
+        }
+        throw e2;
+      }
     }
     const target = { catalog: c, database: d, table: n };
     const full = t.full_name || `${c}.${d}.${n}`;
@@ -464,7 +471,21 @@ const Pages = (() => {
       items.length ? table(["Column", "Depth", "Owner", "Tags", "From"], items.map((i) => [
         el("span", {}, link(`/lineage/${enc(i.name)}`, i.column === null ? `${i.dataset} (whole dataset)` : i.name, { class: "strong" })),
         String(i.depth), i.owner || muted("—"), (i.tags || []).map((x) => tag(x)),
-        el("span", { class: "path" }, (i.path || []).slice(0, -1).join(" → "))]), { class: "grid", id: "impact" }) : null);
+        el("span", { class: "path" }, hopsText(i))]), { class: "grid", id: "impact" }) : null);
+  }
+
+  // every step from the start to an impacted column, each with its kind:
+  // "a.x —FILTER→ t (every column) · t.y —IDENTITY→" (a dataset-wide hop goes on from the dataset's columns)
+  function hopsText(i) {
+    if (!i.hops) return (i.path || []).slice(0, -1).join(" → ");
+    const parts = [];
+    i.hops.forEach((h, k) => {
+      if (k === 0) parts.push(h.source);
+      else if (h.source !== i.hops[k - 1].target) parts.push("(every column) ·", h.source);
+      parts.push(`—${h.subtype}→`);
+      if (k < i.hops.length - 1) parts.push(h.target);
+    });
+    return parts.join(" ");
   }
 
   return { crumbs, heading, home, catalog, database, relation, search, runs, run, impact, diff, phrases, typeText, empty,

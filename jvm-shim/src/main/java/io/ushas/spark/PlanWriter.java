@@ -18,7 +18,7 @@ import org.apache.spark.sql.execution.CommandExecutionMode;
 import io.ushas.spark.plan.PlanJson;
 
 /**
- * Static entry points of the plan walker (format: docs/plan-json.md). Used by {@code df.lineage()}
+ * Static entry points of the plan walker (format: docs/internals/plan-json.md). Used by {@code df.lineage()}
  * through Py4J and reusable from a QueryExecutionListener.
  *
  * <p>Transport: Py4J answers of more than ~8 k characters stall ~44 ms (SPARK-4.3-FACTS.md: py4j's

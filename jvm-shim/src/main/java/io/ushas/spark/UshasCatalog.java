@@ -71,6 +71,8 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces,
         context.put("project", options.getOrDefault("project", "default"));
         context.put("catalog", options.getOrDefault("catalog", name));
         context.put("branch", options.getOrDefault("branch", "main"));  // docs/branches.md
+        // whether a missing store may be created; unset: Python decides (never in configuration-only mode)
+        if (options.containsKey("create")) context.put("create", Boolean.parseBoolean(options.get("create")));
         context.put("spark_catalog", name);
         String warehouse = options.get("warehouse");
         if (warehouse == null) {

@@ -410,6 +410,7 @@ public final class UshasLineageListener extends SparkListener implements QueryEx
         ObjectNode ctx = Json.object();
         ctx.put("uri", uri);
         ctx.put("project", project);
+        if (all.containsKey(prefix + ".create")) ctx.put("create", Boolean.parseBoolean(all.get(prefix + ".create")));
         String user = all.get(prefix + ".user");
         if (user != null && !user.isBlank()) ctx.put(Identity.USER, user);
         ctx.put("spark_catalog", name);

@@ -25,7 +25,7 @@ import io.ushas.spark.PlanWriter;
  *
  * <p>A Connect client has no JVM: it sends a relation whose {@code extension} is a protobuf {@code Any}
  * with one of two type URLs, and reads back one row with one string column {@code plan_json}: the plan JSON
- * (docs/plan-json.md) of the analyzed plan, which the client resolves into the same {@code LineageResult} as
+ * (docs/internals/plan-json.md) of the analyzed plan, which the client resolves into the same {@code LineageResult} as
  * a classic session does ({@code lineage.connect}). Nothing is executed.
  * <ul>
  * <li>{@value #OF_RELATION}: the {@code Any}'s value is a serialized {@code spark.connect.Relation} (the

@@ -31,7 +31,7 @@ import org.apache.spark.sql.types.DataType;
 
 /**
  * Serializes an analyzed {@link LogicalPlan} to the compact plan JSON (format "ushas-plan",
- * version {@link #VERSION}; documented in docs/plan-json.md). It only serializes: node kinds,
+ * version {@link #VERSION}; documented in docs/internals/plan-json.md). It only serializes: node kinds,
  * output attributes, every expression-typed constructor field as a flat expression tree, scalar
  * constructor fields, relation identities, non-child plan fields and subquery plans. All
  * interpretation happens in Python (lineage.plan / lineage.resolve).
