@@ -284,6 +284,7 @@ def test_writes_append_but_never_remove_hidden_rows(spark: Any, rm: Any) -> None
         .overwritePartitions(),
         lambda: spark.sql(f"TRUNCATE TABLE {bob}.db.w"),
         lambda: spark.sql(f"ALTER TABLE {bob}.db.w DROP PARTITION (region = 'US')"),
+        lambda: spark.sql(f"CALL {bob}.system.restore_table('db.w', 1)").collect(),
     ]
     for run in removals:
         text = denied(run)
@@ -292,6 +293,31 @@ def test_writes_append_but_never_remove_hidden_rows(spark: Any, rm: Any) -> None
     assert {r.id for r in spark.table(f"{carol}.db.w").collect()} == {1, 2, 3, 4, 5}
     spark.sql(f"INSERT OVERWRITE {carol}.db.w PARTITION (region = 'US') VALUES (6)")  # exempt
     assert {r.id for r in spark.table(f"{carol}.db.w").collect()} == {1, 3, 5, 6}
+
+
+def test_repair_never_drops_hidden_partitions(spark: Any, rm: Any) -> None:
+    """MSCK REPAIR … SYNC / DROP PARTITIONS and ``repair_table(…, 'drop')`` unregister partitions whose
+    directory is gone: refused to a user under the row filter (they would remove hidden rows), done by the
+    exempt role's member."""
+    import shutil
+
+    adm, bob, carol = rm.adm, rm.bob, rm.carol
+    spark.sql(f"CREATE TABLE {adm}.db.r (id INT, region STRING) USING parquet PARTITIONED BY (region)")
+    spark.sql(f"INSERT INTO {adm}.db.r VALUES (1, 'EU'), (2, 'US')")
+    spark.sql(f"CALL {adm}.system.set_row_filter('db.r', \"region = 'EU'\", 'role:auditors')").collect()
+    for user in ("user:bob", "user:carol"):
+        rm.ms.grant("MODIFY", ("main", "db", "r"), user)
+    us = rm.ms.get_partition(("main", "db", "r"), {"region": "US"}).location
+    shutil.rmtree(us.removeprefix("file:"))
+    version = rm.ms.get_table(("main", "db", "r")).version
+    for run in (lambda: spark.sql(f"MSCK REPAIR TABLE {bob}.db.r SYNC PARTITIONS").collect(),
+                lambda: spark.sql(f"MSCK REPAIR TABLE {bob}.db.r DROP PARTITIONS").collect(),
+                lambda: spark.sql(f"CALL {bob}.system.repair_table('db.r', 'drop')").collect()):
+        text = denied(run)
+        assert "[USHAS_RowPolicy]" in text and "user bob" in text, text
+    assert rm.ms.get_table(("main", "db", "r")).version == version  # nothing written
+    spark.sql(f"CALL {carol}.system.repair_table('db.r', 'drop')").collect()
+    assert [p.values for p in rm.ms.list_partitions(("main", "db", "r"))] == [{"region": "EU"}]
 
 
 def test_a_share_reads_through_the_owners_policy(spark: Any, rm: Any, spark_dirs: dict[str, Path]) -> None:

@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from .. import records as rec
-from ..errors import InvalidPolicy
+from ..errors import InvalidPolicy, RowPolicyRefused
+from ..governance.principals import principals
 from ..kv import Transaction
 from ..model.names import NameLike, TableName
 from ..model.objects import TableInfo
@@ -108,3 +109,24 @@ def keep_policies(old: rec.TableProperties, new: rec.TableProperties) -> None:
         new.row_filter.CopyFrom(old.row_filter)
     del new.column_masks[:]
     new.column_masks.extend(old.column_masks)
+
+
+def refuse_row_removal(tr: Transaction, ms: Any, table: Any, name: Any, operation: str) -> None:
+    """The removal rule (docs/governance.md, "Writes"): an operation that removes rows of ``table`` (a
+    resolved table: its ``TableProperties``) is refused to a governed caller whose reads go through the
+    table's row filter, since it would remove rows the caller cannot see; the filter's exempt principal's
+    members remove as anyone. Read in the operation's transaction (one record, the caller's principals: one
+    point read). Restore, repair's drop, DROP PARTITION, overwrites and TRUNCATE call it; so should every
+    operation that removes rows (DELETE, UPDATE, MERGE)."""
+    caller = ms.caller()
+    if not caller.authorization:
+        return
+    props = table.store("TableProperties").load(tr, ())
+    if props is None or not props.HasField("row_filter"):
+        return
+    exempt = props.row_filter.exempt
+    if exempt and exempt in principals(tr, ms.layout, ms.project, caller.user):
+        return
+    raise RowPolicyRefused(f"{operation} of table {name} is refused: its row filter hides rows from user "
+                           f"{caller.user}, which it would remove (append instead, or have a member of the "
+                           f"filter's exempt principal do it)", table=str(name), user=caller.user)
