@@ -295,6 +295,24 @@ def test_writes_append_but_never_remove_hidden_rows(spark: Any, rm: Any) -> None
     assert {r.id for r in spark.table(f"{carol}.db.w").collect()} == {1, 3, 5, 6}
 
 
+def test_statistics_of_hidden_rows_are_withheld(spark: Any, rm: Any) -> None:
+    """After the exempt member runs ANALYZE … FOR ALL COLUMNS, bob (under the row filter) sees no column
+    statistics (min / max / distinct counts over hidden rows) and no row count; carol sees them."""
+    rm.ms.grant("MODIFY", ("main", "db", "people"), "user:carol")  # ANALYZE writes statistics
+    spark.sql(f"ANALYZE TABLE {rm.carol}.db.people COMPUTE STATISTICS FOR ALL COLUMNS")
+
+    def stats(catalog: str, column: str) -> dict[str, str]:
+        return {r[0]: r[1] for r in spark.sql(f"DESCRIBE TABLE EXTENDED {catalog}.db.people {column}").collect()}
+
+    assert stats(rm.carol, "id")["max"] == "4" and stats(rm.carol, "id")["distinct_count"] == "4"
+    for column in ("id", "name", "owner"):
+        shown = stats(rm.bob, column)
+        assert shown["min"] == shown["max"] == shown["distinct_count"] == "NULL", (column, shown)
+    table = {r[0]: r[1] for r in spark.sql(f"DESCRIBE TABLE EXTENDED {rm.bob}.db.people").collect()}
+    assert "rows" not in str(table.get("Statistics") or ""), table.get("Statistics")
+    assert rows(spark.table(f"{rm.bob}.db.people")) == BOB  # reads plan as before
+
+
 def test_repair_never_drops_hidden_partitions(spark: Any, rm: Any) -> None:
     """MSCK REPAIR … SYNC / DROP PARTITIONS and ``repair_table(…, 'drop')`` unregister partitions whose
     directory is gone: refused to a user under the row filter (they would remove hidden rows), done by the

@@ -14,7 +14,7 @@ from ..governance.principals import principals
 from ..kv import Transaction
 from ..model.names import NameLike, TableName
 from ..model.objects import TableInfo
-from ..model.row_policies import check_exempt, check_expression, find_column
+from ..model.row_policies import check_exempt, check_expression, find_column, for_reader, without_masked_statistics
 from ..model.schema import struct_from_proto
 from .base import MetastoreBase
 from .commits import Mutation
@@ -130,3 +130,23 @@ def refuse_row_removal(tr: Transaction, ms: Any, table: Any, name: Any, operatio
     raise RowPolicyRefused(f"{operation} of table {name} is refused: its row filter hides rows from user "
                            f"{caller.user}, which it would remove (append instead, or have a member of the "
                            f"filter's exempt principal do it)", table=str(name), user=caller.user)
+
+
+def as_reader_sees(ms: Any, info: TableInfo) -> TableInfo:
+    """``info`` as the caller of ``ms`` may see it (docs/governance.md, "Metadata follows the data's policy"):
+    without the statistics of the columns masked for it, and, under the row filter, without any column's
+    statistics or the row counts (computed over rows it cannot see). What the CLI, the REST API and Spark's
+    DESCRIBE show."""
+    import dataclasses
+
+    from ..governance.identity import current
+
+    if not info.column_masks and info.row_filter is None:
+        return info
+    if hasattr(ms, "caller") and not ms.caller().authorization and current() is None:
+        return info  # the store's administrator (the CLI without --user, an ungoverned Python API)
+    user = ms.caller().user if hasattr(ms, "caller") else str(getattr(ms, "user", ""))
+    # a share's reader holds no principal of the owner project (docs/governance.md, "Shares")
+    held = ms.principals_of() if hasattr(ms, "principals_of") else frozenset({f"user:{user}"})
+    policy = for_reader(info.row_filter, info.column_masks, user, held)
+    return dataclasses.replace(info, properties=without_masked_statistics(dict(info.properties), policy))
