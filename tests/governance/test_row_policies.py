@@ -183,3 +183,38 @@ def test_the_cli_and_rest_withhold_statistics_of_hidden_rows(ms: Metastore, stor
                               headers={"Authorization": f"Bearer {tokens[user]}"})
             assert answer.status == 200, answer.body
             assert any(k.startswith(stats) for k in answer.json["properties"]) == shown, (user, answer.json)
+
+
+def test_partitions_are_not_listed_to_a_filtered_reader(store_uri: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Partition values, counts and paths are row data: the CLI with ``--user`` and the REST API refuse them
+    to a reader under the row filter and show them to the exempt member; nothing is written."""
+    from ushas_catalog.service.tokens import TokenStore
+
+    from service.live import running
+
+    m = Metastore.open(store_uri, project="p")
+    m.create_catalog("c")
+    m.create_database(("c", "db"))
+    m.create_table(("c", "db", "pt"), schema="id INT, region STRING", partition_by=["region"])
+    m.add_partitions(("c", "db", "pt"), [{"region": "EU"}, {"region": "US"}])
+    m.set_row_filter(("c", "db", "pt"), "region = 'EU'", "role:hr")
+    m.create_role("hr")
+    m.grant_role("hr", "user:carol")
+    for user in ("bob", "carol"):
+        m.grant("SELECT", ("c", "db", "pt"), f"user:{user}")
+    tokens = {u: TokenStore(m).create("read", u)[1] for u in ("bob", "carol")}
+    version = m.get_table(("c", "db", "pt")).version
+    for user, code in (("bob", 2), ("carol", 0)):
+        assert main(["--uri", store_uri, "--project", "p", "--user", user, "partitions", "c.db.pt"]) == code
+        out = capsys.readouterr()
+        assert ("US" in out.out) == (user == "carol"), out
+        if code:
+            assert "the partition listing of table c.db.pt is refused" in out.err and "US" not in out.err, out.err
+    for live in running(store_uri, authorization=True, project="p"):
+        for user, status in (("bob", 400), ("carol", 200)):
+            answer = live.get("/api/v1/catalogs/c/databases/db/tables/pt/partitions",
+                              headers={"Authorization": f"Bearer {tokens[user]}"})
+            assert answer.status == status, answer.body
+            assert (b"US" in answer.body) == (user == "carol"), answer.body
+    assert m.get_table(("c", "db", "pt")).version == version
+    m.close()

@@ -147,9 +147,39 @@ def test_cached_relations(spark: Any, rm: Any) -> None:
 
 
 def test_metadata_tables_are_metadata(spark: Any, rm: Any) -> None:
-    files = spark.sql(f"SELECT * FROM {rm.bob}.db.people.files").collect()
+    files = spark.sql(f"SELECT * FROM {rm.carol}.db.people.files").collect()
     assert files  # metadata of the table (paths, sizes), no row data
     assert not any(s in str(tuple(r)) for r in files for s in RAW_SSNS)
+
+
+@pytest.mark.parametrize("query", [
+    "SHOW PARTITIONS {t}",
+    "SHOW PARTITIONS {t} PARTITION (region = 'US')",
+    "SELECT * FROM {t}.partitions",
+    "SELECT * FROM {t}.files",
+    "DESCRIBE TABLE EXTENDED {t} PARTITION (region = 'US')",
+    "SHOW TABLE EXTENDED IN {db} LIKE 'people' PARTITION (region = 'US')",
+])
+def test_partitions_are_not_shown_through_the_filter(spark: Any, rm: Any, query: str) -> None:
+    """Partition values, their counts and file paths are row data (the filter is on ``region``): bob is
+    refused them on every Spark surface, the exempt member sees them; ``system.partitions`` leaves the
+    table out for bob."""
+    version = rm.ms.get_table(("main", "db", "people")).version
+    text = denied(lambda: spark.sql(query.format(t=f"{rm.bob}.db.people", db=f"{rm.bob}.db")).collect())
+    assert "[USHAS_RowPolicy]" in text and "user bob" in text and "APAC" not in text, text
+    assert "US" in str(spark.sql(query.format(t=f"{rm.carol}.db.people", db=f"{rm.carol}.db")).collect())
+    assert rm.ms.get_table(("main", "db", "people")).version == version
+
+
+def test_system_partitions_leave_filtered_tables_out(spark: Any, rm: Any) -> None:
+    def regions(catalog: str) -> set[str]:
+        return {r.spec["region"] for r in spark.sql(f"SELECT * FROM {catalog}.system.partitions "
+                                                    f"WHERE table = 'people'").collect()}
+
+    for user in ("user:bob", "user:carol"):
+        rm.ms.grant("SELECT", "main", user)  # the catalog's system tables
+    assert regions(rm.carol) == {"EU", "US", "APAC"}
+    assert regions(rm.bob) == set()
 
 
 def test_no_raw_value_reaches_bob(spark: Any, rm: Any) -> None:

@@ -132,6 +132,21 @@ def refuse_row_removal(tr: Transaction, ms: Any, table: Any, name: Any, operatio
                            f"filter's exempt principal do it)", table=str(name), user=caller.user)
 
 
+def policy_of_reader(ms: Any, info: TableInfo) -> dict[str, Any] | None:
+    """The row filter and masks the caller of ``ms`` reads ``info`` through (None: none; see
+    ``model.row_policies.for_reader``); the store's administrator (the CLI without ``--user``, an ungoverned
+    Python API) reads the raw table. A share's reader holds no principal of the owner project."""
+    from ..governance.identity import current
+
+    if not info.column_masks and info.row_filter is None:
+        return None
+    if hasattr(ms, "caller") and not ms.caller().authorization and current() is None:
+        return None
+    user = ms.caller().user if hasattr(ms, "caller") else str(getattr(ms, "user", ""))
+    held = ms.principals_of() if hasattr(ms, "principals_of") else frozenset({f"user:{user}"})
+    return for_reader(info.row_filter, info.column_masks, user, held)
+
+
 def as_reader_sees(ms: Any, info: TableInfo) -> TableInfo:
     """``info`` as the caller of ``ms`` may see it (docs/governance.md, "Metadata follows the data's policy"):
     without the statistics of the columns masked for it, and, under the row filter, without any column's
@@ -139,14 +154,26 @@ def as_reader_sees(ms: Any, info: TableInfo) -> TableInfo:
     DESCRIBE show."""
     import dataclasses
 
-    from ..governance.identity import current
-
-    if not info.column_masks and info.row_filter is None:
+    policy = policy_of_reader(ms, info)
+    if policy is None:
         return info
-    if hasattr(ms, "caller") and not ms.caller().authorization and current() is None:
-        return info  # the store's administrator (the CLI without --user, an ungoverned Python API)
-    user = ms.caller().user if hasattr(ms, "caller") else str(getattr(ms, "user", ""))
-    # a share's reader holds no principal of the owner project (docs/governance.md, "Shares")
-    held = ms.principals_of() if hasattr(ms, "principals_of") else frozenset({f"user:{user}"})
-    policy = for_reader(info.row_filter, info.column_masks, user, held)
     return dataclasses.replace(info, properties=without_masked_statistics(dict(info.properties), policy))
+
+
+def filtered_for_reader(ms: Any, info: TableInfo) -> bool:
+    """Whether the caller of ``ms`` reads ``info`` through its row filter."""
+    policy = policy_of_reader(ms, info)
+    return policy is not None and bool(policy.get("row_filter"))
+
+
+def refuse_partition_metadata(ms: Any, info: TableInfo, what: str) -> None:
+    """Partition values, their row counts and file paths are row data (docs/governance.md, "Metadata
+    follows the data's policy"): a reader under the table's row filter is refused them (SHOW PARTITIONS,
+    DESCRIBE … PARTITION, the ``partitions`` and ``files`` metadata tables, the CLI, the REST API, a
+    share's reader), since the catalog cannot tell without Spark which of them the filter hides."""
+    if filtered_for_reader(ms, info):
+        user = ms.caller().user if hasattr(ms, "caller") else str(getattr(ms, "user", ""))
+        full = f"{info.catalog}.{info.database}.{info.name}"
+        raise RowPolicyRefused(f"{what} of table {full} is refused: its row filter hides rows from user "
+                               f"{user}, and partitions, their counts and files describe those rows (ask a "
+                               f"member of the filter's exempt principal)", table=full, user=user)

@@ -8,7 +8,7 @@ from typing import Any
 
 from flask import Blueprint, request
 
-from ..catalog.row_policies import as_reader_sees
+from ..catalog.row_policies import as_reader_sees, refuse_partition_metadata
 from ..errors import InvalidArgument, NotFound
 from .routing import int_arg, page_args, paged, str_arg
 from .state import ServiceState
@@ -121,6 +121,7 @@ def register(bp: Blueprint, state: ServiceState) -> None:
         for i, p in enumerate(ms.list_partitions(name, prefix=prefix_arg(), limit=offset + limit + 1)):
             if i >= offset:
                 items.append(p.to_json())
+        refuse_partition_metadata(ms, info, "the partition listing")  # after list_partitions checked SELECT
         return {"items": items[:limit], "columns": info.partition_columns, "offset": offset, "limit": limit,
                 "has_more": len(items) > limit}
 

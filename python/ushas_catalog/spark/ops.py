@@ -367,9 +367,14 @@ def list_partitions(ms: Any, r: Request) -> Answer:
     from .cache import answers
     from ..model.names import TableName
 
+    from ..catalog.row_policies import refuse_partition_metadata
+
     ctx = SparkCtx.of(r)
     prefix = {k: v for k, v in (r.get("values") or {}).items()}
-    return answers(_cache(ctx)).partition_listing(ms, TableName.parse(table_name(ctx, r)), prefix)
+    name = TableName.parse(table_name(ctx, r))
+    listing = answers(_cache(ctx)).partition_listing(ms, name, prefix)  # checks SELECT
+    refuse_partition_metadata(ms, ms.get_table(name), "SHOW PARTITIONS")
+    return listing
 
 
 def partition_exists(ms: Any, r: Request) -> Answer:
@@ -384,8 +389,11 @@ def partition_exists(ms: Any, r: Request) -> Answer:
 
 
 def load_partition(ms: Any, r: Request) -> Answer:
+    from ..catalog.row_policies import refuse_partition_metadata
+
     ctx = SparkCtx.of(r)
-    p = ms.get_partition(table_name(ctx, r), r["values"])
+    p = ms.get_partition(table_name(ctx, r), r["values"])  # checks SELECT
+    refuse_partition_metadata(ms, ms.get_table(table_name(ctx, r)), "a partition's metadata")
     meta = dict(p.properties)
     if p.location:
         meta["location"] = p.location
