@@ -343,6 +343,24 @@ def test_statistics_of_hidden_rows_are_withheld(spark: Any, rm: Any) -> None:
     assert rows(spark.table(f"{rm.bob}.db.people")) == BOB  # reads plan as before
 
 
+def test_a_branch_made_before_the_policy_reads_through_it(spark: Any, rm: Any, spark_dirs: dict[str, Path]) -> None:
+    """A policy set on main holds in every branch, whenever the branch was made: bob's branch catalog, which
+    loaded the table before the filter existed, reads only the EU rows from the next query on."""
+    adm = rm.adm
+    spark.sql(f"CREATE TABLE {adm}.db.b (id INT, region STRING) USING parquet")
+    spark.sql(f"INSERT INTO {adm}.db.b VALUES (1, 'EU'), (2, 'US')")
+    branch = "dev_" + uuid.uuid4().hex[:6]
+    spark.sql(f"CALL {adm}.system.create_branch('main', '{branch}')").collect()
+    bob_dev = user_catalog(spark, "rbobdev", uri=f"sqlite:///{spark_dirs['store']}", project=rm.project,
+                           warehouse=str(spark_dirs["warehouse"]), user="bob")
+    spark.conf.set(f"spark.sql.catalog.{bob_dev}.branch", branch)
+    assert {r.id for r in spark.table(f"{bob_dev}.db.b").collect()} == {1, 2}  # no policy yet
+    spark.sql(f"CALL {adm}.system.set_row_filter('db.b', \"region = 'EU'\", 'role:auditors')").collect()
+    spark.sql(f"CALL {adm}.system.set_column_mask('db.b', 'region', \"'*'\", 'role:auditors')").collect()
+    assert [tuple(r) for r in spark.sql(f"SELECT id, region FROM {bob_dev}.db.b").collect()] == [(1, "*")]
+    assert [tuple(r) for r in spark.table(f"{bob_dev}.db.b").collect()] == [(1, "*")]
+
+
 def test_repair_never_drops_hidden_partitions(spark: Any, rm: Any) -> None:
     """MSCK REPAIR … SYNC / DROP PARTITIONS and ``repair_table(…, 'drop')`` unregister partitions whose
     directory is gone: refused to a user under the row filter (they would remove hidden rows), done by the

@@ -177,3 +177,21 @@ def refuse_partition_metadata(ms: Any, info: TableInfo, what: str) -> None:
         raise RowPolicyRefused(f"{what} of table {full} is refused: its row filter hides rows from user "
                                f"{user}, and partitions, their counts and files describe those rows (ask a "
                                f"member of the filter's exempt principal)", table=full, user=user)
+
+
+def main_policies(tr: Transaction, table_path: Any) -> rec.TableProperties | None:
+    """In a branch's transaction, ``main``'s current ``TableProperties`` of the table at ``table_path`` when
+    it has a row filter or a column mask: a policy on ``main`` holds in every branch, whenever the branch was
+    made, and the branch cannot drop or weaken it (changing it needs MANAGE on ``main``'s table). None: not
+    a branch, the table is not in ``main`` any more, or ``main`` sets no policy on it (the branch's own then
+    apply)."""
+    from ..records.store import RecordStore
+    from .branch_view import main_transaction
+
+    main = main_transaction(tr)
+    if main is None:
+        return None
+    props = RecordStore.at(table_path.add("TableProperties")).load(main, ())
+    if props is None or not (props.HasField("row_filter") or props.column_masks):
+        return None
+    return props
