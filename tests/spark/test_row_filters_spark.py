@@ -361,6 +361,36 @@ def test_a_branch_made_before_the_policy_reads_through_it(spark: Any, rm: Any, s
     assert [tuple(r) for r in spark.table(f"{bob_dev}.db.b").collect()] == [(1, "*")]
 
 
+def test_no_location_in_governed_storage(spark: Any, rm: Any, tmp_path: Path) -> None:
+    """bob (CREATE on the database) cannot point a table or a partition at the people table's directory (or
+    anywhere in the managed warehouse) to read its files raw: CREATE TABLE … LOCATION, ADD PARTITION …
+    LOCATION and SET LOCATION are refused and write nothing; a location of his own outside it works."""
+    victim = rm.ms.get_table(("main", "db", "people")).location
+    mine = tmp_path / "mine"
+    spark.sql(f"CREATE TABLE {rm.bob}.db.own (id INT, p STRING) USING parquet PARTITIONED BY (p) "
+              f"LOCATION '{mine}'")
+    keys = {t.name for t in rm.ms.list_tables(("main", "db"))}
+    version = rm.ms.get_table(("main", "db", "own")).version
+    attempts = [
+        f"CREATE TABLE {rm.bob}.db.steal (id INT, name STRING, ssn STRING, owner STRING, region STRING) "
+        f"USING parquet PARTITIONED BY (region) LOCATION '{victim}'",
+        f"CREATE TABLE {rm.bob}.db.steal2 (id INT) USING parquet LOCATION '{victim}/region=US'",
+        f"ALTER TABLE {rm.bob}.db.own ADD PARTITION (p = 'x') LOCATION '{victim}/region=US'",
+        f"ALTER TABLE {rm.bob}.db.own SET LOCATION '{victim}'",
+        f"CREATE TABLE {rm.bob}.db.steal3 USING parquet LOCATION '{victim}' AS SELECT 1 AS id",
+    ]
+    for statement in attempts:
+        try:
+            spark.sql(statement).collect()
+            text = "allowed"
+        except Exception as e:  # noqa: BLE001 - the refusal is checked below
+            text = str(e)
+        assert "[INSUFFICIENT_PERMISSIONS]" in text and "governed storage" in text, (statement, text)
+    assert {t.name for t in rm.ms.list_tables(("main", "db"))} == keys
+    assert rm.ms.get_table(("main", "db", "own")).version == version
+    spark.sql(f"ALTER TABLE {rm.bob}.db.own ADD PARTITION (p = 'y') LOCATION '{mine}/elsewhere'")  # inside its own
+
+
 def test_repair_never_drops_hidden_partitions(spark: Any, rm: Any) -> None:
     """MSCK REPAIR … SYNC / DROP PARTITIONS and ``repair_table(…, 'drop')`` unregister partitions whose
     directory is gone: refused to a user under the row filter (they would remove hidden rows), done by the
