@@ -20,17 +20,17 @@ def _inside(path: str, root: str) -> bool:
 
 
 def check_location(ms: Any, ctx: SparkCtx, name: TableName, location: str, *, own: str | None = None,
-                   what: str = "the table") -> None:
+                   what: str = "the table", database: Any = None) -> None:
     """Refuse (:class:`PermissionDenied`, Spark's ``INSUFFICIENT_PERMISSIONS``) ``location`` for ``what`` of
     table ``name`` when the caller is governed and it lies in governed storage; ``own``: the table's own
-    location, inside which a partition may lie."""
+    location, inside which a partition may lie; ``database``: the table's database when the caller has it."""
     if not location or not ms.caller().authorization:
         return
     if own and _inside(location, own):
         return
     user = ms.caller().user
     roots: list[tuple[str, str]] = [(qualify(ctx.warehouse), f"the managed warehouse of catalog {ctx.spark_catalog}")]
-    database = ms.get_database(name.database_name)
+    database = database if database is not None else ms.get_database(name.database_name)
     if database.location:
         roots.append((qualify(database.location), f"the location of database {name.database_name}"))
     for root, shown in roots:

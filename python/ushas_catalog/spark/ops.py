@@ -207,7 +207,8 @@ def create_table(ms: Any, r: Request) -> Answer:
     if not args.get("default_location"):  # an explicit LOCATION: not in governed storage
         from .governed_locations import check_location
 
-        check_location(ms, ctx, TableName.parse((catalog, db, table)), str(args.get("location") or ""))
+        check_location(ms, ctx, TableName.parse((catalog, db, table)), str(args.get("location") or ""),
+                       database=database)
     # CREATE TABLE (no query: a CTAS is staged) puts the partition columns last, as the session catalog
     args["schema"] = partition_columns_last(args["schema"], args["partition_by"])
     return {"table": table_answer(ctx, ms.create_table((catalog, db, table), **args))}
