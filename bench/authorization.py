@@ -10,7 +10,9 @@ role that holds SELECT on its database (a nested lookup: user -> role -> databas
   ``ushas_off`` without authorization, ``ushas_auth`` with ``authorization=true`` and ``user=bob``):
   the catalog call itself (``TableCatalog.loadTable`` called on the JVM catalog object: the shim, its
   bridge round trip and the Python side, without Spark's analysis around it), ``spark.table(t)`` (analysis with the catalog lookup: one bridge call, one transaction),
-  ``SHOW PARTITIONS t`` and ``DESCRIBE TABLE t``, alternating the two catalogs every round;
+  ``SHOW PARTITIONS t``, ``DESCRIBE TABLE t`` and ``CREATE TABLE … LOCATION`` of an external path
+  outside governed storage with its ``DROP TABLE`` (the location check on CREATE: docs/governance.md,
+  "Locations"), alternating the two catalogs every round;
 - the Python API alone (no Spark, no Py4J: the cost of the check relative to the smallest call):
   ``Metastore.get_table`` and ``Metastore.list_partitions`` with ``authorization=True`` vs off.
 
@@ -52,6 +54,7 @@ def setup(uri: str, grants: int) -> None:
     ms.grant_role("readers", "role:analysts")
     ms.grant_role("analysts", "user:bob")
     ms.grant("SELECT", ("ushas", "db"), "role:readers")
+    ms.grant("CREATE", ("ushas", "db"), "user:bob")  # CREATE TABLE … LOCATION
     for i in range(grants // 10):  # the rest of the policy: tables of another database, 10 grants each
         ms.create_table(("ushas", "other", f"x{i}"), schema="a INT")
         for j in range(10):
@@ -107,12 +110,20 @@ def main() -> int:
             namespace = spark.sparkContext._gateway.new_array(spark._jvm.java.lang.String, 1)
             namespace[0] = "db"
             ident = spark._jvm.org.apache.spark.sql.connector.catalog.Identifier.of(namespace, "t")
+            made = iter(range(10**9))
+
+            def create_external(c: str) -> None:
+                n = f"e{next(made)}"
+                spark.sql(f"CREATE TABLE {c}.db.{n} (a INT) USING parquet LOCATION '{root / 'external' / n}'")
+                spark.sql(f"DROP TABLE {c}.db.{n}")
+
             calls = {
                 "TableCatalog.loadTable(t) (the JVM catalog call, its bridge round trip)":
                     lambda c: catalogs[c].loadTable(ident),
                 "spark.table(t) (analysis, catalog lookup)": lambda c: spark.table(f"{c}.db.t").schema,
                 "SHOW PARTITIONS t": lambda c: spark.sql(f"SHOW PARTITIONS {c}.db.t").collect(),
                 "DESCRIBE TABLE t": lambda c: spark.sql(f"DESCRIBE TABLE {c}.db.t").collect(),
+                "CREATE TABLE … LOCATION (external, checked) + DROP TABLE": create_external,
             }
             for label, call in calls.items():
                 n = rounds * 5 if label.startswith("TableCatalog") else rounds  # a short call: more samples

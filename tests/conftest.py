@@ -85,6 +85,8 @@ def spark(spark_dirs: dict[str, Path]):
         .appName("ushas-tests")
         .config("spark.jars", f"{jar_path()},{test_jar_path()}")  # + the test-only classes (src/test/java)
         .config("spark.ui.enabled", "false")
+        # the tests define catalogs per user at run time (tests/user_catalogs.py): the deployer's opt-in
+        .config("spark.ushas.session.catalogs", "allow")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.default.parallelism", "2")
         .config("spark.sql.warehouse.dir", str(spark_dirs["hive_warehouse"]))

@@ -254,6 +254,18 @@ class LocationInUse(InvalidArgument):
     another table's location."""
 
 
+class RowPolicyRefused(InvalidArgument):
+    """An operation that would remove rows (overwrite, TRUNCATE, DROP PARTITION, restore, repair's drop) by a
+    user whose reads go through the table's row filter (docs/governance.md, "Writes"): nothing was written.
+    Spark shows it as ``[USHAS_RowPolicy]``, like the shim's own refusal of the same rule."""
+
+    def spark_error(self) -> SparkError | None:
+        return None
+
+    def answer(self) -> dict[str, Any]:
+        return {"type": self.type, "message": self.message, "errorClass": "USHAS_RowPolicy", "sqlState": "42000"}
+
+
 class ReadOnlyMetadata(InvalidArgument):
     """An attempt to write SYSTEM-scope metadata, or another read-only field."""
 

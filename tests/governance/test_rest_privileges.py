@@ -72,3 +72,38 @@ def test_anonymous_and_administrators(served: tuple[Live, dict[str, str]]) -> No
     assert live.get("/api/v1/lineage/datasets", headers={"Authorization": f"Bearer {tokens['bob']}"}).status == 403
     catalogs = live.get("/api/v1/catalogs", headers=alice).json
     assert catalogs["items"][0]["name"] == "c", catalogs
+
+
+@pytest.mark.parametrize("path", ["/api/v1/metadata/tags?catalog=c&database=db&table=t",
+                                  "/api/v1/metadata/owner?catalog=c&database=db&table=t",
+                                  "/api/v1/lineage"])
+@pytest.mark.parametrize("depth", [65, 100_000])
+def test_deeply_nested_bodies_are_bad_requests(served: tuple[Live, dict[str, str]], store_uri: str, path: str,
+                                               depth: int) -> None:
+    """A body nested past what the API takes (or past the parser's recursion) is a 400, never a 500, and
+    writes nothing."""
+    live, tokens = served
+    alice = {"Authorization": f"Bearer {tokens['alice']}"}
+    raw = ('{"tags": ' + "[" * depth + "]" * depth + "}").encode()
+    answer = live.request("POST" if "owner" not in path else "PUT", path, headers=alice, raw=raw)
+    assert answer.status == 400, (answer.status, answer.body[:300])
+    assert answer.json["error"]["type"] == "InvalidArgument" and "nest" in answer.json["error"]["message"]
+    ms = Metastore.open(store_uri)
+    assert ms.metadata.get(("c", "db", "t")).user.tags == [] or not ms.metadata.get(("c", "db", "t")).user.tags
+    ms.close()
+
+
+def test_the_owner_sets_an_owner(served: tuple[Live, dict[str, str]], store_uri: str) -> None:
+    """OWN on the project allows what MANAGE on a table allows through REST too (PUT /metadata/owner);
+    without MANAGE it is a 403 naming it."""
+    live, tokens = served
+    path = "/api/v1/metadata/owner?catalog=c&database=db&table=t"
+    alice = {"Authorization": f"Bearer {tokens['alice']}"}
+    answer = live.request("PUT", path, {"owner": "carol"}, headers=alice)
+    assert answer.status == 200, answer.body
+    bob = {"Authorization": f"Bearer {tokens['bob']}"}
+    answer = live.request("PUT", path, {"owner": "bob"}, headers=bob)
+    assert answer.status == 403 and "User bob does not have USE" in answer.json["error"]["message"], answer.body
+    ms = Metastore.open(store_uri)
+    assert ms.get_table(("c", "db", "t")).owner == "carol"
+    ms.close()

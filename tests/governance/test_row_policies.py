@@ -123,6 +123,16 @@ def test_statistics_of_a_masked_column_are_not_shown_to_its_readers() -> None:
     assert without_masked_statistics(props, None) == props
 
 
+def test_statistics_over_rows_a_reader_cannot_see_are_withheld() -> None:
+    """Under a row filter every column's statistics and the row counts describe hidden rows too."""
+    props = {"spark.sql.statistics.colStats.id.max": "4", "spark.sql.statistics.colStats.id.version": "2",
+             "spark.sql.statistics.numRows": "4", "numRows": "4", "totalSize": "10", "k": "v"}
+    policy = for_reader(RowFilter("id < 3", "role:auditors"), [], "bob", frozenset({"user:bob"}))
+    assert without_masked_statistics(props, policy) == {"totalSize": "10", "k": "v"}
+    exempt = for_reader(RowFilter("id < 3", "role:auditors"), [], "carol", frozenset({"user:carol", "role:auditors"}))
+    assert without_masked_statistics(props, exempt) == props
+
+
 def test_a_restore_keeps_the_current_policy(ms: Metastore) -> None:
     """restore_table needs MODIFY only: it brings back data and schema, never an older (or no) policy."""
     ms.alter_table(T, [SetProperty("k", "v")])
@@ -142,3 +152,69 @@ def test_a_replace_keeps_the_policy(ms: Metastore) -> None:
     ms.set_column_mask(T, "ssn", "'***'")
     info = ms.replace_table(T, schema="id INT, ssn STRING, extra INT")
     assert info.row_filter == RowFilter("id > 1") and info.column_masks == [ColumnMask("ssn", "'***'")]
+
+
+def test_the_cli_and_rest_withhold_statistics_of_hidden_rows(ms: Metastore, store_uri: str,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """``ushas --user bob describe`` and ``GET …/tables/t`` show bob (under the row filter) no statistics
+    computed over every row; the exempt member sees them."""
+    import json
+
+    from ushas_catalog.service.tokens import TokenStore
+
+    from service.live import running
+
+    ms.set_statistics(T, {"spark.sql.statistics.numRows": "4", "spark.sql.statistics.colStats.id.max": "4",
+                          "spark.sql.statistics.colStats.id.version": "2"})
+    ms.set_row_filter(T, "id < 3", "role:hr")
+    ms.create_role("hr")
+    ms.grant_role("hr", "user:carol")
+    for user in ("bob", "carol"):
+        ms.grant("SELECT", ("c", "db", "t"), f"user:{user}")
+    tokens = {u: TokenStore(ms).create("read", u)[1] for u in ("bob", "carol")}
+    stats = "spark.sql.statistics."
+    for user, shown in (("bob", False), ("carol", True)):
+        assert main(["--uri", store_uri, "--project", "p", "--user", user, "--json", "describe", "c.db.t"]) == 0
+        props = json.loads(capsys.readouterr().out)["properties"]
+        assert any(k.startswith(stats) for k in props) == shown, (user, props)
+    for live in running(store_uri, authorization=True, project="p"):
+        for user, shown in (("bob", False), ("carol", True)):
+            answer = live.get("/api/v1/catalogs/c/databases/db/tables/t",
+                              headers={"Authorization": f"Bearer {tokens[user]}"})
+            assert answer.status == 200, answer.body
+            assert any(k.startswith(stats) for k in answer.json["properties"]) == shown, (user, answer.json)
+
+
+def test_partitions_are_not_listed_to_a_filtered_reader(store_uri: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Partition values, counts and paths are row data: the CLI with ``--user`` and the REST API refuse them
+    to a reader under the row filter and show them to the exempt member; nothing is written."""
+    from ushas_catalog.service.tokens import TokenStore
+
+    from service.live import running
+
+    m = Metastore.open(store_uri, project="p")
+    m.create_catalog("c")
+    m.create_database(("c", "db"))
+    m.create_table(("c", "db", "pt"), schema="id INT, region STRING", partition_by=["region"])
+    m.add_partitions(("c", "db", "pt"), [{"region": "EU"}, {"region": "US"}])
+    m.set_row_filter(("c", "db", "pt"), "region = 'EU'", "role:hr")
+    m.create_role("hr")
+    m.grant_role("hr", "user:carol")
+    for user in ("bob", "carol"):
+        m.grant("SELECT", ("c", "db", "pt"), f"user:{user}")
+    tokens = {u: TokenStore(m).create("read", u)[1] for u in ("bob", "carol")}
+    version = m.get_table(("c", "db", "pt")).version
+    for user, code in (("bob", 2), ("carol", 0)):
+        assert main(["--uri", store_uri, "--project", "p", "--user", user, "partitions", "c.db.pt"]) == code
+        out = capsys.readouterr()
+        assert ("US" in out.out) == (user == "carol"), out
+        if code:
+            assert "the partition listing of table c.db.pt is refused" in out.err and "US" not in out.err, out.err
+    for live in running(store_uri, authorization=True, project="p"):
+        for user, status in (("bob", 400), ("carol", 200)):
+            answer = live.get("/api/v1/catalogs/c/databases/db/tables/pt/partitions",
+                              headers={"Authorization": f"Bearer {tokens[user]}"})
+            assert answer.status == status, answer.body
+            assert (b"US" in answer.body) == (user == "carol"), answer.body
+    assert m.get_table(("c", "db", "pt")).version == version
+    m.close()

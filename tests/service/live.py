@@ -57,10 +57,10 @@ class Live:
         assert not self.thread.is_alive(), "the service did not stop"
 
 
-def start(uri: str, **options: Any) -> Live:
+def start(uri: str, project: str = "default", **options: Any) -> Live:
     from ushas_catalog.ui.server import Service
 
-    service = Service(uri, "default", port=0, **options)
+    service = Service(uri, project, port=0, **options)
     thread = threading.Thread(target=service.run, name="ushas-serve-test", daemon=True)
     thread.start()
     return Live(service, thread, uri)

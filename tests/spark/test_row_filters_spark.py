@@ -147,9 +147,39 @@ def test_cached_relations(spark: Any, rm: Any) -> None:
 
 
 def test_metadata_tables_are_metadata(spark: Any, rm: Any) -> None:
-    files = spark.sql(f"SELECT * FROM {rm.bob}.db.people.files").collect()
+    files = spark.sql(f"SELECT * FROM {rm.carol}.db.people.files").collect()
     assert files  # metadata of the table (paths, sizes), no row data
     assert not any(s in str(tuple(r)) for r in files for s in RAW_SSNS)
+
+
+@pytest.mark.parametrize("query", [
+    "SHOW PARTITIONS {t}",
+    "SHOW PARTITIONS {t} PARTITION (region = 'US')",
+    "SELECT * FROM {t}.partitions",
+    "SELECT * FROM {t}.files",
+    "DESCRIBE TABLE EXTENDED {t} PARTITION (region = 'US')",
+    "SHOW TABLE EXTENDED IN {db} LIKE 'people' PARTITION (region = 'US')",
+])
+def test_partitions_are_not_shown_through_the_filter(spark: Any, rm: Any, query: str) -> None:
+    """Partition values, their counts and file paths are row data (the filter is on ``region``): bob is
+    refused them on every Spark surface, the exempt member sees them; ``system.partitions`` leaves the
+    table out for bob."""
+    version = rm.ms.get_table(("main", "db", "people")).version
+    text = denied(lambda: spark.sql(query.format(t=f"{rm.bob}.db.people", db=f"{rm.bob}.db")).collect())
+    assert "[USHAS_RowPolicy]" in text and "user bob" in text and "APAC" not in text, text
+    assert "US" in str(spark.sql(query.format(t=f"{rm.carol}.db.people", db=f"{rm.carol}.db")).collect())
+    assert rm.ms.get_table(("main", "db", "people")).version == version
+
+
+def test_system_partitions_leave_filtered_tables_out(spark: Any, rm: Any) -> None:
+    def regions(catalog: str) -> set[str]:
+        return {r.spec["region"] for r in spark.sql(f"SELECT * FROM {catalog}.system.partitions "
+                                                    f"WHERE table = 'people'").collect()}
+
+    for user in ("user:bob", "user:carol"):
+        rm.ms.grant("SELECT", "main", user)  # the catalog's system tables
+    assert regions(rm.carol) == {"EU", "US", "APAC"}
+    assert regions(rm.bob) == set()
 
 
 def test_no_raw_value_reaches_bob(spark: Any, rm: Any) -> None:
@@ -284,6 +314,7 @@ def test_writes_append_but_never_remove_hidden_rows(spark: Any, rm: Any) -> None
         .overwritePartitions(),
         lambda: spark.sql(f"TRUNCATE TABLE {bob}.db.w"),
         lambda: spark.sql(f"ALTER TABLE {bob}.db.w DROP PARTITION (region = 'US')"),
+        lambda: spark.sql(f"CALL {bob}.system.restore_table('db.w', 1)").collect(),
     ]
     for run in removals:
         text = denied(run)
@@ -292,6 +323,97 @@ def test_writes_append_but_never_remove_hidden_rows(spark: Any, rm: Any) -> None
     assert {r.id for r in spark.table(f"{carol}.db.w").collect()} == {1, 2, 3, 4, 5}
     spark.sql(f"INSERT OVERWRITE {carol}.db.w PARTITION (region = 'US') VALUES (6)")  # exempt
     assert {r.id for r in spark.table(f"{carol}.db.w").collect()} == {1, 3, 5, 6}
+
+
+def test_statistics_of_hidden_rows_are_withheld(spark: Any, rm: Any) -> None:
+    """After the exempt member runs ANALYZE … FOR ALL COLUMNS, bob (under the row filter) sees no column
+    statistics (min / max / distinct counts over hidden rows) and no row count; carol sees them."""
+    rm.ms.grant("MODIFY", ("main", "db", "people"), "user:carol")  # ANALYZE writes statistics
+    spark.sql(f"ANALYZE TABLE {rm.carol}.db.people COMPUTE STATISTICS FOR ALL COLUMNS")
+
+    def stats(catalog: str, column: str) -> dict[str, str]:
+        return {r[0]: r[1] for r in spark.sql(f"DESCRIBE TABLE EXTENDED {catalog}.db.people {column}").collect()}
+
+    assert stats(rm.carol, "id")["max"] == "4" and stats(rm.carol, "id")["distinct_count"] == "4"
+    for column in ("id", "name", "owner"):
+        shown = stats(rm.bob, column)
+        assert shown["min"] == shown["max"] == shown["distinct_count"] == "NULL", (column, shown)
+    table = {r[0]: r[1] for r in spark.sql(f"DESCRIBE TABLE EXTENDED {rm.bob}.db.people").collect()}
+    assert "rows" not in str(table.get("Statistics") or ""), table.get("Statistics")
+    assert rows(spark.table(f"{rm.bob}.db.people")) == BOB  # reads plan as before
+
+
+def test_a_branch_made_before_the_policy_reads_through_it(spark: Any, rm: Any, spark_dirs: dict[str, Path]) -> None:
+    """A policy set on main holds in every branch, whenever the branch was made: bob's branch catalog, which
+    loaded the table before the filter existed, reads only the EU rows from the next query on."""
+    adm = rm.adm
+    spark.sql(f"CREATE TABLE {adm}.db.b (id INT, region STRING) USING parquet")
+    spark.sql(f"INSERT INTO {adm}.db.b VALUES (1, 'EU'), (2, 'US')")
+    branch = "dev_" + uuid.uuid4().hex[:6]
+    spark.sql(f"CALL {adm}.system.create_branch('main', '{branch}')").collect()
+    bob_dev = user_catalog(spark, "rbobdev", uri=f"sqlite:///{spark_dirs['store']}", project=rm.project,
+                           warehouse=str(spark_dirs["warehouse"]), user="bob")
+    spark.conf.set(f"spark.sql.catalog.{bob_dev}.branch", branch)
+    assert {r.id for r in spark.table(f"{bob_dev}.db.b").collect()} == {1, 2}  # no policy yet
+    spark.sql(f"CALL {adm}.system.set_row_filter('db.b', \"region = 'EU'\", 'role:auditors')").collect()
+    spark.sql(f"CALL {adm}.system.set_column_mask('db.b', 'region', \"'*'\", 'role:auditors')").collect()
+    assert [tuple(r) for r in spark.sql(f"SELECT id, region FROM {bob_dev}.db.b").collect()] == [(1, "*")]
+    assert [tuple(r) for r in spark.table(f"{bob_dev}.db.b").collect()] == [(1, "*")]
+
+
+def test_no_location_in_governed_storage(spark: Any, rm: Any, tmp_path: Path) -> None:
+    """bob (CREATE on the database) cannot point a table or a partition at the people table's directory (or
+    anywhere in the managed warehouse) to read its files raw: CREATE TABLE … LOCATION, ADD PARTITION …
+    LOCATION and SET LOCATION are refused and write nothing; a location of his own outside it works."""
+    victim = rm.ms.get_table(("main", "db", "people")).location
+    mine = tmp_path / "mine"
+    spark.sql(f"CREATE TABLE {rm.bob}.db.own (id INT, p STRING) USING parquet PARTITIONED BY (p) "
+              f"LOCATION '{mine}'")
+    keys = {t.name for t in rm.ms.list_tables(("main", "db"))}
+    version = rm.ms.get_table(("main", "db", "own")).version
+    attempts = [
+        f"CREATE TABLE {rm.bob}.db.steal (id INT, name STRING, ssn STRING, owner STRING, region STRING) "
+        f"USING parquet PARTITIONED BY (region) LOCATION '{victim}'",
+        f"CREATE TABLE {rm.bob}.db.steal2 (id INT) USING parquet LOCATION '{victim}/region=US'",
+        f"ALTER TABLE {rm.bob}.db.own ADD PARTITION (p = 'x') LOCATION '{victim}/region=US'",
+        f"ALTER TABLE {rm.bob}.db.own SET LOCATION '{victim}'",
+        f"CREATE TABLE {rm.bob}.db.steal3 USING parquet LOCATION '{victim}' AS SELECT 1 AS id",
+    ]
+    for statement in attempts:
+        try:
+            spark.sql(statement).collect()
+            text = "allowed"
+        except Exception as e:  # noqa: BLE001 - the refusal is checked below
+            text = str(e)
+        assert "[INSUFFICIENT_PERMISSIONS]" in text and "governed storage" in text, (statement, text)
+    assert {t.name for t in rm.ms.list_tables(("main", "db"))} == keys
+    assert rm.ms.get_table(("main", "db", "own")).version == version
+    spark.sql(f"ALTER TABLE {rm.bob}.db.own ADD PARTITION (p = 'y') LOCATION '{mine}/elsewhere'")  # inside its own
+
+
+def test_repair_never_drops_hidden_partitions(spark: Any, rm: Any) -> None:
+    """MSCK REPAIR … SYNC / DROP PARTITIONS and ``repair_table(…, 'drop')`` unregister partitions whose
+    directory is gone: refused to a user under the row filter (they would remove hidden rows), done by the
+    exempt role's member."""
+    import shutil
+
+    adm, bob, carol = rm.adm, rm.bob, rm.carol
+    spark.sql(f"CREATE TABLE {adm}.db.r (id INT, region STRING) USING parquet PARTITIONED BY (region)")
+    spark.sql(f"INSERT INTO {adm}.db.r VALUES (1, 'EU'), (2, 'US')")
+    spark.sql(f"CALL {adm}.system.set_row_filter('db.r', \"region = 'EU'\", 'role:auditors')").collect()
+    for user in ("user:bob", "user:carol"):
+        rm.ms.grant("MODIFY", ("main", "db", "r"), user)
+    us = rm.ms.get_partition(("main", "db", "r"), {"region": "US"}).location
+    shutil.rmtree(us.removeprefix("file:"))
+    version = rm.ms.get_table(("main", "db", "r")).version
+    for run in (lambda: spark.sql(f"MSCK REPAIR TABLE {bob}.db.r SYNC PARTITIONS").collect(),
+                lambda: spark.sql(f"MSCK REPAIR TABLE {bob}.db.r DROP PARTITIONS").collect(),
+                lambda: spark.sql(f"CALL {bob}.system.repair_table('db.r', 'drop')").collect()):
+        text = denied(run)
+        assert "[USHAS_RowPolicy]" in text and "user bob" in text, text
+    assert rm.ms.get_table(("main", "db", "r")).version == version  # nothing written
+    spark.sql(f"CALL {carol}.system.repair_table('db.r', 'drop')").collect()
+    assert [p.values for p in rm.ms.list_partitions(("main", "db", "r"))] == [{"region": "EU"}]
 
 
 def test_a_share_reads_through_the_owners_policy(spark: Any, rm: Any, spark_dirs: dict[str, Path]) -> None:

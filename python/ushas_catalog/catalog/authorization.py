@@ -431,6 +431,19 @@ def check(tr: Transaction, ms: Any, caller: Caller, req: Requirement | None, *,
     return target
 
 
+def check_arrival(tr: Transaction, ms: Any, src: TableName, dst: TableName) -> None:
+    """A table or view moving into another database (a rename; its MANAGE was checked): the caller needs
+    CREATE on the target database, and OWN on the relation, since the target's grants then apply to it
+    (MANAGE on a table must not become OWN by moving it into one's own database). In the rename's
+    transaction; a refusal is audited like any other."""
+    caller = ms.caller()
+    target = securable(tr, ms.resolver, DATABASE, dst.database_name)
+    if not target.exists:
+        return  # the rename fails with the target database's NoSuchNamespace
+    authorize(tr, ms.layout, ms.project, caller.user, CREATE, target)
+    authorize(tr, ms.layout, ms.project, caller.user, OWN, securable(tr, ms.resolver, RELATION, src))
+
+
 def _ancestor_name(target: Securable, kind: str, project: str) -> str:
     parts = target.name.split(".")
     return {"project": project, "catalog": ".".join(parts[:1]), "database": ".".join(parts[:2])}[kind]
@@ -516,5 +529,6 @@ def audit_denied(ms: Any, error: PermissionDenied) -> None:
         pass
 
 
-__all__ = ["METADATA_RULES", "OBJECT_RULES", "RULES", "UNGUARDED", "Requirement", "Rule", "after_create", "audit_denied", "check", "guard_methods",
+__all__ = ["METADATA_RULES", "OBJECT_RULES", "RULES", "UNGUARDED", "Requirement", "Rule", "after_create", "audit_denied", "check",
+           "check_arrival", "guard_methods",
            "guarded_run", "required", "requiring", "securable"]

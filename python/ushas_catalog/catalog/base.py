@@ -180,6 +180,10 @@ class MetastoreBase:
                        kind: int) -> KeySpacePath:
         if src.catalog != dst.catalog:
             raise InvalidArgument(f"cannot rename {src} to {dst}: a rename stays in its catalog")
+        if self.caller().authorization and src.database_name != dst.database_name:
+            from .authorization import check_arrival
+
+            check_arrival(tr, self, src, dst)
         dst_db, existing = self.resolver.relation(tr, dst)
         if existing is not None:
             raise TableAlreadyExists(exists_message(dst, existing), table=str(dst))

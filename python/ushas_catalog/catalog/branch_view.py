@@ -465,6 +465,13 @@ def catalog_name(tr: Transaction, keys: Keys, cat: bytes) -> str:
     return str(uuid.UUID(bytes=cid))
 
 
-__all__ = ["MAIN", "GARBAGE_MARK", "Keys", "KeepingTransaction", "KeepingDatabase", "BranchTransaction",
+def main_transaction(tr: Any) -> Any:
+    """The transaction of ``main`` under branch transaction ``tr`` (its current keys, not as of the branch
+    point), or None when ``tr`` is not a branch's: what a branch reads the catalog's current row filters and
+    column masks through (docs/governance.md, "Branches")."""
+    return tr._tr if isinstance(tr, BranchTransaction) else None
+
+
+__all__ = ["main_transaction", "MAIN", "GARBAGE_MARK", "Keys", "KeepingTransaction", "KeepingDatabase", "BranchTransaction",
            "BranchDatabase", "Opened", "points", "branch_record", "kept_value", "value_at", "main_range_at",
            "catalog_name"]

@@ -22,6 +22,7 @@ from ..model.partition_tags import check_tags
 from ..model.partitions import KeyDecoder, Partition, PartitionScheme
 from ..records.store import RecordStore, split_elements
 from .base import MetastoreBase
+from .row_policies import refuse_row_removal
 from .commits import Mutation
 from .visibility import TooBig, bulk_pending, visible, visible_raw
 from .values import check_count, check_expected, check_props, check_str, copy_record, expect_version, now_micros
@@ -154,10 +155,12 @@ class PartitionOps(MetastoreBase):
         big = self.big
         at = big.BULK_AT if big is not None else None
         if at is not None and big is not None and len(spec_list) > at:  # marked in chunks, published in one transaction
+            self.run(lambda tr: refuse_row_removal(tr, self, self.resolver.table(tr, tn), tn, "DROP PARTITION"))
             return big.drop_partitions(self, tn, spec_list, if_exists, expected_version, release_data)
 
         def fn(tr: Transaction) -> MutationResult:
             t = self.resolver.table(tr, tn)
+            refuse_row_removal(tr, self, t, tn, "DROP PARTITION")
             expect_version("table", tn, t.ref.version, expected_version)
             scheme = self.resolver.scheme(tr, t)
             _require_partitioned(tn, scheme)
@@ -217,6 +220,8 @@ class PartitionOps(MetastoreBase):
 
         def fn(tr: Transaction) -> MutationResult:
             t = self.resolver.table(tr, tn)
+            if drop_list:  # an overwrite, TRUNCATE, a partition's new location: its rows go
+                refuse_row_removal(tr, self, t, tn, operation)
             expect_version("table", tn, t.ref.version, expected_version)
             scheme = self.resolver.scheme(tr, t)
             _require_partitioned(tn, scheme)

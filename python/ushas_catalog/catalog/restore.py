@@ -30,7 +30,7 @@ from ..model.partitions import Partition, PartitionScheme
 from .commits import Mutation
 from .history import HistoryOps
 from .resolver import ResolvedTable
-from .row_policies import keep_policies
+from .row_policies import keep_policies, refuse_row_removal
 from .values import check_expected, copy_record, expect_version, now_micros
 
 #: an unpartitioned table's properties that describe its current files: never restored
@@ -66,6 +66,7 @@ class RestoreOps(HistoryOps):
 
         def fn(tr: Transaction) -> RestoreResult:
             t = self.resolver.table(tr, tn)
+            refuse_row_removal(tr, self, t, tn, "RESTORE")  # a restore may remove rows hidden from the caller
             expect_version("table", tn, t.ref.version, expected_version)
             target = self._resolve_as_of(tr, t, as_of)
             current = {sub: t.store(sub).load(tr, ()) for sub in ("TableSchema", "TableStorage", "TableProperties")}

@@ -9,11 +9,12 @@ from __future__ import annotations
 from typing import Any
 
 from .. import records as rec
-from ..errors import InvalidPolicy
+from ..errors import InvalidPolicy, RowPolicyRefused
+from ..governance.principals import principals
 from ..kv import Transaction
 from ..model.names import NameLike, TableName
 from ..model.objects import TableInfo
-from ..model.row_policies import check_exempt, check_expression, find_column
+from ..model.row_policies import check_exempt, check_expression, find_column, for_reader, without_masked_statistics
 from ..model.schema import struct_from_proto
 from .base import MetastoreBase
 from .commits import Mutation
@@ -108,3 +109,89 @@ def keep_policies(old: rec.TableProperties, new: rec.TableProperties) -> None:
         new.row_filter.CopyFrom(old.row_filter)
     del new.column_masks[:]
     new.column_masks.extend(old.column_masks)
+
+
+def refuse_row_removal(tr: Transaction, ms: Any, table: Any, name: Any, operation: str) -> None:
+    """The removal rule (docs/governance.md, "Writes"): an operation that removes rows of ``table`` (a
+    resolved table: its ``TableProperties``) is refused to a governed caller whose reads go through the
+    table's row filter, since it would remove rows the caller cannot see; the filter's exempt principal's
+    members remove as anyone. Read in the operation's transaction (one record, the caller's principals: one
+    point read). Restore, repair's drop, DROP PARTITION, overwrites and TRUNCATE call it; so should every
+    operation that removes rows (DELETE, UPDATE, MERGE)."""
+    caller = ms.caller()
+    if not caller.authorization:
+        return
+    props = table.store("TableProperties").load(tr, ())
+    if props is None or not props.HasField("row_filter"):
+        return
+    exempt = props.row_filter.exempt
+    if exempt and exempt in principals(tr, ms.layout, ms.project, caller.user):
+        return
+    raise RowPolicyRefused(f"{operation} of table {name} is refused: its row filter hides rows from user "
+                           f"{caller.user}, which it would remove (append instead, or have a member of the "
+                           f"filter's exempt principal do it)", table=str(name), user=caller.user)
+
+
+def policy_of_reader(ms: Any, info: TableInfo) -> dict[str, Any] | None:
+    """The row filter and masks the caller of ``ms`` reads ``info`` through (None: none; see
+    ``model.row_policies.for_reader``); the store's administrator (the CLI without ``--user``, an ungoverned
+    Python API) reads the raw table. A share's reader holds no principal of the owner project."""
+    from ..governance.identity import current
+
+    if not info.column_masks and info.row_filter is None:
+        return None
+    if hasattr(ms, "caller") and not ms.caller().authorization and current() is None:
+        return None
+    user = ms.caller().user if hasattr(ms, "caller") else str(getattr(ms, "user", ""))
+    held = ms.principals_of() if hasattr(ms, "principals_of") else frozenset({f"user:{user}"})
+    return for_reader(info.row_filter, info.column_masks, user, held)
+
+
+def as_reader_sees(ms: Any, info: TableInfo) -> TableInfo:
+    """``info`` as the caller of ``ms`` may see it (docs/governance.md, "Metadata follows the data's policy"):
+    without the statistics of the columns masked for it, and, under the row filter, without any column's
+    statistics or the row counts (computed over rows it cannot see). What the CLI, the REST API and Spark's
+    DESCRIBE show."""
+    import dataclasses
+
+    policy = policy_of_reader(ms, info)
+    if policy is None:
+        return info
+    return dataclasses.replace(info, properties=without_masked_statistics(dict(info.properties), policy))
+
+
+def filtered_for_reader(ms: Any, info: TableInfo) -> bool:
+    """Whether the caller of ``ms`` reads ``info`` through its row filter."""
+    policy = policy_of_reader(ms, info)
+    return policy is not None and bool(policy.get("row_filter"))
+
+
+def refuse_partition_metadata(ms: Any, info: TableInfo, what: str) -> None:
+    """Partition values, their row counts and file paths are row data (docs/governance.md, "Metadata
+    follows the data's policy"): a reader under the table's row filter is refused them (SHOW PARTITIONS,
+    DESCRIBE … PARTITION, the ``partitions`` and ``files`` metadata tables, the CLI, the REST API, a
+    share's reader), since the catalog cannot tell without Spark which of them the filter hides."""
+    if filtered_for_reader(ms, info):
+        user = ms.caller().user if hasattr(ms, "caller") else str(getattr(ms, "user", ""))
+        full = f"{info.catalog}.{info.database}.{info.name}"
+        raise RowPolicyRefused(f"{what} of table {full} is refused: its row filter hides rows from user "
+                               f"{user}, and partitions, their counts and files describe those rows (ask a "
+                               f"member of the filter's exempt principal)", table=full, user=user)
+
+
+def main_policies(tr: Transaction, table_path: Any) -> rec.TableProperties | None:
+    """In a branch's transaction, ``main``'s current ``TableProperties`` of the table at ``table_path`` when
+    it has a row filter or a column mask: a policy on ``main`` holds in every branch, whenever the branch was
+    made, and the branch cannot drop or weaken it (changing it needs MANAGE on ``main``'s table). None: not
+    a branch, the table is not in ``main`` any more, or ``main`` sets no policy on it (the branch's own then
+    apply)."""
+    from ..records.store import RecordStore
+    from .branch_view import main_transaction
+
+    main = main_transaction(tr)
+    if main is None:
+        return None
+    props = RecordStore.at(table_path.add("TableProperties")).load(main, ())
+    if props is None or not (props.HasField("row_filter") or props.column_masks):
+        return None
+    return props

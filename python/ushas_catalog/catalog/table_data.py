@@ -15,6 +15,7 @@ from ..model.data_files import DataFile, from_records
 from ..model.names import NameLike, TableName
 from ..records.store import RecordStore
 from .base import MetastoreBase
+from .row_policies import refuse_row_removal
 from .commits import Mutation
 from .resolver import ResolvedTable
 from .values import check_expected, copy_record, expect_version, now_micros, version_answer, version_of
@@ -139,6 +140,10 @@ class TableDataOps(MetastoreBase):
             expect_version("table", tn, t.ref.version, expected_version)
             store = t.store("TableDataFiles")
             old_files = store.load(tr, ())
+            kept = {f.path for f in file_list or ()}
+            if operation != "APPEND" or file_list is None or \
+                    (old_files is not None and any(f.path not in kept for f in old_files.files)):
+                refuse_row_removal(tr, self, t, tn, operation)  # rows of the old files go
             if unchanged_since is not None and old_files is not None and old_files.version > unchanged_since:
                 raise WriteConflict(f"{tn} was written by another write (version {old_files.version}) after this "
                                     f"overwrite started (version {unchanged_since}): the overwrite was not committed",

@@ -11,6 +11,7 @@ import argparse
 import datetime as dt
 from typing import Any
 
+from ..catalog.row_policies import as_reader_sees, refuse_partition_metadata
 from ..errors import InvalidArgument, NoSuchTable, UshasError
 from ..model.names import CatalogName, DatabaseName, TableName, parse_any
 from .arguments import parse_int
@@ -164,7 +165,7 @@ def cmd_describe(ctx: Context, args: argparse.Namespace) -> int:
         ctx.emit(view.to_json(), lambda _: _view_text(view))
         return 0
     try:
-        table = ms.get_table(name, as_of=as_of)
+        table = as_reader_sees(ms, ms.get_table(name, as_of=as_of))
     except NoSuchTable:
         raise
     ctx.emit(table.to_json(), lambda _: _table_text(table))
@@ -224,6 +225,9 @@ def cmd_partitions(ctx: Context, args: argparse.Namespace) -> int:
     else:
         parts = ctx.metastore.list_partitions(TableName.parse(args.table), prefix=_prefix(args.prefix),
                                               limit=args.limit)
+    parts = list(parts)  # listed (SELECT checked), then refused to a reader under the row filter
+    refuse_partition_metadata(ctx.metastore, ctx.metastore.get_table(TableName.parse(args.table)),
+                              "the partition listing")
     if ctx.json:
         ctx.emit([p.to_json() for p in parts])
         return 0

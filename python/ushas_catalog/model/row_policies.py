@@ -87,10 +87,20 @@ def for_reader(row_filter: RowFilter | None, masks: Iterable[ColumnMask], user: 
 COLUMN_STATISTICS = "spark.sql.statistics.colStats."
 
 
+#: the row counts Spark and the catalog record of a whole table (``ANALYZE``, writes): counts of every row
+ROW_COUNTS = ("spark.sql.statistics.numRows", "numRows")
+
+
 def without_masked_statistics(properties: dict[str, str], policy: dict[str, Any] | None) -> dict[str, str]:
-    """``properties`` without the statistics (min, max, ...) of the columns ``policy`` (a reader's, see
-    :func:`for_reader`) masks: they would show the raw values."""
-    masked = {m["column"].lower() for m in (policy or {}).get("masks") or ()}
+    """``properties`` without the statistics a reader under ``policy`` (a reader's, see :func:`for_reader`)
+    must not see: those (min, max, ...) of the columns it masks, which would show the raw values, and, under
+    a row filter, every column's statistics and the table's row counts, computed over rows it cannot see
+    (docs/governance.md, "Metadata follows the data's policy")."""
+    if not policy:
+        return properties
+    if policy.get("row_filter"):
+        return {k: v for k, v in properties.items() if not k.startswith(COLUMN_STATISTICS) and k not in ROW_COUNTS}
+    masked = {m["column"].lower() for m in policy.get("masks") or ()}
     if not masked:
         return properties
     return {k: v for k, v in properties.items()

@@ -8,6 +8,7 @@ from typing import Any
 
 from flask import Blueprint, request
 
+from ..catalog.row_policies import as_reader_sees, refuse_partition_metadata
 from ..errors import InvalidArgument, NotFound
 from .routing import int_arg, page_args, paged, str_arg
 from .state import ServiceState
@@ -99,7 +100,7 @@ def register(bp: Blueprint, state: ServiceState) -> None:
     @ep
     def get_table(catalog: str, database: str, table: str) -> Any:
         name = (catalog, database, table)
-        return with_metadata(state, state.metastore.get_table(name).to_json(), name)
+        return with_metadata(state, as_reader_sees(state.metastore, state.metastore.get_table(name)).to_json(), name)
 
     @bp.get(D + "/views/<seg:view>")
     @ep
@@ -120,6 +121,7 @@ def register(bp: Blueprint, state: ServiceState) -> None:
         for i, p in enumerate(ms.list_partitions(name, prefix=prefix_arg(), limit=offset + limit + 1)):
             if i >= offset:
                 items.append(p.to_json())
+        refuse_partition_metadata(ms, info, "the partition listing")  # after list_partitions checked SELECT
         return {"items": items[:limit], "columns": info.partition_columns, "offset": offset, "limit": limit,
                 "has_more": len(items) > limit}
 
@@ -154,7 +156,8 @@ def register(bp: Blueprint, state: ServiceState) -> None:
             except ValueError:
                 raise InvalidArgument(f"time: {time[:40]!r} is not an ISO date-time") from None
         name = (catalog, database, table)
-        return with_metadata(state, state.metastore.get_table(name, as_of=as_of).to_json(), name)
+        return with_metadata(state, as_reader_sees(state.metastore, state.metastore.get_table(name, as_of=as_of)).to_json(),
+                             name)
 
 
 __all__ = ["register", "with_metadata", "prefix_arg"]

@@ -53,8 +53,12 @@ def set_owner(state: ServiceState, parts: list[str], owner: str) -> None:
     from ..metadata.store import ObjectType
     from ..model.table_changes import SetOwner
 
+    from ..catalog.authorization import OBJECT, Requirement, object_name, requiring
+    from ..governance.privileges import USE
+
     ms = state.metastore
-    ref = ms.run(lambda tr: ms.metadata.resolve(tr, parts))
+    with requiring(Requirement(USE, OBJECT, object_name(parts))):  # the change below checks MANAGE
+        ref = ms.run(lambda tr: ms.metadata.resolve(tr, parts))
     if ref.type is ObjectType.CATALOG:
         raise InvalidArgument("a catalog's owner is the user who created it; set the owner of its databases, "
                               "tables and views")

@@ -9,7 +9,7 @@ from flask import Blueprint
 
 from ..errors import InvalidArgument, NotFound
 from .catalog_api import D
-from .routing import body_object, int_arg, page_args, paged, str_arg
+from .routing import body_object, int_arg, page_args, paged, parse_json, str_arg
 from .state import ServiceState
 
 OBJ = D + "/objects/<seg:name>"
@@ -122,15 +122,10 @@ def register(bp: Blueprint, state: ServiceState) -> None:
 
 
 def _json_arg(name: str) -> Any:
-    import json
-
     text = str_arg(name)
     if text is None:
         return None
-    try:
-        return json.loads(text)
-    except ValueError:
-        raise InvalidArgument(f"{name} must be JSON (a key value, or a list of them), not {text[:40]!r}") from None
+    return parse_json(text, f"{name} (a key value, or a list of them)")
 
 
 def register_subspaces(bp: Blueprint, state: ServiceState) -> None:

@@ -10,7 +10,7 @@ from flask import Blueprint
 from flask import request
 
 from ..errors import InvalidArgument
-from .routing import body_object
+from .routing import body_object, parse_json
 from .state import ServiceState
 
 #: the most a gzip-compressed event may inflate to
@@ -21,7 +21,6 @@ def event_body() -> dict[str, Any]:
     """The posted event; a gzip body (the openlineage-python client's ``compression: gzip``) too."""
     if request.headers.get("Content-Encoding", "").lower() != "gzip":
         return body_object()
-    import json
     import zlib
 
     inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
@@ -31,10 +30,7 @@ def event_body() -> dict[str, Any]:
         raise InvalidArgument("the gzip body could not be read") from None
     if inflate.unconsumed_tail:
         raise InvalidArgument(f"the event is larger than {MAX_EVENT_BYTES} bytes")
-    try:
-        event = json.loads(data)
-    except ValueError:
-        raise InvalidArgument("the request body must be a JSON object") from None
+    event = parse_json(data)
     if not isinstance(event, dict):
         raise InvalidArgument("the request body must be a JSON object")
     return event

@@ -146,10 +146,35 @@ def body_object() -> dict[str, Any]:
     cross-site HTML form cannot send it without the browser asking first (CORS preflight)."""
     if not request.is_json:
         raise InvalidArgument("the request body must be JSON (Content-Type: application/json)")
-    data = request.get_json(silent=True)
+    data = parse_json(request.get_data())
     if not isinstance(data, dict):
         raise InvalidArgument("the request body must be a JSON object")
     return data
+
+
+#: how deeply a request's JSON may nest (objects and arrays): an OpenLineage event's schema facet of nested
+#: structs is the deepest the API takes
+MAX_JSON_DEPTH = 64
+
+
+def parse_json(data: bytes | str, what: str = "the request body") -> Any:
+    """``data`` parsed as JSON: :class:`InvalidArgument` (HTTP 400) when it is not JSON, nests too deeply
+    for the parser (its RecursionError) or deeper than :data:`MAX_JSON_DEPTH` (what the handlers, which
+    walk values recursively, accept)."""
+    import json
+
+    try:
+        value = json.loads(data)
+    except (ValueError, RecursionError):
+        raise InvalidArgument(f"{what} must be JSON nested at most {MAX_JSON_DEPTH} levels deep") from None
+    todo: list[tuple[Any, int]] = [(value, 1)]
+    while todo:  # without recursion
+        item, depth = todo.pop()
+        if isinstance(item, (dict, list)):
+            if depth > MAX_JSON_DEPTH:
+                raise InvalidArgument(f"{what} nests JSON deeper than {MAX_JSON_DEPTH} levels")
+            todo.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return value
 
 
 def paged(items: list[Any], offset: int, limit: int, total: int | None = None) -> dict[str, Any]:
@@ -162,5 +187,5 @@ def page_args(default: int = 50, high: int = 1000) -> tuple[int, int]:
     return int_arg("offset", 0, 0, 10**12) or 0, int_arg("limit", default, 1, high) or default
 
 
-__all__ = ["API_PREFIX", "SegmentConverter", "raw_segments", "install", "json_response", "error_response",
+__all__ = ["MAX_JSON_DEPTH", "parse_json", "API_PREFIX", "SegmentConverter", "raw_segments", "install", "json_response", "error_response",
            "status_of", "int_arg", "str_arg", "list_arg", "body_object", "paged", "page_args", "STATUS"]

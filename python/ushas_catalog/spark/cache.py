@@ -32,6 +32,7 @@ from typing import Any, Callable, Generic, Hashable, Mapping, TypeVar
 from ..catalog.authorization import checked_relation
 from ..catalog.infos import policies_of, table_info, view_info
 from ..catalog.resolver import ResolvedTable
+from ..catalog.row_policies import main_policies
 from ..errors import InvalidArgument, NoSuchTable
 from ..governance.principals import principals
 from ..model.row_policies import ColumnMask, RowFilter, for_reader, without_masked_statistics
@@ -370,9 +371,11 @@ def lookup(ms: Any, cache: BridgeCache, ctx: SparkCtx, name: TableName, known: K
         if isinstance(found, ResolvedTable):
             ref = found.ref
             if known is not None and known.id == str(found.id) and known.version == ref.version and \
-                    (not known.has_policy or known.policy == reader_policy(tr, ms, found.path)):
+                    (known.policy == reader_policy(tr, ms, found.path) if known.has_policy
+                     else main_policies(tr, found.path) is None):  # a branch: main's policy since set
                 return {"unchanged": True}  # a policy is the same version's: unchanged unless the roles changed
-            return {"kind": "table", "table": reader_table(tr, ms, source.table(tr, ctx, name, found.id, found.path, ref)),
+            return {"kind": "table", "table": reader_table(tr, ms, source.table(tr, ctx, name, found.id, found.path, ref),
+                                                           found.path),
                     "id": str(found.id), "version": ref.version}
         record = found.record
         if known is not None and known.id == str(found.id) and known.version == record.version:
@@ -383,7 +386,7 @@ def lookup(ms: Any, cache: BridgeCache, ctx: SparkCtx, name: TableName, known: K
     return ms.run(fn)
 
 
-def reader_table(tr: Any, ms: Any, body: dict[str, Any]) -> dict[str, Any]:
+def reader_table(tr: Any, ms: Any, body: dict[str, Any], path: Any = None) -> dict[str, Any]:
     """A table answer as the calling user reads it: its row filter and column masks (stored ones in
     ``body``) become ``policy``, what this user's Spark applies (None: nothing), read in ``tr`` with the
     user's principals (a reader of a mounted share holds no principal of the owner project but its
@@ -391,6 +394,11 @@ def reader_table(tr: Any, ms: Any, body: dict[str, Any]) -> dict[str, Any]:
     next query."""
     out = {k: v for k, v in body.items() if k not in ("row_filter", "column_masks")}
     stored_filter, stored_masks = body.get("row_filter"), body.get("column_masks") or []
+    main = main_policies(tr, path) if path is not None else None
+    if main is not None:  # in a branch: main's current policy holds (docs/governance.md, "Branches")
+        main_filter, main_masks = policies_of(main)
+        stored_filter = main_filter.to_json() if main_filter is not None else None
+        stored_masks = [m.to_json() for m in main_masks]
     out["policy"] = None
     if stored_filter is None and not stored_masks:
         return out
@@ -413,7 +421,7 @@ def reader_policy(tr: Any, ms: Any, path: Any) -> dict[str, Any] | None:
     row_filter, masks = policies_of(props)
     stored: dict[str, Any] = {"row_filter": row_filter.to_json() if row_filter is not None else None,
                               "column_masks": [m.to_json() for m in masks]}
-    policy: dict[str, Any] | None = reader_table(tr, ms, stored)["policy"]
+    policy: dict[str, Any] | None = reader_table(tr, ms, stored, path)["policy"]
     return policy
 
 

@@ -24,7 +24,7 @@ import datetime as dt
 import re
 from typing import Any
 
-from ..model.row_policies import for_reader, without_masked_statistics
+from ..catalog.row_policies import as_reader_sees
 from .tables import OPTION_PREFIX, RESERVED, SparkCtx, location_of, table_name
 from .writes import STATS_PROPERTIES
 
@@ -53,7 +53,7 @@ def describe(ms: Any, r: dict[str, Any]) -> dict[str, Any]:
         return show_extended(ms, r)
     ctx = SparkCtx.of(r)
     name = table_name(ctx, r)
-    info = ms.get_table(name)
+    info = reader_info(ms, ms.get_table(name))
     if r.get("what") == "column":
         return {"rows": column_rows(reader_properties(ms, info), str(r.get("column")))}
     schema = info.schema.json_value()
@@ -82,7 +82,7 @@ def show_extended(ms: Any, r: dict[str, Any]) -> dict[str, Any]:
     version = str(r.get("spark_version") or "")
     if r.get("partition") is not None:
         name = table_name(ctx, r)
-        info = ms.get_table(name)
+        info = reader_info(ms, ms.get_table(name))
         by_lower = {c.lower(): c for c in info.partition_columns}
         p = ms.get_partition(name, {by_lower.get(k.lower(), k): v for k, v in r["partition"].items()})
         rows = partition_rows(ctx, info, p)
@@ -97,7 +97,7 @@ def show_extended(ms: Any, r: dict[str, Any]) -> dict[str, Any]:
     for t in ms.list_tables(db):
         if getattr(t, "kind", "TABLE") != "TABLE" or not matches(t.name):
             continue
-        info = ms.get_table((*db, t.name))
+        info = reader_info(ms, ms.get_table((*db, t.name)))
         lines = _lines(table_rows(ctx, info, version))
         if info.partition_columns:
             lines.append(("Partition Columns", _names(list(info.partition_columns))))
@@ -125,13 +125,15 @@ def _lines(rows: list[list[str]]) -> list[tuple[str, str]]:
 
 def _text(lines: list[tuple[str, str]]) -> str:
     return "".join(f"{k}: {v}\n" for k, v in lines)
+def reader_info(ms: Any, info: Any) -> Any:
+    """``info`` with the properties the caller may see (``catalog.row_policies.as_reader_sees``)."""
+    return as_reader_sees(ms, info)
+
+
 def reader_properties(ms: Any, info: Any) -> dict[str, str]:
-    """The table's properties as the caller may see them: no statistics of a column masked for it."""
-    if not getattr(info, "column_masks", None):
-        return dict(info.properties)
-    user = ms.caller().user
-    policy = for_reader(info.row_filter, info.column_masks, user, ms.principals_of())
-    return without_masked_statistics(dict(info.properties), policy)
+    """The table's properties as the caller may see them: no statistics of a column masked for it, none
+    computed over rows its row filter hides (docs/governance.md)."""
+    return dict(as_reader_sees(ms, info).properties)
 
 
 def partitioning_rows(schema: dict[str, Any], partition_by: list[str]) -> list[list[str | None]]:
@@ -391,7 +393,7 @@ def describe_json(ms: Any, r: dict[str, Any]) -> dict[str, Any]:
 
     ctx = SparkCtx.of(r)
     name = table_name(ctx, r)
-    info = ms.get_table(name)
+    info = reader_info(ms, ms.get_table(name))
     schema = info.schema.json_value()
     doc: dict[str, Any] = {"table_name": info.name, "catalog_name": ctx.spark_catalog, "namespace": [info.database],
                            "schema_name": info.database, "columns": [json_field(f) for f in schema["fields"]]}

@@ -12,7 +12,7 @@ from typing import Any, Callable
 from ..model.data_files import DataFile
 from ..errors import InvalidArgument, NoSuchNamespace, NoSuchTable, NoSuchView, StoreReadOnly
 from ..data.locations import check_free
-from ..model.names import new_table_name
+from ..model.names import TableName, new_table_name
 from .one_transaction import in_one_transaction, run_in_one_transaction
 from .repair import spark_op as repair
 from .reads import OPS as READ_OPS
@@ -204,6 +204,11 @@ def create_table(ms: Any, r: Request) -> Answer:
     dropped = {d.name for d in ms.list_dropped_tables((catalog, db))}
     args = create_arguments(ctx, db, table, r, database.location,
                             kept_data=str(new_table_name((catalog, db, table))) in dropped)
+    if not args.get("default_location"):  # an explicit LOCATION: not in governed storage
+        from .governed_locations import check_location
+
+        check_location(ms, ctx, TableName.parse((catalog, db, table)), str(args.get("location") or ""),
+                       database=database)
     # CREATE TABLE (no query: a CTAS is staged) puts the partition columns last, as the session catalog
     args["schema"] = partition_columns_last(args["schema"], args["partition_by"])
     return {"table": table_answer(ctx, ms.create_table((catalog, db, table), **args))}
@@ -237,6 +242,13 @@ def alter_table(ms: Any, r: Request) -> Answer:
     refuse_column_changes(ctx, name, list(r["changes"] or []))
     if not r["changes"]:  # e.g. CHANGE COLUMN c TYPE <its type>: nothing to do, as for the session catalog
         return {"table": table_answer(ctx, ms.get_table(name))}
+    for change in r["changes"]:  # ALTER TABLE … SET LOCATION (Spark: the reserved property): not governed storage
+        moved = change.get("location") if change.get("type") == "SetLocation" else \
+            change.get("value") if change.get("type") == "SetProperty" and change.get("property") == "location" else None
+        if moved:
+            from .governed_locations import check_location
+
+            check_location(ms, ctx, TableName.parse(name), qualify(str(moved)))
     return {"table": table_answer(ctx, ms.alter_table(name, changes_from_json(r["changes"])))}
 
 
@@ -330,11 +342,18 @@ def rename_view(ms: Any, r: Request) -> Answer:
 def add_partitions(ms: Any, r: Request) -> Answer:
     from ..model.partitions import Partition
 
+    from .governed_locations import check_location
+
     ctx = SparkCtx.of(r)
     parts = []
+    own: str | None = None
     for p in r["partitions"]:
         props = dict(p.get("properties") or {})
         location = props.pop("location", None)
+        if location and ms.caller().authorization:  # ADD PARTITION … LOCATION: its table's, or ungoverned
+            own = own or location_of(ctx, ms.get_table(table_name(ctx, r)))
+            check_location(ms, ctx, TableName.parse(table_name(ctx, r)), qualify(location), own=own,
+                           what="a partition of")
         parts.append(Partition(values=p["values"], location=qualify(location) if location else None,
                                properties=props))
     result = ms.add_partitions(table_name(ctx, r), parts, if_not_exists=False)
@@ -367,9 +386,14 @@ def list_partitions(ms: Any, r: Request) -> Answer:
     from .cache import answers
     from ..model.names import TableName
 
+    from ..catalog.row_policies import refuse_partition_metadata
+
     ctx = SparkCtx.of(r)
     prefix = {k: v for k, v in (r.get("values") or {}).items()}
-    return answers(_cache(ctx)).partition_listing(ms, TableName.parse(table_name(ctx, r)), prefix)
+    name = TableName.parse(table_name(ctx, r))
+    listing = answers(_cache(ctx)).partition_listing(ms, name, prefix)  # checks SELECT
+    refuse_partition_metadata(ms, ms.get_table(name), "SHOW PARTITIONS")
+    return listing
 
 
 def partition_exists(ms: Any, r: Request) -> Answer:
@@ -384,8 +408,11 @@ def partition_exists(ms: Any, r: Request) -> Answer:
 
 
 def load_partition(ms: Any, r: Request) -> Answer:
+    from ..catalog.row_policies import refuse_partition_metadata
+
     ctx = SparkCtx.of(r)
-    p = ms.get_partition(table_name(ctx, r), r["values"])
+    p = ms.get_partition(table_name(ctx, r), r["values"])  # checks SELECT
+    refuse_partition_metadata(ms, ms.get_table(table_name(ctx, r)), "a partition's metadata")
     meta = dict(p.properties)
     if p.location:
         meta["location"] = p.location

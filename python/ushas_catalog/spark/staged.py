@@ -69,6 +69,11 @@ def _arguments(ms: Any, ctx: SparkCtx, name: tuple[str, str, str], r: Request, o
         from ..data.locations import check_free
 
         check_free((ctx.spark_catalog, db, table), args["location"])
+    if args["external"]:  # CTAS / RTAS … LOCATION: not in governed storage (docs/governance.md, "Locations")
+        from ..model.names import TableName
+        from .governed_locations import check_location as governed
+
+        governed(ms, ctx, TableName.parse(name), str(args["location"]))
     return args
 
 

@@ -122,12 +122,20 @@ def partition_records(ctx: ReadContext, filters: Filters, token: Any, *, records
     yield from ctx.ms.run(lambda tr: scan(tr))
 
 
+def _refuse_filtered(ctx: ReadContext, what: str) -> None:
+    """A reader under the table's row filter sees no partitions, counts nor files (they describe hidden rows)."""
+    from ..catalog.row_policies import refuse_partition_metadata
+
+    refuse_partition_metadata(ctx.ms, ctx.ms.get_table(ctx.table), what)
+
+
 def _partitions(ctx: ReadContext, filters: Filters, token: Any) -> Rows:
     _, scheme, store, _ = _scheme(ctx)
     if store is None:  # unpartitioned: one row, the table itself
         if token is None:
+            files = ctx.ms.table_data_files(ctx.table)  # checks SELECT
+            _refuse_filtered(ctx, "the partitions metadata table")
             info = ctx.ms.get_table(ctx.table)
-            files = ctx.ms.table_data_files(ctx.table)
             props = info.properties
             size = props.get("totalSize")
             yield "end", [info.location, len(files) if files is not None else None,
@@ -138,7 +146,11 @@ def _partitions(ctx: ReadContext, filters: Filters, token: Any) -> Rows:
     wanted = ctx.columns
     records = wanted is None or bool(wanted & {f.name for f in PARTITION_FIELDS})
     blank = [None] * len(PARTITION_FIELDS)
+    first = True
     for tok, key, r in partition_records(ctx, filters, token, records=records):
+        if first:  # after the read's own privilege check
+            _refuse_filtered(ctx, "the partitions metadata table")
+            first = False
         if r is None:
             yield tok, [*(key if plain else (_value(c, e) for c, e in zip(cols, key))), *blank]
             continue
@@ -153,10 +165,16 @@ def _files(ctx: ReadContext, filters: Filters, token: Any) -> Rows:
     _, scheme, store, _ = _scheme(ctx)
     if store is None:
         if token is None:
-            for f in ctx.ms.table_data_files(ctx.table) or ():
+            files = ctx.ms.table_data_files(ctx.table) or ()  # checks SELECT
+            _refuse_filtered(ctx, "the files metadata table")
+            for f in files:
                 yield "end", [f.path, f.size, f.mtime * 1000, None]
         return
+    first = True
     for tok, key, r in partition_records(ctx, filters, token):
+        if first:  # after the read's own privilege check
+            _refuse_filtered(ctx, "the files metadata table")
+            first = False
         if not r.files_recorded:
             continue
         values = [_value(c, e) for c, e in zip(scheme.columns, key)]

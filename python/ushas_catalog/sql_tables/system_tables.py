@@ -16,6 +16,7 @@ from typing import Any, Iterator
 
 import fdb.tuple as fdbtuple
 
+from ..catalog.row_policies import filtered_for_reader
 from ..errors import NotFound
 from ..governance.privileges import SELECT, USE
 from ..keyspace.layout import (DATA_LINEAGE, DATASET_NAME, DATASET_USAGE, LINEAGE_DATASET_ACCESS,
@@ -158,10 +159,11 @@ def _partitions(ctx: ReadContext, filters: Filters, token: Any) -> Rows:
             continue
         sub = ReadContext(ctx.ms, ctx.catalog, TableName.parse(full))
         try:
-            scheme_names = sub.ms.get_table(full).partition_columns
+            info = sub.ms.get_table(full)
         except NotFound:
             continue
-        if not scheme_names:
+        scheme_names = info.partition_columns
+        if not scheme_names or filtered_for_reader(ctx.ms, info):  # its partitions describe hidden rows
             continue
         start = after_key if (c, d, r.name) == after_table else None
         for tok, key, rec in partition_records(sub, Filters(None), start):

@@ -121,9 +121,13 @@ final class Errors {
     }
 
     static AnalysisException analysis(String errorClass, String message, Throwable cause) {
+        return analysis(errorClass, message, cause, USER_SQL_STATE);
+    }
+
+    static AnalysisException analysis(String errorClass, String message, Throwable cause, String sqlState) {
         return new AnalysisException("[" + errorClass + "] " + message, Option.empty(), Option.empty(),
                 Option.apply(cause), Option.apply(errorClass), scala.collection.immutable.Map$.MODULE$.empty(),
-                new QueryContext[0], Option.apply(USER_SQL_STATE), Option.empty());
+                new QueryContext[0], Option.apply(sqlState), Option.empty());
     }
 
     /** Thrown (unchecked) for bad input the shim itself refuses: {@code [USHAS_InvalidArgument] message}. */

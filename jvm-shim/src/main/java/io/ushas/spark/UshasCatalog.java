@@ -60,6 +60,7 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces,
     public void initialize(String name, CaseInsensitiveStringMap options) {
         this.name = name;
         SparkSession session = SparkSession.active();
+        DeployedOptions.check(name, session);  // before anything is launched or opened (docs/governance.md)
         String uri = options.get("uri");
         if (uri == null || uri.isBlank()) {
             throw Errors.invalidArgument("spark.sql.catalog." + name

@@ -180,6 +180,9 @@ final class UshasStatistics {
                 scala.collection.immutable.Map$.MODULE$.from(CollectionConverters.asScala(cols));
         Map<String, CatalogColumnStat> colStats = new HashMap<>();
         for (StructField f : ct.schema().fields()) {
+            // a column without statistics (never analyzed, or withheld from this reader by its policy) is
+            // left out: Spark's parser would log a WARN stack trace for each ("key not found")
+            if (!cols.containsKey(f.name() + "." + CatalogColumnStat.KEY_VERSION())) continue;
             Option<CatalogColumnStat> s = CatalogColumnStat.fromMap(ct.identifier().table(), f.name(), colProps);
             if (s.isDefined()) colStats.put(f.name(), s.get());
         }

@@ -1,0 +1,47 @@
+"""Governed locations, the part that holds today (docs/governance.md, "Locations"): a governed caller
+(authorization on) may not give a table or a partition a location inside the catalog's managed warehouse
+(where managed tables live, at predictable ``<warehouse>/<db>.db/<table>`` paths) or its database's
+location, nor one holding them; a partition's location may lie inside its own table's location. Checked on CREATE TABLE … LOCATION, ALTER TABLE … SET
+LOCATION and ADD PARTITION … LOCATION, before anything is written. Declared external locations with
+their own privileges (READ FILES, WRITE FILES, CREATE EXTERNAL TABLE) and path reads are not built yet."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..data.locations import normalized, overlaps
+from ..errors import PermissionDenied
+from ..model.names import TableName
+from .tables import SparkCtx, qualify
+
+
+def _inside(path: str, root: str) -> bool:
+    x, y = normalized(path), normalized(root)
+    return x == y or x.startswith(y.rstrip("/") + "/")
+
+
+def check_location(ms: Any, ctx: SparkCtx, name: TableName, location: str, *, own: str | None = None,
+                   what: str = "the table", database: Any = None) -> None:
+    """Refuse (:class:`PermissionDenied`, Spark's ``INSUFFICIENT_PERMISSIONS``) ``location`` for ``what`` of
+    table ``name`` when the caller is governed and it lies in governed storage; ``own``: the table's own
+    location, inside which a partition may lie; ``database``: the table's database when the caller has it."""
+    if not location or not ms.caller().authorization:
+        return
+    if own and _inside(location, own):
+        return
+    user = ms.caller().user
+    roots: list[tuple[str, str]] = [(qualify(ctx.warehouse), f"the managed warehouse of catalog {ctx.spark_catalog}")]
+    database = database if database is not None else ms.get_database(name.database_name)
+    if database.location:
+        roots.append((qualify(database.location), f"the location of database {name.database_name}"))
+    for root, shown in roots:
+        if overlaps(location, root):  # inside it, or holding it
+            raise _denied(user, name, location, what, shown)
+
+
+def _denied(user: str, name: TableName, location: str, what: str, where: str) -> PermissionDenied:
+    return PermissionDenied(f"User {user} may not place {what} {name} at {location}: it lies in {where} "
+                            f"(governed storage: only the catalog places data there)", privilege="LOCATION",
+                            object=str(name), user=user)
+
+
+__all__ = ["check_location"]
