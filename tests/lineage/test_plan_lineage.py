@@ -645,7 +645,7 @@ def test_answers_awaited_by_polling_arrive_whole(lin: Any, monkeypatch: Any, spi
 ])
 def test_relations(lin: Any, sql: str, reads: set[str], writes: set[str]) -> None:
     from lineage.dataframe import analyze_sql, plan_document
-    from lineage.resolve import relations
+    from lineage.plan_datasets import relations
 
     r, w = relations(plan_document(lin, analyze_sql(lin, sql)))
     assert {leaf_name(d) for d in r} == reads
