@@ -75,6 +75,8 @@ class Analysis:
     markers: list[str] = field(default_factory=list)
     operations: list[str] = field(default_factory=list)
     commands: list[str | None] = field(default_factory=list)
+    #: the columns each write's plan names for its target, in order
+    columns: dict[Dataset, tuple[str, ...]] = field(default_factory=dict)
 
 
 def facts_of(doc: Any, command: str | None, facts: RunFacts) -> tuple[tuple[str, str], ...]:
@@ -146,6 +148,8 @@ def analyze(event: ActionEvent, settings: CaptureSettings, resolver: Resolver = 
             _add_datasets(acc, result)
             continue
         _add_datasets(acc, result)
+        if result.target is not None:
+            acc.columns.setdefault(result.target, tuple(c.name for c in result.outputs))
         if result.target is None and command is None:
             # a query that only reads (collect, count, show): every relation it scans is read, even
             # one no output column derives from (count(*))
@@ -172,7 +176,8 @@ def analyze(event: ActionEvent, settings: CaptureSettings, resolver: Resolver = 
               operation=",".join(dict.fromkeys(o for o in acc.operations if o)), sql=event.sql,
               error=event.error, table_level="; ".join(acc.markers) or None, job=name.job, kind=name.kind,
               session_id=event.client.get("session"), client_kind=event.client.get("kind"),
-              client_type=event.client.get("type"))
+              client_type=event.client.get("type"),
+              columns=acc.columns.get(writes[0], ()) if len(writes) == 1 else ())
     return CapturedRun(run, reads=tuple(reads), writes=tuple(writes), edges=tuple(edges))
 
 
@@ -228,4 +233,10 @@ def _dedup_writes(writes: Mapping[Dataset, None], nested: bool) -> list[Dataset]
     out = [d for d in writes if d.kind is not DatasetKind.INLINE]
     if nested and any(d.kind is DatasetKind.TABLE for d in out):
         out = [d for d in out if d.kind is not DatasetKind.PATH]
-    return out
+    # ``df.write.saveAsTable("t")`` into the session catalog: Spark's SaveAsV1TableCommand names the
+    # table as the user typed it (no database); its nested CTAS / insert names it qualified. One
+    # table: keep the qualified name (else a malformed ``spark_catalog.t`` output, and the
+    # dataset-wide INDIRECT edges, which belong to the single write, would have no owner)
+    qualified = {(d.catalog, d.identifier[-1]) for d in out if d.kind is DatasetKind.TABLE and len(d.identifier) > 1}
+    return [d for d in out if not (d.kind is DatasetKind.TABLE and len(d.identifier) == 1
+                                   and (d.catalog, d.identifier[0]) in qualified)]

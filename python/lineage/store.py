@@ -49,7 +49,7 @@ from ushas_catalog.keyspace.layout import (COUNTER, DATASET_NAME, DATASET_USAGE,
 from ushas_catalog.metadata.sync import record_lineage_write
 
 from .model import Dataset, DatasetKind, Edge, EdgeSubtype
-from .store_values import (DAY_MS, MAX_ERROR_CHARS, MAX_EXPRESSION_CHARS, MAX_SQL_CHARS, Access,
+from .store_values import (DAY_MS, MAX_COLUMNS_CHARS, MAX_ERROR_CHARS, MAX_EXPRESSION_CHARS, MAX_SQL_CHARS, Access,
                            AccessRow, CapturedDataset, CapturedRun, DatasetKey, DatasetRef, NoTableIds, Run, RunStatus,
                            StoredEdge, StoreStatus, TableIds, TableState, Usage, now_ms, run_id_for)
 
@@ -586,7 +586,8 @@ def _clip_run(run: Run) -> Run:
     error = run.error
     if error is not None and len(error) > MAX_ERROR_CHARS:
         error = error[:MAX_ERROR_CHARS] + " …[truncated]"
-    return replace(run, sql=sql, error=error)
+    columns = run.columns if sum(len(c) + 3 for c in run.columns) <= MAX_COLUMNS_CHARS else ()
+    return replace(run, sql=sql, error=error, columns=columns)
 
 
 def _validate(captured: CapturedRun) -> None:

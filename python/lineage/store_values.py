@@ -22,6 +22,8 @@ DatasetKey = uuid.UUID | str
 MAX_SQL_CHARS = 60_000
 #: the longest expression kept per edge
 MAX_EXPRESSION_CHARS = 2_000
+#: the most characters of written column names kept on a run record (more: the list is not kept)
+MAX_COLUMNS_CHARS = 30_000
 #: the longest error message kept on a run record
 MAX_ERROR_CHARS = 4_000
 
@@ -72,8 +74,17 @@ class Run:
     session_id: str | None = None
     client_kind: str | None = None
     client_type: str | None = None
+    #: the columns of the run's one written dataset, in order (those without any source too: an
+    #: exported event lists them with empty ``inputFields``); empty when unknown or several written
+    columns: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
+        out = self._fields()
+        if self.columns:
+            out["columns"] = list(self.columns)
+        return out
+
+    def _fields(self) -> dict[str, Any]:
         return {"run_id": str(self.run_id), "application_id": self.application_id,
                 "application_name": self.application_name, "execution_id": self.execution_id,
                 "user": self.user, "start_ms": self.start_ms, "end_ms": self.end_ms,
@@ -89,7 +100,7 @@ class Run:
                    status=RunStatus(d["status"]), operation=d.get("operation", ""), sql=d.get("sql"),
                    error=d.get("error"), table_level=d.get("table_level"), job=d.get("job") or "",
                    kind=d.get("kind") or "", session_id=d.get("session_id"), client_kind=d.get("client_kind"),
-                   client_type=d.get("client_type"))
+                   client_type=d.get("client_type"), columns=tuple(d.get("columns") or ()))
 
 
 @dataclass(frozen=True)
