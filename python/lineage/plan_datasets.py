@@ -3,6 +3,7 @@ source) and of each write target, and the (read, written) datasets of a plan wit
 its columns (table-level capture)."""
 from __future__ import annotations
 
+import re
 from typing import Any, Mapping
 
 from .model import Dataset
@@ -62,6 +63,14 @@ def relation_dataset(p: Pass, node: PlanNode) -> Dataset | None:
         return Dataset.inline(f"VALUES@{node.index}")
     if node.kind in ("LogicalRDD", "ExternalRDD"):
         return Dataset.inline(f"{node.kind}@{node.index}")
+    if node.kind == "StreamingRelation":  # a V1 streaming source: Spark names a file source by its path
+        name = a.get("sourceName") or "stream"
+        m = _FILE_SOURCE.fullmatch(name)
+        return Dataset.path(m.group(1)) if m else Dataset.inline(name)
+    if node.kind == "StreamingRelationV2":  # a catalog table, or a source such as rate / kafka
+        if isinstance(a.get("identifier"), Mapping):
+            return v2_table(a)
+        return Dataset.inline(a.get("sourceName") or "stream")
     if node.kind == "Range":
         return Dataset.inline(f"range({a.get('start')}, {a.get('end')}, {a.get('step')})")
     return None
@@ -70,13 +79,25 @@ def relation_dataset(p: Pass, node: PlanNode) -> Dataset | None:
 RELATIONS = frozenset({"LogicalRelation", "HiveTableRelation", "DataSourceV2Relation",
                        "StreamingDataSourceV2Relation", "DataSourceV2ScanRelation", "LocalRelation",
                        "ResolvedInlineTable",
-                       "Range", "LogicalRDD", "ExternalRDD"})
+                       "Range", "LogicalRDD", "ExternalRDD", "StreamingRelation", "StreamingRelationV2"})
+_FILE_SOURCE = re.compile(r"FileSource\[(.+)\]")
 
 
 
 def subquery_alias(p: Pass, node: PlanNode) -> None:
     if node.children and node.children[0] in p.datasets:
         p.datasets[node.index] = p.datasets[node.children[0]]
+        child = p.doc.nodes[node.children[0]]
+        ident = node.args.get("identifier")
+        if child.kind == "StreamingRelation" and isinstance(ident, Mapping) and ident.get("qualifier"):
+            # spark.readStream.table(t) of a file-based table: Spark scans its files (a path), the
+            # alias names the table it reads
+            table = Dataset.table(*ident["qualifier"], ident["name"])
+            p.datasets[node.index] = p.datasets[child.index] = table
+            for a in child.output:
+                pending = p.lazy.get(a.expr_id)
+                if pending is not None and pending[0] is child:
+                    p.lazy[a.expr_id] = (child, table, a.name, table.name)
 
 
 

@@ -19,11 +19,14 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Mapping
 
+from . import checkpoints
 from .fields import generator, generator_outputs, struct_members
 from .model import ColumnNode, Dataset, Derivation, EdgeSubtype, LineageResult, Step, Unresolved
 from .plan import Expr, PlanDocument, PlanNode, gc_paused
 from .plan_datasets import RELATIONS, WRITE_KINDS, catalog_table, relation_dataset, subquery_alias
 from .resolve_pass import ROOT_SCOPE, TRANSFORMATION, Pass, attribute_refs, merge_steps, seq
+from .resolve_python import KINDS as PYTHON_FUNCTIONS
+from .resolve_python import opaque_function
 from .resolve_writes import create_view, identifier_only, row_level, write
 from .views import TEMP_VIEW_COLUMN, VIEW_COLUMN, VIEW_KINDS
 
@@ -40,6 +43,11 @@ Handler = Callable[[Pass, PlanNode], None]
 
 
 def _relation(p: Pass, node: PlanNode) -> None:
+    if node.kind == "LogicalRDD":
+        source = checkpoints.lineage_of(tuple(a.expr_id for a in node.output))
+        if source is not None:
+            _checkpointed(p, node, source)
+            return
     ds = relation_dataset(p, node)
     if ds is None:
         p.report(node.kind, "relation without identity")
@@ -61,6 +69,23 @@ def _relation(p: Pass, node: PlanNode) -> None:
             del env[expr_id]
         # defined on first reference (Pass.ref); until then the exprId means this relation's column
         lazy[expr_id] = (node, ds, a.name, ds_name)
+
+
+def _checkpointed(p: Pass, node: PlanNode, source: LineageResult) -> None:
+    """A checkpoint's rows: the lineage remembered when checkpoint() was called (lineage.checkpoints)."""
+    for n, d in source.derivations.items():
+        p.derivations.setdefault(n, d)
+    scope = p.scope_of[node.index]
+    for dep in source.indirect:  # the checkpointed plan's row-level dependencies hold for these rows
+        if dep.scope is None:
+            p.pending.setdefault(scope, []).append(dep)
+        else:
+            p.indirect.append(dep)
+    for u in source.unresolved:
+        p.unresolved.setdefault((u.kind, u.detail), []).extend(u.columns)
+    for a, col in zip(node.output, source.outputs):
+        text = f"saved rows of {col}"
+        p.define(a.name, a.expr_id, node.index, Derivation(node.kind, text, (Step(col, EdgeSubtype.IDENTITY),)))
 
 
 def _project(p: Pass, node: PlanNode) -> None:
@@ -336,6 +361,7 @@ HANDLERS: Mapping[str, Handler] = {
     "MergeIntoTable": row_level,
     "UpdateTable": row_level,
     "DeleteFromTable": row_level,
+    **{k: opaque_function for k in PYTHON_FUNCTIONS},
     **{k: write for k in WRITE_KINDS},
     **{k: create_view for k in VIEW_KINDS},
 }

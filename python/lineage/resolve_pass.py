@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, NamedTuple
 
-from .fields import ARRAY_BUILDERS, STRUCT_BUILDERS, field_ordinal, struct_members
+from .fields import (ARRAY_BUILDERS, STRUCT_BUILDERS, STRUCT_UPDATES, field_ordinal, struct_field_names,
+                     struct_members, updated_members)
 from .model import (
     ColumnNode,
     Dataset,
@@ -273,10 +274,12 @@ class Pass:
             out.extend(self.refs(x).steps)
         return tuple(merge_steps(out))
 
-    def record_members(self, col: ColumnNode, e: Expr) -> None:
+    def record_members(self, col: ColumnNode, e: Expr, node: PlanNode | None = None) -> None:
         """Remember what feeds each member of the struct column ``col`` (built by ``e``)."""
         top = e.children[0] if e.kind == "Alias" and e.children else e
-        if top.kind in STRUCT_BUILDERS or top.kind in ARRAY_BUILDERS:
+        if top.kind in STRUCT_UPDATES and node is not None:
+            self.record_updated_members(col, e, node)
+        elif top.kind in STRUCT_BUILDERS or top.kind in ARRAY_BUILDERS:
             members = struct_members(top)
             if members is not None:
                 self.members[col] = tuple(self.member_steps(m) for m in members)
@@ -284,6 +287,35 @@ class Pass:
             src = self.env.get(top.expr_id)  # an alias of a struct column keeps its members
             if src is not None and src in self.members:
                 self.members[col] = self.members[src]
+
+    def record_updated_members(self, col: ColumnNode, e: Expr, node: PlanNode) -> None:
+        """``withField`` / ``dropFields``: a replaced or added field derives from its new value only;
+        a field kept derives from that member of the base struct when the plan built it, else from
+        the whole base struct (a struct column of a table is one column)."""
+        data_type = next((a.data_type for a in node.output if a.expr_id == e.expr_id), None)
+        names = struct_field_names(data_type)
+        update = updated_members(e, names) if names is not None else None
+        if update is None or names is None:
+            return
+        base, per_field = update
+        whole = tuple(Step(s.source, TRANSFORMATION) if s.subtype is IDENTITY else s for s in self.refs(base).steps)
+        kept: tuple[tuple[Step, ...], ...] | None = None
+        ref = self.env.get(base.expr_id) if base.expr_id is not None and not base.children else None
+        if ref is not None and ref in self.members:
+            kept = self.members[ref]
+        elif base.kind in STRUCT_BUILDERS:
+            kept = tuple(self.member_steps(m) for m in struct_members(base) or ())
+        # without drops the base's fields come first, in order (added fields are appended)
+        exact = kept is not None and all(op.kind != "DropField" for op in base_ops(e)) and len(kept) <= len(names)
+        members = []
+        for i, values in enumerate(per_field):
+            if values is not None:
+                members.append(self.member_steps(values))
+            elif exact and kept is not None and i < len(kept):
+                members.append(kept[i])
+            else:
+                members.append(whole)
+        self.members[col] = tuple(members)
 
     def derive_named(self, node: PlanNode, e: Expr, aggregate: bool = False,
                      force: EdgeSubtype | None = None) -> None:
@@ -299,10 +331,16 @@ class Pass:
                           _new(Derivation, (node.kind, str(e), r.steps, e.kind, True)))
         self.attach(r.subqueries, col)
         if e.children and (e.children[0].kind in BUILDERS or self.members):
-            self.record_members(col, e)
+            self.record_members(col, e, node)
 
 
-BUILDERS = STRUCT_BUILDERS | ARRAY_BUILDERS
+BUILDERS = STRUCT_BUILDERS | ARRAY_BUILDERS | STRUCT_UPDATES
+
+
+def base_ops(e: Expr) -> tuple[Expr, ...]:
+    """The operations of an ``UpdateFields`` (under its alias)."""
+    top = e.children[0] if e.kind == "Alias" and e.children else e
+    return top.children[1:]
 
 
 
