@@ -32,7 +32,7 @@ from ushas_catalog.cli import main  # noqa: E402
 
 from .openlineage_schema import validate_event  # noqa: E402
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.slow]  # ~120 real writes: about 6 minutes
 
 DB = "linw"  # spark_catalog database of the written tables
 UDB = "linw"  # namespace of the ushas catalog's written tables
