@@ -1,10 +1,17 @@
 """What automatic lineage capture costs the user's queries, and how fast the store absorbs runs.
 
-    python bench/lineage_capture.py [--quick] [--queries N] [--block B] [--openlineage]
+    python bench/lineage_capture.py [--quick] [--queries N] [--block B] [--openlineage] [--peer]
 
 ``--openlineage``: the OpenLineage HTTP transport on as well (``spark.ushas.lineage.openlineage.url``
 pointing at a local receiver started by the benchmark in its own process): the "on" side then also
 builds and POSTs every run's START and COMPLETE events.
+
+``--peer``: OpenLineage's own Spark listener (``io.openlineage:openlineage-spark_2.13:1.53.0`` from
+Maven Central, fetched with ``mvn dependency:get`` into ``~/.m2`` when missing; bench only, on the
+driver's class path) as a third configuration, sending its events over HTTP to a local receiver
+started by the benchmark: each block then runs three times, none / ours / OpenLineage's, the order
+rotating from block to block, and the added time of ours is printed as a ratio of OpenLineage's
+(goal <= 0.5).
 
 One local[2] session with Hive support (embedded Derby), the ``ushas`` catalog (embedded sqlite store,
 this Python process as the backend: the PySpark bridge mode) and ONE ``UshasLineageListener`` instance
@@ -57,14 +64,33 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
 from _spark import ushas_session  # noqa: E402  (bench/ is the script's directory)
 
 GOAL = 1.02
+PEER_GOAL = 0.5  # our added time over OpenLineage's listener's
+PEER = ("io.openlineage", "openlineage-spark_2.13", "1.53.0")
 
 
-def session(root: Path, openlineage_url: str | None = None) -> Any:
+def peer_jar() -> Path:
+    """OpenLineage's Spark listener jar (Maven Central), fetched into ~/.m2 with mvn when missing."""
+    import subprocess
+
+    group, artifact, version = PEER
+    jar = (Path.home() / ".m2" / "repository" / Path(*group.split(".")) / artifact / version
+           / f"{artifact}-{version}.jar")
+    if not jar.exists():
+        subprocess.run(["mvn", "-q", "dependency:get", f"-Dartifact={group}:{artifact}:{version}",
+                        "-Dtransitive=false"], check=True, timeout=900)
+    return jar
+
+
+def session(root: Path, openlineage_url: str | None = None, peer_url: str | None = None) -> Any:
     (root / "paths").mkdir()
     # no listener from the configuration: the benchmark attaches its own instance
     conf = {"spark.default.parallelism": "2"}
     if openlineage_url:
         conf["spark.ushas.lineage.openlineage.url"] = openlineage_url
+    if peer_url:
+        conf.update({"spark.driver.extraClassPath": str(peer_jar()),
+                     "spark.openlineage.transport.type": "http", "spark.openlineage.transport.url": peer_url,
+                     "spark.openlineage.namespace": "bench"})
     return ushas_session("ushas-bench-capture", root, hive=True, conf=conf)
 
 
@@ -117,6 +143,24 @@ class Listener:
         self.spark._jsparkSession.listenerManager().unregister(self.jl)
         self.spark._jsc.sc().removeSparkListener(self.jl)
         self.attached = False
+
+
+@dataclass
+class PeerListener:
+    """OpenLineage's ``OpenLineageSparkListener`` (a SparkListener), attached to / detached from the
+    running session like ours."""
+
+    spark: Any
+    jl: Any = None
+
+    def __post_init__(self) -> None:
+        self.jl = self.spark._jvm.io.openlineage.spark.agent.OpenLineageSparkListener(self.spark._jsc.sc().getConf())
+
+    def on(self) -> None:
+        self.spark._jsc.sc().addSparkListener(self.jl)
+
+    def off(self) -> None:
+        self.spark._jsc.sc().removeSparkListener(self.jl)
 
 
 def setup(spark: Any, root: Path) -> None:
@@ -238,6 +282,8 @@ def main() -> int:
     parser.add_argument("--block", type=int, default=5, help="queries per block (each side)")
     parser.add_argument("--openlineage", action="store_true",
                         help="also send every run to a local OpenLineage HTTP receiver")
+    parser.add_argument("--peer", action="store_true",
+                        help="OpenLineage's Spark listener (Maven Central) as a third configuration")
     args = parser.parse_args()
     n = args.queries or (50 if args.quick else 200)
 
@@ -247,34 +293,37 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="ushas-bench-capture-") as tmp:
         root = Path(tmp)
         (root / "plans").mkdir()
-        receiver, url = start_receiver() if args.openlineage else (None, None)
-        spark = session(root, url)
+        receiver, url = start_receiver() if args.openlineage or args.peer else (None, None)
+        spark = session(root, url if args.openlineage else None, url if args.peer else None)
         uri = f"sqlite:///{root / 'ushas.db'}"
         try:
             setup(spark, root)
             listener = Listener(spark)
+            peer = PeerListener(spark) if args.peer else None
             recorder = Recorder(root / "plans")
             recorder.install(REGISTRY.lineage())
             queries = workload(spark, root, n)
             # warm-up, both sides: the first use of each kind pays class loading, codegen, the first
             # Py4J callback connection of the listener thread, the store's first open
-            for side in ("on", "off"):
-                getattr(listener, side)()
+            for side in ("on", "off", *(("peer",) if peer else ())):
+                on_side(listener, peer, side)
                 for fn in queries[:5]:
                     fn()
                 flush_spark(spark, 300)
-                listener.off()
+                off_sides(listener, peer)
             capture = REGISTRY.lineage().capture(uri, "default")
             recorder.messages.clear()
             warm_captured = capture.stats().captured
 
-            times: dict[str, list[float]] = {"on": [], "off": []}
+            times: dict[str, list[float]] = {"on": [], "off": [], "peer": []}
+            sides = ("on", "off", "peer") if peer else ("on", "off")
             tails: list[float] = []
             latencies: list[float] = []
             for b, start in enumerate(range(0, n, args.block)):
                 block = queries[start:start + args.block]
-                for side in (("on", "off") if b % 2 == 0 else ("off", "on")):
-                    getattr(listener, side)()
+                turn = b % len(sides)  # every side in every position in turn
+                for side in (sides[turn:] + sides[:turn]) if peer else sides[::1 if b % 2 == 0 else -1]:
+                    on_side(listener, peer, side)
                     before = capture.stats().captured
                     t0 = time.perf_counter()
                     for fn in block:
@@ -289,9 +338,10 @@ def main() -> int:
                         latencies.extend(stats.latencies_ms[len(stats.latencies_ms) - fresh:] if fresh else ())
                     if not done.flushed:
                         raise RuntimeError(f"capture not drained: {done}")
-                    listener.off()
+                    off_sides(listener, peer)
                 print(f"  block {b + 1}: on {times['on'][-1]:.2f} s  off {times['off'][-1]:.2f} s  "
-                      f"ratio {times['on'][-1] / times['off'][-1]:.3f}", flush=True)
+                      f"ratio {times['on'][-1] / times['off'][-1]:.3f}"
+                      + (f"  openlineage {times['peer'][-1]:.2f} s" if peer else ""), flush=True)
             stats = capture.stats()
             captured = stats.captured - warm_captured
             messages = list(recorder.messages)
@@ -322,11 +372,35 @@ def main() -> int:
           f"not runs: {stats.skipped})")
     if args.openlineage:
         print(f"  OpenLineage HTTP   {stats.openlineage_sent} events sent, {stats.openlineage_dropped} dropped")
+    if args.peer:
+        theirs = sum(times["peer"])
+        added, peer_added = on - off, theirs - off
+        share = added / peer_added if peer_added > 0 else float("nan")
+        print(f"  OpenLineage's listener {theirs:8.2f} s   ratio to off {theirs / off:.3f}  "
+              f"(openlineage-spark {PEER[2]}, events over HTTP to a local receiver)")
+        print(f"  added time         ours {added:+.2f} s   OpenLineage's {peer_added:+.2f} s   "
+              f"ours / theirs {share:.3f}  goal <= {PEER_GOAL}"
+              f"{'' if share <= PEER_GOAL or added <= 0 else '  MISSED'}")
     print(f"  query end -> stored  p50 {percentile(latencies, 50):.0f} ms   p99 {percentile(latencies, 99):.0f} ms"
           f"   ({len(latencies)} runs)")
     print(f"  store absorption   {runs} runs in {elapsed:.2f} s = {runs / elapsed:.1f} runs/s "
           f"(burst replay of the captured events: resolve + one transaction per run, one worker)")
     return 0 if ratio <= GOAL else 1
+
+
+def on_side(listener: Listener, peer: PeerListener | None, side: str) -> None:
+    """Attach the listener of ``side``: ours ("on"), none ("off"), OpenLineage's ("peer")."""
+    if side == "on":
+        listener.on()
+    elif side == "peer" and peer is not None:
+        peer.on()
+
+
+def off_sides(listener: Listener, peer: PeerListener | None) -> None:
+    if listener.attached:
+        listener.off()
+    if peer is not None:
+        peer.off()
 
 
 if __name__ == "__main__":

@@ -13,13 +13,17 @@ the first time it is needed (``lineage.shim_loader``, one WARNING line): no rest
 """
 from __future__ import annotations
 
+import logging
 from typing import Any, Callable
 
 from ushas_catalog.errors import LineageUnavailable
 
+from . import checkpoints
 from .model import LineageResult
 from .plan import PlanDocument, ShimUnavailable, fetch_dataset_json, fetch_json, fetch_sql_json, gc_paused, parse
 from .resolve import resolve
+
+log = logging.getLogger("ushas.lineage")
 
 
 def _fetch(fetch: Callable[..., str], *args: Any) -> PlanDocument:
@@ -83,12 +87,64 @@ def _lineage(self: Any) -> LineageResult:
     return link_session_paths(self.sparkSession, lineage_of_dataframe(self))
 
 
+def remember_checkpoint(source: Any, checkpointed: Any) -> None:
+    """Remember the lineage of ``source`` for the rows of ``checkpointed``, a DataFrame over a
+    ``LogicalRDD`` of them (lineage.checkpoints); never fails the user's call."""
+    try:
+        ids = tuple(a.expr_id for a in plan_document(
+            checkpointed.sparkSession, checkpointed._jdf.queryExecution().analyzed()).root_node.output)
+        checkpoints.remember(ids, lineage_of_dataframe(source))
+    except Exception as exc:  # noqa: BLE001 - lineage is an extra: the checkpoint is the user's
+        log.debug("lineage: checkpoint not remembered: %s", exc)
+
+
+def remember_stream(stream: Any) -> None:
+    """``writeStream.foreachBatch(f)``: each micro-batch ``f`` gets is a DataFrame over a
+    ``LogicalRDD`` with the streaming query's output attributes; remember the streaming
+    DataFrame's lineage for them, so ``batch.lineage()`` and the captured writes of the batch
+    reach the stream's sources."""
+    remember_checkpoint(stream, stream)
+
+
+def _checkpointing(method: Callable[..., Any]) -> Callable[..., Any]:
+    def checkpointed(self: Any, *args: Any, **kwargs: Any) -> Any:
+        out = method(self, *args, **kwargs)
+        remember_checkpoint(self, out)
+        return out
+
+    checkpointed.__wrapped__ = method  # type: ignore[attr-defined]
+    checkpointed.__doc__ = method.__doc__
+    checkpointed.ushas_lineage = True  # type: ignore[attr-defined]
+    return checkpointed
+
+
+def _for_each_batch(method: Callable[..., Any]) -> Callable[..., Any]:
+    def for_each_batch(self: Any, *args: Any, **kwargs: Any) -> Any:
+        out = method(self, *args, **kwargs)
+        remember_stream(self._df)
+        return out
+
+    for_each_batch.__wrapped__ = method  # type: ignore[attr-defined]
+    for_each_batch.__doc__ = method.__doc__
+    for_each_batch.ushas_lineage = True  # type: ignore[attr-defined]
+    return for_each_batch
+
+
 def install() -> None:
-    """Adds ``lineage()`` to pyspark's classic DataFrame (idempotent)."""
+    """Adds ``lineage()`` to pyspark's classic DataFrame, and has ``checkpoint()`` /
+    ``localCheckpoint()`` remember what they save and ``writeStream.foreachBatch`` what its
+    batches are (idempotent)."""
     from pyspark.sql.classic.dataframe import DataFrame
+    from pyspark.sql.streaming.readwriter import DataStreamWriter
 
     if getattr(DataFrame, "lineage", None) is not _lineage:
         DataFrame.lineage = _lineage  # type: ignore[attr-defined]
+    for name in ("checkpoint", "localCheckpoint"):
+        method = getattr(DataFrame, name)
+        if not getattr(method, "ushas_lineage", False):
+            setattr(DataFrame, name, _checkpointing(method))
+    if not getattr(DataStreamWriter.foreachBatch, "ushas_lineage", False):
+        DataStreamWriter.foreachBatch = _for_each_batch(DataStreamWriter.foreachBatch)  # type: ignore[method-assign]
 
 
 install()

@@ -24,6 +24,8 @@ FIELD_ACCESS = frozenset({"GetStructField"})
 STRUCT_BUILDERS = frozenset({"CreateNamedStruct"})
 ARRAY_BUILDERS = frozenset({"CreateArray"})
 MAP_BUILDERS = frozenset({"CreateMap"})
+#: a struct rebuilt with fields replaced, added (``withField``) or dropped (``dropFields``)
+STRUCT_UPDATES = frozenset({"UpdateFields"})
 
 Members = list[list[Expr]]
 
@@ -45,6 +47,46 @@ def struct_members(e: Expr) -> Members | None:
         width = len(elements[0])  # type: ignore[arg-type]
         return [[x for m in elements for x in m[i]] for i in range(width)]  # type: ignore[index]
     return None
+
+
+def struct_field_names(data_type: str | None) -> list[str] | None:
+    """The top-level field names of a struct type as Spark prints it (``struct<a:int,b:struct<c:int>>``
+    -> ``["a", "b"]``), None for any other type."""
+    if not data_type or not data_type.startswith("struct<") or not data_type.endswith(">"):
+        return None
+    names: list[str] = []
+    depth, start, body = 0, 0, data_type[7:-1]
+    for i, ch in enumerate(body + ","):
+        if ch in "<(":
+            depth += 1
+        elif ch in ">)":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            field = body[start:i]
+            name, sep, _ = field.partition(":")
+            if not sep:
+                return None
+            names.append(name.strip("`"))
+            start = i + 1
+    return names
+
+
+def updated_members(e: Expr, names: list[str]) -> tuple[Expr, list[list[Expr] | None]] | None:
+    """``update_fields(base, WithField(n, v)..., DropField(n)...)`` giving a struct with fields
+    ``names``: (base, per field the expressions feeding it, None for a field kept from ``base``).
+    None when the operations do not name their fields (an older shim)."""
+    e = unalias(e)
+    if e.kind not in STRUCT_UPDATES or not e.children:
+        return None
+    assigned: dict[str, list[Expr]] = {}
+    for op in e.children[1:]:
+        if op.name is None:
+            return None
+        if op.kind == "WithField":
+            assigned[op.name] = list(op.children)
+        elif op.kind == "DropField":
+            assigned.pop(op.name, None)
+    return e.children[0], [assigned.get(n) for n in names]
 
 
 def field_ordinal(e: Expr) -> int | None:

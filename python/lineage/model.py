@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping, NamedTuple
 
 from .kinds import DatasetKind, EdgeKind, EdgeSubtype, compose_subtypes
+from . import render
+from .readable import readable
 
 FORMAT_VERSION = 1
 
@@ -404,9 +406,7 @@ class LineageResult:
     def composed_expression(self, node: ColumnNode, limit: int = 2000) -> str:
         """The expression of ``node`` with intermediate references substituted by their own
         expressions down to relation attributes (bounded by ``limit`` characters per node)."""
-        from .render import composed_expression
-
-        return composed_expression(self, node, limit)
+        return render.composed_expression(self, node, limit)
 
     @property
     def edges(self) -> tuple[Edge, ...]:
@@ -549,41 +549,24 @@ class LineageResult:
     def to_openlineage(self) -> Any:
         """An OpenLineage ``columnLineage`` dataset facet
         (``openlineage.client.generated.column_lineage_dataset.ColumnLineageDatasetFacet``)."""
-        from .render import to_openlineage
-
-        return to_openlineage(self)
+        return render.to_openlineage(self)
 
     # ---- rendering -------------------------------------------------------------------------
     def tree(self, column: ColumnNode | str) -> str:
-        from .readable import readable
-        from .render import column_tree
-
-        return readable(column_tree(self, self._output(column)))
+        return readable(render.column_tree(self, self._output(column)))
 
     # every rendering a person reads goes through lineage.readable (no expression ids, no plan node names)
     def __str__(self) -> str:
-        from .readable import readable
-        from .render import text
-
-        return readable(text(self))
+        return readable(render.text(self))
 
     def to_dot(self) -> str:
-        from .readable import readable
-        from .render import to_dot
-
-        return readable(to_dot(self))
+        return readable(render.to_dot(self))
 
     def to_mermaid(self) -> str:
-        from .readable import readable
-        from .render import to_mermaid
-
-        return readable(to_mermaid(self))
+        return readable(render.to_mermaid(self))
 
     def _repr_html_(self) -> str:
-        from .readable import readable
-        from .render import to_html
-
-        return readable(to_html(self))
+        return readable(render.to_html(self))
 
 
 def iter_steps(result: LineageResult) -> Iterable[Edge]:

@@ -86,7 +86,8 @@ def run_events(run: Run, inputs: Sequence[Dataset], outputs: Sequence[Dataset], 
     facts = facts or RunFacts()
 
     def column_lineage(target: Dataset) -> Any:
-        fields: dict[str, Any] = {}
+        # every written column is listed, one without any source with empty inputFields
+        fields: dict[str, Any] = {c: Fields(inputFields=[]) for c in run.columns} if len(outputs) == 1 else {}
         wide: list[Any] = []
         for e in edges:
             if e.target != target:

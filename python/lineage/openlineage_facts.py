@@ -99,7 +99,7 @@ def collect(doc: Any, command: str | None, facts: RunFacts, relation_dataset: An
 
 
 def node_is_write(node: Any) -> bool:
-    from .resolve import WRITE_KINDS
+    from .plan_datasets import WRITE_KINDS
 
     return node.kind in WRITE_KINDS
 

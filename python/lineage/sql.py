@@ -31,8 +31,7 @@ several statements, a statement without column lineage, an unknown column or dia
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 import sqlglot
 from sqlglot import exp
@@ -54,7 +53,20 @@ from .model import (
     LineageResult,
     Step,
     Unresolved,
-    compose_subtypes,
+)
+from .sql_refs import (
+    Ref,
+    RefGenerator,
+    ScopeInfo,
+    SqlWrite,
+    children_of,
+    columns_in_scope,
+    conditional,
+    has_aggregate,
+    spark_name,
+    steps_of,
+    then_subtype,
+    values_query,
 )
 from .sql_schema import SchemaLike, SchemaSource, TableName, as_schema_source, candidate_names
 
@@ -141,57 +153,6 @@ def _dialect(dialect: str | Dialect) -> Dialect:
         raise InvalidArgument(f"unknown SQL dialect {dialect!r}: {exc}") from None
 
 
-@dataclass(frozen=True)
-class _Write:
-    target: Dataset
-    columns: tuple[str, ...] | None  # None: CTAS, named after the query's outputs
-    static: frozenset[str]  # statically given partition columns (not fed by the query)
-    operation: str
-
-
-@dataclass(frozen=True)
-class _Ref:
-    node: ColumnNode
-    subtype: EdgeSubtype
-
-
-@dataclass
-class _ScopeInfo:
-    outputs: list[ColumnNode] = field(default_factory=list)
-    names: list[str] = field(default_factory=list)
-    # row-level dependencies of this scope: (operator, subtype, expression, sources)
-    deps: list[tuple[str, EdgeSubtype, str, tuple[ColumnNode, ...]]] = field(default_factory=list)
-
-
-class _RefGenerator:
-    """Renders expressions with ``name#id`` for intermediate columns (as Spark prints attributes)."""
-
-    def __init__(self, dialect: Dialect) -> None:
-        base = dialect.generator_class
-
-        def column_sql(gen: Any, expression: exp.Column) -> str:
-            name = gen.ushas_names.get(id(expression))
-            return name if name is not None else base.column_sql(gen, expression)
-
-        def select_sql(gen: Any, expression: exp.Select) -> str:
-            if gen.ushas_root is not expression:
-                return "<subquery>"  # a nested query is its own scope, with its own lineage
-            return base.select_sql(gen, expression)
-
-        cls = type("UshasLineageGenerator", (base,), {"column_sql": column_sql, "select_sql": select_sql})
-        self._generator = cls(dialect=dialect, normalize_functions="lower", pretty=False)
-        self._generator.ushas_names = {}
-        self._generator.ushas_root = None
-
-    def render(self, expression: exp.Expr, names: dict[int, str]) -> str:
-        self._generator.ushas_names = names
-        self._generator.ushas_root = expression
-        try:
-            return self._generator.generate(expression, copy=False)
-        finally:
-            self._generator.ushas_names = {}
-
-
 class StatementLineage:
     """One walk over one parsed statement (build with :func:`sql_lineage`)."""
 
@@ -204,23 +165,23 @@ class StatementLineage:
         self._ids: Iterator[int] = itertools.count()
         self._derivations: dict[ColumnNode, Derivation] = {}
         self._unresolved: list[Unresolved] = []
-        self._scopes: dict[int, _ScopeInfo] = {}
+        self._scopes: dict[int, ScopeInfo] = {}
         self._datasets: dict[TableName, Dataset] = {}
         self._names: dict[int, str] = {}  # id(exp.Column) -> rendered reference
         self._relations: dict[tuple[int, str], ColumnNode] = {}  # (id(table), column) -> node
         self._pivots: dict[tuple[int, str], ColumnNode] = {}  # (id(pivot), column) -> node
         self._table_columns: dict[TableName, list[str]] = {}
-        self._generator = _RefGenerator(dialect)
+        self._generator = RefGenerator(dialect)
         self._write, query = self._split(statement)
         self._root = self._qualified_scope(query)
 
     # ---- statement ------------------------------------------------------------------------
-    def _split(self, statement: exp.Expr) -> tuple[_Write | None, exp.Query]:
+    def _split(self, statement: exp.Expr) -> tuple[SqlWrite | None, exp.Query]:
         if isinstance(statement, exp.Query):
             return None, statement
         if isinstance(statement, exp.Insert) and isinstance(statement.expression, exp.Values):
             statement = statement.copy()
-            statement.set("expression", _values_query(statement.expression))
+            statement.set("expression", values_query(statement.expression))
         if isinstance(statement, exp.Insert) and isinstance(statement.expression, exp.Query):
             target = statement.this
             columns: tuple[str, ...] | None = None
@@ -239,7 +200,7 @@ class StatementLineage:
                 unknown = [c for c in columns if c not in table_columns]
                 if unknown:
                     raise InvalidArgument(f"INSERT names columns {unknown} that {dataset.name} does not have")
-            return _Write(dataset, columns, static, "InsertIntoStatement"), statement.expression
+            return SqlWrite(dataset, columns, static, "InsertIntoStatement"), statement.expression
         if (isinstance(statement, exp.Create) and isinstance(statement.expression, exp.Query)
                 and str(statement.args.get("kind", "")).upper() in ("TABLE", "VIEW")):
             target = statement.this.this if isinstance(statement.this, exp.Schema) else statement.this
@@ -248,7 +209,7 @@ class StatementLineage:
             kind = str(statement.args.get("kind")).upper()
             operation = "CreateViewCommand" if kind == "VIEW" else (
                 "ReplaceTableAsSelect" if statement.args.get("replace") else "CreateTableAsSelect")
-            return _Write(self._dataset(self._qualified_name(target)), None, frozenset(), operation), \
+            return SqlWrite(self._dataset(self._qualified_name(target)), None, frozenset(), operation), \
                 statement.expression
         raise InvalidArgument(
             f"a {statement.key.upper()} statement has no column lineage here: give a query, "
@@ -326,7 +287,7 @@ class StatementLineage:
             return
         for sel in select.expressions:
             if not isinstance(sel, (exp.Alias, exp.Column, exp.Star)):
-                sel.meta[_META_NAME] = _spark_name(sel, self.dialect)
+                sel.meta[_META_NAME] = spark_name(sel, self.dialect)
 
     @staticmethod
     def _remember_using_joins(query: exp.Query) -> None:
@@ -384,12 +345,12 @@ class StatementLineage:
                              target=target, operation=operation, producer=PRODUCER)
 
     # ---- scopes ---------------------------------------------------------------------------
-    def _info(self, scope: Scope) -> _ScopeInfo:
+    def _info(self, scope: Scope) -> ScopeInfo:
         # keyed by the scope's expression: sqlglot gives a recursive CTE's self-reference a scope
         # of its own over the anchor query, which must resolve as the anchor does
         info = self._scopes.get(id(scope.expression))
         if info is None:
-            info = _ScopeInfo()
+            info = ScopeInfo()
             self._scopes[id(scope.expression)] = info  # before filling: guards recursive references
             expression = scope.expression
             if isinstance(expression, exp.SetOperation):
@@ -407,11 +368,11 @@ class StatementLineage:
     def _new_node(self, name: str) -> ColumnNode:
         return ColumnNode.attribute(name, next(self._ids))
 
-    def _select(self, scope: Scope, info: _ScopeInfo) -> None:
+    def _select(self, scope: Scope, info: ScopeInfo) -> None:
         select: exp.Select = scope.expression  # type: ignore[assignment]
         self._pivot_dependencies(scope, info)
         aggregate = bool(select.args.get("group")) or any(
-            _has_aggregate(s) for s in select.expressions)
+            has_aggregate(s) for s in select.expressions)
         for sel in select.expressions:
             name = sel.alias_or_name
             body = sel.this if isinstance(sel, exp.Alias) else sel
@@ -425,7 +386,7 @@ class StatementLineage:
             node = self._new_node(name)
             operator = "Window" if body.find(exp.Window) else ("Aggregate" if aggregate else "Project")
             text = f"{self._render(body)} AS {node}"
-            self._derivations[node] = Derivation(operator, text, _steps(refs), expression_kind="Alias",
+            self._derivations[node] = Derivation(operator, text, steps_of(refs), expression_kind="Alias",
                                                  resolved=not self._missing(body))
             info.outputs.append(node)
             info.names.append(name)
@@ -442,7 +403,7 @@ class StatementLineage:
             if sources:
                 info.deps.append((operator, subtype, self._render(clause), sources))
 
-    def _set_operation(self, scope: Scope, info: _ScopeInfo) -> None:
+    def _set_operation(self, scope: Scope, info: ScopeInfo) -> None:
         expression: exp.SetOperation = scope.expression  # type: ignore[assignment]
         operator = _SET_OPERATORS.get(type(expression), type(expression).__name__)
         branches = [self._info(s) for s in scope.set_operation_scopes]
@@ -470,7 +431,7 @@ class StatementLineage:
             if sources:
                 info.deps.append(("Sort", EdgeSubtype.SORT, self._render(order), sources))
 
-    def _values(self, scope: Scope, info: _ScopeInfo) -> None:
+    def _values(self, scope: Scope, info: ScopeInfo) -> None:
         values: exp.Values = scope.expression  # type: ignore[assignment]
         dataset = Dataset.inline("VALUES")
         alias = values.args.get("alias")
@@ -481,7 +442,7 @@ class StatementLineage:
             info.outputs.append(ColumnNode.column(dataset, name))
             info.names.append(name)
 
-    def _generator_source(self, scope: Scope, info: _ScopeInfo) -> None:
+    def _generator_source(self, scope: Scope, info: ScopeInfo) -> None:
         """LATERAL VIEW explode(…) t AS a, b (and other table-generating functions)."""
         expression = scope.expression
         function = expression.this if isinstance(expression, exp.Lateral) else expression
@@ -491,16 +452,16 @@ class StatementLineage:
         body = self._render(function)
         for name in names:
             node = self._new_node(name)
-            self._derivations[node] = Derivation("Generate", f"{body} AS {node}", _steps(refs),
+            self._derivations[node] = Derivation("Generate", f"{body} AS {node}", steps_of(refs),
                                                  expression_kind="Alias")
             info.outputs.append(node)
             info.names.append(name)
 
     # ---- expressions ----------------------------------------------------------------------
     def _refs(self, expression: exp.Expr, scope: Scope, subtype: EdgeSubtype,
-              info: _ScopeInfo | None = None) -> list[_Ref]:
+              info: ScopeInfo | None = None) -> list[Ref]:
         """The column nodes ``expression`` reads, each with the subtype of its path."""
-        out: list[_Ref] = []
+        out: list[Ref] = []
         subqueries = {id(s.expression): s for s in scope.subquery_scopes}
         stack: list[tuple[exp.Expr, EdgeSubtype]] = [(expression, subtype)]
         while stack:
@@ -509,7 +470,7 @@ class StatementLineage:
                 resolved = self._column(node, scope, info)
                 if resolved is not None:
                     target, extra = resolved
-                    out.append(_Ref(target, _then(sub, extra)))
+                    out.append(Ref(target, then_subtype(sub, extra)))
                 continue
             if isinstance(node, (exp.Select, exp.SetOperation)):
                 inner = subqueries.get(id(node))
@@ -518,12 +479,12 @@ class StatementLineage:
                     continue
                 if isinstance(node.parent, exp.Exists):
                     continue  # EXISTS reads no value: its own clauses are its dependencies
-                out.extend(_Ref(n, sub) for n in self._info(inner).outputs)
+                out.extend(Ref(n, sub) for n in self._info(inner).outputs)
                 continue
             if isinstance(node, exp.Window):
                 stack.append((node.this, sub))
                 for key in ("partition_by", "order"):
-                    for child in _children(node.args.get(key)):
+                    for child in children_of(node.args.get(key)):
                         stack.append((child, EdgeSubtype.WINDOW if sub.kind is EdgeKind.DIRECT else sub))
                 continue
             if isinstance(node, exp.Coalesce):
@@ -532,21 +493,21 @@ class StatementLineage:
                     stack.extend((column, sub) for column in using)
                     continue
             if isinstance(node, exp.Case):
-                cond = _conditional(sub)
+                cond = conditional(sub)
                 if node.this is not None:
                     stack.append((node.this, cond))
                 for branch in node.args.get("ifs") or ():
                     stack.append((branch.this, cond))
-                    stack.append((branch.args["true"], _then(sub, EdgeSubtype.TRANSFORMATION)))
+                    stack.append((branch.args["true"], then_subtype(sub, EdgeSubtype.TRANSFORMATION)))
                 default = node.args.get("default")
                 if default is not None:
-                    stack.append((default, _then(sub, EdgeSubtype.TRANSFORMATION)))
+                    stack.append((default, then_subtype(sub, EdgeSubtype.TRANSFORMATION)))
                 continue
             if isinstance(node, exp.If):
-                stack.append((node.this, _conditional(sub)))
+                stack.append((node.this, conditional(sub)))
                 for key in ("true", "false"):
                     if node.args.get(key) is not None:
-                        stack.append((node.args[key], _then(sub, EdgeSubtype.TRANSFORMATION)))
+                        stack.append((node.args[key], then_subtype(sub, EdgeSubtype.TRANSFORMATION)))
                 continue
             if isinstance(node, exp.Filter):  # aggregate(...) FILTER (WHERE ...)
                 stack.append((node.this, sub))
@@ -559,16 +520,16 @@ class StatementLineage:
                 continue
             step = (EdgeSubtype.AGGREGATION if isinstance(node, exp.AggFunc) and not isinstance(node, _OFFSET_FUNCTIONS)
                     else EdgeSubtype.TRANSFORMATION)
-            stack.extend((child, _then(sub, step)) for child in node.iter_expressions())
+            stack.extend((child, then_subtype(sub, step)) for child in node.iter_expressions())
         out.reverse()
         return out
 
     def _sources(self, expression: exp.Expr, scope: Scope, subtype: EdgeSubtype,
-                 info: _ScopeInfo | None = None) -> tuple[ColumnNode, ...]:
+                 info: ScopeInfo | None = None) -> tuple[ColumnNode, ...]:
         return tuple(dict.fromkeys(r.node for r in self._refs(expression, scope, subtype, info)))
 
     def _column(self, column: exp.Column, scope: Scope,
-                info: _ScopeInfo | None) -> tuple[ColumnNode, EdgeSubtype] | None:
+                info: ScopeInfo | None) -> tuple[ColumnNode, EdgeSubtype] | None:
         parts = [p.name.lower() for p in column.parts]
         current: Scope | None = scope
         while current is not None:
@@ -612,20 +573,20 @@ class StatementLineage:
         return []
 
     def _pivot_refs(self, expression: exp.Expr, source: exp.Table | Scope | None, scope: Scope,
-                    subtype: EdgeSubtype) -> list[_Ref]:
+                    subtype: EdgeSubtype) -> list[Ref]:
         """Refs of a PIVOT / UNPIVOT clause: its columns may be written unqualified."""
-        for column in _columns_in_scope(expression):
+        for column in columns_in_scope(expression):
             if not column.table and source is not None:
                 node = self._source_column(source, column.name.lower())
                 if node is not None:
                     self._names[id(column)] = str(node)
-        unqualified = {id(c) for c in _columns_in_scope(expression) if not c.table and id(c) in self._names}
-        refs: list[_Ref] = []
-        for column in _columns_in_scope(expression):
+        unqualified = {id(c) for c in columns_in_scope(expression) if not c.table and id(c) in self._names}
+        refs: list[Ref] = []
+        for column in columns_in_scope(expression):
             if id(column) in unqualified:
                 node = self._source_column(source, column.name.lower()) if source is not None else None
                 if node is not None:
-                    refs.append(_Ref(node, subtype))
+                    refs.append(Ref(node, subtype))
         qualified = [r for r in self._refs(expression, scope, subtype)
                      if not any(r.node == ref.node for ref in refs)]
         return refs + qualified
@@ -652,7 +613,7 @@ class StatementLineage:
             for field in fields:
                 entries = [e.this if isinstance(e, exp.PivotAlias) or isinstance(e, exp.Alias) else e
                            for e in field.expressions]
-                per_value: list[list[_Ref]] = [[] for _ in values]
+                per_value: list[list[Ref]] = [[] for _ in values]
                 for entry in entries:
                     columns = entry.expressions if isinstance(entry, exp.Tuple) else [entry]
                     for i, column in enumerate(columns[:len(values)]):
@@ -660,7 +621,7 @@ class StatementLineage:
                 for value, refs in zip(values, per_value):
                     node = self._new_node(value)
                     self._derivations[node] = Derivation(
-                        "Unpivot", f"{self._render(field)} AS {node}", _steps(refs), expression_kind="Alias")
+                        "Unpivot", f"{self._render(field)} AS {node}", steps_of(refs), expression_kind="Alias")
                     out[value] = node
                 label = field.this.name.lower()
                 node = self._new_node(label)
@@ -676,11 +637,11 @@ class StatementLineage:
             for column in generated[i::len(aggregates)]:
                 node = self._new_node(column.name.lower())
                 self._derivations[node] = Derivation(
-                    "Pivot", f"{self._render(body)} AS {node}", _steps(refs + conditions), expression_kind="Alias")
+                    "Pivot", f"{self._render(body)} AS {node}", steps_of(refs + conditions), expression_kind="Alias")
                 out[column.name.lower()] = node
         return out
 
-    def _pivot_dependencies(self, scope: Scope, info: _ScopeInfo) -> None:
+    def _pivot_dependencies(self, scope: Scope, info: ScopeInfo) -> None:
         """A PIVOT groups by every column of its source it does not aggregate or pivot on."""
         for pivot in scope.pivots:
             if pivot.args.get("unpivot"):
@@ -721,7 +682,7 @@ class StatementLineage:
         return self._dataset(tuple(p for p in parts if p not in (_NO_CATALOG, _NO_DATABASE)))
 
     def _missing(self, expression: exp.Expr) -> bool:
-        return any(id(c) not in self._names for c in _columns_in_scope(expression))
+        return any(id(c) not in self._names for c in columns_in_scope(expression))
 
     def _render(self, expression: exp.Expr) -> str:
         return self._generator.render(expression, self._names)
@@ -768,7 +729,7 @@ class StatementLineage:
         return out
 
     @staticmethod
-    def _projection_of(sub: Scope, scope: Scope, info: _ScopeInfo) -> ColumnNode | None:
+    def _projection_of(sub: Scope, scope: Scope, info: ScopeInfo) -> ColumnNode | None:
         """The output node of ``scope`` whose projection holds subquery ``sub``, or None when
         the subquery sits in a clause (WHERE, HAVING, ON, …)."""
         node: exp.Expr | None = sub.expression
@@ -780,90 +741,6 @@ class StatementLineage:
         if index is None or index >= len(info.outputs):
             return None
         return info.outputs[index]
-
-
-# ---- helpers --------------------------------------------------------------------------------
-def _then(path: EdgeSubtype, step: EdgeSubtype) -> EdgeSubtype:
-    """Subtype after following ``step`` on a path of subtype ``path``: DIRECT subtypes compose,
-    an INDIRECT context (a condition, a window key) stays what it is."""
-    if path.kind is EdgeKind.INDIRECT:
-        return path
-    if step.kind is EdgeKind.INDIRECT:
-        return step
-    return compose_subtypes(path, step)
-
-
-def _conditional(path: EdgeSubtype) -> EdgeSubtype:
-    return EdgeSubtype.CONDITIONAL if path.kind is EdgeKind.DIRECT else path
-
-
-def _steps(refs: Iterable[_Ref]) -> tuple[Step, ...]:
-    """One DIRECT step per source (the dominant subtype), one INDIRECT step per (source, subtype)."""
-    direct: dict[ColumnNode, EdgeSubtype] = {}
-    indirect: dict[tuple[ColumnNode, EdgeSubtype], None] = {}
-    for ref in refs:
-        if ref.subtype.kind is EdgeKind.DIRECT:
-            prev = direct.get(ref.node)
-            direct[ref.node] = ref.subtype if prev is None else compose_subtypes(prev, ref.subtype)
-        else:
-            indirect[(ref.node, ref.subtype)] = None
-    return tuple(Step(n, s) for n, s in direct.items()) + tuple(Step(n, s) for n, s in indirect)
-
-
-def _children(value: Any) -> list[exp.Expr]:
-    if value is None:
-        return []
-    if isinstance(value, list):
-        return [v for v in value if isinstance(v, exp.Expr)]
-    return [value] if isinstance(value, exp.Expr) else []
-
-
-def _has_aggregate(expression: exp.Expr) -> bool:
-    """An aggregate function outside windows and nested queries (the projection aggregates)."""
-    stack = [expression]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, exp.AggFunc):
-            return True
-        if isinstance(node, (exp.Window, exp.Select, exp.SetOperation)):
-            continue
-        stack.extend(node.iter_expressions())
-    return False
-
-
-def _values_query(values: exp.Values) -> exp.Select:
-    """``VALUES (…), (…)`` as ``SELECT * FROM VALUES (…), (…) AS values(col1, …)`` (Spark's
-    names for an inline table's columns)."""
-    width = len(values.expressions[0].expressions) if values.expressions else 0
-    inline = values.copy()
-    inline.set("alias", exp.TableAlias(this=exp.to_identifier("values"),
-                                       columns=[exp.to_identifier(f"col{i + 1}") for i in range(width)]))
-    return exp.select("*").from_(inline)
-
-
-def _spark_name(expression: exp.Expr, dialect: Dialect) -> str:
-    """Spark's kind of name for an unnamed projection: lower-case functions, every binary
-    operator in parentheses (``(a + 1)``, ``sum(b)``)."""
-    copy = expression.copy()
-    for node in list(copy.walk()):
-        if isinstance(node, exp.Binary) and not isinstance(node.parent, exp.Paren):
-            node.replace(exp.Paren(this=node.copy()))
-    if isinstance(copy, exp.Binary):
-        copy = exp.Paren(this=copy)
-    return copy.sql(dialect=dialect, normalize_functions="lower")
-
-
-def _columns_in_scope(expression: exp.Expr) -> Iterator[exp.Column]:
-    """Columns of ``expression`` outside its nested queries."""
-    stack = [expression]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, exp.Column):
-            yield node
-            continue
-        if isinstance(node, (exp.Select, exp.SetOperation)):
-            continue
-        stack.extend(node.iter_expressions())
 
 
 __all__ = ["sql_lineage", "parse_statement", "StatementLineage", "DEFAULT_DIALECT", "PRODUCER"]

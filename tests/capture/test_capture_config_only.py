@@ -65,6 +65,11 @@ def test_spark_submit_config_only_captures(tmp_path: Path) -> None:
         spark.table("ushas.{db}.dst").groupBy().agg({{"doubled": "sum"}}) \\
             .withColumnRenamed("sum(doubled)", "total").write.parquet({str(out)!r})
         print("ROWS", spark.read.parquet({str(out)!r}).collect()[0].total)
+        # into Spark's session catalog, by an unqualified name: one output, its INDIRECT edges kept
+        spark.sql("CREATE DATABASE spark_catalog.{db}")
+        spark.sql("USE spark_catalog.{db}")
+        (spark.table("ushas.{db}.src").where("country = 'fr'").selectExpr("id", "amount * 2 AS dbl")
+         .write.saveAsTable("saved"))
         spark.stop()
     """))
     proc = run([spark_bin("spark-submit"), "--master", "local[1]", *confs(store, warehouse), str(app)], tmp_path)
@@ -93,6 +98,11 @@ def test_spark_submit_config_only_captures(tmp_path: Path) -> None:
     report = next(d["name"] for d in cli(store, "run", report_run["run_id"])["outputs"])
     assert report.rstrip("/").endswith(str(out))
     assert {f"ushas.{db}.dst.doubled", f"ushas.{db}.src.amount"} <= upstream_columns(store, f"{report}.total")
+
+    saved = f"spark_catalog.{db}.saved"
+    (write,) = [r for r in cli(store, "runs", saved) if r["access"] == "write"]
+    assert [d["name"] for d in cli(store, "run", write["run_id"])["outputs"]] == [saved]  # no spark_catalog.saved
+    assert upstream_columns(store, f"{saved}.dbl") == {f"ushas.{db}.src.amount", f"ushas.{db}.src.country"}
 
 
 def test_spark_sql_e_captures(tmp_path: Path) -> None:

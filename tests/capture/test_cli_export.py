@@ -99,3 +99,29 @@ def test_walks_print_trees_with_every_hop_and_its_kind(capsys, uri: str) -> None
         "      └── ushas.sales.raw.amount  [TRANSFORMATION]  (amount * 100)"]
     rc, out = cli(capsys, uri, "lineage", "upstream", "file:/data/report", "--flat")
     assert "  spark_catalog.default.cleaned.amount" in out.splitlines()  # the list by depth
+
+
+def test_exported_event_lists_columns_without_a_source(capsys, store_uri: str) -> None:
+    """``SELECT country, count(*) AS n, 1 AS one …``: ``n`` and ``one`` have no source column; the
+    exported event lists them, with empty inputFields, as df.lineage().to_openlineage() does."""
+    from dataclasses import replace
+
+    from .pipeline import CLEANED, REPORT, col, edge
+    from lineage.model import EdgeSubtype
+    from lineage.store import CapturedRun
+
+    base = report_run()
+    captured = CapturedRun(replace(base.run, columns=("country", "n", "one")), reads=(CLEANED,), writes=(REPORT,),
+                           edges=(edge(col(REPORT, "country"), col(CLEANED, "country"), EdgeSubtype.IDENTITY),
+                                  edge(None, col(CLEANED, "country"), EdgeSubtype.GROUP_BY, "country")))
+    store = LineageStore.open(store_uri, "p")
+    store.record(captured)
+    assert store.get_run(captured.run.run_id).columns == ("country", "n", "one")
+    store.close()
+    rc, out = cli(capsys, store_uri, "lineage", "export", "--openlineage")
+    complete = [json.loads(line) for line in out.splitlines()][1]
+    validate_event(complete)
+    fields = complete["outputs"][0]["facets"]["columnLineage"]["fields"]
+    assert sorted(fields) == ["country", "n", "one"]
+    assert fields["n"]["inputFields"] == [] and fields["one"]["inputFields"] == []
+    assert fields["country"]["inputFields"][0]["field"] == "country"

@@ -153,7 +153,7 @@ def _doc(kinds: list[str], exprs: list[dict[str, Any]], nodes: list[dict[str, An
 
 
 RANGE_THEN_UNKNOWN = _doc(
-    ["Range", "MapInPandas", "Project", "AttributeReference", "Add", "Literal", "Alias"],
+    ["Range", "FlatMapGroupsInR", "Project", "AttributeReference", "Add", "Literal", "Alias"],
     [{"k": 3, "i": 1, "n": "z"}, {"k": 5}, {"k": 4, "c": [0, 1]}, {"k": 6, "c": [2], "i": 2, "n": "w",
                                                                    "t": "(z#1 + 1) AS w#2"}],
     [{"k": 0, "c": [], "o": [["id", 0, "bigint"]], "a": {"start": 0, "end": 3, "step": 1}},
@@ -163,10 +163,10 @@ RANGE_THEN_UNKNOWN = _doc(
 
 def test_unknown_operator_passes_through_and_is_reported() -> None:
     r = resolve(parse(RANGE_THEN_UNKNOWN))
-    assert [u.kind for u in r.unresolved] == ["MapInPandas"]
+    assert [u.kind for u in r.unresolved] == ["FlatMapGroupsInR"]
     assert r.completeness == 0.0  # w's path crosses an uninterpreted operator
     assert {str(k) for k in r.direct_sources("w")} == {"<range(0, 3, 1)>.id"}  # still passed through
-    assert "[unresolved]" in str(r) and "completeness: 0.00 (unresolved: MapInPandas)" in str(r)
+    assert "[unresolved]" in str(r) and "completeness: 0.00 (unresolved: FlatMapGroupsInR)" in str(r)
 
 
 def test_dangling_reference_is_reported() -> None:

@@ -210,6 +210,69 @@ def _df_intersect(spark: Any) -> Any:
     return spark.table(T).select("x").exceptAll(spark.table(U).select("k"))
 
 
+def _df_map_in_pandas(spark: Any) -> Any:
+    def same_rows(it: Any) -> Any:  # nested: pickled by value for Python workers that cannot import tests
+        yield from it
+
+    return spark.table(U).select("k", "w").mapInPandas(same_rows, "k int, w string")
+
+
+def _df_map_in_arrow(spark: Any) -> Any:
+    def same_rows(it: Any) -> Any:
+        yield from it
+
+    return spark.table(U).select("k", "w").mapInArrow(same_rows, "k int, w string")
+
+
+def _df_apply_in_pandas(spark: Any) -> Any:
+    return spark.table(U).groupBy("w").applyInPandas(lambda pdf: pdf[["w", "k"]], "w string, k int")
+
+
+def _df_cogroup_apply_in_pandas(spark: Any) -> Any:
+    left = spark.table(U).select("k", "v").groupBy("k")
+    right = spark.table(T).select("x", "y").groupBy("x")
+    return left.cogroup(right).applyInPandas(lambda a, b: a, "k int, v double")
+
+
+def _df_with_field(spark: Any) -> Any:
+    """``s.b`` replaced by ``y``; a literal field added and ``a`` dropped."""
+    from pyspark.sql import functions as F
+
+    return (spark.table(T)
+            .select(F.col("s").withField("b", F.col("y")).alias("s2"),
+                    F.col("s").withField("c", F.lit(1)).dropFields("a").alias("s3"))
+            .select("s2.a", "s2.b", "s3.b", "s3.c"))
+
+
+def _df_with_field_of_built_struct(spark: Any) -> Any:
+    from pyspark.sql import functions as F
+
+    return (spark.table(T).select(F.struct("x", "y").withField("x", F.col("x") + 1).alias("st"))
+            .select("st.x", "st.y"))
+
+
+def _df_checkpoint(spark: Any) -> Any:
+    import tempfile
+
+    from pyspark.sql import functions as F
+
+    spark.sparkContext.setCheckpointDir(tempfile.mkdtemp(prefix="ushas-lineage-checkpoint-"))
+    saved = spark.table(U).where("v > 0").select("k", F.upper("w").alias("uw")).checkpoint()
+    return saved.select("uw", "k")
+
+
+def _df_local_checkpoint(spark: Any) -> Any:
+    return spark.table(U).groupBy("w").count().localCheckpoint().select("w", "count")
+
+
+def _df_stream_table(spark: Any) -> Any:
+    return spark.readStream.table(U).where("v > 1").select("w")
+
+
+def _df_stream_rate(spark: Any) -> Any:
+    return spark.readStream.format("rate").load().selectExpr("value * 2 AS v", "timestamp")
+
+
 def _w_save_path(spark: Any, tmp: Path) -> None:
     spark.table(T).selectExpr("x + 1 as x1", "y").write.mode("overwrite").parquet(str(tmp / "out"))
 
@@ -483,6 +546,30 @@ CASES: list[PlanCase] = [
     PlanCase("df_range", "In-query source (range)", _df_range, {"d": {"<range(0, 5, 1)>.id": "T"}}, mode="dataframe"),
     PlanCase("hive_table", "Leaf (Hive table)", f"select k, upper(w) as uw from {H}",
              {"k": {"lin.h.k": "I"}, "uw": {"lin.h.w": "T"}}),
+    # ---- opaque Python functions, struct updates, checkpoints, streaming sources ----------------
+    PlanCase("df_map_in_pandas", "Opaque Python function (mapInPandas / mapInArrow)", _df_map_in_pandas,
+             {"k": {"lin.u.k": "T", "lin.u.w": "T"}, "w": {"lin.u.k": "T", "lin.u.w": "T"}}, mode="dataframe"),
+    PlanCase("df_map_in_arrow", "Opaque Python function (mapInPandas / mapInArrow)", _df_map_in_arrow,
+             {"k": {"lin.u.k": "T", "lin.u.w": "T"}, "w": {"lin.u.k": "T", "lin.u.w": "T"}}, mode="dataframe"),
+    PlanCase("df_apply_in_pandas", "Opaque Python function (groupBy().applyInPandas)", _df_apply_in_pandas,
+             {c: {"lin.u.k": "T", "lin.u.v": "T", "lin.u.w": "T"} for c in ("w", "k")}, fs("GROUP_BY:lin.u.w"),
+             mode="dataframe"),
+    PlanCase("df_cogroup_apply_in_pandas", "Opaque Python function (cogroup().applyInPandas)",
+             _df_cogroup_apply_in_pandas,
+             {c: {"lin.u.k": "T", "lin.u.v": "T", "lin.t.x": "T", "lin.t.y": "T"} for c in ("k", "v")},
+             fs("GROUP_BY:lin.u.k", "GROUP_BY:lin.t.x"), mode="dataframe"),
+    PlanCase("df_with_field", "Struct update (withField / dropFields)", _df_with_field,
+             {"a": {"lin.t.s": "T"}, "b": {"lin.t.y": "T"}, "b~2": {"lin.t.s": "T"}, "c": {}}, mode="dataframe"),
+    PlanCase("df_with_field_of_built_struct", "Struct update (withField / dropFields)",
+             _df_with_field_of_built_struct, {"x": {"lin.t.x": "T"}, "y": {"lin.t.y": "T"}}, mode="dataframe"),
+    PlanCase("df_checkpoint", "Checkpoint (checkpoint / localCheckpoint)", _df_checkpoint,
+             {"uw": {"lin.u.w": "T"}, "k": {"lin.u.k": "I"}}, fs("FILTER:lin.u.v"), mode="dataframe"),
+    PlanCase("df_local_checkpoint", "Checkpoint (checkpoint / localCheckpoint)", _df_local_checkpoint,
+             {"w": {"lin.u.w": "I"}, "count": {}}, fs("GROUP_BY:lin.u.w"), mode="dataframe"),
+    PlanCase("df_stream_table", "Streaming source (readStream)", _df_stream_table,
+             {"w": {"lin.u.w": "I"}}, fs("FILTER:lin.u.v"), mode="dataframe"),
+    PlanCase("df_stream_rate", "Streaming source (readStream)", _df_stream_rate,
+             {"v": {"<rate>.value": "T"}, "timestamp": {"<rate>.timestamp": "I"}}, mode="dataframe"),
     # ---- writes -------------------------------------------------------------------------
     PlanCase("insert_v1", "Write (V1 INSERT)", f"insert into {U} select x, cast(x as double), y from {T}",
              {"k": {"lin.t.x": "I"}, "v": {"lin.t.x": "T"}, "w": {"lin.t.y": "I"}}, target="lin.u"),
@@ -645,7 +732,7 @@ def test_answers_awaited_by_polling_arrive_whole(lin: Any, monkeypatch: Any, spi
 ])
 def test_relations(lin: Any, sql: str, reads: set[str], writes: set[str]) -> None:
     from lineage.dataframe import analyze_sql, plan_document
-    from lineage.resolve import relations
+    from lineage.plan_datasets import relations
 
     r, w = relations(plan_document(lin, analyze_sql(lin, sql)))
     assert {leaf_name(d) for d in r} == reads

@@ -664,6 +664,11 @@ public final class PlanJson {
             if (e instanceof org.apache.spark.sql.catalyst.expressions.GetStructField) {
                 // the field taken, by ordinal, in the name slot (no exprId)
                 name = String.valueOf(((org.apache.spark.sql.catalyst.expressions.GetStructField) e).ordinal());
+            } else if (e instanceof org.apache.spark.sql.catalyst.expressions.WithField) {
+                // withField / dropFields (UpdateFields' operations): the field named, in the name slot
+                name = ((org.apache.spark.sql.catalyst.expressions.WithField) e).name();
+            } else if (e instanceof org.apache.spark.sql.catalyst.expressions.DropField) {
+                name = ((org.apache.spark.sql.catalyst.expressions.DropField) e).name();
             }
             Integer sq = e instanceof SubqueryExpression ? planIndex.get(((SubqueryExpression) e).plan()) : null;
             String t = e == root ? text(e, aliased) : null;
