@@ -167,8 +167,7 @@ def test_no_import_cycles_even_for_type_checkers() -> None:
 MAX_LINES = 800
 #: modules over MAX_LINES today, each with what it may not grow past: being split by their owners (the
 #: lineage package: the lineage split), listed so that no other module goes over unnoticed
-OVER_MAX_LINES: dict[str, int] = {"lineage.store": 900, "lineage.sql": 900, "lineage.capture": 950,
-                                  "lineage.resolve": 1000}
+OVER_MAX_LINES: dict[str, int] = {}
 
 
 def test_no_module_over_800_lines() -> None:

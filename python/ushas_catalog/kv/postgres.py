@@ -1,5 +1,8 @@
 """The PostgreSQL engine: ``postgresql://user@host:port/dbname[?sslmode=...&schema=...]`` (psycopg 3).
 
+Size (over 600 lines): one engine: the connection pool, the transaction and the options they share
+(held to FoundationDB's semantics by the tests in ``tests/kv``, as the embedded engine is).
+
 A store is one schema of an existing database (``schema=``, default ``ushas``): the database is
 created by its operator (``createdb``), the schema and its tables by the first ``open`` with
 ``create=True`` (``ushas init``).
