@@ -87,6 +87,7 @@ class Metastore(CatalogCore):
         self.hooks.on_commit(lambda tr, m: self.change_feed.record(tr, m))
         # a micro-batch of a streaming write commits once (ushas_catalog.changes.streams)
         self.hooks.on_commit(lambda tr, m: stream_progress.record(tr, self.project_path, m, self.user))
+        self.hooks.on_purge(lambda tr, path: stream_progress.on_purge(tr, self.project_path, path))
         self.hooks.on_removal(lambda tr, **event: self.change_feed.record_removal(tr, **event))
         self.hooks.on_purge(lambda tr, path: self._metadata_purge(tr, path))
         self.hooks.after_run(self._after_run)

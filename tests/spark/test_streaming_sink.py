@@ -54,6 +54,14 @@ def test_stream_into_partitioned_table_commits_each_batch_with_its_ids(spark: An
     [progress] = ms.streams(("ushas", db, "ev"))
     assert (progress.query_id, progress.last_batch, progress.batches) == (q.id, 2, 3)
     assert progress.version == appends[-1].version
+    # the same through Spark: the table's history and ushas.system.streams
+    ids = [(r[0], int(r[1])) for r in spark.sql(
+        f"SELECT get_json_object(detail, '$.query_id'), get_json_object(detail, '$.batch_id') FROM {t}.history "
+        "WHERE operation = 'APPEND' ORDER BY version").collect()]
+    assert ids == [(q.id, 0), (q.id, 1), (q.id, 2)]
+    rows = spark.sql(f"SELECT query_id, last_batch, batches, version FROM ushas.system.streams "
+                     f"WHERE table = '{t}'").collect()
+    assert [tuple(r) for r in rows] == [(q.id, 2, 3, progress.version)]
 
 
 def test_batch_rerun_after_restart_commits_nothing_twice(spark: Any, db: str, ms: Any, tmp_path: Path) -> None:

@@ -136,6 +136,12 @@ def list_progress(tr: Transaction, project: KeySpacePath, table_id: uuid.UUID | 
     return out
 
 
+def on_purge(tr: Transaction, project: KeySpacePath, path: KeySpacePath) -> None:
+    """Commit-hook subscriber (``on_purge``): a purged table's streaming progress goes with it."""
+    if path.directory.name == TABLE_ID and isinstance(path.value, uuid.UUID):
+        forget(tr, project, path.value)
+
+
 def forget(tr: Transaction, project: KeySpacePath, table_id: uuid.UUID, query_id: str | None = None) -> None:
     """Removes a query's progress (or every query's, into a table): its next batch may commit any id."""
     base = project.add(STREAM_PROGRESS).add(TABLE_ID, table_id)

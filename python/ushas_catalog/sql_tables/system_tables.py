@@ -479,3 +479,7 @@ TABLES.update(OBJECT_TABLES)
 from .branch_table import BRANCHES  # noqa: E402 - branches of the catalogs (docs/branches.md)
 
 TABLES[BRANCHES.name] = BRANCHES
+
+from .stream_table import STREAMS  # noqa: E402 - streaming writers (docs/streaming.md)
+
+TABLES[STREAMS.name] = STREAMS
