@@ -122,6 +122,8 @@ class ExecutionEvent:
     error: str | None = None
     #: rows / bytes / files the execution's write reported (sent when OpenLineage is on)
     write_metrics: Mapping[str, Any] | None = None
+    #: a streaming micro-batch's ids: ``{"query_id", "run_id", "batch_id"}`` (None: not streaming)
+    stream: Mapping[str, Any] | None = None
 
     def read_plan(self) -> str | None:
         """The plan JSON; a temp file is read once and deleted."""
@@ -178,7 +180,8 @@ class ActionEvent:
                 ExecutionEvent(execution_id=int(x["execution_id"]), func=str(x.get("func", "")),
                                plan=x.get("plan"), plan_file=x.get("plan_file"),
                                plan_chars=int(x.get("plan_chars", 0)), walk_ms=float(x.get("walk_ms", 0.0)),
-                               error=x.get("error"), write_metrics=x.get("write_metrics"))
+                               error=x.get("error"), write_metrics=x.get("write_metrics"),
+                               stream=_stream_ids(x.get("stream")))
                 for x in d.get("executions", ()))
             event = ActionEvent(
                 application_id=str(d["application_id"]), application_name=str(d.get("application_name", "")),
@@ -200,6 +203,16 @@ class ActionEvent:
         for x in self.executions:
             if x.plan_file is not None:
                 discard_file(x.plan_file)
+
+
+def _stream_ids(value: Any) -> Mapping[str, Any] | None:
+    """A micro-batch's ids as the listener sent them (checked: a malformed event is refused)."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping) or not isinstance(value.get("query_id"), str) \
+            or isinstance(value.get("batch_id"), bool) or not isinstance(value.get("batch_id"), int):
+        raise ValueError(f"stream ids {value!r}")
+    return {"query_id": value["query_id"], "run_id": str(value.get("run_id", "")), "batch_id": value["batch_id"]}
 
 
 def discard_file(path: str) -> None:
@@ -353,6 +366,7 @@ def analyze(event: ActionEvent, settings: CaptureSettings, resolver: Resolver = 
         acc.markers.append(f"{len(edges)} column edges over the {settings.max_edges} budget")
         edges = []
     command = best_command(acc.commands)
+    stream = next((x.stream for x in event.executions if x.stream), None)
     name = run_name(event.application_name, command, writes or (facts.ddl_outputs if facts else ()), reads)
     if facts is not None and name.command in LIFECYCLE:
         for d in writes:
@@ -363,7 +377,9 @@ def analyze(event: ActionEvent, settings: CaptureSettings, resolver: Resolver = 
               operation=",".join(dict.fromkeys(o for o in acc.operations if o)), sql=event.sql,
               error=event.error, table_level="; ".join(acc.markers) or None, job=name.job, kind=name.kind,
               session_id=event.client.get("session"), client_kind=event.client.get("kind"),
-              client_type=event.client.get("type"))
+              client_type=event.client.get("type"),
+              stream_query_id=stream.get("query_id") if stream else None,
+              batch_id=stream.get("batch_id") if stream else None)
     return CapturedRun(run, reads=tuple(reads), writes=tuple(writes), edges=tuple(edges))
 
 

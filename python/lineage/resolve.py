@@ -57,6 +57,7 @@ WRITE_KINDS = frozenset({
     "CreateDataSourceTableAsSelectCommand", "CreateHiveTableAsSelectCommand",
     "OptimizedCreateHiveTableAsSelectCommand", "AppendData", "OverwriteByExpression",
     "OverwritePartitionsDynamic", "CreateTableAsSelect", "ReplaceTableAsSelect", "SaveAsV1TableCommand",
+    "WriteToMicroBatchDataSource",  # a streaming micro-batch into a V2 table (its `relation`)
 })
 # Ranking window functions take the window's ORDER BY expressions as their children.
 RANKING = frozenset({"Rank", "DenseRank", "PercentRank", "CumeDist", "RowNumber", "NTile"})
@@ -668,7 +669,7 @@ def write_target(p: _Pass, node: PlanNode) -> Dataset | None:
         v = a.get(key)
         if isinstance(v, Mapping) and v.get("t") == "CatalogTable":
             return _catalog_table(v)
-    for key in ("table", "logicalRelation", "name"):
+    for key in ("table", "logicalRelation", "name", "relation"):
         idx = node.plans.get(key)
         if idx is not None and idx in p.datasets:
             return p.datasets[idx]

@@ -165,3 +165,24 @@ def test_stream_into_unpartitioned_table(spark: Any, db: str, ms: Any, tmp_path:
     run_available(src.writeStream.option("checkpointLocation", str(tmp_path / "ck")), t)
     assert values(spark, t) == [7, 8, 9]
     assert len(ms.table_data_files(("ushas", db, "plain"))) == 2
+
+
+def test_lineage_of_a_streaming_aggregation_is_a_run_per_micro_batch(spark: Any, db: str, tmp_path: Path) -> None:
+    from tests.spark.sql_tables_support import flush_lineage
+
+    t = f"ushas.{db}.agg"
+    spark.sql(f"CREATE TABLE {t} (dt STRING, n BIGINT, total BIGINT) USING parquet")
+    feed(tmp_path / "in", [[0, 1], [2]])
+    agg = source(spark, tmp_path / "in").groupBy("dt").agg({"value": "count", "*": "count"}) \
+        .selectExpr("dt", "`count(1)` AS n", "`count(value)` AS total")
+    q = run_available(agg.writeStream.outputMode("complete").option("checkpointLocation", str(tmp_path / "ck")), t)
+    flush_lineage(spark)
+    runs = spark.sql(f"SELECT run_id, job, kind, stream_query_id, batch_id FROM ushas.system.runs "
+                     f"WHERE stream_query_id = '{q.id}' ORDER BY batch_id").collect()
+    assert [r.batch_id for r in runs] == [0, 1]  # one run per micro-batch, one job for the query
+    assert {r.job for r in runs} == {f"{spark.sparkContext.appName}.streaming_write.ushas_{db}_agg"}
+    assert {r.kind for r in runs} == {"STREAMING WRITE"}
+    edges = {(r.target_column, r.source_column, r.subtype) for r in spark.sql(
+        f"SELECT target_column, source_column, subtype FROM ushas.system.column_lineage "
+        f"WHERE target_table = '{t}' AND run_id = '{runs[-1].run_id}'").collect()}
+    assert ("total", "value", "AGGREGATION") in edges and ("dt", "value", "TRANSFORMATION") in edges
