@@ -50,6 +50,10 @@ def test_a_stream_needs_modify_and_a_refused_batch_writes_nothing(spark: Any, go
         stream(spark, tmp_path / "bob", f"{gov.bob}.db.ro")
     assert list(gov.ms.list_partitions(("main", "db", "ro"))) == []
     assert gov.ms.streams(("main", "db", "ro")) == []
+    # the refused batch is visible nowhere: no history entry, no change-feed event of a write
+    assert [h.operation for h in gov.ms.history(("main", "db", "ro"))] == ["CREATE TABLE"]
+    tid = gov.ms.get_table(("main", "db", "ro")).id
+    assert [c.operation for c in gov.ms.changes() if c.object_id == tid and c.operation != "GRANT"] == ["CREATE TABLE"]
     gov.ms.grant("MODIFY", ("main", "db", "ro"), "user:bob")
     q = stream(spark, tmp_path / "bob2", f"{gov.bob}.db.ro")
     assert [p.query_id for p in gov.ms.streams(("main", "db", "ro"))] == [q.id]
