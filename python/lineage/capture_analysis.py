@@ -166,6 +166,7 @@ def analyze(event: ActionEvent, settings: CaptureSettings, resolver: Resolver = 
         acc.markers.append(f"{len(edges)} column edges over the {settings.max_edges} budget")
         edges = []
     command = best_command(acc.commands)
+    stream = next((x.stream for x in event.executions if x.stream), None)
     name = run_name(event.application_name, command, writes or (facts.ddl_outputs if facts else ()), reads)
     if facts is not None and name.command in LIFECYCLE:
         for d in writes:
@@ -177,6 +178,8 @@ def analyze(event: ActionEvent, settings: CaptureSettings, resolver: Resolver = 
               error=event.error, table_level="; ".join(acc.markers) or None, job=name.job, kind=name.kind,
               session_id=event.client.get("session"), client_kind=event.client.get("kind"),
               client_type=event.client.get("type"),
+              stream_query_id=stream.get("query_id") if stream else None,
+              batch_id=stream.get("batch_id") if stream else None,
               columns=acc.columns.get(writes[0], ()) if len(writes) == 1 else ())
     return CapturedRun(run, reads=tuple(reads), writes=tuple(writes), edges=tuple(edges))
 

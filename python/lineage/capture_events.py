@@ -78,6 +78,8 @@ class ExecutionEvent:
     error: str | None = None
     #: rows / bytes / files the execution's write reported (sent when OpenLineage is on)
     write_metrics: Mapping[str, Any] | None = None
+    #: a streaming micro-batch's ids: ``{"query_id", "run_id", "batch_id"}`` (None: not streaming)
+    stream: Mapping[str, Any] | None = None
 
     def read_plan(self) -> str | None:
         """The plan JSON; a temp file is read once and deleted."""
@@ -134,7 +136,8 @@ class ActionEvent:
                 ExecutionEvent(execution_id=int(x["execution_id"]), func=str(x.get("func", "")),
                                plan=x.get("plan"), plan_file=x.get("plan_file"),
                                plan_chars=int(x.get("plan_chars", 0)), walk_ms=float(x.get("walk_ms", 0.0)),
-                               error=x.get("error"), write_metrics=x.get("write_metrics"))
+                               error=x.get("error"), write_metrics=x.get("write_metrics"),
+                               stream=stream_ids(x.get("stream")))
                 for x in d.get("executions", ()))
             event = ActionEvent(
                 application_id=str(d["application_id"]), application_name=str(d.get("application_name", "")),
@@ -156,6 +159,16 @@ class ActionEvent:
         for x in self.executions:
             if x.plan_file is not None:
                 discard_file(x.plan_file)
+
+
+def stream_ids(value: Any) -> Mapping[str, Any] | None:
+    """A micro-batch's ids as the listener sent them (checked: a malformed event is refused)."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping) or not isinstance(value.get("query_id"), str) \
+            or isinstance(value.get("batch_id"), bool) or not isinstance(value.get("batch_id"), int):
+        raise ValueError(f"stream ids {value!r}")
+    return {"query_id": value["query_id"], "run_id": str(value.get("run_id", "")), "batch_id": value["batch_id"]}
 
 
 def discard_file(path: str) -> None:

@@ -17,6 +17,7 @@ WRITE_KINDS = frozenset({
     "CreateDataSourceTableAsSelectCommand", "CreateHiveTableAsSelectCommand",
     "OptimizedCreateHiveTableAsSelectCommand", "AppendData", "OverwriteByExpression",
     "OverwritePartitionsDynamic", "CreateTableAsSelect", "ReplaceTableAsSelect", "SaveAsV1TableCommand",
+    "WriteToMicroBatchDataSource",  # a streaming micro-batch into a V2 table (its `relation`)
 })
 
 # ---- datasets -------------------------------------------------------------------------------
@@ -107,7 +108,7 @@ def write_target(p: Pass, node: PlanNode) -> Dataset | None:
         v = a.get(key)
         if isinstance(v, Mapping) and v.get("t") == "CatalogTable":
             return catalog_table(v)
-    for key in ("table", "logicalRelation", "name"):
+    for key in ("table", "logicalRelation", "name", "relation"):
         idx = node.plans.get(key)
         if idx is not None and idx in p.datasets:
             return p.datasets[idx]

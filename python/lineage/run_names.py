@@ -17,6 +17,7 @@ from .model import Dataset, DatasetKind
 #: root plan node kind -> command (snake case, as in the job name)
 COMMANDS: Mapping[str, str] = {
     "AppendData": "insert_into",
+    "WriteToMicroBatchDataSource": "streaming_write",  # a micro-batch of a streaming query (one run each)
     "InsertIntoHiveTable": "insert_into",
     "InsertIntoDataSourceCommand": "insert_into",
     "OverwriteByExpression": "insert_overwrite",
@@ -50,7 +51,8 @@ COMMANDS: Mapping[str, str] = {
 #: a command whose name is kept when a nested execution of the same action names another
 #: (CTAS = ``create`` + ``inner data writing``: the run is a create_table_as_select)
 _RANK = {"create_table_as_select": 3, "replace_table_as_select": 3, "merge_into": 3, "insert_overwrite": 2,
-         "insert_overwrite_directory": 2, "create_view": 2, "alter_view": 2, "insert_into": 1, "save": 1}
+         "insert_overwrite_directory": 2, "create_view": 2, "alter_view": 2, "insert_into": 1, "save": 1,
+         "streaming_write": 1}
 QUERY = "query"
 
 

@@ -77,6 +77,9 @@ class Run:
     #: the columns of the run's one written dataset, in order (those without any source too: an
     #: exported event lists them with empty ``inputFields``); empty when unknown or several written
     columns: tuple[str, ...] = ()
+    #: a streaming micro-batch (one run per batch): its query's id (kept in the checkpoint) and batch id
+    stream_query_id: str | None = None
+    batch_id: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = self._fields()
@@ -90,7 +93,9 @@ class Run:
                 "user": self.user, "start_ms": self.start_ms, "end_ms": self.end_ms,
                 "status": self.status.value, "operation": self.operation, "sql": self.sql,
                 "error": self.error, "table_level": self.table_level, "job": self.job, "kind": self.kind,
-                "session_id": self.session_id, "client_kind": self.client_kind, "client_type": self.client_type}
+                "session_id": self.session_id, "client_kind": self.client_kind, "client_type": self.client_type,
+                **({"stream_query_id": self.stream_query_id, "batch_id": self.batch_id}
+                   if self.stream_query_id is not None else {})}
 
     @staticmethod
     def from_dict(d: dict[str, Any]) -> Run:
@@ -100,7 +105,8 @@ class Run:
                    status=RunStatus(d["status"]), operation=d.get("operation", ""), sql=d.get("sql"),
                    error=d.get("error"), table_level=d.get("table_level"), job=d.get("job") or "",
                    kind=d.get("kind") or "", session_id=d.get("session_id"), client_kind=d.get("client_kind"),
-                   client_type=d.get("client_type"), columns=tuple(d.get("columns") or ()))
+                   client_type=d.get("client_type"), columns=tuple(d.get("columns") or ()),
+                   stream_query_id=d.get("stream_query_id"), batch_id=d.get("batch_id"))
 
 
 @dataclass(frozen=True)

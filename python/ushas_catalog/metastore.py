@@ -37,9 +37,11 @@ from .catalog.commits import Mutation
 from .catalog.core import CatalogCore
 from .catalog.partitions import PARTITION_BATCH
 from .catalog.values import FORMATS, RESERVED_PROPERTIES, UNSET
+from .changes import streams as stream_progress
 from .changes.feed import Change, ChangeFeed
 from .errors import UshasError
 from .keyspace.layout import Layout
+from .model.names import NameLike, TableName
 from .keyspace.tree import KeySpacePath
 from .kv import Database, Transaction
 from .metadata import sync as metadata_sync
@@ -83,6 +85,9 @@ class Metastore(CatalogCore):
         self.hooks.on_commit(partition_tags.index_commit)
         self.hooks.on_commit(lambda tr, m: self._metadata_commit(tr, m))
         self.hooks.on_commit(lambda tr, m: self.change_feed.record(tr, m))
+        # a micro-batch of a streaming write commits once (ushas_catalog.changes.streams)
+        self.hooks.on_commit(lambda tr, m: stream_progress.record(tr, self.project_path, m, self.user))
+        self.hooks.on_purge(lambda tr, path: stream_progress.on_purge(tr, self.project_path, path))
         self.hooks.on_removal(lambda tr, **event: self.change_feed.record_removal(tr, **event))
         self.hooks.on_purge(lambda tr, path: self._metadata_purge(tr, path))
         self.hooks.after_run(self._after_run)
@@ -99,6 +104,14 @@ class Metastore(CatalogCore):
         """The project's change events after cursor ``since``, in commit order (see
         :mod:`ushas_catalog.changes.feed`); ``follow`` keeps polling for new ones."""
         return self.change_feed.changes(since, follow=follow, poll_interval=poll_interval, batch=batch, stop=stop)
+
+    # ---- streaming writers (ushas_catalog.changes.streams) --------------------------------------
+    def streams(self, name: NameLike) -> list[stream_progress.StreamProgress]:
+        """The streaming queries that committed micro-batches into table ``name``, each with its last
+        committed batch (the batch a restarted query skips up to)."""
+        tn = TableName.parse(name)
+        return self.run(lambda tr: stream_progress.list_progress(tr, self.project_path,
+                                                                 self.resolver.table(tr, tn).id))
 
     # ---- metadata & search (issue 6): SYSTEM metadata, Spark-mirrored USER metadata, index --
     def _metadata_commit(self, tr: Transaction, m: Mutation) -> None:

@@ -177,6 +177,7 @@ RULES: dict[str, Rule] = {
     "touch_table": _r(MODIFY, RELATION),
     "write_table_files": _r(MODIFY, RELATION),
     "table_data_files": _r(SELECT, RELATION),
+    "streams": _r(SELECT, RELATION),  # the streaming queries writing into a table (changes.streams)
     # partitions
     "add_partitions": _r(MODIFY, RELATION), "drop_partitions": _r(MODIFY, RELATION),
     "replace_partitions": _r(MODIFY, RELATION),

@@ -77,6 +77,7 @@ OBJECT_ID = Subspace("objectId")
 WRITE_ID = Subspace("writeId")
 OPERATION_ID = Subspace("operationId")
 TOKEN_ID = Subspace("tokenId")
+QUERY_ID = Subspace("queryId")
 CONTAINER = Subspace("container")
 MEMBER = Subspace("member")
 PRINCIPAL = Subspace("principal")
@@ -174,6 +175,8 @@ DATA_GARBAGE = RecordSubspace("DataGarbage", DataGarbage, ("tableId", "time", "i
 WRITE_OUTCOME = RecordSubspace("WriteOutcome", WriteOutcome, ("writeId",))
 PENDING_WORK = RecordSubspace("PendingWork", PendingWork, ("operationId",))
 SERVICE_TOKEN = Subspace("ServiceToken", codec=Codec.JSON)
+# streaming writers (ushas_catalog.changes.streams): the last micro-batch each query committed per table
+STREAM_PROGRESS = Subspace("StreamProgress", codec=Codec.JSON)
 # change hooks (ushas_catalog.hooks): definitions, progress, deliveries, dead letters, by hook name
 HOOK = Subspace("Hook")
 HOOK_NAME = Subspace("hookName")
@@ -385,6 +388,9 @@ def build_tree() -> Directory:
                  doc="(writeId) -> WriteOutcome: a fenced write COMMITTED (its answer) or ABORTED (why)"),
         constant(PENDING_WORK, "P", typed(OPERATION_ID, KeyType.UUID),
                  doc="(operationId) -> PendingWork: an operation bigger than one transaction, in chunks"),
+        constant(STREAM_PROGRESS, "Sq", typed(TABLE_ID, KeyType.UUID, typed(QUERY_ID, KeyType.STRING)),
+                 doc="(tableId, queryId) -> JSON: the last micro-batch a streaming query committed into "
+                     "a table (written in that commit's transaction: a batch commits once)"),
         constant(SERVICE_TOKEN, "S", typed(TOKEN_ID, KeyType.STRING),
                  doc="(tokenId) -> JSON: an API token of ushas serve (its secret hashed), ushas tokens"),
         constant(HOOK, "Hk", *HOOK_CHILDREN,

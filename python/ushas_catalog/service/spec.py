@@ -134,7 +134,9 @@ def schemas() -> dict[str, Any]:
                "operation": STR, "sql": NSTR, "error": NSTR, "table_level": NSTR, "job": STR, "kind": STR},
               {"access": {"type": "string", "enum": ["read", "write"]}, "producer": STR,
                # the Spark Connect / Thrift server client the run was for (docs/servers.md)
-               "session_id": NSTR, "client_kind": NSTR, "client_type": NSTR})
+               "session_id": NSTR, "client_kind": NSTR, "client_type": NSTR,
+               # a streaming micro-batch's run (docs/streaming.md)
+               "stream_query_id": NSTR, "batch_id": NINT})
     dataset_ref = obj({"name": STR}, {"kind": STR, "dropped": BOOL, "table_id": STR, "path": STR,
                                       "partition": STRMAP})
     return {

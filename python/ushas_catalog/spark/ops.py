@@ -7,8 +7,10 @@ the OPS table at the end names them all in one place.
 """
 from __future__ import annotations
 
+import uuid
 from typing import Any, Callable
 
+from ..changes.streams import StreamBatch, committed_before
 from ..model.data_files import DataFile
 from ..errors import InvalidArgument, NoSuchNamespace, NoSuchTable, NoSuchView, StoreReadOnly
 from ..data.locations import check_free
@@ -516,8 +518,14 @@ def _fenced_commit_write(ms: Any, ctx: SparkCtx, name: tuple[str, str, str], r: 
     done = check_fence(ms, fence, ".".join(name))
     if done is not None:  # a retry of a commit that went through: its answer, nothing applied again
         return _committed_answer(done)
+    batch = StreamBatch.of(r)
     for attempt in range(_WRITE_ATTEMPTS):
         info = ms.get_table(name)
+        if batch is not None:  # a micro-batch run again after a restart: committed once, by its first run
+            before = ms.run(lambda tr: committed_before(tr, ms.project_path, uuid.UUID(info.id), batch))
+            if before is not None:
+                return {"registered": 0, "version": before.version, "batch_committed_before": True,
+                        "last_batch": before.last_batch}
         location = qualify(location_of(ctx, info))
         if location.rstrip("/") != qualify(r["location"]).rstrip("/"):
             raise InvalidArgument(f"{'.'.join(name)} is now at {info.location}, not {r['location']}: "
@@ -570,6 +578,9 @@ def _commit_write(ms: Any, name: tuple[str, str, str], info: Any, r: Request, fe
     base = r.get("base_version")
     check = int(base) if base is not None and mode != "append" else None
     detail = {"job_id": r.get("job_id"), "mode": mode}
+    batch = StreamBatch.of(r)
+    if batch is not None:
+        detail.update(batch.detail())  # history shows it; the commit hook records the query's progress
     old_stats: dict[str, int | None] = {}
     old_files = None
     if not partition_by:

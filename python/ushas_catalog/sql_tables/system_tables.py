@@ -349,7 +349,7 @@ def _runs(ctx: ReadContext, filters: Filters, token: Any) -> Rows:
             continue
         yield k.hex(), [str(r.run_id), r.application_id, r.application_name, r.execution_id, r.job, r.kind,
                         r.status.value, r.user, r.start_ms * 1000, r.end_ms * 1000, r.sql, r.error, r.table_level,
-                        r.session_id, r.client_kind, r.client_type]
+                        r.session_id, r.client_kind, r.client_type, r.stream_query_id, r.batch_id]
 
 
 def _dataset_access(ctx: ReadContext, filters: Filters, token: Any) -> Rows:
@@ -439,7 +439,9 @@ TABLES: dict[str, TableDef] = {t.name: t for t in (
                       Column("error", "string"), Column("table_level", "string"),
                       Column("session_id", "string", "the Spark Connect / JDBC session that ran it"),
                       Column("client_kind", "string", "connect, jdbc, or null for a classic session"),
-                      Column("client_type", "string", "the client's type as it reported it")),
+                      Column("client_type", "string", "the client's type as it reported it"),
+                      Column("stream_query_id", "string", "a streaming micro-batch's query id"),
+                      Column("batch_id", "long", "a streaming micro-batch's batch id")),
              "one row per captured run, by end time (``ushas lineage run``)", _runs, "end_time (bounds)"),
     TableDef("dataset_access", (Column("dataset", "string"), Column("table_id", "string"),
                                 Column("access", "string", "read or write"), Column("time", "timestamp"),
@@ -484,3 +486,7 @@ TABLES.update(OBJECT_TABLES)
 from .branch_table import BRANCHES  # noqa: E402 - branches of the catalogs (docs/branches.md)
 
 TABLES[BRANCHES.name] = BRANCHES
+
+from .stream_table import STREAMS  # noqa: E402 - streaming writers (docs/streaming.md)
+
+TABLES[STREAMS.name] = STREAMS

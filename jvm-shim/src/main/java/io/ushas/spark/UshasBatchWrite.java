@@ -188,6 +188,27 @@ final class UshasBatchWrite implements BatchWrite {
         UshasBatchWrite write = new UshasBatchWrite(table, mode, filters, job, description, committer, jobId, root,
                 staging, baseVersion, stringPartitions.stream().mapToInt(Integer::intValue).toArray());
         write.staged = staged;
+        // a batch write that commits once per (stream id, batch id): foreachBatch's idempotent writes
+        // (options ushas.streamId / ushas.batchId, as Delta's txnAppId / txnVersion)
+        String streamId = info.options().get(STREAM_ID_OPTION);
+        String batchId = info.options().get(BATCH_ID_OPTION);
+        if (streamId != null || batchId != null) {
+            if (streamId == null || batchId == null) {
+                throw Errors.invalidArgument("a write with " + (streamId == null ? BATCH_ID_OPTION : STREAM_ID_OPTION)
+                        + " needs " + (streamId == null ? STREAM_ID_OPTION : BATCH_ID_OPTION) + " too");
+            }
+            long id;
+            try {
+                id = Long.parseLong(batchId.trim());
+            } catch (NumberFormatException e) {
+                throw Errors.invalidArgument("option " + BATCH_ID_OPTION + " must be a non-negative integer, not '"
+                        + batchId + "'");
+            }
+            if (id < 0) {
+                throw Errors.invalidArgument("option " + BATCH_ID_OPTION + " must be a non-negative integer, not " + id);
+            }
+            write.forMicroBatch(streamId, id);
+        }
         return write;
     }
 
@@ -204,6 +225,26 @@ final class UshasBatchWrite implements BatchWrite {
 
     /** An atomic CTAS / RTAS: the staged table's commit registers this write's files (null: this write does). */
     private UshasStagedTable staged;
+
+    static final String STREAM_ID_OPTION = "ushas.streamId";
+    static final String BATCH_ID_OPTION = "ushas.batchId";
+
+    /** A micro-batch of a streaming query (UshasStreamingWrite): its query id (null: not streaming) and batch id. */
+    private String streamQueryId;
+    private long streamBatchId = -1;
+
+    UshasBatchWrite forMicroBatch(String queryId, long batchId) {
+        this.streamQueryId = queryId;
+        this.streamBatchId = batchId;
+        return this;
+    }
+
+    /** The micro-batch was committed before (a re-run after a restart): this run registered nothing. */
+    private volatile boolean alreadyCommitted;
+
+    boolean alreadyCommitted() {
+        return alreadyCommitted;
+    }
 
     /** The Write whose commit statistics this batch reports (rows, bytes, files registered). */
     private UshasWrite owner;
@@ -267,7 +308,12 @@ final class UshasBatchWrite implements BatchWrite {
             r.put("mode", mode);
             r.put("job_id", jobId);
             r.put("rows", rows);
-            if (baseVersion >= 0) r.put("base_version", baseVersion);
+            if (streamQueryId != null) {  // a micro-batch: committed once per (query id, batch id); complete
+                r.put("query_id", streamQueryId);  // mode replaces the table's rows whatever came since the
+                r.put("batch_id", streamBatchId);  // query loaded the table (no base version)
+            } else if (baseVersion >= 0) {
+                r.put("base_version", baseVersion);
+            }
             ArrayNode fs_ = r.putArray("filters");
             for (Filter f : filters) fs_.add(Rows.filter(f));
             if (staged != null) {  // the files are named in the staged write's entry before they are placed
@@ -359,6 +405,10 @@ final class UshasBatchWrite implements BatchWrite {
         }
         JsonNode error = answer.get("error");
         if (error != null && !error.isNull()) throw Errors.toSpark(error, table.ident(), null);
+        if (answer.path("batch_committed_before").asBoolean(false)) {
+            alreadyCommitted = true;  // this re-run's files are taken back out: the first run's are the table's
+            return false;
+        }
         return true;
     }
 

@@ -211,6 +211,10 @@ public final class UshasLineageListener extends SparkListener implements QueryEx
                     QueryExecution qe = lastQe;
                     lastQe = null;
                     complete(end, lastFunc, qe, lastError);
+                } else if (MicroBatches.isMicroBatch(e.qe())) {
+                    // a streaming micro-batch: Spark calls no QueryExecutionListener for it; its end is the run
+                    complete(end, "microBatch", e.qe(), e.executionFailure().isDefined()
+                            ? new RuntimeException(e.executionFailure().get().toString()) : null);
                 } else if (e.qe() != null) {
                     parkedEnds.addLast(end);  // its callback comes next (or it is another session's)
                     while (parkedEnds.size() > 64) parkedEnds.removeFirst();
@@ -232,6 +236,8 @@ public final class UshasLineageListener extends SparkListener implements QueryEx
         String sql = sqlText(qe);
         if (sql != null) x.put("sql", sql);
         if (error == null && ClientSessions.isCommandResult(qe)) x.put("command_result", true);
+        ObjectNode stream = MicroBatches.ids(qe);
+        if (stream != null) x.set("stream", stream);
         ship(end.id, end.root, x, clients.of(end.id, end.root), qe);
     }
 

@@ -94,7 +94,8 @@ public class UshasTable extends DelegatingTable
     /** A real V2 batch write ({@link UshasBatchWrite}): append, truncate, overwrite by partition
      *  filter and dynamic partition overwrite. */
     static final Set<TableCapability> WRITE_CAPABILITIES = EnumSet.of(TableCapability.BATCH_WRITE,
-            TableCapability.TRUNCATE, TableCapability.OVERWRITE_BY_FILTER, TableCapability.OVERWRITE_DYNAMIC);
+            TableCapability.TRUNCATE, TableCapability.OVERWRITE_BY_FILTER, TableCapability.OVERWRITE_DYNAMIC,
+            TableCapability.STREAMING_WRITE);
 
     /**
      * The table as a write target. Spark turns a {@link DelegatingTable} it resolves by name into a V1

@@ -86,6 +86,17 @@ final class UshasWrite implements Write, RequiresDistributionAndOrdering {
         committed = new long[] {rows, bytes, files};
     }
 
+    /** A streaming query's writes, a micro-batch at a time ({@link UshasStreamingWrite}): append, or
+     *  complete mode (truncate: each batch replaces the table's rows). */
+    @Override
+    public org.apache.spark.sql.connector.write.streaming.StreamingWrite toStreaming() {
+        if (!"append".equals(mode) && !"truncate".equals(mode)) {
+            throw Errors.invalidArgument("a streaming write into " + table.name() + " appends (output mode append) "
+                    + "or replaces the table's rows (complete), not " + mode);
+        }
+        return new UshasStreamingWrite(table, info, mode, this);
+    }
+
     @Override
     public BatchWrite toBatch() {
         return UshasBatchWrite.create(table, info, mode, filters, staged).reportingTo(this);
