@@ -284,6 +284,13 @@ def test_writes_append_but_never_remove_hidden_rows(spark: Any, rm: Any) -> None
         .overwritePartitions(),
         lambda: spark.sql(f"TRUNCATE TABLE {bob}.db.w"),
         lambda: spark.sql(f"ALTER TABLE {bob}.db.w DROP PARTITION (region = 'US')"),
+        # row-level statements (docs/row-level.md): also a metadata-only DELETE of a whole partition
+        lambda: spark.sql(f"DELETE FROM {bob}.db.w WHERE id = 1"),
+        lambda: spark.sql(f"DELETE FROM {bob}.db.w WHERE region = 'US'"),
+        lambda: spark.sql(f"DELETE FROM {bob}.db.w"),
+        lambda: spark.sql(f"UPDATE {bob}.db.w SET id = id + 100"),
+        lambda: spark.sql(f"MERGE INTO {bob}.db.w t USING (SELECT 2 AS id) s ON t.id = s.id "
+                          f"WHEN MATCHED THEN DELETE"),
     ]
     for run in removals:
         text = denied(run)
@@ -292,6 +299,24 @@ def test_writes_append_but_never_remove_hidden_rows(spark: Any, rm: Any) -> None
     assert {r.id for r in spark.table(f"{carol}.db.w").collect()} == {1, 2, 3, 4, 5}
     spark.sql(f"INSERT OVERWRITE {carol}.db.w PARTITION (region = 'US') VALUES (6)")  # exempt
     assert {r.id for r in spark.table(f"{carol}.db.w").collect()} == {1, 3, 5, 6}
+    spark.sql(f"DELETE FROM {carol}.db.w WHERE id = 6")  # exempt: a row-level statement as anyone's
+    assert {r.id for r in spark.table(f"{carol}.db.w").collect()} == {1, 3, 5}
+
+
+def test_a_masked_user_may_not_update_delete_or_merge(spark: Any, rm: Any) -> None:
+    """Without a row filter, column masks alone refuse row-level statements: they would read the raw
+    values (UPDATE t SET visible = masked copies them where the user sees them)."""
+    adm, bob = rm.adm, rm.bob
+    spark.sql(f"CREATE TABLE {adm}.db.m (id INT, note STRING, ssn STRING) USING parquet")
+    spark.sql(f"INSERT INTO {adm}.db.m VALUES (1, 'n', '111-22-3333')")
+    spark.sql(f"CALL {adm}.system.set_column_mask('db.m', 'ssn', \"'***'\", 'role:auditors')").collect()
+    rm.ms.grant("MODIFY", ("main", "db", "m"), "user:bob")
+    for sql in (f"UPDATE {bob}.db.m SET note = ssn", f"DELETE FROM {bob}.db.m WHERE ssn = '111-22-3333'",
+                f"MERGE INTO {bob}.db.m t USING (SELECT 1 AS id) s ON t.id = s.id WHEN MATCHED THEN "
+                f"UPDATE SET note = t.ssn"):
+        text = denied(lambda: spark.sql(sql))
+        assert "[USHAS_RowPolicy]" in text and "column masks" in text, text
+    assert [tuple(r) for r in spark.sql(f"SELECT note, ssn FROM {rm.carol}.db.m").collect()] == [("n", "111-22-3333")]
 
 
 def test_a_share_reads_through_the_owners_policy(spark: Any, rm: Any, spark_dirs: dict[str, Path]) -> None:

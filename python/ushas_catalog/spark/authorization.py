@@ -99,7 +99,7 @@ OP_RULES: dict[str, Callable[[Request], Requirement | None]] = {
     # writes: MODIFY covers what they read and write (a writer need not hold SELECT); ending a write is
     # anyone's (it only discards that write's files)
     **{op: _modify for op in ("check_write", "commit_write", "commit_files", "truncate", "add_partitions",
-                              "drop_partitions", "replace_partition_metadata", "repair")},
+                              "drop_partitions", "replace_partition_metadata", "repair", "delete_where")},
     "abort_write": lambda r: Requirement(ANYONE, CATALOG, covers=True),
     "write_outcome": lambda r: Requirement(ANYONE, CATALOG, covers=True),
     "rows_table": _rows, "rows_page": _rows,

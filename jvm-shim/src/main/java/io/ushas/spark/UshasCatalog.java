@@ -323,7 +323,8 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces,
         Table t = loadTable(ident);
         JsonNode refused = t instanceof UshasTable u ? u.answer().get("write_error") : null;  // a shared table
         if (refused != null && !refused.isNull()) throw Errors.toSpark(refused, ident, null);
-        return t instanceof UshasTable u ? u.forWrite() : t;
+        // DELETE / UPDATE / MERGE (and INSERT) plan against a row-level target (UshasRowLevel)
+        return t instanceof UshasTable u ? new UshasRowLevel.Target(u) : t;
     }
 
     @Override
