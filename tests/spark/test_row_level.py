@@ -147,3 +147,4 @@ def test_a_row_level_statement_on_a_missing_table_or_column_gets_sparks_error(sp
             spark.sql(sql).collect()
         assert str(getattr(caught.value, "getCondition", lambda: "")()) == expected, sql
     assert spark.sql(f"SELECT count(*) AS n FROM {t}").first().n == len(TARGET)
+
