@@ -419,12 +419,14 @@ final class UshasRowLevel {
             SparkSession spark = SparkSession.active();
             FileFormat format = UshasSource.fileFormat(table.answer().get("format").asText(), SQLConf.get());
             Map<String, String> options = readOptions(table);
-            options.put(FileFormat$.MODULE$.OPTION_RETURNING_BATCH(), "false");
+            // the format's vectorized reader hands whole batches when it can (parquet, orc), as Spark's scans
+            boolean columnar = format.supportBatch(spark, readSchema);
+            options.put(FileFormat$.MODULE$.OPTION_RETURNING_BATCH(), String.valueOf(columnar));
             scala.Function1<PartitionedFile, scala.collection.Iterator<InternalRow>> read =
                     format.buildReaderWithPartitionValues(spark, dataSchema, op.table.partitionSchema(), dataSchema,
                             CollectionConverters.asScala(List.<Filter>of()).toList(), scalaMap(options),
                             hadoopConf(spark, table));
-            return new Reader(read);
+            return new Reader(read, columnar);
         }
     }
 
@@ -447,12 +449,54 @@ final class UshasRowLevel {
     private record FilePart(PartitionedFile file) implements InputPartition {
     }
 
-    /** Reads one file with the format's reader (rows, not columnar batches), partition values appended. */
+    /** Reads one file with the format's reader (columnar batches when it returns them), partition values
+     *  appended. */
     private static final class Reader implements PartitionReaderFactory, Serializable {
         private final scala.Function1<PartitionedFile, scala.collection.Iterator<InternalRow>> read;
+        private final boolean columnar;
 
-        Reader(scala.Function1<PartitionedFile, scala.collection.Iterator<InternalRow>> read) {
+        Reader(scala.Function1<PartitionedFile, scala.collection.Iterator<InternalRow>> read, boolean columnar) {
             this.read = read;
+            this.columnar = columnar;
+        }
+
+        @Override
+        public boolean supportColumnarReads(InputPartition partition) {
+            return columnar;
+        }
+
+        /** The format's reader returns its batches through its row iterator (Spark's FileScanRDD does the same). */
+        @Override
+        public PartitionReader<org.apache.spark.sql.vectorized.ColumnarBatch> createColumnarReader(InputPartition partition) {
+            @SuppressWarnings("unchecked")
+            scala.collection.Iterator<Object> batches = (scala.collection.Iterator<Object>) (Object)
+                    read.apply(((FilePart) partition).file());
+            return new PartitionReader<>() {
+                private org.apache.spark.sql.vectorized.ColumnarBatch current;
+
+                @Override
+                public boolean next() {
+                    if (!batches.hasNext()) return false;
+                    current = (org.apache.spark.sql.vectorized.ColumnarBatch) batches.next();
+                    return true;
+                }
+
+                @Override
+                public org.apache.spark.sql.vectorized.ColumnarBatch get() {
+                    return current;
+                }
+
+                @Override
+                public void close() {
+                    if (batches instanceof java.io.Closeable c) {
+                        try {
+                            c.close();
+                        } catch (java.io.IOException ignored) {
+                            // the task ends anyway
+                        }
+                    }
+                }
+            };
         }
 
         @Override
