@@ -315,6 +315,13 @@ def test_writes_append_but_never_remove_hidden_rows(spark: Any, rm: Any) -> None
         lambda: spark.sql(f"TRUNCATE TABLE {bob}.db.w"),
         lambda: spark.sql(f"ALTER TABLE {bob}.db.w DROP PARTITION (region = 'US')"),
         lambda: spark.sql(f"CALL {bob}.system.restore_table('db.w', 1)").collect(),
+        # row-level statements (docs/row-level.md): also a metadata-only DELETE of a whole partition
+        lambda: spark.sql(f"DELETE FROM {bob}.db.w WHERE id = 1"),
+        lambda: spark.sql(f"DELETE FROM {bob}.db.w WHERE region = 'US'"),
+        lambda: spark.sql(f"DELETE FROM {bob}.db.w"),
+        lambda: spark.sql(f"UPDATE {bob}.db.w SET id = id + 100"),
+        lambda: spark.sql(f"MERGE INTO {bob}.db.w t USING (SELECT 2 AS id) s ON t.id = s.id "
+                          f"WHEN MATCHED THEN DELETE"),
     ]
     for run in removals:
         text = denied(run)
@@ -323,6 +330,24 @@ def test_writes_append_but_never_remove_hidden_rows(spark: Any, rm: Any) -> None
     assert {r.id for r in spark.table(f"{carol}.db.w").collect()} == {1, 2, 3, 4, 5}
     spark.sql(f"INSERT OVERWRITE {carol}.db.w PARTITION (region = 'US') VALUES (6)")  # exempt
     assert {r.id for r in spark.table(f"{carol}.db.w").collect()} == {1, 3, 5, 6}
+    spark.sql(f"DELETE FROM {carol}.db.w WHERE id = 6")  # exempt: a row-level statement as anyone's
+    assert {r.id for r in spark.table(f"{carol}.db.w").collect()} == {1, 3, 5}
+
+
+def test_a_masked_user_may_not_update_delete_or_merge(spark: Any, rm: Any) -> None:
+    """Without a row filter, column masks alone refuse row-level statements: they would read the raw
+    values (UPDATE t SET visible = masked copies them where the user sees them)."""
+    adm, bob = rm.adm, rm.bob
+    spark.sql(f"CREATE TABLE {adm}.db.m (id INT, note STRING, ssn STRING) USING parquet")
+    spark.sql(f"INSERT INTO {adm}.db.m VALUES (1, 'n', '111-22-3333')")
+    spark.sql(f"CALL {adm}.system.set_column_mask('db.m', 'ssn', \"'***'\", 'role:auditors')").collect()
+    rm.ms.grant("MODIFY", ("main", "db", "m"), "user:bob")
+    for sql in (f"UPDATE {bob}.db.m SET note = ssn", f"DELETE FROM {bob}.db.m WHERE ssn = '111-22-3333'",
+                f"MERGE INTO {bob}.db.m t USING (SELECT 1 AS id) s ON t.id = s.id WHEN MATCHED THEN "
+                f"UPDATE SET note = t.ssn"):
+        text = denied(lambda: spark.sql(sql))
+        assert "[USHAS_RowPolicy]" in text and "column masks" in text, text
+    assert [tuple(r) for r in spark.sql(f"SELECT note, ssn FROM {rm.carol}.db.m").collect()] == [("n", "111-22-3333")]
 
 
 def test_statistics_of_hidden_rows_are_withheld(spark: Any, rm: Any) -> None:
@@ -437,3 +462,28 @@ def test_a_share_reads_through_the_owners_policy(spark: Any, rm: Any, spark_dirs
         spark.conf.set(f"spark.sql.catalog.{mount}{key}", value)
     assert rows(spark.table(f"{mount}.db.people")) == BOB
     assert rows(spark.sql(f"SELECT * FROM {mount}.db.people")) == BOB
+
+
+def test_reads_as_of_a_version_go_through_the_policies_in_force_now(spark: Any, rm: Any,
+                                                                    spark_dirs: dict[str, Path]) -> None:
+    """Version 2 (the append) is older than the row filter and the mask: bob still reads through them;
+    a user without SELECT reads no version."""
+    dave = user_catalog(spark, "rdave", uri=f"sqlite:///{spark_dirs['store']}", project=rm.project,
+                        warehouse=str(spark_dirs["warehouse"]), user="dave")
+    for query in (f"SELECT * FROM {dave}.db.people VERSION AS OF 2", f"SELECT * FROM {dave}.db.people"):
+        with pytest.raises(Exception, match="INSUFFICIENT_PERMISSIONS"):
+            spark.sql(query).collect()
+    for t in (rm.bob, rm.carol):
+        history = spark.sql(f"SELECT version, operation FROM {t}.db.people.history").collect()
+        assert (history[1].version, history[1].operation) == (2, "APPEND")
+    assert rows(spark.sql(f"SELECT * FROM {rm.bob}.db.people VERSION AS OF 2")) == BOB
+    assert rows(spark.read.option("versionAsOf", "2").table(f"{rm.bob}.db.people")) == BOB
+    assert rows(spark.sql(f"SELECT * FROM {rm.bob}.db.people TIMESTAMP AS OF current_timestamp()")) == BOB
+    assert rows(spark.sql(f"SELECT * FROM {rm.carol}.db.people VERSION AS OF 2")) == ALL
+    # a tag is a change to the table: bob (SELECT only) may not make one
+    error = None
+    try:
+        spark.sql(f"CALL {rm.bob}.system.create_tag('db.people', 'mine', 2)").collect()
+    except Exception as e:  # noqa: BLE001 - the condition is checked below
+        error = str(getattr(e, "getCondition", lambda: "")())
+    assert error == "INSUFFICIENT_PERMISSIONS"

@@ -178,6 +178,12 @@ RULES: dict[str, Rule] = {
     "write_table_files": _r(MODIFY, RELATION),
     "table_data_files": _r(SELECT, RELATION),
     "streams": _r(SELECT, RELATION),  # the streaming queries writing into a table (changes.streams)
+    # reads as of a version and named versions (catalog.time_travel): a tag keeps files from purge
+    "table_as_of": _r(SELECT, RELATION), "files_as_of": _r(SELECT, RELATION),
+    "first_readable_version": _r(SELECT, RELATION), "list_tags": _r(SELECT, RELATION),
+    "tagged_files": _r(SELECT, RELATION),
+    "create_tag": _r(MODIFY, RELATION), "drop_tag": _r(MODIFY, RELATION),
+    "mark_purged": _r(MODIFY, RELATION),
     # partitions
     "add_partitions": _r(MODIFY, RELATION), "drop_partitions": _r(MODIFY, RELATION),
     "replace_partitions": _r(MODIFY, RELATION),

@@ -16,9 +16,10 @@ from .access import AccessOps
 from .partition_tags import PartitionTagOps
 from .branches import BranchOps
 from .row_policies import RowPolicyOps
+from .time_travel import TimeTravelOps
 
 
 class CatalogCore(NamespaceOps, RestoreOps, StatisticsOps, TableOps, ViewOps, PartitionOps, ProjectOps,
                   ViewSchemaOps, FunctionOps, AccessOps,
-                  PartitionTagOps, RowPolicyOps, BranchOps):
+                  PartitionTagOps, RowPolicyOps, BranchOps, TimeTravelOps):
     """Catalogs, databases, tables, views and partitions of one project, each call one transaction."""

@@ -2,8 +2,9 @@
 its schema, its properties and its partitions (with their file lists), as ONE new commit, ``RESTORE``,
 so the restore is itself a version in history and another restore undoes it.
 
-What is not restored: the storage (format, location: the data stays where it is) and an unpartitioned
-table's file list and size statistics (the catalog keeps no history of them). Partition columns cannot
+What is not restored: the storage (format, location: the data stays where it is). An unpartitioned
+table's file list (and its size statistics) is restored when the catalog kept it for that version
+(``TableDataFilesHistory``, :mod:`ushas_catalog.catalog.time_travel`), else left as it is. Partition columns cannot
 change (they are in every partition's key), so a version with other partition columns is refused.
 
 Files: a partition brought back reads the files its record lists; the files of the partitions it
@@ -21,8 +22,8 @@ from typing import Any
 from google.protobuf.message import Message
 
 from .. import records as rec
-from ..data.garbage import Garbage, garbage_store, record_garbage
-from ..errors import InvalidArgument
+from ..data.garbage import Garbage, data_file_records, garbage_store, record_garbage
+from ..errors import InvalidArgument, NoSuchVersion
 from ..kv import Transaction
 from ..model.data_files import from_records
 from ..model.names import NameLike, TableName
@@ -31,6 +32,8 @@ from .commits import Mutation
 from .history import HistoryOps
 from .resolver import ResolvedTable
 from .row_policies import keep_policies, refuse_row_removal
+from .table_data import record_files_change
+from .time_travel import table_files_at
 from .values import check_expected, copy_record, expect_version, now_micros
 
 #: an unpartitioned table's properties that describe its current files: never restored
@@ -87,7 +90,10 @@ class RestoreOps(HistoryOps):
                 previous["TableSchema"] = now_schema
                 ref.schema_id = restored.schema_id
             props = copy_record(past["TableProperties"])
+            files_restored = False
             if not now_schema.partition_columns:
+                files_restored = self._restore_files(tr, t, tn, target, v, current)
+            if not now_schema.partition_columns and not files_restored:
                 for key in FILE_STATS:
                     props.properties.pop(key, None)
                     if key in current["TableProperties"].properties:
@@ -104,7 +110,8 @@ class RestoreOps(HistoryOps):
             scheme = self.resolver.scheme(tr, t) if now_schema.partition_columns else None
             if scheme is not None:
                 added, gone, replaced = self._restore_partitions(tr, t, tn, scheme, target, v, current)
-            changed = tuple(previous) + (("TablePartition",) if added or gone else ())
+            changed = tuple(previous) + (("TablePartition",) if added or gone else ()) + \
+                (("TableDataFiles",) if files_restored else ())
             result = RestoreResult(None, target, "TableSchema" in previous, "TableProperties" in previous,
                                    len(added) - replaced, len(gone) - replaced, replaced)
             if not changed:
@@ -116,6 +123,27 @@ class RestoreOps(HistoryOps):
                                  result.partitions_added, result.partitions_dropped, result.partitions_replaced)
 
         return self.run(fn)
+
+    def _restore_files(self, tr: Transaction, t: ResolvedTable, tn: TableName, target: int, v: int,
+                       current: dict[str, Any]) -> bool:
+        """An unpartitioned table's file list as of ``target`` (its history: catalog.time_travel), when
+        the catalog kept it; the files it lets go are kept until purge. Whether it changed."""
+        try:
+            then = table_files_at(tr, t, target)
+        except NoSuchVersion:
+            return False  # not recorded then: the files stay as they are
+        store = t.store("TableDataFiles")
+        now = store.load(tr, ())
+        if then is None or now is None or {f.path for f in then} == {f.path for f in now.files}:
+            return False
+        store.save(tr, (), rec.DataFileList(files=data_file_records(then), version=v))
+        record_files_change(t.path, tr, v, now)
+        kept = {f.path for f in then}
+        if not current["TableStorage"].external:
+            released = Garbage(files=[f for f in from_records(now.files) if f.path not in kept])
+            record_garbage(tr, self.project_path, t.id, str(tn), "RESTORE", released, now_micros())
+        _keep_files(tr, self.project_path, t, kept)
+        return True
 
     def _restore_partitions(self, tr: Transaction, t: ResolvedTable, tn: TableName, scheme: PartitionScheme,
                             target: int, v: int, current: dict[str, Any]

@@ -19,7 +19,8 @@ from .row_policies import refuse_row_removal
 from .commits import Mutation
 from .resolver import ResolvedTable
 from .values import check_expected, copy_record, expect_version, now_micros, version_answer, version_of
-from ..keyspace.layout import TABLE_DATA_FILES, TABLE_PARTITION
+from ..keyspace.layout import TABLE_DATA_FILES, TABLE_DATA_FILES_HISTORY, TABLE_PARTITION
+from ..records.time_travel_pb2 import DataFileListChange
 
 
 class TableDataOps(MetastoreBase):
@@ -154,6 +155,7 @@ class TableDataOps(MetastoreBase):
                 store.delete(tr, ())
             else:
                 store.save(tr, (), rec.DataFileList(files=data_file_records(file_list), version=v))
+            record_files_change(t.path, tr, v, old_files)
             previous: dict[str, Message] = {}
             old_props = t.store("TableProperties").load(tr, ())
             props = copy_record(old_props)
@@ -179,7 +181,16 @@ def init_table_files(path: KeySpacePath, tr: Transaction, records: Sequence[Any]
     already in its directory (a dropped table's, kept until purge) are never read as its own."""
     store = RecordStore.at(path.add(TABLE_DATA_FILES))
     schema, storage = records[0], records[1]
+    if version > 1:  # a REPLACE: the old version's files stay readable as of it (catalog.time_travel)
+        record_files_change(path, tr, version, store.load(tr, ()))
     if storage.external or schema.partition_columns:
         store.delete(tr, ())
     else:
         store.save(tr, (), rec.DataFileList(version=version))
+
+
+def record_files_change(path: KeySpacePath, tr: Transaction, version: int, previous: Any) -> None:
+    """Keeps an unpartitioned table's file list as it was before commit ``version`` (None: not
+    recorded), so that reads as of an older version read exactly its files."""
+    change = DataFileListChange() if previous is None else DataFileListChange(previous=previous)
+    RecordStore.of(path, TABLE_DATA_FILES_HISTORY).save(tr, (version,), change)

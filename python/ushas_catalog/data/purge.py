@@ -332,6 +332,9 @@ def purge(ms: Any, name: Any = None, older_than: dt.timedelta | None = None) -> 
         [] if name is not None else ms.garbage(None, older_than))
     by_id = {t.id: t for t in live}
     done = []
+    now_micros = int(time.time() * 1e6)
+    tagged: dict[str, set[str]] = {}  # table id -> the files its tagged versions read (kept)
+    through: dict[str, int] = {}  # table id -> the newest replaced files deleted (catalog.time_travel)
     for e in entries:
         before = len(out.report.unreachable)
         if staged_write(e) is not None:  # a staged CTAS / RTAS that did not commit (ushas_catalog.data.staged)
@@ -343,8 +346,19 @@ def purge(ms: Any, name: Any = None, older_than: dt.timedelta | None = None) -> 
             if len(out.report.unreachable) == before:
                 done.append(e.key)
             continue
-        delete_local([f.path for f in e.files], out.report)
         table = by_id.get(str(e.table_id))
+        if table is not None and _retained(table, e.time_micros, now_micros):
+            continue  # younger than the table's ushas.retention: its versions stay readable
+        keep: set[str] = set()
+        if table is not None:
+            if table.id not in tagged:
+                tagged[table.id] = ms.tagged_files((table.catalog, table.database, table.name))
+            keep = tagged[table.id]
+        delete_local([f.path for f in e.files if f.path not in keep], out.report)
+        if table is not None and (e.files or e.directories):
+            through[table.id] = max(through.get(table.id, 0), e.time_micros)
+        if keep and any(f.path in keep for f in e.files):
+            continue  # a tagged version still reads some: the entry stays until the tag is dropped
         if e.directories and table is not None:
             keep = live_files(_table_files(ms, table))
             for d in e.directories:
@@ -355,12 +369,38 @@ def purge(ms: Any, name: Any = None, older_than: dt.timedelta | None = None) -> 
             done.append(e.key)
     ms.forget_garbage(done)
     out.garbage = len(done)
+    for tid, micros in through.items():
+        t = by_id[tid]
+        ms.mark_purged((t.catalog, t.database, t.name), micros)
     for t in live:
         if t.location:
             stale = stale_staging(t.location)
             delete_local(stale, out.report)
             out.staging += len(stale)
     return out
+
+
+#: the table property that keeps a table's replaced files (and so its old versions) at least this long
+RETENTION_PROPERTY = "ushas.retention"
+
+
+def retention_of(properties: Any) -> dt.timedelta | None:
+    """The table's ``ushas.retention`` (None: not set); a malformed value is an error naming it."""
+    from ..errors import InvalidArgument
+
+    text = properties.get(RETENTION_PROPERTY)
+    if text is None:
+        return None
+    try:
+        return parse_age(text)
+    except InvalidArgument as e:
+        raise InvalidArgument(f"table property {RETENTION_PROPERTY}={text!r}: {e}") from None
+
+
+def _retained(table: Any, time_micros: int, now_micros: int) -> bool:
+    """Whether replaced files let go at ``time_micros`` are within the table's ``ushas.retention``."""
+    retention = retention_of(table.properties)
+    return retention is not None and time_micros > now_micros - int(retention.total_seconds() * 1e6)
 
 
 def _purge_one(fn: Any, name: str, older_than: dt.timedelta | None, report: DeleteReport) -> int:

@@ -56,6 +56,7 @@ from ..records.share_pb2 import ShareRecord
 from ..records.branch_pb2 import BranchPoints, SubBranchRecord
 from ..records.work_pb2 import PendingWork
 from ..records.write_pb2 import WriteOutcome
+from ..records.time_travel_pb2 import DataFileListChange, PurgeMark, VersionTag
 
 # --- the directories: every name of the tree, declared once ------------------------------------
 # typed (variable) directories
@@ -139,6 +140,10 @@ TABLE_PARTITION_HISTORY = RecordSubspace("TablePartitionHistory", PartitionChang
 TABLE_COMMIT = RecordSubspace("TableCommit", Commit, ("version",), role="commit")
 TABLE_HISTORY = RecordSubspace("TableHistory", HistoryEntry, ("version",), role="history")
 TABLE_DATA_FILES = RecordSubspace("TableDataFiles", DataFileList)
+# reads as of a version (catalog.time_travel)
+TABLE_DATA_FILES_HISTORY = RecordSubspace("TableDataFilesHistory", DataFileListChange, ("version",))
+TABLE_TAG = RecordSubspace("TableTag", VersionTag, ("name",))
+TABLE_PURGE_MARK = RecordSubspace("TablePurgeMark", PurgeMark)
 # partition tags (catalog.partition_tags): (tag key, tag value, partition values...) -> empty message
 TABLE_PARTITION_TAG = RecordSubspace("TablePartitionTag", PartitionTagEntry, None)
 
@@ -301,6 +306,9 @@ def _table() -> Directory:
               constant(TABLE_HISTORY, "Th", _version()),
               constant(TABLE_DATA_FILES, "Tf", doc="an unpartitioned table's data files, as its last write "
                                                    "registered them (absent: list the location)"),
+              constant(TABLE_DATA_FILES_HISTORY, "Tfh", _version(doc="the file list before that commit")),
+              constant(TABLE_TAG, "Tg", typed(NAME, KeyType.STRING), doc="(tag name) -> a named version"),
+              constant(TABLE_PURGE_MARK, "Tpm", doc="the last purge of replaced files (what is readable)"),
               constant(TABLE_PARTITION_TAG, "Txt", doc="(tag key, tag value, partition values...): the "
                                                        "partitions by user tag (an index of TablePartition)")),
     )

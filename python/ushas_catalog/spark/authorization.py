@@ -90,6 +90,8 @@ OP_RULES: dict[str, Callable[[Request], Requirement | None]] = {
     "call_procedure": _procedure,
     "load_relation": _relation, "load_table": _relation, "relation_exists": _relation,
     "list_files": _read, "table_size": _read,
+    # a read as of a version (spark.time_travel): SELECT, checked by each of its transactions
+    "load_table_as_of": lambda r: Requirement(SELECT, RELATION, _read(r).name, covers=True),
     "list_partitions": _read, "partition_exists": _exists, "load_partition": _read,
     # initialize: anyone may open an existing catalog (what it shows is checked call by call); a missing
     # one is created by a caller with CREATE on the project
@@ -97,7 +99,7 @@ OP_RULES: dict[str, Callable[[Request], Requirement | None]] = {
     # writes: MODIFY covers what they read and write (a writer need not hold SELECT); ending a write is
     # anyone's (it only discards that write's files)
     **{op: _modify for op in ("check_write", "commit_write", "commit_files", "truncate", "add_partitions",
-                              "drop_partitions", "replace_partition_metadata", "repair")},
+                              "drop_partitions", "replace_partition_metadata", "repair", "delete_where")},
     "abort_write": lambda r: Requirement(ANYONE, CATALOG, covers=True),
     "write_outcome": lambda r: Requirement(ANYONE, CATALOG, covers=True),
     "rows_table": _rows, "rows_page": _rows,

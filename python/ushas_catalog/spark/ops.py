@@ -31,6 +31,7 @@ from .cache import partition_rows  # noqa: F401 - the bridge's partition rows (t
 from .tables import (SparkCtx, create_arguments, database_of, location_of, partition_columns_last, qualify,
                      rename_move, table_answer, table_name, view_answer)
 from .writes import STATS_PROPERTIES, committed, plan_write
+from .row_level import OPS as ROW_LEVEL_OPS, row_level_operation
 from ..model.table_changes import changes_from_json
 
 Request = dict[str, Any]
@@ -591,7 +592,7 @@ def _commit_write(ms: Any, name: tuple[str, str, str], info: Any, r: Request, fe
     existing = list(ms.list_partitions(name)) if partition_by else []
     plan = plan_write(r["location"], partition_by, existing, old_files, old_stats, mode, list(r.get("filters") or []),
                       list(r.get("written") or []), r.get("rows"), managed=not info.external)
-    operation = write_operation(mode, bool(partition_by))
+    operation = row_level_operation(r.get("operation")) or write_operation(mode, bool(partition_by))
     if partition_by:
         result = ms.replace_partitions(name, plan.drop, plan.put, expected_version=info.version,
                                        garbage=plan.garbage, operation=operation, unchanged_since=check,
@@ -720,4 +721,5 @@ OPS: dict[str, Callable[[Any, Request], Answer]] = {
     **FUNCTION_OPS,  # FunctionCatalog and CREATE / DROP / DESCRIBE / SHOW FUNCTION(S) (spark.functions)
     **ROWS_OPS,  # metadata and system tables (ushas_catalog.sql_tables)
     **AUTHORIZATION_OPS,  # check_write: MODIFY before a write is planned (docs/governance.md)
+    **ROW_LEVEL_OPS,  # DELETE of whole partitions, metadata-only (spark.row_level)
 }

@@ -8,19 +8,14 @@ then lists that partition's directory, and only that one. Nothing lists the tabl
 """
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any
 
 from ..data.pruning import Pruning, parse_filter
 from .tables import SparkCtx, location_of, table_name
+from .time_travel import OPS as TIME_TRAVEL_OPS, files_json, list_files_as_of, table_size_as_of
 
 Request = dict[str, Any]
 Answer = dict[str, Any]
-
-
-def _files(files: Iterable[Any] | None) -> list[list[Any]] | None:
-    """Recorded data files (DataFile values or their records) as compact ``[path, size, mtime]``
-    rows; None (not recorded: the shim lists the location) stays None."""
-    return None if files is None else [[f.path, f.size, f.mtime] for f in files]
 
 
 def list_files(ms: Any, r: Request) -> Answer:
@@ -30,11 +25,13 @@ def list_files(ms: Any, r: Request) -> Answer:
     :mod:`ushas_catalog.data.pruning`; absent: every partition)."""
     ctx = SparkCtx.of(r)
     name = table_name(ctx, r)
+    if r.get("as_of") is not None:  # VERSION / TIMESTAMP AS OF (spark.time_travel)
+        return list_files_as_of(ms, r, name)
     info = ms.get_table(name)
     if not info.partition_columns:
         recorded = ms.table_data_files(name)
         return {"columns": [], "rows": [[]], "locations": [location_of(ctx, info)],
-                "files": [_files(recorded)]}
+                "files": [files_json(recorded)]}
     flt = parse_filter(r.get("filter"))
     pruning: Pruning | None = None
 
@@ -54,7 +51,7 @@ def list_files(ms: Any, r: Request) -> Answer:
             continue
         rows.append(row(key))
         locations.append(record.location or None)
-        files.append(_files(record.data_files if record.files_recorded else None))
+        files.append(files_json(record.data_files if record.files_recorded else None))
     return {"columns": list(scheme.names), "rows": rows, "locations": locations, "files": files}
 
 
@@ -63,6 +60,8 @@ def table_size(ms: Any, r: Request) -> Answer:
     sum over its partitions, or an unpartitioned table's ``totalSize``; ``null`` when unknown."""
     ctx = SparkCtx.of(r)
     name = table_name(ctx, r)
+    if r.get("as_of") is not None:
+        return table_size_as_of(ms, r, name)
     info = ms.get_table(name)
     if not info.partition_columns:
         text = info.properties.get("totalSize")
@@ -74,4 +73,4 @@ def table_size(ms: Any, r: Request) -> Answer:
     return {"bytes": total if known else None}
 
 
-OPS = {"list_files": list_files, "table_size": table_size}
+OPS = {"list_files": list_files, "table_size": table_size, **TIME_TRAVEL_OPS}

@@ -24,7 +24,8 @@ from ..catalog.visibility import bulk_pending
 from ..data.pruning import Pruning
 from ..model.objects import micros_to_datetime
 from ..model.partitions import PartitionColumn, PartitionScheme
-from ..records.store import split_elements
+from ..keyspace.layout import TABLE_PURGE_MARK, TABLE_TAG
+from ..records.store import RecordStore, split_elements
 from .columns import STRING_MAP, STRINGS, Column, TableDef, array_of, micros
 from .context import ReadContext, table_id_text
 from .filters import Filters
@@ -227,13 +228,21 @@ def _history(ctx: ReadContext, filters: Filters, token: Any) -> Rows:
         if lo > hi:
             return []
         commits, entries = t.store("TableCommit"), t.store("TableHistory")
+        # which versions a read AS OF still reads (catalog.time_travel): all but those a purge took files of
+        mark = RecordStore.of(t.path, TABLE_PURGE_MARK).load(tr, ())
+        tags: dict[int, list[str]] = {}
+        for sr in RecordStore.of(t.path, TABLE_TAG).scan(tr):
+            tags.setdefault(sr.record.version, []).append(sr.key[0])
         out = []
         for r in commits.scan(tr, commits.key((lo,)), commits.key((hi + 1,))):
             c = r.record
             h = entries.load(tr, (c.version,))
+            readable = mark is None or c.version == t.ref.version or c.version in tags or \
+                mark.through_micros <= c.committed_at_micros
             out.append((c.version, [c.version, c.committed_at_micros, c.user, c.operation,
                                     c.detail_json or "{}", h.schema_id if h is not None else None,
-                                    list(h.changed) if h is not None else []]))
+                                    list(h.changed) if h is not None else [], readable,
+                                    sorted(tags.get(c.version, []))]))
         return out
 
     yield from ms.run(read)
@@ -344,7 +353,9 @@ TABLES: dict[str, TableDef] = {t.name: t for t in (
     TableDef("history", (
         Column("version", "long"), Column("time", "timestamp"), Column("user", "string"),
         Column("operation", "string"), Column("detail", "string", "JSON"),
-        Column("schema_id", "long"), Column("changed", STRINGS, "what the commit changed")),
+        Column("schema_id", "long"), Column("changed", STRINGS, "what the commit changed"),
+        Column("readable", "boolean", "whether VERSION AS OF it reads (false: a purge deleted its files)"),
+        Column("tags", STRINGS, "the version's names (create_tag)")),
         "one row per commit of the table, oldest first (``ushas history``)", _history,
         "version, time (bounds)"),
     TableDef("schemas", (

@@ -70,6 +70,8 @@ final class UshasBatchWrite implements BatchWrite {
     private final UshasTable table;
     private final String mode;
     private final Filter[] filters;
+    /** the row-level statement this write replaces partitions for (null: a plain write) */
+    private String operation;
     private final Job job;
     private final WriteJobDescription description;
     private final FileCommitProtocol committer;
@@ -109,6 +111,7 @@ final class UshasBatchWrite implements BatchWrite {
             if (e.getKey().startsWith("option.")) options.put(e.getKey().substring("option.".length()), e.getValue());
         }
         options.putAll(info.options().asCaseSensitiveMap());
+        options.remove(UshasRowLevel.OPERATION_OPTION);  // the statement's name, not a file writer option
         scala.collection.immutable.Map<String, String> scalaOptions = scalaMap(options);
         Configuration hadoopConf = spark.sessionState().newHadoopConfWithOptions(scalaOptions);
 
@@ -209,6 +212,7 @@ final class UshasBatchWrite implements BatchWrite {
             }
             write.forMicroBatch(streamId, id);
         }
+        write.operation = info.options().get(UshasRowLevel.OPERATION_OPTION);
         return write;
     }
 
@@ -306,6 +310,7 @@ final class UshasBatchWrite implements BatchWrite {
             ObjectNode r = catalog.request(table.ident());
             r.put("location", root.toString());
             r.put("mode", mode);
+            if (operation != null) r.put("operation", operation);  // DELETE / UPDATE / MERGE (UshasRowLevel)
             r.put("job_id", jobId);
             r.put("rows", rows);
             if (streamQueryId != null) {  // a micro-batch: committed once per (query id, batch id); complete

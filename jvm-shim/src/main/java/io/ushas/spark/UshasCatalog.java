@@ -250,6 +250,34 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces,
         return (Table) load("load_table", ident);
     }
 
+    /** {@code VERSION AS OF n | 'tag'} and {@code versionAsOf}: the table as of that version
+     *  ({@link #tableAsOf}). */
+    @Override
+    public Table loadTable(Identifier ident, String version) {
+        return tableAsOf(ident, request(ident).put("version", version));
+    }
+
+    /** {@code TIMESTAMP AS OF ts} and {@code timestampAsOf} (microseconds since the epoch): the
+     *  version current at that time. */
+    @Override
+    public Table loadTable(Identifier ident, long timestamp) {
+        return tableAsOf(ident, request(ident).put("timestamp", timestamp));
+    }
+
+    /**
+     * A table as of a version: its schema and properties then, read through the current row filter
+     * and masks, whose file index lists exactly that version's files (the {@code as_of} of every
+     * listing). Not cached: each statement asks, so a purge in between is seen.
+     */
+    private Table tableAsOf(Identifier ident, ObjectNode r) {
+        if (UshasRowsTable.handles(ident)) {
+            throw Errors.invalidArgument(name + "." + String.join(".", toParts(ident))
+                    + " is a metadata or system table: it cannot be read as of a version");
+        }
+        JsonNode answer = call("load_table_as_of", r, ident, null);
+        return table(ident, answer.get("table"));
+    }
+
     /**
      * One round trip. With a live cache entry Python checks its id and version in one small transaction:
      * {@code unchanged} keeps the entry (its Table, partition identifiers and Spark's cached relation with
@@ -300,7 +328,8 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces,
         Table t = loadTable(ident);
         JsonNode refused = t instanceof UshasTable u ? u.answer().get("write_error") : null;  // a shared table
         if (refused != null && !refused.isNull()) throw Errors.toSpark(refused, ident, null);
-        return t instanceof UshasTable u ? u.forWrite() : t;
+        // DELETE / UPDATE / MERGE (and INSERT) plan against a row-level target (UshasRowLevel)
+        return t instanceof UshasTable u ? new UshasRowLevel.Target(u) : t;
     }
 
     @Override
@@ -421,6 +450,10 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces,
         readProps.put(org.apache.spark.sql.connector.catalog.TableCatalog.PROP_PROVIDER, UshasSource.class.getName());
         UshasSource.options(name, ident, t.get("format").asText(), partitionBy, location)
                 .forEach((k, v) -> readProps.put(org.apache.spark.sql.connector.catalog.TableCatalog.OPTION_PREFIX + k, v));
+        if (t.hasNonNull("as_of")) {  // a read as of a version: the file index lists that version's files
+            readProps.put(org.apache.spark.sql.connector.catalog.TableCatalog.OPTION_PREFIX + UshasSource.AS_OF,
+                    t.get("as_of").asText());
+        }
         if (Bucketing.option(t) != null) {
             readProps.put(org.apache.spark.sql.connector.catalog.TableCatalog.OPTION_PREFIX + Bucketing.OPTION, Bucketing.option(t));
         }

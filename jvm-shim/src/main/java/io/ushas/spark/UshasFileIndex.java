@@ -52,15 +52,18 @@ final class UshasFileIndex implements FileIndex {
      *  {@link RowPolicies}); {@code policyApplied}: this index belongs to a relation the rule rewrote */
     private final JsonNode policy;
     private final boolean policyApplied;
+    /** the table version this index reads (time travel; null: the current one) */
+    private final Long asOf;
 
     UshasFileIndex(UshasCatalog catalog, Identifier ident, StructType partitionSchema, Path root,
-                   Configuration hadoopConf, long defaultSize, JsonNode policy) {
-        this(catalog, ident, partitionSchema, root, hadoopConf, defaultSize, List.of(), policy, false);
+                   Configuration hadoopConf, long defaultSize, JsonNode policy, Long asOf) {
+        this(catalog, ident, partitionSchema, root, hadoopConf, defaultSize, List.of(), policy, false, asOf);
     }
 
     private UshasFileIndex(UshasCatalog catalog, Identifier ident, StructType partitionSchema, Path root,
                            Configuration hadoopConf, long defaultSize, List<Expression> runtimeFilters,
-                           JsonNode policy, boolean policyApplied) {
+                           JsonNode policy, boolean policyApplied, Long asOf) {
+        this.asOf = asOf;
         this.policy = policy;
         this.policyApplied = policyApplied;
         this.catalog = catalog;
@@ -80,7 +83,7 @@ final class UshasFileIndex implements FileIndex {
      */
     UshasFileIndex withRuntimeFilters(List<Expression> filters) {
         return new UshasFileIndex(catalog, ident, partitionSchema, root, hadoopConf, defaultSize, List.copyOf(filters),
-                policy, policyApplied);
+                policy, policyApplied, asOf);
     }
 
     JsonNode policy() {
@@ -94,7 +97,7 @@ final class UshasFileIndex implements FileIndex {
     /** This index under a relation {@link RowPolicies} wrapped in the table's filter and masks. */
     UshasFileIndex withPolicyApplied() {
         return new UshasFileIndex(catalog, ident, partitionSchema, root, hadoopConf, defaultSize, runtimeFilters,
-                policy, true);
+                policy, true, asOf);
     }
 
     String tableName() {
@@ -124,6 +127,7 @@ final class UshasFileIndex implements FileIndex {
                     + "with spark.sql.extensions=io.ushas.spark.UshasExtensions");
         }
         ObjectNode r = catalog.request(ident);
+        if (asOf != null) r.put("as_of", asOf);
         List<JsonNode> runtime = PartitionFilters.runtimeJson(runtimeFilters);
         JsonNode filter = PartitionFilters.toJson(filters, runtime);
         if (filter != null) r.set("filter", filter);
@@ -249,7 +253,9 @@ final class UshasFileIndex implements FileIndex {
     public long sizeInBytes() {
         Long s = size;
         if (s == null) {
-            JsonNode bytes = catalog.call("table_size", catalog.request(ident), ident, null).get("bytes");
+            ObjectNode r = catalog.request(ident);
+            if (asOf != null) r.put("as_of", asOf);
+            JsonNode bytes = catalog.call("table_size", r, ident, null).get("bytes");
             s = bytes == null || bytes.isNull() ? defaultSize : bytes.asLong();
             size = s;
         }
@@ -258,6 +264,7 @@ final class UshasFileIndex implements FileIndex {
 
     @Override
     public String toString() {
-        return "UshasFileIndex(" + catalog.name() + "." + String.join(".", UshasCatalog.toParts(ident)) + ", " + root + ")";
+        return "UshasFileIndex(" + catalog.name() + "." + String.join(".", UshasCatalog.toParts(ident)) + ", " + root
+                + (asOf == null ? "" : ", version " + asOf) + ")";
     }
 }

@@ -38,6 +38,8 @@ public final class UshasSource implements SchemaRelationProvider {
     static final String FORMAT = "ushas.format";
     static final String PARTITION_BY = "ushas.partitionBy";
     static final String LOCATION = "ushas.location";
+    /** a read as of a version (time travel): the version whose files the index lists */
+    static final String AS_OF = "ushas.asOf";
 
     /** The reserved options a table's read description carries (added to its {@code option.*}). */
     static Map<String, String> options(String catalog, Identifier ident, String format, String[] partitionBy,
@@ -83,7 +85,8 @@ public final class UshasSource implements SchemaRelationProvider {
         SQLConf conf = session.sessionState().conf();
         UshasFileIndex index = new UshasFileIndex(catalog, ident, partitionSchema, root,
                 session.sessionState().newHadoopConfWithOptions(scalaOptions), conf.defaultSizeInBytes(),
-                catalog.policyFor(ident));  // the catalog's answer, not an option a reader could leave out
+                catalog.policyFor(ident),  // the catalog's answer, not an option a reader could leave out
+                parameters.get(AS_OF).isDefined() ? Long.valueOf(parameters.get(AS_OF).get()) : null);
         return new HadoopFsRelation(index, partitionSchema, new StructType(dataFields.toArray(new StructField[0])),
                 Bucketing.bucketSpec(parameters.get(Bucketing.OPTION)), fileFormat(required(parameters, FORMAT), conf),
                 scalaOptions, session);

@@ -1,0 +1,533 @@
+package io.ushas.spark;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.connector.catalog.Column;
+import org.apache.spark.sql.connector.catalog.SupportsDeleteV2;
+import org.apache.spark.sql.connector.catalog.SupportsRowLevelOperations;
+import org.apache.spark.sql.connector.catalog.SupportsWrite;
+import org.apache.spark.sql.connector.catalog.TableCapability;
+import org.apache.spark.sql.connector.expressions.Transform;
+import org.apache.spark.sql.connector.expressions.filter.Predicate;
+import org.apache.spark.sql.connector.read.Batch;
+import org.apache.spark.sql.connector.read.InputPartition;
+import org.apache.spark.sql.connector.read.PartitionReader;
+import org.apache.spark.sql.connector.read.PartitionReaderFactory;
+import org.apache.spark.sql.connector.read.Scan;
+import org.apache.spark.sql.connector.read.ScanBuilder;
+import org.apache.spark.sql.connector.write.LogicalWriteInfo;
+import org.apache.spark.sql.connector.write.RowLevelOperation;
+import org.apache.spark.sql.connector.write.RowLevelOperationBuilder;
+import org.apache.spark.sql.connector.write.RowLevelOperationInfo;
+import org.apache.spark.sql.connector.write.WriteBuilder;
+import org.apache.spark.sql.execution.datasources.FileFormat;
+import org.apache.spark.sql.execution.datasources.FileFormat$;
+import org.apache.spark.sql.execution.datasources.FileStatusWithMetadata;
+import org.apache.spark.sql.execution.datasources.PartitionDirectory;
+import org.apache.spark.sql.execution.datasources.PartitionedFile;
+import org.apache.spark.sql.internal.SQLConf;
+import org.apache.spark.sql.internal.connector.PredicateUtils;
+import org.apache.spark.sql.internal.connector.SupportsPushDownCatalystFilters;
+import org.apache.spark.sql.sources.AlwaysFalse;
+import org.apache.spark.sql.sources.And;
+import org.apache.spark.sql.sources.EqualNullSafe;
+import org.apache.spark.sql.sources.Filter;
+import org.apache.spark.sql.sources.Or;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+import scala.jdk.javaapi.CollectionConverters;
+
+import java.io.Serializable;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * DELETE, UPDATE and MERGE INTO on a table of the catalog, copy-on-write (docs/row-level.md).
+ *
+ * <p>Spark resolves the target of these statements with write privileges ({@link UshasCatalog#loadTable(
+ * org.apache.spark.sql.connector.catalog.Identifier, Set)}), which answers {@link Target}: Spark's
+ * {@code RewriteDeleteFromTable} / {@code RewriteUpdateTable} / {@code RewriteMergeIntoTable} turn the
+ * statement into a {@code ReplaceData} plan over an {@link Operation}. Its scan reads the table's version
+ * as loaded, only the partitions the condition's partition predicates select (the "group"), whole; the
+ * plan computes the rows those partitions must hold afterwards, and the write replaces exactly those
+ * partitions ({@link UshasWrite} overwrite by a filter naming them; the whole table when unpartitioned)
+ * in one fenced commit that fails with {@code WriteConflict} if another write changed them since that
+ * version. A DELETE whose condition uses only partition columns is metadata-only ({@link
+ * #canDeleteWhere}, Spark's {@code OptimizeMetadataOnlyDeleteFromTable}): the partitions are dropped,
+ * no file is read or written.
+ */
+final class UshasRowLevel {
+    private UshasRowLevel() {
+    }
+
+    /** Refused before anything is read or written: a user who reads the table through a row filter
+     *  (the removal rule, {@link UshasTable#refuseRowRemoval}) or column masks (the statement would read
+     *  the raw values: {@code UPDATE t SET visible = masked}). */
+    static void refuse(UshasTable table, String what) {
+        table.refuseRowRemoval(what);
+        JsonNode p = UshasCatalog.policyOf(table.answer());
+        if (p != null) {
+            throw Errors.sneak(Errors.analysis("USHAS_RowPolicy", what + " of table " + table.name() + " is refused: "
+                    + "user " + Json.text(p, "user") + " reads it through column masks, and the statement would "
+                    + "read the unmasked values (have a member of the masks' exempt principal do it)"));
+        }
+    }
+
+    /** The write target Spark plans DELETE / UPDATE / MERGE (and every INSERT) against. */
+    static final class Target implements SupportsWrite, SupportsRowLevelOperations, SupportsDeleteV2,
+            org.apache.spark.sql.connector.catalog.SupportsRead {
+        private final UshasTable table;
+
+        Target(UshasTable table) {
+            this.table = table;
+        }
+
+        UshasTable table() {
+            return table;
+        }
+
+        @Override
+        public String name() {
+            return table.name();
+        }
+
+        @Override
+        public String toString() {
+            return table.name();
+        }
+
+        @Override
+        public Column[] columns() {
+            return table.columns();
+        }
+
+        @Override
+        public Transform[] partitioning() {
+            return table.partitioning();
+        }
+
+        @Override
+        public Map<String, String> properties() {
+            return table.properties();
+        }
+
+        /** The writes', and a batch read: Spark checks the target of DELETE / UPDATE / MERGE reads (its
+         *  scan is {@link Operation#newScanBuilder}'s, never a plain read of this table). */
+        @Override
+        public Set<TableCapability> capabilities() {
+            Set<TableCapability> caps = java.util.EnumSet.copyOf(UshasTable.WRITE_CAPABILITIES);
+            caps.add(TableCapability.BATCH_READ);
+            return caps;
+        }
+
+        @Override
+        public WriteBuilder newWriteBuilder(LogicalWriteInfo info) {
+            return table.newWriteBuilder(info);
+        }
+
+        /** The table's rows as the statement loaded them (Spark plans a read of a DELETE's target even when
+         *  it truncates); never through this for a user with a row filter or masks. */
+        @Override
+        public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
+            refuse(table, "reading the write target");
+            return new GroupScanBuilder(new Operation(table, RowLevelOperation.Command.DELETE));
+        }
+
+        @Override
+        public RowLevelOperationBuilder newRowLevelOperationBuilder(RowLevelOperationInfo info) {
+            String what = info.command().name();
+            refuse(table, what.equals("MERGE") ? "MERGE INTO" : what.equals("DELETE") ? "DELETE FROM" : what);
+            return () -> new Operation(table, info.command());
+        }
+
+        /** Metadata-only when every predicate uses only partition columns (and Python can evaluate it). */
+        @Override
+        public boolean canDeleteWhere(Predicate[] predicates) {
+            if (table.partitionSchema().isEmpty()) return false;
+            for (Predicate p : predicates) {
+                scala.Option<Filter> f = PredicateUtils.toV1(p);
+                if (f.isEmpty() || !partitionOnly(f.get().references())) return false;
+                if ("unsupported".equals(Rows.filter(f.get()).path("op").asText())) return false;
+            }
+            return true;
+        }
+
+        private boolean partitionOnly(String[] references) {
+            List<String> names = Arrays.asList(table.partitionSchema().fieldNames());
+            for (String r : references) {
+                if (names.stream().noneMatch(n -> n.equalsIgnoreCase(r))) return false;
+            }
+            return true;
+        }
+
+        /** Drops the partitions every predicate holds for, in one commit ({@code DELETE}); their files are
+         *  kept until purge. */
+        @Override
+        public void deleteWhere(Predicate[] predicates) {
+            refuse(table, "DELETE FROM");
+            ObjectNode r = table.catalog().request(table.ident());
+            ArrayNode filters = r.putArray("filters");
+            for (Filter f : PredicateUtils.toV1(predicates)) filters.add(Rows.filter(f));
+            r.put("base_version", table.answer().path("version").asLong());
+            table.catalog().call("delete_where", r, table.ident(), null);
+            table.catalog().invalidateTable(table.ident());
+        }
+
+        @Override
+        public boolean truncateTable() {
+            return table.truncateTable();
+        }
+    }
+
+    /** One DELETE / UPDATE / MERGE: its scan (the group it replaces) and its write. */
+    static final class Operation implements RowLevelOperation {
+        private final UshasTable table;
+        private final Command command;
+        /** the partitions the scan read (their values), set when the scan is built */
+        private volatile List<InternalRow> group;
+
+        Operation(UshasTable table, Command command) {
+            this.table = table;
+            this.command = command;
+        }
+
+        @Override
+        public Command command() {
+            return command;
+        }
+
+        @Override
+        public String description() {
+            return "ushas copy-on-write " + command.name().toLowerCase(Locale.ROOT);
+        }
+
+        @Override
+        public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
+            return new GroupScanBuilder(this);
+        }
+
+        /** An overwrite of exactly the partitions the scan read (the whole table when unpartitioned). */
+        @Override
+        public WriteBuilder newWriteBuilder(LogicalWriteInfo info) {
+            List<InternalRow> read = group;
+            if (read == null) {
+                throw new IllegalStateException("Ushas catalog: the " + command + " of " + table.name()
+                        + " was planned without its scan");
+            }
+            UshasWrite.Builder b = new UshasWrite.Builder(table, new Info(info, command.name()));
+            if (table.partitionSchema().isEmpty()) {
+                b.truncate();
+            } else {
+                b.overwrite(new Filter[] {partitions(read)});
+            }
+            return b;
+        }
+
+        /** A filter that holds for exactly these partitions (a balanced OR: thousands of them stay shallow). */
+        private Filter partitions(List<InternalRow> rows) {
+            if (rows.isEmpty()) return new AlwaysFalse();
+            StructType schema = table.partitionSchema();
+            List<Filter> each = new ArrayList<>(rows.size());
+            for (InternalRow row : rows) {
+                JsonNode values = Rows.toJson(row, schema);
+                Filter f = null;
+                for (int i = 0; i < schema.length(); i++) {
+                    String column = schema.fields()[i].name();
+                    Filter eq = new EqualNullSafe(column, plain(values.get(column)));
+                    f = f == null ? eq : new And(f, eq);
+                }
+                each.add(f);
+            }
+            return or(each, 0, each.size());
+        }
+
+        private static Filter or(List<Filter> fs, int from, int to) {
+            if (to - from == 1) return fs.get(from);
+            int mid = (from + to) >>> 1;
+            return new Or(or(fs, from, mid), or(fs, mid, to));
+        }
+
+        private static Object plain(JsonNode v) {
+            if (v == null || v.isNull()) return null;
+            if (v.isBoolean()) return v.asBoolean();
+            if (v.isIntegralNumber()) return v.asLong();
+            if (v.isNumber()) return v.decimalValue();
+            return v.asText();
+        }
+    }
+
+    /** The operation's write info, naming the statement: history records {@code DELETE} / {@code UPDATE} /
+     *  {@code MERGE} (the option never reaches the file writers' own options). */
+    private static final class Info implements LogicalWriteInfo {
+        private final LogicalWriteInfo info;
+        private final CaseInsensitiveStringMap options;
+
+        Info(LogicalWriteInfo info, String operation) {
+            this.info = info;
+            Map<String, String> o = new HashMap<>(info.options().asCaseSensitiveMap());
+            o.put(OPERATION_OPTION, operation);
+            this.options = new CaseInsensitiveStringMap(o);
+        }
+
+        @Override
+        public CaseInsensitiveStringMap options() {
+            return options;
+        }
+
+        @Override
+        public String queryId() {
+            return info.queryId();
+        }
+
+        @Override
+        public StructType schema() {
+            return info.schema();
+        }
+
+        @Override
+        public java.util.Optional<StructType> rowIdSchema() {
+            return info.rowIdSchema();
+        }
+
+        @Override
+        public java.util.Optional<StructType> metadataSchema() {
+            return info.metadataSchema();
+        }
+    }
+
+    /** the write option that names a row-level statement (read by {@link UshasBatchWrite}) */
+    static final String OPERATION_OPTION = "ushas.operation";
+
+    /** Takes the condition's predicates on partition columns: they select the partitions (the group) read
+     *  and replaced. Spark does not filter the rows read with them (the plan needs every row of the group). */
+    private static final class GroupScanBuilder implements SupportsPushDownCatalystFilters {
+        private final Operation op;
+        private final List<Expression> partitionFilters = new ArrayList<>();
+
+        GroupScanBuilder(Operation op) {
+            this.op = op;
+        }
+
+        @Override
+        public scala.collection.immutable.Seq<Expression> pushFilters(scala.collection.immutable.Seq<Expression> filters) {
+            List<String> names = Arrays.asList(op.table.partitionSchema().fieldNames());
+            for (Expression e : CollectionConverters.asJava(filters)) {
+                boolean onlyPartitions = !e.references().isEmpty();
+                for (org.apache.spark.sql.catalyst.expressions.Attribute a
+                        : CollectionConverters.asJava(e.references().toSeq())) {
+                    onlyPartitions &= names.stream().anyMatch(n -> n.equalsIgnoreCase(a.name()));
+                }
+                if (onlyPartitions && !org.apache.spark.sql.catalyst.expressions.SubqueryExpression.hasSubquery(e)) {
+                    partitionFilters.add(e);
+                }
+            }
+            return filters;
+        }
+
+        @Override
+        public Predicate[] pushedFilters() {
+            return new Predicate[0];
+        }
+
+        @Override
+        public Scan build() {
+            return new GroupScan(op, partitionFilters);
+        }
+    }
+
+    /** The group's files as of the table version the statement loaded: one input partition per file, read
+     *  by the format's own reader. */
+    private static final class GroupScan implements Scan, Batch {
+        private final Operation op;
+        private final List<PartitionDirectory> directories;
+        private final StructType dataSchema;
+        private final StructType readSchema;
+
+        GroupScan(Operation op, List<Expression> partitionFilters) {
+            this.op = op;
+            UshasTable table = op.table;
+            SparkSession spark = SparkSession.active();
+            StructType partitionSchema = table.partitionSchema();
+            List<StructField> data = new ArrayList<>();
+            List<String> names = Arrays.asList(partitionSchema.fieldNames());
+            StructType schema = table.getTableInfo().schema();
+            for (StructField f : schema.fields()) {
+                if (names.stream().noneMatch(n -> n.equalsIgnoreCase(f.name()))) data.add(f);
+            }
+            this.dataSchema = new StructType(data.toArray(new StructField[0]));
+            List<StructField> all = new ArrayList<>(data);
+            all.addAll(Arrays.asList(partitionSchema.fields()));
+            this.readSchema = new StructType(all.toArray(new StructField[0]));
+            JsonNode answer = table.answer();
+            UshasFileIndex index = new UshasFileIndex(table.catalog(), table.ident(), partitionSchema,
+                    new Path(answer.get("location").asText()), hadoopConf(spark, table), SQLConf.get().defaultSizeInBytes(),
+                    null, answer.path("version").asLong());
+            this.directories = CollectionConverters.asJava(index.listFiles(
+                    CollectionConverters.asScala(partitionFilters).toList(),
+                    CollectionConverters.asScala(List.<Expression>of()).toList()));
+            List<InternalRow> group = new ArrayList<>();
+            for (PartitionDirectory d : directories) group.add(d.values().copy());
+            op.group = group;
+        }
+
+        @Override
+        public StructType readSchema() {
+            return readSchema;
+        }
+
+        @Override
+        public String description() {
+            return "ushas " + op.table.name() + " version " + op.table.answer().path("version").asLong() + ", "
+                    + directories.size() + (op.table.partitionSchema().isEmpty() ? " table" : " partitions");
+        }
+
+        @Override
+        public Batch toBatch() {
+            return this;
+        }
+
+        @Override
+        public InputPartition[] planInputPartitions() {
+            List<InputPartition> out = new ArrayList<>();
+            for (PartitionDirectory d : directories) {
+                InternalRow values = d.values().copy();
+                for (FileStatusWithMetadata f : CollectionConverters.asJava(d.files())) {
+                    long len = f.getLen();
+                    out.add(new FilePart(new PartitionedFile(values,
+                            org.apache.spark.paths.SparkPath.fromFileStatus(f.fileStatus()), 0, len, new String[0],
+                            f.getModificationTime(), len, scala.collection.immutable.Map$.MODULE$.empty())));
+                }
+            }
+            return out.toArray(new InputPartition[0]);
+        }
+
+        @Override
+        public PartitionReaderFactory createReaderFactory() {
+            UshasTable table = op.table;
+            SparkSession spark = SparkSession.active();
+            FileFormat format = UshasSource.fileFormat(table.answer().get("format").asText(), SQLConf.get());
+            Map<String, String> options = readOptions(table);
+            // the format's vectorized reader hands whole batches when it can (parquet, orc), as Spark's scans
+            boolean columnar = format.supportBatch(spark, readSchema);
+            options.put(FileFormat$.MODULE$.OPTION_RETURNING_BATCH(), String.valueOf(columnar));
+            scala.Function1<PartitionedFile, scala.collection.Iterator<InternalRow>> read =
+                    format.buildReaderWithPartitionValues(spark, dataSchema, op.table.partitionSchema(), dataSchema,
+                            CollectionConverters.asScala(List.<Filter>of()).toList(), scalaMap(options),
+                            hadoopConf(spark, table));
+            return new Reader(read, columnar);
+        }
+    }
+
+    private static Map<String, String> readOptions(UshasTable table) {
+        Map<String, String> options = new HashMap<>();
+        for (Map.Entry<String, String> e : table.properties().entrySet()) {
+            if (e.getKey().startsWith("option.")) options.put(e.getKey().substring("option.".length()), e.getValue());
+        }
+        return options;
+    }
+
+    private static Configuration hadoopConf(SparkSession spark, UshasTable table) {
+        return spark.sessionState().newHadoopConfWithOptions(scalaMap(readOptions(table)));
+    }
+
+    private static scala.collection.immutable.Map<String, String> scalaMap(Map<String, String> m) {
+        return scala.collection.immutable.Map$.MODULE$.from(CollectionConverters.asScala(m));
+    }
+
+    private record FilePart(PartitionedFile file) implements InputPartition {
+    }
+
+    /** Reads one file with the format's reader (columnar batches when it returns them), partition values
+     *  appended. */
+    private static final class Reader implements PartitionReaderFactory, Serializable {
+        private final scala.Function1<PartitionedFile, scala.collection.Iterator<InternalRow>> read;
+        private final boolean columnar;
+
+        Reader(scala.Function1<PartitionedFile, scala.collection.Iterator<InternalRow>> read, boolean columnar) {
+            this.read = read;
+            this.columnar = columnar;
+        }
+
+        @Override
+        public boolean supportColumnarReads(InputPartition partition) {
+            return columnar;
+        }
+
+        /** The format's reader returns its batches through its row iterator (Spark's FileScanRDD does the same). */
+        @Override
+        public PartitionReader<org.apache.spark.sql.vectorized.ColumnarBatch> createColumnarReader(InputPartition partition) {
+            @SuppressWarnings("unchecked")
+            scala.collection.Iterator<Object> batches = (scala.collection.Iterator<Object>) (Object)
+                    read.apply(((FilePart) partition).file());
+            return new PartitionReader<>() {
+                private org.apache.spark.sql.vectorized.ColumnarBatch current;
+
+                @Override
+                public boolean next() {
+                    if (!batches.hasNext()) return false;
+                    current = (org.apache.spark.sql.vectorized.ColumnarBatch) batches.next();
+                    return true;
+                }
+
+                @Override
+                public org.apache.spark.sql.vectorized.ColumnarBatch get() {
+                    return current;
+                }
+
+                @Override
+                public void close() {
+                    if (batches instanceof java.io.Closeable c) {
+                        try {
+                            c.close();
+                        } catch (java.io.IOException ignored) {
+                            // the task ends anyway
+                        }
+                    }
+                }
+            };
+        }
+
+        @Override
+        public PartitionReader<InternalRow> createReader(InputPartition partition) {
+            scala.collection.Iterator<InternalRow> rows = read.apply(((FilePart) partition).file());
+            return new PartitionReader<>() {
+                private InternalRow current;
+
+                @Override
+                public boolean next() {
+                    if (!rows.hasNext()) return false;
+                    current = rows.next();
+                    return true;
+                }
+
+                @Override
+                public InternalRow get() {
+                    return current;
+                }
+
+                @Override
+                public void close() {
+                    if (rows instanceof java.io.Closeable c) {
+                        try {
+                            c.close();
+                        } catch (java.io.IOException ignored) {
+                            // the task ends anyway
+                        }
+                    }
+                }
+            };
+        }
+    }
+}

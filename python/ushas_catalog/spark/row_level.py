@@ -1,0 +1,68 @@
+"""DELETE, UPDATE and MERGE INTO through Spark (docs/row-level.md).
+
+Copy-on-write: Spark plans the statement as a ``ReplaceData`` over ``io.ushas.spark.UshasRowLevel``,
+whose scan reads the partitions the condition's partition predicates select, as of the version the
+statement loaded, and whose write replaces exactly those partitions (``commit_write``, mode
+``overwrite``, with ``base_version``: a change to them since is a ``WriteConflict``), recorded under the
+statement's name (:func:`row_level_operation`). A DELETE whose condition uses only partition columns
+is metadata-only: :func:`delete_where` drops the partitions it selects in one commit.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..data.garbage import Garbage
+from ..errors import Conflict, InvalidArgument, WriteConflict
+from .tables import SparkCtx, table_name
+from .writes import matches
+
+Request = dict[str, Any]
+Answer = dict[str, Any]
+
+#: the history names of row-level statements (the shim's RowLevelOperation.Command)
+OPERATIONS = {"DELETE": "DELETE", "UPDATE": "UPDATE", "MERGE": "MERGE"}
+
+
+def row_level_operation(command: Any) -> str | None:
+    """The history name of a write made for a row-level statement (None: a plain write)."""
+    if command is None:
+        return None
+    name = OPERATIONS.get(str(command).upper())
+    if name is None:
+        raise InvalidArgument(f"unknown row-level operation {command!r}")
+    return name
+
+
+def delete_where(ms: Any, r: Request) -> Answer:
+    """``DELETE FROM t WHERE <partition predicates>``: the partitions every filter holds for are dropped
+    in ONE commit (``DELETE``), their files kept until purge; nothing is read or written. A partition
+    changed since ``base_version`` (the version the statement planned with) is a WriteConflict naming it."""
+    ctx = SparkCtx.of(r)
+    name = table_name(ctx, r)
+    filters = list(r.get("filters") or [])
+    base = r.get("base_version")
+    for attempt in range(5):
+        info = ms.get_table(name)
+        if not info.partition_columns:
+            raise InvalidArgument(f"{'.'.join(name)} is not partitioned: a DELETE cannot be metadata-only")
+        gone = [p for p in ms.list_partitions(name) if all(matches(f, p.values) is True for f in filters)]
+        garbage = Garbage()
+        if not info.external:
+            for p in gone:
+                garbage.add_partition(p)
+        try:
+            result = ms.replace_partitions(name, [dict(p.values) for p in gone], [], expected_version=info.version,
+                                           garbage=garbage, operation="DELETE",
+                                           unchanged_since=None if base is None else int(base),
+                                           detail={"partitions_deleted": len(gone), "metadata_only": True})
+        except WriteConflict:
+            raise
+        except Conflict:
+            if attempt == 4:
+                raise
+            continue
+        return {"deleted": len(gone), "version": result.version}
+    raise AssertionError("unreachable")
+
+
+OPS = {"delete_where": delete_where}

@@ -1,0 +1,150 @@
+"""DELETE, UPDATE and MERGE INTO through Spark (docs/row-level.md): every statement form against a
+reference computed with plain DataFrames from the same rows, partitioned or not, per format; the
+history names the statement; old versions stay readable; refusals carry Spark's / the catalog's error."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+TARGET = [(i, f"v{i}", ["x", "y", "z"][i % 3]) for i in range(1, 31)]
+SOURCE = [(2, "S2", "y"), (3, "del", "x"), (7, "S7", "y"), (9, "S9", "x"), (101, "N101", "y"), (102, "N102", "w"),
+          (55, "N55", "z")]
+COLS = "id INT, v STRING, dt STRING"
+
+#: statement (on {t}, source view src) -> the reference: a function of (target df, source df) -> df
+STATEMENTS: list[tuple[str, str]] = [
+    ("delete_partition", "DELETE FROM {t} WHERE dt = 'z'"),
+    ("delete_rows", "DELETE FROM {t} WHERE id % 4 = 0"),
+    ("delete_mixed", "DELETE FROM {t} WHERE dt = 'x' AND id > 10"),
+    ("delete_null_condition", "DELETE FROM {t} WHERE CASE WHEN id < 5 THEN NULL ELSE id > 25 END"),
+    ("update", "UPDATE {t} SET v = upper(v) WHERE id BETWEEN 5 AND 12"),
+    ("update_partition_column", "UPDATE {t} SET dt = 'w', v = concat(v, '!') WHERE id IN (1, 2)"),
+    ("merge_upsert", "MERGE INTO {t} t USING src s ON t.id = s.id "
+                     "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *"),
+    ("merge_all_clauses", "MERGE INTO {t} t USING src s ON t.id = s.id "
+                          "WHEN MATCHED AND s.v = 'del' THEN DELETE "
+                          "WHEN MATCHED THEN UPDATE SET * "
+                          "WHEN NOT MATCHED AND s.id > 100 THEN INSERT (id, v, dt) VALUES (s.id, s.v, s.dt) "
+                          "WHEN NOT MATCHED BY SOURCE AND t.dt = 'x' THEN DELETE"),
+    ("merge_by_source_update", "MERGE INTO {t} t USING src s ON t.id = s.id "
+                               "WHEN NOT MATCHED BY SOURCE AND t.id > 20 THEN UPDATE SET v = 'orphan'"),
+    ("merge_insert_only", "MERGE INTO {t} t USING src s ON t.id = s.id WHEN NOT MATCHED THEN INSERT *"),
+]
+
+
+def reference(spark: Any, name: str) -> set[tuple[Any, ...]]:
+    """What the statement must leave, computed with DataFrame operations on the same rows."""
+    t = spark.createDataFrame(TARGET, COLS)
+    s = spark.createDataFrame(SOURCE, COLS)
+    if name.startswith("delete"):
+        cond = {"delete_partition": "dt = 'z'", "delete_rows": "id % 4 = 0", "delete_mixed": "dt = 'x' AND id > 10",
+                "delete_null_condition": "CASE WHEN id < 5 THEN NULL ELSE id > 25 END"}[name]
+        out = t.where(f"NOT coalesce({cond}, false)")
+    elif name == "update":
+        out = t.selectExpr("id", "CASE WHEN id BETWEEN 5 AND 12 THEN upper(v) ELSE v END", "dt")
+    elif name == "update_partition_column":
+        out = t.selectExpr("id", "CASE WHEN id IN (1, 2) THEN concat(v, '!') ELSE v END",
+                           "CASE WHEN id IN (1, 2) THEN 'w' ELSE dt END")
+    else:
+        j = t.alias("t").join(s.alias("s"), on=t["id"] == s["id"], how="full_outer")
+        matched, only_s, only_t = "t.id IS NOT NULL AND s.id IS NOT NULL", "t.id IS NULL", "s.id IS NULL"
+        keep_t, keep_s = ("t.id", "t.v", "t.dt"), ("s.id", "s.v", "s.dt")
+        if name == "merge_upsert":
+            rules = [(matched, ("t.id", "s.v", "t.dt")), (only_s, keep_s), (only_t, keep_t)]
+        elif name == "merge_all_clauses":
+            rules = [(f"{matched} AND s.v = 'del'", None), (matched, keep_s), (f"{only_s} AND s.id > 100", keep_s),
+                     (only_s, None), (f"{only_t} AND t.dt = 'x'", None), (only_t, keep_t)]
+        elif name == "merge_by_source_update":
+            rules = [(f"{only_t} AND t.id > 20", ("t.id", "'orphan'", "t.dt")), (only_s, None), ("true", keep_t)]
+        else:  # merge_insert_only
+            rules = [(only_s, keep_s), ("true", keep_t)]
+        # the first rule that holds decides each row (as MERGE's clauses do): kept with its values, or dropped
+        exprs = []
+        for i in range(3):
+            case = " ".join(f"WHEN {c} THEN {cols[i]}" for (c, cols) in rules if cols is not None)
+            exprs.append(f"CASE {case} END AS c{i}")
+        guard = " ".join(f"WHEN {c} THEN {'false' if cols is None else 'true'}" for (c, cols) in rules)
+        out = j.selectExpr(*exprs, f"CASE {guard} ELSE true END AS keep").where("keep").drop("keep")
+    return {tuple(r) for r in out.collect()}
+
+
+def make(spark: Any, t: str, fmt: str, partitioned: bool) -> None:
+    spark.sql(f"CREATE TABLE {t} ({COLS}) USING {fmt}" + (" PARTITIONED BY (dt)" if partitioned else ""))
+    spark.createDataFrame(TARGET, COLS).writeTo(t).append()
+
+
+@pytest.fixture
+def src(spark: Any) -> Any:
+    spark.createDataFrame(SOURCE, COLS).createOrReplaceTempView("src")
+    yield "src"
+    spark.catalog.dropTempView("src")
+
+
+@pytest.mark.parametrize("name,sql", STATEMENTS, ids=[n for n, _ in STATEMENTS])
+def test_each_statement_matches_the_dataframe_reference_partitioned(spark: Any, db: str, src: str, name: str,
+                                                                     sql: str) -> None:
+    t = f"ushas.{db}.t"
+    make(spark, t, "parquet", True)
+    spark.sql(sql.format(t=t))
+    assert {tuple(r) for r in spark.sql(f"SELECT id, v, dt FROM {t}").collect()} == reference(spark, name)
+    last = spark.sql(f"SELECT operation FROM {t}.history ORDER BY version DESC LIMIT 1").first().operation
+    # an insert-only MERGE is an append (Spark rewrites it into AppendData, no row is replaced)
+    assert last == ("APPEND" if name == "merge_insert_only" else name.split("_")[0].upper())
+    # the version before the statement still reads every original row
+    assert {tuple(r) for r in spark.sql(f"SELECT id, v, dt FROM {t} VERSION AS OF 2").collect()} == set(TARGET)
+
+
+#: (format, partitioned, statements): the other formats and unpartitioned tables, fewer statements each
+FORMATS = [("orc", True, ["delete_rows", "merge_all_clauses"]), ("json", False, ["update", "merge_upsert"]),
+           ("csv", True, ["delete_mixed", "update"]), ("parquet", False, ["delete_rows", "merge_all_clauses"]),
+           ("orc", False, ["delete_null_condition"])]
+
+
+@pytest.mark.parametrize("fmt,partitioned,names", FORMATS, ids=[f"{f}-{'part' if p else 'flat'}" for f, p, _ in FORMATS])
+def test_formats_and_unpartitioned_tables(spark: Any, db: str, src: str, fmt: str, partitioned: bool,
+                                          names: list[str]) -> None:
+    sqls = dict(STATEMENTS)
+    for name in names:
+        t = f"ushas.{db}.t_{name}"
+        make(spark, t, fmt, partitioned)
+        spark.sql(sqls[name].format(t=t))
+        assert {tuple(r) for r in spark.sql(f"SELECT id, v, dt FROM {t}").collect()} == reference(spark, name), name
+
+
+def partition_files(spark: Any, t: str) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for r in spark.sql(f"SELECT dt, path FROM {t}.files").collect():
+        out.setdefault(r.dt, set()).add(r.path)
+    return out
+
+
+def test_only_the_partitions_the_condition_selects_are_rewritten_and_whole_partitions_are_dropped(
+        spark: Any, db: str) -> None:
+    t = f"ushas.{db}.t"
+    make(spark, t, "parquet", True)
+    before = partition_files(spark, t)
+    spark.sql(f"DELETE FROM {t} WHERE dt = 'x' AND id > 10")
+    after = partition_files(spark, t)
+    assert after["y"] == before["y"] and after["z"] == before["z"] and after["x"] != before["x"]
+    spark.sql(f"DELETE FROM {t} WHERE dt IN ('y', 'z')")  # metadata-only: no file read or written
+    detail = spark.sql(f"SELECT detail FROM {t}.history ORDER BY version DESC LIMIT 1").first().detail
+    assert '"metadata_only":true' in detail and set(partition_files(spark, t)) == {"x"}
+    spark.sql(f"DELETE FROM {t}")
+    assert spark.sql(f"SELECT count(*) AS n FROM {t}").first().n == 0
+    # the replaced files are purge's: every older version still reads
+    assert spark.sql(f"SELECT count(*) AS n FROM {t} VERSION AS OF 2").first().n == len(TARGET)
+
+
+def test_a_row_level_statement_on_a_missing_table_or_column_gets_sparks_error(spark: Any, db: str) -> None:
+    t = f"ushas.{db}.t"
+    make(spark, t, "parquet", True)
+    cases = [(f"DELETE FROM ushas.{db}.missing WHERE id = 1", "TABLE_OR_VIEW_NOT_FOUND"),
+             (f"UPDATE {t} SET nope = 1", "UNRESOLVED_COLUMN.WITH_SUGGESTION"),
+             (f"DELETE FROM {t} WHERE nope = 1", "UNRESOLVED_COLUMN.WITH_SUGGESTION")]
+    for sql, expected in cases:
+        with pytest.raises(Exception) as caught:
+            spark.sql(sql).collect()
+        assert str(getattr(caught.value, "getCondition", lambda: "")()) == expected, sql
+    assert spark.sql(f"SELECT count(*) AS n FROM {t}").first().n == len(TARGET)
+
