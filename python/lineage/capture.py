@@ -325,7 +325,10 @@ class LineageCapture:
     def _process(self, event: ActionEvent) -> None:
         """One action: its run, or one run per batch write of a foreachBatch micro-batch."""
         try:
-            for one in micro_batches.split(event):
+            parts = micro_batches.split(event)
+            if len(parts) > 1:  # the micro-batch first: its plan links the batch's rows to the stream
+                parts[-1] = micro_batches.link(parts[-1], self._resolver)
+            for one in parts:
                 self._process_one(one)
         finally:
             event.discard_plans()

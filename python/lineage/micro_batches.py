@@ -11,11 +11,18 @@ resolved as any write's: the batch DataFrame's rows link to the streaming plan t
 ``lineage.checkpoints`` (``lineage.dataframe.remember_stream``)."""
 from __future__ import annotations
 
+import logging
 from dataclasses import replace
+from typing import Any, Callable
 
 from .capture_events import ActionEvent, ExecutionEvent
+from .model import LineageResult
+
+log = logging.getLogger("ushas.lineage.capture")
 
 MICRO_BATCH = "microBatch"
+#: output ids of the batches :func:`link` linked (not lineage.dataframe), oldest first
+_LINKED: dict[tuple[int, ...], None] = {}
 
 
 def split(event: ActionEvent) -> list[ActionEvent]:
@@ -65,3 +72,36 @@ def _contains(outer: ExecutionEvent, inner: ExecutionEvent) -> bool:
     if outer.start_ms is None or outer.end_ms is None or inner.start_ms is None or inner.end_ms is None:
         return False
     return outer.start_ms <= inner.start_ms and inner.end_ms <= outer.end_ms and outer.execution_id < inner.execution_id
+
+
+def link(root: ActionEvent, resolver: Callable[[Any], LineageResult]) -> ActionEvent:
+    """The micro-batch's own plan says where the batch DataFrame's rows come from: remember its
+    lineage for the batch's ``LogicalRDD`` (its output attributes are the streaming query's:
+    lineage.checkpoints), so the batch writes reach the stream's sources even when the Python
+    wrapper (lineage.dataframe.remember_stream) did not run in this process (a Scala job, a
+    configuration-only session's bridge). Returns ``root`` with its plan read (a plan file is read
+    once); never raises."""
+    from . import checkpoints
+    from .plan import parse
+
+    (x,) = root.executions
+    try:
+        text = x.read_plan()
+        if text is None:
+            return root
+        root = replace(root, executions=(replace(x, plan=text, plan_file=None),))
+        doc = parse(text)
+        node = doc.root_node
+        while not node.output and node.children:  # the sink node: the query below it
+            node = doc.nodes[node.children[-1]]
+        ids = tuple(a.expr_id for a in node.output)
+        # each batch reads its own input (a file source: the batch's files): the latest batch's
+        # lineage, unless lineage.dataframe linked the stream itself (its sources, better)
+        if ids and (ids in _LINKED or checkpoints.lineage_of(ids) is None):
+            checkpoints.remember(ids, resolver(doc))
+            _LINKED[ids] = None
+            while len(_LINKED) > checkpoints.MAX_CHECKPOINTS:
+                del _LINKED[next(iter(_LINKED))]
+    except Exception as exc:  # noqa: BLE001 - the link is an extra: the runs are stored without it
+        log.debug("lineage: micro-batch %s not linked: %s", x.execution_id, exc)
+    return root
