@@ -35,7 +35,8 @@ from ushas_catalog.errors import InvalidArgument
 #: open actions kept at most (roots that never end here, e.g. another session's): the oldest is let go
 MAX_OPEN = 1000
 #: execution fields that belong to the action, not to the execution event the capture reads
-_ACTION_FIELDS = ("root_id", "start_ms", "end_ms", "failed", "error", "sql", "command_result")
+#: (an execution keeps its start_ms / end_ms: lineage.micro_batches groups a micro-batch's nested writes by them)
+_ACTION_FIELDS = ("root_id", "failed", "error", "sql", "command_result")
 
 
 @dataclass

@@ -45,6 +45,7 @@ from ushas_catalog.errors import (InvalidArgument, LimitExceeded, NotAStore, Sto
                                   StoreReadOnly)
 
 from .capture_analysis import Relations, Resolver, analyze, default_relations, default_resolver
+from . import micro_batches
 from .capture_events import ActionEvent, CaptureSettings, ExecutionEvent
 from .drop_warnings import DropWarnings
 from .openlineage_facts import RunFacts
@@ -322,6 +323,17 @@ class LineageCapture:
             self._report(force=not self._queue)
 
     def _process(self, event: ActionEvent) -> None:
+        """One action: its run, or one run per batch write of a foreachBatch micro-batch."""
+        try:
+            parts = micro_batches.split(event)
+            if len(parts) > 1:  # the micro-batch first: its plan links the batch's rows to the stream
+                parts[-1] = micro_batches.link(parts[-1], self._resolver)
+            for one in parts:
+                self._process_one(one)
+        finally:
+            event.discard_plans()
+
+    def _process_one(self, event: ActionEvent) -> None:
         sender = self._openlineage
         facts = RunFacts() if sender is not None else None
         try:

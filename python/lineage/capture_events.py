@@ -80,6 +80,9 @@ class ExecutionEvent:
     write_metrics: Mapping[str, Any] | None = None
     #: a streaming micro-batch's ids: ``{"query_id", "run_id", "batch_id"}`` (None: not streaming)
     stream: Mapping[str, Any] | None = None
+    #: when the execution started and ended (ms; None: not reported)
+    start_ms: int | None = None
+    end_ms: int | None = None
 
     def read_plan(self) -> str | None:
         """The plan JSON; a temp file is read once and deleted."""
@@ -137,7 +140,8 @@ class ActionEvent:
                                plan=x.get("plan"), plan_file=x.get("plan_file"),
                                plan_chars=int(x.get("plan_chars", 0)), walk_ms=float(x.get("walk_ms", 0.0)),
                                error=x.get("error"), write_metrics=x.get("write_metrics"),
-                               stream=stream_ids(x.get("stream")))
+                               stream=stream_ids(x.get("stream")),
+                               start_ms=_optional_int(x.get("start_ms")), end_ms=_optional_int(x.get("end_ms")))
                 for x in d.get("executions", ()))
             event = ActionEvent(
                 application_id=str(d["application_id"]), application_name=str(d.get("application_name", "")),
@@ -159,6 +163,10 @@ class ActionEvent:
         for x in self.executions:
             if x.plan_file is not None:
                 discard_file(x.plan_file)
+
+
+def _optional_int(value: Any) -> int | None:
+    return None if value is None else int(value)
 
 
 def stream_ids(value: Any) -> Mapping[str, Any] | None:

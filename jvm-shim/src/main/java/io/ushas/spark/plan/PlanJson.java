@@ -536,7 +536,7 @@ public final class PlanJson {
         } else if (v instanceof CatalogPlugin) {
             a.ch('{').key("t").str("CatalogPlugin").ch(',').key("name").str(((CatalogPlugin) v).name()).ch('}');
         } else if (v instanceof Table) {
-            a.ch('{').key("t").str("Table").ch(',').key("name").str(((Table) v).name()).ch('}');
+            a.ch('{').key("t").str("Table").ch(',').key("name").str(tableName((Table) v)).ch('}');
         } else if (v instanceof HadoopFsRelation) {
             HadoopFsRelation r = (HadoopFsRelation) v;
             a.ch('{').key("t").str("HadoopFsRelation").ch(',').key("format").str(format(r.fileFormat())).ch(',');
@@ -583,6 +583,16 @@ public final class PlanJson {
 
     private static String format(FileFormat f) {
         return f instanceof DataSourceRegister ? ((DataSourceRegister) f).shortName() : f.toString();
+    }
+
+    /** A table's name; a streaming V1 sink (foreachBatch's {@code ForeachBatchSink}) is a {@link Table}
+     * whose {@code name()} throws "should not be called.": its class name then. */
+    private static String tableName(Table t) {
+        try {
+            return t.name();
+        } catch (IllegalStateException | UnsupportedOperationException e) {
+            return t.getClass().getSimpleName();
+        }
     }
 
     private static void catalogTable(Json a, CatalogTable t) {

@@ -1,0 +1,53 @@
+"""lineage.micro_batches: a foreachBatch micro-batch's action becomes one run per batch write."""
+from __future__ import annotations
+
+import pytest
+
+from lineage.capture_events import ActionEvent, ExecutionEvent
+from lineage.micro_batches import split
+from lineage.store import RunStatus
+
+STREAM = {"query_id": "q-1", "run_id": "r-1", "batch_id": 4}
+
+
+def x(exec_id: int, start: int | None, end: int | None, func: str = "command") -> ExecutionEvent:
+    return ExecutionEvent(execution_id=exec_id, func=func, start_ms=start, end_ms=end,
+                          stream=STREAM if func == "microBatch" else None)
+
+
+def event(root: ExecutionEvent, *nested: ExecutionEvent) -> ActionEvent:
+    return ActionEvent(application_id="app", application_name="etl", user="u", execution_id=root.execution_id,
+                       start_ms=0, end_ms=100, status=RunStatus.COMPLETE, executions=(*nested, root), sql="x")
+
+
+MB = x(1, 0, 100, "microBatch")
+
+
+@pytest.mark.parametrize("action, runs", [
+    # a micro-batch with no nested execution (toTable, or a function that writes nothing): one run
+    (event(MB), [[1]]),
+    # saveAsTable (2) with its inner CTAS (3) and file write (4), then save(path) (5): two writes + the batch
+    (event(MB, x(2, 10, 40, "saveAsTable"), x(3, 11, 39), x(4, 12, 38), x(5, 41, 60, "save")), [[2, 3, 4], [5], [1]]),
+    # zero-length siblings in one millisecond cannot be told from nesting: one run (an earlier id
+    # never belongs to a later one)
+    (event(MB, x(2, 10, 10), x(3, 10, 10)), [[2, 3], [1]]),
+    (event(MB, x(2, 10, 20), x(3, 20, 30)), [[2], [3], [1]]),
+    # reported in any order: grouped by time
+    (event(MB, x(5, 41, 60), x(3, 11, 39), x(2, 10, 40)), [[2, 3], [5], [1]]),
+    # an execution without times joins the group before it
+    (event(MB, x(2, 10, 40), x(3, None, None)), [[2, 3], [1]]),
+    (event(MB, x(3, 10, 40), x(2, None, None)), [[3, 2], [1]]),
+    # not a micro-batch: an action with nested executions is one run, as before
+    (event(x(1, 0, 100, "saveAsTable"), x(2, 10, 40)), [[2, 1]]),
+])
+def test_split_one_run_per_batch_write(action: ActionEvent, runs: list[list[int]]) -> None:
+    out = split(action)
+    assert [[e.execution_id for e in ev.executions] for ev in out] == runs
+    assert len({ev.run_id for ev in out}) == len(out), "every run its own id"
+    if len(out) > 1:
+        for ev in out[:-1]:  # each batch write: its first execution's id and times, the stream's ids
+            first = ev.executions[0]
+            assert (ev.execution_id, ev.start_ms, ev.end_ms, ev.sql) == (first.execution_id, first.start_ms,
+                                                                         first.end_ms, None)
+            assert all(e.stream == STREAM for e in ev.executions)
+        assert out[-1].executions == (MB,) and out[-1].execution_id == 1
