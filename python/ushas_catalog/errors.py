@@ -259,11 +259,16 @@ class RowPolicyRefused(InvalidArgument):
     user whose reads go through the table's row filter (docs/governance.md, "Writes"): nothing was written.
     Spark shows it as ``[USHAS_RowPolicy]``, like the shim's own refusal of the same rule."""
 
+    #: the error class and SQLSTATE the shim raises it with (the same as ``RowPolicies.java``'s refusal)
+    error_class: ClassVar[str] = "USHAS_RowPolicy"
+    sql_state: ClassVar[str] = "42000"
+
     def spark_error(self) -> SparkError | None:
         return None
 
     def answer(self) -> dict[str, Any]:
-        return {"type": self.type, "message": self.message, "errorClass": "USHAS_RowPolicy", "sqlState": "42000"}
+        return {"type": self.type, "message": self.message, "errorClass": self.error_class,
+                "sqlState": self.sql_state}
 
 
 class ReadOnlyMetadata(InvalidArgument):
