@@ -6,7 +6,9 @@ with the micro-batch as one action. :func:`split` makes that action one run per 
 nested executions are grouped by time (an execution that started and ended within another nested
 execution belongs to it: a ``saveAsTable`` and its inner CTAS, a V1 insert and its file write), each
 group is a run named by its first execution (its own run id), carrying the micro-batch's stream ids;
-the micro-batch's own execution stays a run of its own (what it read). Lineage of each write is
+the micro-batch's own execution stays a run of its own (what it read). A micro-batch that writes
+a table itself (``writeStream.toTable``: its ``WriteToMicroBatchDataSource`` names the table's
+relation) is not split: it is one run with whatever nested executions its write made. Lineage of each write is
 resolved as any write's: the batch DataFrame's rows link to the streaming plan through
 ``lineage.checkpoints`` (``lineage.dataframe.remember_stream``)."""
 from __future__ import annotations
@@ -32,9 +34,32 @@ def split(event: ActionEvent) -> list[ActionEvent]:
     nested = [x for x in event.executions if x is not root]
     if root is None or root.func != MICRO_BATCH or not nested:
         return [event]
+    root, own_write = _own_write(root)
+    event = replace(event, executions=tuple(root if x.execution_id == root.execution_id else x
+                                            for x in event.executions))
+    if own_write:
+        return [event]
     out = [_event(event, group, root) for group in groups(nested)]
     out.append(replace(event, executions=(root,)))
     return out
+
+
+def _own_write(root: ExecutionEvent) -> tuple[ExecutionEvent, bool]:
+    """``root`` with its plan read (a plan file is read once), and whether the micro-batch writes a
+    table itself (toTable: ``WriteToMicroBatchDataSource`` with a ``relation``; foreachBatch's sink
+    has none). A plan that cannot be read or parsed counts as no own write (split as foreachBatch)."""
+    from .plan import parse
+
+    try:
+        text = root.read_plan()
+        if text is None:
+            return root, False
+        root = replace(root, plan=text, plan_file=None)
+        doc = parse(text)
+    except Exception as exc:  # noqa: BLE001 - the runs are stored anyway, one per batch write
+        log.debug("lineage: micro-batch %s plan not read: %s", root.execution_id, exc)
+        return root, False
+    return root, any(n.kind == "WriteToMicroBatchDataSource" and "relation" in n.plans for n in doc.nodes)
 
 
 def groups(executions: list[ExecutionEvent]) -> list[list[ExecutionEvent]]:

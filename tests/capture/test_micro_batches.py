@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pytest
+from dataclasses import replace
 
 from lineage.capture_events import ActionEvent, ExecutionEvent
 from lineage.micro_batches import split
@@ -51,3 +52,29 @@ def test_split_one_run_per_batch_write(action: ActionEvent, runs: list[list[int]
                                                                          first.end_ms, None)
             assert all(e.stream == STREAM for e in ev.executions)
         assert out[-1].executions == (MB,) and out[-1].execution_id == 1
+
+
+def _plan(relation: bool) -> str:
+    """A micro-batch's plan: WriteToMicroBatchDataSource over a stream, naming the table's relation
+    (toTable) or not (foreachBatch: its ForeachBatchSink has none)."""
+    import json
+
+    write = {"k": 0, "c": [1], "a": {"table": {"t": "Table", "name": "ushas.db.t" if relation else "ForeachBatchSink"}}}
+    nodes = [write, {"k": 1}]
+    if relation:
+        write["p"] = {"relation": 2}
+        nodes.append({"k": 2})
+    return json.dumps({"format": "ushas-plan", "version": 2, "kinds": ["WriteToMicroBatchDataSource", "StreamingDataSourceV2ScanRelation", "DataSourceV2Relation"],
+                       "nodes": nodes, "root": 0, "exprs": []})
+
+
+def test_a_micro_batch_that_writes_a_table_itself_is_one_run() -> None:
+    # toTable: the micro-batch's own write names the table; its nested executions are part of it
+    root = ExecutionEvent(execution_id=1, func="microBatch", start_ms=0, end_ms=100, stream=STREAM, plan=_plan(True))
+    (out,) = split(event(root, x(2, 10, 40), x(3, 41, 60)))
+    assert sorted(e.execution_id for e in out.executions) == [1, 2, 3] and out.execution_id == 1
+    # foreachBatch: the same plan without a relation is split, the micro-batch's plan kept read
+    root = replace(root, plan=_plan(False))
+    out2 = split(event(root, x(2, 10, 40), x(3, 41, 60)))
+    assert [[e.execution_id for e in ev.executions] for ev in out2] == [[2], [3], [1]]
+    assert out2[-1].executions == (root,)
