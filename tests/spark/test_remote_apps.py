@@ -97,7 +97,7 @@ def test_two_applications_and_the_cli_with_their_own_tokens(tmp_path: Path) -> N
             "CREATE TABLE svc.db.names USING parquet AS SELECT id, name FROM svc.db.people",
         ], tmp_path))
         assert all("error" not in r for r in etl), etl
-        adm.set_row_filter("main.db.people", "region = 'EU'")
+        adm.set_row_filter("main.db.people", "region = 'EU'", exempt="user:etl")
         adm.set_column_mask("main.db.people", "ssn", "concat('***-', substr(ssn, -4, 4))")
         adm.grant("SELECT", "main.db", "user:analyst")
         # at once: the analyst's application, a second etl application, and the CLI
@@ -116,18 +116,30 @@ def test_two_applications_and_the_cli_with_their_own_tokens(tmp_path: Path) -> N
         ], tmp_path)
         etl2_proc = _launch("etl2", serve.url, tokens["etl"], [
             "INSERT INTO svc.db.people VALUES (3, 'cat', '333-44-5555', 'EU')"], tmp_path)
-        cli = subprocess.run([sys.executable, "-m", "ushas_catalog", "--uri", serve.url, "--token", tokens["analyst"],
-                              "partitions", "main.db.people"], capture_output=True, text=True, timeout=120)
+        cli = {u: subprocess.run([sys.executable, "-m", "ushas_catalog", "--uri", serve.url, "--token", tokens[u],
+                                  "partitions", "main.db.people"], capture_output=True, text=True, timeout=120)
+               for u in ("etl", "analyst")}
         analyst, etl2 = _results(analyst_proc), _results(etl2_proc)
-        assert cli.returncode == 0 and "EU" in cli.stdout, cli.stderr
+        # etl is exempt from the filter and lists the partitions; the filter hides rows from the analyst,
+        # so the service refuses the analyst's listing
+        assert cli["etl"].returncode == 0 and "EU" in cli["etl"].stdout and "US" in cli["etl"].stdout, \
+            cli["etl"].stderr
+        assert cli["analyst"].returncode != 0 and cli["analyst"].stdout == "", cli["analyst"].stdout
+        assert "RowPolicyRefused: the partition listing of table main.db.people is refused: its row filter " \
+            "hides rows from user analyst" in cli["analyst"].stderr, cli["analyst"].stderr
         assert all("error" not in r for r in etl2), etl2
         read = analyst[0]
         assert "error" not in read, read
         assert {tuple(r) for r in read["rows"]} <= {(1, "ann", "***-3333", "EU"), (3, "cat", "***-5555", "EU")}
         assert (1, "ann", "***-3333", "EU") in {tuple(r) for r in read["rows"]}
         assert "INSUFFICIENT_PERMISSIONS" in analyst[1]["error"]  # SELECT does not write
-        assert "spark.sql.catalog.evil.user: not allowed" in analyst[6]["error"]
-        assert "needs a token" in analyst[10]["error"]  # no token of its own, and none in the environment
+        # this application's configuration does not allow session-defined catalogs (docs/governance.md): the
+        # runtime catalogs are refused before the service is reached (test_remote_mode covers the remote-mode
+        # rule itself: a claimed user refused, no token of its own -> nothing)
+        for i, cat, keys in ((6, "evil", "catalog, uri, user"), (10, "evil2", "catalog, uri")):
+            named = ", ".join([f"spark.sql.catalog.{cat}"] + [f"spark.sql.catalog.{cat}.{k}" for k in keys.split(", ")])
+            assert f"[USHAS_SessionCatalogOptions] catalog {cat} cannot be initialized: {named} were set in this " \
+                "session" in analyst[i]["error"], analyst[i]
         # lineage went to the service, as the token's user
         from lineage.tables import open_lineage_store
 
