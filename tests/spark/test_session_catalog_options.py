@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
+from ushas_catalog.errors import KeySpaceError
 from ushas_catalog.metastore import Metastore
 
 SETTING = "spark.ushas.session.catalogs"
@@ -56,7 +57,19 @@ def _store_keys(uri: str) -> list[tuple[bytes, bytes]]:
             if len(page) < PAGE:
                 break
             begin = page[-1][0] + b"\x00"
-        return [(k, v) for k, v in pairs if not LINEAGE & set(ms.layout.keyspace.parse(k).directory_names)]
+        lineage: dict[bytes, bool] = {}  # by the key's first two elements: the project and its subspace
+
+        def is_lineage(k: bytes) -> bool:
+            end = k.find(b"\x00", k.find(b"\x00", 1) + 1) + 1  # both strings: (project, subspace constant)
+            head = k[:end] if end > 0 else k
+            if head not in lineage:
+                try:
+                    lineage[head] = bool(LINEAGE & set(ms.layout.keyspace.parse(head).directory_names))
+                except KeySpaceError:  # not two strings: judge the whole key
+                    return bool(LINEAGE & set(ms.layout.keyspace.parse(k).directory_names))
+            return lineage[head]
+
+        return [(k, v) for k, v in pairs if not is_lineage(k)]
     finally:
         ms.close()
 
