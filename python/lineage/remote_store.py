@@ -6,13 +6,10 @@ queue and worker thread stay what they are, so a query never waits for the servi
 does not take after the capture's retries is dropped and counted (``ushas lineage status``)."""
 from __future__ import annotations
 
-import json
 from typing import Any, Mapping
 
-from ushas_catalog.errors import UshasError
-from ushas_catalog.remote import wire
 from ushas_catalog.remote.http import CLIENT, Client, Endpoint
-from ushas_catalog.remote.metastore import error_from
+from ushas_catalog.remote.metastore import call_method
 
 PATH = "/api/v1/catalog/lineage"
 TIMEOUT_S = 30.0
@@ -31,18 +28,8 @@ class RemoteLineageStore:
         self.timeout = timeout
 
     def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        body = json.dumps({"method": method, "args": wire.encode(list(args)), "kwargs": wire.encode(kwargs),
-                           "project": self.project, "catalogs": self.catalogs}).encode()
-        status, data = self._client.post(self.endpoint, PATH, self._token, body, self.timeout)
-        try:
-            answer = json.loads(data)
-        except ValueError:
-            answer = None
-        if not isinstance(answer, dict):
-            raise UshasError(f"the ushas service at {self.endpoint.url} answered HTTP {status} without JSON")
-        if "error" in answer:
-            raise error_from(answer["error"])
-        return wire.decode(answer.get("result"))
+        return call_method(self._client, self.endpoint, PATH, self._token, self.timeout, method, args, kwargs,
+                           {"project": self.project, "catalogs": self.catalogs})
 
     def record(self, captured: Any) -> bool:
         return bool(self._call("record", captured))

@@ -35,6 +35,24 @@ SERVED: frozenset[str] = frozenset({"add_partitions", "alter_catalog", "alter_da
     "undrop_database", "undrop_function", "undrop_table", "unset_partition_tags", "view_exists", "write_table_files"})
 
 
+def call_method(client: Client, endpoint: Endpoint, path: str, token: str, timeout: float, method: str,
+                args: Any, kwargs: dict[str, Any], fields: dict[str, Any]) -> Any:
+    """One method call through the service (``POST path`` with the method, its wire-encoded arguments and
+    ``fields``): its decoded result, or the service's error raised as the exception it names."""
+    body = json.dumps({"method": method, "args": wire.encode(list(args)), "kwargs": wire.encode(kwargs),
+                       **fields}).encode()
+    status, data = client.post(endpoint, path, token, body, timeout)
+    try:
+        answer = json.loads(data)
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict):
+        raise UshasError(f"the ushas service at {endpoint.url} answered HTTP {status} without JSON")
+    if "error" in answer:
+        raise error_from(answer["error"])
+    return wire.decode(answer.get("result"))
+
+
 def error_from(answer: dict[str, Any]) -> UshasError:
     """The exception an error answer names (its type by name, message and details), or a plain
     :class:`UshasError` subclass of that name when the type is unknown here."""
@@ -86,18 +104,8 @@ class RemoteMetastore:
         return self._user
 
     def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        body = json.dumps({"method": method, "args": wire.encode(list(args)), "kwargs": wire.encode(kwargs),
-                           "project": self.project, "branch": self.branch_name}).encode()
-        status, data = self._client.post(self.endpoint, CALL_PATH, self._token, body, self.timeout)
-        try:
-            answer = json.loads(data)
-        except ValueError:
-            answer = None
-        if not isinstance(answer, dict):
-            raise UshasError(f"the ushas service at {self.endpoint.url} answered HTTP {status} without JSON")
-        if "error" in answer:
-            raise error_from(answer["error"])
-        return wire.decode(answer.get("result"))
+        return call_method(self._client, self.endpoint, CALL_PATH, self._token, self.timeout, method, args, kwargs,
+                           {"project": self.project, "branch": self.branch_name})
 
     def branch(self, name: str) -> "RemoteMetastore":
         """This metastore on branch ``name`` (docs/branches.md)."""
