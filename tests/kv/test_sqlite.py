@@ -187,3 +187,39 @@ def test_a_forked_child_opens_its_own_connections(store_uri: str) -> None:
     assert proc.exitcode == 0
     assert db._idle == idle_before                     # the parent's pool is untouched
     assert db.run(lambda tr: (tr.get(b"parent"), tr.get(b"child"))) == (b"1", b"from-child")
+
+
+def _open_and_write(uri: str, key: bytes) -> None:
+    open_database(uri).run(lambda tr: tr.set(key, b"1"))
+
+
+def test_processes_and_threads_creating_one_new_store_together_all_open_it(tmp_path: Path) -> None:
+    """The Thrift server's catalog and lineage listener open a new store at the same moment, as do two
+    jobs started together: switching the new file to WAL is refused at once to all but one, and a
+    connection that saw the journal mode before the switch saw the other's schema: neither is an error."""
+    import threading
+
+    ctx = multiprocessing.get_context("fork")
+    for trial in range(8):
+        uri = f"sqlite:///{tmp_path}/store{trial}.db"
+        errors: list[BaseException] = []
+
+        def thread(key: bytes, uri: str = uri) -> None:
+            try:
+                _open_and_write(uri, key)
+            except BaseException as exc:  # noqa: BLE001 - collected and asserted below
+                errors.append(exc)
+
+        procs = [ctx.Process(target=_open_and_write, args=(uri, b"p%d" % i)) for i in range(2)]
+        threads = [threading.Thread(target=thread, args=(b"t%d" % i,)) for i in range(3)]
+        for p in procs:
+            p.start()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+        for p in procs:
+            p.join(timeout=60)
+        assert errors == [] and [p.exitcode for p in procs] == [0, 0]
+        keys = open_database(uri).run(lambda tr: sorted(kv.key for kv in tr.get_range(b"", b"\xff")))
+        assert keys == [b"p0", b"p1", b"t0", b"t1", b"t2"]

@@ -37,6 +37,12 @@ def beeline(server: SparkServer, user: str, sql: str) -> subprocess.CompletedPro
                           cwd=server.cwd, capture_output=True, text=True, timeout=300)
 
 
+def _first_errors(proc: subprocess.CompletedProcess[str]) -> str:
+    """beeline's ``Error:`` lines (the message; the stack trace follows each) for a failure message."""
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("Error:")]
+    return "\n".join(lines)[:4000] or proc.stderr[-4000:]
+
+
 def _runs(server: SparkServer, table: str, at_least: int) -> list[dict[str, Any]]:
     deadline = time.monotonic() + 90
     while True:
@@ -62,7 +68,7 @@ def test_beeline_creates_writes_reads_and_runs_name_the_jdbc_session(thrift: Spa
         SELECT concat('CTAS ', id10) FROM ushas.{db}.c;
         SHOW PARTITIONS {t};
     """)
-    assert proc.returncode == 0, proc.stderr[-4000:] + thrift.tail(3000)
+    assert proc.returncode == 0, _first_errors(proc) + thrift.tail(3000)
     out = proc.stdout
     assert "ROW 1 a" in out and "ROW 3 b" in out and "ROW 2 b" not in out
     assert "CTAS 10" in out and "dt=a" in out and "dt=b" in out

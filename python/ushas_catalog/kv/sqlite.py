@@ -323,12 +323,27 @@ class SqliteDatabase(Database):
         db = cls(uri, options)
         conn = db._connect()
         try:
-            db.created = db._initialise(conn)
+            db.created = db._initialise_retrying(conn)
         except BaseException:
             conn.close()
             raise
         db._release(conn)
         return db
+
+    def _initialise_retrying(self, conn: sqlite3.Connection) -> bool:
+        """:meth:`_initialise`, again while another connection holds the lock it needs: switching a new
+        file to WAL is refused at once (no busy handler) while a second process or thread creates the
+        same store, so the first opening by two processes together would fail. Within the busy budget."""
+        deadline = time.monotonic() + self.busy_budget_s()
+        pause = 0.01
+        while True:
+            try:
+                return self._initialise(conn)
+            except StoreBusy:
+                if time.monotonic() + pause > deadline:
+                    raise
+                time.sleep(pause)
+                pause = min(pause * 2, 0.2)
 
     # --- connections -------------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
@@ -355,7 +370,7 @@ class SqliteDatabase(Database):
             mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
             if str(mode).lower() != "wal":
                 state = probe(conn, path)
-                if state.kind != "empty":
+                if state.kind == "foreign":  # "ushas": another connection is creating it (checked below)
                     raise NotAStore(f"not an ushas store: {path} (a SQLite database with other tables; "
                                     f"left untouched)")
                 mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
