@@ -73,13 +73,13 @@ import hashlib
 import os
 import threading
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..errors import InvalidArgument, NotAStore, StoreDamaged, StoreNotFound, StoreReadOnly, StoreUnavailable
-from .base import BusyError, CommitUnknownResult, Database, KeyValue, RetryableError, Transaction, UnreachableError
+from .base import BusyError, CommitUnknownResult, Database, RetryableError, UnreachableError
 from .guard import TransactionGuard
-from .ryw import ADD, CLEAR, SET, WriteBuffer, add_le64, merged_get, merged_range
+from .ryw import ADD, CLEAR, SET, BufferedTransaction, WriteBuffer, add_le64
 
 FORMAT_VERSION = 1
 POOL_SIZE = 8
@@ -450,7 +450,7 @@ def _one_line(exc: Exception) -> str:
     return text or type(exc).__name__
 
 
-class PostgresTransaction(Transaction):
+class PostgresTransaction(BufferedTransaction):
     """One transaction; a pooled connection is borrowed at its first read or its commit."""
 
     def __init__(self, db: PostgresDatabase) -> None:
@@ -466,6 +466,8 @@ class PostgresTransaction(Transaction):
         if self._done:
             raise InvalidArgument("transaction already committed or cancelled")
         self._guard.check_time()
+
+    _check_live = _live
 
     def _execute(self, doing: str, sql: str, args: tuple, first: str) -> list:
         """The rows of ``sql`` with ``args``; ``first`` is the same statement with its arguments written
@@ -495,51 +497,6 @@ class PostgresTransaction(Transaction):
         sql = self._db._sql_range_rev if reverse else self._db._sql_range
         first = sql.replace("%b", _literal(lo), 1).replace("%b", _literal(hi), 1).replace("%s", str(int(n)))
         return self._execute("reading a range", sql, (lo, hi, n), first)
-
-    # --- reads -----------------------------------------------------------------------------------
-    def get(self, key: bytes, *, snapshot: bool = False) -> bytes | None:
-        self._live()
-        return merged_get(self._writes, self._guard.key(key), self._read)
-
-    def get_range(self, begin: bytes, end: bytes, *, limit: int = 0, reverse: bool = False,
-                  snapshot: bool = False) -> Iterator[KeyValue]:
-        self._live()
-        b, e = self._guard.range(begin, end)
-        if not isinstance(limit, int) or limit < 0:
-            raise InvalidArgument(f"range limit must be an int >= 0 (0 = no limit), not {limit!r}")
-        return merged_range(self._writes, self._fetch, b, e, limit=limit, reverse=reverse,
-                            before_batch=self._live)
-
-    # --- writes ----------------------------------------------------------------------------------
-    def set(self, key: bytes, value: bytes) -> None:
-        self._live()
-        self._writes.set(*self._guard.on_set(key, value))
-
-    def set_many(self, pairs: Iterable[tuple[bytes, bytes]]) -> None:
-        self._live()
-        self._writes.set_many(self._guard.on_set_many(pairs))
-
-    def clear(self, key: bytes) -> None:
-        self._live()
-        self._writes.clear(self._guard.on_clear(key))
-
-    def clear_range(self, begin: bytes, end: bytes) -> None:
-        self._live()
-        self._writes.clear_range(*self._guard.on_clear_range(begin, end))
-
-    def add(self, key: bytes, delta: int) -> None:
-        self._live()
-        self._writes.add(*self._guard.on_add(key, delta))
-
-    def set_versionstamped_key(self, key: bytes, value: bytes) -> None:
-        self._live()
-        body, value, offset = self._guard.on_versionstamped_key(key, value)
-        self._writes.set_versionstamped_key(body, value, offset)
-
-    def get_versionstamp(self) -> bytes:
-        if self._versionstamp is None:
-            raise InvalidArgument("no versionstamp: the transaction has not committed a write")
-        return self._versionstamp
 
     # --- lifecycle -------------------------------------------------------------------------------
     def commit(self) -> None:
