@@ -20,7 +20,7 @@ ON_POSTGRESQL = frozenset({
     "metastore/test_metastore.py", "metastore/test_bulk.py", "metastore/test_write_fence.py",
     "metastore/test_concurrency.py", "metastore/test_objects.py", "metastore/test_partition_keys.py",
     "metastore/test_one_transaction.py", "metastore/test_value_limits.py", "metastore/test_cache.py",
-    "metastore/test_restore.py",
+    "metastore/test_restore.py", "faults/test_kill_writers.py",
 })
 
 

@@ -108,9 +108,11 @@ def remote_catalog(spark: Any, name: str, url: str, token: str | None, warehouse
 class KillingProxy:
     """An HTTP proxy in front of a :class:`ServeProcess` (on its own free port, on a thread) that kills the
     service with -9 the first time a request's path ends with ``kill_on`` (the request is not forwarded, the
-    client gets no answer: the service died mid-call)."""
+    client gets no answer: the service died mid-call). With ``after_forwarding`` the request reaches the
+    service, which runs it, and the service is killed before its answer is passed on (the call's effect is
+    in the store, the client never hears of it)."""
 
-    def __init__(self, serve: ServeProcess, kill_on: str) -> None:
+    def __init__(self, serve: ServeProcess, kill_on: str, *, after_forwarding: bool = False) -> None:
         import http.client
         import threading
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -123,7 +125,7 @@ class KillingProxy:
 
             def do_POST(self) -> None:  # noqa: N802 - http.server's name
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                if self.path.endswith(proxy.kill_on) and not proxy.killed:  # once
+                if self.path.endswith(proxy.kill_on) and not proxy.killed and not after_forwarding:  # once
                     proxy.killed += 1
                     proxy.serve.kill9()
                     self.close_connection = True
@@ -139,6 +141,11 @@ class KillingProxy:
                     return
                 finally:
                     conn.close()
+                if after_forwarding and self.path.endswith(proxy.kill_on) and not proxy.killed:
+                    proxy.killed += 1
+                    proxy.serve.kill9()
+                    self.close_connection = True
+                    return
                 self.send_response(answer.status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))

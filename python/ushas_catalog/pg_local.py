@@ -12,7 +12,9 @@ under ``/usr/lib/postgresql/*/bin``; missing ones are a clear error.
 The tests (fixture ``postgres`` in tests/conftest.py) start one throw-away server per session in a
 temporary directory with ``fsync=off`` (they crash the server process, never the machine); each
 test takes a fresh store: its own schema (:meth:`PgServer.fresh_uri`) or database
-(:meth:`PgServer.fresh_database`).
+(:meth:`PgServer.fresh_database`). A watchdog process (:meth:`PgServer.watch`) stops such a server
+and removes its directory when the process that started it dies without cleaning up (a pytest killed
+with -9 or by a timeout), so no server outlives its test run.
 """
 from __future__ import annotations
 
@@ -28,6 +30,23 @@ import uuid
 from pathlib import Path
 
 TIMEOUT_S = 60
+#: how often the watchdog looks for the process it guards
+WATCH_INTERVAL_S = 1.0
+#: the watchdog: argv = guarded pid, the server's directory, the stop command
+_WATCHDOG = """
+import os, shutil, subprocess, sys, time
+pid, root, cmd = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
+while os.path.isdir(root):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
+        shutil.rmtree(root, ignore_errors=True)
+        break
+    except PermissionError:
+        pass
+    time.sleep(float(os.environ.get("USHAS_PG_WATCH_S", "1")))
+"""
 #: a role with a password (scram-sha-256 over TCP), for the PGPASSWORD / .pgpass tests
 PASSWORD_USER = "ushas_pw"
 PASSWORD = "s3cret-Pw"
@@ -66,6 +85,7 @@ class PgServer:
         self.as_root = os.geteuid() == 0
         self.dbname = "ushas_test"
         self.user = "postgres" if self.as_root else os.environ.get("USER", "postgres")
+        self._watchdog: subprocess.Popen | None = None
 
     # --- processes ---------------------------------------------------------------------------
     def _run(self, *args: str, check: bool = True, timeout: float = TIMEOUT_S) -> subprocess.CompletedProcess:
@@ -121,6 +141,23 @@ class PgServer:
     def cleanup(self) -> None:
         self.stop("immediate")
         shutil.rmtree(self.root, ignore_errors=True)
+        if self._watchdog is not None:
+            self._watchdog.kill()
+            self._watchdog.wait(TIMEOUT_S)
+            self._watchdog = None
+
+    def watch(self, pid: int | None = None) -> "PgServer":
+        """Start a watchdog that stops this server (``-m immediate``) and removes its directory once
+        process ``pid`` (default: this one) is gone, unless :meth:`cleanup` ran first. It runs in its own
+        session, so a signal to the test run's process group does not end it with its guard."""
+        stop = [str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "-t", str(TIMEOUT_S), "stop"]
+        if self.as_root:
+            stop = ["runuser", "-u", "postgres", "--", *stop]
+        self._watchdog = subprocess.Popen(
+            [sys.executable, "-c", _WATCHDOG, str(pid or os.getpid()), str(self.root), *stop],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+            env={**os.environ, "USHAS_PG_WATCH_S": str(WATCH_INTERVAL_S)})
+        return self
 
     # --- SQL -------------------------------------------------------------------------------------
     def connect(self, db: str | None = None):  # type: ignore[no-untyped-def]
@@ -155,9 +192,11 @@ class PgServer:
 
 
 def start_server() -> PgServer:
+    """A throw-away server (``fsync=off``) in a new temporary directory, watched: it stops when this
+    process dies (:meth:`PgServer.watch`)."""
     server = PgServer().init()
     try:
-        return server.start().setup()
+        return server.start().watch().setup()
     except BaseException:
         server.cleanup()
         raise

@@ -87,9 +87,12 @@ class MetastoreService:
                 self.process.wait()
 
 
-def start_metastore(root: Path, *, deadline_seconds: float = 600) -> MetastoreService:
+def start_metastore(root: Path, *, deadline_seconds: float = 600, database: dict[str, str] | None = None,
+                    classpath: tuple[Path, ...] = (), heap: str = "512m") -> MetastoreService:
     """Start the service and wait until it accepts connections. Raises RuntimeError with the
-    service's log when it exits or never listens."""
+    service's log when it exits or never listens. ``database``: the ``javax.jdo.option.*`` settings
+    of another database than the Derby one in ``root`` (bench/postgres.py: PostgreSQL), whose JDBC
+    driver is in ``classpath``."""
     java = java_binary()
     if java is None:
         raise FileNotFoundError("no java on PATH or JAVA_HOME")
@@ -97,7 +100,8 @@ def start_metastore(root: Path, *, deadline_seconds: float = 600) -> MetastoreSe
     conf.mkdir(parents=True, exist_ok=True)
     (root / "warehouse").mkdir(exist_ok=True)
     (conf / "hive-site.xml").write_text(hive_site({
-        "javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={root / 'metastore_db'};create=true",
+        **(database or {"javax.jdo.option.ConnectionURL":
+                        f"jdbc:derby:;databaseName={root / 'metastore_db'};create=true"}),
         "datanucleus.schema.autoCreateAll": "true",
         "hive.metastore.schema.verification": "false",
         "hive.metastore.warehouse.dir": (root / "warehouse").as_uri(),
@@ -105,8 +109,8 @@ def start_metastore(root: Path, *, deadline_seconds: float = 600) -> MetastoreSe
     }))
     port = free_port()
     log = root / "metastore.log"
-    cmd = [java, *JAVA_MODULE_OPTIONS, "-Xmx512m", f"-Dderby.system.home={root}",
-           "-cp", f"{conf}{os.pathsep}{pyspark_jars() / '*'}",
+    cmd = [java, *JAVA_MODULE_OPTIONS, f"-Xmx{heap}", f"-Dderby.system.home={root}",
+           "-cp", os.pathsep.join(map(str, (conf, *classpath, pyspark_jars() / "*"))),
            "org.apache.hadoop.hive.metastore.HiveMetaStore", "-p", str(port)]
     with open(log, "wb") as out:
         process = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=root)

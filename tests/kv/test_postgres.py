@@ -254,3 +254,29 @@ def test_a_commit_lock_held_too_long_is_store_busy_not_a_limit(postgres: PgServe
         holder.execute("ROLLBACK")
         db.run(lambda tr: tr.set(b"a", b"3"))
         assert db.run(lambda tr: tr.get(b"a")) == b"3"
+
+
+# --- the tests' own server --------------------------------------------------------------------------
+def test_a_test_run_killed_with_9_leaves_no_server_behind(tmp_path: Path) -> None:
+    """The tests' server (pg_local.start_server) is watched: when the process that started it dies
+    without cleaning up, the server stops and its directory goes."""
+    import socket
+
+    script = ("import sys, time\nfrom ushas_catalog.pg_local import start_server\ns = start_server()\n"
+              "print(s.port, s.root, flush=True)\ntime.sleep(300)\n")
+    run = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                           env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)})
+    try:
+        line = run.stdout.readline() if run.stdout else ""
+        assert line, "the server did not start"
+        port, root = int(line.split()[0]), Path(line.split()[1])
+        socket.create_connection(("127.0.0.1", port), timeout=10).close()   # it serves
+    finally:
+        run.kill()
+        run.wait(60)
+    deadline = time.monotonic() + 120
+    while root.exists() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not root.exists()
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", port), timeout=10).close()

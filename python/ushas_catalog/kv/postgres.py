@@ -73,13 +73,13 @@ import hashlib
 import os
 import threading
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..errors import InvalidArgument, NotAStore, StoreDamaged, StoreNotFound, StoreReadOnly, StoreUnavailable
-from .base import BusyError, CommitUnknownResult, Database, KeyValue, RetryableError, Transaction, UnreachableError
+from .base import BusyError, CommitUnknownResult, Database, RetryableError, UnreachableError
 from .guard import TransactionGuard
-from .ryw import ADD, CLEAR, SET, WriteBuffer, add_le64, merged_get, merged_range
+from .ryw import ADD, CLEAR, SET, BufferedTransaction, WriteBuffer, add_le64
 
 FORMAT_VERSION = 1
 POOL_SIZE = 8
@@ -440,12 +440,17 @@ class PostgresDatabase(Database):
             conn.close()
 
 
+def _literal(key: bytes) -> str:
+    """``key`` as a bytea literal (hex digits only: nothing of it can be read as SQL)."""
+    return f"'\\x{key.hex()}'::bytea"
+
+
 def _one_line(exc: Exception) -> str:
     text = " ".join(str(exc).split())
     return text or type(exc).__name__
 
 
-class PostgresTransaction(Transaction):
+class PostgresTransaction(BufferedTransaction):
     """One transaction; a pooled connection is borrowed at its first read or its commit."""
 
     def __init__(self, db: PostgresDatabase) -> None:
@@ -462,13 +467,20 @@ class PostgresTransaction(Transaction):
             raise InvalidArgument("transaction already committed or cancelled")
         self._guard.check_time()
 
-    def _execute(self, doing: str, sql: str, args: tuple) -> list:
+    _check_live = _live
+
+    def _execute(self, doing: str, sql: str, args: tuple, first: str) -> list:
+        """The rows of ``sql`` with ``args``; ``first`` is the same statement with its arguments written
+        as literals, sent with ``BEGIN`` in one round trip when it opens the transaction."""
         self._live()
         pg = self._db._pg
         try:
             if self._conn is None:
                 self._conn = self._db._acquire()
-                self._conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+                # one round trip: BEGIN and the first read as one simple query (no parameters)
+                cur = self._conn.execute(f"BEGIN ISOLATION LEVEL REPEATABLE READ; {first}")
+                cur.nextset()
+                return cur.fetchall()
             return self._conn.execute(sql, args, binary=True).fetchall()
         except pg.errors.QueryCanceled as exc:
             self._guard.check_time()   # raises LimitExceeded (transaction_seconds)
@@ -477,57 +489,14 @@ class PostgresTransaction(Transaction):
             raise self._db._error(exc, doing) from exc
 
     def _read(self, key: bytes) -> bytes | None:
-        rows = self._execute("reading a key", self._db._sql_get, (key,))
+        db = self._db
+        rows = self._execute("reading a key", db._sql_get, (key,), db._sql_get.replace("%b", _literal(key)))
         return rows[0][0] if rows else None
 
     def _fetch(self, lo: bytes, hi: bytes, n: int, reverse: bool) -> list[tuple[bytes, bytes]]:
-        return self._execute("reading a range", self._db._sql_range_rev if reverse else self._db._sql_range,
-                             (lo, hi, n))
-
-    # --- reads -----------------------------------------------------------------------------------
-    def get(self, key: bytes, *, snapshot: bool = False) -> bytes | None:
-        self._live()
-        return merged_get(self._writes, self._guard.key(key), self._read)
-
-    def get_range(self, begin: bytes, end: bytes, *, limit: int = 0, reverse: bool = False,
-                  snapshot: bool = False) -> Iterator[KeyValue]:
-        self._live()
-        b, e = self._guard.range(begin, end)
-        if not isinstance(limit, int) or limit < 0:
-            raise InvalidArgument(f"range limit must be an int >= 0 (0 = no limit), not {limit!r}")
-        return merged_range(self._writes, self._fetch, b, e, limit=limit, reverse=reverse,
-                            before_batch=self._live)
-
-    # --- writes ----------------------------------------------------------------------------------
-    def set(self, key: bytes, value: bytes) -> None:
-        self._live()
-        self._writes.set(*self._guard.on_set(key, value))
-
-    def set_many(self, pairs: Iterable[tuple[bytes, bytes]]) -> None:
-        self._live()
-        self._writes.set_many(self._guard.on_set_many(pairs))
-
-    def clear(self, key: bytes) -> None:
-        self._live()
-        self._writes.clear(self._guard.on_clear(key))
-
-    def clear_range(self, begin: bytes, end: bytes) -> None:
-        self._live()
-        self._writes.clear_range(*self._guard.on_clear_range(begin, end))
-
-    def add(self, key: bytes, delta: int) -> None:
-        self._live()
-        self._writes.add(*self._guard.on_add(key, delta))
-
-    def set_versionstamped_key(self, key: bytes, value: bytes) -> None:
-        self._live()
-        body, value, offset = self._guard.on_versionstamped_key(key, value)
-        self._writes.set_versionstamped_key(body, value, offset)
-
-    def get_versionstamp(self) -> bytes:
-        if self._versionstamp is None:
-            raise InvalidArgument("no versionstamp: the transaction has not committed a write")
-        return self._versionstamp
+        sql = self._db._sql_range_rev if reverse else self._db._sql_range
+        first = sql.replace("%b", _literal(lo), 1).replace("%b", _literal(hi), 1).replace("%s", str(int(n)))
+        return self._execute("reading a range", sql, (lo, hi, n), first)
 
     # --- lifecycle -------------------------------------------------------------------------------
     def commit(self) -> None:
@@ -559,9 +528,10 @@ class PostgresTransaction(Transaction):
                                    f"missing; {REPAIR_HINT}", path=db.options.where)
             self._guard.check_time()
             stamp = int(row[0]).to_bytes(8, "big") + b"\x00\x00"
-            self._apply(conn, stamp)
+            stored = self._read_added(conn)
+            # from here the COMMIT may have been sent: a lost connection is an unknown result
             committing = True
-            conn.execute("COMMIT")
+            self._write_and_commit(conn, stamp, stored)
         except pg.errors.QueryCanceled as exc:
             self._finish()
             self._guard.check_time()
@@ -579,15 +549,22 @@ class PostgresTransaction(Transaction):
         self._versionstamp = stamp
         self._finish()
 
-    def _apply(self, conn: Any, stamp: bytes) -> None:
+    def _read_added(self, conn: Any) -> dict[bytes, bytes]:
+        """The stored values of the keys this transaction adds to (read under the commit lock: no other
+        commit runs between this read and the write)."""
+        keys = [k for k, (kind, _) in self._writes.entries.items() if kind == ADD]
+        if not keys:
+            return {}
+        return dict(conn.execute(f"SELECT k, v FROM {self._db.options.schema}.kv WHERE k = ANY(%b)", (keys,),
+                                 binary=True).fetchall())
+
+    def _write_and_commit(self, conn: Any, stamp: bytes, stored: dict[bytes, bytes]) -> None:
+        """The writes and ``COMMIT`` in one pipeline: one round trip (a statement that fails aborts the
+        rest, ``COMMIT`` included)."""
         s = self._db.options.schema
         writes = self._writes
-        cur = conn.cursor(binary=True)
-        if writes.begins:
-            cur.executemany(f"DELETE FROM {s}.kv WHERE k >= %b AND k < %b", list(zip(writes.begins, writes.ends)))
         sets: dict[bytes, bytes] = {}
         clears: list[bytes] = []
-        adds: list[tuple[bytes, int]] = []
         for key, (kind, arg) in writes.entries.items():
             if kind == SET:
                 sets[key] = arg  # type: ignore[assignment]
@@ -595,21 +572,20 @@ class PostgresTransaction(Transaction):
                 clears.append(key)
             else:
                 assert kind == ADD
-                adds.append((key, arg))  # type: ignore[arg-type]
-        if clears:
-            cur.execute(f"DELETE FROM {s}.kv WHERE k = ANY(%b)", (clears,))
-        if adds:
-            # under the commit lock: no other commit runs between this read and the write
-            stored = dict(cur.execute(f"SELECT k, v FROM {s}.kv WHERE k = ANY(%b)",
-                                      ([k for k, _ in adds],)).fetchall())
-            for key, delta in adds:
-                sets[key] = add_le64(stored.get(key), delta)
+                sets[key] = add_le64(stored.get(key), arg)  # type: ignore[arg-type]
         for key, value in writes.final_versionstamped(stamp):
             sets.pop(key, None)
             sets[key] = value
-        if sets:
-            cur.execute(f"INSERT INTO {s}.kv (k, v) SELECT * FROM unnest(%b::bytea[], %b::bytea[]) "
-                        f"ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v", (list(sets), list(sets.values())))
+        with conn.pipeline():
+            cur = conn.cursor(binary=True)
+            if writes.begins:
+                cur.executemany(f"DELETE FROM {s}.kv WHERE k >= %b AND k < %b", list(zip(writes.begins, writes.ends)))
+            if clears:
+                cur.execute(f"DELETE FROM {s}.kv WHERE k = ANY(%b)", (clears,))
+            if sets:
+                cur.execute(f"INSERT INTO {s}.kv (k, v) SELECT * FROM unnest(%b::bytea[], %b::bytea[]) "
+                            f"ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v", (list(sets), list(sets.values())))
+            cur.execute("COMMIT")
 
     def cancel(self) -> None:
         if not self._done:

@@ -20,9 +20,11 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator
 
-from .base import KeyValue
+from ..errors import InvalidArgument
+from .base import KeyValue, Transaction
+from .guard import TransactionGuard
 
 MASK64 = (1 << 64) - 1
 #: entry kinds
@@ -250,3 +252,69 @@ def _merge(buffer: WriteBuffer, rows: list[tuple[bytes, bytes]], keys: list[byte
         if value is not None:
             out.append(KeyValue(bk, value))
     return out
+
+
+class BufferedTransaction(Transaction):
+    """The front of a transaction whose writes wait in a :class:`WriteBuffer` until commit (the embedded
+    and PostgreSQL engines): reads merged over the buffer, writes checked by the guard and buffered.
+    A subclass sets ``_guard``, ``_writes`` and ``_versionstamp`` (None until a write committed) and
+    implements :meth:`_check_live` (raises when the transaction ended or ran out of time),
+    :meth:`_read` and :meth:`_fetch` (the stored rows), ``commit`` and ``cancel``."""
+
+    _guard: TransactionGuard
+    _writes: WriteBuffer
+    _versionstamp: bytes | None
+
+    def _check_live(self) -> None:
+        raise NotImplementedError
+
+    def _read(self, key: bytes) -> bytes | None:
+        raise NotImplementedError
+
+    def _fetch(self, lo: bytes, hi: bytes, n: int, reverse: bool) -> list[tuple[bytes, bytes]]:
+        raise NotImplementedError
+
+    # --- reads -----------------------------------------------------------------------------------
+    def get(self, key: bytes, *, snapshot: bool = False) -> bytes | None:
+        self._check_live()
+        return merged_get(self._writes, self._guard.key(key), self._read)
+
+    def get_range(self, begin: bytes, end: bytes, *, limit: int = 0, reverse: bool = False,
+                  snapshot: bool = False) -> Iterator[KeyValue]:
+        self._check_live()
+        b, e = self._guard.range(begin, end)
+        if not isinstance(limit, int) or limit < 0:
+            raise InvalidArgument(f"range limit must be an int >= 0 (0 = no limit), not {limit!r}")
+        return merged_range(self._writes, self._fetch, b, e, limit=limit, reverse=reverse,
+                            before_batch=self._check_live)
+
+    # --- writes ----------------------------------------------------------------------------------
+    def set(self, key: bytes, value: bytes) -> None:
+        self._check_live()
+        self._writes.set(*self._guard.on_set(key, value))
+
+    def set_many(self, pairs: Iterable[tuple[bytes, bytes]]) -> None:
+        self._check_live()
+        self._writes.set_many(self._guard.on_set_many(pairs))
+
+    def clear(self, key: bytes) -> None:
+        self._check_live()
+        self._writes.clear(self._guard.on_clear(key))
+
+    def clear_range(self, begin: bytes, end: bytes) -> None:
+        self._check_live()
+        self._writes.clear_range(*self._guard.on_clear_range(begin, end))
+
+    def add(self, key: bytes, delta: int) -> None:
+        self._check_live()
+        self._writes.add(*self._guard.on_add(key, delta))
+
+    def set_versionstamped_key(self, key: bytes, value: bytes) -> None:
+        self._check_live()
+        body, value, offset = self._guard.on_versionstamped_key(key, value)
+        self._writes.set_versionstamped_key(body, value, offset)
+
+    def get_versionstamp(self) -> bytes:
+        if self._versionstamp is None:
+            raise InvalidArgument("no versionstamp: the transaction has not committed a write")
+        return self._versionstamp

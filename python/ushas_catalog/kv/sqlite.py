@@ -84,14 +84,13 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from ..errors import (InvalidArgument, NotAStore, StoreBusy, StoreDamaged, StoreNotFound, StoreReadOnly,
                       StoreUnavailable)
-from .base import BusyError, Database, KeyValue, RetryableError, Transaction
+from .base import BusyError, Database, RetryableError
 from .guard import TransactionGuard
-from .ryw import ADD, CLEAR, SET, WriteBuffer, add_le64, merged_get, merged_range
+from .ryw import ADD, CLEAR, SET, BufferedTransaction, WriteBuffer, add_le64
 
 FORMAT_VERSION = 1
 #: idle connections kept per database
@@ -494,7 +493,7 @@ class SqliteDatabase(Database):
             conn.close()
 
 
-class SqliteTransaction(Transaction):
+class SqliteTransaction(BufferedTransaction):
     """One transaction on a pooled connection; see the module docstring for the semantics."""
 
     def __init__(self, db: SqliteDatabase, conn: sqlite3.Connection) -> None:
@@ -538,51 +537,6 @@ class SqliteTransaction(Transaction):
 
     def _check_live(self) -> None:
         self._live()
-
-    # --- reads ---------------------------------------------------------------------------
-    def get(self, key: bytes, *, snapshot: bool = False) -> bytes | None:
-        self._live()
-        return merged_get(self._writes, self._guard.key(key), self._read)
-
-    def get_range(self, begin: bytes, end: bytes, *, limit: int = 0, reverse: bool = False,
-                  snapshot: bool = False) -> Iterator[KeyValue]:
-        self._live()
-        b, e = self._guard.range(begin, end)
-        if not isinstance(limit, int) or limit < 0:
-            raise InvalidArgument(f"range limit must be an int >= 0 (0 = no limit), not {limit!r}")
-        return merged_range(self._writes, self._fetch, b, e, limit=limit, reverse=reverse,
-                            before_batch=self._check_live)
-
-    # --- writes ------------------------------------------------------------------------------
-    def set(self, key: bytes, value: bytes) -> None:
-        self._live()
-        self._writes.set(*self._guard.on_set(key, value))
-
-    def set_many(self, pairs: Iterable[tuple[bytes, bytes]]) -> None:
-        self._live()
-        self._writes.set_many(self._guard.on_set_many(pairs))
-
-    def clear(self, key: bytes) -> None:
-        self._live()
-        self._writes.clear(self._guard.on_clear(key))
-
-    def clear_range(self, begin: bytes, end: bytes) -> None:
-        self._live()
-        self._writes.clear_range(*self._guard.on_clear_range(begin, end))
-
-    def add(self, key: bytes, delta: int) -> None:
-        self._live()
-        self._writes.add(*self._guard.on_add(key, delta))
-
-    def set_versionstamped_key(self, key: bytes, value: bytes) -> None:
-        self._live()
-        body, value, offset = self._guard.on_versionstamped_key(key, value)
-        self._writes.set_versionstamped_key(body, value, offset)
-
-    def get_versionstamp(self) -> bytes:
-        if self._versionstamp is None:
-            raise InvalidArgument("no versionstamp: the transaction has not committed a write")
-        return self._versionstamp
 
     # --- lifecycle ---------------------------------------------------------------------------
     def commit(self) -> None:
