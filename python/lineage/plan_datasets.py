@@ -49,6 +49,10 @@ def relation_dataset(p: Pass, node: PlanNode) -> Dataset | None:
             return catalog_table(a["catalogTable"])
         rel = a.get("relation")
         if isinstance(rel, Mapping) and rel.get("t") == "HadoopFsRelation":
+            if a.get("isStreaming") is True and isinstance(rel.get("base_path"), str):
+                # a file stream's micro-batch reads that batch's files: the source is the stream's
+                # directory (its basePath), as the streaming plan's StreamingRelation names it
+                return Dataset.path(rel["base_path"])
             return Dataset.path(",".join(rel.get("paths", ())), rel.get("format"))
         if isinstance(rel, Mapping):
             return Dataset.inline(rel.get("class", "BaseRelation"))
