@@ -6,6 +6,10 @@
 pointing at a local receiver started by the benchmark in its own process): the "on" side then also
 builds and POSTs every run's START and COMPLETE events.
 
+``--writes``: the workload is writes only (the issue's "100 small writes": ``--peer --writes --queries
+100``), four kinds in turn: INSERT OVERWRITE into an ushas table and into a Hive table, a parquet path
+and a DataFrame ``saveAsTable``.
+
 ``--peer``: OpenLineage's own Spark listener (``io.openlineage:openlineage-spark_2.13:1.53.0`` from
 Maven Central, fetched with ``mvn dependency:get`` into ``~/.m2`` when missing; bench only, on the
 driver's class path) as a third configuration, sending its events over HTTP to a local receiver
@@ -176,13 +180,21 @@ def setup(spark: Any, root: Path) -> None:
     spark.sql("CREATE TABLE default.daily (dt STRING, orders BIGINT, avg_amount DOUBLE) STORED AS PARQUET")
 
 
-def workload(spark: Any, root: Path, n: int) -> list[Callable[[], Any]]:
-    """n small queries, five kinds in turn (reads, joins, aggregates, INSERTs into three kinds of target)."""
+#: --writes: the write kinds only, in turn (INSERT OVERWRITE into ushas and Hive, a path, saveAsTable)
+WRITE_KINDS = (2, 3, 4, 5)
+
+
+def workload(spark: Any, root: Path, n: int, writes: bool = False) -> list[Callable[[], Any]]:
+    """n small queries, five kinds in turn (reads, joins, aggregates, INSERTs into three kinds of target);
+    ``writes``: n writes, four kinds in turn (those three and a DataFrame ``saveAsTable``)."""
     path = str(root / "paths" / "top_customers")
 
     def q(i: int) -> Callable[[], Any]:
         day = f"d{i % 5}"
-        kind = i % 5
+        kind = WRITE_KINDS[i % len(WRITE_KINDS)] if writes else i % 5
+        if kind == 5:
+            return lambda: (spark.table("ushas.bench.orders").where(f"amount > {i % 7}").groupBy("dt")
+                            .agg({"amount": "sum"}).write.mode("overwrite").saveAsTable("default.by_day"))
         if kind == 0:
             return lambda: spark.sql(f"SELECT count(*), sum(amount) FROM ushas.bench.orders "
                                      f"WHERE dt = '{day}' AND amount > {i % 7}").collect()
@@ -284,6 +296,8 @@ def main() -> int:
                         help="also send every run to a local OpenLineage HTTP receiver")
     parser.add_argument("--peer", action="store_true",
                         help="OpenLineage's Spark listener (Maven Central) as a third configuration")
+    parser.add_argument("--writes", action="store_true",
+                        help="writes only: INSERT OVERWRITE (ushas, Hive), a parquet path, saveAsTable, in turn")
     args = parser.parse_args()
     n = args.queries or (50 if args.quick else 200)
 
@@ -302,7 +316,7 @@ def main() -> int:
             peer = PeerListener(spark) if args.peer else None
             recorder = Recorder(root / "plans")
             recorder.install(REGISTRY.lineage())
-            queries = workload(spark, root, n)
+            queries = workload(spark, root, n, args.writes)
             # warm-up, both sides: the first use of each kind pays class loading, codegen, the first
             # Py4J callback connection of the listener thread, the store's first open
             for side in ("on", "off", *(("peer",) if peer else ())):

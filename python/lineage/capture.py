@@ -45,7 +45,7 @@ from ushas_catalog.errors import (InvalidArgument, LimitExceeded, NotAStore, Sto
                                   StoreReadOnly)
 
 from .capture_analysis import Relations, Resolver, analyze, default_relations, default_resolver
-from . import micro_batches
+from . import checkpoints, micro_batches
 from .capture_events import ActionEvent, CaptureSettings, ExecutionEvent
 from .drop_warnings import DropWarnings
 from .openlineage_facts import RunFacts
@@ -329,7 +329,8 @@ class LineageCapture:
             if len(parts) > 1:  # the micro-batch first: its plan links the batch's rows to the stream
                 parts[-1] = micro_batches.link(parts[-1], self._resolver)
             for one in parts:
-                self._process_one(one)
+                # a checkpoint: remember its plan for the rows it saved, before any later write
+                self._process_one(checkpoints.link(one, self._resolver))
         finally:
             event.discard_plans()
 

@@ -10,17 +10,21 @@ client parses and resolves it exactly as a classic session does (``lineage.plan`
 is executed, and no second channel is opened.
 
 Importing this module installs ``DataFrame.lineage`` on ``pyspark.sql.connect.dataframe.DataFrame``
-(idempotent; ``ushas_catalog.spark`` does it when pyspark's Connect DataFrame is loaded).
+and has its ``checkpoint()`` / ``localCheckpoint()`` remember what they save (lineage.checkpoints),
+idempotently; ``ushas_catalog.spark`` does it when pyspark's Connect DataFrame is loaded.
 """
 from __future__ import annotations
 
-from typing import Any
+import logging
+from typing import Any, Callable
 
 from ushas_catalog.errors import LineageUnavailable
 
 from .model import LineageResult
 from .plan import gc_paused, parse
 from .resolve import resolve
+
+log = logging.getLogger("ushas.lineage")
 
 #: the plugin class to configure on the server (``spark.connect.extensions.relation.classes``)
 PLUGIN_CLASS = "io.ushas.spark.connect.LineageRelationPlugin"
@@ -114,12 +118,44 @@ def _lineage(self: Any) -> LineageResult:
     return link_session_paths(self.sparkSession, lineage_of_connect_dataframe(self))
 
 
+def remember_checkpoint(source: Any, checkpointed: Any) -> None:
+    """``checkpoint()`` / ``localCheckpoint()`` of a Connect DataFrame: the server keeps the saved
+    rows as a ``LogicalRDD`` with the checkpointed plan's output attributes; remember the lineage
+    of ``source`` for them in this process (lineage.checkpoints), so ``df.lineage()`` of the
+    checkpointed DataFrame reaches the source tables here as in a classic session. Two plan round
+    trips, nothing executed; never fails the user's call."""
+    from . import checkpoints
+
+    try:
+        ids = tuple(a.expr_id for a in parse(dataframe_plan_json(checkpointed)).root_node.output)
+        checkpoints.remember(ids, lineage_of_connect_dataframe(source))
+    except Exception as exc:  # noqa: BLE001 - lineage is an extra: the checkpoint is the user's
+        log.debug("lineage: Connect checkpoint not remembered: %s", exc)
+
+
+def _checkpointing(method: Callable[..., Any]) -> Callable[..., Any]:
+    def checkpointed(self: Any, *args: Any, **kwargs: Any) -> Any:
+        out = method(self, *args, **kwargs)
+        remember_checkpoint(self, out)
+        return out
+
+    checkpointed.__wrapped__ = method  # type: ignore[attr-defined]
+    checkpointed.__doc__ = method.__doc__
+    checkpointed.ushas_lineage = True  # type: ignore[attr-defined]
+    return checkpointed
+
+
 def install() -> None:
-    """Adds ``lineage()`` to pyspark's Connect DataFrame (idempotent)."""
+    """Adds ``lineage()`` to pyspark's Connect DataFrame, and has its ``checkpoint()`` /
+    ``localCheckpoint()`` remember what they save (idempotent)."""
     from pyspark.sql.connect.dataframe import DataFrame
 
     if getattr(DataFrame, "lineage", None) is not _lineage:
         DataFrame.lineage = _lineage  # type: ignore[attr-defined]
+    for name in ("checkpoint", "localCheckpoint"):
+        method = getattr(DataFrame, name)
+        if not getattr(method, "ushas_lineage", False):
+            setattr(DataFrame, name, _checkpointing(method))
 
 
 install()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
+from .identity import canonical_uri
 from .model import Dataset
 from .plan import PlanDocument, PlanNode
 from .resolve_pass import Pass
@@ -49,6 +50,10 @@ def relation_dataset(p: Pass, node: PlanNode) -> Dataset | None:
             return catalog_table(a["catalogTable"])
         rel = a.get("relation")
         if isinstance(rel, Mapping) and rel.get("t") == "HadoopFsRelation":
+            if a.get("isStreaming") is True and isinstance(rel.get("base_path"), str):
+                # a file stream's micro-batch reads that batch's files: the source is the stream's
+                # directory (its basePath), as the streaming plan's StreamingRelation names it
+                return Dataset.path(canonical_uri(rel["base_path"]))
             return Dataset.path(",".join(rel.get("paths", ())), rel.get("format"))
         if isinstance(rel, Mapping):
             return Dataset.inline(rel.get("class", "BaseRelation"))
@@ -67,7 +72,8 @@ def relation_dataset(p: Pass, node: PlanNode) -> Dataset | None:
     if node.kind == "StreamingRelation":  # a V1 streaming source: Spark names a file source by its path
         name = a.get("sourceName") or "stream"
         m = _FILE_SOURCE.fullmatch(name)
-        return Dataset.path(m.group(1)) if m else Dataset.inline(name)
+        # the path as the user wrote it (/data/in): spelled as a batch read of it is (file:/data/in)
+        return Dataset.path(canonical_uri(m.group(1))) if m else Dataset.inline(name)
     if node.kind == "StreamingRelationV2":  # a catalog table, or a source such as rate / kafka
         if isinstance(a.get("identifier"), Mapping):
             return v2_table(a)

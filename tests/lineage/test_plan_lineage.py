@@ -269,6 +269,26 @@ def _df_stream_table(spark: Any) -> Any:
     return spark.readStream.table(U).where("v > 1").select("w")
 
 
+#: the directory of the file streaming case (fixed, as insert_directory's: the expected lineage names it)
+STREAM_DIR = "/tmp/ushas-lin-stream-in"
+
+
+def _df_stream_files(spark: Any) -> Any:
+    """A file stream; its one file is written once, atomically (renamed in), so concurrent runs agree."""
+    import os
+    import tempfile
+
+    os.makedirs(STREAM_DIR, exist_ok=True)
+    part = os.path.join(STREAM_DIR, "part-0.json")
+    if not os.path.exists(part):
+        fd, staged = tempfile.mkstemp(dir=os.path.dirname(STREAM_DIR), prefix=".ushas-lin-stream-")
+        with os.fdopen(fd, "w") as f:
+            f.write('{"value": 1, "name": "a"}\n{"value": -2, "name": "b"}\n')
+        os.replace(staged, part)
+    return (spark.readStream.schema("value BIGINT, name STRING").json(STREAM_DIR)
+            .where("value > 0").selectExpr("value * 10 AS id", "upper(name) AS label"))
+
+
 def _df_stream_rate(spark: Any) -> Any:
     return spark.readStream.format("rate").load().selectExpr("value * 2 AS v", "timestamp")
 
@@ -568,6 +588,9 @@ CASES: list[PlanCase] = [
              {"w": {"lin.u.w": "I"}, "count": {}}, fs("GROUP_BY:lin.u.w"), mode="dataframe"),
     PlanCase("df_stream_table", "Streaming source (readStream)", _df_stream_table,
              {"w": {"lin.u.w": "I"}}, fs("FILTER:lin.u.v"), mode="dataframe"),
+    PlanCase("df_stream_files", "Streaming source (readStream)", _df_stream_files,
+             {"id": {f"file:{STREAM_DIR}.value": "T"}, "label": {f"file:{STREAM_DIR}.name": "T"}},
+             fs(f"FILTER:file:{STREAM_DIR}.value"), mode="dataframe"),
     PlanCase("df_stream_rate", "Streaming source (readStream)", _df_stream_rate,
              {"v": {"<rate>.value": "T"}, "timestamp": {"<rate>.timestamp": "I"}}, mode="dataframe"),
     # ---- writes -------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """A Spark Connect client in its own process: the plan JSON of every case of the classic lineage case
 table (tests/lineage/test_plan_lineage.py ``CASES``), analysed by the server's lineage plugin, into one
 JSON file {case id: {"plan": text} | {"error": text} | {"skip": reason}}; and ``df.lineage()`` itself on one
-DataFrame. The test (tests/remote/test_connect_lineage.py) resolves and checks each case.
+DataFrame and on the checkpoint cases ({"plan", "lineage": "ok" | why not}: the client's checkpoint()
+remembers what it saved, lineage.connect). The test (tests/remote/test_connect_lineage.py) resolves and checks each case.
 
     python client_cases.py sc://127.0.0.1:PORT OUT.json
 """
@@ -14,7 +15,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lineage"))
 
-from test_plan_lineage import CASES, create_case_tables  # noqa: E402  (the classic case table itself)
+from test_plan_lineage import CASES, PlanCase, check, create_case_tables  # noqa: E402  (the classic case table itself)
 
 
 def main(url: str, out: str) -> None:
@@ -33,7 +34,10 @@ def main(url: str, out: str) -> None:
             if case.mode == "sql":
                 plans[case.id] = {"plan": sql_plan_json(spark, case.query)}  # type: ignore[arg-type]
             else:
-                plans[case.id] = {"plan": dataframe_plan_json(case.query(spark))}  # type: ignore[operator]
+                df = case.query(spark)  # type: ignore[operator]
+                plans[case.id] = {"plan": dataframe_plan_json(df)}
+                if case.operator.startswith("Checkpoint"):  # here, where checkpoint() was called
+                    plans[case.id]["lineage"] = checked(case, df)
         except Exception as exc:  # noqa: BLE001 - reported per case
             plans[case.id] = {"error": f"{type(exc).__name__}: {exc}"[:2000]}
     df = spark.table("lin.t").where("x > 1").selectExpr("x + 1 as x1", "upper(y) as uy")
@@ -43,6 +47,15 @@ def main(url: str, out: str) -> None:
                            "bad_column": condition(lambda: spark.table("lin.t").select("nope").lineage())}
     Path(out).write_text(json.dumps(plans))
     spark.stop()
+
+
+def checked(case: PlanCase, df: Any) -> str:
+    """``df.lineage()`` in this client checked as the classic case table checks it: "ok" or why not."""
+    try:
+        check(case, df.lineage())
+    except AssertionError as exc:
+        return f"AssertionError: {exc}"[:2000]
+    return "ok"
 
 
 def condition(fn: Any) -> str | None:

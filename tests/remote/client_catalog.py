@@ -1,5 +1,6 @@
 """A Spark Connect client in its own process (it never imports ushas_catalog): namespaces, a partitioned
-table, every write form that works in a classic session, reads with pruning, Spark's errors. Prints one
+table, every write form that works in a classic session (also of a checkpointed DataFrame), reads with
+pruning, Spark's errors. Prints one
 JSON line ``RESULT {...}`` for the test (tests/remote/test_connect_server.py).
 
     python client_catalog.py sc://127.0.0.1:PORT/;user_id=alice DB APP_NAME
@@ -33,6 +34,9 @@ def main(url: str, db: str, app: str) -> dict[str, Any]:
     spark.sql(f"CREATE TABLE ushas.{db}.ctas USING parquet PARTITIONED BY (dt) AS SELECT * FROM {t} WHERE dt = 'a'")
     spark.createDataFrame([(9, "f")], schema).write.partitionBy("dt").saveAsTable(f"ushas.{db}.sat")
     spark.createDataFrame([(10, "g")], schema).writeTo(f"ushas.{db}.wc").partitionedBy(F.col("dt")).create()
+    # a locally checkpointed DataFrame written: the server's capture links the saved rows to t
+    (spark.table(t).where("id > 1").select(F.upper("dt").alias("udt"), "id").localCheckpoint()
+     .writeTo(f"ushas.{db}.ck").create())
     out["rows"] = sorted([r.id, r.dt] for r in spark.table(t).collect())
     out["partitions"] = [r[0] for r in spark.sql(f"SHOW PARTITIONS {t}").collect()]
     out["ctas"] = sorted([r.id, r.dt] for r in spark.table(f"ushas.{db}.ctas").collect())

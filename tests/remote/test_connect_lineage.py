@@ -30,8 +30,8 @@ JVM_ONLY = {"bin_by": "analyses its DataFrame through df._jdf while a conf is se
 #: cases whose source is another in-query source over Connect: the client sends createDataFrame's rows
 #: with the plan (a LocalRelation), where a classic session makes an RDD of them (a LogicalRDD)
 IN_QUERY_SOURCE = {"df_values": ("<LogicalRDD>", "<VALUES>")}
-#: cases seen through by the classic DataFrame's checkpoint() wrapper (lineage.checkpoints): a Connect
-#: client's checkpoint is not, so its rows stay an in-query source there (docs/lineage.md, limits)
+#: cases seen through by the checkpoint() wrapper (lineage.checkpoints): the plan the server answers stops
+#: at the saved rows, df.lineage() in the Connect client that called checkpoint() sees through them
 CHECKPOINTS = {"df_checkpoint", "df_local_checkpoint"}
 
 
@@ -83,8 +83,10 @@ def test_connect_lineage_case(connect_plans: dict[str, dict[str, str]], classic:
     assert "plan" in got, got.get("error")
     result = resolve(parse(got["plan"]))
     if case.id in CHECKPOINTS:
+        # the plan alone stops at the saved rows; df.lineage() in the client that called checkpoint() does not
         leaves = {leaf_name(leaf) for c in result.outputs for leaf in result.direct_sources(c)}
         assert leaves and all(leaf.startswith("<LogicalRDD>.") for leaf in leaves), leaves
+        assert got["lineage"] == "ok"
         return
     if case.id in IN_QUERY_SOURCE:
         classic_name, connect_name = IN_QUERY_SOURCE[case.id]

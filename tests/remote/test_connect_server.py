@@ -2,7 +2,8 @@
 configuration only (tests/spark_servers.py, as conf/connect-server.conf); two client processes at once,
 each with its own session, user and application name, neither importing ushas_catalog: namespaces,
 partitioned tables, every write form, reads with pruning, Spark's errors; then every captured run of each
-client's table names that client's session, user, client type and application."""
+client's table names that client's session, user, client type and application, and the write of a
+checkpointed DataFrame reaches its source table."""
 from __future__ import annotations
 
 import json
@@ -47,6 +48,13 @@ def _runs(server: SparkServer, table: str, at_least: int) -> list[dict[str, Any]
         time.sleep(1)
 
 
+def _cli(server: SparkServer, *args: str) -> Any:
+    proc = subprocess.run([sys.executable, "-m", "ushas_catalog", "--uri", f"sqlite:///{server.cwd / 'ushas.db'}",
+                           "--json", "lineage", *args], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
 def test_two_clients_at_once(connect: SparkServer, tmp_path: Path) -> None:
     suffix = uuid.uuid4().hex[:6]
     clients = {user: (f"{user}_{suffix}", f"notebook_{user}") for user in ("alice", "bob")}
@@ -60,7 +68,7 @@ def test_two_clients_at_once(connect: SparkServer, tmp_path: Path) -> None:
         assert r["rows"] == [[1, "a"], [3, "b"], [4, "c"], [5, "a"], [7, "d"], [8, "e"]]
         assert r["partitions"] == ["dt=a", "dt=b", "dt=c", "dt=d", "dt=e"]
         assert r["ctas"] == [[1, "a"], [5, "a"]] and r["sat"] == [[9, "f"]] and r["wc"] == [[10, "g"]]
-        assert r["tables"] == ["ctas", "sat", "t", "wc"]
+        assert r["tables"] == ["ck", "ctas", "sat", "t", "wc"]
         assert r["pruned"] == [1, 5]
         assert "UshasFileIndex" in r["explain"] and "PartitionFilters: [isnotnull(dt" in r["explain"]
         assert r["errors"] == {"missing_table": "TABLE_OR_VIEW_NOT_FOUND", "missing_namespace": "SCHEMA_NOT_FOUND",
@@ -78,6 +86,12 @@ def test_two_clients_at_once(connect: SparkServer, tmp_path: Path) -> None:
             assert r["client_kind"] == "connect"
             assert r["client_type"].startswith("_SPARK_CONNECT_PYTHON spark/")
             assert r["application_name"] == app and r["job"].startswith(f"{app}.")
+        # the checkpointed write: captured on the server, through the saved rows to the source table
+        (ck,) = [r for r in _runs(connect, f"ushas.{db}.ck", at_least=1) if r["access"] == "write"]
+        edges = {(e["target"], e["source"], e["subtype"]) for e in _cli(connect, "run", ck["run_id"])["edges"]}
+        assert edges == {(f"ushas.{db}.ck.udt", f"ushas.{db}.t.dt", "TRANSFORMATION"),
+                         (f"ushas.{db}.ck.id", f"ushas.{db}.t.id", "IDENTITY"),
+                         (f"ushas.{db}.ck", f"ushas.{db}.t.id", "FILTER")}, edges
     text = subprocess.run([sys.executable, "-m", "ushas_catalog", "--uri", f"sqlite:///{connect.cwd / 'ushas.db'}",
                            "lineage", "runs", f"ushas.{clients['bob'][0]}.t"], capture_output=True, text=True,
                           timeout=60).stdout

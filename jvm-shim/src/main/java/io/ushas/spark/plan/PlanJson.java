@@ -544,7 +544,11 @@ public final class PlanJson {
             for (Object path : iter(r.location().rootPaths())) {
                 a.str(path.toString()).ch(',');
             }
-            a.trim().ch(']').ch('}');
+            a.trim().ch(']');
+            // a file stream's micro-batch reads the batch's files with the stream's directory as basePath
+            scala.Option<String> base = r.options().get("basePath");
+            if (base.isDefined()) a.ch(',').key("base_path").str(base.get());
+            a.ch('}');
         } else if (v instanceof BaseRelation) {
             a.ch('{').key("t").str("BaseRelation").ch(',').key("class").str(v.getClass().getName()).ch('}');
         } else if (v instanceof FileFormat) {
