@@ -204,3 +204,23 @@ def test_rest(served: tuple[Live, dict[str, str]], admin: Metastore) -> None:
     listed = live.request("GET", "/api/v1/locations", headers=bob)
     assert listed.status == 200 and [x["name"] for x in listed.json] == ["gold", "raw", "team"]
     assert live.request("DELETE", "/api/v1/locations/gold", headers=alice).json == {"dropped": "gold"}
+
+
+def test_the_kept_index_follows_every_table_change(admin: Metastore, store_uri: str) -> None:
+    """The checks keep the project's table locations per change-feed state: a table created, moved or dropped
+    after a check is seen by the next one."""
+    admin.grant("CREATE EXTERNAL TABLE", "location:raw", "user:bob")
+    bob = Metastore.open(store_uri, project="p", user="bob", authorization=True)
+    try:
+        bob.check_placement("/lake/raw/new", (C, "db", "mine"))
+        admin.create_table((C, "db", "new"), schema="a INT", location="file:/lake/raw/new", external=True)
+        with pytest.raises(PermissionDenied, match="overlaps the location of another table"):
+            bob.check_placement("/lake/raw/new", (C, "db", "mine"))
+        admin.drop_table((C, "db", "new"))
+        bob.check_placement("/lake/raw/new", (C, "db", "mine"))
+        bob.check_path_read(["/lake/raw/open"])
+        admin.set_column_mask((C, "db", "open"), "a", "0")
+        with pytest.raises(PermissionDenied, match="row filter or a column mask"):
+            bob.check_path_read(["/lake/raw/open"])
+    finally:
+        bob.close()

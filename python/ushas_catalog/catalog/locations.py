@@ -16,7 +16,10 @@ calls are not checked (authorization off) passes both.
 """
 from __future__ import annotations
 
+import hashlib
+import threading
 import uuid
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -27,7 +30,8 @@ from ..governance import locations as locs
 from ..governance import policy as policies
 from ..governance.principals import of_policy
 from ..governance.privileges import CREATE_EXTERNAL_TABLE, OWN, READ_FILES, SELECT, Securable, allowed, authorize
-from ..keyspace.layout import CATALOG_ID, DATABASE, DATABASE_ID, TABLE, TABLE_PROPERTIES, TABLE_STORAGE, Layout
+from ..keyspace.layout import (CATALOG_ID, CHANGE_EVENT, CHANGE_FEED, DATABASE, DATABASE_ID, TABLE, TABLE_PROPERTIES,
+                               TABLE_STORAGE, Layout)
 from ..kv.base import Transaction
 from ..model.names import TableName
 from ..records.store import RecordStore
@@ -67,6 +71,39 @@ def placed_tables(tr: Transaction, resolver: Any, *, properties: bool = False) -
                 props = RecordStore.at(tpath.add(TABLE_PROPERTIES)).load(tr, ()) if properties else None
                 yield PlacedTable(TableName(c.key[0], d.key[0], t.key[0]), (policies.PROJECT_ID, cid, did, tid),
                                   storage.location, props)
+
+
+#: (project key, the newest change-feed key, with properties) -> the placed tables then: every table create,
+#: alter, rename, drop writes a change event in its commit's transaction, so the newest event key names the
+#: state of every table's location (reading it puts it in the check's read set: a concurrent commit conflicts)
+_INDEX: "OrderedDict[tuple[bytes, bytes, bool], list[PlacedTable]]" = OrderedDict()
+_INDEX_LOCK = threading.Lock()
+_INDEX_SIZE = 32
+
+
+def indexed_tables(tr: Transaction, ms: Any, *, properties: bool = False) -> list[PlacedTable]:
+    """:func:`placed_tables` of ``ms``'s project, kept per change-feed state (one reverse range read of one key
+    when nothing changed). A branch's view is read every time."""
+    if getattr(ms, "parent", None) is not None:
+        return list(placed_tables(tr, ms.resolver, properties=properties))
+    feed = ms.project_path.add(CHANGE_FEED).add(CHANGE_EVENT).key()
+    newest = b""
+    for kv in tr.get_range(feed, feed + b"\xff", limit=1, reverse=True):  # its value too: a store made anew at
+        newest = bytes(kv.key) + hashlib.sha256(bytes(kv.value)).digest()  # the same place restarts the stamps
+    db = getattr(ms.db, "base", ms.db)
+    key = (str(getattr(db, "uri", id(db))).encode() + b"\0" + ms.project_path.key(), newest, properties)
+    with _INDEX_LOCK:
+        found = _INDEX.get(key) if newest else None
+        if found is not None:
+            _INDEX.move_to_end(key)
+            return found
+    out = list(placed_tables(tr, ms.resolver, properties=properties))
+    if newest:
+        with _INDEX_LOCK:
+            _INDEX[key] = out
+            while len(_INDEX) > _INDEX_SIZE:
+                _INDEX.popitem(last=False)
+    return out
 
 
 def _refused(user: str, privilege: str, what: str, why: str, obj: str, kind: str = "location") -> PermissionDenied:
@@ -132,7 +169,7 @@ class LocationOps(MetastoreBase):
             for inner in locs.within(p, location):
                 raise _refused(user, CREATE_EXTERNAL_TABLE, doing, f"it holds external location {inner.name}",
                                inner.name)
-            for other in placed_tables(tr, self.resolver):
+            for other in indexed_tables(tr, self):
                 if other.name == tn or (own and locs.inside(other.location, own)):
                     continue
                 if overlaps(location, other.location):
@@ -154,7 +191,7 @@ class LocationOps(MetastoreBase):
             p = policies.load(tr, self.layout, self.project)
             user = caller.user
             holders = of_policy(p, user)
-            tables = list(placed_tables(tr, self.resolver, properties=True))
+            tables = indexed_tables(tr, self, properties=True)
             for path in paths:
                 self._check_one_read(tr, p, holders, user, normalized(path), tables, roots or [])
 
@@ -203,4 +240,4 @@ def _exempt(p: policies.Policy, holders: frozenset[str], props: Any) -> bool:
     return all(e and e in holders for e in exempts)
 
 
-__all__ = ["LocationOps", "PlacedTable", "placed_tables"]
+__all__ = ["LocationOps", "PlacedTable", "indexed_tables", "placed_tables"]
