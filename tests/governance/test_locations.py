@@ -216,8 +216,12 @@ def test_the_kept_index_follows_every_table_change(admin: Metastore, store_uri: 
         admin.create_table((C, "db", "new"), schema="a INT", location="file:/lake/raw/new", external=True)
         with pytest.raises(PermissionDenied, match="overlaps the location of another table"):
             bob.check_placement("/lake/raw/new", (C, "db", "mine"))
-        admin.drop_table((C, "db", "new"))
+        admin.rename_table((C, "db", "new"), (C, "db", "moved"), location="file:/lake/raw/moved")
         bob.check_placement("/lake/raw/new", (C, "db", "mine"))
+        with pytest.raises(PermissionDenied, match="overlaps the location of another table"):
+            bob.check_placement("/lake/raw/moved/x", (C, "db", "mine"))
+        admin.drop_table((C, "db", "moved"))
+        bob.check_placement("/lake/raw/moved", (C, "db", "mine"))
         bob.check_path_read(["/lake/raw/open"])
         admin.set_column_mask((C, "db", "open"), "a", "0")
         with pytest.raises(PermissionDenied, match="row filter or a column mask"):

@@ -16,7 +16,6 @@ calls are not checked (authorization off) passes both.
 """
 from __future__ import annotations
 
-import hashlib
 import threading
 import uuid
 from collections import OrderedDict
@@ -25,7 +24,7 @@ from typing import Any, Iterator
 
 from .. import records as rec
 from ..data.locations import normalized, overlaps
-from ..errors import PermissionDenied
+from ..errors import PermissionDenied, UshasError
 from ..governance import locations as locs
 from ..governance import policy as policies
 from ..governance.principals import of_policy
@@ -73,37 +72,107 @@ def placed_tables(tr: Transaction, resolver: Any, *, properties: bool = False) -
                                   storage.location, props)
 
 
-#: (project key, the newest change-feed key, with properties) -> the placed tables then: every table create,
-#: alter, rename, drop writes a change event in its commit's transaction, so the newest event key names the
-#: state of every table's location (reading it puts it in the check's read set: a concurrent commit conflicts)
-_INDEX: "OrderedDict[tuple[bytes, bytes, bool], list[PlacedTable]]" = OrderedDict()
+@dataclass
+class _Index:
+    """The placed tables of one project as of one change-feed key (the newest when they were read)."""
+
+    key: bytes
+    tables: dict[uuid.UUID, PlacedTable]
+
+
+#: (store and project key, with properties) -> the placed tables as of a change-feed key. Every table create,
+#: alter, rename, drop writes a change event in its commit's transaction: when the newest event key moved, the
+#: events since say which tables to read again (a catalog or database moved or dropped: all of them)
+_INDEX: "OrderedDict[tuple[bytes, bool], _Index]" = OrderedDict()
 _INDEX_LOCK = threading.Lock()
 _INDEX_SIZE = 32
+#: more new events than this: read every table again
+_MAX_DELTA = 256
+_STAMP = 13  # the versionstamp's length after the events' prefix and its type code (changes.feed)
+_REREAD = frozenset({rec.ChangeEvent.Change.RENAMED, rec.ChangeEvent.Change.DROPPED, rec.ChangeEvent.Change.UNDROPPED,
+                     rec.ChangeEvent.Change.PURGED, rec.ChangeEvent.Change.REPLACED})
 
 
 def indexed_tables(tr: Transaction, ms: Any, *, properties: bool = False) -> list[PlacedTable]:
-    """:func:`placed_tables` of ``ms``'s project, kept per change-feed state (one reverse range read of one key
-    when nothing changed). A branch's view is read every time."""
+    """:func:`placed_tables` of ``ms``'s project as ``tr`` sees them, kept per change-feed state: one reverse
+    read of the newest event when nothing changed, the new events and the tables they name when something did
+    (all in ``tr``: its read set covers what the answer depends on). A branch's view is read every time."""
     if getattr(ms, "parent", None) is not None:
         return list(placed_tables(tr, ms.resolver, properties=properties))
     feed = ms.project_path.add(CHANGE_FEED).add(CHANGE_EVENT).key()
     newest = b""
-    for kv in tr.get_range(feed, feed + b"\xff", limit=1, reverse=True):  # its value too: a store made anew at
-        newest = bytes(kv.key) + hashlib.sha256(bytes(kv.value)).digest()  # the same place restarts the stamps
+    for kv in tr.get_range(feed, feed + b"\xff", limit=1, reverse=True):
+        newest = bytes(kv.key)
+    if not newest:
+        return list(placed_tables(tr, ms.resolver, properties=properties))
     db = getattr(ms.db, "base", ms.db)
-    key = (str(getattr(db, "uri", id(db))).encode() + b"\0" + ms.project_path.key(), newest, properties)
+    key = (str(getattr(db, "uri", id(db))).encode() + b"\0" + ms.project_path.key(), properties)
     with _INDEX_LOCK:
-        found = _INDEX.get(key) if newest else None
+        found = _INDEX.get(key)
+    if found is not None and found.key == newest:
+        return list(found.tables.values())
+    tables = _updated(tr, ms, feed, found, newest, properties) if found is not None and found.key < newest else None
+    if tables is None:
+        tables = {t.ids[-1]: t for t in placed_tables(tr, ms.resolver, properties=properties)}
+    with _INDEX_LOCK:
+        _INDEX[key] = _Index(newest, tables)
+        _INDEX.move_to_end(key)
+        while len(_INDEX) > _INDEX_SIZE:
+            _INDEX.popitem(last=False)
+    return list(tables.values())
+
+
+def _updated(tr: Transaction, ms: Any, feed: bytes, old: _Index, newest: bytes,
+             properties: bool) -> dict[uuid.UUID, PlacedTable] | None:
+    """``old``'s tables after the events up to ``newest``; None: read them all again."""
+    rows = list(tr.get_range(old.key + b"\x00", newest + b"\x00", limit=_MAX_DELTA + 1))
+    if len(rows) > _MAX_DELTA:
+        return None
+    events: list[tuple[bytes, list[bytes]]] = []
+    head = len(feed) + 1 + _STAMP
+    for kv in rows:
+        stamp = bytes(kv.key[:head])
+        if events and events[-1][0] == stamp:
+            events[-1][1].append(bytes(kv.value))
+        else:
+            events.append((stamp, [bytes(kv.value)]))
+    tables = dict(old.tables)
+    for _, parts in events:
+        try:
+            ev = rec.ChangeEvent.FromString(b"".join(parts))
+        except Exception:  # noqa: BLE001 - a chunked event cut at the old key: read everything again
+            return None
+        if ev.kind in ("catalog", "database"):
+            if ev.change in _REREAD:
+                return None
+            continue
+        if ev.kind != "table" or len(ev.object_id) != 16:
+            continue
+        tid = uuid.UUID(bytes=ev.object_id)
+        tables.pop(tid, None)
+        found = _placed(tr, ms.resolver, ev.name, tid, properties)
         if found is not None:
-            _INDEX.move_to_end(key)
-            return found
-    out = list(placed_tables(tr, ms.resolver, properties=properties))
-    if newest:
-        with _INDEX_LOCK:
-            _INDEX[key] = out
-            while len(_INDEX) > _INDEX_SIZE:
-                _INDEX.popitem(last=False)
-    return out
+            tables[tid] = found
+    return tables
+
+
+def _placed(tr: Transaction, resolver: Any, name: str, tid: uuid.UUID, properties: bool) -> PlacedTable | None:
+    """The live table ``name`` when it is table ``tid`` and has a location."""
+    try:
+        tn = TableName.parse(name)
+        cat = resolver.catalog(tr, tn.database_name.catalog_name, load=False)
+        db = resolver.database(tr, tn.database_name, load=False)
+    except (UshasError, ValueError):
+        return None
+    entry = resolver.names(db.path.add(TABLE), "Table").load(tr, (tn.name,))
+    if entry is None or entry.kind != rec.ObjectKind.TABLE or uuid.UUID(bytes=entry.id) != tid:
+        return None
+    tpath = Layout.table(db.path, tid)
+    storage = RecordStore.at(tpath.add(TABLE_STORAGE)).load(tr, ())
+    if storage is None or not storage.location:
+        return None
+    props = RecordStore.at(tpath.add(TABLE_PROPERTIES)).load(tr, ()) if properties else None
+    return PlacedTable(tn, (policies.PROJECT_ID, cat.id, db.id, tid), storage.location, props)
 
 
 def _refused(user: str, privilege: str, what: str, why: str, obj: str, kind: str = "location") -> PermissionDenied:
