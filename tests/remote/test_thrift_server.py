@@ -86,8 +86,11 @@ def _store_keys(server: SparkServer) -> dict[bytes, bytes]:
     from ushas_catalog.metastore import Metastore
 
     ms = Metastore.open(f"sqlite:///{server.cwd / 'ushas.db'}")
-    try:
-        return {bytes(kv.key): bytes(kv.value) for kv in ms.db.run(lambda tr: list(tr.get_range(b"", b"\xff")))}
+    try:  # the catalog's and the grants' keys (the listener records each statement's run, refused or not)
+        begin, end = ms.layout.project(ms.project).range()
+        pairs = ms.db.run(lambda tr: list(tr.get_range(begin, end)))
+        return {bytes(kv.key): bytes(kv.value) for kv in pairs
+                if {"Catalog", "Access"} & set(ms.layout.keyspace.parse(bytes(kv.key)).directory_names)}
     finally:
         ms.close()
 
@@ -99,6 +102,7 @@ def test_a_jdbc_session_cannot_set_catalog_options(thrift: SparkServer) -> None:
     deployer's")."""
     beeline(thrift, "carol", "SHOW NAMESPACES IN ushas")  # the store exists
     before = _store_keys(thrift)
+    assert before  # the catalog ushas and its default namespace
     attempts = {
         "re-point the deployed catalog": ("SET spark.sql.catalog.ushas.user=admin; "
                                           "SET spark.sql.catalog.ushas.authorization=false; SHOW NAMESPACES IN ushas",
