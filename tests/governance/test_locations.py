@@ -178,6 +178,8 @@ def test_cli(admin: Metastore, store_uri: str, capsys: Any) -> None:
 def served(store_uri: str, admin: Metastore) -> Iterator[tuple[Live, dict[str, str]]]:
     tokens = {user: TokenStore(admin).create("write", user)[1] for user in ("bob", "alice")}
     admin.grant("OWN", "project", "user:alice")
+    admin.grant("CREATE", (C, "db"), "user:bob")
+    admin.grant("MODIFY", (C, "db", "open"), "user:bob")
     for live in running(store_uri, project="p", authorization=True):
         yield live, tokens
 
@@ -193,7 +195,15 @@ def test_rest(served: tuple[Live, dict[str, str]], admin: Metastore) -> None:
                                ("POST", "/api/v1/locations/gold/grants",
                                 {"privilege": "READ FILES", "principal": "user:bob"}),
                                ("POST", "/api/v1/metastore/call", {"method": "drop_location", "args": ["raw"],
-                                                                   "kwargs": {}, "project": "p"})):
+                                                                   "kwargs": {}, "project": "p"}),
+                               ("POST", "/api/v1/metastore/call", {  # a table over the victim's files
+                                   "method": "create_table", "args": [["c", "db", "steal"], "a INT"],
+                                   "kwargs": {"location": "file:/lake/raw/victim", "external": True}, "project": "p"}),
+                               ("POST", "/api/v1/metastore/call", {"method": "add_partitions", "args": [
+                                   ["c", "db", "open"], [{"$dc": "ushas_catalog.model.partitions.Partition",
+                                                          "fields": {"values": {"a": "1"},
+                                                                     "location": "file:/lake/raw/victim"}}]],
+                                   "kwargs": {}, "project": "p"})):
         answer = live.request(method, path, body, headers=bob)
         assert answer.status == 403 and answer.json["error"]["type"] == "PermissionDenied", (path, answer.body)
     assert _keys(admin) == before
