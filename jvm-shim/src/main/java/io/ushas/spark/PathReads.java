@@ -66,18 +66,28 @@ final class PathReads extends AbstractFunction1<LogicalPlan, BoxedUnit> {
         while (subqueries.hasNext()) collect(subqueries.next(), out);
     }
 
-    /** The Ushas catalogs whose calls are checked: every one the application's configuration declares
-     *  (initialized in this session if it was not: a session cannot avoid the deployer's catalogs by not using
-     *  them) and every one this session initialized already (a catalog a session defines at run time, where
+    /** The Ushas catalogs whose calls are checked: every one the application's configuration declares with
+     *  {@code authorization=true} (initialized in this session if it was not: a session cannot avoid the
+     *  deployer's catalogs by not using them; one that cannot start refuses the read) and every one this session
+     *  initialized already (a catalog a session defines at run time, where
      *  the deployer allows it). */
     private List<UshasCatalog> checkedCatalogs() {
         Set<UshasCatalog> found = new LinkedHashSet<>();
-        for (scala.Tuple2<String, String> e : session.sparkContext().getConf().getAll()) {
+        scala.Tuple2<String, String>[] app = session.sparkContext().getConf().getAll();
+        Set<String> governed = new java.util.HashSet<>();  // deployed with authorization=true (lower-case names)
+        for (scala.Tuple2<String, String> e : app) {
+            String key = e._1().toLowerCase(java.util.Locale.ROOT);
+            if (key.startsWith(CATALOG_PREFIX) && key.endsWith(".authorization")
+                    && "true".equalsIgnoreCase(e._2().trim())) {
+                governed.add(key.substring(CATALOG_PREFIX.length(), key.length() - ".authorization".length()));
+            }
+        }
+        for (scala.Tuple2<String, String> e : app) {
             String key = e._1();
             if (!key.startsWith(CATALOG_PREFIX) || !UshasCatalog.class.getName().equals(e._2())) continue;
             String name = key.substring(CATALOG_PREFIX.length());
-            if (name.contains(".")) continue;
-            CatalogPlugin plugin = session.sessionState().catalogManager().catalog(name);
+            if (name.contains(".") || !governed.contains(name.toLowerCase(java.util.Locale.ROOT))) continue;
+            CatalogPlugin plugin = session.sessionState().catalogManager().catalog(name);  // fails closed
             if (plugin instanceof UshasCatalog u) found.add(u);
         }
         synchronized (INITIALIZED) {
