@@ -10,9 +10,12 @@ role that holds SELECT on its database (a nested lookup: user -> role -> databas
   ``ushas_off`` without authorization, ``ushas_auth`` with ``authorization=true`` and ``user=bob``):
   the catalog call itself (``TableCatalog.loadTable`` called on the JVM catalog object: the shim, its
   bridge round trip and the Python side, without Spark's analysis around it), ``spark.table(t)`` (analysis with the catalog lookup: one bridge call, one transaction),
-  ``SHOW PARTITIONS t``, ``DESCRIBE TABLE t`` and ``CREATE TABLE … LOCATION`` of an external path
-  outside governed storage with its ``DROP TABLE`` (the location check on CREATE: docs/governance.md,
-  "Locations"), alternating the two catalogs every round;
+  ``SHOW PARTITIONS t``, ``DESCRIBE TABLE t`` and ``CREATE TABLE … LOCATION`` of a path in a declared
+  external location (bob holds CREATE EXTERNAL TABLE on it) with its ``DROP TABLE`` (the location check on
+  CREATE: docs/governance.md, "External locations"), alternating the two catalogs every round;
+- a governed path read (``spark.read.parquet(path)`` of a directory in the declared location, bob holds READ
+  FILES; the check runs in every session where a governed catalog is deployed, so "off" is measured in a second
+  session, right after, whose configuration has ``ushas_off`` only);
 - the Python API alone (no Spark, no Py4J: the cost of the check relative to the smallest call):
   ``Metastore.get_table`` and ``Metastore.list_partitions`` with ``authorization=True`` vs off.
 
@@ -55,6 +58,9 @@ def setup(uri: str, grants: int) -> None:
     ms.grant_role("analysts", "user:bob")
     ms.grant("SELECT", ("ushas", "db"), "role:readers")
     ms.grant("CREATE", ("ushas", "db"), "user:bob")  # CREATE TABLE … LOCATION
+    ms.create_location("lake", str(Path(uri.removeprefix("sqlite:///")).parent / "external"))
+    ms.grant("CREATE EXTERNAL TABLE", "location:lake", "user:bob")
+    ms.grant("READ FILES", "location:lake", "user:bob")
     for i in range(grants // 10):  # the rest of the policy: tables of another database, 10 grants each
         ms.create_table(("ushas", "other", f"x{i}"), schema="a INT")
         for j in range(10):
@@ -130,8 +136,19 @@ def main() -> int:
                 med = rounds_of({"off": lambda call=call: call("ushas_off"),
                                  "on": lambda call=call: call("ushas_auth")}, n, 5)
                 rows.append((f"Spark: {label}", med["off"], med["on"]))
+            files = str(root / "external" / "files")
+            spark.range(100).write.parquet(files)
+            on_read = rounds_of({"on": lambda: spark.read.parquet(files).schema}, rounds, 5)["on"]
         finally:
             spark.stop()
+        plain = {k: v for k, v in conf.items() if not k.startswith("spark.sql.catalog.ushas_auth")}
+        spark = ushas_session("ushas-bench-authorization-off", root, conf=plain)
+        try:
+            off_read = rounds_of({"off": lambda: spark.read.parquet(files).schema}, rounds, 5)["off"]
+        finally:
+            spark.stop()
+        rows.append(("Spark: spark.read.parquet(path in a declared location) (governed path read; off: a session "
+                     "without a governed catalog)", off_read, on_read))
         print(f"authorization on vs off: {grants} grants in the project, medians of {rounds} rounds "
               f"(Python API and loadTable: {rounds * 5})")
         print("| call | off ms | on ms | on / off |\n| --- | --- | --- | --- |")

@@ -46,7 +46,9 @@ def test_rest_privilege_matrix(served: tuple[Live, Probe, dict[str, str]], who: 
             assert err["type"] == "PermissionDenied", err
             return str(err["message"])
 
-        probe.run(op, who, lambda: live.request(method, fill(path, who), body, headers=headers), refusal)
+        sent = {k: fill(v, who) if isinstance(v, str) else v for k, v in body.items()} if isinstance(body, dict) \
+            else body
+        probe.run(op, who, lambda: live.request(method, fill(path, who), sent, headers=headers), refusal)
 
 
 def test_the_audit_of_refusals_is_in_the_change_feed_api(served: tuple[Live, Probe, dict[str, str]]) -> None:

@@ -80,3 +80,41 @@ def test_beeline_creates_writes_reads_and_runs_name_the_jdbc_session(thrift: Spa
     assert len(sessions) == 1 and None not in sessions  # one beeline connection = one JDBC session
     for r in runs:
         assert r["user"] == "carol" and r["client_kind"] == "thrift" and r["client_type"].startswith("jdbc")
+
+
+def _store_keys(server: SparkServer) -> dict[bytes, bytes]:
+    from ushas_catalog.metastore import Metastore
+
+    ms = Metastore.open(f"sqlite:///{server.cwd / 'ushas.db'}")
+    try:  # the catalog's and the grants' keys (the listener records each statement's run, refused or not)
+        begin, end = ms.layout.project(ms.project).range()
+        pairs = ms.db.run(lambda tr: list(tr.get_range(begin, end)))
+        return {bytes(kv.key): bytes(kv.value) for kv in pairs
+                if {"Catalog", "Access"} & set(ms.layout.keyspace.parse(bytes(kv.key)).directory_names)}
+    finally:
+        ms.close()
+
+
+def test_a_jdbc_session_cannot_set_catalog_options(thrift: SparkServer) -> None:
+    """A Thrift server leaves ``spark.ushas.session.catalogs`` unset: a JDBC session that re-points the deployed
+    catalog's identity, or defines a catalog of its own over the store, with ``SET`` is refused when the catalog
+    is first used in that session, and nothing in the store changes (docs/governance.md, "Catalog options are the
+    deployer's")."""
+    beeline(thrift, "carol", "SHOW NAMESPACES IN ushas")  # the store exists
+    before = _store_keys(thrift)
+    assert before  # the catalog ushas and its default namespace
+    attempts = {
+        "re-point the deployed catalog": ("SET spark.sql.catalog.ushas.user=admin; "
+                                          "SET spark.sql.catalog.ushas.authorization=false; SHOW NAMESPACES IN ushas",
+                                          "spark.sql.catalog.ushas.authorization"),
+        "a catalog of its own": (f"SET spark.sql.catalog.evil=io.ushas.spark.UshasCatalog; "
+                                 f"SET spark.sql.catalog.evil.uri=sqlite:///{thrift.cwd / 'ushas.db'}; "
+                                 f"SET spark.sql.catalog.evil.user=admin; SHOW NAMESPACES IN evil",
+                                 "spark.sql.catalog.evil"),
+    }
+    for case, (sql, named) in attempts.items():
+        proc = beeline(thrift, "mallory", sql)
+        text = proc.stdout + proc.stderr
+        assert proc.returncode != 0 and "USHAS_SessionCatalogOptions" in text and named in text, \
+            (case, _first_errors(proc))
+    assert _store_keys(thrift) == before

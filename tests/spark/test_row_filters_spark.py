@@ -487,3 +487,49 @@ def test_reads_as_of_a_version_go_through_the_policies_in_force_now(spark: Any, 
     except Exception as e:  # noqa: BLE001 - the condition is checked below
         error = str(getattr(e, "getCondition", lambda: "")())
     assert error == "INSUFFICIENT_PERMISSIONS"
+
+
+def test_path_reads_and_external_locations(spark: Any, rm: Any, tmp_path: Path) -> None:
+    """Governed path reads and external locations (docs/governance.md, "External locations"): bob cannot read the
+    filtered table's files by path (SQL on a path, ``spark.read.load``, a partition directory, the files
+    ``input_file_name()`` named), nor files of a declared location without READ FILES; he cannot place a table in
+    a declared location without CREATE EXTERNAL TABLE, over another table's directory, nor outside every declared
+    location. Each refusal is INSUFFICIENT_PERMISSIONS, leaks no value, changes no table."""
+    victim = rm.ms.get_table(("main", "db", "people")).location
+    files = [r.f for r in spark.sql(f"SELECT input_file_name() AS f FROM {rm.bob}.db.people").collect()]
+    lake = tmp_path / "lake"
+    spark.range(2).write.parquet(str(lake / "loose"))
+    reads: list[Callable[[], Any]] = [
+        lambda: spark.sql(f"SELECT * FROM parquet.`{victim}`").collect(),
+        lambda: spark.read.load(victim).collect(),
+        lambda: spark.read.parquet(f"{victim}/region=US").select("ssn").collect(),
+        lambda: spark.read.parquet(*files).collect(),
+        lambda: spark.sql(f"SELECT count(*) FROM {rm.bob}.db.people WHERE id IN "
+                          f"(SELECT id FROM parquet.`{victim}`)").collect(),
+    ]
+    for read in reads:
+        text = denied(read)
+        assert "[INSUFFICIENT_PERMISSIONS]" in text and "row filter or a column mask" in text, text
+        assert not any(s in text for s in RAW_SSNS)
+    tables = {t.name for t in rm.ms.list_tables(("main", "db"))}
+    rm.ms.create_location("lake", str(lake))
+    try:
+        text = denied(lambda: spark.read.parquet(str(lake / "loose")).collect())
+        assert "[INSUFFICIENT_PERMISSIONS]" in text and "READ FILES on location lake" in text, text
+        for user in ("bob", "carol", "dave"):  # every governed catalog of the session must allow a path read
+            rm.ms.grant("READ FILES", "location:lake", f"user:{user}")
+        assert spark.read.parquet(str(lake / "loose")).count() == 2
+        create = f"CREATE TABLE {rm.bob}.db.{{}} (id BIGINT) USING parquet LOCATION '{{}}'"
+        for name, where, why in (("ext", lake / "ext", "CREATE EXTERNAL TABLE on location lake"),
+                                 ("ext", tmp_path / "outside", "no declared external location")):
+            text = denied(lambda: spark.sql(create.format(name, where)).collect())
+            assert "[INSUFFICIENT_PERMISSIONS]" in text and why in text, text
+        assert {t.name for t in rm.ms.list_tables(("main", "db"))} == tables
+        spark.sql(f"CALL {rm.adm}.system.grant('CREATE EXTERNAL TABLE', 'location:lake', 'user:bob')").collect()
+        spark.sql(create.format("ext", lake / "ext"))
+        text = denied(lambda: spark.sql(create.format("ext2", lake / "ext" / "inner")).collect())
+        assert "overlaps the location of another table" in text, text
+        shown = spark.sql(f"CALL {rm.adm}.system.show_locations()").collect()
+        assert [(r.name, r.url) for r in shown] == [("lake", f"file:{lake}")]
+    finally:
+        rm.ms.drop_location("lake")

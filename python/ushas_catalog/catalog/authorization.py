@@ -37,6 +37,8 @@ from .resolver import ResolvedObject, Resolver
 
 #: object kinds of a rule's target: the name argument is parsed as this kind's name
 PROJECT, CATALOG, DATABASE, RELATION, FUNCTION_KIND = "project", "catalog", "database", "relation", "function"
+#: a declared external location (by name; ``location:NAME`` as a grant's object)
+LOCATION = "location"
 #: the privilege of a call any caller may make (its own principals)
 ANYONE = ""
 #: a grant's object: ``project``, or 1, 2 or 3 name parts (a table / view, else a function of that name)
@@ -71,6 +73,8 @@ def object_kind(tr: Transaction, resolver: Resolver, value: Any) -> tuple[str, A
         return PROJECT, None
     if isinstance(value, str) and value.lower().startswith("function:"):
         return FUNCTION_KIND, value[len("function:"):]
+    if isinstance(value, str) and value.lower().startswith("location:"):
+        return LOCATION, value[len("location:"):]
     from ..model.names import parse_any
 
     name = parse_any(value)
@@ -201,6 +205,11 @@ RULES: dict[str, Rule] = {
     "get_function": _r(USE, FUNCTION_KIND), "function_exists": _r(USE, FUNCTION_KIND),
     "function_history": _r(USE, FUNCTION_KIND), "drop_function": _r(MANAGE, FUNCTION_KIND),
     "undrop_function": _r(MANAGE, FUNCTION_KIND, parent=True),
+    # declared external locations (catalog.locations): declaring one manages the project; the checks of a
+    # placement or a path read check themselves
+    "create_location": _r(MANAGE, PROJECT), "drop_location": _r(MANAGE, LOCATION),
+    "get_location": _r(USE, LOCATION), "list_locations": _r(USE, PROJECT),
+    "check_placement": _r(ANYONE, PROJECT), "check_path_read": _r(ANYONE, PROJECT),
     # the project
     "changes": _r(SELECT, PROJECT), "search": _r(USE, PROJECT), "stats": _r(OWN, PROJECT),
     "list_catalogs": _r(ANYONE, PROJECT),  # names only
@@ -313,6 +322,8 @@ def securable(tr: Transaction, resolver: Resolver, kind: str, value: Any, *, rem
         kind, value = object_kind(tr, resolver, value)
     if kind == PROJECT or value is None:
         return Securable.project(resolver.project)
+    if kind == LOCATION:
+        return _location(tr, resolver, str(value))
     if kind == CATALOG:
         cn = CatalogName.parse(value)
         chain: tuple[uuid.UUID, ...] = (PROJECT_ID,)
@@ -341,6 +352,16 @@ def securable(tr: Transaction, resolver: Resolver, kind: str, value: Any, *, rem
     if remember:
         _keep(tr, CheckedRelation(resolver, str(tn), ids[-1], db_path, rentry))
     return Securable(what, str(tn), ids + (uuid.UUID(bytes=rentry.id),))
+
+
+def _location(tr: Transaction, resolver: Resolver, name: str) -> Securable:
+    """The declared external location ``name`` (its id under the project): one point read."""
+    from ..keyspace.layout import ACCESS, LOCATION as LOCATION_RECORD
+
+    found = RecordStore.of(resolver.catalogs.parent.add(ACCESS), LOCATION_RECORD).load(tr, (name,))
+    if found is None:
+        return Securable("location", name, (PROJECT_ID,), exists=False)
+    return Securable("location", name, (PROJECT_ID, uuid.UUID(bytes=found.id)))
 
 
 @dataclass(frozen=True)

@@ -16,10 +16,11 @@ from .access import AccessOps
 from .partition_tags import PartitionTagOps
 from .branches import BranchOps
 from .row_policies import RowPolicyOps
+from .locations import LocationOps
 from .time_travel import TimeTravelOps
 
 
 class CatalogCore(NamespaceOps, RestoreOps, StatisticsOps, TableOps, ViewOps, PartitionOps, ProjectOps,
                   ViewSchemaOps, FunctionOps, AccessOps,
-                  PartitionTagOps, RowPolicyOps, BranchOps, TimeTravelOps):
+                  PartitionTagOps, RowPolicyOps, BranchOps, TimeTravelOps, LocationOps):
     """Catalogs, databases, tables, views and partitions of one project, each call one transaction."""

@@ -79,6 +79,11 @@ class PartitionOps(MetastoreBase):
         tn = TableName.parse(name)
         check_expected(expected_version)
         items = [self._partition_input(p) for p in partitions]
+        placed = [p.location for p in items if p.location]
+        if placed and self.caller().authorization:  # a partition outside its table's directory: governed
+            own = self.get_table(tn).location  # type: ignore[attr-defined]
+            for where in placed:
+                self.check_placement(where, tn, own=own, what="a partition of")  # type: ignore[attr-defined]
         if self.big is not None and len(items) > self.big.BULK_AT:  # staged in chunks, published in one transaction
             if any(p.tags for p in items):
                 raise InvalidArgument(f"tags on more than {self.big.BULK_AT} partitions added at once: add them, "

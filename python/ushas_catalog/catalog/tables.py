@@ -85,6 +85,9 @@ class TableOps(TableDataOps, HistoryOps, DropOps):
         schema = parse_schema(schema)  # outside the transaction: a wide DDL takes a while to parse
         if default_location is None:
             default_location = not location and "location" not in (properties or {})
+        placed = location or (properties or {}).get("location")
+        if placed and not default_location and self.caller().authorization:  # every surface (REST's too)
+            self.check_placement(placed, tn)  # type: ignore[attr-defined]  # catalog.locations
 
         def fn(tr: Transaction) -> TableInfo:
             db, entry = self.resolver.relation(tr, tn)
@@ -317,6 +320,8 @@ class TableOps(TableDataOps, HistoryOps, DropOps):
         check_expected(expected_version)
         if location is not None:
             check_str(location, "location")
+            if self.caller().authorization and self.get_table(src).external:  # a managed one moves with its name
+                self.check_placement(location, src)  # type: ignore[attr-defined]  # catalog.locations
 
         def fn(tr: Transaction) -> TableInfo:
             t = self.resolver.table(tr, src)

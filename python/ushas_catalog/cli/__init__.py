@@ -29,7 +29,7 @@ COMMAND_MODULES: tuple[str, ...] = ("jarcmd", "spark_conf_cmds", "store_cmds", "
                                     "meta_cmds", "changes_cmds", "app_cmds", "repair_cmds", "write_cmds",
                                     "pending_cmds", "check_cmds", "serve_cmds",
                                     "function_cmds", "object_cmds", "grant_cmds",
-                                    "share_cmds",
+                                    "share_cmds", "location_cmds",
                                     "hooks_cmds",
                                     "partition_tag_cmds",
                                     "row_policy_cmds", "branch_cmds")

@@ -25,7 +25,7 @@ from ..governance.privileges import MANAGE, OWN, SELECT
 from ..model.names import split_name
 from .context import Context
 
-KINDS = ("TABLE", "VIEW", "DATABASE", "SCHEMA", "CATALOG", "FUNCTION", "PROJECT")
+KINDS = ("TABLE", "VIEW", "DATABASE", "SCHEMA", "CATALOG", "FUNCTION", "PROJECT", "LOCATION")
 
 
 def _reads(p: argparse.ArgumentParser) -> None:
@@ -104,6 +104,8 @@ def target(words: list[str], catalog: str | None) -> Any:
         return "project"
     if len(rest) != 1:
         raise InvalidArgument(f"expected one object name, got {' '.join(rest)!r}")
+    if kind == "LOCATION":  # an external location: a name of the project, not of a catalog
+        return f"location:{rest[0]}"
     parts = split_name(rest[0])
     if catalog is not None:
         parts = [catalog, *parts]
@@ -120,12 +122,13 @@ def target(words: list[str], catalog: str | None) -> Any:
 
 def _split(words: list[str], keyword: str) -> tuple[str, Any, str, list[str]]:
     upper = [w.upper() for w in words]
-    if len(words) < 4 or upper[1] != "ON" or keyword not in upper[2:]:
+    on = upper.index("ON") if "ON" in upper[1:4] else -1  # a privilege is one to three words (READ FILES)
+    if len(words) < 4 or on < 1 or keyword not in upper[on + 1:]:
         raise InvalidArgument(f"expected PRIVILEGE ON [KIND] OBJECT {keyword} PRINCIPAL, got {' '.join(words)!r}")
-    at = upper.index(keyword, 2)
+    at = upper.index(keyword, on + 1)
     if at != len(words) - 2:
         raise InvalidArgument(f"expected one PRINCIPAL after {keyword}, got {' '.join(words[at + 1:])!r}")
-    return words[0], words[2:at], words[-1], words
+    return " ".join(words[:on]), words[on + 1:at], words[-1], words
 
 
 def _shown(on: Any) -> str:

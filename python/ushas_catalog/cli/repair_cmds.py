@@ -56,6 +56,8 @@ def cmd_repair(ctx: Context, args: argparse.Namespace) -> int:
         raise InvalidArgument(f"{name} is at {info.location}: ushas repair lists local and file: locations only; "
                               f"run MSCK REPAIR TABLE {name} in Spark (with spark.sql.extensions="
                               f"io.ushas.spark.UshasExtensions)")
+    if info.external:  # registering what is under an external location is placing data there (governed callers)
+        ms.check_placement(info.location, name)
     mode = RepairMode(args.mode)
     with progress_for(ctx.json, f"listing {name}", item="directories") as bar:
         listing = list_directories(root, scheme.names, tick=lambda _what, n: bar.advance(n))

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 
 import fdb.tuple as fdbtuple
 
-from ..keyspace.layout import ACCESS, ACCESS_STATE, PRIVILEGE, ROLE, ROLE_MEMBER, Layout
+from ..keyspace.layout import ACCESS, ACCESS_STATE, LOCATION, PRIVILEGE, ROLE, ROLE_MEMBER, Layout
 from ..kv.base import Transaction
-from ..records.governance_pb2 import AccessState, GrantRecord, MemberRecord, RoleRecord
+from ..records.governance_pb2 import AccessState, GrantRecord, LocationRecord, MemberRecord, RoleRecord
 from ..records.store import RecordStore
 
 #: the object id grants on the whole project are kept under
@@ -34,6 +34,8 @@ class Policy:
     members: dict[str, dict[str, MemberRecord]] = field(default_factory=dict)
     #: object id -> principal -> privilege -> record
     grants: dict[uuid.UUID, dict[str, dict[str, GrantRecord]]] = field(default_factory=dict)
+    #: declared external locations: name -> record (``governance.locations``)
+    locations: dict[str, LocationRecord] = field(default_factory=dict)
     _inside_cache: dict[str, dict[uuid.UUID, set[str]]] = field(default_factory=dict, compare=False, repr=False)
     #: the answers of :meth:`expand` (the snapshot never changes: each user's principals are computed once)
     _expanded: dict[frozenset[str], frozenset[str]] = field(default_factory=dict, compare=False, repr=False)
@@ -132,13 +134,15 @@ def load(tr: Transaction, layout: Layout, project: str) -> Policy:
 
 
 def read(tr: Transaction, layout: Layout, project: str, token: bytes) -> Policy:
-    """Every role, member and grant of ``project``: one range read of its ``Access`` subspace."""
+    """Every role, member, grant and external location of ``project``: one range read of its ``Access``
+    subspace."""
     base = layout.project(project).add(ACCESS)
-    stores = {s: RecordStore.of(base, s) for s in (ROLE, ROLE_MEMBER, PRIVILEGE)}
+    stores = {s: RecordStore.of(base, s) for s in (ROLE, ROLE_MEMBER, PRIVILEGE, LOCATION)}
     prefixes = [(st.prefix, name) for name, st in stores.items()]
     roles: dict[str, RoleRecord] = {}
     members: dict[str, dict[str, MemberRecord]] = {}
     grants: dict[uuid.UUID, dict[str, dict[str, GrantRecord]]] = {}
+    locations: dict[str, LocationRecord] = {}
     for kv in tr.get_range(*base.range()):
         for prefix, sub in prefixes:
             if kv.key.startswith(prefix) and len(kv.key) > len(prefix):
@@ -147,10 +151,12 @@ def read(tr: Transaction, layout: Layout, project: str, token: bytes) -> Policy:
                     roles[pk[0]] = RoleRecord.FromString(kv.value)
                 elif sub is ROLE_MEMBER:
                     members.setdefault(pk[0], {})[pk[1]] = MemberRecord.FromString(kv.value)
+                elif sub is LOCATION:
+                    locations[pk[0]] = LocationRecord.FromString(kv.value)
                 else:
                     grants.setdefault(pk[0], {}).setdefault(pk[1], {})[pk[2]] = GrantRecord.FromString(kv.value)
                 break
-    return Policy(token, roles, members, grants)
+    return Policy(token, roles, members, grants, locations)
 
 
 def touch(tr: Transaction, layout: Layout, project: str) -> None:

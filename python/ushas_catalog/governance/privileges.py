@@ -18,13 +18,18 @@ from . import policy as policies
 from .principals import of_policy
 
 USE, SELECT, MODIFY, CREATE, MANAGE, OWN = "USE", "SELECT", "MODIFY", "CREATE", "MANAGE", "OWN"
-PRIVILEGES = (USE, SELECT, MODIFY, CREATE, MANAGE, OWN)
-KINDS = ("project", "catalog", "database", "table", "view", "function")
+#: the privileges of a declared external location (docs/governance.md, "External locations"): placing a
+#: table's or a partition's data in it, reading its files by path, writing files to it by path
+CREATE_EXTERNAL_TABLE, READ_FILES, WRITE_FILES = "CREATE EXTERNAL TABLE", "READ FILES", "WRITE FILES"
+PRIVILEGES = (USE, SELECT, MODIFY, CREATE, MANAGE, OWN, CREATE_EXTERNAL_TABLE, READ_FILES, WRITE_FILES)
+LOCATION_PRIVILEGES = (CREATE_EXTERNAL_TABLE, READ_FILES, WRITE_FILES)
+KINDS = ("project", "catalog", "database", "table", "view", "function", "location")
 
 
 def privilege(text: str) -> str:
-    """``"select"`` -> ``"SELECT"``; raises ValueError on an unknown privilege."""
-    p = text.strip().upper()
+    """``"select"`` -> ``"SELECT"``, ``"read_files"`` -> ``"READ FILES"``; raises ValueError on an unknown
+    privilege."""
+    p = " ".join(text.replace("_", " ").split()).upper()
     if p not in PRIVILEGES:
         raise ValueError(f"unknown privilege {text!r}: one of {', '.join(PRIVILEGES)}")
     return p
@@ -62,7 +67,7 @@ def allowed(p: policies.Policy, holders: frozenset[str], wanted: str, target: Se
 
 
 #: the kinds of object ``ushas grant`` names (``... ON KIND NAME``)
-_GRANTABLE = ("table", "view", "database", "catalog", "function")
+_GRANTABLE = ("table", "view", "database", "catalog", "function", "location")
 
 
 def denied_message(user: str, wanted: str, target: Securable) -> str:

@@ -46,7 +46,7 @@ from ..records.catalog_pb2 import CatalogRecord, DatabaseRecord
 from ..records.commit_pb2 import Commit, HistoryEntry
 from ..records.function_pb2 import FunctionRecord
 from ..records.hook_pb2 import HookDeadLetter, HookDefinition, HookDelivery, HookState
-from ..records.governance_pb2 import AccessState, GrantRecord, MemberRecord, RoleRecord
+from ..records.governance_pb2 import AccessState, GrantRecord, LocationRecord, MemberRecord, RoleRecord
 from ..records.names_pb2 import DroppedObjectName, ObjectName
 from ..records.object_pb2 import ObjectRecord, ObjectType, ObjectVersion
 from ..records.partition_pb2 import DataFileList, DataGarbage, Partition, PartitionChange, PartitionTagEntry
@@ -199,6 +199,7 @@ ROLE = RecordSubspace("Role", RoleRecord, ("name",))
 ROLE_MEMBER = RecordSubspace("RoleMember", MemberRecord, ("container", "member"))
 PRIVILEGE = RecordSubspace("Privilege", GrantRecord, ("objectId", "principal", "privilege"))
 ACCESS_STATE = RecordSubspace("AccessState", AccessState, ())
+LOCATION = RecordSubspace("Location", LocationRecord, ("name",))
 
 
 # --- extension points: other subtrees of a project -----------------------------------
@@ -274,6 +275,7 @@ ACCESS_CHILDREN: tuple[Directory, ...] = (
                                                                        typed(PRIVILEGE_NAME, KeyType.STRING))),
              doc="(objectId, principal, privilege) -> GrantRecord; objectId 0: the project"),
     constant(ACCESS_STATE, "As", doc="-> AccessState: a new token on every grant, revoke, role change"),
+    constant(LOCATION, "Al", typed(NAME, KeyType.STRING), doc="(name) -> LocationRecord: a declared external location"),
 )
 
 

@@ -6,6 +6,7 @@ from . import changes, drops, metadata, restore, stats, tables  # noqa: F401 - e
 from . import partition_tags  # noqa: F401 - set_partition_tags, unset_partition_tags
 from . import grants  # noqa: F401 - grant, revoke, show_grants, roles (docs/governance.md)
 from . import shares  # noqa: F401 - shares between projects
+from . import locations  # noqa: F401 - external locations (docs/governance.md)
 from . import objects  # noqa: F401 - versioned objects (docs/objects.md)
 from . import row_policies  # noqa: F401 - row filters and column masks (docs/governance.md)
 from . import branches  # noqa: F401 - branches of a catalog (docs/branches.md)

@@ -10,9 +10,10 @@ from ..errors import InvalidName
 from ..model.names import split_name
 from .registry import ACTION, DETAIL, OBJECT, Call, Column, Outcome, Param, from_micros, procedure
 
-PRIVILEGE = Param("privilege", "STRING", "USE, SELECT, MODIFY, CREATE, MANAGE or OWN")
+PRIVILEGE = Param("privilege", "STRING", "USE, SELECT, MODIFY, CREATE, MANAGE or OWN; on a location "
+                                        "CREATE EXTERNAL TABLE, READ FILES or WRITE FILES")
 OBJECT_PARAM = Param("object", "STRING", "'' (this catalog), database, database.table (or view), "
-                                         "function:database.function, or * (the project)")
+                                         "function:database.function, location:NAME, or * (the project)")
 PRINCIPAL = Param("principal", "STRING", "user:NAME, group:NAME or role:NAME")
 ROLE = Param("role", "STRING", "the role: NAME or role:NAME")
 RESULT = [ACTION, OBJECT, DETAIL]
@@ -32,6 +33,8 @@ def target(call: Call, arg: str = "object") -> Any:
     text = str(text).strip()
     if text == "*":
         return "project"
+    if text.lower().startswith("location:"):  # an external location: a name of the project
+        return "location:" + text[len("location:"):].strip()
     if text.lower().startswith("function:"):
         parts = split_name(text[len("function:"):])
         if len(parts) == 3 and parts[0] in (call.ctx.spark_catalog, call.ctx.catalog):

@@ -45,3 +45,17 @@ class AccessState(_message.Message):
     token: bytes
     changes: int
     def __init__(self, token: _Optional[bytes] = ..., changes: _Optional[int] = ...) -> None: ...
+
+class LocationRecord(_message.Message):
+    __slots__ = ("id", "url", "comment", "created_by", "created_micros")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    URL_FIELD_NUMBER: _ClassVar[int]
+    COMMENT_FIELD_NUMBER: _ClassVar[int]
+    CREATED_BY_FIELD_NUMBER: _ClassVar[int]
+    CREATED_MICROS_FIELD_NUMBER: _ClassVar[int]
+    id: bytes
+    url: str
+    comment: str
+    created_by: str
+    created_micros: int
+    def __init__(self, id: _Optional[bytes] = ..., url: _Optional[str] = ..., comment: _Optional[str] = ..., created_by: _Optional[str] = ..., created_micros: _Optional[int] = ...) -> None: ...

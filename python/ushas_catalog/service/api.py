@@ -10,7 +10,7 @@ from typing import Any
 from flask import Blueprint, Flask
 
 from . import (catalog_api, catalog_ops_api, changes_api, lineage_api, lineage_ingest_api, metadata_api,
-               metastore_call_api, objects_api, receiver, runs_api, search_api)
+               metastore_call_api, objects_api, receiver, runs_api, search_api, locations_api)
 from .auth import AccessControl
 from .routing import API_PREFIX, error_response, install, json_response
 from .state import ServiceState, redactor, store_kind
@@ -45,7 +45,7 @@ def register_api(app: Flask, stores: Any, *, access: AccessControl | None = None
 
     access.register(bp)
     for module in (catalog_api, catalog_ops_api, metastore_call_api, lineage_ingest_api, search_api, metadata_api, lineage_api, runs_api,
-                   changes_api, objects_api):
+                   changes_api, objects_api, locations_api):
         module.register(bp, state)
     receiver.register(bp, state, namespaces or {})
 

@@ -74,6 +74,7 @@ DATABASE = path_param("database", "database name (percent-encoded)", "sales")
 TABLE = path_param("table", "table name (percent-encoded)", "raw")
 VIEW = path_param("view", "view name (percent-encoded)", "fr")
 OBJ = path_param("name", "versioned object name (percent-encoded)", "churn")
+LOCATION_NAME = path_param("name", "external location name", "raw")
 SUBSPACE = path_param("subspace", "a user-defined subspace of the object", "daily")
 KEY_Q = query("key", "the primary key as JSON: a value, or a list of them", {"type": "string", "minLength": 1},
               required=True, example='["c42", 3]')
@@ -242,6 +243,13 @@ def schemas() -> dict[str, Any]:
         "SubspaceDeleted": obj({"deleted": arr({})}),
         "RollbackBody": obj({"version": {"type": "integer", "minimum": 1}}),
         "Dropped": obj({"dropped": STR}),
+        "Location": obj({"name": STR, "url": STR, "id": STR, "comment": STR, "created_by": STR,
+                         "created_micros": INT}),
+        "LocationCreate": obj({"name": {"type": "string", "minLength": 1}, "url": {"type": "string", "minLength": 1}},
+                              {"comment": STR}),
+        "LocationGrant": obj({"privilege": {"type": "string", "minLength": 1},
+                              "principal": {"type": "string", "minLength": 1}}),
+        "Granted": obj({"granted": BOOL}),
         "LineageAccepted": obj({"run_id": STR, "event_type": STR, "stored": BOOL, "datasets": arr(STR),
                                 "column_edges": INT}),
     }
@@ -363,6 +371,18 @@ def paths() -> dict[str, Any]:
                     None, ref("SubspaceDeleted"), "objects")},
         o + "/rollback": write("post", "rollbackObject", "a new data version copying an earlier one", cd + [OBJ],
                                ref("RollbackBody"), ref("ObjectVersion"), "objects"),
+        "/api/v1/locations": {
+            **get("listLocations", "declared external locations of the project (ushas locations list)", [],
+                  arr(ref("Location")), "governance"),
+            **write("post", "createLocation", "declare an external location (MANAGE on the project)", [],
+                    ref("LocationCreate"), ref("Location"), "governance")},
+        "/api/v1/locations/{name}": {
+            **get("getLocation", "one external location", [LOCATION_NAME], ref("Location"), "governance"),
+            **write("delete", "dropLocation", "drop an external location and its grants", [LOCATION_NAME], None,
+                    ref("Dropped"), "governance")},
+        "/api/v1/locations/{name}/grants": write(
+            "post", "grantOnLocation", "grant CREATE EXTERNAL TABLE, READ FILES, WRITE FILES, MANAGE or OWN on a "
+            "location", [LOCATION_NAME], ref("LocationGrant"), ref("Granted"), "governance"),
         "/api/v1/search": get("search", "search names, tags, properties and column names, with facets",
                               [query("q", "TERM, TERM*, tag:T, key:K, value:V, field:F, KEY=VALUE",
                                      {"type": "string", "minLength": 1}, required=True, example="pii"),

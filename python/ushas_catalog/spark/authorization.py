@@ -153,8 +153,17 @@ def check_write(ms: Any, r: Request) -> dict[str, Any]:
     return {}
 
 
+def check_path_read(ms: Any, r: Request) -> dict[str, Any]:
+    """A plan reads files by path (``parquet.`…```, ``spark.read.load``): the paths must be readable by this
+    catalog's caller (``Metastore.check_path_read``: the tables of its project and its declared locations; the
+    managed warehouse is not passed as a root, since projects may share one: files there that no live table
+    owns are storage permissions' to protect)."""
+    ms.check_path_read([str(p) for p in r.get("paths") or []])
+    return {}
+
+
 #: the ops of this module (``spark.ops.OPS`` includes them)
-OPS = {"check_write": check_write}
+OPS = {"check_write": check_write, "check_path_read": check_path_read}
 
 
 def _checked(ms: Any, handler: Callable[[Any, Request], Any], request: Request) -> Any:

@@ -1,9 +1,11 @@
-"""Governed locations, the part that holds today (docs/governance.md, "Locations"): a governed caller
-(authorization on) may not give a table or a partition a location inside the catalog's managed warehouse
-(where managed tables live, at predictable ``<warehouse>/<db>.db/<table>`` paths) or its database's
-location, nor one holding them; a partition's location may lie inside its own table's location. Checked on CREATE TABLE … LOCATION, ALTER TABLE … SET
-LOCATION and ADD PARTITION … LOCATION, before anything is written. Declared external locations with
-their own privileges (READ FILES, WRITE FILES, CREATE EXTERNAL TABLE) and path reads are not built yet."""
+"""Governed locations (docs/governance.md, "Locations"): a governed caller (authorization on) may not give a
+table or a partition a location inside the catalog's managed warehouse (where managed tables live, at
+predictable ``<warehouse>/<db>.db/<table>`` paths) or its database's location, nor one holding them; a
+partition's location may lie inside its own table's location. Then the metastore's own check
+(:meth:`~ushas_catalog.catalog.locations.LocationOps.check_placement`): CREATE EXTERNAL TABLE on the declared
+external location holding it, and no overlap with another table of the project. Checked on CREATE TABLE …
+LOCATION, CTAS / RTAS … LOCATION, ALTER TABLE … SET LOCATION, ADD PARTITION … LOCATION and repair, before
+anything is written."""
 from __future__ import annotations
 
 from typing import Any
@@ -36,6 +38,7 @@ def check_location(ms: Any, ctx: SparkCtx, name: TableName, location: str, *, ow
     for root, shown in roots:
         if overlaps(location, root):  # inside it, or holding it
             raise _denied(user, name, location, what, shown)
+    ms.check_placement(qualify(location), name, own=own, what=what)
 
 
 def _denied(user: str, name: TableName, location: str, what: str, where: str) -> PermissionDenied:

@@ -6,6 +6,7 @@ from typing import Any
 
 from ..data.repair import add_batched, drop_batched, join_location, parse_paths, partition_scheme, registered
 from ..errors import InvalidArgument
+from ..model.names import TableName
 from ..model.partitions import Partition
 from .tables import SparkCtx, location_of, qualify, table_name
 
@@ -20,6 +21,10 @@ def spark_op(ms: Any, r: dict[str, Any]) -> dict[str, Any]:
     info = ms.get_table(name)
     root = qualify(location_of(ctx, info)).rstrip("/")
     if step == "start":
+        if info.external:  # registering what lies under an external location places it: governed (catalog.locations)
+            from .governed_locations import check_location
+
+            check_location(ms, ctx, TableName.parse(name), root)
         scheme = partition_scheme(ms, name)
         return {"location": root, "columns": list(scheme.names), "version": info.version}
     if step == "registered":

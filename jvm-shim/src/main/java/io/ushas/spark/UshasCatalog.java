@@ -97,6 +97,7 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces,
             }
         }
         cache = new RelationCache(RelationCache.Settings.fromJson(call("open", open, null, null).get("cache")));
+        PathReads.initialized(session, this);  // this session's path reads are checked by it (when governed)
     }
 
     RelationCache cache() {

@@ -66,6 +66,12 @@ public final class UshasExtensions extends AbstractFunction1<SparkSessionExtensi
                 return new TempObjectCheck();  // a persistent view must not use temporary objects
             }
         });
+        extensions.injectCheckRule(new AbstractFunction1<SparkSession, scala.Function1<LogicalPlan, BoxedUnit>>() {
+            @Override
+            public scala.Function1<LogicalPlan, BoxedUnit> apply(SparkSession session) {
+                return new PathReads(session);  // files read by path: READ FILES or SELECT without a policy
+            }
+        });
         return BoxedUnit.UNIT;
     }
 

@@ -1,0 +1,115 @@
+package io.ushas.spark;
+
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.connector.catalog.CatalogPlugin;
+import org.apache.spark.sql.execution.datasources.FileIndex;
+import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
+import org.apache.spark.sql.execution.datasources.LogicalRelation;
+import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
+import org.apache.spark.sql.execution.datasources.v2.FileTable;
+import scala.runtime.AbstractFunction1;
+import scala.runtime.BoxedUnit;
+
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * Governed path reads (docs/governance.md, "External locations"), an analyzer check rule of
+ * {@link UshasExtensions}: a plan that reads files by path ({@code SELECT … FROM parquet.`path`},
+ * {@code spark.read.load(path)}, any file source whose index is not a catalog table's) is sent, paths only, to
+ * every configured Ushas catalog of the session whose calls are checked; Python refuses
+ * ({@code INSUFFICIENT_PERMISSIONS}) a path that reaches a table's data without SELECT free of row filters and
+ * masks, or lies in a declared location without {@code READ FILES}, or in the catalog's managed warehouse. A
+ * plan without path reads costs one walk of the plan and no call.
+ */
+final class PathReads extends AbstractFunction1<LogicalPlan, BoxedUnit> {
+    private static final String CATALOG_PREFIX = "spark.sql.catalog.";
+    private final SparkSession session;
+
+    PathReads(SparkSession session) {
+        this.session = session;
+    }
+
+    @Override
+    public BoxedUnit apply(LogicalPlan plan) {
+        Set<String> paths = new LinkedHashSet<>();
+        collect(plan, paths);
+        if (paths.isEmpty()) return BoxedUnit.UNIT;
+        for (UshasCatalog catalog : checkedCatalogs()) {
+            com.fasterxml.jackson.databind.node.ObjectNode r = catalog.request();
+            r.set("paths", Json.strings(paths.toArray(new String[0])));
+            catalog.call("check_path_read", r, null, null);
+        }
+        return BoxedUnit.UNIT;
+    }
+
+    /** The root paths of every file relation of {@code plan} (its subqueries included) not read through a
+     *  catalog table's own index. */
+    static void collect(LogicalPlan plan, Set<String> out) {
+        FileIndex index = null;
+        if (plan instanceof LogicalRelation lr && lr.relation() instanceof HadoopFsRelation h) {
+            index = h.location();
+        } else if (plan instanceof DataSourceV2Relation r && r.table() instanceof FileTable t) {
+            index = t.fileIndex();
+        }
+        if (index != null && !(index instanceof UshasFileIndex)) {
+            scala.collection.Iterator<org.apache.hadoop.fs.Path> roots = index.rootPaths().iterator();
+            while (roots.hasNext()) out.add(roots.next().toString());
+        }
+        scala.collection.Iterator<LogicalPlan> children = plan.children().iterator();
+        while (children.hasNext()) collect(children.next(), out);
+        scala.collection.Iterator<LogicalPlan> subqueries = plan.subqueries().iterator();
+        while (subqueries.hasNext()) collect(subqueries.next(), out);
+    }
+
+    /** The Ushas catalogs whose calls are checked: every one the application's configuration declares with
+     *  {@code authorization=true} (initialized in this session if it was not: a session cannot avoid the
+     *  deployer's catalogs by not using them; one that cannot start refuses the read) and every one this session
+     *  initialized already (a catalog a session defines at run time, where
+     *  the deployer allows it). */
+    private List<UshasCatalog> checkedCatalogs() {
+        Set<UshasCatalog> found = new LinkedHashSet<>();
+        scala.Tuple2<String, String>[] app = session.sparkContext().getConf().getAll();
+        Set<String> governed = new java.util.HashSet<>();  // deployed with authorization=true (lower-case names)
+        for (scala.Tuple2<String, String> e : app) {
+            String key = e._1().toLowerCase(java.util.Locale.ROOT);
+            if (key.startsWith(CATALOG_PREFIX) && key.endsWith(".authorization")
+                    && "true".equalsIgnoreCase(e._2().trim())) {
+                governed.add(key.substring(CATALOG_PREFIX.length(), key.length() - ".authorization".length()));
+            }
+        }
+        for (scala.Tuple2<String, String> e : app) {
+            String key = e._1();
+            if (!key.startsWith(CATALOG_PREFIX) || !UshasCatalog.class.getName().equals(e._2())) continue;
+            String name = key.substring(CATALOG_PREFIX.length());
+            if (name.contains(".") || !governed.contains(name.toLowerCase(java.util.Locale.ROOT))) continue;
+            CatalogPlugin plugin = session.sessionState().catalogManager().catalog(name);  // fails closed
+            if (plugin instanceof UshasCatalog u) found.add(u);
+        }
+        synchronized (INITIALIZED) {
+            List<java.lang.ref.WeakReference<UshasCatalog>> mine = INITIALIZED.get(session);
+            if (mine != null) for (java.lang.ref.WeakReference<UshasCatalog> ref : mine) {
+                UshasCatalog u = ref.get();
+                if (u != null) found.add(u);
+            }
+        }
+        List<UshasCatalog> out = new ArrayList<>();
+        for (UshasCatalog u : found) if (u.checked()) out.add(u);
+        return out;
+    }
+
+    /** The Ushas catalogs each session initialized (weakly held). */
+    private static final Map<SparkSession, List<java.lang.ref.WeakReference<UshasCatalog>>> INITIALIZED =
+            new java.util.WeakHashMap<>();
+
+    /** {@code catalog} was initialized in {@code session} (its path reads are checked from now on). */
+    static void initialized(SparkSession session, UshasCatalog catalog) {
+        synchronized (INITIALIZED) {
+            INITIALIZED.computeIfAbsent(session, s -> new ArrayList<>()).add(new java.lang.ref.WeakReference<>(catalog));
+        }
+    }
+}

@@ -1,0 +1,312 @@
+"""External locations as metastore operations (``Metastore.create_location`` ...) and the two checks that use
+them (docs/governance.md, "External locations"):
+
+- :meth:`LocationOps.check_placement`: a table's or a partition's data placed at a path (CREATE TABLE …
+  LOCATION, ALTER … SET LOCATION, ADD PARTITION … LOCATION, repair) needs ``CREATE EXTERNAL TABLE`` on the
+  declared location holding the path; once a project declares a location, a governed caller's path must lie
+  in one; and it may not overlap another table's location anywhere in the project.
+- :meth:`LocationOps.check_path_read`: a read of files by path (``parquet.`…```, ``spark.read.load``) that
+  reaches a table's data needs SELECT on that table without a row filter or a column mask applying to the
+  caller, or ``READ FILES`` on the declared location holding the path; a path in a declared location that no
+  table owns needs ``READ FILES``.
+
+Both read the declared locations from the policy snapshot the privilege check reads anyway, and refuse with
+:class:`~ushas_catalog.errors.PermissionDenied` (Spark's ``INSUFFICIENT_PERMISSIONS``), audited. A caller whose
+calls are not checked (authorization off) passes both.
+"""
+from __future__ import annotations
+
+import threading
+import uuid
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from .. import records as rec
+from ..data.locations import normalized, overlaps
+from ..errors import PermissionDenied, UshasError
+from ..governance import locations as locs
+from ..governance import policy as policies
+from ..governance.principals import of_policy
+from ..governance.privileges import CREATE_EXTERNAL_TABLE, OWN, READ_FILES, SELECT, Securable, allowed, authorize
+from ..keyspace.layout import (CATALOG_ID, CHANGE_EVENT, CHANGE_FEED, DATABASE, DATABASE_ID, TABLE, TABLE_PROPERTIES,
+                               TABLE_STORAGE, Layout)
+from ..kv.base import Transaction
+from ..model.names import TableName
+from ..records.store import RecordStore
+from .authorization import ANYONE, PROJECT, Requirement, requiring
+from .base import MetastoreBase
+
+
+@dataclass(frozen=True)
+class PlacedTable:
+    """A live table of the project with an explicit location: its name, ids and location."""
+
+    name: TableName
+    ids: tuple[uuid.UUID, ...]  # project, catalog, database, table
+    location: str
+    properties: Any = None
+
+
+def placed_tables(tr: Transaction, resolver: Any, *, properties: bool = False) -> Iterator[PlacedTable]:
+    """Every live table of the project (every catalog, database) with its location, read in ``tr``."""
+    catalogs = resolver.catalogs
+    for c in resolver.names(catalogs, "Catalog").scan(tr):
+        if c.record.kind == rec.ObjectKind.SHARE:
+            continue
+        cid = uuid.UUID(bytes=c.record.id)
+        cpath = catalogs.add(CATALOG_ID, cid)
+        for d in resolver.names(cpath.add(DATABASE), "Database").scan(tr):
+            did = uuid.UUID(bytes=d.record.id)
+            dpath = cpath.add(DATABASE).add(DATABASE_ID, did)
+            for t in resolver.names(dpath.add(TABLE), "Table").scan(tr):
+                if t.record.kind != rec.ObjectKind.TABLE:
+                    continue
+                tid = uuid.UUID(bytes=t.record.id)
+                tpath = Layout.table(dpath, tid)
+                storage = RecordStore.at(tpath.add(TABLE_STORAGE)).load(tr, ())
+                if storage is None or not storage.location:
+                    continue
+                props = RecordStore.at(tpath.add(TABLE_PROPERTIES)).load(tr, ()) if properties else None
+                yield PlacedTable(TableName(c.key[0], d.key[0], t.key[0]), (policies.PROJECT_ID, cid, did, tid),
+                                  storage.location, props)
+
+
+@dataclass
+class _Index:
+    """The placed tables of one project as of one change-feed key (the newest when they were read)."""
+
+    key: bytes
+    tables: dict[uuid.UUID, PlacedTable]
+
+
+#: (store and project key, with properties) -> the placed tables as of a change-feed key. Every table create,
+#: alter, rename, drop writes a change event in its commit's transaction: when the newest event key moved, the
+#: events since say which tables to read again (a catalog or database moved or dropped: all of them)
+_INDEX: "OrderedDict[tuple[bytes, bool], _Index]" = OrderedDict()
+_INDEX_LOCK = threading.Lock()
+_INDEX_SIZE = 32
+#: more new events than this: read every table again
+_MAX_DELTA = 256
+_STAMP = 13  # the versionstamp's length after the events' prefix and its type code (changes.feed)
+_REREAD = frozenset({rec.ChangeEvent.Change.RENAMED, rec.ChangeEvent.Change.DROPPED, rec.ChangeEvent.Change.UNDROPPED,
+                     rec.ChangeEvent.Change.PURGED, rec.ChangeEvent.Change.REPLACED})
+
+
+def indexed_tables(tr: Transaction, ms: Any, *, properties: bool = False) -> list[PlacedTable]:
+    """:func:`placed_tables` of ``ms``'s project as ``tr`` sees them, kept per change-feed state: one reverse
+    read of the newest event when nothing changed, the new events and the tables they name when something did
+    (all in ``tr``: its read set covers what the answer depends on). A branch's view is read every time."""
+    if getattr(ms, "parent", None) is not None:
+        return list(placed_tables(tr, ms.resolver, properties=properties))
+    feed = ms.project_path.add(CHANGE_FEED).add(CHANGE_EVENT).key()
+    newest = b""
+    for kv in tr.get_range(feed, feed + b"\xff", limit=1, reverse=True):
+        newest = bytes(kv.key)
+    if not newest:
+        return list(placed_tables(tr, ms.resolver, properties=properties))
+    db = getattr(ms.db, "base", ms.db)
+    key = (str(getattr(db, "uri", id(db))).encode() + b"\0" + ms.project_path.key(), properties)
+    with _INDEX_LOCK:
+        found = _INDEX.get(key)
+    if found is not None and found.key == newest:
+        return list(found.tables.values())
+    tables = _updated(tr, ms, feed, found, newest, properties) if found is not None and found.key < newest else None
+    if tables is None:
+        tables = {t.ids[-1]: t for t in placed_tables(tr, ms.resolver, properties=properties)}
+    with _INDEX_LOCK:
+        _INDEX[key] = _Index(newest, tables)
+        _INDEX.move_to_end(key)
+        while len(_INDEX) > _INDEX_SIZE:
+            _INDEX.popitem(last=False)
+    return list(tables.values())
+
+
+def _updated(tr: Transaction, ms: Any, feed: bytes, old: _Index, newest: bytes,
+             properties: bool) -> dict[uuid.UUID, PlacedTable] | None:
+    """``old``'s tables after the events up to ``newest``; None: read them all again."""
+    rows = list(tr.get_range(old.key + b"\x00", newest + b"\x00", limit=_MAX_DELTA + 1))
+    if len(rows) > _MAX_DELTA:
+        return None
+    events: list[tuple[bytes, list[bytes]]] = []
+    head = len(feed) + 1 + _STAMP
+    for kv in rows:
+        stamp = bytes(kv.key[:head])
+        if events and events[-1][0] == stamp:
+            events[-1][1].append(bytes(kv.value))
+        else:
+            events.append((stamp, [bytes(kv.value)]))
+    tables = dict(old.tables)
+    for _, parts in events:
+        try:
+            ev = rec.ChangeEvent.FromString(b"".join(parts))
+        except Exception:  # noqa: BLE001 - a chunked event cut at the old key: read everything again
+            return None
+        if ev.kind in ("catalog", "database"):
+            if ev.change in _REREAD:
+                return None
+            continue
+        if ev.kind != "table" or len(ev.object_id) != 16:
+            continue
+        tid = uuid.UUID(bytes=ev.object_id)
+        tables.pop(tid, None)
+        found = _placed(tr, ms.resolver, ev.name, tid, properties)
+        if found is not None:
+            tables[tid] = found
+    return tables
+
+
+def _placed(tr: Transaction, resolver: Any, name: str, tid: uuid.UUID, properties: bool) -> PlacedTable | None:
+    """The live table ``name`` when it is table ``tid`` and has a location."""
+    try:
+        tn = TableName.parse(name)
+        cat = resolver.catalog(tr, tn.database_name.catalog_name, load=False)
+        db = resolver.database(tr, tn.database_name, load=False)
+    except (UshasError, ValueError):
+        return None
+    entry = resolver.names(db.path.add(TABLE), "Table").load(tr, (tn.name,))
+    if entry is None or entry.kind != rec.ObjectKind.TABLE or uuid.UUID(bytes=entry.id) != tid:
+        return None
+    tpath = Layout.table(db.path, tid)
+    storage = RecordStore.at(tpath.add(TABLE_STORAGE)).load(tr, ())
+    if storage is None or not storage.location:
+        return None
+    props = RecordStore.at(tpath.add(TABLE_PROPERTIES)).load(tr, ()) if properties else None
+    return PlacedTable(tn, (policies.PROJECT_ID, cat.id, db.id, tid), storage.location, props)
+
+
+def _refused(user: str, privilege: str, what: str, why: str, obj: str, kind: str = "location") -> PermissionDenied:
+    return PermissionDenied(f"User {user} may not {what}: {why}", privilege=privilege, object=obj,
+                            object_kind=kind, user=user)
+
+
+class LocationOps(MetastoreBase):
+    """Declared external locations and the placement and path-read checks."""
+
+    def create_location(self, name: str, url: str, comment: str = "") -> locs.Location:
+        """Declare external location ``name`` at ``url`` (needs MANAGE on the project; the creator owns it)."""
+        def fn(tr: Transaction) -> locs.Location:
+            caller = self.caller()
+            loc, event = locs.create(tr, self.layout, self.project, name, url, by=caller.principal, comment=comment)
+            self.hooks.removed(tr, **event)
+            if caller.authorization:
+                from ..governance import grants
+
+                granted = grants.grant(tr, self.layout, self.project, loc.securable(), OWN, caller.principal,
+                                       by=caller.principal)
+                if granted is not None:
+                    self.hooks.removed(tr, **granted)
+            return loc
+
+        return self.run(fn)
+
+    def drop_location(self, name: str) -> None:
+        """Drop external location ``name`` and its grants (MANAGE on it). Tables placed in it stay where they
+        are; placing new data there is then governed as any undeclared path."""
+        self.run(lambda tr: self.hooks.removed(tr, **locs.drop(tr, self.layout, self.project, name,
+                                                               by=self.caller().principal)))
+
+    def get_location(self, name: str) -> locs.Location:
+        return self.run(lambda tr: locs.get(policies.load(tr, self.layout, self.project), self.project, name))
+
+    def list_locations(self) -> list[locs.Location]:
+        """Every declared external location of the project."""
+        return self.run(lambda tr: locs.listed(policies.load(tr, self.layout, self.project)))
+
+    # ---- the checks ----------------------------------------------------------------------------------
+    def check_placement(self, location: str, table: Any, *, own: str | None = None,
+                        what: str = "the table") -> None:
+        """Refuse (PermissionDenied) placing ``what`` of table ``table`` at ``location`` (see the module);
+        ``own``: the table's own location, inside which a partition may lie. Nothing when not governed."""
+        caller = self.caller()
+        if not location or not caller.authorization:
+            return
+        tn = TableName.parse(table)
+        if own and locs.inside(location, own):
+            return
+
+        def fn(tr: Transaction) -> None:
+            p = policies.load(tr, self.layout, self.project)
+            user = caller.user
+            doing = f"place {what} {tn} at {location}"
+            held = locs.holding(p, location)
+            if held is not None:
+                authorize(tr, self.layout, self.project, user, CREATE_EXTERNAL_TABLE, held.securable())
+            elif p.locations:
+                raise _refused(user, CREATE_EXTERNAL_TABLE, doing, "it lies in no declared external location "
+                               "(ushas locations list)", str(location))
+            for inner in locs.within(p, location):
+                raise _refused(user, CREATE_EXTERNAL_TABLE, doing, f"it holds external location {inner.name}",
+                               inner.name)
+            for other in indexed_tables(tr, self):
+                if other.name == tn or (own and locs.inside(other.location, own)):
+                    continue
+                if overlaps(location, other.location):
+                    raise _refused(user, CREATE_EXTERNAL_TABLE, doing, "it overlaps the location of another table",
+                                   str(location))
+
+        with requiring(Requirement(ANYONE, PROJECT)):
+            self.run(fn)
+
+    def check_path_read(self, paths: list[str], roots: list[str] | None = None) -> None:
+        """Refuse (PermissionDenied) reading files at ``paths`` by path (see the module); ``roots``: more
+        governed directories (a Spark catalog's managed warehouse) whose files only the catalog reads.
+        Nothing when not governed."""
+        caller = self.caller()
+        if not paths or not caller.authorization:
+            return
+
+        def fn(tr: Transaction) -> None:
+            p = policies.load(tr, self.layout, self.project)
+            user = caller.user
+            holders = of_policy(p, user)
+            tables = indexed_tables(tr, self, properties=True)
+            for path in paths:
+                self._check_one_read(tr, p, holders, user, normalized(path), tables, roots or [])
+
+        with requiring(Requirement(ANYONE, PROJECT)):
+            self.run(fn)
+
+    def _check_one_read(self, tr: Transaction, p: policies.Policy, holders: frozenset[str], user: str, path: str,
+                        tables: list[PlacedTable], roots: list[str]) -> None:
+        doing = f"read files at {path} by path"
+        held = locs.holding(p, path)
+        if held is not None and allowed(p, holders, READ_FILES, held.securable()):
+            return
+        owners = [t for t in tables if overlaps(path, t.location)]
+        for t in owners:
+            target = Securable("table", str(t.name), t.ids)
+            if not allowed(p, holders, SELECT, target):
+                raise _refused(user, f"SELECT or {READ_FILES}", doing, f"it holds data of table {t.name}, and you "
+                               f"hold neither SELECT on it nor READ FILES on its location", str(t.name), "table")
+            props = t.properties
+            if props is not None and (props.row_filter.expression or len(props.column_masks)) and \
+                    not _exempt(p, holders, props):
+                raise _refused(user, f"SELECT or {READ_FILES}", doing, f"table {t.name} has a row filter or a column "
+                               f"mask for you, which a path read would bypass (read the table instead)",
+                               str(t.name), "table")
+        if owners:
+            return
+        if held is not None:
+            raise _refused(user, READ_FILES, doing, f"it lies in external location {held.name}, and you do not hold "
+                           f"READ FILES on location {held.name}", held.name)
+        inner = locs.within(p, path)
+        if inner:
+            raise _refused(user, READ_FILES, doing, f"it holds external location {inner[0].name}, and you do not hold "
+                           f"READ FILES on location {inner[0].name}", inner[0].name)
+        for root in roots:
+            if root and overlaps(path, root):
+                raise _refused(user, SELECT, doing, "it lies in the catalog's managed storage, which only the "
+                               "catalog reads", path, "project")
+
+
+def _exempt(p: policies.Policy, holders: frozenset[str], props: Any) -> bool:
+    """Whether ``holders`` are exempt from every policy of the table (its filter and each mask)."""
+    exempts = []
+    if props.row_filter.expression:
+        exempts.append(props.row_filter.exempt)
+    exempts.extend(m.exempt for m in props.column_masks)
+    return all(e and e in holders for e in exempts)
+
+
+__all__ = ["LocationOps", "PlacedTable", "indexed_tables", "placed_tables"]
