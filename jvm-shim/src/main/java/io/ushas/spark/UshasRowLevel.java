@@ -171,7 +171,7 @@ final class UshasRowLevel {
         @Override
         public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
             refuse(table, "reading the write target");
-            return new GroupScanBuilder(new Operation(table, RowLevelOperation.Command.DELETE));
+            return new GroupScanBuilder(new Operation(table, RowLevelOperation.Command.DELETE), true);
         }
 
         @Override
@@ -244,7 +244,7 @@ final class UshasRowLevel {
 
         @Override
         public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
-            return new GroupScanBuilder(this);
+            return new GroupScanBuilder(this, false);
         }
 
         /** Each row's file: Spark's runtime group filter selects the files to rewrite by it. */
@@ -318,14 +318,24 @@ final class UshasRowLevel {
         private final List<Expression> partitionFilters = new ArrayList<>();
         /** whether the plan reads the file column (always, for the statement's own scan) */
         private boolean withFile;
+        /** the top-level columns the plan reads (null: all): Spark's group filter reads only the condition's */
+        private StructType required;
 
         @Override
         public void pruneColumns(StructType required) {
             withFile = Arrays.stream(required.fieldNames()).anyMatch(FILE_COLUMN::equalsIgnoreCase);
+            this.required = required;
         }
 
-        GroupScanBuilder(Operation op) {
+        /** a plain read of the target (Spark's group filter runs the condition over it): the format may skip
+         *  what the condition's data filters exclude (parquet row groups, orc stripes); Spark filters the rows
+         *  again. Never for the statement's own scan, which needs every row of the files it rewrites. */
+        private final boolean skipping;
+        private final List<Filter> dataFilters = new ArrayList<>();
+
+        GroupScanBuilder(Operation op, boolean skipping) {
             this.op = op;
+            this.skipping = skipping;
         }
 
         @Override
@@ -337,8 +347,13 @@ final class UshasRowLevel {
                         : CollectionConverters.asJava(e.references().toSeq())) {
                     onlyPartitions &= names.stream().anyMatch(n -> n.equalsIgnoreCase(a.name()));
                 }
-                if (onlyPartitions && !org.apache.spark.sql.catalyst.expressions.SubqueryExpression.hasSubquery(e)) {
+                boolean subquery = org.apache.spark.sql.catalyst.expressions.SubqueryExpression.hasSubquery(e);
+                if (onlyPartitions && !subquery) {
                     partitionFilters.add(e);
+                } else if (skipping && !subquery) {
+                    scala.Option<Filter> f = org.apache.spark.sql.execution.datasources.DataSourceStrategy$.MODULE$
+                            .translateFilter(e, true);
+                    if (f.isDefined()) dataFilters.add(f.get());
                 }
             }
             return filters;
@@ -351,7 +366,7 @@ final class UshasRowLevel {
 
         @Override
         public Scan build() {
-            GroupScan scan = new GroupScan(op, partitionFilters, withFile);
+            GroupScan scan = new GroupScan(op, partitionFilters, withFile, required, dataFilters);
             op.scan = scan;
             return scan;
         }
@@ -363,12 +378,19 @@ final class UshasRowLevel {
         private final Operation op;
         private final List<PartitionDirectory> directories;
         private final StructType dataSchema;
+        /** the data columns read from the files (those the plan needs) */
+        private final StructType readDataSchema;
         private final StructType readSchema;
         private final boolean withFile;
         /** the files of the group (by their path), null: every file of {@link #directories} */
         private volatile Set<String> selected;
 
-        GroupScan(Operation op, List<Expression> partitionFilters, boolean withFile) {
+        /** filters the format may use to skip data (never to drop single rows: Spark filters them) */
+        private final List<Filter> dataFilters;
+
+        GroupScan(Operation op, List<Expression> partitionFilters, boolean withFile, StructType required,
+                  List<Filter> dataFilters) {
+            this.dataFilters = dataFilters;
             this.withFile = withFile;
             this.op = op;
             UshasTable table = op.table;
@@ -381,7 +403,14 @@ final class UshasRowLevel {
                 if (names.stream().noneMatch(n -> n.equalsIgnoreCase(f.name()))) data.add(f);
             }
             this.dataSchema = new StructType(data.toArray(new StructField[0]));
-            List<StructField> all = new ArrayList<>(data);
+            List<StructField> needed = new ArrayList<>();
+            for (StructField f : data) {
+                if (required == null || Arrays.stream(required.fieldNames()).anyMatch(f.name()::equalsIgnoreCase)) {
+                    needed.add(f);
+                }
+            }
+            this.readDataSchema = new StructType(needed.toArray(new StructField[0]));
+            List<StructField> all = new ArrayList<>(needed);
             all.addAll(Arrays.asList(partitionSchema.fields()));
             if (withFile) all.add(new StructField(FILE_COLUMN, DataTypes.StringType, false,
                     org.apache.spark.sql.types.Metadata.empty()));
@@ -497,8 +526,8 @@ final class UshasRowLevel {
             StructType constants = op.table.partitionSchema();
             if (withFile) constants = constants.add(FILE_COLUMN, DataTypes.StringType, false);
             scala.Function1<PartitionedFile, scala.collection.Iterator<InternalRow>> read =
-                    format.buildReaderWithPartitionValues(spark, dataSchema, constants, dataSchema,
-                            CollectionConverters.asScala(List.<Filter>of()).toList(), scalaMap(options),
+                    format.buildReaderWithPartitionValues(spark, dataSchema, constants, readDataSchema,
+                            CollectionConverters.asScala(dataFilters).toList(), scalaMap(options),
                             hadoopConf(spark, table));
             return new Reader(read, columnar);
         }
