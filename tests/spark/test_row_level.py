@@ -149,22 +149,23 @@ def test_only_the_files_holding_matching_rows_are_rewritten(spark: Any, db: str,
         def files() -> set[str]:
             return {r.path for r in spark.sql(f"SELECT path FROM {t}.files").collect()}
 
-        def file_of(i: int) -> str:
-            return str(spark.sql(f"SELECT _metadata.file_path AS p FROM {t} WHERE id = {i}").first().p)
-
-        # id 3 (dt x, first append), id 14 (dt y, second), id 25 (dt y, third)
-        statements = [(f"DELETE FROM {t} WHERE id = 3", [3]),
-                      (f"UPDATE {t} SET v = 'u' WHERE id = 14", [14]),
+        # id 3 (dt x, first append), id 14 (dt z, second), id 7 (dt y, first): the file of each, read once
+        # (no statement below rewrites the file of an id a later statement changes); its directory and name
+        # (files of one append have one name in every partition)
+        file_of = {r.id: "/".join(r.p.rsplit("/", 2)[-2:]) for r in spark.sql(
+            f"SELECT id, _metadata.file_path AS p FROM {t} WHERE id IN (3, 14, 7)").collect()}
+        statements = [(f"DELETE FROM {t} WHERE id = 3", 3),
+                      (f"UPDATE {t} SET v = 'u' WHERE id = 14", 14),
                       (f"MERGE INTO {t} t USING (SELECT * FROM src WHERE id = 7) s ON t.id = s.id "
-                       f"WHEN MATCHED THEN UPDATE SET v = s.v", [7])]
-        for sql, ids in statements if partitioned else statements[:1]:  # unpartitioned: the same code, once
-            before = files()
-            # the file's directory and name (files of one append have one name in every partition)
-            touched = {p for p in before if any(p.endswith("/".join(file_of(i).rsplit("/", 2)[-2:])) for i in ids)}
+                       f"WHEN MATCHED THEN UPDATE SET v = s.v", 7)]
+        before = files()
+        for sql, i in statements if partitioned else statements[:1]:  # unpartitioned: the same code, once
+            touched = {p for p in before if p.endswith(file_of[i])}
             spark.sql(sql)
             after = files()
             assert len(touched) == 1 and before - after == touched, sql
             assert len(after - before) <= 1, sql  # the rewritten file (none if nothing of it is left)
+            before = after
         rows = {tuple(r) for r in spark.sql(f"SELECT id, v, dt FROM {t}").collect()}
         expected = {(i, "u" if i == 14 and partitioned else "S7" if i == 7 and partitioned else v, dt)
                     for i, v, dt in TARGET if i != 3}
