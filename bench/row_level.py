@@ -2,7 +2,7 @@
 
     python bench/row_level.py [--quick] [--rows N] [--partitions P]
 
-Two identical partitioned parquet tables of the ``ushas`` catalog (N rows, default 1,000,000; 100,000
+Two identical partitioned parquet tables (filled by 5 appends: several files per partition) of the ``ushas`` catalog (N rows, default 1,000,000; 100,000
 with --quick; P partitions ``dt``, default 20): on ``a`` each change is the row-level statement
 (docs/row-level.md), on ``b`` the same change written by hand the way it is done without them: an
 ``INSERT OVERWRITE`` (dynamic partition overwrite) of the affected partitions with their new rows
@@ -13,6 +13,8 @@ first), results checked equal:
   (``ON t.id = s.id AND t.dt IN (…)``, the usual upsert of a late batch);
 - DELETE of one whole partition (metadata-only here; by hand: ALTER TABLE DROP PARTITION, since an
   INSERT OVERWRITE of a partition with no rows leaves its rows in place here: see docs/benchmarks.md);
+- DELETE of 10 ids, each in another partition (a GDPR request; by hand: INSERT OVERWRITE of the
+  partitions holding them);
 - DELETE of scattered rows (``id % 100 = 7``, every partition);
 - UPDATE of 1% of the rows (``id % 100 = 3``, every partition).
 
@@ -35,6 +37,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
 from _spark import ushas_session  # noqa: E402  (bench/ is the script's directory)
 
 
+#: the appends that fill each table (each partition gets a file per append at least)
+APPENDS = 5
+
+
 def timed(fn: Callable[[], Any]) -> float:
     t0 = time.perf_counter()
     fn()
@@ -45,6 +51,7 @@ def changes(partitions: int, rows: int) -> list[tuple[str, str, str]]:
     """(name, row-level statement on {t}, the same change by hand on {t}); ``src``: the MERGE's rows."""
     last = [f"d{p:03d}" for p in (partitions - 2, partitions - 1)]
     inlist = ", ".join(f"'{d}'" for d in last)
+    gdpr = ", ".join(str(rows * k // 10 + 11) for k in range(10))  # one id in each of 10 partitions
     return [
         ("MERGE 1% into 2 partitions",
          f"MERGE INTO {{t}} t USING src s ON t.id = s.id AND t.dt IN ({inlist}) "
@@ -54,6 +61,10 @@ def changes(partitions: int, rows: int) -> list[tuple[str, str, str]]:
         ("DELETE one partition",
          "DELETE FROM {t} WHERE dt = 'd000'",
          "ALTER TABLE {t} DROP PARTITION (dt = 'd000')"),
+        ("DELETE 10 ids (GDPR)",
+         f"DELETE FROM {{t}} WHERE id IN ({gdpr})",
+         f"INSERT OVERWRITE {{t}} SELECT id, v, dt FROM {{t}} "
+         f"WHERE dt IN (SELECT DISTINCT dt FROM {{t}} WHERE id IN ({gdpr})) AND id NOT IN ({gdpr})"),
         ("DELETE scattered rows",
          "DELETE FROM {t} WHERE id % 100 = 7",
          "INSERT OVERWRITE {t} SELECT id, v, dt FROM {t} WHERE NOT (id % 100 = 7)"),
@@ -80,7 +91,8 @@ def main() -> None:
                                             f"format_string('d%03d', CAST(id * {parts} / {rows} AS INT)) AS dt")
         for t in ("a", "b"):
             spark.sql(f"CREATE TABLE ushas.bench.{t} (id INT, v BIGINT, dt STRING) USING parquet PARTITIONED BY (dt)")
-            data.writeTo(f"ushas.bench.{t}").append()
+            for k in range(APPENDS):  # several appends: every partition has several files, as tables do
+                data.where(f"id % {APPENDS} = {k}").writeTo(f"ushas.bench.{t}").append()
         # the MERGE's source: 1% of the rows, half existing ids of the two newest partitions, half new ids
         n = max(rows // 100, 2)
         first = rows - rows * 2 // parts

@@ -119,7 +119,7 @@ def analyze(event: ActionEvent, settings: CaptureSettings, resolver: Resolver = 
         except Exception as exc:  # noqa: BLE001 - any malformed plan is a marker, not a lost run
             acc.markers.append(f"execution {x.execution_id}: unreadable plan ({exc})")
             continue
-        command = command_of(doc.root_node)
+        command = command_of(doc.root_node, doc)
         acc.commands.append(command)
         written: tuple[tuple[str, str], ...] = ()
         if facts is not None:

@@ -19,7 +19,10 @@ WRITE_KINDS = frozenset({
     "OptimizedCreateHiveTableAsSelectCommand", "AppendData", "OverwriteByExpression",
     "OverwritePartitionsDynamic", "CreateTableAsSelect", "ReplaceTableAsSelect", "SaveAsV1TableCommand",
     "WriteToMicroBatchDataSource",  # a streaming micro-batch into a V2 table (its `relation`)
+    "ReplaceData", "WriteDelta",  # MERGE / UPDATE / DELETE as Spark rewrites them (REWRITE_KINDS)
 })
+#: MERGE / UPDATE / DELETE rewritten by Spark for a table taking row-level operations (lineage.resolve_row_level)
+REWRITE_KINDS = frozenset({"ReplaceData", "WriteDelta"})
 
 # ---- datasets -------------------------------------------------------------------------------
 def _table_identifier(t: Mapping[str, Any]) -> Dataset:

@@ -27,6 +27,7 @@ from .plan_datasets import RELATIONS, WRITE_KINDS, catalog_table, relation_datas
 from .resolve_pass import ROOT_SCOPE, TRANSFORMATION, Pass, attribute_refs, merge_steps, seq
 from .resolve_python import KINDS as PYTHON_FUNCTIONS
 from .resolve_python import opaque_function
+from .resolve_row_level import REWRITE_KINDS, merge_rows, rewritten_row_level
 from .resolve_writes import create_view, identifier_only, row_level, write
 from .views import TEMP_VIEW_COLUMN, VIEW_COLUMN, VIEW_KINDS
 
@@ -364,6 +365,8 @@ HANDLERS: Mapping[str, Handler] = {
     **{k: opaque_function for k in PYTHON_FUNCTIONS},
     **{k: write for k in WRITE_KINDS},
     **{k: create_view for k in VIEW_KINDS},
+    "MergeRows": merge_rows,
+    **{k: rewritten_row_level for k in REWRITE_KINDS},
 }
 
 

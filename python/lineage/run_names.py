@@ -68,9 +68,12 @@ class RunName:
         return self.command.replace("_", " ").upper()
 
 
-def command_of(root: Any) -> str | None:
-    """The command of one execution's analyzed plan, from its root node (a ``PlanNode``)."""
+def command_of(root: Any, doc: Any = None) -> str | None:
+    """The command of one execution's analyzed plan, from its root node (a ``PlanNode``); ``doc`` (its
+    ``PlanDocument``) tells which statement a row-level rewrite (``ReplaceData``) is."""
     kind = root.kind
+    if kind in ("ReplaceData", "WriteDelta"):
+        return _rewritten_statement(root, doc)
     if kind == "InsertIntoHadoopFsRelationCommand":
         return "insert_overwrite" if root.args.get("mode") == "Overwrite" else "insert_into"
     if kind in COMMANDS:
@@ -79,6 +82,20 @@ def command_of(root: Any) -> str | None:
                         "ReplaceColumns", "SetTableProperties", "UnsetTableProperties")):
         return "alter_table"
     return None
+
+
+def _rewritten_statement(root: Any, doc: Any) -> str:
+    """MERGE (a MergeRows under the write), DELETE (a Filter of the target's rows) or UPDATE (a projection)."""
+    node = doc.nodes[root.children[0]] if doc is not None and root.children else None
+    while node is not None:
+        if node.kind == "MergeRows":
+            return "merge_into"
+        if node.kind == "Filter":
+            return "delete_from"
+        if node.kind != "Project" or not node.children:
+            break
+        node = doc.nodes[node.children[0]]
+    return "update"
 
 
 def best_command(commands: Iterable[str | None]) -> str | None:

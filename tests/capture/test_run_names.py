@@ -11,7 +11,7 @@ import pytest
 
 from lineage.capture import flush_spark
 from lineage.model import Dataset
-from lineage.run_names import best_command, run_name
+from lineage.run_names import best_command, command_of, run_name
 from lineage.store import Access, Run
 from lineage.tables import open_lineage_store
 from ushas_catalog.cli import main
@@ -30,6 +30,20 @@ def test_run_name(app: str, command: str | None, writes: list[Dataset], reads: l
                   kind: str) -> None:
     name = run_name(app, command, writes, reads)
     assert (name.job, name.kind) == (job, kind)
+
+
+@pytest.mark.parametrize("below, command", [
+    (["Project", "MergeRows", "Join"], "merge_into"),  # MERGE INTO, as Spark rewrites it for a catalog table
+    (["Project", "Filter", "DataSourceV2Relation"], "delete_from"),
+    (["Project", "DataSourceV2Relation"], "update"),
+])
+def test_a_row_level_rewrite_is_named_by_its_statement(below: list[str], command: str) -> None:
+    from types import SimpleNamespace
+
+    nodes = [SimpleNamespace(kind=k, children=(i + 1,) if i + 1 < len(below) else ()) for i, k in enumerate(below)]
+    root = SimpleNamespace(kind="ReplaceData", children=(0,))
+    assert command_of(root, SimpleNamespace(nodes=nodes)) == command
+    assert run_name("app", command, [Dataset.table("ushas", "s", "t")], []).job == f"app.{command}.ushas_s_t"
 
 
 def test_a_ctas_is_named_by_its_create_not_its_inner_write() -> None:

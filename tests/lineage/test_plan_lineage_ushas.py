@@ -40,6 +40,24 @@ def _w_overwrite_partitions(spark: Any, tmp: Path) -> None:
     spark.table(A).selectExpr("k as id", "upper(w) as dt").writeTo(P).overwritePartitions()
 
 
+MERGE_B = (f"merge into {B} t using {A} s on t.k = s.k when matched and s.w = 'x' then update set w = upper(s.w) "
+           "when not matched then insert (k, w) values (s.k + 1, s.w)")
+UPDATE_P = f"update {P} set id = id * 10 where dt = 'x' and id > 1"
+DELETE_B = f"delete from {B} where k = 1 and w = 'z'"
+
+
+def _w_merge(spark: Any, tmp: Path) -> None:
+    spark.sql(MERGE_B)
+
+
+def _w_update(spark: Any, tmp: Path) -> None:
+    spark.sql(UPDATE_P)
+
+
+def _w_delete(spark: Any, tmp: Path) -> None:
+    spark.sql(DELETE_B)
+
+
 def _p_overwrite_by_expression(spark: Any) -> Any:
     """``spark.table(A).selectExpr(...).writeTo(B).overwrite(col("k") > 0)``, analyzed only."""
     query = spark.table(A).selectExpr("k + 1 as k", "w")
@@ -106,6 +124,32 @@ CASES: list[PlanCase] = [
              fs("FILTER:ushas.linq.rf.k"), scoped={"w": fs("CONDITIONAL:ushas.linq.rf.w")}, target="ushas.linq.b"),
     PlanCase("ushas_overwrite_partitions_executed", "Write (V2 OverwritePartitionsDynamic)", _w_overwrite_partitions,
              {"id": {"ushas.linq.a.k": "I"}, "dt": {"ushas.linq.a.w": "T"}}, target="ushas.linq.p", mode="capture"),
+    # MERGE / UPDATE / DELETE on a catalog table: Spark rewrites them (ReplaceData over MergeRows / a Project /
+    # a Filter of the target's rows); the lineage is the statement's, as for the analyzed statements of
+    # test_plan_lineage.py: SET / INSERT values DIRECT, WHEN conditions CONDITIONAL on the column they
+    # decide, the ON condition JOIN, the WHERE FILTER; the copied rows, the group filter, the file column
+    # and the operation code are no lineage. Analyzed (sql) and executed (capture: the listener's plan).
+    PlanCase("ushas_merge", "Write (V2 ReplaceData)", MERGE_B,
+             {"w": {"ushas.linq.a.w": "T"}, "k": {"ushas.linq.a.k": "T"}},
+             fs("JOIN:ushas.linq.a.k", "JOIN:ushas.linq.b.k"), scoped={"w": fs("CONDITIONAL:ushas.linq.a.w")},
+             target="ushas.linq.b"),
+    PlanCase("ushas_merge_by_source", "Write (V2 ReplaceData)",
+             f"merge into {B} t using {A} s on t.k = s.k when matched then delete "
+             "when not matched by source and t.w = 'old' then update set w = 'gone'",
+             {"w": {}}, fs("JOIN:ushas.linq.a.k", "JOIN:ushas.linq.b.k"),
+             scoped={"w": fs("CONDITIONAL:ushas.linq.b.w")}, target="ushas.linq.b"),
+    PlanCase("ushas_update", "Write (V2 ReplaceData)", UPDATE_P, {"id": {"ushas.linq.p.id": "T"}},
+             fs("FILTER:ushas.linq.p.dt", "FILTER:ushas.linq.p.id"), target="ushas.linq.p"),
+    PlanCase("ushas_delete", "Write (V2 ReplaceData)", DELETE_B, {},
+             fs("FILTER:ushas.linq.b.k", "FILTER:ushas.linq.b.w"), target="ushas.linq.b"),
+    PlanCase("ushas_merge_executed", "Write (V2 ReplaceData)", _w_merge,
+             {"w": {"ushas.linq.a.w": "T"}, "k": {"ushas.linq.a.k": "T"}},
+             fs("JOIN:ushas.linq.a.k", "JOIN:ushas.linq.b.k"), scoped={"w": fs("CONDITIONAL:ushas.linq.a.w")},
+             target="ushas.linq.b", mode="capture"),
+    PlanCase("ushas_update_executed", "Write (V2 ReplaceData)", _w_update, {"id": {"ushas.linq.p.id": "T"}},
+             fs("FILTER:ushas.linq.p.dt", "FILTER:ushas.linq.p.id"), target="ushas.linq.p", mode="capture"),
+    PlanCase("ushas_delete_executed", "Write (V2 ReplaceData)", _w_delete, {},
+             fs("FILTER:ushas.linq.b.k", "FILTER:ushas.linq.b.w"), target="ushas.linq.b", mode="capture"),
 ]
 
 

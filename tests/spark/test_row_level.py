@@ -136,6 +136,42 @@ def test_only_the_partitions_the_condition_selects_are_rewritten_and_whole_parti
     assert spark.sql(f"SELECT count(*) AS n FROM {t} VERSION AS OF 2").first().n == len(TARGET)
 
 
+def test_only_the_files_holding_matching_rows_are_rewritten(spark: Any, db: str, src: str) -> None:
+    """Three appends of ten rows each: every partition has three files, each holding rows of one append.
+    A statement that touches rows of one append rewrites that append's file of the partitions involved,
+    and keeps every other file (Spark's runtime group filter over the scan's file column)."""
+    for partitioned in (True, False):
+        t = f"ushas.{db}.files_{'part' if partitioned else 'flat'}"
+        spark.sql(f"CREATE TABLE {t} ({COLS}) USING parquet" + (" PARTITIONED BY (dt)" if partitioned else ""))
+        for k in range(3):
+            spark.createDataFrame(TARGET[10 * k:10 * k + 10], COLS).coalesce(1).writeTo(t).append()
+
+        def files() -> set[str]:
+            return {r.path for r in spark.sql(f"SELECT path FROM {t}.files").collect()}
+
+        # id 3 (dt x, first append), id 14 (dt z, second), id 7 (dt y, first): the file of each, read once
+        # (no statement below rewrites the file of an id a later statement changes); its directory and name
+        # (files of one append have one name in every partition)
+        file_of = {r.id: "/".join(r.p.rsplit("/", 2)[-2:]) for r in spark.sql(
+            f"SELECT id, _metadata.file_path AS p FROM {t} WHERE id IN (3, 14, 7)").collect()}
+        statements = [(f"DELETE FROM {t} WHERE id = 3", 3),
+                      (f"UPDATE {t} SET v = 'u' WHERE id = 14", 14),
+                      (f"MERGE INTO {t} t USING (SELECT * FROM src WHERE id = 7) s ON t.id = s.id "
+                       f"WHEN MATCHED THEN UPDATE SET v = s.v", 7)]
+        before = files()
+        for sql, i in statements if partitioned else statements[:1]:  # unpartitioned: the same code, once
+            touched = {p for p in before if p.endswith(file_of[i])}
+            spark.sql(sql)
+            after = files()
+            assert len(touched) == 1 and before - after == touched, sql
+            assert len(after - before) <= 1, sql  # the rewritten file (none if nothing of it is left)
+            before = after
+        rows = {tuple(r) for r in spark.sql(f"SELECT id, v, dt FROM {t}").collect()}
+        expected = {(i, "u" if i == 14 and partitioned else "S7" if i == 7 and partitioned else v, dt)
+                    for i, v, dt in TARGET if i != 3}
+        assert rows == expected, partitioned
+
+
 def test_a_row_level_statement_on_a_missing_table_or_column_gets_sparks_error(spark: Any, db: str) -> None:
     t = f"ushas.{db}.t"
     make(spark, t, "parquet", True)

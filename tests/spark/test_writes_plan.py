@@ -142,3 +142,32 @@ def test_append_to_partition_at_its_own_location_records_both(tmp_path) -> None:
     p = plan.put[0]
     assert p.location == f"file:{tmp_path}"
     assert sorted(x.path for x in p.data_files) == sorted([f"file:{tmp_path}/x.parquet", f"{LOC}/dt=a/new-0.parquet"])
+
+
+def test_file_replacement_replaces_exactly_the_files_read_and_conflicts_when_one_is_gone() -> None:
+    from ushas_catalog.errors import WriteConflict
+    from ushas_catalog.spark.writes import plan_file_replacement
+
+    existing = [part("a", files=3), part("b", files=2), part("c")]
+    read = [{"values": {"dt": "a"}, "files": ["file:///w/t/dt=a/old-1.parquet"]},  # spelled file:/// by Hadoop
+            {"values": {"dt": "c"}, "files": [f"{LOC}/dt=c/old-0.parquet"]}]
+    plan = plan_file_replacement(LOC, ["dt"], existing, None, read, [written("dt=a", 1), written("dt=d", 1)], 4)
+    by = {p.values["dt"]: [x.path.rsplit("/", 1)[1] for x in p.data_files] for p in plan.put}
+    # a: one file swapped, the others kept; b: untouched (not put); c: its only file gone, so dropped; d: new
+    assert by == {"a": ["old-0.parquet", "old-2.parquet", "new-0.parquet"], "d": ["new-0.parquet"]}
+    assert plan.drop == [{"dt": "c"}]
+    assert sorted(x.path for x in plan.garbage.files) == [f"{LOC}/dt=a/old-1.parquet", f"{LOC}/dt=c/old-0.parquet"]
+    # the statement read a file another write has replaced since, or a partition another write dropped
+    for stale, where in [({"values": {"dt": "b"}, "files": [f"{LOC}/dt=b/gone.parquet"]}, "partition dt=b"),
+                         ({"values": {"dt": "z"}, "files": [f"{LOC}/dt=z/old-0.parquet"]}, "partition dt=z")]:
+        with pytest.raises(WriteConflict, match=where):
+            plan_file_replacement(LOC, ["dt"], existing, None, [stale], [], 0)
+    # unpartitioned: the recorded list minus what was read, plus what was written; rows unknown if any file stays
+    old = [f(f"old-{i}.parquet") for i in range(3)]
+    flat = plan_file_replacement(LOC, [], [], old, [{"values": {}, "files": [f"{LOC}/old-2.parquet"]}],
+                                 [written("", 1)], 2)
+    assert [x.path.rsplit("/", 1)[1] for x in flat.table_files or []] == ["old-0.parquet", "old-1.parquet",
+                                                                          "new-0.parquet"]
+    assert flat.stats["rows"] is None and [x.path for x in flat.garbage.files] == [f"{LOC}/old-2.parquet"]
+    with pytest.raises(WriteConflict, match="replaced or removed"):
+        plan_file_replacement(LOC, [], [], old, [{"values": {}, "files": [f"{LOC}/nope.parquet"]}], [], 0)

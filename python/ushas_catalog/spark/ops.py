@@ -30,7 +30,7 @@ from .describe import describe
 from .cache import partition_rows  # noqa: F401 - the bridge's partition rows (tests import it here)
 from .tables import (SparkCtx, create_arguments, database_of, location_of, partition_columns_last, qualify,
                      rename_move, table_answer, table_name, view_answer)
-from .writes import STATS_PROPERTIES, committed, plan_write
+from .writes import STATS_PROPERTIES, committed, plan_file_replacement, plan_write
 from .row_level import OPS as ROW_LEVEL_OPS, row_level_operation
 from ..model.table_changes import changes_from_json
 
@@ -590,8 +590,14 @@ def _commit_write(ms: Any, name: tuple[str, str, str], info: Any, r: Request, fe
             old_stats[key] = int(text) if text is not None and text.isdigit() else None
         old_files = ms.table_data_files(name)
     existing = list(ms.list_partitions(name)) if partition_by else []
-    plan = plan_write(r["location"], partition_by, existing, old_files, old_stats, mode, list(r.get("filters") or []),
-                      list(r.get("written") or []), r.get("rows"), managed=not info.external)
+    if mode == "replace_files":  # a row-level rewrite: its own check (the files it read are still there)
+        check = None
+        plan = plan_file_replacement(r["location"], partition_by, existing, old_files, list(r.get("replaced") or []),
+                                     list(r.get("written") or []), r.get("rows"), managed=not info.external)
+    else:
+        plan = plan_write(r["location"], partition_by, existing, old_files, old_stats, mode,
+                          list(r.get("filters") or []), list(r.get("written") or []), r.get("rows"),
+                          managed=not info.external)
     operation = row_level_operation(r.get("operation")) or write_operation(mode, bool(partition_by))
     if partition_by:
         result = ms.replace_partitions(name, plan.drop, plan.put, expected_version=info.version,

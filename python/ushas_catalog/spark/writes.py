@@ -282,3 +282,101 @@ def plan_write(location: str, partition_by: list[str], existing: list[Any], old_
         if managed:
             plan.garbage.add_partition(p)
     return plan
+
+
+def _file_key(path: str) -> str:
+    """A file path as both sides spell it (``file:///a`` and ``file:/a`` are one file)."""
+    p = path.strip()
+    if p.startswith("file://"):
+        p = "file:/" + p[len("file://"):].lstrip("/")
+    elif p.startswith("/"):
+        p = "file:" + p
+    return p
+
+
+def plan_file_replacement(location: str, partition_by: list[str], existing: list[Any],
+                          old_files: list[DataFile] | None, replaced: list[dict[str, Any]],
+                          written: list[dict[str, Any]], rows: int | None, *, managed: bool = True) -> WritePlan:
+    """The metadata side of a row-level rewrite (DELETE / UPDATE / MERGE, docs/row-level.md): the files
+    the statement read (``replaced``: ``[{"values": {...}, "files": [path, ...]}]``, by partition) leave
+    the table, the files it wrote (``written``, as :func:`plan_write` takes them) join it; every other
+    file stays where it is. A replaced file that is no longer in the table (another write replaced or
+    dropped it since the statement read it) is a :class:`WriteConflict` naming its partition: nothing is
+    committed. A partition left with no file is dropped; a rewritten partition's row count is unknown."""
+    from ..errors import WriteConflict
+
+    gone: dict[str, str] = {}  # file key -> partition text, for the conflict message
+    if not partition_by:
+        current = old_files if old_files is not None else _files((written[0] if written else {}).get("existing"))
+        keys = {_file_key(f.path) for f in current}
+        for group in replaced:
+            for path in group.get("files") or []:
+                if _file_key(path) not in keys:
+                    raise WriteConflict(f"file {path} of the table was replaced or removed by another write since "
+                                        f"the statement read it: the statement was not committed")
+                gone[_file_key(path)] = ""
+        new = [f for w in written for f in _files(w.get("files"))]
+        kept = [f for f in current if _file_key(f.path) not in gone]
+        plan = WritePlan(table_files=merge(kept, new))
+        if managed:
+            plan.garbage.files.extend(f for f in current if _file_key(f.path) in gone)
+        listed = plan.table_files or []
+        plan.stats = {"files": len(listed), "bytes": total_size(listed), "rows": rows if not kept else None}
+        return plan
+
+    plan = WritePlan()
+    touched: dict[int, tuple[Any, list[DataFile], list[DataFile]]] = {}  # existing index -> (p, kept, new)
+
+    def files_of(p: Any) -> list[DataFile]:
+        if p.data_files is not None:
+            return list(p.data_files)
+        found = list_local_files(p.location or location)
+        if found is None:
+            raise InvalidArgument(f"partition {p.spec} of the table lives at {p.location}, whose files were never "
+                                  f"recorded: rewrite it with INSERT OVERWRITE instead")
+        return found
+
+    for group in replaced:
+        values = dict(group.get("values") or {})
+        index = next((i for i, p in enumerate(existing)
+                      if all(_same(p.values.get(c), values.get(c)) if values.get(c) is not None
+                             else p.values.get(c) is None for c in partition_by)), None)
+        text = "/".join(f"{c}={values.get(c)}" for c in partition_by)
+        if index is None:
+            raise WriteConflict(f"partition {text} was dropped by another write since the statement read it: "
+                                f"the statement was not committed")
+        p = existing[index]
+        current = touched[index][1] if index in touched else files_of(p)
+        keys = {_file_key(f.path) for f in current}
+        for path in group.get("files") or []:
+            if _file_key(path) not in keys:
+                raise WriteConflict(f"file {path} of partition {text} was replaced or removed by another write "
+                                    f"since the statement read it: the statement was not committed")
+            gone[_file_key(path)] = text
+        kept = [f for f in current if _file_key(f.path) not in gone]
+        if managed:
+            plan.garbage.files.extend(f for f in current if _file_key(f.path) in gone)
+        touched[index] = (p, kept, [])
+    single = rows if len(written) == 1 else None
+    for w in written:
+        spec = parse_partition_path(w["path"])
+        if sorted(spec) != sorted(partition_by):
+            raise InvalidArgument(f"written directory {w['path']!r} does not name the partition columns "
+                                  f"{', '.join(partition_by)}")
+        new = _files(w.get("files"))
+        index = next((i for i, p in enumerate(existing) if _spec_matches(spec, p)), None)
+        if index is None:  # a partition the statement creates (a MERGE's insert, an UPDATE moving rows)
+            values = {k: (None if v == NULL_PARTITION else v) for k, v in spec.items()}
+            plan.put.append(Partition(values=values, location=_join(location, w["path"]), files=len(new),
+                                      bytes=total_size(new), rows=single, properties={}, data_files=new))
+            continue
+        p, kept, added = touched[index] if index in touched else (existing[index], files_of(existing[index]), [])
+        touched[index] = (p, kept, added + new)
+    for p, kept, added in touched.values():
+        listed = merge(kept, added)
+        if not listed:
+            plan.drop.append(dict(p.values))
+            continue
+        plan.put.append(Partition(values=p.values, location=p.location, files=len(listed), bytes=total_size(listed),
+                                  rows=None, properties=dict(p.properties), data_files=listed))
+    return plan

@@ -72,6 +72,13 @@ final class UshasBatchWrite implements BatchWrite {
     private final Filter[] filters;
     /** the row-level statement this write replaces partitions for (null: a plain write) */
     private String operation;
+    /** a row-level rewrite: the files its commit replaces (null: not one) */
+    private java.util.function.Supplier<JsonNode> replacing;
+
+    UshasBatchWrite replacing(java.util.function.Supplier<JsonNode> replacing) {
+        this.replacing = replacing;
+        return this;
+    }
     private final Job job;
     private final WriteJobDescription description;
     private final FileCommitProtocol committer;
@@ -311,6 +318,7 @@ final class UshasBatchWrite implements BatchWrite {
             r.put("location", root.toString());
             r.put("mode", mode);
             if (operation != null) r.put("operation", operation);  // DELETE / UPDATE / MERGE (UshasRowLevel)
+            if (replacing != null) r.set("replaced", replacing.get());  // the files the rewrite read
             r.put("job_id", jobId);
             r.put("rows", rows);
             if (streamQueryId != null) {  // a micro-batch: committed once per (query id, batch id); complete

@@ -9,10 +9,15 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.connector.catalog.Column;
+import org.apache.spark.sql.connector.catalog.MetadataColumn;
+import org.apache.spark.sql.connector.catalog.SupportsMetadataColumns;
 import org.apache.spark.sql.connector.catalog.SupportsDeleteV2;
 import org.apache.spark.sql.connector.catalog.SupportsRowLevelOperations;
 import org.apache.spark.sql.connector.catalog.SupportsWrite;
 import org.apache.spark.sql.connector.catalog.TableCapability;
+import org.apache.spark.sql.connector.expressions.Expressions;
+import org.apache.spark.sql.connector.expressions.Literal;
+import org.apache.spark.sql.connector.expressions.NamedReference;
 import org.apache.spark.sql.connector.expressions.Transform;
 import org.apache.spark.sql.connector.expressions.filter.Predicate;
 import org.apache.spark.sql.connector.read.Batch;
@@ -21,6 +26,8 @@ import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.read.ScanBuilder;
+import org.apache.spark.sql.connector.read.SupportsPushDownRequiredColumns;
+import org.apache.spark.sql.connector.read.SupportsRuntimeV2Filtering;
 import org.apache.spark.sql.connector.write.LogicalWriteInfo;
 import org.apache.spark.sql.connector.write.RowLevelOperation;
 import org.apache.spark.sql.connector.write.RowLevelOperationBuilder;
@@ -34,11 +41,9 @@ import org.apache.spark.sql.execution.datasources.PartitionedFile;
 import org.apache.spark.sql.internal.SQLConf;
 import org.apache.spark.sql.internal.connector.PredicateUtils;
 import org.apache.spark.sql.internal.connector.SupportsPushDownCatalystFilters;
-import org.apache.spark.sql.sources.AlwaysFalse;
-import org.apache.spark.sql.sources.And;
-import org.apache.spark.sql.sources.EqualNullSafe;
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 import org.apache.spark.sql.sources.Filter;
-import org.apache.spark.sql.sources.Or;
+import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
@@ -48,6 +53,7 @@ import java.io.Serializable;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -60,11 +66,13 @@ import java.util.Set;
  * org.apache.spark.sql.connector.catalog.Identifier, Set)}), which answers {@link Target}: Spark's
  * {@code RewriteDeleteFromTable} / {@code RewriteUpdateTable} / {@code RewriteMergeIntoTable} turn the
  * statement into a {@code ReplaceData} plan over an {@link Operation}. Its scan reads the table's version
- * as loaded, only the partitions the condition's partition predicates select (the "group"), whole; the
- * plan computes the rows those partitions must hold afterwards, and the write replaces exactly those
- * partitions ({@link UshasWrite} overwrite by a filter naming them; the whole table when unpartitioned)
- * in one fenced commit that fails with {@code WriteConflict} if another write changed them since that
- * version. A DELETE whose condition uses only partition columns is metadata-only ({@link
+ * as loaded: the partitions the condition's partition predicates select, and of those only the files that
+ * hold a row the condition matches (the "group"): the scan has a hidden metadata column {@value #FILE_COLUMN}
+ * (each row's file) that Spark's runtime group filter ({@code RowLevelOperationRuntimeGroupFiltering})
+ * uses to run the condition first and hand the scan the files it matched ({@link GroupScan#filter}). The
+ * plan computes the rows those files must hold afterwards, and the write replaces exactly those files
+ * ({@link UshasWrite} mode {@code replace_files}) in one fenced commit that fails with {@code WriteConflict}
+ * naming the partition if another write replaced or removed one of them since that version. A DELETE whose condition uses only partition columns is metadata-only ({@link
  * #canDeleteWhere}, Spark's {@code OptimizeMetadataOnlyDeleteFromTable}): the partitions are dropped,
  * no file is read or written.
  */
@@ -87,7 +95,7 @@ final class UshasRowLevel {
 
     /** The write target Spark plans DELETE / UPDATE / MERGE (and every INSERT) against. */
     static final class Target implements SupportsWrite, SupportsRowLevelOperations, SupportsDeleteV2,
-            org.apache.spark.sql.connector.catalog.SupportsRead {
+            SupportsMetadataColumns, org.apache.spark.sql.connector.catalog.SupportsRead {
         private final UshasTable table;
 
         Target(UshasTable table) {
@@ -123,6 +131,27 @@ final class UshasRowLevel {
             return table.properties();
         }
 
+        /** The file each row was read from: the group unit of a row-level rewrite. */
+        @Override
+        public MetadataColumn[] metadataColumns() {
+            return new MetadataColumn[] {new MetadataColumn() {
+                @Override
+                public String name() {
+                    return FILE_COLUMN;
+                }
+
+                @Override
+                public org.apache.spark.sql.types.DataType dataType() {
+                    return DataTypes.StringType;
+                }
+
+                @Override
+                public boolean isNullable() {
+                    return false;
+                }
+            }};
+        }
+
         /** The writes', and a batch read: Spark checks the target of DELETE / UPDATE / MERGE reads (its
          *  scan is {@link Operation#newScanBuilder}'s, never a plain read of this table). */
         @Override
@@ -142,7 +171,7 @@ final class UshasRowLevel {
         @Override
         public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
             refuse(table, "reading the write target");
-            return new GroupScanBuilder(new Operation(table, RowLevelOperation.Command.DELETE));
+            return new GroupScanBuilder(new Operation(table, RowLevelOperation.Command.DELETE), true);
         }
 
         @Override
@@ -195,8 +224,8 @@ final class UshasRowLevel {
     static final class Operation implements RowLevelOperation {
         private final UshasTable table;
         private final Command command;
-        /** the partitions the scan read (their values), set when the scan is built */
-        private volatile List<InternalRow> group;
+        /** the scan of the group (the files it reads), set when the scan is built */
+        private volatile GroupScan scan;
 
         Operation(UshasTable table, Command command) {
             this.table = table;
@@ -215,56 +244,24 @@ final class UshasRowLevel {
 
         @Override
         public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
-            return new GroupScanBuilder(this);
+            return new GroupScanBuilder(this, false);
         }
 
-        /** An overwrite of exactly the partitions the scan read (the whole table when unpartitioned). */
+        /** Each row's file: Spark's runtime group filter selects the files to rewrite by it. */
+        @Override
+        public NamedReference[] requiredMetadataAttributes() {
+            return new NamedReference[] {Expressions.column(FILE_COLUMN)};
+        }
+
+        /** A replacement of exactly the files the scan read once Spark's runtime filter pruned them. */
         @Override
         public WriteBuilder newWriteBuilder(LogicalWriteInfo info) {
-            List<InternalRow> read = group;
+            GroupScan read = scan;
             if (read == null) {
                 throw new IllegalStateException("Ushas catalog: the " + command + " of " + table.name()
                         + " was planned without its scan");
             }
-            UshasWrite.Builder b = new UshasWrite.Builder(table, new Info(info, command.name()));
-            if (table.partitionSchema().isEmpty()) {
-                b.truncate();
-            } else {
-                b.overwrite(new Filter[] {partitions(read)});
-            }
-            return b;
-        }
-
-        /** A filter that holds for exactly these partitions (a balanced OR: thousands of them stay shallow). */
-        private Filter partitions(List<InternalRow> rows) {
-            if (rows.isEmpty()) return new AlwaysFalse();
-            StructType schema = table.partitionSchema();
-            List<Filter> each = new ArrayList<>(rows.size());
-            for (InternalRow row : rows) {
-                JsonNode values = Rows.toJson(row, schema);
-                Filter f = null;
-                for (int i = 0; i < schema.length(); i++) {
-                    String column = schema.fields()[i].name();
-                    Filter eq = new EqualNullSafe(column, plain(values.get(column)));
-                    f = f == null ? eq : new And(f, eq);
-                }
-                each.add(f);
-            }
-            return or(each, 0, each.size());
-        }
-
-        private static Filter or(List<Filter> fs, int from, int to) {
-            if (to - from == 1) return fs.get(from);
-            int mid = (from + to) >>> 1;
-            return new Or(or(fs, from, mid), or(fs, mid, to));
-        }
-
-        private static Object plain(JsonNode v) {
-            if (v == null || v.isNull()) return null;
-            if (v.isBoolean()) return v.asBoolean();
-            if (v.isIntegralNumber()) return v.asLong();
-            if (v.isNumber()) return v.decimalValue();
-            return v.asText();
+            return new UshasWrite.Builder(table, new Info(info, command.name())).replacingFiles(read::replaced);
         }
     }
 
@@ -310,14 +307,35 @@ final class UshasRowLevel {
     /** the write option that names a row-level statement (read by {@link UshasBatchWrite}) */
     static final String OPERATION_OPTION = "ushas.operation";
 
+    /** the hidden metadata column holding each row's file (a name no user column is expected to have) */
+    static final String FILE_COLUMN = "__ushas_file";
+
     /** Takes the condition's predicates on partition columns: they select the partitions (the group) read
      *  and replaced. Spark does not filter the rows read with them (the plan needs every row of the group). */
-    private static final class GroupScanBuilder implements SupportsPushDownCatalystFilters {
+    private static final class GroupScanBuilder implements SupportsPushDownCatalystFilters,
+            SupportsPushDownRequiredColumns {
         private final Operation op;
         private final List<Expression> partitionFilters = new ArrayList<>();
+        /** whether the plan reads the file column (always, for the statement's own scan) */
+        private boolean withFile;
+        /** the top-level columns the plan reads (null: all): Spark's group filter reads only the condition's */
+        private StructType required;
 
-        GroupScanBuilder(Operation op) {
+        @Override
+        public void pruneColumns(StructType required) {
+            withFile = Arrays.stream(required.fieldNames()).anyMatch(FILE_COLUMN::equalsIgnoreCase);
+            this.required = required;
+        }
+
+        /** a plain read of the target (Spark's group filter runs the condition over it): the format may skip
+         *  what the condition's data filters exclude (parquet row groups, orc stripes); Spark filters the rows
+         *  again. Never for the statement's own scan, which needs every row of the files it rewrites. */
+        private final boolean skipping;
+        private final List<Filter> dataFilters = new ArrayList<>();
+
+        GroupScanBuilder(Operation op, boolean skipping) {
             this.op = op;
+            this.skipping = skipping;
         }
 
         @Override
@@ -329,8 +347,13 @@ final class UshasRowLevel {
                         : CollectionConverters.asJava(e.references().toSeq())) {
                     onlyPartitions &= names.stream().anyMatch(n -> n.equalsIgnoreCase(a.name()));
                 }
-                if (onlyPartitions && !org.apache.spark.sql.catalyst.expressions.SubqueryExpression.hasSubquery(e)) {
+                boolean subquery = org.apache.spark.sql.catalyst.expressions.SubqueryExpression.hasSubquery(e);
+                if (onlyPartitions && !subquery) {
                     partitionFilters.add(e);
+                } else if (skipping && !subquery) {
+                    scala.Option<Filter> f = org.apache.spark.sql.execution.datasources.DataSourceStrategy$.MODULE$
+                            .translateFilter(e, true);
+                    if (f.isDefined()) dataFilters.add(f.get());
                 }
             }
             return filters;
@@ -343,19 +366,32 @@ final class UshasRowLevel {
 
         @Override
         public Scan build() {
-            return new GroupScan(op, partitionFilters);
+            GroupScan scan = new GroupScan(op, partitionFilters, withFile, required, dataFilters);
+            op.scan = scan;
+            return scan;
         }
     }
 
     /** The group's files as of the table version the statement loaded: one input partition per file, read
      *  by the format's own reader. */
-    private static final class GroupScan implements Scan, Batch {
+    private static final class GroupScan implements Scan, Batch, SupportsRuntimeV2Filtering {
         private final Operation op;
         private final List<PartitionDirectory> directories;
         private final StructType dataSchema;
+        /** the data columns read from the files (those the plan needs) */
+        private final StructType readDataSchema;
         private final StructType readSchema;
+        private final boolean withFile;
+        /** the files of the group (by their path), null: every file of {@link #directories} */
+        private volatile Set<String> selected;
 
-        GroupScan(Operation op, List<Expression> partitionFilters) {
+        /** filters the format may use to skip data (never to drop single rows: Spark filters them) */
+        private final List<Filter> dataFilters;
+
+        GroupScan(Operation op, List<Expression> partitionFilters, boolean withFile, StructType required,
+                  List<Filter> dataFilters) {
+            this.dataFilters = dataFilters;
+            this.withFile = withFile;
             this.op = op;
             UshasTable table = op.table;
             SparkSession spark = SparkSession.active();
@@ -367,8 +403,17 @@ final class UshasRowLevel {
                 if (names.stream().noneMatch(n -> n.equalsIgnoreCase(f.name()))) data.add(f);
             }
             this.dataSchema = new StructType(data.toArray(new StructField[0]));
-            List<StructField> all = new ArrayList<>(data);
+            List<StructField> needed = new ArrayList<>();
+            for (StructField f : data) {
+                if (required == null || Arrays.stream(required.fieldNames()).anyMatch(f.name()::equalsIgnoreCase)) {
+                    needed.add(f);
+                }
+            }
+            this.readDataSchema = new StructType(needed.toArray(new StructField[0]));
+            List<StructField> all = new ArrayList<>(needed);
             all.addAll(Arrays.asList(partitionSchema.fields()));
+            if (withFile) all.add(new StructField(FILE_COLUMN, DataTypes.StringType, false,
+                    org.apache.spark.sql.types.Metadata.empty()));
             this.readSchema = new StructType(all.toArray(new StructField[0]));
             JsonNode answer = table.answer();
             UshasFileIndex index = new UshasFileIndex(table.catalog(), table.ident(), partitionSchema,
@@ -377,9 +422,54 @@ final class UshasRowLevel {
             this.directories = CollectionConverters.asJava(index.listFiles(
                     CollectionConverters.asScala(partitionFilters).toList(),
                     CollectionConverters.asScala(List.<Expression>of()).toList()));
-            List<InternalRow> group = new ArrayList<>();
-            for (PartitionDirectory d : directories) group.add(d.values().copy());
-            op.group = group;
+        }
+
+        @Override
+        public NamedReference[] filterAttributes() {
+            return withFile ? new NamedReference[] {Expressions.column(FILE_COLUMN)} : new NamedReference[0];
+        }
+
+        /** Spark's runtime group filter: {@code __ushas_file IN (the files holding a matching row)}. */
+        @Override
+        public void filter(Predicate[] predicates) {
+            for (Predicate p : predicates) {
+                if (!("IN".equals(p.name()) || "=".equals(p.name())) || p.children().length == 0
+                        || !(p.children()[0] instanceof NamedReference ref)
+                        || !FILE_COLUMN.equalsIgnoreCase(String.join(".", ref.fieldNames()))) {
+                    continue;
+                }
+                Set<String> files = new HashSet<>();
+                for (int i = 1; i < p.children().length; i++) {
+                    if (p.children()[i] instanceof Literal<?> lit && lit.value() != null) files.add(lit.value().toString());
+                }
+                Set<String> before = selected;
+                if (before != null) files.retainAll(before);
+                selected = files;
+            }
+        }
+
+        private boolean inGroup(FileStatusWithMetadata f) {
+            Set<String> s = selected;
+            return s == null || s.contains(f.getPath().toString());
+        }
+
+        /** The files the statement replaces, by partition: {@code [{"values": {...}, "files": [path, ...]}]}. */
+        JsonNode replaced() {
+            ArrayNode out = Json.MAPPER.createArrayNode();
+            StructType partitionSchema = op.table.partitionSchema();
+            for (PartitionDirectory d : directories) {
+                ArrayNode files = null;
+                for (FileStatusWithMetadata f : CollectionConverters.asJava(d.files())) {
+                    if (!inGroup(f)) continue;
+                    if (files == null) {
+                        ObjectNode part = out.addObject();
+                        part.set("values", Rows.toJson(d.values(), partitionSchema));
+                        files = part.putArray("files");
+                    }
+                    files.add(f.getPath().toString());
+                }
+            }
+            return out;
         }
 
         @Override
@@ -401,10 +491,21 @@ final class UshasRowLevel {
         @Override
         public InputPartition[] planInputPartitions() {
             List<InputPartition> out = new ArrayList<>();
+            StructType partitionSchema = op.table.partitionSchema();
             for (PartitionDirectory d : directories) {
-                InternalRow values = d.values().copy();
                 for (FileStatusWithMetadata f : CollectionConverters.asJava(d.files())) {
+                    if (!inGroup(f)) continue;
                     long len = f.getLen();
+                    InternalRow values = d.values().copy();
+                    if (withFile) {  // the file is one more constant of the file's rows, like its partition values
+                        Object[] vs = new Object[partitionSchema.length() + 1];
+                        for (int i = 0; i < partitionSchema.length(); i++) {
+                            vs[i] = values.get(i, partitionSchema.fields()[i].dataType());
+                        }
+                        vs[partitionSchema.length()] = org.apache.spark.unsafe.types.UTF8String.fromString(
+                                f.getPath().toString());
+                        values = new GenericInternalRow(vs);
+                    }
                     out.add(new FilePart(new PartitionedFile(values,
                             org.apache.spark.paths.SparkPath.fromFileStatus(f.fileStatus()), 0, len, new String[0],
                             f.getModificationTime(), len, scala.collection.immutable.Map$.MODULE$.empty())));
@@ -422,9 +523,11 @@ final class UshasRowLevel {
             // the format's vectorized reader hands whole batches when it can (parquet, orc), as Spark's scans
             boolean columnar = format.supportBatch(spark, readSchema);
             options.put(FileFormat$.MODULE$.OPTION_RETURNING_BATCH(), String.valueOf(columnar));
+            StructType constants = op.table.partitionSchema();
+            if (withFile) constants = constants.add(FILE_COLUMN, DataTypes.StringType, false);
             scala.Function1<PartitionedFile, scala.collection.Iterator<InternalRow>> read =
-                    format.buildReaderWithPartitionValues(spark, dataSchema, op.table.partitionSchema(), dataSchema,
-                            CollectionConverters.asScala(List.<Filter>of()).toList(), scalaMap(options),
+                    format.buildReaderWithPartitionValues(spark, dataSchema, constants, readDataSchema,
+                            CollectionConverters.asScala(dataFilters).toList(), scalaMap(options),
                             hadoopConf(spark, table));
             return new Reader(read, columnar);
         }

@@ -33,14 +33,18 @@ final class UshasWrite implements Write, RequiresDistributionAndOrdering {
     private final Filter[] filters;
     /** the staged table of an atomic CTAS / RTAS whose commit registers this write, or null */
     private final UshasStagedTable staged;
+    /** a row-level rewrite: the files it replaces, known once its scan ran (null: not one) */
+    private final java.util.function.Supplier<com.fasterxml.jackson.databind.JsonNode> replacing;
 
     private UshasWrite(UshasTable table, LogicalWriteInfo info, String mode, Filter[] filters,
-                       UshasStagedTable staged) {
+                       UshasStagedTable staged,
+                       java.util.function.Supplier<com.fasterxml.jackson.databind.JsonNode> replacing) {
         this.table = table;
         this.info = info;
         this.mode = mode;
         this.filters = filters;
         this.staged = staged;
+        this.replacing = replacing;
     }
 
     @Override
@@ -99,7 +103,7 @@ final class UshasWrite implements Write, RequiresDistributionAndOrdering {
 
     @Override
     public BatchWrite toBatch() {
-        return UshasBatchWrite.create(table, info, mode, filters, staged).reportingTo(this);
+        return UshasBatchWrite.create(table, info, mode, filters, staged).replacing(replacing).reportingTo(this);
     }
 
     static final class Builder implements WriteBuilder, SupportsTruncate, SupportsOverwrite, SupportsDynamicOverwrite {
@@ -108,6 +112,7 @@ final class UshasWrite implements Write, RequiresDistributionAndOrdering {
         private String mode = "append";
         private Filter[] filters = new Filter[0];
         private UshasStagedTable staged;
+        private java.util.function.Supplier<com.fasterxml.jackson.databind.JsonNode> replacing;
 
         Builder(UshasTable table, LogicalWriteInfo info) {
             this.table = table;
@@ -117,6 +122,15 @@ final class UshasWrite implements Write, RequiresDistributionAndOrdering {
         /** The write of an atomic CTAS / RTAS: {@code staged}'s commit registers it. */
         Builder stagedBy(UshasStagedTable staged) {
             this.staged = staged;
+            return this;
+        }
+
+        /** A row-level rewrite (UshasRowLevel): the commit replaces exactly the files {@code replacing} names
+         *  when the job ends (by partition: {@code [{"values": {...}, "files": [path, ...]}]}). */
+        Builder replacingFiles(java.util.function.Supplier<com.fasterxml.jackson.databind.JsonNode> replacing) {
+            mode = "replace_files";
+            filters = new Filter[0];
+            this.replacing = replacing;
             return this;
         }
 
@@ -163,7 +177,7 @@ final class UshasWrite implements Write, RequiresDistributionAndOrdering {
         @Override
         public Write build() {
             if (!"append".equals(mode) && staged == null) table.refuseRowRemoval("INSERT OVERWRITE");
-            return new UshasWrite(table, info, mode, filters, staged);
+            return new UshasWrite(table, info, mode, filters, staged, replacing);
         }
     }
 }
