@@ -153,3 +153,37 @@ def test_the_service_killed_mid_commit(spark: Any, svc: Any) -> None:
         assert spark.sql(f"SELECT count(*) AS n FROM {cat}.db.people").collect()[0].n == before + 1
     finally:
         proxy.close()
+
+
+def test_the_service_killed_inside_the_commit_transaction(spark: Any, svc: Any) -> None:
+    """kill -9 while the service runs a write's commit transaction (its store's write lock held elsewhere, so
+    the transaction cannot finish): the statement fails naming the write id, nothing of it is registered,
+    ``ushas check`` finds the store sound, and after a restart the next statement succeeds (Spark is not
+    restarted)."""
+    import subprocess
+    import sys
+
+    from remote_service import KillingProxy
+
+    store = Path(svc.uri.removeprefix("sqlite://"))
+    proxy = KillingProxy(svc.serve, "/commit_write", inside=store, inside_s=2.0)
+    try:
+        cat = remote_catalog(spark, _name("rkin"), proxy.url, svc.tokens["admin"][1], svc.warehouse)
+        before = {r.id for r in spark.sql(f"SELECT id FROM {cat}.db.visits").collect()}
+        with pytest.raises(Exception, match=r"write id [0-9a-zA-Z_-]+\) may or may not have been registered"):
+            spark.sql(f"INSERT INTO {cat}.db.visits VALUES (70, 'EU'), (71, 'APAC')")
+        assert (proxy.killed, proxy.answered) == (1, False)
+        svc.serve.start()
+        assert {r.id for r in spark.sql(f"SELECT id FROM {cat}.db.visits").collect()} == before  # nothing of it
+        check = subprocess.run([sys.executable, "-m", "ushas_catalog", "--uri", svc.uri, "check"],
+                               capture_output=True, text=True, timeout=120)
+        assert check.returncode == 0, check.stdout + check.stderr
+        ms = Metastore.open(svc.uri, create=False)
+        try:
+            assert {p.spec["region"] for p in ms.list_partitions(("main", "db", "visits"))} == {"EU", "US"}
+        finally:
+            ms.close()
+        spark.sql(f"INSERT INTO {cat}.db.visits VALUES (72, 'EU')")
+        assert {r.id for r in spark.sql(f"SELECT id FROM {cat}.db.visits").collect()} == before | {72}
+    finally:
+        proxy.close()
