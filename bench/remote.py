@@ -1,7 +1,7 @@
 """Remote mode vs embedded, in one run: the Spark shim's own requests, answered by the bridge in this
 process (embedded) and forwarded to a ``ushas serve`` process on loopback (remote).
 
-    python bench/remote.py [--quick] [--rounds R] [--spark]
+    python bench/remote.py [--quick] [--rounds R] [--spark] [--hms]
 
 One sqlite store; a table with P partitions (100,000; 10,000 with --quick) and one with 10,000 (2,000).
 Each operation is the request the shim sends for it (``ushas_catalog.spark.bridge.handle``, the entry
@@ -18,7 +18,12 @@ Embedded runs twice: as the store's administrator (no checks: the default) and a
 authorization on (what remote mode always does), so the printed ratios separate the cost of the
 transport from the cost of the checks. With ``--spark``, the same operations through one Spark session
 with an embedded and a remote catalog over the same metastore catalog (the JVM's ``loadTable``, ``SHOW
-PARTITIONS``, a one-partition query, an ``INSERT`` of 1,000 partitions). Then 8 threads call ``load_table`` on the service at once for a
+PARTITIONS``, a one-partition query, an ``INSERT`` of 1,000 partitions). With ``--hms`` (implies
+``--spark``), the peer is also **the Hive metastore as a Thrift service** (``HiveMetaStore`` of pyspark's
+``hive-metastore-2.3.10.jar`` on Derby, started as tests/app/hive_service.py does, a process on loopback
+as ``ushas serve`` is): the session's ``spark_catalog`` uses it (``spark.hadoop.hive.metastore.uris``),
+with the same tables (``USING parquet``, partitions in the metastore), and the same four operations print
+remote / HMS. Then 8 threads call ``load_table`` on the service at once for a
 few seconds: catalog calls per second. Prints medians and the ratios remote / embedded.
 """
 from __future__ import annotations
@@ -65,7 +70,10 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=0)
     ap.add_argument("--spark", action="store_true", help="also through Spark: one session, an embedded and a "
                                                            "remote catalog over the same store")
+    ap.add_argument("--hms", action="store_true", help="through Spark, also against the Hive metastore as a "
+                                                         "Thrift service (implies --spark)")
     args = ap.parse_args()
+    args.spark = args.spark or args.hms
     big = 10_000 if args.quick else 100_000
     show = 2_000 if args.quick else 10_000
     rounds = args.rounds or (5 if args.quick else 9)
@@ -154,7 +162,7 @@ def main() -> int:
                   f"{ms_['remote'] / ms_['embedded']:>11.2f}x{ms_['remote'] / ms_['checked']:>11.2f}x", flush=True)
 
         if args.spark:
-            spark_cases(url, token, root, big, show, max(3, rounds // 2))
+            spark_cases(url, token, root, big, show, max(3, rounds // 2), hms=args.hms)
 
         # throughput: 8 clients at once, each its own keep-alive connection
         stop = time.monotonic() + (3 if args.quick else 6)
@@ -189,43 +197,95 @@ def main() -> int:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def spark_cases(url: str, token: str, root: Path, big: int, show: int, rounds: int) -> None:
+def start_hms(root: Path) -> Any:
+    """The Hive metastore Thrift service (tests/app/hive_service.py: pyspark's jars, Derby), started."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "app"))
+    from hive_service import start_metastore
+
+    return start_metastore(root / "hms")
+
+
+def hms_tables(spark: Any, big: int, show: int) -> None:
+    """The peer's tables in the Hive metastore: ``hdb.big`` and ``hdb.show`` with ``big`` and ``show``
+    partitions (``USING parquet``: partitions managed by the metastore), added 1,000 per statement."""
+    spark.sql("CREATE DATABASE IF NOT EXISTS spark_catalog.hdb")
+    for name, n in (("big", big), ("show", show)):
+        spark.sql(f"CREATE TABLE spark_catalog.hdb.{name} (id INT, dt STRING) USING parquet PARTITIONED BY (dt)")
+        t0 = time.perf_counter()
+        for start in range(0, n, 1_000):
+            specs = " ".join(f"PARTITION (dt='d{i:07d}')" for i in range(start, min(n, start + 1_000)))
+            spark.sql(f"ALTER TABLE spark_catalog.hdb.{name} ADD {specs}")
+        print(f"HMS: {n:,} partitions of hdb.{name} added in {time.perf_counter() - t0:.1f} s", flush=True)
+
+
+def spark_cases(url: str, token: str, root: Path, big: int, show: int, rounds: int, hms: bool = False) -> None:
     """The same operations as Spark runs them, one local[2] session: ``emb`` (embedded, the default: no
-    checks) and ``rem`` (remote: the service, checked) over the same metastore catalog."""
+    checks) and ``rem`` (remote: the service, checked) over the same metastore catalog; with ``hms`` also
+    ``spark_catalog`` on the Hive metastore Thrift service (the peer)."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from _spark import ushas_session
 
-    spark = ushas_session("bench-remote", root, conf={"spark.sql.catalog.ushas.catalog": "main"})
+    conf = {"spark.sql.catalog.ushas.catalog": "main"}
+    # the remote catalog is the deployer's configuration (a catalog a session defines is refused by default)
+    conf.update({f"spark.sql.catalog.rem{key}": value for key, value in {
+        "": "io.ushas.spark.UshasCatalog", ".uri": url, ".token": token, ".catalog": "main",
+        ".warehouse": str(root / "warehouse")}.items()})
+    service = None
+    if hms:
+        service = start_hms(root)
+        conf.update({"spark.sql.catalogImplementation": "hive", "spark.hadoop.hive.metastore.uris": service.uri,
+                     "spark.sql.warehouse.dir": str(service.warehouse)})
+    spark = ushas_session("bench-remote", root, conf=conf)
     try:
-        for key, value in {"": "io.ushas.spark.UshasCatalog", ".uri": url, ".token": token, ".catalog": "main",
-                           ".warehouse": str(root / "warehouse")}.items():
-            spark.conf.set(f"spark.sql.catalog.rem{key}", value)
-        names = {"embedded": "ushas", "remote": "rem"}
-        jcat = {m: spark._jsparkSession.sessionState().catalogManager().catalog(c) for m, c in names.items()}
-        namespace = spark.sparkContext._gateway.new_array(spark._jvm.java.lang.String, 1)
-        namespace[0] = "db"
-        ident = spark._jvm.org.apache.spark.sql.connector.catalog.Identifier.of(namespace, "big")
+        names = {"embedded": "ushas", "remote": "rem", "HMS": "spark_catalog"}
+        modes = ("embedded", "remote", "HMS") if hms else ("embedded", "remote")
+        jcat = {m: spark._jsparkSession.sessionState().catalogManager().catalog(names[m]) for m in modes}
+        dbs = {"embedded": "db", "remote": "db", "HMS": "hdb"}
+        if hms:
+            hms_tables(spark, big, show)
+            external = spark._jsparkSession.sharedState().externalCatalog()
+
+        def ident(m: str) -> Any:
+            namespace = spark.sparkContext._gateway.new_array(spark._jvm.java.lang.String, 1)
+            namespace[0] = dbs[m]
+            return spark._jvm.org.apache.spark.sql.connector.catalog.Identifier.of(namespace, "big")
+
+        idents = {m: ident(m) for m in modes}
+
+        def load(m: str) -> Any:
+            if m == "HMS":  # the metastore's table, asked of the service (the session catalog caches nothing here)
+                return external.getTable("hdb", "big")
+            return jcat[m].loadTable(idents[m])
 
         def insert(m: str) -> None:
-            t = f"{names[m]}.db.i_{uuid.uuid4().hex[:8]}"
+            t = f"{names[m]}.{dbs[m]}.i_{uuid.uuid4().hex[:8]}"
             spark.sql(f"CREATE TABLE {t} (id BIGINT, dt STRING) USING parquet PARTITIONED BY (dt)")
             spark.sql(f"INSERT INTO {t} SELECT id, concat('p', CAST(id AS STRING)) FROM range(1000)")
 
+        def table(m: str, name: str) -> str:
+            return f"{names[m]}.{dbs[m]}.{name}"
+
         cases: list[tuple[str, Callable[[str], Any]]] = [
-            ("loadTable (JVM catalog call)", lambda m: jcat[m].loadTable(ident)),
-            (f"SHOW PARTITIONS ({show:,})", lambda m: spark.sql(f"SHOW PARTITIONS {names[m]}.db.show").collect()),
+            ("loadTable (JVM catalog call)", load),
+            (f"SHOW PARTITIONS ({show:,})", lambda m: spark.sql(f"SHOW PARTITIONS {table(m, 'show')}").collect()),
             (f"1-partition query of {big:,}",
-             lambda m: spark.sql(f"SELECT * FROM {names[m]}.db.big WHERE dt = 'd{big // 2:07d}'").collect()),
+             lambda m: spark.sql(f"SELECT * FROM {table(m, 'big')} WHERE dt = 'd{big // 2:07d}'").collect()),
             ("INSERT of 1,000 partitions", insert),
         ]
-        print(f"\nthrough Spark{'':<21}{'embedded':>11}{'remote':>11}{'remote/emb':>12}")
+        head = f"{'HMS':>11}{'remote/HMS':>12}" if hms else ""
+        print(f"\nthrough Spark{'':<21}{'embedded':>11}{'remote':>11}{'remote/emb':>12}{head}")
         for label, fn in cases:
             n = 1 if label.startswith("INSERT") else rounds
-            ms_ = {m: median_ms(lambda m=m: fn(m), n) for m in ("embedded", "remote")}
-            print(f"{label:<34}{ms_['embedded']:>9.2f}ms{ms_['remote']:>9.2f}ms"
-                  f"{ms_['remote'] / ms_['embedded']:>11.2f}x", flush=True)
+            ms_ = {m: median_ms(lambda m=m: fn(m), n) for m in modes}
+            line = (f"{label:<34}{ms_['embedded']:>9.2f}ms{ms_['remote']:>9.2f}ms"
+                    f"{ms_['remote'] / ms_['embedded']:>11.2f}x")
+            if hms:
+                line += f"{ms_['HMS']:>9.2f}ms{ms_['remote'] / ms_['HMS']:>11.2f}x"
+            print(line, flush=True)
     finally:
         spark.stop()
+        if service is not None:
+            service.stop()
 
 
 if __name__ == "__main__":

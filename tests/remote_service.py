@@ -107,24 +107,37 @@ def remote_catalog(spark: Any, name: str, url: str, token: str | None, warehouse
 
 class KillingProxy:
     """An HTTP proxy in front of a :class:`ServeProcess` (on its own free port, on a thread) that kills the
-    service with -9 the first time a request's path ends with ``kill_on`` (the request is not forwarded, the
-    client gets no answer: the service died mid-call). With ``after_forwarding`` the request reaches the
-    service, which runs it, and the service is killed before its answer is passed on (the call's effect is
-    in the store, the client never hears of it)."""
+    service with -9 the first time a request's path ends with ``kill_on``; the client gets no answer. By
+    default the request is not forwarded (the service died before the call reached it). With ``inside`` (the
+    path of the service's SQLite store) the proxy first takes the store's write lock, forwards the request,
+    lets the service work on it for ``inside_s`` seconds — it runs the call's store transaction, which read
+    and buffered its writes and keeps retrying its commit against the held lock — kills the service there,
+    then lets go of the lock: the service died inside the call's store transaction. With ``after_forwarding``
+    the request reaches the service, which runs it, and the service is killed before its answer is passed on
+    (the call's effect is in the store, the client never hears of it)."""
 
-    def __init__(self, serve: ServeProcess, kill_on: str, *, after_forwarding: bool = False) -> None:
+    def __init__(self, serve: ServeProcess, kill_on: str, inside: Path | None = None, inside_s: float = 2.0, *,
+                 after_forwarding: bool = False) -> None:
         import http.client
         import threading
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
         proxy = self
         self.serve, self.kill_on, self.killed = serve, kill_on, 0
+        #: inside mode: whether the service answered the call although its store was locked (it must not)
+        self.answered: bool | None = None
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
             def do_POST(self) -> None:  # noqa: N802 - http.server's name
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if self.path.endswith(proxy.kill_on) and not proxy.killed and inside is not None:
+                    proxy.killed += 1
+                    proxy.answered = kill_inside(proxy.serve, inside, inside_s, self.path, body,
+                                                 dict(self.headers.items()))
+                    self.close_connection = True
+                    return
                 if self.path.endswith(proxy.kill_on) and not proxy.killed and not after_forwarding:  # once
                     proxy.killed += 1
                     proxy.serve.kill9()
@@ -168,3 +181,30 @@ class KillingProxy:
         self.server.shutdown()
         self.server.server_close()
         self.thread.join(10)
+
+
+def kill_inside(serve: ServeProcess, store: Path, seconds: float, path: str, body: bytes,
+                headers: dict[str, str]) -> bool:
+    """Sends one request to ``serve`` while this process holds the write lock of its SQLite ``store``, kills
+    the service with -9 after ``seconds`` (inside the call's store transaction: it cannot commit), then lets
+    go of the lock. Answers whether the service answered first (the answer itself is dropped)."""
+    import http.client
+    import sqlite3
+
+    lock = sqlite3.connect(str(store), timeout=10, isolation_level=None)
+    try:
+        lock.execute("BEGIN IMMEDIATE")  # the write lock: every commit of the service waits for it
+        conn = http.client.HTTPConnection("127.0.0.1", serve.port, timeout=seconds)
+        try:
+            conn.request("POST", path, body=body, headers={k: v for k, v in headers.items() if k.lower() != "host"})
+            try:
+                conn.getresponse().read()
+                return True
+            except TimeoutError:
+                return False  # working on it, inside its transaction
+        finally:
+            serve.kill9()
+            conn.close()
+    finally:
+        lock.execute("ROLLBACK")
+        lock.close()

@@ -304,3 +304,33 @@ def test_merge_keeps_partition_count_and_check_green(cat: Metastore, change: Any
         assert "created_by" in system, table
     report = run_checks(cat)
     assert report.ok, report.lines()
+
+
+def test_a_user_with_create_creates_tables_in_a_branch_under_authorization(cat: Metastore) -> None:
+    """CREATE on the database is enough to create (and then write, as its owner) a table in a branch: the
+    creator's OWN grant is project-wide state, written to main's grants for the new table's id (which the
+    merge keeps); a user without CREATE is refused and nothing is written."""
+    from ushas_catalog.errors import PermissionDenied
+
+    uri = cat.db.uri
+    cat.create_branch("c", "dev")
+    cat.grant("CREATE", "c.db", "user:bob")
+    cat.grant("USE", "c", "user:mallory")
+    users = {u: Metastore.open(uri, project="acme", user=u, authorization=True) for u in ("bob", "mallory")}
+    try:
+        dev = users["bob"].branch("dev")
+        dev.create_table("c.db.mine", "id BIGINT, p STRING", partition_by=["p"])
+        dev.add_partitions("c.db.mine", [{"p": "x"}])  # its owner writes it
+        assert [p.values["p"] for p in dev.list_partitions("c.db.mine")] == ["x"]
+        assert not cat.table_exists("c.db.mine") and not users["bob"].table_exists("c.db.mine")
+        with pytest.raises(PermissionDenied, match="CREATE on database c.db"):
+            users["mallory"].branch("dev").create_table("c.db.theirs", "id BIGINT")
+        with pytest.raises(PermissionDenied):  # bob owns his table, not the others of the branch
+            dev.add_partitions("c.db.t", [{"p": "z"}])
+        assert not cat.branch("dev").table_exists("c.db.theirs")
+        cat.merge_branch("c", "dev")
+        users["bob"].add_partitions("c.db.mine", [{"p": "y"}])  # merged: bob owns it on main too
+        assert parts(cat, "c.db.mine") == ["x", "y"]
+    finally:
+        for m in users.values():
+            m.close()

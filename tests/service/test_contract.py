@@ -41,7 +41,7 @@ def test_every_path_is_routed(live: Live) -> None:
     assert len(paths) > 20 and "/api/v1/catalogs" in paths, sorted(paths)  # the document's, not an empty map
     for path, ops in paths.items():
         url = path.format(catalog="shop", database="sales", table="raw", view="fr", run_id="0000", name="churn",
-                          version="1", subspace="daily")
+                          version="1", subspace="daily", op="list_namespaces")
         for method in ops:
             answer = live.request(method.upper(), url, body={} if method in ("post", "put") else None)
             assert answer.json != {"error": {"type": "NotFound", "message": "no such API endpoint"}}, (method, path)

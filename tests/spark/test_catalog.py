@@ -22,36 +22,36 @@ def partitions(spark: Any, table: str) -> list[str]:
 
 
 # ---- namespaces ----------------------------------------------------------------------------------
-def test_namespaces(spark: Any, ms: Any, tmp_path: Path) -> None:
+def test_namespaces(spark: Any, cat: str, ms: Any, tmp_path: Path) -> None:
     name = "ns_" + uuid.uuid4().hex[:8]
-    spark.sql(f"CREATE NAMESPACE ushas.{name} COMMENT 'sales data' LOCATION '{tmp_path}/loc' "
+    spark.sql(f"CREATE NAMESPACE {cat}.{name} COMMENT 'sales data' LOCATION '{tmp_path}/loc' "
               f"WITH DBPROPERTIES ('team'='a')")
-    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS ushas.{name}")
-    assert (name,) in rows(spark, "SHOW NAMESPACES IN ushas")
-    info = dict(rows(spark, f"DESCRIBE NAMESPACE EXTENDED ushas.{name}"))
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {cat}.{name}")
+    assert (name,) in rows(spark, f"SHOW NAMESPACES IN {cat}")
+    info = dict(rows(spark, f"DESCRIBE NAMESPACE EXTENDED {cat}.{name}"))
     assert info["Comment"] == "sales data"
     assert info["Location"] == f"file:{tmp_path}/loc"
     assert "(team,a)" in info["Properties"]
-    spark.sql(f"ALTER NAMESPACE ushas.{name} SET DBPROPERTIES ('team'='b', 'x'='1')")
+    spark.sql(f"ALTER NAMESPACE {cat}.{name} SET DBPROPERTIES ('team'='b', 'x'='1')")
     db = ms.get_database(("ushas", name))
     assert db.properties == {"team": "b", "x": "1"} and db.comment == "sales data"
-    spark.sql(f"USE ushas.{name}")
+    spark.sql(f"USE {cat}.{name}")
     spark.sql("CREATE TABLE t (id INT) USING parquet")
     assert [r for r in rows(spark, "SHOW TABLES") if not r[2]] == [(name, "t", False)]  # temporary views apart
     from pyspark.errors import AnalysisException
 
     with pytest.raises(AnalysisException, match="SCHEMA_NOT_EMPTY"):
-        spark.sql(f"DROP NAMESPACE ushas.{name}")
+        spark.sql(f"DROP NAMESPACE {cat}.{name}")
     with pytest.raises(AnalysisException, match="SCHEMA_ALREADY_EXISTS"):
-        spark.sql(f"CREATE NAMESPACE ushas.{name}")
+        spark.sql(f"CREATE NAMESPACE {cat}.{name}")
     spark.sql("USE spark_catalog.default")
-    spark.sql(f"DROP NAMESPACE ushas.{name} CASCADE")
+    spark.sql(f"DROP NAMESPACE {cat}.{name} CASCADE")
     assert not ms.database_exists(("ushas", name))
     with pytest.raises(AnalysisException, match="SCHEMA_NOT_FOUND"):
-        spark.sql(f"DESCRIBE NAMESPACE ushas.{name}")
+        spark.sql(f"DESCRIBE NAMESPACE {cat}.{name}")
 
 
-def test_multi_level_namespace_refused(spark: Any) -> None:
+def test_multi_level_namespace_refused(spark: Any, cat: str) -> None:
     from pyspark.errors import AnalysisException
 
     with pytest.raises(AnalysisException, match="one namespace level"):
@@ -60,8 +60,8 @@ def test_multi_level_namespace_refused(spark: Any) -> None:
 
 # ---- tables: DDL ----------------------------------------------------------------------------------
 @pytest.mark.parametrize("fmt", ["parquet", "orc", "json", "csv"])
-def test_formats_create_insert_read(spark: Any, db: str, fmt: str) -> None:
-    t = f"ushas.{db}.f_{fmt}"
+def test_formats_create_insert_read(spark: Any, cat: str, db: str, fmt: str) -> None:
+    t = f"{cat}.{db}.f_{fmt}"
     spark.sql(f"CREATE TABLE {t} (id INT, name STRING, dt STRING) USING {fmt} PARTITIONED BY (dt) "
               f"COMMENT 'c' TBLPROPERTIES ('owner_team'='x')")
     spark.sql(f"INSERT INTO {t} VALUES (1, 'a', '2024-01-01'), (2, 'b', '2024-01-02')")
@@ -71,8 +71,8 @@ def test_formats_create_insert_read(spark: Any, db: str, fmt: str) -> None:
     assert partitions(spark, t) == ["dt=2024-01-01", "dt=2024-01-02"]
 
 
-def test_describe_show_create_properties(spark: Any, db: str) -> None:
-    t = f"ushas.{db}.d"
+def test_describe_show_create_properties(spark: Any, cat: str, db: str) -> None:
+    t = f"{cat}.{db}.d"
     spark.sql(f"CREATE TABLE {t} (id INT, dt STRING) USING parquet PARTITIONED BY (dt) COMMENT 'hello' "
               f"TBLPROPERTIES ('k'='v')")
     desc = dict((r[0], r[1]) for r in spark.sql(f"DESCRIBE EXTENDED {t}").collect())
@@ -83,8 +83,8 @@ def test_describe_show_create_properties(spark: Any, db: str) -> None:
     assert ("k", "v") in rows(spark, f"SHOW TBLPROPERTIES {t}")
 
 
-def test_alter_table(spark: Any, db: str, ms: Any) -> None:
-    t = f"ushas.{db}.a"
+def test_alter_table(spark: Any, cat: str, db: str, ms: Any) -> None:
+    t = f"{cat}.{db}.a"
     spark.sql(f"CREATE TABLE {t} (id INT, v STRING) USING parquet")
     spark.sql(f"INSERT INTO {t} VALUES (1, 'x')")
     spark.sql(f"ALTER TABLE {t} ADD COLUMN extra BIGINT COMMENT 'more'")
@@ -100,23 +100,23 @@ def test_alter_table(spark: Any, db: str, ms: Any) -> None:
     assert {k: v for k, v in info.properties.items() if k != "totalSize"} == {"b": "2", **stats}
     spark.sql(f"ALTER TABLE {t} DROP COLUMN extra")
     spark.sql(f"ALTER TABLE {t} RENAME TO {db}.a2")
-    assert rows(spark, f"SELECT id, v FROM ushas.{db}.a2") == [(1, "x")]
+    assert rows(spark, f"SELECT id, v FROM {cat}.{db}.a2") == [(1, "x")]
     assert not ms.table_exists(("ushas", db, "a"))
 
 
-def test_ctas_and_replace(spark: Any, db: str) -> None:
+def test_ctas_and_replace(spark: Any, cat: str, db: str) -> None:
     src = spark.createDataFrame([(1, "a", "p1"), (2, "b", "p2")], "id int, v string, dt string")
     src.createOrReplaceTempView("ctas_src")
-    spark.sql(f"CREATE TABLE ushas.{db}.c USING parquet PARTITIONED BY (dt) AS SELECT * FROM ctas_src")
-    assert_df_equality(spark.table(f"ushas.{db}.c"), src, ignore_row_order=True, ignore_nullable=True)
-    assert partitions(spark, f"ushas.{db}.c") == ["dt=p1", "dt=p2"]
-    spark.sql(f"CREATE OR REPLACE TABLE ushas.{db}.c USING orc AS SELECT 7 AS id, 'z' AS w")
-    assert rows(spark, f"SELECT * FROM ushas.{db}.c") == [(7, "z")]
+    spark.sql(f"CREATE TABLE {cat}.{db}.c USING parquet PARTITIONED BY (dt) AS SELECT * FROM ctas_src")
+    assert_df_equality(spark.table(f"{cat}.{db}.c"), src, ignore_row_order=True, ignore_nullable=True)
+    assert partitions(spark, f"{cat}.{db}.c") == ["dt=p1", "dt=p2"]
+    spark.sql(f"CREATE OR REPLACE TABLE {cat}.{db}.c USING orc AS SELECT 7 AS id, 'z' AS w")
+    assert rows(spark, f"SELECT * FROM {cat}.{db}.c") == [(7, "z")]
 
 
 # ---- writes & partitions ------------------------------------------------------------------------------
-def test_insert_forms_register_partitions(spark: Any, db: str, ms: Any) -> None:
-    t = f"ushas.{db}.w"
+def test_insert_forms_register_partitions(spark: Any, cat: str, db: str, ms: Any) -> None:
+    t = f"{cat}.{db}.w"
     name = ("ushas", db, "w")
     spark.sql(f"CREATE TABLE {t} (id INT, dt STRING) USING parquet PARTITIONED BY (dt)")
     spark.sql(f"INSERT INTO {t} VALUES (1, 'a'), (2, 'b')")
@@ -150,10 +150,10 @@ def test_insert_forms_register_partitions(spark: Any, db: str, ms: Any) -> None:
     assert [p.spec for p in ms.list_partitions(name)] == [{"dt": "d"}]
 
 
-def test_dataframe_writes(spark: Any, db: str, ms: Any) -> None:
+def test_dataframe_writes(spark: Any, cat: str, db: str, ms: Any) -> None:
     from pyspark.sql.functions import col
 
-    t = f"ushas.{db}.df"
+    t = f"{cat}.{db}.df"
     schema = "id int, dt string"
     spark.createDataFrame([(1, "a")], schema).write.partitionBy("dt").saveAsTable(t)  # create
     spark.createDataFrame([(2, "b")], schema).write.mode("append").saveAsTable(t)
@@ -170,13 +170,13 @@ def test_dataframe_writes(spark: Any, db: str, ms: Any) -> None:
     assert rows(spark, f"SELECT id, dt FROM {t}") == [(5, "c")]
     assert [p.spec for p in ms.list_partitions(("ushas", db, "df"))] == [{"dt": "c"}]
 
-    spark.createDataFrame([(9, "z")], schema).writeTo(f"ushas.{db}.v2").partitionedBy(col("dt")).create()
-    assert rows(spark, f"SELECT id, dt FROM ushas.{db}.v2") == [(9, "z")]
-    assert partitions(spark, f"ushas.{db}.v2") == ["dt=z"]
+    spark.createDataFrame([(9, "z")], schema).writeTo(f"{cat}.{db}.v2").partitionedBy(col("dt")).create()
+    assert rows(spark, f"SELECT id, dt FROM {cat}.{db}.v2") == [(9, "z")]
+    assert partitions(spark, f"{cat}.{db}.v2") == ["dt=z"]
 
 
-def test_partition_pruning_and_pushdown(spark: Any, db: str) -> None:
-    t = f"ushas.{db}.p"
+def test_partition_pruning_and_pushdown(spark: Any, cat: str, db: str) -> None:
+    t = f"{cat}.{db}.p"
     spark.sql(f"CREATE TABLE {t} (id INT, dt DATE) USING parquet PARTITIONED BY (dt)")
     spark.sql(f"INSERT INTO {t} VALUES (1, DATE'2024-01-01'), (2, DATE'2024-01-02'), (3, DATE'2024-01-03')")
     df = spark.sql(f"SELECT id FROM {t} WHERE dt = DATE'2024-01-02' AND id > 0")
@@ -199,10 +199,10 @@ def test_partition_pruning_and_pushdown(spark: Any, db: str) -> None:
         spark.conf.set("spark.sql.adaptive.enabled", "true")
 
 
-def test_partition_ddl(spark: Any, db: str, ms: Any, tmp_path: Path) -> None:
+def test_partition_ddl(spark: Any, cat: str, db: str, ms: Any, tmp_path: Path) -> None:
     from pyspark.errors import AnalysisException
 
-    t = f"ushas.{db}.pd"
+    t = f"{cat}.{db}.pd"
     spark.sql(f"CREATE TABLE {t} (id INT, dt STRING, h INT) USING parquet PARTITIONED BY (dt, h)")
     spark.sql(f"ALTER TABLE {t} ADD PARTITION (dt='a', h=1) PARTITION (dt='a', h=2)")
     spark.sql(f"ALTER TABLE {t} ADD IF NOT EXISTS PARTITION (dt='a', h=1) PARTITION (dt='b', h=1) "
@@ -223,8 +223,8 @@ def test_partition_ddl(spark: Any, db: str, ms: Any, tmp_path: Path) -> None:
     assert ("Location", f"file:{tmp_path}/custom") in described
 
 
-def test_truncate(spark: Any, db: str, ms: Any) -> None:
-    t = f"ushas.{db}.tr"
+def test_truncate(spark: Any, cat: str, db: str, ms: Any) -> None:
+    t = f"{cat}.{db}.tr"
     spark.sql(f"CREATE TABLE {t} (id INT, dt STRING) USING parquet PARTITIONED BY (dt)")
     spark.sql(f"INSERT INTO {t} VALUES (1, 'a'), (2, 'b')")
     spark.sql(f"TRUNCATE TABLE {t} PARTITION (dt='a')")
@@ -233,7 +233,7 @@ def test_truncate(spark: Any, db: str, ms: Any) -> None:
     spark.sql(f"TRUNCATE TABLE {t}")
     assert rows(spark, f"SELECT count(*) FROM {t}") == [(0,)]
     assert partitions(spark, t) == ["dt=a", "dt=b"]
-    u = f"ushas.{db}.tu"
+    u = f"{cat}.{db}.tu"
     spark.sql(f"CREATE TABLE {u} (id INT) USING parquet")
     spark.sql(f"INSERT INTO {u} VALUES (1)")
     spark.sql(f"TRUNCATE TABLE {u}")
@@ -241,80 +241,86 @@ def test_truncate(spark: Any, db: str, ms: Any) -> None:
 
 
 # ---- drop ---------------------------------------------------------------------------------------------
-def test_drop_managed_external_purge(spark: Any, db: str, ms: Any, tmp_path: Path) -> None:
-    spark.sql(f"CREATE TABLE ushas.{db}.m (id INT) USING parquet")
-    spark.sql(f"INSERT INTO ushas.{db}.m VALUES (1)")
+def test_drop_managed_external_purge(spark: Any, cat: str, db: str, ms: Any, tmp_path: Path) -> None:
+    spark.sql(f"CREATE TABLE {cat}.{db}.m (id INT) USING parquet")
+    spark.sql(f"INSERT INTO {cat}.{db}.m VALUES (1)")
     managed = Path(ms.get_table(("ushas", db, "m")).location.removeprefix("file:"))
     assert managed.is_dir()
-    spark.sql(f"DROP TABLE ushas.{db}.m")
+    spark.sql(f"DROP TABLE {cat}.{db}.m")
     assert not ms.table_exists(("ushas", db, "m"))
     assert [d.name for d in ms.list_dropped_tables(("ushas", db))] == [f"ushas.{db}.m"]  # undrop until purge
     assert managed.is_dir()  # with its data: deleted at purge
-    spark.sql(f"CREATE TABLE ushas.{db}.p (id INT) USING parquet")
-    spark.sql(f"INSERT INTO ushas.{db}.p VALUES (1)")
+    spark.sql(f"CREATE TABLE {cat}.{db}.p (id INT) USING parquet")
+    spark.sql(f"INSERT INTO {cat}.{db}.p VALUES (1)")
     purged = Path(ms.get_table(("ushas", db, "p")).location.removeprefix("file:"))
-    spark.sql(f"DROP TABLE ushas.{db}.p PURGE")
+    spark.sql(f"DROP TABLE {cat}.{db}.p PURGE")
     assert not purged.exists()
 
-    spark.sql(f"CREATE TABLE ushas.{db}.e (id INT) USING json LOCATION '{tmp_path}/ext'")
-    spark.sql(f"INSERT INTO ushas.{db}.e VALUES (1)")
-    assert dict((r[0], r[1]) for r in spark.sql(f"DESCRIBE EXTENDED ushas.{db}.e").collect())["Type"] == "EXTERNAL"
-    spark.sql(f"DROP TABLE ushas.{db}.e")
+    spark.sql(f"CREATE TABLE {cat}.{db}.e (id INT) USING json LOCATION '{tmp_path}/ext'")
+    spark.sql(f"INSERT INTO {cat}.{db}.e VALUES (1)")
+    assert dict((r[0], r[1]) for r in spark.sql(f"DESCRIBE EXTENDED {cat}.{db}.e").collect())["Type"] == "EXTERNAL"
+    spark.sql(f"DROP TABLE {cat}.{db}.e")
     assert any(f.endswith(".json") for f in os.listdir(tmp_path / "ext"))  # external data kept
 
-    spark.sql(f"CREATE TABLE ushas.{db}.g (id INT) USING parquet")
-    spark.sql(f"DROP TABLE ushas.{db}.g PURGE")
+    spark.sql(f"CREATE TABLE {cat}.{db}.g (id INT) USING parquet")
+    spark.sql(f"DROP TABLE {cat}.{db}.g PURGE")
     assert f"ushas.{db}.g" not in [d.name for d in ms.list_dropped_tables(("ushas", db))]
 
 
 # ---- views ------------------------------------------------------------------------------------------------
-def test_views_share_the_table_namespace(spark: Any, db: str, ms: Any) -> None:
+def test_views_share_the_table_namespace(spark: Any, cat: str, db: str, ms: Any) -> None:
     from pyspark.errors import AnalysisException
 
-    spark.sql(f"CREATE TABLE ushas.{db}.base (id INT) USING parquet")
-    spark.sql(f"INSERT INTO ushas.{db}.base VALUES (1), (2)")
-    spark.sql(f"CREATE VIEW ushas.{db}.v AS SELECT id * 10 AS x FROM ushas.{db}.base")
-    assert rows(spark, f"SELECT x FROM ushas.{db}.v ORDER BY x") == [(10,), (20,)]
-    spark.sql(f"ALTER VIEW ushas.{db}.v AS SELECT id AS x FROM ushas.{db}.base WHERE id = 1")
-    assert rows(spark, f"SELECT x FROM ushas.{db}.v") == [(1,)]
-    spark.sql(f"CREATE OR REPLACE VIEW ushas.{db}.v AS SELECT 5 AS x")
-    assert rows(spark, f"SELECT * FROM ushas.{db}.v") == [(5,)]
+    spark.sql(f"CREATE TABLE {cat}.{db}.base (id INT) USING parquet")
+    spark.sql(f"INSERT INTO {cat}.{db}.base VALUES (1), (2)")
+    spark.sql(f"CREATE VIEW {cat}.{db}.v AS SELECT id * 10 AS x FROM {cat}.{db}.base")
+    assert rows(spark, f"SELECT x FROM {cat}.{db}.v ORDER BY x") == [(10,), (20,)]
+    spark.sql(f"ALTER VIEW {cat}.{db}.v AS SELECT id AS x FROM {cat}.{db}.base WHERE id = 1")
+    assert rows(spark, f"SELECT x FROM {cat}.{db}.v") == [(1,)]
+    spark.sql(f"CREATE OR REPLACE VIEW {cat}.{db}.v AS SELECT 5 AS x")
+    assert rows(spark, f"SELECT * FROM {cat}.{db}.v") == [(5,)]
     assert ms.get_view(("ushas", db, "v")).sql == "SELECT 5 AS x"
     # SHOW VIEWS also lists the session's temporary views (isTemporary), as the session catalog does
-    assert [r.viewName for r in spark.sql(f"SHOW VIEWS IN ushas.{db}").collect() if not r.isTemporary] == ["v"]
+    assert [r.viewName for r in spark.sql(f"SHOW VIEWS IN {cat}.{db}").collect() if not r.isTemporary] == ["v"]
     with pytest.raises(AnalysisException, match="TABLE_OR_VIEW_ALREADY_EXISTS"):
-        spark.sql(f"CREATE VIEW ushas.{db}.base AS SELECT 1")
+        spark.sql(f"CREATE VIEW {cat}.{db}.base AS SELECT 1")
     with pytest.raises(AnalysisException, match="TABLE_OR_VIEW_ALREADY_EXISTS"):
-        spark.sql(f"CREATE TABLE ushas.{db}.v (id INT)")
-    spark.sql(f"ALTER VIEW ushas.{db}.v RENAME TO {db}.v2")
-    assert "VIEW ushas" in spark.sql(f"SHOW CREATE TABLE ushas.{db}.v2").collect()[0][0]
-    spark.sql(f"DROP VIEW ushas.{db}.v2")
-    assert spark.sql(f"SHOW VIEWS IN ushas.{db}").where("NOT isTemporary").count() == 0
+        spark.sql(f"CREATE TABLE {cat}.{db}.v (id INT)")
+    spark.sql(f"ALTER VIEW {cat}.{db}.v RENAME TO {db}.v2")
+    assert f"VIEW {cat}" in spark.sql(f"SHOW CREATE TABLE {cat}.{db}.v2").collect()[0][0]
+    spark.sql(f"DROP VIEW {cat}.{db}.v2")
+    assert spark.sql(f"SHOW VIEWS IN {cat}.{db}").where("NOT isTemporary").count() == 0
 
 
 # ---- the metastore and Spark see the same metadata at once ----------------------------------------------
-def test_metastore_and_spark_see_each_other(spark: Any, db: str, ms: Any) -> None:
+def test_metastore_and_spark_see_each_other(spark: Any, cat: str, db: str, ms: Any) -> None:
     ms.create_table(("ushas", db, "from_api"), schema="id INT, dt STRING", partition_by=["dt"],
                     format="parquet", location=None)
     ms.add_partitions(("ushas", db, "from_api"), [{"dt": "x"}])
-    assert (db, "from_api", False) in rows(spark, f"SHOW TABLES IN ushas.{db}")
-    assert partitions(spark, f"ushas.{db}.from_api") == ["dt=x"]
-    spark.sql(f"CREATE TABLE ushas.{db}.from_spark (id INT, dt STRING) USING parquet PARTITIONED BY (dt)")
-    spark.sql(f"ALTER TABLE ushas.{db}.from_spark ADD PARTITION (dt='y')")
+    assert (db, "from_api", False) in rows(spark, f"SHOW TABLES IN {cat}.{db}")
+    assert partitions(spark, f"{cat}.{db}.from_api") == ["dt=x"]
+    spark.sql(f"CREATE TABLE {cat}.{db}.from_spark (id INT, dt STRING) USING parquet PARTITIONED BY (dt)")
+    spark.sql(f"ALTER TABLE {cat}.{db}.from_spark ADD PARTITION (dt='y')")
     info = ms.get_table(("ushas", db, "from_spark"))
     assert info.partition_columns == ["dt"] and info.format == "parquet"
     assert [p.spec for p in ms.list_partitions(("ushas", db, "from_spark"))] == [{"dt": "y"}]
 
 
-def test_cli_sees_spark_metadata(spark: Any, db: str, spark_dirs: dict[str, Path]) -> None:
+def test_cli_sees_spark_metadata(spark: Any, cat: str, db: str, spark_dirs: dict[str, Path],
+                                 request: pytest.FixtureRequest) -> None:
     import json
     import subprocess
     import sys
 
-    spark.sql(f"CREATE TABLE ushas.{db}.cli (id INT, dt STRING) USING parquet PARTITIONED BY (dt)")
-    spark.sql(f"INSERT INTO ushas.{db}.cli VALUES (1, 'q')")
-    proc = subprocess.run([sys.executable, "-m", "ushas_catalog", "--uri", f"sqlite:///{spark_dirs['store']}",
-                           "--json", "partitions", f"ushas.{db}.cli"], capture_output=True, text=True)
+    store = ["--uri", f"sqlite:///{spark_dirs['store']}"]
+    if cat != "ushas":  # remote mode: the CLI asks the same service, with the same token
+        remote = request.getfixturevalue("remote_service")
+        store = ["--uri", remote.url, "--token", remote.token]
+
+    spark.sql(f"CREATE TABLE {cat}.{db}.cli (id INT, dt STRING) USING parquet PARTITIONED BY (dt)")
+    spark.sql(f"INSERT INTO {cat}.{db}.cli VALUES (1, 'q')")
+    proc = subprocess.run([sys.executable, "-m", "ushas_catalog", *store, "--json", "partitions", f"ushas.{db}.cli"],
+                          capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     (partition,) = json.loads(proc.stdout)  # the one partition the INSERT added, as Spark stored it
     assert (partition["spec"], partition["values"]) == ({"dt": "q"}, {"dt": "q"}), partition
@@ -322,37 +328,37 @@ def test_cli_sees_spark_metadata(spark: Any, db: str, spark_dirs: dict[str, Path
 
 
 # ---- bad input: Spark's usual errors, nothing half-written -------------------------------------------------
-def test_bad_input(spark: Any, db: str, ms: Any) -> None:
+def test_bad_input(spark: Any, cat: str, db: str, ms: Any) -> None:
     from pyspark.errors import AnalysisException, NumberFormatException
     from pyspark.errors.exceptions.captured import CapturedException
 
     with pytest.raises(AnalysisException, match="unknown table format 'foo'"):
-        spark.sql(f"CREATE TABLE ushas.{db}.x (id INT) USING foo")
+        spark.sql(f"CREATE TABLE {cat}.{db}.x (id INT) USING foo")
     with pytest.raises(AnalysisException, match="255"):
-        spark.sql(f"CREATE TABLE ushas.{db}.{'n' * 300} (id INT) USING parquet")
+        spark.sql(f"CREATE TABLE {cat}.{db}.{'n' * 300} (id INT) USING parquet")
     with pytest.raises(AnalysisException, match="partition column"):  # bucketing is by data columns
-        spark.sql(f"CREATE TABLE ushas.{db}.x (id INT, h INT) USING parquet PARTITIONED BY (h) "
+        spark.sql(f"CREATE TABLE {cat}.{db}.x (id INT, h INT) USING parquet PARTITIONED BY (h) "
                   f"CLUSTERED BY (h) INTO 4 BUCKETS")
     assert ms.list_tables(("ushas", db)) == []
 
-    spark.sql(f"CREATE TABLE ushas.{db}.typed (id INT, h INT) USING parquet PARTITIONED BY (h)")
+    spark.sql(f"CREATE TABLE {cat}.{db}.typed (id INT, h INT) USING parquet PARTITIONED BY (h)")
     with pytest.raises((NumberFormatException, CapturedException), match="CAST_INVALID_INPUT"):
-        spark.sql(f"ALTER TABLE ushas.{db}.typed ADD PARTITION (h='abc')")
+        spark.sql(f"ALTER TABLE {cat}.{db}.typed ADD PARTITION (h='abc')")
     with pytest.raises(AnalysisException, match="INCOMPATIBLE_DATA_FOR_TABLE"):
-        spark.sql(f"INSERT INTO ushas.{db}.typed VALUES ('x', 1)")
+        spark.sql(f"INSERT INTO {cat}.{db}.typed VALUES ('x', 1)")
     with pytest.raises(AnalysisException, match="NOT_SUPPORTED_CHANGE_COLUMN"):  # Spark's own refusal
-        spark.sql(f"ALTER TABLE ushas.{db}.typed ALTER COLUMN id TYPE STRING")
+        spark.sql(f"ALTER TABLE {cat}.{db}.typed ALTER COLUMN id TYPE STRING")
     info = ms.get_table(("ushas", db, "typed"))
     assert info.schema.field("id").data_type.ddl() == "INT"
     assert list(ms.list_partitions(("ushas", db, "typed"))) == []
     with pytest.raises(AnalysisException, match="TABLE_OR_VIEW_NOT_FOUND"):
-        spark.sql(f"SELECT * FROM ushas.{db}.nope")
+        spark.sql(f"SELECT * FROM {cat}.{db}.nope")
     with pytest.raises(AnalysisException, match="TABLE_OR_VIEW_ALREADY_EXISTS"):
-        spark.sql(f"CREATE TABLE ushas.{db}.typed (id INT)")
+        spark.sql(f"CREATE TABLE {cat}.{db}.typed (id INT)")
 
 
-def test_dates_and_ints_as_partition_values(spark: Any, db: str) -> None:
-    t = f"ushas.{db}.dv"
+def test_dates_and_ints_as_partition_values(spark: Any, cat: str, db: str) -> None:
+    t = f"{cat}.{db}.dv"
     spark.sql(f"CREATE TABLE {t} (v STRING, d DATE, n BIGINT) USING parquet PARTITIONED BY (d, n)")
     spark.sql(f"INSERT INTO {t} VALUES ('x', DATE'2024-02-29', 7)")
     spark.sql(f"ALTER TABLE {t} ADD PARTITION (d='2024-03-01', n=8)")
@@ -360,8 +366,8 @@ def test_dates_and_ints_as_partition_values(spark: Any, db: str) -> None:
     assert rows(spark, f"SELECT v, d, n FROM {t}") == [("x", dt.date(2024, 2, 29), 7)]
 
 
-def test_positional_insert_after_add_column_on_a_partitioned_table(spark: Any, db: str, ms: Any) -> None:
-    t = f"ushas.{db}.evolve"
+def test_positional_insert_after_add_column_on_a_partitioned_table(spark: Any, cat: str, db: str, ms: Any) -> None:
+    t = f"{cat}.{db}.evolve"
     spark.sql(f"CREATE TABLE {t} (id INT, dt STRING) USING parquet PARTITIONED BY (dt)")
     spark.sql(f"INSERT INTO {t} VALUES (1, '2024-01-01')")
     spark.sql(f"ALTER TABLE {t} ADD COLUMN channel STRING")

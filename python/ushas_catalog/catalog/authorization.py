@@ -33,6 +33,7 @@ from ..keyspace.layout import DATABASE as DATABASE_DIR, DATABASE_ID, FUNCTION, F
 from ..kv.base import Transaction
 from ..model.names import CatalogName, DatabaseName, TableName
 from ..records.store import RecordStore
+from .branch_view import main_transaction
 from .resolver import ResolvedObject, Resolver
 
 #: object kinds of a rule's target: the name argument is parsed as this kind's name
@@ -489,14 +490,18 @@ def _own_name(req: Requirement) -> Any:
 
 
 def after_create(tr: Transaction, ms: Any, caller: Caller, req: Requirement) -> None:
-    """The creator of a new object gets OWN on it, in the create's transaction."""
+    """The creator of a new object gets OWN on it, in the create's transaction. In a branch the object is
+    the branch's, but grants are project-wide state: the grant is written to main's grants (in the same
+    transaction, through the branch's), keyed by the new object's id — which a merge keeps, so the creator
+    owns the merged object; a dropped branch leaves a grant on no object."""
     if not req.creates or req.name is None:
         return
     target = securable(tr, ms.resolver, req.kind, _own_name(req))
     if target.exists:
-        event = grant_store.grant(tr, ms.layout, ms.project, target, OWN, caller.principal, by=caller.principal)
+        main = main_transaction(tr) or tr
+        event = grant_store.grant(main, ms.layout, ms.project, target, OWN, caller.principal, by=caller.principal)
         if event is not None:
-            ms.hooks.removed(tr, **event)
+            ms.hooks.removed(main, **event)
 
 
 def _checked_before(tr: Transaction, caller: Caller, req: Requirement | None) -> bool:

@@ -117,6 +117,16 @@ def write(method: str, op_id: str, summary: str, params: list[dict[str, Any]], b
     return {method: op}
 
 
+def remote_call(op_id: str, summary: str, params: list[dict[str, Any]], body: str, answer: str) -> dict[str, Any]:
+    """A remote-mode endpoint: POST, a bearer token only (a browser session is not enough)."""
+    return {"post": {"operationId": op_id, "summary": summary, "tags": ["remote"], "parameters": params,
+                     "security": [{"bearer": []}],
+                     "requestBody": {"required": True, "content": {"application/json": {"schema": ref(body)}}},
+                     "responses": {**ok(ref(answer)), **WRITE_ERRORS,
+                                   "503": {"description": "the store is busy or unavailable: retry later",
+                                           "$ref": "#/components/responses/Error"}}}}
+
+
 # ---- schemas ----------------------------------------------------------------------------------------------
 def schemas() -> dict[str, Any]:
     meta_scope = obj({"properties": STRMAP, "tags": arr(STR)})
@@ -252,6 +262,19 @@ def schemas() -> dict[str, Any]:
         "Granted": obj({"granted": BOOL}),
         "LineageAccepted": obj({"run_id": STR, "event_type": STR, "stored": BOOL, "datasets": arr(STR),
                                 "column_edges": INT}),
+        # remote mode (docs/service.md): the shim's op table, the metastore API and lineage capture over HTTP
+        "CatalogOpRequest": {**obj({"ctx": obj({"catalog": {"type": "string", "minLength": 1}},
+                                               {"spark_catalog": STR, "branch": STR, "warehouse": STR})}),
+                             "additionalProperties": True,
+                             "description": "a request of the Spark shim's op table, as the local bridge gets it; "
+                                            "the service sets the store, the project and the caller itself"},
+        "CatalogOpAnswer": {"type": "object", "description": "the op's answer, as the local bridge gives it (an "
+                                                             "error answer has the same Spark error class)"},
+        "MetastoreCall": obj({"method": {"type": "string", "minLength": 1}},
+                             {"args": {"type": "array"}, "kwargs": ANYOBJ, "project": NSTR, "branch": NSTR}),
+        "MetastoreResult": obj({"result": {}}),
+        "LineageIngest": obj({"method": {"type": "string", "enum": ["record", "report_source", "add_dropped"]}},
+                             {"args": {"type": "array"}, "kwargs": ANYOBJ, "project": NSTR, "catalogs": STRMAP}),
     }
 
 
@@ -445,6 +468,22 @@ def paths() -> dict[str, Any]:
         "/api/v1/runs/{run_id}": get("getRun", "one run: SQL, inputs, outputs, status, duration, column edges",
                                      [path_param("run_id", "a run id (or a unique prefix)")], ref("RunDetail"),
                                      "lineage"),
+        "/api/v1/catalog/ops/{op}": remote_call(
+            "catalogOp", "one call of the Spark shim's op table (remote mode), run as the bearer token's user "
+                         "with authorization on; a read token runs only the ops that change nothing",
+            [path_param("op", "an op of the shim's op table", "list_namespaces"),
+             {"name": "X-Ushas-Timeout-Ms", "in": "header", "required": False,
+              "description": "how long the caller waits (ms): the call's deadline on the service's clock",
+              "schema": {"type": "integer", "minimum": 1}}],
+            "CatalogOpRequest", "CatalogOpAnswer"),
+        "/api/v1/metastore/call": remote_call(
+            "metastoreCall", "one call of the metastore API (Metastore.open(\"http://...\"), the CLI's --uri "
+                             "http://...), values in the remote wire encoding, as the bearer token's user",
+            [], "MetastoreCall", "MetastoreResult"),
+        "/api/v1/catalog/lineage": remote_call(
+            "catalogLineage", "a remote-mode Spark driver's captured lineage (runs, counters, drops), stored as "
+                              "the bearer token's user; needs a write token", [], "LineageIngest",
+            "MetastoreResult"),
         "/api/v1/changes": get("changes", "the change feed after a cursor, oldest first",
                                [query("since", "the cursor of the last change seen (default: the oldest kept)"),
                                 query("limit", "changes per page (default 100, at most 1000)",
