@@ -17,9 +17,11 @@ from .partition_tags import PartitionTagOps
 from .branches import BranchOps
 from .row_policies import RowPolicyOps
 from .time_travel import TimeTravelOps
+from .stream_source import StreamSourceOps
 
 
 class CatalogCore(NamespaceOps, RestoreOps, StatisticsOps, TableOps, ViewOps, PartitionOps, ProjectOps,
                   ViewSchemaOps, FunctionOps, AccessOps,
-                  PartitionTagOps, RowPolicyOps, BranchOps, TimeTravelOps):
+                  PartitionTagOps, RowPolicyOps, BranchOps, TimeTravelOps,
+                  StreamSourceOps):
     """Catalogs, databases, tables, views and partitions of one project, each call one transaction."""
