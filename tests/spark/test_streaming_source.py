@@ -38,3 +38,68 @@ def test_stream_reads_the_table_then_each_append_once(spark: Any, db: str, ms: A
     rows, q = drain(spark, t, tmp_path / "ck1")  # the same checkpoint: the new commits, once
     assert sorted(rows) == [(1, "a"), (2, "b"), (3, "a"), (4, "c")]
     assert q.exception() is None
+
+
+def batches(q: Any) -> list[int]:
+    """The input rows of each micro-batch the query ran."""
+    return [p["numInputRows"] for p in q.recentProgress if p["numInputRows"] > 0]
+
+
+@pytest.mark.slow
+def test_starting_points_and_max_files_per_trigger(spark: Any, db: str, ms: Any, tmp_path: Path) -> None:
+    t = f"ushas.{db}.src"
+    spark.sql(f"CREATE TABLE {t} (v BIGINT) USING parquet")  # version 1
+    for v in (1, 2, 3):  # versions 2, 3, 4: a file each
+        spark.sql(f"INSERT INTO {t} VALUES ({v})")
+    rows, q = drain(spark, t, tmp_path / "v3", startingVersion="3")
+    assert sorted(rows) == [(2,), (3,)]
+    rows, q = drain(spark, t, tmp_path / "early", startingVersion="earliest", maxFilesPerTrigger="1")
+    assert sorted(rows) == [(1,), (2,), (3,)] and batches(q) == [1, 1, 1]
+    rows, q = drain(spark, t, tmp_path / "latest", startingVersion="latest")
+    assert rows == []
+    spark.sql(f"INSERT INTO {t} VALUES (4), (5)")
+    rows, q = drain(spark, t, tmp_path / "latest", startingVersion="latest")
+    assert sorted(rows) == [(4,), (5,)]  # what came after the query's start, though it first ran empty
+    import datetime as dt
+
+    since = [h for h in ms.history(("ushas", db, "src")) if h.version == 4][0].committed_at
+    stamp = since.astimezone(dt.timezone.utc).replace(tzinfo=None).isoformat()
+    rows, q = drain(spark, t, tmp_path / "ts", startingTimestamp=stamp)
+    assert sorted(rows) == [(3,), (4,), (5,)]
+    from pyspark.errors import StreamingQueryException, IllegalArgumentException, AnalysisException
+
+    with pytest.raises((StreamingQueryException, IllegalArgumentException, AnalysisException),
+                       match="startingVersion must be latest, earliest or a version number"):
+        drain(spark, t, tmp_path / "bad", startingVersion="soon")
+
+
+@pytest.mark.slow
+def test_change_commits_fail_or_are_skipped_and_a_replaced_table_stops(spark: Any, db: str, tmp_path: Path) -> None:
+    from pyspark.errors import StreamingQueryException
+
+    t = f"ushas.{db}.src"
+    spark.sql(f"CREATE TABLE {t} (v BIGINT, dt STRING) USING parquet PARTITIONED BY (dt)")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'a'), (2, 'b')")
+    spark.sql(f"INSERT OVERWRITE {t} PARTITION (dt = 'a') VALUES (10)")
+    spark.sql(f"INSERT INTO {t} VALUES (3, 'b')")
+    with pytest.raises(StreamingQueryException, match=r"changed at version \d+ by OVERWRITE.*skipChangeCommits"):
+        drain(spark, t, tmp_path / "fail", startingVersion="earliest")
+    rows, _ = drain(spark, t, tmp_path / "skip", startingVersion="earliest", skipChangeCommits="true")
+    assert sorted(rows) == [(1, "a"), (2, "b"), (3, "b")]  # the overwrite's commit skipped whole
+    # the table replaced by another of its name: the stream stops rather than read another table
+    rows, _ = drain(spark, t, tmp_path / "live")
+    spark.sql(f"DROP TABLE {t}")
+    spark.sql(f"CREATE TABLE {t} (v BIGINT, dt STRING) USING parquet PARTITIONED BY (dt)")
+    spark.sql(f"INSERT INTO {t} VALUES (7, 'z')")
+    with pytest.raises(StreamingQueryException, match="dropped and replaced by another table"):
+        drain(spark, t, tmp_path / "live")
+    # a running stream whose table is dropped stops with the error naming it
+    q = (spark.readStream.table(t).writeStream.format("parquet").option("path", str(tmp_path / "run" / "out"))
+         .option("checkpointLocation", str(tmp_path / "run" / "ck")).trigger(processingTime="200 milliseconds").start())
+    try:
+        q.processAllAvailable()
+        spark.sql(f"DROP TABLE {t}")
+        with pytest.raises(StreamingQueryException, match=r"TABLE_OR_VIEW_NOT_FOUND.*src cannot be found"):
+            q.awaitTermination(60)
+    finally:
+        q.stop()

@@ -24,7 +24,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from ..errors import InvalidArgument, NoSuchTable
+from ..errors import InvalidArgument
 from ..model.data_files import DataFile
 from .tables import SparkCtx, location_of, table_name
 
@@ -194,7 +194,8 @@ EMPTY_STRETCH = 100
 def stream_latest(ms: Any, r: Request) -> Answer:
     """``{"offset": {...}, "head"}``: where the data ends now from offset ``start`` (null: a new
     stream, which starts at its origin), taking at most ``max_files`` files / ``max_bytes`` bytes
-    (at least one file; null: no limit). The offset is ``start`` when nothing new was committed."""
+    (at least one file; null: no limit) and nothing past offset ``until`` (``Trigger.AvailableNow``:
+    what there was when the query started). The offset is ``start`` when nothing new was committed."""
     ctx = SparkCtx.of(r)
     name = table_name(ctx, r)
     start = r.get("start")
@@ -212,12 +213,19 @@ def stream_latest(ms: Any, r: Request) -> Answer:
     def full() -> bool:
         return (max_files is not None and taken >= int(max_files)) or (max_bytes is not None and size >= int(max_bytes))
 
+    until = Position.of(r["until"]) if r.get("until") is not None else None  # Trigger.AvailableNow's end
     for unit, first in _units_from(reader, pos):
+        if until is not None and unit.version > until.version:
+            break
+        stop = until.index if until is not None and unit.version == until.version and until.index >= 0 else None
+        files = unit.files if stop is None else unit.files[:stop]
+        if stop is not None and first >= stop:
+            break
         i = first
-        while i < len(unit.files) and not (taken > 0 and full()):
+        while i < len(files) and not (taken > 0 and full()):
             taken, size, i = taken + 1, size + unit.files[i][2].size, i + 1
         end = Position(unit.version) if i >= len(unit.files) else Position(unit.version, i, unit.snapshot)
-        if full():
+        if full() or stop is not None:
             break
     if start is not None and taken == 0 and end.version - pos.version < EMPTY_STRETCH:
         end = pos  # nothing new: no batch
@@ -261,16 +269,4 @@ def stream_batch(ms: Any, r: Request) -> Answer:
     return out
 
 
-def _no_such_table_stops(handler: Any) -> Any:
-    def run(ms: Any, r: Request) -> Answer:
-        try:
-            return handler(ms, r)
-        except NoSuchTable as e:
-            if r.get("start") is None and r.get("end") is None:
-                raise
-            raise NoSuchTable(f"{e.message}: it was dropped while this stream read it; the stream stops",
-                              table=getattr(e, "table", None)) from None
-    return run
-
-
-OPS = {"stream_latest": _no_such_table_stops(stream_latest), "stream_batch": _no_such_table_stops(stream_batch)}
+OPS = {"stream_latest": stream_latest, "stream_batch": stream_batch}

@@ -44,7 +44,8 @@ import java.util.Map;
  * this class turns the answer into Spark's file scan of exactly those files with the table's format.
  * Offsets are Python's JSON, kept as they are in the checkpoint: a restarted query reads the same files.
  */
-final class UshasStreamSource implements Source, SupportsAdmissionControl {
+final class UshasStreamSource implements Source, SupportsAdmissionControl,
+        org.apache.spark.sql.connector.read.streaming.SupportsTriggerAvailableNow {
     private static final long BLOCK_SIZE = 128L << 20;
 
     private final UshasCatalog catalog;
@@ -70,6 +71,16 @@ final class UshasStreamSource implements Source, SupportsAdmissionControl {
         this.format = format;
         this.readOptions = readOptions;
         this.options = Json.map(readOptions);
+    }
+
+    /** {@code Trigger.AvailableNow}: where the data ended when the query started (null: any trigger else). */
+    private volatile JsonNode until;
+
+    @Override
+    public void prepareForTriggerAvailableNow() {
+        ObjectNode r = catalog.request(ident);
+        r.set("options", options);
+        until = catalog.call("stream_latest", r, ident, null).get("offset");
     }
 
     @Override
@@ -131,6 +142,7 @@ final class UshasStreamSource implements Source, SupportsAdmissionControl {
         r.set("options", options);
         JsonNode from = parse(start);
         if (from != null) r.set("start", from);
+        if (until != null) r.set("until", until);
         limits(r, limit);
         JsonNode offset = catalog.call("stream_latest", r, ident, null).get("offset");
         return offset == null || offset.isNull() ? null : new JsonOffset(offset.toString());
