@@ -103,3 +103,39 @@ def test_change_commits_fail_or_are_skipped_and_a_replaced_table_stops(spark: An
             q.awaitTermination(60)
     finally:
         q.stop()
+
+
+@pytest.mark.slow
+def test_compaction_under_a_running_stream(spark: Any, db: str, ms: Any, tmp_path: Path) -> None:
+    """Small files of a partition become one in a COMPACT commit; a stream reading the table meanwhile
+    reads no row twice (compactions are skipped), and later appends still reach it."""
+    t = f"ushas.{db}.ev"
+    name = ("ushas", db, "ev")
+    spark.sql(f"CREATE TABLE {t} (v BIGINT, dt STRING) USING parquet PARTITIONED BY (dt)")
+    for v in range(4):
+        spark.sql(f"INSERT INTO {t} VALUES ({v}, 'a')")
+    spark.sql(f"INSERT INTO {t} VALUES (9, 'b')")
+    out = tmp_path / "out"
+    q = (spark.readStream.table(t).writeStream.format("parquet").option("path", str(out))
+         .option("checkpointLocation", str(tmp_path / "ck")).trigger(processingTime="200 milliseconds").start())
+    try:
+        q.processAllAvailable()
+        before = {p.spec["dt"]: p.data_files for p in ms.list_partitions(name)}
+        [row] = spark.sql(f"CALL ushas.system.compact(table => '{db}.ev', where => \"dt = 'a'\")").collect()
+        assert (row.partitions, row.files_removed, row.files_added) == (1, 4, 1)
+        after = {p.spec["dt"]: p.data_files for p in ms.list_partitions(name)}
+        assert len(after["a"]) == 1 and after["b"] == before["b"]
+        assert sorted(r.v for r in spark.sql(f"SELECT v FROM {t}").collect()) == [0, 1, 2, 3, 9]
+        assert ms.history(name)[0].operation == "COMPACT"
+        replaced = {f.path for f in before["a"]}
+        assert replaced <= {f.path for g in ms.garbage() for f in g.files}  # purge removes them
+        spark.sql(f"INSERT INTO {t} VALUES (5, 'a')")
+        q.processAllAvailable()
+    finally:
+        q.stop()
+    assert q.exception() is None
+    assert sorted(r.v for r in spark.read.parquet(str(out)).collect()) == [0, 1, 2, 3, 5, 9]
+    # no file under the target size: no commit
+    version = ms.get_table(name).version
+    [row] = spark.sql(f"CALL ushas.system.compact(table => '{db}.ev', target_file_size => 1)").collect()
+    assert (row.partitions, row.version) == (0, None) and ms.get_table(name).version == version

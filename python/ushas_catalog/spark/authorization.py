@@ -55,7 +55,7 @@ def _procedure(r: Request) -> Requirement | None:
     name = str(r.get("procedure") or "").lower()
     if name in ("expire_changes", "purge"):
         return Requirement(MANAGE, PROJECT, covers=True)
-    if name in ("repair_table", "analyze_table"):
+    if name in ("repair_table", "analyze_table", "compact"):
         from ..model.names import split_name
 
         table = split_name(str((r.get("args") or {}).get("table") or ""))

@@ -24,6 +24,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any, Iterator
 
+from ..catalog.stream_source import COMPACT
 from ..errors import InvalidArgument
 from ..model.data_files import DataFile
 from .tables import SparkCtx, location_of, table_name
@@ -157,6 +158,9 @@ class Reader:
         found = self.ms.stream_commits(self.name, after)
         units: list[Unit] = []
         for c in found.commits:
+            if c.operation == COMPACT:  # the same rows in other files
+                units.append(Unit(c.version, False, []))
+                continue
             if c.changes_data:
                 if self.skip_changes:
                     units.append(Unit(c.version, False, []))
