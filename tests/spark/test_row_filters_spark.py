@@ -316,6 +316,27 @@ def test_streaming_reads_apply_the_filter_and_masks(spark: Any, rm: Any, tmp_pat
 
 
 @pytest.mark.slow
+def test_compaction_needs_modify_and_is_refused_under_a_row_filter(spark: Any, rm: Any) -> None:
+    """``CALL system.compact`` rewrites rows, hidden ones too: MODIFY, and never for a user whose reads go
+    through the table's row filter (as an overwrite); nothing is committed either way."""
+    spark.sql(f"CREATE TABLE {rm.adm}.db.c (id INT, region STRING) USING parquet PARTITIONED BY (region)")
+    for i in range(2):
+        spark.sql(f"INSERT INTO {rm.adm}.db.c VALUES ({i}, 'EU'), ({i + 10}, 'US')")
+    spark.sql(f"CALL {rm.adm}.system.set_row_filter('db.c', \"region = 'EU'\", 'role:auditors')").collect()
+    version = rm.ms.get_table(("main", "db", "c")).version
+    call = f"CALL {rm.bob}.system.compact(table => 'db.c')"
+    assert "INSUFFICIENT_PERMISSIONS" in denied(lambda: spark.sql(call).collect())
+    rm.ms.grant("MODIFY", ("main", "db", "c"), "user:bob")
+    text = denied(lambda: spark.sql(call).collect())
+    assert "[USHAS_RowPolicy]" in text and "COMPACT" in text, text
+    assert rm.ms.get_table(("main", "db", "c")).version == version
+    rm.ms.grant("MODIFY", ("main", "db", "c"), "user:carol")
+    [row] = spark.sql(f"CALL {rm.carol}.system.compact(table => 'db.c', where => \"region = 'US'\")").collect()
+    assert (row.partitions, row.files_removed, row.files_added) == (1, 2, 1)  # carol: the exempt role
+    assert {r.id for r in spark.table(f"{rm.carol}.db.c").collect()} == {0, 1, 10, 11}
+
+
+@pytest.mark.slow
 def test_a_session_without_the_extension_cannot_stream_a_policy_table(rm: Any, spark_dirs: dict[str, Path],
                                                                       tmp_path: Path) -> None:
     """Fail closed for streams too: a PySpark job without io.ushas.spark.UshasExtensions starting bob's stream
