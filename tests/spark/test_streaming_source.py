@@ -139,3 +139,25 @@ def test_compaction_under_a_running_stream(spark: Any, db: str, ms: Any, tmp_pat
     version = ms.get_table(name).version
     [row] = spark.sql(f"CALL ushas.system.compact(table => '{db}.ev', target_file_size => 1)").collect()
     assert (row.partitions, row.version) == (0, None) and ms.get_table(name).version == version
+
+
+@pytest.mark.slow
+def test_ushas_compact_command(spark: Any, db: str, ms: Any, spark_dirs: dict[str, Path]) -> None:
+    """``ushas compact`` runs the procedure in a Spark session of its own, on the CLI's store."""
+    import json
+    import subprocess
+    import sys
+
+    t = f"ushas.{db}.u"
+    spark.sql(f"CREATE TABLE {t} (v BIGINT) USING parquet")
+    for v in range(3):
+        spark.sql(f"INSERT INTO {t} VALUES ({v})")
+    cmd = [sys.executable, "-m", "ushas_catalog", "--uri", f"sqlite:///{spark_dirs['store']}", "--json", "compact", t]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout)
+    assert (out["partitions"], out["files_removed"], out["files_added"]) == (1, 3, 1)
+    assert len(ms.table_data_files(("ushas", db, "u")) or []) == 1
+    assert sorted(r.v for r in spark.sql(f"SELECT v FROM {t}").collect()) == [0, 1, 2]
+    done = subprocess.run(cmd[:-2] + ["compact", f"ushas.{db}.missing"], capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and "missing" in done.stderr and "Traceback" not in done.stderr
