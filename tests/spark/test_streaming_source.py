@@ -161,3 +161,26 @@ def test_ushas_compact_command(spark: Any, db: str, ms: Any, spark_dirs: dict[st
     assert sorted(r.v for r in spark.sql(f"SELECT v FROM {t}").collect()) == [0, 1, 2]
     done = subprocess.run(cmd[:-2] + ["compact", f"ushas.{db}.missing"], capture_output=True, text=True, timeout=60)
     assert done.returncode != 0 and "missing" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_lineage_of_a_stream_between_two_catalog_tables(spark: Any, db: str, tmp_path: Path) -> None:
+    """Each micro-batch of a stream reading one catalog table into another is a run whose column lineage
+    names the source table (the batch's relation carries the table's description, as a batch read's)."""
+    from tests.spark.sql_tables_support import flush_lineage
+
+    src, dst = f"ushas.{db}.src", f"ushas.{db}.dst"
+    spark.sql(f"CREATE TABLE {src} (v BIGINT, dt STRING) USING parquet PARTITIONED BY (dt)")
+    spark.sql(f"CREATE TABLE {dst} (w BIGINT, dt STRING) USING parquet")
+    spark.sql(f"INSERT INTO {src} VALUES (1, 'a'), (2, 'b')")
+    q = (spark.readStream.table(src).selectExpr("v * 10 AS w", "dt").writeStream
+         .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).toTable(dst))
+    try:
+        q.awaitTermination(120)
+    finally:
+        q.stop()
+    assert sorted(tuple(r) for r in spark.table(dst).collect()) == [(10, "a"), (20, "b")]
+    flush_lineage(spark)
+    edges = {(r.source_table, r.source_column, r.target_column) for r in spark.sql(
+        f"SELECT source_table, source_column, target_column FROM ushas.system.column_lineage "
+        f"WHERE target_table = '{dst}'").collect()}
+    assert (src, "v", "w") in edges and (src, "dt", "dt") in edges, edges

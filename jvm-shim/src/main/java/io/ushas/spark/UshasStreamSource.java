@@ -180,12 +180,24 @@ final class UshasStreamSource implements Source, SupportsAdmissionControl,
         HadoopFsRelation relation = new HadoopFsRelation(new Files(directories(answer), partitionSchema),
                 partitionSchema, dataSchema, Option.empty(), fileFormat, scalaOptions,
                 classic);
-        LogicalRelation lr = LogicalRelation$.MODULE$.apply(relation, true);
+        // the table's V1 description, as a batch read's relation carries it: lineage names the table, not files
+        scala.Option<org.apache.spark.sql.catalyst.catalog.CatalogTable> described = scala.Option.empty();
+        if (catalog.loadTable(ident) instanceof org.apache.spark.sql.connector.catalog.DelegatingTable d) {
+            described = scala.Option.apply(org.apache.spark.sql.connector.catalog.V1Table$.MODULE$
+                    .toCatalogTable(catalog, ident, d));
+        }
+        LogicalRelation lr = new LogicalRelation(relation, toAttributes(relation.schema()), described, true,
+                scala.Option.empty());
         Dataset<Row> batch = org.apache.spark.sql.classic.Dataset.ofRows(classic, lr);
         // the stream's columns in the table's order (the relation's puts partition columns last)
         org.apache.spark.sql.Column[] columns = new org.apache.spark.sql.Column[schema.fields().length];
         for (int i = 0; i < columns.length; i++) columns[i] = batch.col("`" + schema.fields()[i].name() + "`");
         return batch.select(columns);
+    }
+
+    private static scala.collection.immutable.Seq<org.apache.spark.sql.catalyst.expressions.AttributeReference>
+            toAttributes(StructType schema) {
+        return org.apache.spark.sql.catalyst.types.DataTypeUtils$.MODULE$.toAttributes(schema);
     }
 
     private List<PartitionDirectory> directories(JsonNode answer) {
