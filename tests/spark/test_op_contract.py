@@ -53,7 +53,7 @@ SHIM_FILES = ("UshasCatalog", "UshasTable", "UshasBatchWrite", "UshasCommitProto
               "PartitionFilters", "Rows", "RelationCache", "UshasSource", "Staging", "UshasExtensions",
               "UshasProcedures",
               "ViewSchemaSync", "UshasFunctions", "UshasFunctionCommand", "FunctionStatements",
-              "DescribeStrategy")
+              "DescribeStrategy", "UshasStreamSource")
 #: the Python modules that read requests and build answers of the bridge ops
 PY_MODULES = ("spark/bridge", "spark/ops", "spark/one_transaction", "spark/reads", "spark/writes", "spark/tables",
               "spark/options", "spark/repair", "spark/cache", "data/repair", "model/table_changes", "data/pruning",
@@ -61,7 +61,7 @@ PY_MODULES = ("spark/bridge", "spark/ops", "spark/one_transaction", "spark/reads
               "spark/procedures", "procedures/registry", "procedures/tables", "procedures/stats",
               "spark/view_sync", "spark/functions",
               "spark/describe",
-              "spark/shares", "spark/time_travel", "changes/streams")
+              "spark/shares", "spark/time_travel", "changes/streams", "spark/stream_source")
 #: fields the shim writes into JSON that is not a bridge request, each with where it goes
 NOT_REQUEST_FIELDS = {
     "entries": "RelationCache.stats(): the cache's own counters, shown by the shim",

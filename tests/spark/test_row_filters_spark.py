@@ -293,6 +293,72 @@ def test_a_session_without_the_extension_is_refused(rm: Any, spark_dirs: dict[st
     assert not any(s in done.stdout for s in RAW_SSNS)
 
 
+def test_streaming_reads_apply_the_filter_and_masks(spark: Any, rm: Any, tmp_path: Path) -> None:
+    """``readStream.table`` of the policy table: bob's stream holds his filtered, masked rows (an option
+    naming the rule's mark does not turn the policy off); carol's, the exempt role's, all of them."""
+    def stream(catalog: str, name: str, **options: str) -> set[tuple[Any, ...]]:
+        reader = spark.readStream
+        for k, v in options.items():
+            reader = reader.option(k, v)
+        q = (reader.table(f"{catalog}.db.people").select("id", "name", "ssn", "region").writeStream
+             .format("parquet").option("path", str(tmp_path / name / "out"))
+             .option("checkpointLocation", str(tmp_path / name / "ck")).trigger(availableNow=True).start())
+        try:
+            q.awaitTermination(120)
+        finally:
+            q.stop()
+        assert q.exception() is None, q.exception()
+        return {tuple(r) for r in spark.read.parquet(str(tmp_path / name / "out")).collect()}
+
+    assert stream(rm.bob, "bob") == BOB
+    assert stream(rm.bob, "forged", **{"ushas.policyApplied": "true"}) == BOB
+    assert stream(rm.carol, "carol") == ALL
+
+
+@pytest.mark.slow
+def test_compaction_needs_modify_and_is_refused_under_a_row_filter(spark: Any, rm: Any) -> None:
+    """``CALL system.compact`` rewrites rows, hidden ones too: MODIFY, and never for a user whose reads go
+    through the table's row filter (as an overwrite); nothing is committed either way."""
+    spark.sql(f"CREATE TABLE {rm.adm}.db.c (id INT, region STRING) USING parquet PARTITIONED BY (region)")
+    for i in range(2):
+        spark.sql(f"INSERT INTO {rm.adm}.db.c VALUES ({i}, 'EU'), ({i + 10}, 'US')")
+    spark.sql(f"CALL {rm.adm}.system.set_row_filter('db.c', \"region = 'EU'\", 'role:auditors')").collect()
+    version = rm.ms.get_table(("main", "db", "c")).version
+    call = f"CALL {rm.bob}.system.compact(table => 'db.c')"
+    assert "INSUFFICIENT_PERMISSIONS" in denied(lambda: spark.sql(call).collect())
+    rm.ms.grant("MODIFY", ("main", "db", "c"), "user:bob")
+    text = denied(lambda: spark.sql(call).collect())
+    assert "[USHAS_RowPolicy]" in text and "COMPACT" in text, text
+    assert rm.ms.get_table(("main", "db", "c")).version == version
+    rm.ms.grant("MODIFY", ("main", "db", "c"), "user:carol")
+    [row] = spark.sql(f"CALL {rm.carol}.system.compact(table => 'db.c', where => \"region = 'US'\")").collect()
+    assert (row.partitions, row.files_removed, row.files_added) == (1, 2, 1)  # carol: the exempt role
+    assert {r.id for r in spark.table(f"{rm.carol}.db.c").collect()} == {0, 1, 10, 11}
+
+
+@pytest.mark.slow
+def test_a_session_without_the_extension_cannot_stream_a_policy_table(rm: Any, spark_dirs: dict[str, Path],
+                                                                      tmp_path: Path) -> None:
+    """Fail closed for streams too: a PySpark job without io.ushas.spark.UshasExtensions starting bob's stream
+    of the filtered table is refused when the query starts; nothing of the table is written out."""
+    extra = {"spark.sql.extensions": "com.example.NotThere", "spark.sql.catalog.bob": "io.ushas.spark.UshasCatalog",
+             "spark.sql.catalog.bob.uri": f"sqlite:///{spark_dirs['store']}", "spark.sql.catalog.bob.project": rm.project,
+             "spark.sql.catalog.bob.catalog": "main", "spark.sql.catalog.bob.user": "bob"}
+    script = tmp_path / "stream.py"
+    script.write_text(
+        "from pyspark.sql import SparkSession\n"
+        "spark = SparkSession.builder.getOrCreate()\n"
+        f"q = (spark.readStream.table('bob.db.people').writeStream.format('parquet').option('path', '{tmp_path}/out')"
+        f".option('checkpointLocation', '{tmp_path}/ck').trigger(availableNow=True).start())\n"
+        "q.awaitTermination(120)\n")
+    done = run_spark([spark_bin("spark-submit"), *conf_args(spark_dirs["store"], spark_dirs["warehouse"], **extra),
+                      str(script)], tmp_path, timeout=300)
+    out = done.stdout + done.stderr
+    assert done.returncode != 0, out[-3000:]
+    assert "[USHAS_RowPolicy]" in out and "spark.sql.extensions=io.ushas.spark.UshasExtensions" in out, out[-3000:]
+    assert not list((tmp_path / "out").glob("*.parquet"))
+
+
 def test_writes_append_but_never_remove_hidden_rows(spark: Any, rm: Any) -> None:
     """A user under a row filter may append (with MODIFY), as in Unity Catalog; writes that remove rows
     (INSERT OVERWRITE, dynamic overwrite, TRUNCATE, DROP PARTITION) are refused to it and write nothing;

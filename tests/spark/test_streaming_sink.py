@@ -186,3 +186,40 @@ def test_lineage_of_a_streaming_aggregation_is_a_run_per_micro_batch(spark: Any,
         f"SELECT target_column, source_column, subtype FROM ushas.system.column_lineage "
         f"WHERE target_table = '{t}' AND run_id = '{runs[-1].run_id}'").collect()}
     assert ("total", "value", "AGGREGATION") in edges and ("dt", "value", "TRANSFORMATION") in edges
+
+
+def test_format_ushas_writes_each_batch_once_into_the_named_table(spark: Any, db: str, ms: Any,
+                                                                 tmp_path: Path) -> None:
+    """``writeStream.format("ushas").start("ushas.db.t")``: each batch an idempotent write keyed by the query
+    id and the batch id, so a batch Spark runs again after a restart commits nothing twice; a name that
+    is not an ushas catalog's table is refused before anything runs."""
+    t = f"ushas.{db}.ev"
+    spark.sql(f"CREATE TABLE {t} (value BIGINT, dt STRING) USING parquet PARTITIONED BY (dt)")
+    ck = tmp_path / "ck"
+    feed(tmp_path / "in", [[0, 1], [2]])
+
+    def run() -> Any:
+        q = (source(spark, tmp_path / "in").writeStream.format("ushas").option("checkpointLocation", str(ck))
+             .trigger(processingTime="0 seconds").start(t))
+        try:
+            q.processAllAvailable()
+        finally:
+            q.stop()
+        assert q.exception() is None, q.exception()
+        return q
+
+    q = run()
+    assert values(spark, t) == [0, 1, 2]
+    (ck / "commits" / "1").unlink()  # Spark never learnt that batch 1 committed: it runs it again
+    for crc in (ck / "commits").glob(".1.crc"):
+        crc.unlink()
+    feed(tmp_path / "in", [[3]])
+    run()
+    assert values(spark, t) == [0, 1, 2, 3]
+    appends = [h for h in ms.history(("ushas", db, "ev")) if h.operation == "APPEND"]
+    assert len(appends) == 3 and all(q.id in str(h.detail) for h in appends)
+    from pyspark.errors import IllegalArgumentException, AnalysisException
+
+    with pytest.raises((IllegalArgumentException, AnalysisException), match="a table of an ushas catalog"):
+        (source(spark, tmp_path / "in").writeStream.format("ushas")
+         .option("checkpointLocation", str(tmp_path / "ck2")).start("spark_catalog.default.nope"))

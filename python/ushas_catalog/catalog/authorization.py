@@ -187,6 +187,8 @@ RULES: dict[str, Rule] = {
     "table_as_of": _r(SELECT, RELATION), "files_as_of": _r(SELECT, RELATION),
     "first_readable_version": _r(SELECT, RELATION), "list_tags": _r(SELECT, RELATION),
     "tagged_files": _r(SELECT, RELATION),
+    # streaming reads (catalog.stream_source): the files each commit added
+    "stream_commits": _r(SELECT, RELATION), "first_version_since": _r(SELECT, RELATION),
     "create_tag": _r(MODIFY, RELATION), "drop_tag": _r(MODIFY, RELATION),
     "mark_purged": _r(MODIFY, RELATION),
     # partitions

@@ -18,9 +18,11 @@ from .branches import BranchOps
 from .row_policies import RowPolicyOps
 from .locations import LocationOps
 from .time_travel import TimeTravelOps
+from .stream_source import StreamSourceOps
 
 
 class CatalogCore(NamespaceOps, RestoreOps, StatisticsOps, TableOps, ViewOps, PartitionOps, ProjectOps,
                   ViewSchemaOps, FunctionOps, AccessOps,
-                  PartitionTagOps, RowPolicyOps, BranchOps, TimeTravelOps, LocationOps):
+                  PartitionTagOps, RowPolicyOps, BranchOps, TimeTravelOps, LocationOps,
+                  StreamSourceOps):
     """Catalogs, databases, tables, views and partitions of one project, each call one transaction."""

@@ -32,7 +32,7 @@ COMMAND_MODULES: tuple[str, ...] = ("jarcmd", "spark_conf_cmds", "store_cmds", "
                                     "share_cmds", "location_cmds",
                                     "hooks_cmds",
                                     "partition_tag_cmds",
-                                    "row_policy_cmds", "branch_cmds")
+                                    "row_policy_cmds", "branch_cmds", "compact_cmds")
 
 
 

@@ -11,6 +11,7 @@ from . import objects  # noqa: F401 - versioned objects (docs/objects.md)
 from . import row_policies  # noqa: F401 - row filters and column masks (docs/governance.md)
 from . import branches  # noqa: F401 - branches of a catalog (docs/branches.md)
 from . import tags  # noqa: F401 - create_tag, drop_tag: named versions (docs/time-travel.md)
+from . import compact  # noqa: F401 - compact: small files rewritten in one commit (docs/streaming.md)
 from .registry import PROCEDURES, Procedure
 
 __all__ = ["PROCEDURES", "Procedure"]

@@ -24,6 +24,7 @@ SERVED: frozenset[str] = frozenset({"add_partitions", "check_path_read", "check_
     "create_table", "create_tag", "create_view", "database_exists", "drop_branch", "drop_catalog", "drop_column_mask",
     "drop_database", "drop_function", "drop_partitions", "drop_project", "drop_role", "drop_row_filter", "drop_table",
     "drop_tag", "drop_view", "ensure_catalog", "evolve_view_schema", "files_as_of", "first_readable_version",
+    "first_version_since",
     "forget_garbage", "function_exists", "function_history", "garbage", "get_catalog", "get_database", "get_function",
     "get_partition", "get_table", "get_view", "grant", "grant_role", "grants", "history", "list_branches",
     "list_catalogs", "list_databases", "list_dropped_catalogs", "list_dropped_databases", "list_dropped_tables",
@@ -31,7 +32,7 @@ SERVED: frozenset[str] = frozenset({"add_partitions", "check_path_read", "check_
     "list_views", "mark_purged", "may", "merge_branch", "partition_tag_stats", "partitions_by_tag", "principals_of",
     "purge_catalog", "purge_database", "purge_functions", "purge_table", "rename_table", "rename_view",
     "replace_partitions", "replace_table", "restore_table", "revoke", "revoke_role", "roles", "scan_partitions",
-    "search", "set_column_mask", "set_partition_tags", "set_row_filter", "set_statistics", "stats", "streams",
+    "search", "set_column_mask", "set_partition_tags", "set_row_filter", "set_statistics", "stats", "stream_commits", "streams",
     "table_as_of", "table_data_files", "table_exists", "tag_entries", "tagged_files", "touch_table", "undrop_catalog",
     "undrop_database", "undrop_function", "undrop_table", "unset_partition_tags", "view_exists", "write_table_files"})
 

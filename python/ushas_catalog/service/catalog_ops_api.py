@@ -33,7 +33,7 @@ READ_OPS = frozenset({
     "open", "list_namespaces", "namespace_exists", "load_namespace", "load_relation", "load_table",
     "relation_exists", "list_relations", "list_partitions", "partition_exists", "load_partition", "list_files",
     "table_size", "describe", "list_functions", "load_function", "describe_function", "list_procedures",
-    "load_procedure", "rows_table", "rows_page", "write_outcome", "check_write"})
+    "load_procedure", "rows_table", "rows_page", "write_outcome", "check_write", "stream_latest", "stream_batch"})
 #: the longest a client may ask the service to work on one call (ms)
 MAX_TIMEOUT_MS = 600_000
 DEFAULT_TIMEOUT_MS = 60_000

@@ -55,7 +55,7 @@ def _procedure(r: Request) -> Requirement | None:
     name = str(r.get("procedure") or "").lower()
     if name in ("expire_changes", "purge"):
         return Requirement(MANAGE, PROJECT, covers=True)
-    if name in ("repair_table", "analyze_table"):
+    if name in ("repair_table", "analyze_table", "compact"):
         from ..model.names import split_name
 
         table = split_name(str((r.get("args") or {}).get("table") or ""))
@@ -90,6 +90,7 @@ OP_RULES: dict[str, Callable[[Request], Requirement | None]] = {
     "call_procedure": _procedure,
     "load_relation": _relation, "load_table": _relation, "relation_exists": _relation,
     "list_files": _read, "table_size": _read,
+    "stream_latest": _read, "stream_batch": _read,  # a streaming read (spark.stream_source)
     # a read as of a version (spark.time_travel): SELECT, checked by each of its transactions
     "load_table_as_of": lambda r: Requirement(SELECT, RELATION, _read(r).name, covers=True),
     "list_partitions": _read, "partition_exists": _exists, "load_partition": _read,

@@ -18,6 +18,7 @@ from ..model.names import TableName, new_table_name
 from .one_transaction import in_one_transaction, run_in_one_transaction
 from .repair import spark_op as repair
 from .reads import OPS as READ_OPS
+from .stream_source import OPS as STREAM_SOURCE_OPS
 from .procedures import OPS as PROCEDURE_OPS
 from .staged import OPS as STAGED_OPS
 from .like import like_request
@@ -721,6 +722,7 @@ OPS: dict[str, Callable[[Any, Request], Answer]] = {
     "repair": repair,  # MSCK REPAIR TABLE / RECOVER PARTITIONS (ushas_catalog.data.repair)
     "describe": in_one_transaction(describe),  # DESC EXTENDED / FORMATTED rows (spark.describe)
     **READ_OPS,
+    **STREAM_SOURCE_OPS,  # readStream.table(...): the files of new commits (spark.stream_source)
     **PROCEDURE_OPS,  # CALL <catalog>.system.<name>(...) (ushas_catalog.procedures)
     **STAGED_OPS,  # atomic CTAS / RTAS (StagingTableCatalog)
     **VIEW_SYNC_OPS,  # WITH SCHEMA [TYPE] EVOLUTION views: Spark's new schema (spark.view_sync)

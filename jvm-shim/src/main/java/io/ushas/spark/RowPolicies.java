@@ -15,7 +15,10 @@ import org.apache.spark.sql.catalyst.plans.logical.Filter;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
 import org.apache.spark.sql.catalyst.rules.Rule;
+import org.apache.spark.sql.connector.catalog.Identifier;
+import org.apache.spark.sql.execution.datasources.DataSource;
 import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
+import org.apache.spark.sql.execution.streaming.runtime.StreamingRelation;
 import org.apache.spark.sql.execution.datasources.LogicalRelation;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
@@ -68,14 +71,48 @@ final class RowPolicies extends Rule<LogicalPlan> {
             @Override
             public boolean isDefinedAt(LogicalPlan p) {
                 UshasFileIndex index = indexOf(p);
-                return index != null && index.policy() != null && !index.policyApplied();
+                return (index != null && index.policy() != null && !index.policyApplied()) || unmarkedStream(p);
             }
 
             @Override
             public LogicalPlan apply(LogicalPlan p) {
-                return wrap((LogicalRelation) p);
+                return p instanceof StreamingRelation s ? wrapStream(s) : wrap((LogicalRelation) p);
             }
         });
+    }
+
+    /** The secret of this JVM a stream's relation carries once this rule applied the table's policy to it
+     *  ({@link UshasSource#createSource} refuses a policy table's stream without it). */
+    static final String STREAM_MARK = "ushas.policyApplied";
+    private static final String SECRET = java.util.UUID.randomUUID().toString();
+
+    static boolean streamMarked(scala.collection.immutable.Map<String, String> options) {
+        Option<String> v = options.get(STREAM_MARK);
+        return v.isDefined() && v.get().equals(SECRET);
+    }
+
+    private static boolean unmarkedStream(LogicalPlan p) {
+        return p instanceof StreamingRelation s && s.dataSource().className().equals(UshasSource.class.getName())
+                && !streamMarked(s.dataSource().options());
+    }
+
+    /** A stream of a catalog table ({@code readStream.table}) in the table's filter and masks, as a read. */
+    private LogicalPlan wrapStream(StreamingRelation s) {
+        DataSource ds = s.dataSource();
+        scala.collection.immutable.Map<String, String> options = ds.options();
+        org.apache.spark.sql.connector.catalog.CatalogPlugin plugin =
+                session.sessionState().catalogManager().catalog(options.apply(UshasSource.CATALOG));
+        Identifier ident = Identifier.of(Json.toStrings(Json.parse(options.apply(UshasSource.NAMESPACE))),
+                options.apply(UshasSource.TABLE));
+        JsonNode policy = plugin instanceof UshasCatalog c ? c.policyFor(ident) : null;
+        DataSource marked = ds.copy(ds.sparkSession(), ds.className(), ds.paths(), ds.userSpecifiedSchema(),
+                ds.partitionColumns(), ds.bucketSpec(), options.updated(STREAM_MARK, SECRET), ds.catalogTable(),
+                ds.copy$default$9());
+        StreamingRelation relation = s.copy(marked, s.sourceName(), s.output(), s.sourceIdentifyingName());
+        relation.copyTagsFrom(s);
+        if (policy == null) return relation;
+        String table = options.apply(UshasSource.CATALOG) + "." + String.join(".", UshasCatalog.toParts(ident));
+        return decorate(relation, policy, table);
     }
 
     static UshasFileIndex indexOf(LogicalPlan p) {
@@ -88,12 +125,17 @@ final class RowPolicies extends Rule<LogicalPlan> {
         UshasFileIndex index = (UshasFileIndex) h.location();
         JsonNode policy = index.policy();
         if (policy.path("refuse").asBoolean(false)) {
-            throw refused(index, "its policy was not loaded with the table (load the table again)");
+            throw refused(index.tableName(), "its policy was not loaded with the table (load the table again)");
         }
         HadoopFsRelation marked = h.copy(index.withPolicyApplied(), h.partitionSchema(), h.dataSchema(),
                 h.bucketSpec(), h.fileFormat(), h.options(), h.sparkSession());
         LogicalRelation relation = lr.copy(marked, lr.output(), lr.catalogTable(), lr.isStreaming(), lr.stream());
         relation.copyTagsFrom(lr);
+        return decorate(relation, policy, index.tableName());
+    }
+
+    /** {@code Project(masks, Filter(rowFilter, relation))}. */
+    private LogicalPlan decorate(LogicalPlan relation, JsonNode policy, String tableName) {
         Resolver values = new Resolver(policy);
         LogicalPlan out = relation;
         String filter = Json.text(policy, "row_filter");
@@ -106,7 +148,7 @@ final class RowPolicies extends Rule<LogicalPlan> {
                         values.parse(m.get("expression").asText(), "mask of column " + m.get("column").asText()));
             }
             List<NamedExpression> list = new ArrayList<>();
-            for (AttributeReference a : CollectionConverters.asJava(relation.output())) {
+            for (org.apache.spark.sql.catalyst.expressions.Attribute a : CollectionConverters.asJava(relation.output())) {
                 Expression mask = byColumn.remove(a.name().toLowerCase(Locale.ROOT));
                 // every column a new attribute (as a view's output): a self join renews the relation below
                 // and rewrites what the aliases read; by name, resolved (like the filter) against the relation
@@ -117,7 +159,7 @@ final class RowPolicies extends Rule<LogicalPlan> {
                         scala.collection.immutable.List$.MODULE$.empty()));
             }
             if (!byColumn.isEmpty()) {
-                throw refused(index, "it masks column(s) " + byColumn.keySet() + " it does not have");
+                throw refused(tableName, "it masks column(s) " + byColumn.keySet() + " it does not have");
             }
             Project project = new Project(CollectionConverters.asScala(list).toList(), out);
             // _metadata and the other file metadata columns stay reachable (of the filtered rows)
@@ -164,7 +206,11 @@ final class RowPolicies extends Rule<LogicalPlan> {
     }
 
     static RuntimeException refused(UshasFileIndex index, String why) {
-        return Errors.sneak(Errors.analysis("USHAS_RowPolicy", "table " + index.tableName()
+        return refused(index.tableName(), why);
+    }
+
+    static RuntimeException refused(String tableName, String why) {
+        return Errors.sneak(Errors.analysis("USHAS_RowPolicy", "table " + tableName
                 + " has a row filter or column mask and cannot be read: " + why));
     }
 

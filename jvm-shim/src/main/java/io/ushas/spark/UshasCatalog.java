@@ -54,7 +54,8 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces,
     private RelationCache cache = new RelationCache(RelationCache.Settings.fromJson(null));
     /** ops that change nothing: every other op on an identifier drops its cache entry */
     private static final java.util.Set<String> READS = java.util.Set.of("load_relation", "load_table",
-            "relation_exists", "list_partitions", "partition_exists", "load_partition", "list_files", "table_size");
+            "relation_exists", "list_partitions", "partition_exists", "load_partition", "list_files", "table_size",
+            "stream_latest", "stream_batch");
 
     @Override
     public void initialize(String name, CaseInsensitiveStringMap options) {

@@ -31,7 +31,7 @@ import java.util.Map;
  * {@link UshasFileIndex}: the catalog, not a directory listing, says which files are read. Users
  * never see this class as the table's provider (the table's properties keep the real format).
  */
-public final class UshasSource implements SchemaRelationProvider {
+public final class UshasSource implements SchemaRelationProvider, org.apache.spark.sql.sources.StreamSourceProvider {
     static final String CATALOG = "ushas.catalog";
     static final String NAMESPACE = "ushas.namespace";
     static final String TABLE = "ushas.table";
@@ -90,6 +90,58 @@ public final class UshasSource implements SchemaRelationProvider {
         return new HadoopFsRelation(index, partitionSchema, new StructType(dataFields.toArray(new StructField[0])),
                 Bucketing.bucketSpec(parameters.get(Bucketing.OPTION)), fileFormat(required(parameters, FORMAT), conf),
                 scalaOptions, session);
+    }
+
+    /** A stream of the table ({@code readStream.table}): the table's columns, in its order. */
+    @Override
+    public scala.Tuple2<String, StructType> sourceSchema(SQLContext sqlContext, Option<StructType> schema,
+                                                         String providerName,
+                                                         scala.collection.immutable.Map<String, String> parameters) {
+        required(parameters, CATALOG);
+        if (schema.isEmpty()) throw Errors.invalidArgument("a stream of a catalog table needs the table's schema");
+        return new scala.Tuple2<>("ushas", schema.get());
+    }
+
+    /**
+     * The stream of a table ({@link UshasStreamSource}). A table with a row filter or masks streams only in a
+     * session whose {@link RowPolicies} rule wrapped this stream's relation in them (it marks the options
+     * with {@link RowPolicies#STREAM_MARK}'s secret of this JVM, which no reader's option can know).
+     */
+    @Override
+    public org.apache.spark.sql.execution.streaming.Source createSource(
+            SQLContext sqlContext, String metadataPath, Option<StructType> schema, String providerName,
+            scala.collection.immutable.Map<String, String> parameters) {
+        SparkSession session = SparkSession.active();
+        String catalogName = required(parameters, CATALOG);
+        CatalogPlugin plugin = session.sessionState().catalogManager().catalog(catalogName);
+        if (!(plugin instanceof UshasCatalog catalog)) {
+            throw Errors.invalidArgument("catalog " + catalogName + " is not an ushas catalog");
+        }
+        Identifier ident = Identifier.of(Json.toStrings(Json.parse(required(parameters, NAMESPACE))),
+                required(parameters, TABLE));
+        if (parameters.get(AS_OF).isDefined()) {
+            throw Errors.invalidArgument("a stream of table " + ident + " cannot read as of a version: use the "
+                    + "option startingVersion");
+        }
+        JsonNode policy = catalog.policyFor(ident);
+        if (policy != null && !RowPolicies.streamMarked(parameters)) {
+            throw Errors.sneak(Errors.analysis("USHAS_RowPolicy", "table " + catalogName + "."
+                    + String.join(".", UshasCatalog.toParts(ident)) + " has a row filter or column mask and cannot be "
+                    + "read: this session does not apply row filters and column masks; start it with "
+                    + "spark.sql.extensions=io.ushas.spark.UshasExtensions"));
+        }
+        JsonNode partitionBy = Json.parse(required(parameters, PARTITION_BY));
+        List<StructField> partitionFields = new ArrayList<>();
+        StructType full = schema.get();
+        for (JsonNode p : partitionBy) {
+            for (StructField f : full.fields()) if (f.name().equalsIgnoreCase(p.asText())) partitionFields.add(f);
+        }
+        Map<String, String> options = new HashMap<>();
+        for (Map.Entry<String, String> e : CollectionConverters.asJava(parameters).entrySet()) {
+            if (!e.getKey().toLowerCase(java.util.Locale.ROOT).startsWith("ushas.")) options.put(e.getKey(), e.getValue());
+        }
+        return new UshasStreamSource(catalog, ident, full, new StructType(partitionFields.toArray(new StructField[0])),
+                required(parameters, FORMAT), options);
     }
 
     private static String required(scala.collection.immutable.Map<String, String> parameters, String key) {
