@@ -1,6 +1,15 @@
-"""The documented tours run as written, then ``ushas check`` is green (issue 36): every ``bash`` block after
-a ``<!-- tour -->`` line of docs/quickstart.md and README.md, in order, in a fresh user data directory
-(the default store), with ``ushas`` and ``python3`` being this interpreter."""
+"""Every command of the user docs runs as written, then ``ushas check`` is green (issue 36).
+
+- The **tours** first: every ``bash`` block after a ``<!-- tour -->`` line of docs/quickstart.md and
+  README.md, in order, in a fresh user data directory (the default store), with ``ushas`` and ``python3``
+  being this interpreter.
+- Then **every other shell block** (``bash``, ``sh``, ``shell``) of README.md and of every user doc
+  (``docs/*.md``; not ``docs/internals``), one bash process per page, in the store the tours made.
+- A block that cannot run here says so on the line before it: ``<!-- not run: REASON -->`` (a server that
+  runs until stopped, a PostgreSQL or Spark cluster, a benchmark of minutes, a synopsis with placeholders).
+- A block without a language or marked ``text`` that holds commands (lines starting ``ushas``, ``python``,
+  ``curl``, ...) must be labelled as a shell block or marked: commands are never hidden from the test.
+"""
 from __future__ import annotations
 
 import os
@@ -8,16 +17,45 @@ import re
 import stat
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-pytestmark = [pytest.mark.slow, pytest.mark.spark]
 
 ROOT = Path(__file__).resolve().parents[2]
 #: the pages whose tours run, in order (the README's tour reads what the quickstart's demo made)
 PAGES = ("docs/quickstart.md", "README.md")
 _TOUR = re.compile(r"^<!-- tour -->\n```bash\n(.*?)^```", re.S | re.M)
+#: a fenced block, with the marker comment on the line before it if there is one
+_BLOCK = re.compile(r"^(?:<!-- (?P<mark>[^\n]*?) -->\n)?```(?P<lang>[\w-]*)\n(?P<body>.*?)^```", re.S | re.M)
+SHELL = ("bash", "sh", "shell")
+#: a line of a block that is a command (in a block that is not a shell block, it must not hide there)
+_COMMAND = re.compile(r"^\s*(?:\$ )?(?:ushas|python3?|pip|curl|spark-submit|spark-sql|pyspark|bench/run|\./test)\b")
+NOT_RUN = "not run: "
+
+
+@dataclass(frozen=True)
+class Block:
+    page: str
+    line: int
+    lang: str
+    mark: str
+    body: str
+
+    @property
+    def runs(self) -> bool:
+        return self.lang in SHELL and not self.mark.startswith(NOT_RUN) and self.mark != "tour"
+
+
+def user_docs() -> list[str]:
+    """README.md and every user doc (docs/*.md; docs/internals/ is for contributors)."""
+    return ["README.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md"))]
+
+
+def blocks(page: str) -> list[Block]:
+    text = (ROOT / page).read_text()
+    return [Block(page, text.count("\n", 0, m.start()) + 1, m.group("lang"), (m.group("mark") or "").strip(),
+                  m.group("body")) for m in _BLOCK.finditer(text)]
 
 
 def tours(page: str) -> list[str]:
@@ -41,6 +79,33 @@ def _shims(bin_dir: Path) -> None:
         path.chmod(path.stat().st_mode | stat.S_IXUSR)
 
 
+def test_every_command_block_runs_or_says_why_not() -> None:
+    """The rules above, on every user doc: commands sit in shell blocks or say why they do not run."""
+    hidden, unexplained, marked = [], [], []
+    for page in user_docs():
+        for b in blocks(page):
+            commands = [line for line in b.body.splitlines() if _COMMAND.match(line)]
+            if b.lang in ("", "text", "console") and commands and not b.mark.startswith(NOT_RUN):
+                hidden.append(f"{page}:{b.line}: {commands[0].strip()}")
+            if b.mark.startswith(NOT_RUN):
+                marked.append(b)
+                if len(b.mark) < len(NOT_RUN) + 10:
+                    unexplained.append(f"{page}:{b.line}: {b.mark!r}")
+    assert hidden == [], "label these blocks ```bash (they then run) or mark them <!-- not run: why -->"
+    assert unexplained == [], "say why the block cannot run"
+    runnable = [b for page in user_docs() for b in blocks(page) if b.runs]
+    assert len(runnable) >= 10 and all(b.lang in SHELL for b in runnable)
+
+
+def _run_page(page: str, script: str, cwd: Path, env: dict[str, str]) -> str:
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=900)
+    assert done.returncode == 0, f"{page}:\n{script}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.spark
 def test_documented_tours_then_check_is_green(tmp_path: Path) -> None:
     _shims(tmp_path / "bin")
     env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data"), "PYSPARK_PYTHON": sys.executable,
@@ -49,13 +114,18 @@ def test_documented_tours_then_check_is_green(tmp_path: Path) -> None:
     outputs = []
     for page in PAGES:
         for block in tours(page):
-            done = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=tmp_path, env=env,
-                                  capture_output=True, text=True, timeout=900)
-            assert done.returncode == 0, f"{page}:\n{block}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-            outputs.append(done.stdout)
+            outputs.append(_run_page(page, block, tmp_path, env))
     assert (tmp_path / "data" / "ushas" / "ushas.db").is_file()  # the demo wrote into the default store
+    tour_text = "\n".join(outputs)
+    assert "dt=2024-05-05" in tour_text and "ushas.shop.orders.amount" in tour_text
+    ran = []
+    for page in user_docs():  # then every other command of the docs: each page's blocks in one process
+        script = "\n".join(b.body for b in blocks(page) if b.runs)
+        if script:
+            outputs.append(_run_page(page, script, tmp_path, env))
+            ran.append(page)
+    assert len(ran) >= 5, ran
     text = "\n".join(outputs)
-    assert "dt=2024-05-05" in text and "ushas.shop.orders.amount" in text
     assert not re.search(r"#\d+", text)  # no expression ids in anything the tours printed
     check = subprocess.run(["ushas", "check"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert check.returncode == 0, check.stdout + check.stderr
