@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from .cli_forks import serve
 from .doc_snippets import statements
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -86,11 +87,11 @@ def test_the_quickstart_has_a_tour_and_the_readme_stays_short() -> None:
 
 
 def _shims(bin_dir: Path) -> None:
+    """``python3`` is this interpreter (``ushas``: the warm CLI of tests/app/cli_forks.py)."""
     bin_dir.mkdir()
-    for name, argv in (("ushas", f'"{sys.executable}" -m ushas_catalog'), ("python3", f'"{sys.executable}"')):
-        path = bin_dir / name
-        path.write_text(f'#!/bin/sh\nexec {argv} "$@"\n')
-        path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    path = bin_dir / "python3"
+    path.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
 
 
 def test_every_command_block_runs_or_says_why_not() -> None:
@@ -123,6 +124,27 @@ def test_sql_blocks_split_into_statements() -> None:
         assert statements(sql) == expected, sql
 
 
+def test_the_warm_cli_answers_as_the_cli(tmp_path: Path) -> None:
+    """tests/app/cli_forks.py: argv, the environment, stdout, stderr and the exit status reach each command
+    and come back as with ``python -m ushas_catalog``."""
+    (tmp_path / "bin").mkdir()
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data"),
+           "PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env.pop("USHAS_URI", None)
+    server = serve(tmp_path / "bin", env)
+    try:
+        script = "ushas --version; ushas tables ushas.shop || echo status=$?; ushas --uri bad tables ushas.shop"
+        done = subprocess.run(["bash", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=120)
+    finally:
+        server.terminate()
+        server.wait(30)
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("ushas ") and lines[1] == "status=2", done.stdout + done.stderr
+    assert f"store not found: {tmp_path / 'data' / 'ushas' / 'ushas.db'}" in done.stderr  # its environment
+    assert done.returncode == 2 and "'bad'" in done.stderr.splitlines()[-1], done.stderr
+
+
 def _run_page(page: str, script: str, cwd: Path, env: dict[str, str]) -> str:
     done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=900)
@@ -137,6 +159,15 @@ def test_documented_tours_then_check_is_green(tmp_path: Path) -> None:
     env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data"), "PYSPARK_PYTHON": sys.executable,
            "PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
     env.pop("USHAS_URI", None)
+    server = serve(tmp_path / "bin", env)  # every ``ushas`` of the pages: a fork of one warm process
+    try:
+        _run_pages(tmp_path, env)
+    finally:
+        server.terminate()
+        server.wait(30)
+
+
+def _run_pages(tmp_path: Path, env: dict[str, str]) -> None:
     outputs = []
     for page in PAGES:
         for block in tours(page):
