@@ -20,6 +20,12 @@ subquery), and expanded onto output columns only when asked.
 Stability: the classes and field names here are a contract (the SQL lineage, the store and the
 exports build on them); extend compatibly, never rename. ``to_dict`` / ``from_dict`` round-trip.
 
+Texts a person reads carry no expression id (issue 36): ``Edge.expression`` of :attr:`LineageResult.edges`
+and every expression of ``to_dict`` are :func:`lineage.readable.readable` (``sum(amount) AS revenue``).
+Derivations keep Spark's text (``sum(amount#36) AS revenue#61``) in memory only, where the ids tell equal
+names apart while composing expressions; nodes are told apart by their ``expr_id`` number, and
+:meth:`ColumnNode.label` is a node's name as a person reads it.
+
 The values built per plan node and column (:class:`Dataset`, :class:`ColumnNode`, :class:`Step`,
 :class:`Derivation`, :class:`IndirectDependency`) are ``NamedTuple`` s: immutable, with named
 fields, built and hashed in C. Resolving a plan builds and hashes thousands of them; as frozen
@@ -35,7 +41,7 @@ from typing import Any, Iterable, Iterator, Mapping, NamedTuple
 
 from .kinds import DatasetKind, EdgeKind, EdgeSubtype, compose_subtypes
 from . import render
-from .readable import readable
+from .readable import readable, readable_dataset
 
 FORMAT_VERSION = 1
 
@@ -171,6 +177,13 @@ class ColumnNode(NamedTuple):
             return f"{self.name}#{self.expr_id}"
         if self.dataset is not None:
             return f"{self.dataset.name}.{self.name}"
+        return self.name
+
+    @property
+    def label(self) -> str:
+        """The node as a person reads it: ``str`` without the expression id (``revenue``, ``db.t.a``)."""
+        if self.expr_id is None and self.dataset is not None:
+            return f"{readable_dataset(self.dataset.name)}.{self.name}"
         return self.name
 
     def to_dict(self) -> dict[str, Any]:
@@ -417,7 +430,7 @@ class LineageResult:
             return self._cache["edges"]
         out: list[Edge] = []
         for col in self.outputs:
-            expr = self.composed_expression(col)
+            expr = readable(self.composed_expression(col))
             for leaf, sub in sorted(self._leaves(col).items(), key=lambda kv: str(kv[0])):
                 out.append(Edge(col, leaf, EdgeKind.DIRECT, sub, expr))
         seen: set[tuple[Any, ...]] = set()
@@ -428,13 +441,13 @@ class LineageResult:
                         key = (None, leaf, dep.subtype, dep.expression)
                         if key not in seen:
                             seen.add(key)
-                            out.append(Edge(None, leaf, EdgeKind.INDIRECT, dep.subtype, dep.expression))
+                            out.append(Edge(None, leaf, EdgeKind.INDIRECT, dep.subtype, readable(dep.expression)))
         for col in self.outputs:
             for sub, leaf, expr in sorted(self.scoped_indirect(col), key=lambda t: (t[0].value, str(t[1]), t[2])):
                 key = (col, leaf, sub, expr)
                 if key not in seen:
                     seen.add(key)
-                    out.append(Edge(col, leaf, EdgeKind.INDIRECT, sub, expr))
+                    out.append(Edge(col, leaf, EdgeKind.INDIRECT, sub, readable(expr)))
         self._cache["edges"] = tuple(out)
         return self._cache["edges"]
 
@@ -467,12 +480,12 @@ class LineageResult:
                 if dep.scope is None or dep.scope in closure:
                     for src in dep.sources:
                         for leaf in sorted(self._all_leaves(src), key=str):
-                            out.append(Edge(col, leaf, EdgeKind.INDIRECT, dep.subtype, dep.expression))
+                            out.append(Edge(col, leaf, EdgeKind.INDIRECT, dep.subtype, readable(dep.expression)))
             for sub, leaf, expr in sorted(self.scoped_indirect(col) - {
                     (d.subtype, leaf, d.expression) for d in self.indirect if d.scope is not None
                     for s in d.sources for leaf in self._all_leaves(s)},
                     key=lambda t: (t[0].value, str(t[1]), t[2])):
-                out.append(Edge(col, leaf, EdgeKind.INDIRECT, sub, expr))
+                out.append(Edge(col, leaf, EdgeKind.INDIRECT, sub, readable(expr)))
         return tuple(out)
 
     # ---- serialization ---------------------------------------------------------------------
@@ -508,12 +521,12 @@ class LineageResult:
             "outputs": [index[c] for c in self.outputs],
             "derivations": [
                 {"node": index[n], "operator": d.operator, "expression_kind": d.expression_kind,
-                 "expression": d.expression, "resolved": d.resolved,
+                 "expression": readable(d.expression), "resolved": d.resolved,
                  "inputs": [{"source": index[s.source], "kind": s.kind.value, "subtype": s.subtype.value}
                             for s in d.inputs]}
                 for n, d in self.derivations.items()],
             "indirect": [
-                {"operator": d.operator, "subtype": d.subtype.value, "expression": d.expression,
+                {"operator": d.operator, "subtype": d.subtype.value, "expression": readable(d.expression),
                  "sources": [index[s] for s in d.sources],
                  "scope": index[d.scope] if d.scope is not None else None}
                 for d in self.indirect],
@@ -538,10 +551,13 @@ class LineageResult:
             for x in d.get("indirect", ()))
         unresolved = tuple(Unresolved(x["kind"], x.get("detail", ""), tuple(nodes[i] for i in x.get("columns", ())))
                            for x in d.get("unresolved", ()))
-        return LineageResult(outputs=tuple(nodes[i] for i in d["outputs"]), derivations=derivations,
-                             indirect=indirect, unresolved=unresolved,
-                             target=Dataset.from_dict(d["target"]) if d.get("target") else None,
-                             operation=d.get("operation"), producer=d.get("producer", "spark"))
+        result = LineageResult(outputs=tuple(nodes[i] for i in d["outputs"]), derivations=derivations,
+                               indirect=indirect, unresolved=unresolved,
+                               target=Dataset.from_dict(d["target"]) if d.get("target") else None,
+                               operation=d.get("operation"), producer=d.get("producer", "spark"))
+        if "edges" in d:  # the composed expressions as written: the dict's texts carry no ids to compose by
+            result._cache["edges"] = tuple(Edge.from_dict(e) for e in d["edges"])
+        return result
 
     def to_json(self, indent: int | None = None) -> str:
         return json.dumps(self.to_dict(), indent=indent, sort_keys=False)

@@ -4,8 +4,9 @@ calls on an expression (the CLI, the UI and REST API, the system and metadata ta
 
 Spark renders an analyzed plan's expressions with expression ids (``sum(amount#36) AS revenue#61``,
 ``dt#37``, ``count(1)#45L``) and names in-memory relations by plan node (``LogicalRDD@0``): what a
-person wrote is ``sum(amount) AS revenue``. The store keeps what Spark gave (ids tell equal names apart
-while resolving); the outputs show :func:`readable` text."""
+person wrote is ``sum(amount) AS revenue``. Resolution keeps what Spark gave (ids tell equal names apart
+while composing expressions); a result's edges and dict, and every output, show :func:`readable` text (the
+store's readers too, for runs stored with Spark's text)."""
 from __future__ import annotations
 
 import re

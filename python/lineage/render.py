@@ -7,6 +7,7 @@ import re
 from typing import Any, Mapping, Protocol
 
 from .kinds import EdgeKind, EdgeSubtype
+from .readable import readable
 
 #: a :class:`lineage.model.ColumnNode` (this module sits below the model: it names no model type)
 ColumnNode = Any
@@ -231,7 +232,7 @@ def to_openlineage(result: LineageResult) -> Any:
     fields: dict[str, Any] = {}
     for col in result.outputs:
         per_leaf: dict[ColumnNode, list[Any]] = {}
-        expr = result.composed_expression(col)
+        expr = readable(result.composed_expression(col))
         for leaf, sub in sorted(result.direct_sources(col).items(), key=lambda kv: str(kv[0])):
             per_leaf.setdefault(leaf, []).append(
                 Transformation(type=EdgeKind.DIRECT.value, subtype=sub.value, description=expr,
@@ -239,7 +240,7 @@ def to_openlineage(result: LineageResult) -> Any:
         for sub, leaf, dep_expr in sorted(result.scoped_indirect(col),
                                           key=lambda t: (t[0].value, str(t[1]), t[2])):
             per_leaf.setdefault(leaf, []).append(
-                Transformation(type=EdgeKind.INDIRECT.value, subtype=sub.value, description=dep_expr,
+                Transformation(type=EdgeKind.INDIRECT.value, subtype=sub.value, description=readable(dep_expr),
                                masking=False))
         inputs = [input_field(leaf, ts) for leaf, ts in per_leaf.items()]
         if col.name in fields:

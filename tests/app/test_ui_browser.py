@@ -472,6 +472,76 @@ def test_lineage_graph(served: dict[str, Any], browser: Any, shots: Path) -> Non
     no_console_errors(b)
 
 
+def _twenty_datasets(uri: str) -> str:
+    """A lineage of 20 datasets around one hub: 10 sources -> 5 middles -> the hub -> 4 outputs; the hub's name."""
+    from lineage.model import Dataset, EdgeSubtype
+    from lineage.store import CapturedRun
+    from lineage.tables import open_lineage_store
+
+    def ds(name: str) -> Dataset:
+        return Dataset.table("spark_catalog", "wide", name)
+
+    sources, middles = [ds(f"source_{i:02d}") for i in range(10)], [ds(f"middle_{j}") for j in range(5)]
+    hub, outputs = ds("hub"), [ds(f"output_{k}") for k in range(4)]
+    store = open_lineage_store(uri)
+    try:
+        n = 0
+        for j, middle in enumerate(middles):
+            n += 1
+            ins = sources[2 * j:2 * j + 2]
+            store.record(CapturedRun(run(n, T1 + n, f"INSERT INTO middle_{j} ..."), reads=tuple(ins), writes=(middle,),
+                                     edges=tuple(edge(col(middle, "value"), col(s, "value"), EdgeSubtype.AGGREGATION,
+                                                      "sum(value)") for s in ins)))
+        n += 1
+        store.record(CapturedRun(run(n, T1 + n, "INSERT INTO hub ..."), reads=tuple(middles), writes=(hub,),
+                                 edges=tuple(edge(col(hub, f"value_{j}"), col(m, "value"), EdgeSubtype.IDENTITY, "value")
+                                             for j, m in enumerate(middles))))
+        for k, out in enumerate(outputs):
+            n += 1
+            store.record(CapturedRun(run(n, T1 + n, f"INSERT INTO output_{k} ..."), reads=(hub,), writes=(out,),
+                                     edges=(edge(col(out, "total"), col(hub, f"value_{k}"), EdgeSubtype.TRANSFORMATION,
+                                                 f"value_{k} * 2"),)))
+    finally:
+        store.close()
+    return hub.name
+
+
+def test_a_twenty_dataset_graph_stays_readable_at_1280x720(browser: Any, shots: Path,
+                                                             tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Issue 36: with 20 datasets at 1280x720, fitted, every text of the graph is at least 11 px on screen and
+    the graph fills the window's graph area (a graph too big for it at 11 px opens at its top left and pans)."""
+    uri = f"sqlite:///{tmp_path_factory.mktemp('wide') / 'ushas.db'}"
+    hub = _twenty_datasets(uri)
+    service = Service(uri, "default", host="127.0.0.1", port=0)
+    thread = threading.Thread(target=service.run, daemon=True)
+    thread.start()
+    b = browser
+    b.set_window_size(1280, 720)
+    try:
+        go(b, {"url": f"http://127.0.0.1:{service.port}"}, f"/lineage/{hub}?direction=both&depth=3")
+        wait_for(b, '#graph g.box[data-dataset="spark_catalog.wide.output_3"]')
+        until(b, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#graph g.box")) == 20)
+        b.find_element(By.ID, "zoom-fit").click()
+        sizes = b.execute_script("""
+          return [...document.querySelectorAll('#graph svg text')].filter((t) => t.getBBox().width > 0)
+            .map((t) => parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a);""")
+        assert len(sizes) >= 40 and min(sizes) >= 11 - 0.01, sorted(sizes)[:5]
+        used = b.execute_script("""
+          const s = document.querySelector('#graph svg').getBoundingClientRect();
+          const g = document.querySelector('#graph g.world').getBoundingClientRect();
+          const w = Math.max(0, Math.min(s.right, g.right) - Math.max(s.left, g.left));
+          const h = Math.max(0, Math.min(s.bottom, g.bottom) - Math.max(s.top, g.top));
+          return [w / s.width, h / s.height];""")
+        assert min(used) > 0.6, used  # the graph, not empty canvas, fills the view
+        assert edges_through_boxes(b) == []
+        shot(b, shots, "lineage-20-datasets-1280x720.png")
+        no_console_errors(b)
+    finally:
+        b.set_window_size(1440, 950)
+        service.stop()
+        thread.join(30)
+
+
 def test_lineage_of_a_column_expands_and_goes_back_in_time(served: dict[str, Any], browser: Any, shots: Path) -> None:
     b = browser
     go(b, served, "/lineage/file%3A%2Fdata%2Freport.total?direction=upstream&depth=1")

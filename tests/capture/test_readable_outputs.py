@@ -1,6 +1,8 @@
 """No Spark internal in what a person reads (issue 36): expression ids (``amount#36``) and plan node names
 (``LogicalRDD@0``) are stored as Spark gave them, and every output shows the plain text instead
-(``lineage.readable``). A run stored with Spark's texts, then every output scanned for ``#\\d+``."""
+(``lineage.readable``). A run stored with Spark's texts, then every output scanned for ``#\\d+``: the CLI's text
+and JSON, ``ushas lineage sql`` in every format, the REST API, the system tables, and a ``df.lineage()``
+result's renderings, ``.edges``, ``to_dict()`` and OpenLineage facet."""
 from __future__ import annotations
 
 import json
@@ -90,16 +92,102 @@ def test_rest_graphs_show_no_expression_ids(uri: str) -> None:
     assert not INTERNALS.search(text), INTERNALS.findall(text)
 
 
-def test_dataframe_lineage_renderings_show_no_internals() -> None:
-    """What df.lineage() and ushas lineage sql print (a LineageResult's renderings)."""
-    from lineage.model import ColumnNode, Derivation, LineageResult, Step
+def test_rest_api_shows_no_expression_ids(uri: str) -> None:
+    """The REST API's lineage endpoints as a client reads them (Flask's test client, no socket)."""
+    from lineage.store import run_id_for
+    from ushas_catalog.service.api import register_api
+    from ushas_catalog.ui.app import create_app
+
+    app = create_app(uri, "p")
+    register_api(app, app.config["USHAS"])
+    client = app.test_client()
+    try:
+        urls = ["/api/v1/lineage/datasets", "/api/v1/runs", f"/api/v1/runs/{run_id_for('app-1', 7)}",
+                "/api/v1/lineage/graph?node=spark_catalog.default.daily&direction=both&depth=3",
+                "/api/v1/lineage/graph?node=spark_catalog.default.daily.revenue&direction=upstream&depth=3",
+                "/api/v1/lineage/tables?node=spark_catalog.default.daily&direction=both&depth=3",
+                "/api/v1/lineage/impact?node=spark_catalog.default.orders.amount"]
+        texts = []
+        for url in urls:
+            answer = client.get(url)
+            assert answer.status_code == 200, (url, answer.get_data(as_text=True))
+            texts.append(answer.get_data(as_text=True))
+    finally:
+        app.config["USHAS"].close()
+    text = "\n".join(texts)
+    assert "sum(amount) AS revenue" in text
+    assert not INTERNALS.search(text), INTERNALS.findall(text)
+
+
+def test_system_tables_show_no_expression_ids(uri: str) -> None:
+    """``ushas.system.column_lineage`` and ``table_lineage`` as the bridge pages them to Spark."""
+    from ushas_catalog.metastore import Metastore
+    from ushas_catalog.sql_tables.ops import rows_page
+
+    ms = Metastore.open(uri, project="p")
+    try:
+        pages = {name: rows_page(ms, {"ctx": {"uri": uri, "catalog": "ushas", "spark_catalog": "ushas"},
+                                      "namespace": ["system"], "name": name})
+                 for name in ("column_lineage", "table_lineage", "runs", "dataset_access")}
+    finally:
+        ms.close()
+    text = json.dumps(pages, default=str)
+    assert len(pages["column_lineage"]["rows"]) == 3 and "sum(amount) AS revenue" in text  # not the in-memory one
+    assert not INTERNALS.search(text), INTERNALS.findall(text)
+
+
+def _spark_like_result() -> Any:
+    """A result as Spark's plans give it: expression ids in every expression, an in-memory relation."""
+    from lineage.model import ColumnNode, Derivation, IndirectDependency, LineageResult, Step
 
     x = ColumnNode.column(RDD, "x")
+    amount = ColumnNode.column(ORDERS, "amount")
     a = ColumnNode.attribute("a", 3)
     b = ColumnNode.attribute("b", 9)
-    result = LineageResult(outputs=(b,), derivations={
+    amt = ColumnNode.attribute("amount", 36)
+    revenue = ColumnNode.attribute("revenue", 61)
+    return LineageResult(outputs=(b, revenue), derivations={
         a: Derivation("LogicalRDD", "x#3", (Step(x, EdgeSubtype.IDENTITY),), "AttributeReference"),
-        b: Derivation("Project", "(a#3 * 2) AS b#9", (Step(a, EdgeSubtype.TRANSFORMATION),), "Alias")})
+        b: Derivation("Project", "(a#3 * 2) AS b#9", (Step(a, EdgeSubtype.TRANSFORMATION),), "Alias"),
+        amt: Derivation("Relation", "amount#36", (Step(amount, EdgeSubtype.IDENTITY),)),
+        revenue: Derivation("Aggregate", "sum(amount#36) AS revenue#61", (Step(amt, EdgeSubtype.AGGREGATION),),
+                            "Alias")},
+        indirect=(IndirectDependency("Filter", EdgeSubtype.FILTER, "(amount#36 > 0)", (amt,)),))
+
+
+def test_dataframe_lineage_renderings_show_no_internals() -> None:
+    """What df.lineage() and ushas lineage sql give (a LineageResult): its renderings, its edges, its dict and
+    JSON, its OpenLineage facet; the dict still round-trips."""
+    from openlineage.client.serde import Serde
+
+    from lineage.model import LineageResult
+
+    result = _spark_like_result()
     for text in (str(result), result.tree("b"), result.to_dot(), result.to_mermaid(), result._repr_html_()):
         assert not INTERNALS.search(text), (INTERNALS.findall(text), text)
+    # the data forms: no expression id in any text; an in-memory dataset keeps its plan node as its identity
+    # (``{"kind": "inline", "description": "LogicalRDD@0"}``: two of them in one query stay two)
+    for text in (json.dumps([e.to_dict() for e in result.edges]), result.to_json(),
+                 Serde.to_json(result.to_openlineage())):
+        assert not re.search(r"#\d+", text), (re.findall(r"#\d+", text), text)
     assert "(a * 2) AS b" in str(result) and "<in-memory data>.x" in str(result)
+    assert {(e.target.label if e.target else "*", e.source.label, e.expression) for e in result.edges} == {
+        ("b", "<in-memory data>.x", "(a * 2)"), ("revenue", "spark_catalog.default.orders.amount", "sum(amount)"),
+        ("*", "spark_catalog.default.orders.amount", "(amount > 0)")}
+    again = LineageResult.from_dict(json.loads(result.to_json()))
+    assert again.edges == result.edges and again.to_dict() == result.to_dict()
+    assert str(again) == str(result)
+
+
+@pytest.mark.parametrize("fmt", ["--json", "tree", "edges", "openlineage", "dot", "mermaid"])
+def test_lineage_sql_shows_no_expression_ids(fmt: str, store_uri: str, tmp_path: Any,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    schema = tmp_path / "schema.json"
+    schema.write_text(json.dumps({"t": {"a": "int", "c": "int", "d": "int"}}))
+    sql = "SELECT a + 1 AS b, sum(c) AS s FROM (SELECT a, c, d FROM t) x WHERE d > 1 GROUP BY a"
+    argv = ["lineage", "sql", sql, "--schema", str(schema)]
+    argv = ["--json", *argv] if fmt == "--json" else [*argv, "--format", fmt]
+    assert main(["--uri", store_uri, *argv]) == 0
+    out = capsys.readouterr().out
+    assert "sum(c)" in out or fmt in ("dot", "mermaid")
+    assert not INTERNALS.search(out), INTERNALS.findall(out)

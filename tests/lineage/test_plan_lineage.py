@@ -696,8 +696,12 @@ def test_issue_example_tree_shape(lin: Any) -> None:
     Spark 4.3 renders a function called through an alias as written (``substr``); the walker
     renders the canonical name, as the issue shows (``substring``)."""
     df = lin.sql("select * from (select substr(a+1,0,1) as c, a+3 as d from (select 1 as a, 2 as b))")
-    text = str(df.lineage())  # as a person reads it: no expression ids (lineage.readable)
+    result = df.lineage()
+    text = str(result)  # as a person reads it: no expression ids (lineage.readable)
     assert not re.search(r"#\d", text), text
+    for data in (result.to_json(), repr([(e.target and e.target.label, e.source.label, e.expression)
+                                          for e in result.edges])):  # nor in its data (issue 36)
+        assert not re.search(r"#\d", data), data
     assert text.split("\n\n")[0] == ("c\n"
                                      "+- Alias ( substring(cast((a + 1) as string), 0, 1) AS c )\n"
                                      "   +- a\n"

@@ -84,7 +84,7 @@ def run_sql(ctx: Context, args: argparse.Namespace) -> int:
         ctx.emit(result.to_dict())
         return 0
     if args.format == "edges":
-        ctx.table(({"target": str(e.target) if e.target else "*", "source": str(e.source),
+        ctx.table(({"target": e.target.label if e.target else "*", "source": e.source.label,
                     "kind": e.kind.value, "subtype": e.subtype.value, "expression": e.expression}
                    for e in result.edges), ["target", "source", "kind", "subtype", "expression"])
         return 0
