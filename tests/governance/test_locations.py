@@ -143,6 +143,57 @@ def test_path_reads_are_checked(admin: Metastore, store_uri: str, case: str, gra
         bob.close()
 
 
+#: (case, bob's grants, the paths written, what a refusal names)
+WRITES: list[tuple[str, Grants, list[str], str]] = [
+    ("a filtered table's directory", [], ["/lake/raw/victim"], "WRITE FILES on location raw"),
+    ("a partition of it", [], ["file:/lake/raw/victim/b=1"], "WRITE FILES on location raw"),
+    ("a directory holding two locations", [], ["/lake"], "WRITE FILES on location raw"),
+    ("a loose path in a location", [], ["/lake/team/out"], "WRITE FILES on location team"),
+    ("WRITE FILES on the location", [("WRITE FILES", "location:raw")], ["/lake/raw/victim", "/lake/raw/x"], ""),
+    ("READ FILES is not enough", [("READ FILES", "location:raw")], ["/lake/raw/x"], "WRITE FILES on location raw"),
+    ("MODIFY on the table is not enough", [("MODIFY", "c.db.victim")], ["/lake/raw/victim"], "WRITE FILES"),
+    ("outside governed storage", [], ["/tmp/mine"], ""),
+]
+
+
+@pytest.mark.parametrize("case, grants, paths, refusal", WRITES, ids=[c[0] for c in WRITES])
+def test_path_writes_are_checked(admin: Metastore, store_uri: str, case: str, grants: Grants, paths: list[str],
+                                 refusal: str) -> None:
+    for privilege, obj in grants:
+        admin.grant(privilege, obj if obj.startswith("location:") else tuple(obj.split(".")), "user:bob")
+    bob = Metastore.open(store_uri, project="p", user="bob", authorization=True)
+    try:
+        if refusal:
+            with pytest.raises(PermissionDenied, match=refusal):
+                bob.check_path_write(paths)
+        else:
+            bob.check_path_write(paths)
+    finally:
+        bob.close()
+
+
+def test_path_writes_outside_declared_locations(store_uri: str) -> None:
+    """A table outside every declared location: only its owner writes its directory by path."""
+    admin = Metastore.open(store_uri, project="q")
+    admin.create_catalog(C)
+    admin.create_database((C, "db"))
+    admin.create_table((C, "db", "t"), schema="a INT", location="file:/data/t", external=True)
+    admin.grant("MODIFY", (C, "db", "t"), "user:bob")
+    admin.grant("OWN", (C, "db", "t"), "user:olga")
+    bob = Metastore.open(store_uri, project="q", user="bob", authorization=True)
+    olga = Metastore.open(store_uri, project="q", user="olga", authorization=True)
+    try:
+        for path in ("/data/t", "/data/t/part", "/data"):
+            with pytest.raises(PermissionDenied, match="holds data of table c.db.t"):
+                bob.check_path_write([path])
+            olga.check_path_write([path])
+        bob.check_path_write(["/data/other"])
+    finally:
+        bob.close()
+        olga.close()
+        admin.close()
+
+
 def test_the_managed_warehouse_is_governed(admin: Metastore, store_uri: str) -> None:
     bob = Metastore.open(store_uri, project="p", user="bob", authorization=True)
     try:
