@@ -254,6 +254,11 @@ def test_rest(served: tuple[Live, dict[str, str]], admin: Metastore) -> None:
                                    ["c", "db", "open"], [{"$dc": "ushas_catalog.model.partitions.Partition",
                                                           "fields": {"values": {"a": "1"},
                                                                      "location": "file:/lake/raw/victim"}}]],
+                                   "kwargs": {}, "project": "p"}),
+                               ("POST", "/api/v1/metastore/call", {  # the open table moved over the victim's files
+                                   "method": "alter_table", "args": [["c", "db", "open"], [
+                                       {"$dc": "ushas_catalog.model.table_changes.SetLocation",
+                                        "fields": {"location": "file:/lake/raw/victim/x"}}]],
                                    "kwargs": {}, "project": "p"})):
         answer = live.request(method, path, body, headers=bob)
         assert answer.status == 403 and answer.json["error"]["type"] == "PermissionDenied", (path, answer.body)
@@ -287,5 +292,26 @@ def test_the_kept_index_follows_every_table_change(admin: Metastore, store_uri: 
         admin.set_column_mask((C, "db", "open"), "a", "0")
         with pytest.raises(PermissionDenied, match="row filter or a column mask"):
             bob.check_path_read(["/lake/raw/open"])
+    finally:
+        bob.close()
+
+
+def test_alter_table_location_is_checked(admin: Metastore, store_uri: str) -> None:
+    """SET LOCATION through the Python API (as REST's metastore/call): the placement check, for an owner too."""
+    from ushas_catalog.model.table_changes import SetLocation, SetProperty
+
+    admin.grant("OWN", (C, "db", "open"), "user:bob")
+    bob = Metastore.open(store_uri, project="p", user="bob", authorization=True)
+    try:
+        for change, refusal in ((SetLocation("file:/lake/raw/victim/x"), "CREATE EXTERNAL TABLE"),
+                                (SetProperty("location", "/elsewhere/open"), "no declared external location")):
+            with pytest.raises(PermissionDenied, match=refusal):
+                bob.alter_table((C, "db", "open"), [change])
+        admin.grant("CREATE EXTERNAL TABLE", "location:raw", "user:bob")
+        with pytest.raises(PermissionDenied, match="overlaps the location of another table"):
+            bob.alter_table((C, "db", "open"), [SetLocation("file:/lake/raw/victim/x")])
+        assert admin.get_table((C, "db", "open")).location == "file:/lake/raw/open"
+        bob.alter_table((C, "db", "open"), [SetLocation("file:/lake/raw/open2")])
+        assert admin.get_table((C, "db", "open")).location == "file:/lake/raw/open2"
     finally:
         bob.close()
