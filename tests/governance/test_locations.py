@@ -315,3 +315,13 @@ def test_alter_table_location_is_checked(admin: Metastore, store_uri: str) -> No
         assert admin.get_table((C, "db", "open")).location == "file:/lake/raw/open2"
     finally:
         bob.close()
+
+
+@pytest.mark.parametrize("url", ["/wh", "file:/wh/c/db.db/m", "/wh/c/db.db/m/part=1"])
+def test_a_location_may_not_overlap_managed_storage(admin: Metastore, url: str) -> None:
+    admin.create_table((C, "db", "m"), schema="a INT", location="file:/wh/c/db.db/m")  # managed: the warehouse's
+    before = admin.list_locations()
+    with pytest.raises(InvalidArgument, match="overlaps the managed storage of table c.db.m"):
+        admin.create_location("wh", url)
+    assert admin.list_locations() == before
+    admin.create_location("beside", "/wh2")  # a sibling directory is not the warehouse

@@ -535,7 +535,7 @@ def test_path_reads_and_external_locations(spark: Any, rm: Any, tmp_path: Path) 
         rm.ms.drop_location("lake")
 
 
-def test_path_writes_need_write_files(spark: Any, rm: Any, tmp_path: Path) -> None:
+def test_path_writes_need_write_files(spark: Any, rm: Any, tmp_path: Path, spark_dirs: dict[str, Path]) -> None:
     """Governed path writes (docs/governance.md, "External locations"): bob, subject to the row filter, cannot
     overwrite the table's files by path (``df.write.parquet``, ``df.write.save``, ``INSERT OVERWRITE DIRECTORY``),
     nor write into a declared location without WRITE FILES; each refusal is INSUFFICIENT_PERMISSIONS and the table
@@ -552,6 +552,9 @@ def test_path_writes_need_write_files(spark: Any, rm: Any, tmp_path: Path) -> No
         text = denied(write)
         assert "[INSUFFICIENT_PERMISSIONS]" in text and "holds data of table main.db.people" in text, (i, text)
     assert rows(spark.table(f"{rm.carol}.db.people")) == ALL  # carol, exempt, still reads every row
+    for url in (spark_dirs["warehouse"], spark_dirs["warehouse"] / "db.db" / "x", spark_dirs["warehouse"].parent):
+        text = denied(lambda: spark.sql(f"CALL {rm.adm}.system.create_location('wh', '{url}')").collect())
+        assert "overlaps the managed" in text, text  # the warehouse is the catalog's, never an external location
     lake = tmp_path / "lake"
     rm.ms.create_location("lake", str(lake))
     try:

@@ -28,7 +28,7 @@ from typing import Any, Iterator
 
 from .. import records as rec
 from ..data.locations import normalized, overlaps
-from ..errors import PermissionDenied, UshasError
+from ..errors import InvalidArgument, PermissionDenied, UshasError
 from ..governance import locations as locs
 from ..governance import policy as policies
 from ..governance.principals import of_policy
@@ -53,8 +53,10 @@ class PlacedTable:
     properties: Any = None
 
 
-def placed_tables(tr: Transaction, resolver: Any, *, properties: bool = False) -> Iterator[PlacedTable]:
-    """Every live table of the project (every catalog, database) with its location, read in ``tr``."""
+def placed_tables(tr: Transaction, resolver: Any, *, properties: bool = False,
+                  managed: bool = False) -> Iterator[PlacedTable]:
+    """Every live table of the project (every catalog, database) with its location, read in ``tr``;
+    ``managed``: the managed ones only."""
     catalogs = resolver.catalogs
     for c in resolver.names(catalogs, "Catalog").scan(tr):
         if c.record.kind == rec.ObjectKind.SHARE:
@@ -70,7 +72,7 @@ def placed_tables(tr: Transaction, resolver: Any, *, properties: bool = False) -
                 tid = uuid.UUID(bytes=t.record.id)
                 tpath = Layout.table(dpath, tid)
                 storage = RecordStore.at(tpath.add(TABLE_STORAGE)).load(tr, ())
-                if storage is None or not storage.location:
+                if storage is None or not storage.location or (managed and storage.external):
                     continue
                 props = RecordStore.at(tpath.add(TABLE_PROPERTIES)).load(tr, ()) if properties else None
                 yield PlacedTable(TableName(c.key[0], d.key[0], t.key[0]), (policies.PROJECT_ID, cid, did, tid),
@@ -192,6 +194,11 @@ class LocationOps(MetastoreBase):
         """Declare external location ``name`` at ``url`` (needs MANAGE on the project; the creator owns it)."""
         def fn(tr: Transaction) -> locs.Location:
             caller = self.caller()
+            for t in placed_tables(tr, self.resolver, managed=True):  # the managed warehouse's tables
+                if overlaps(url, t.location):
+                    raise InvalidArgument(f"external location {name} at {url} overlaps the managed storage of "
+                                          f"table {t.name} ({t.location}): the managed warehouse is the catalog's "
+                                          f"own, not an external location")
             loc, event = locs.create(tr, self.layout, self.project, name, url, by=caller.principal, comment=comment)
             self.hooks.removed(tr, **event)
             if caller.authorization:
