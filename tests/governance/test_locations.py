@@ -143,6 +143,57 @@ def test_path_reads_are_checked(admin: Metastore, store_uri: str, case: str, gra
         bob.close()
 
 
+#: (case, bob's grants, the paths written, what a refusal names)
+WRITES: list[tuple[str, Grants, list[str], str]] = [
+    ("a filtered table's directory", [], ["/lake/raw/victim"], "WRITE FILES on location raw"),
+    ("a partition of it", [], ["file:/lake/raw/victim/b=1"], "WRITE FILES on location raw"),
+    ("a directory holding two locations", [], ["/lake"], "WRITE FILES on location raw"),
+    ("a loose path in a location", [], ["/lake/team/out"], "WRITE FILES on location team"),
+    ("WRITE FILES on the location", [("WRITE FILES", "location:raw")], ["/lake/raw/victim", "/lake/raw/x"], ""),
+    ("READ FILES is not enough", [("READ FILES", "location:raw")], ["/lake/raw/x"], "WRITE FILES on location raw"),
+    ("MODIFY on the table is not enough", [("MODIFY", "c.db.victim")], ["/lake/raw/victim"], "WRITE FILES"),
+    ("outside governed storage", [], ["/tmp/mine"], ""),
+]
+
+
+@pytest.mark.parametrize("case, grants, paths, refusal", WRITES, ids=[c[0] for c in WRITES])
+def test_path_writes_are_checked(admin: Metastore, store_uri: str, case: str, grants: Grants, paths: list[str],
+                                 refusal: str) -> None:
+    for privilege, obj in grants:
+        admin.grant(privilege, obj if obj.startswith("location:") else tuple(obj.split(".")), "user:bob")
+    bob = Metastore.open(store_uri, project="p", user="bob", authorization=True)
+    try:
+        if refusal:
+            with pytest.raises(PermissionDenied, match=refusal):
+                bob.check_path_write(paths)
+        else:
+            bob.check_path_write(paths)
+    finally:
+        bob.close()
+
+
+def test_path_writes_outside_declared_locations(store_uri: str) -> None:
+    """A table outside every declared location: only its owner writes its directory by path."""
+    admin = Metastore.open(store_uri, project="q")
+    admin.create_catalog(C)
+    admin.create_database((C, "db"))
+    admin.create_table((C, "db", "t"), schema="a INT", location="file:/data/t", external=True)
+    admin.grant("MODIFY", (C, "db", "t"), "user:bob")
+    admin.grant("OWN", (C, "db", "t"), "user:olga")
+    bob = Metastore.open(store_uri, project="q", user="bob", authorization=True)
+    olga = Metastore.open(store_uri, project="q", user="olga", authorization=True)
+    try:
+        for path in ("/data/t", "/data/t/part", "/data"):
+            with pytest.raises(PermissionDenied, match="holds data of table c.db.t"):
+                bob.check_path_write([path])
+            olga.check_path_write([path])
+        bob.check_path_write(["/data/other"])
+    finally:
+        bob.close()
+        olga.close()
+        admin.close()
+
+
 def test_the_managed_warehouse_is_governed(admin: Metastore, store_uri: str) -> None:
     bob = Metastore.open(store_uri, project="p", user="bob", authorization=True)
     try:
@@ -203,6 +254,11 @@ def test_rest(served: tuple[Live, dict[str, str]], admin: Metastore) -> None:
                                    ["c", "db", "open"], [{"$dc": "ushas_catalog.model.partitions.Partition",
                                                           "fields": {"values": {"a": "1"},
                                                                      "location": "file:/lake/raw/victim"}}]],
+                                   "kwargs": {}, "project": "p"}),
+                               ("POST", "/api/v1/metastore/call", {  # the open table moved over the victim's files
+                                   "method": "alter_table", "args": [["c", "db", "open"], [
+                                       {"$dc": "ushas_catalog.model.table_changes.SetLocation",
+                                        "fields": {"location": "file:/lake/raw/victim/x"}}]],
                                    "kwargs": {}, "project": "p"})):
         answer = live.request(method, path, body, headers=bob)
         assert answer.status == 403 and answer.json["error"]["type"] == "PermissionDenied", (path, answer.body)
@@ -238,3 +294,34 @@ def test_the_kept_index_follows_every_table_change(admin: Metastore, store_uri: 
             bob.check_path_read(["/lake/raw/open"])
     finally:
         bob.close()
+
+
+def test_alter_table_location_is_checked(admin: Metastore, store_uri: str) -> None:
+    """SET LOCATION through the Python API (as REST's metastore/call): the placement check, for an owner too."""
+    from ushas_catalog.model.table_changes import SetLocation, SetProperty
+
+    admin.grant("OWN", (C, "db", "open"), "user:bob")
+    bob = Metastore.open(store_uri, project="p", user="bob", authorization=True)
+    try:
+        for change, refusal in ((SetLocation("file:/lake/raw/victim/x"), "CREATE EXTERNAL TABLE"),
+                                (SetProperty("location", "/elsewhere/open"), "no declared external location")):
+            with pytest.raises(PermissionDenied, match=refusal):
+                bob.alter_table((C, "db", "open"), [change])
+        admin.grant("CREATE EXTERNAL TABLE", "location:raw", "user:bob")
+        with pytest.raises(PermissionDenied, match="overlaps the location of another table"):
+            bob.alter_table((C, "db", "open"), [SetLocation("file:/lake/raw/victim/x")])
+        assert admin.get_table((C, "db", "open")).location == "file:/lake/raw/open"
+        bob.alter_table((C, "db", "open"), [SetLocation("file:/lake/raw/open2")])
+        assert admin.get_table((C, "db", "open")).location == "file:/lake/raw/open2"
+    finally:
+        bob.close()
+
+
+@pytest.mark.parametrize("url", ["/wh", "file:/wh/c/db.db/m", "/wh/c/db.db/m/part=1"])
+def test_a_location_may_not_overlap_managed_storage(admin: Metastore, url: str) -> None:
+    admin.create_table((C, "db", "m"), schema="a INT", location="file:/wh/c/db.db/m")  # managed: the warehouse's
+    before = admin.list_locations()
+    with pytest.raises(InvalidArgument, match="overlaps the managed storage of table c.db.m"):
+        admin.create_location("wh", url)
+    assert admin.list_locations() == before
+    admin.create_location("beside", "/wh2")  # a sibling directory is not the warehouse

@@ -599,3 +599,37 @@ def test_path_reads_and_external_locations(spark: Any, rm: Any, tmp_path: Path) 
         assert [(r.name, r.url) for r in shown] == [("lake", f"file:{lake}")]
     finally:
         rm.ms.drop_location("lake")
+
+
+def test_path_writes_need_write_files(spark: Any, rm: Any, tmp_path: Path, spark_dirs: dict[str, Path]) -> None:
+    """Governed path writes (docs/governance.md, "External locations"): bob, subject to the row filter, cannot
+    overwrite the table's files by path (``df.write.parquet``, ``df.write.save``, ``INSERT OVERWRITE DIRECTORY``),
+    nor write into a declared location without WRITE FILES; each refusal is INSUFFICIENT_PERMISSIONS and the table
+    keeps every row."""
+    victim = rm.ms.get_table(("main", "db", "people")).location
+    one = spark.range(1).selectExpr("CAST(id AS INT) AS id")
+    spark.sql(f"SHOW TABLES IN {rm.bob}.db").collect()  # bob's catalog, defined at run time, is initialized
+    writes: list[Callable[[], Any]] = [
+        lambda: one.write.mode("overwrite").parquet(victim),
+        lambda: one.write.format("parquet").mode("append").save(f"{victim}/region=US"),
+        lambda: spark.sql(f"INSERT OVERWRITE DIRECTORY '{victim}' USING parquet SELECT 1 AS id").collect(),
+    ]
+    for i, write in enumerate(writes):
+        text = denied(write)
+        assert "[INSUFFICIENT_PERMISSIONS]" in text and "holds data of table main.db.people" in text, (i, text)
+    assert rows(spark.table(f"{rm.carol}.db.people")) == ALL  # carol, exempt, still reads every row
+    for url in (spark_dirs["warehouse"], spark_dirs["warehouse"] / "db.db" / "x", spark_dirs["warehouse"].parent):
+        text = denied(lambda: spark.sql(f"CALL {rm.adm}.system.create_location('wh', '{url}')").collect())
+        assert "overlaps the managed" in text, text  # the warehouse is the catalog's, never an external location
+    lake = tmp_path / "lake"
+    rm.ms.create_location("lake", str(lake))
+    try:
+        text = denied(lambda: one.write.parquet(str(lake / "out")))
+        assert "[INSUFFICIENT_PERMISSIONS]" in text and "WRITE FILES on location lake" in text, text
+        assert not (lake / "out").exists()
+        for user in ("bob", "carol", "dave"):  # every governed catalog of the session must allow it
+            rm.ms.grant("WRITE FILES", "location:lake", f"user:{user}")
+        one.write.parquet(str(lake / "out"))
+        assert (lake / "out").is_dir()
+    finally:
+        rm.ms.drop_location("lake")

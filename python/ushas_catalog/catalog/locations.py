@@ -9,6 +9,10 @@ them (docs/governance.md, "External locations"):
   reaches a table's data needs SELECT on that table without a row filter or a column mask applying to the
   caller, or ``READ FILES`` on the declared location holding the path; a path in a declared location that no
   table owns needs ``READ FILES``.
+- :meth:`LocationOps.check_path_write`: a write of files by path (``df.write.parquet(path)``, ``df.write.save``,
+  ``INSERT OVERWRITE DIRECTORY``) into a declared location, or over a declared location, needs ``WRITE FILES``
+  on it; one reaching a table's data (its directory, inside it or a directory holding it) needs ``WRITE FILES``
+  on the declared location holding the path, or OWN on the table (else a filtered user could overwrite it).
 
 Both read the declared locations from the policy snapshot the privilege check reads anyway, and refuse with
 :class:`~ushas_catalog.errors.PermissionDenied` (Spark's ``INSUFFICIENT_PERMISSIONS``), audited. A caller whose
@@ -24,11 +28,12 @@ from typing import Any, Iterator
 
 from .. import records as rec
 from ..data.locations import normalized, overlaps
-from ..errors import PermissionDenied, UshasError
+from ..errors import InvalidArgument, PermissionDenied, UshasError
 from ..governance import locations as locs
 from ..governance import policy as policies
 from ..governance.principals import of_policy
-from ..governance.privileges import CREATE_EXTERNAL_TABLE, OWN, READ_FILES, SELECT, Securable, allowed, authorize
+from ..governance.privileges import (CREATE_EXTERNAL_TABLE, OWN, READ_FILES, SELECT, WRITE_FILES, Securable, allowed,
+                                     authorize)
 from ..keyspace.layout import (CATALOG_ID, CHANGE_EVENT, CHANGE_FEED, DATABASE, DATABASE_ID, TABLE, TABLE_PROPERTIES,
                                TABLE_STORAGE, Layout)
 from ..kv.base import Transaction
@@ -48,8 +53,10 @@ class PlacedTable:
     properties: Any = None
 
 
-def placed_tables(tr: Transaction, resolver: Any, *, properties: bool = False) -> Iterator[PlacedTable]:
-    """Every live table of the project (every catalog, database) with its location, read in ``tr``."""
+def placed_tables(tr: Transaction, resolver: Any, *, properties: bool = False,
+                  managed: bool = False) -> Iterator[PlacedTable]:
+    """Every live table of the project (every catalog, database) with its location, read in ``tr``;
+    ``managed``: the managed ones only."""
     catalogs = resolver.catalogs
     for c in resolver.names(catalogs, "Catalog").scan(tr):
         if c.record.kind == rec.ObjectKind.SHARE:
@@ -65,7 +72,7 @@ def placed_tables(tr: Transaction, resolver: Any, *, properties: bool = False) -
                 tid = uuid.UUID(bytes=t.record.id)
                 tpath = Layout.table(dpath, tid)
                 storage = RecordStore.at(tpath.add(TABLE_STORAGE)).load(tr, ())
-                if storage is None or not storage.location:
+                if storage is None or not storage.location or (managed and storage.external):
                     continue
                 props = RecordStore.at(tpath.add(TABLE_PROPERTIES)).load(tr, ()) if properties else None
                 yield PlacedTable(TableName(c.key[0], d.key[0], t.key[0]), (policies.PROJECT_ID, cid, did, tid),
@@ -187,6 +194,11 @@ class LocationOps(MetastoreBase):
         """Declare external location ``name`` at ``url`` (needs MANAGE on the project; the creator owns it)."""
         def fn(tr: Transaction) -> locs.Location:
             caller = self.caller()
+            for t in placed_tables(tr, self.resolver, managed=True):  # the managed warehouse's tables
+                if overlaps(url, t.location):
+                    raise InvalidArgument(f"external location {name} at {url} overlaps the managed storage of "
+                                          f"table {t.name} ({t.location}): the managed warehouse is the catalog's "
+                                          f"own, not an external location")
             loc, event = locs.create(tr, self.layout, self.project, name, url, by=caller.principal, comment=comment)
             self.hooks.removed(tr, **event)
             if caller.authorization:
@@ -298,6 +310,44 @@ class LocationOps(MetastoreBase):
             if root and overlaps(path, root):
                 raise _refused(user, SELECT, doing, "it lies in the catalog's managed storage, which only the "
                                "catalog reads", path, "project")
+
+
+    def check_path_write(self, paths: list[str]) -> None:
+        """Refuse (PermissionDenied) writing files at ``paths`` by path (see the module). Nothing when not
+        governed."""
+        caller = self.caller()
+        if not paths or not caller.authorization:
+            return
+
+        def fn(tr: Transaction) -> None:
+            p = policies.load(tr, self.layout, self.project)
+            user = caller.user
+            holders = of_policy(p, user)
+            tables = indexed_tables(tr, self)
+            for path in paths:
+                _check_one_write(p, holders, user, normalized(path), tables)
+
+        with requiring(Requirement(ANYONE, PROJECT)):
+            self.run(fn)
+
+
+def _check_one_write(p: policies.Policy, holders: frozenset[str], user: str, path: str,
+                     tables: list[PlacedTable]) -> None:
+    doing = f"write files at {path} by path"
+    held = locs.holding(p, path)
+    if held is not None and not allowed(p, holders, WRITE_FILES, held.securable()):
+        raise _refused(user, WRITE_FILES, doing, f"it lies in external location {held.name}, and you do not hold "
+                       f"WRITE FILES on location {held.name}", held.name)
+    for inner in locs.within(p, path):
+        if not allowed(p, holders, WRITE_FILES, inner.securable()):
+            raise _refused(user, WRITE_FILES, doing, f"it holds external location {inner.name}, and you do not hold "
+                           f"WRITE FILES on location {inner.name}", inner.name)
+    if held is not None:
+        return  # WRITE FILES on the location holding the path: its tables' files are the location's
+    for t in tables:
+        if overlaps(path, t.location) and not allowed(p, holders, OWN, Securable("table", str(t.name), t.ids)):
+            raise _refused(user, WRITE_FILES, doing, f"it holds data of table {t.name} (write through the table, "
+                           f"or hold WRITE FILES on a declared location holding it)", str(t.name), "table")
 
 
 def _exempt(p: policies.Policy, holders: frozenset[str], props: Any) -> bool:

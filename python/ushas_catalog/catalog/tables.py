@@ -230,6 +230,13 @@ class TableOps(TableDataOps, HistoryOps, DropOps):
             raise InvalidArgument("alter_table needs at least one change")
         for c in changes:
             change_to_json(c)  # validates the kind
+        if self.caller().authorization:  # SET LOCATION on every surface (REST's metastore/call, the Python API)
+            for c in changes:
+                moved = c.location if isinstance(c, SetLocation) else \
+                    c.value if isinstance(c, SetProperty) and c.key == "location" else None
+                if moved:
+                    check_str(moved, "location")
+                    self.check_placement(moved, tn)  # type: ignore[attr-defined]  # catalog.locations
 
         def fn(tr: Transaction) -> TableInfo:
             t = self.resolver.table(tr, tn)

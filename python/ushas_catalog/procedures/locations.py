@@ -3,6 +3,7 @@
 ``location:NAME`` (``CALL ushas.system.grant('READ FILES', 'location:raw', 'user:bob')``)."""
 from __future__ import annotations
 
+from ..errors import InvalidArgument
 from .registry import ACTION, DETAIL, OBJECT, Call, Column, Outcome, Param, from_micros, procedure
 
 NAME = Param("name", "STRING", "the location's name")
@@ -12,7 +13,17 @@ NAME = Param("name", "STRING", "the location's name")
            [NAME, Param("url", "STRING", "s3a://bucket/dir, file:/dir or /dir"),
             Param("comment", "STRING", "what the location is for", "NULL")], [ACTION, OBJECT, DETAIL])
 def create_location(call: Call) -> Outcome:
-    loc = call.ms.create_location(call.required("name"), call.required("url"), call.args.get("comment") or "")
+    """Refused (InvalidArgument) at or over this catalog's managed warehouse or a managed table's directory."""
+    from ..data.locations import overlaps
+    from ..spark.tables import qualify
+
+    name, url = call.required("name"), call.required("url")
+    warehouse = getattr(call.ctx, "warehouse", None)
+    if warehouse and overlaps(qualify(url), qualify(warehouse)):
+        raise InvalidArgument(f"external location {name} at {url} overlaps the managed warehouse of catalog "
+                              f"{call.ctx.spark_catalog} ({warehouse}): the managed warehouse is the catalog's own, "
+                              f"not an external location")
+    loc = call.ms.create_location(name, url, call.args.get("comment") or "")
     return Outcome([["CREATE LOCATION", f"location:{loc.name}", loc.url]])
 
 

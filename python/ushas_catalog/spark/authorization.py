@@ -163,8 +163,16 @@ def check_path_read(ms: Any, r: Request) -> dict[str, Any]:
     return {}
 
 
+def check_path_write(ms: Any, r: Request) -> dict[str, Any]:
+    """A plan writes files by path (``df.write.parquet(path)``, ``INSERT OVERWRITE DIRECTORY``): the paths must be
+    writable by this catalog's caller (``Metastore.check_path_write``: WRITE FILES on the declared locations, no
+    other table's data)."""
+    ms.check_path_write([str(p) for p in r.get("paths") or []])
+    return {}
+
+
 #: the ops of this module (``spark.ops.OPS`` includes them)
-OPS = {"check_write": check_write, "check_path_read": check_path_read}
+OPS = {"check_write": check_write, "check_path_read": check_path_read, "check_path_write": check_path_write}
 
 
 def _checked(ms: Any, handler: Callable[[Any, Request], Any], request: Request) -> Any:

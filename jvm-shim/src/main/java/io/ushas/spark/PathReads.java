@@ -24,7 +24,8 @@ import java.util.Set;
  * every configured Ushas catalog of the session whose calls are checked; Python refuses
  * ({@code INSUFFICIENT_PERMISSIONS}) a path that reaches a table's data without SELECT free of row filters and
  * masks, or lies in a declared location without {@code READ FILES}, or in the catalog's managed warehouse. A
- * plan without path reads costs one walk of the plan and no call.
+ * plan without path reads costs one walk of the plan and no call. Path writes ({@link #collectWrites}) are
+ * checked the same way ({@code check_path_write}: WRITE FILES on the declared location, no other table's data).
  */
 final class PathReads extends AbstractFunction1<LogicalPlan, BoxedUnit> {
     private static final String CATALOG_PREFIX = "spark.sql.catalog.";
@@ -38,13 +39,43 @@ final class PathReads extends AbstractFunction1<LogicalPlan, BoxedUnit> {
     public BoxedUnit apply(LogicalPlan plan) {
         Set<String> paths = new LinkedHashSet<>();
         collect(plan, paths);
-        if (paths.isEmpty()) return BoxedUnit.UNIT;
+        Set<String> written = new LinkedHashSet<>();
+        collectWrites(plan, written);
+        if (paths.isEmpty() && written.isEmpty()) return BoxedUnit.UNIT;
         for (UshasCatalog catalog : checkedCatalogs()) {
-            com.fasterxml.jackson.databind.node.ObjectNode r = catalog.request();
-            r.set("paths", Json.strings(paths.toArray(new String[0])));
-            catalog.call("check_path_read", r, null, null);
+            if (!written.isEmpty()) {
+                com.fasterxml.jackson.databind.node.ObjectNode w = catalog.request();
+                w.set("paths", Json.strings(written.toArray(new String[0])));
+                catalog.call("check_path_write", w, null, null);
+            }
+            if (!paths.isEmpty()) {
+                com.fasterxml.jackson.databind.node.ObjectNode r = catalog.request();
+                r.set("paths", Json.strings(paths.toArray(new String[0])));
+                catalog.call("check_path_read", r, null, null);
+            }
         }
         return BoxedUnit.UNIT;
+    }
+
+    /** The paths {@code plan} writes files to outside a catalog table: {@code df.write.parquet(path)} and
+     *  {@code df.write.save(path)} (an insert into a file relation of no catalog table, or a save into a data
+     *  source with a {@code path} option) and {@code INSERT OVERWRITE DIRECTORY}. */
+    static void collectWrites(LogicalPlan plan, Set<String> out) {
+        if (plan instanceof org.apache.spark.sql.execution.datasources.InsertIntoHadoopFsRelationCommand c
+                && c.catalogTable().isEmpty()) {
+            out.add(c.outputPath().toString());
+        } else if (plan instanceof org.apache.spark.sql.execution.command.InsertIntoDataSourceDirCommand d
+                && d.storage().locationUri().isDefined()) {
+            out.add(d.storage().locationUri().get().toString());
+        } else if (plan instanceof org.apache.spark.sql.execution.datasources.SaveIntoDataSourceCommand s) {
+            scala.collection.Iterator<scala.Tuple2<String, String>> it = s.options().iterator();
+            while (it.hasNext()) {
+                scala.Tuple2<String, String> e = it.next();
+                if ("path".equalsIgnoreCase(e._1())) out.add(e._2());
+            }
+        }
+        scala.collection.Iterator<LogicalPlan> children = plan.children().iterator();
+        while (children.hasNext()) collectWrites(children.next(), out);
     }
 
     /** The root paths of every file relation of {@code plan} (its subqueries included) not read through a
