@@ -184,3 +184,64 @@ def test_a_row_level_statement_on_a_missing_table_or_column_gets_sparks_error(sp
         assert str(getattr(caught.value, "getCondition", lambda: "")()) == expected, sql
     assert spark.sql(f"SELECT count(*) AS n FROM {t}").first().n == len(TARGET)
 
+
+
+def test_a_merge_refuses_rows_appended_since_its_scan_unless_isolation_is_snapshot(
+        spark: Any, db: str, src: str, ms: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    """Another writer appends id 101 to partition dt=y while a MERGE that inserts id 101 there commits
+    (injected deterministically at the MERGE's commit, through the metastore API): serializable (the
+    default) refuses the MERGE naming the partition, so no key is duplicated; rerun, it updates the row;
+    an append to another partition the MERGE read (dt=x: it reads every partition) is refused as well;
+    under ``ushas.row-level.isolation=snapshot`` the MERGE commits without seeing the appended row."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from ushas_catalog.model.data_files import DataFile, merge
+    from ushas_catalog.model.partitions import Partition
+    from ushas_catalog.spark import ops
+
+    t = f"ushas.{db}.iso"
+    make(spark, t, "parquet", True)
+    pending: list[tuple[str, int, str]] = []  # (partition, id, value) another writer appends meanwhile
+    real = ops.plan_file_replacement
+
+    def append_meanwhile(*args: Any, **kwargs: Any) -> Any:
+        while pending:  # another writer's append, committed after the MERGE's scan
+            dt, i, v = pending.pop()
+            p = next(p for p in ms.list_partitions(t) if p.values["dt"] == dt)
+            path = tmp_path / f"other-{v}.parquet"
+            pq.write_table(pa.table({"id": pa.array([i], pa.int32()), "v": [v]}), path)
+            new = DataFile(f"file:{path}", path.stat().st_size, int(path.stat().st_mtime * 1000))
+            files = merge(p.data_files or [], [new])
+            ms.replace_partitions(t, [], [Partition(values=dict(p.values), location=p.location, files=len(files),
+                                                    properties=dict(p.properties), data_files=files)],
+                                  operation="APPEND")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ops, "plan_file_replacement", append_meanwhile)
+    merge_sql = (f"MERGE INTO {t} t USING (SELECT * FROM src WHERE id = 101) s ON t.id = s.id "
+                 f"WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *")
+
+    def ids_101() -> list[str]:
+        spark.sql(f"REFRESH TABLE {t}")
+        return sorted(r.v for r in spark.sql(f"SELECT v FROM {t} WHERE id = 101").collect())
+
+    pending.append(("y", 101, "other"))
+    with pytest.raises(Exception, match=r"USHAS_WriteConflict.*partition dt=y had 1 file\(s\) added"):
+        spark.sql(merge_sql)
+    assert ids_101() == ["other"]  # the append only: the MERGE committed nothing
+    assert spark.table(t).count() == len(TARGET) + 1
+    spark.sql(merge_sql)  # rerun, it sees the appended row: updated, not duplicated
+    assert ids_101() == ["N101"]
+    pending.append(("x", 999, "other"))  # a partition the MERGE read (its condition selects no partition)
+    with pytest.raises(Exception, match=r"USHAS_WriteConflict.*partition dt=x had 1 file\(s\) added"):
+        spark.sql(merge_sql.replace("= s.v", "= 'again'"))
+    assert ids_101() == ["N101"]
+
+    spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('ushas.row-level.isolation' = 'bogus')")
+    with pytest.raises(Exception, match=r"ushas.row-level.isolation='bogus' is not one of serializable, snapshot"):
+        spark.sql(merge_sql)
+    spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('ushas.row-level.isolation' = 'snapshot')")
+    pending.append(("y", 101, "other2"))
+    spark.sql(merge_sql)  # snapshot: commits; the row appended meanwhile was not seen by it
+    assert ids_101() == ["N101", "other2"]

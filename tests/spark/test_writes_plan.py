@@ -171,3 +171,69 @@ def test_file_replacement_replaces_exactly_the_files_read_and_conflicts_when_one
     assert flat.stats["rows"] is None and [x.path for x in flat.garbage.files] == [f"{LOC}/old-2.parquet"]
     with pytest.raises(WriteConflict, match="replaced or removed"):
         plan_file_replacement(LOC, [], [], old, [{"values": {}, "files": [f"{LOC}/nope.parquet"]}], [], 0)
+
+
+class _Scheme:
+    def spec(self, key: tuple[str, ...]) -> dict[str, str]:
+        return {"dt": key[0]}
+
+
+class _Record:
+    def __init__(self, p: Partition) -> None:
+        self.data_files, self.files_recorded = p.data_files or [], p.data_files is not None
+
+
+def _base(parts: list[Partition], files: list[DataFile] | None = None) -> object:
+    from types import SimpleNamespace
+
+    return SimpleNamespace(version=3, scheme=_Scheme() if parts else None, files=files,
+                           partitions=[((p.values["dt"],), _Record(p)) for p in parts])
+
+
+def _grown(p: Partition) -> Partition:
+    """``p`` after another writer appended one file to it."""
+    return Partition(values=p.values, location=p.location, spec=p.spec,
+                     data_files=(p.data_files or []) + [f(f"dt={p.values['dt']}/other.parquet")])
+
+
+@pytest.mark.parametrize("case,now,groups,writes,conflict", [
+    ("nothing added", ["a", "b"], [("a", ["old-0"]), ("b", [])], [], None),
+    ("added to a rewritten partition", ["a+", "b"], [("a", ["old-0"]), ("b", [])], [], "dt=a"),
+    ("added to a partition only read", ["a", "b+"], [("a", ["old-0"]), ("b", [])], [], "dt=b"),
+    ("added to a partition not read", ["a", "b+"], [("a", ["old-0"])], [], None),
+    ("added to a partition written into", ["a", "b+"], [], ["dt=b"], "dt=b"),
+    ("a partition created since and written into", ["a", "c+"], [("a", [])], ["dt=c"], "dt=c"),
+    ("a new partition of the statement", ["a"], [("a", [])], ["dt=d"], None),
+])
+def test_serializable_isolation_refuses_files_added_since_the_scan(case: str, now: list[str],
+                                                                   groups: list[tuple[str, list[str]]],
+                                                                   writes: list[str], conflict: str | None) -> None:
+    from ushas_catalog.errors import WriteConflict
+    from ushas_catalog.spark.writes import check_nothing_added
+
+    then = [part(d) for d in ("a", "b")]
+    existing = [(_grown(part(d.rstrip("+"))) if d.endswith("+") else part(d)) for d in now]
+    if "c+" in now:  # created after the statement's version: every file of it is new
+        existing[-1] = part("c")
+    read = [{"values": {"dt": d}, "files": [f"{LOC}/dt={d}/{n}.parquet" for n in names],
+             **({} if names else {"scanned_only": True})} for d, names in groups]
+    args = (_base(then), LOC, ["dt"], existing, None, read, [written(w, 1) for w in writes])
+    if conflict is None:
+        check_nothing_added(*args)
+    else:
+        with pytest.raises(WriteConflict, match=f"partition {conflict} had 1 file"):
+            check_nothing_added(*args)
+
+
+def test_serializable_isolation_of_an_unpartitioned_table_and_the_property() -> None:
+    from ushas_catalog.errors import WriteConflict
+    from ushas_catalog.spark.writes import check_nothing_added, row_level_isolation
+
+    old = [f("old-0.parquet")]
+    check_nothing_added(_base([], old), LOC, [], [], old, [], [])
+    with pytest.raises(WriteConflict, match="1 file\\(s\\) were added to the table by another write since version 3"):
+        check_nothing_added(_base([], old), LOC, [], [], old + [f("other.parquet")], [], [])
+    assert row_level_isolation({}) == "serializable"
+    assert row_level_isolation({"ushas.row-level.isolation": " Snapshot"}) == "snapshot"
+    with pytest.raises(InvalidArgument, match="ushas.row-level.isolation='none' is not one of serializable"):
+        row_level_isolation({"ushas.row-level.isolation": "none"})

@@ -31,7 +31,8 @@ from .describe import describe
 from .cache import partition_rows  # noqa: F401 - the bridge's partition rows (tests import it here)
 from .tables import (SparkCtx, create_arguments, database_of, location_of, partition_columns_last, qualify,
                      rename_move, table_answer, table_name, view_answer)
-from .writes import STATS_PROPERTIES, committed, plan_file_replacement, plan_write
+from .writes import (STATS_PROPERTIES, check_nothing_added, committed, plan_file_replacement, plan_write,
+                     row_level_isolation)
 from .row_level import OPS as ROW_LEVEL_OPS, row_level_operation
 from ..model.table_changes import changes_from_json
 
@@ -593,7 +594,12 @@ def _commit_write(ms: Any, name: tuple[str, str, str], info: Any, r: Request, fe
     existing = list(ms.list_partitions(name)) if partition_by else []
     if mode == "replace_files":  # a row-level rewrite: its own check (the files it read are still there)
         check = None
-        plan = plan_file_replacement(r["location"], partition_by, existing, old_files, list(r.get("replaced") or []),
+        groups = list(r.get("replaced") or [])  # by partition read; "scanned_only": none of its files replaced
+        if base is not None and row_level_isolation(info.properties) == "serializable":
+            check_nothing_added(ms.files_as_of(name, int(base)), r["location"], partition_by, existing, old_files,
+                                groups, list(r.get("written") or []))
+        plan = plan_file_replacement(r["location"], partition_by, existing, old_files,
+                                     [g for g in groups if not g.get("scanned_only")],
                                      list(r.get("written") or []), r.get("rows"), managed=not info.external)
     else:
         plan = plan_write(r["location"], partition_by, existing, old_files, old_stats, mode,

@@ -380,3 +380,64 @@ def plan_file_replacement(location: str, partition_by: list[str], existing: list
         plan.put.append(Partition(values=p.values, location=p.location, files=len(listed), bytes=total_size(listed),
                                   rows=None, properties=dict(p.properties), data_files=listed))
     return plan
+
+
+#: the table property choosing a row-level statement's isolation (docs/row-level.md)
+ISOLATION_PROPERTY = "ushas.row-level.isolation"
+ISOLATION_LEVELS = ("serializable", "snapshot")
+
+
+def row_level_isolation(properties: dict[str, str]) -> str:
+    """The table's isolation level for DELETE / UPDATE / MERGE: ``serializable`` (the default, as
+    Iceberg's ``write.*.isolation-level``) or ``snapshot``; another value is an InvalidArgument."""
+    level = str(properties.get(ISOLATION_PROPERTY) or "serializable").strip().lower()
+    if level not in ISOLATION_LEVELS:
+        raise InvalidArgument(f"table property {ISOLATION_PROPERTY}={properties.get(ISOLATION_PROPERTY)!r} is not "
+                              f"one of {', '.join(ISOLATION_LEVELS)}: the statement was not committed")
+    return level
+
+
+def check_nothing_added(base: Any, location: str, partition_by: list[str], existing: list[Any],
+                        old_files: list[DataFile] | None, replaced: list[dict[str, Any]],
+                        written: list[dict[str, Any]]) -> None:
+    """Serializable isolation of a row-level rewrite: a file added since ``base`` (the
+    :class:`~ushas_catalog.catalog.time_travel.FilesAsOf` of the version the statement read) to a
+    partition it read or writes (the whole table, unpartitioned) is a :class:`WriteConflict` naming
+    the partition: the statement did not see those rows (a MERGE would duplicate their keys)."""
+    from ..errors import WriteConflict
+
+    hint = (f"the statement was not committed (isolation serializable; the table property "
+            f"{ISOLATION_PROPERTY}=snapshot allows it)")
+    if not partition_by:
+        if base.files is None or old_files is None:
+            return
+        before = {_file_key(f.path) for f in base.files}
+        added = [f.path for f in old_files if _file_key(f.path) not in before]
+        if added:
+            raise WriteConflict(f"{len(added)} file(s) were added to the table by another write since version "
+                                f"{base.version}, which the statement read: {hint}")
+        return
+    if base.scheme is None:
+        return
+    then = {tuple(sorted(base.scheme.spec(key).items())): record for key, record in base.partitions}
+    scanned: set[int] = set()
+    for group in replaced:
+        values = dict(group.get("values") or {})
+        scanned.update(i for i, p in enumerate(existing)
+                       if all(_same(p.values.get(c), values.get(c)) if values.get(c) is not None
+                              else p.values.get(c) is None for c in partition_by))
+    for w in written:
+        spec = parse_partition_path(w["path"])
+        scanned.update(i for i, p in enumerate(existing) if _spec_matches(spec, p))
+    for i in sorted(scanned):
+        p = existing[i]
+        current = p.data_files if p.data_files is not None else list_local_files(p.location or location)
+        record = then.get(tuple(sorted(p.spec.items())))
+        if current is None or (record is not None and not record.files_recorded):
+            continue  # files never recorded: nothing to compare
+        before = set() if record is None else {_file_key(f.path) for f in record.data_files}
+        added = [f.path for f in current if _file_key(f.path) not in before]
+        if added:
+            text = "/".join(f"{k}={v}" for k, v in p.spec.items())
+            raise WriteConflict(f"partition {text} had {len(added)} file(s) added by another write since version "
+                                f"{base.version}, which the statement read: {hint}")

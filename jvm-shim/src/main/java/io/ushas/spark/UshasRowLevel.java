@@ -453,7 +453,9 @@ final class UshasRowLevel {
             return s == null || s.contains(f.getPath().toString());
         }
 
-        /** The files the statement replaces, by partition: {@code [{"values": {...}, "files": [path, ...]}]}. */
+        /** The files the statement replaces, by partition: {@code [{"values": {...}, "files": [path, ...]}]}; a
+         *  partition it read without replacing a file of it: {@code {"values": {...}, "files": [],
+         *  "scanned_only": true}}. */
         JsonNode replaced() {
             ArrayNode out = Json.MAPPER.createArrayNode();
             StructType partitionSchema = op.table.partitionSchema();
@@ -467,6 +469,12 @@ final class UshasRowLevel {
                         files = part.putArray("files");
                     }
                     files.add(f.getPath().toString());
+                }
+                if (files == null) {  // read (for serializable isolation: nothing may be added to it), not rewritten
+                    ObjectNode part = out.addObject();
+                    part.set("values", Rows.toJson(d.values(), partitionSchema));
+                    part.putArray("files");
+                    part.put("scanned_only", true);
                 }
             }
             return out;
