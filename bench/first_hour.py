@@ -261,7 +261,14 @@ def iceberg(root: Path, n: int, big: int, commits: int) -> dict[str, float]:
     for line in out.stdout.splitlines():
         if line.startswith("RESULT "):
             return dict(json.loads(line[len("RESULT "):]))
-    raise RuntimeError("the Iceberg side failed: " + (out.stderr.strip().splitlines() or ["?"])[-1][:300])
+    raise RuntimeError("the Iceberg side failed: " + _cause(out.stderr))
+
+
+def _cause(stderr: str) -> str:
+    """The line of a failed process's output that says why (an exception's own line, not a stack frame)."""
+    lines = [x.strip() for x in stderr.splitlines() if x.strip() and not x.startswith(("\t", " "))]
+    named = [x for x in lines if "Exception" in x or "Error" in x]
+    return ((named or lines or ["?"])[-1])[:300]
 
 
 def main() -> int:
