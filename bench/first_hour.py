@@ -8,7 +8,8 @@
 - **first query of a fresh application**: one process per side (a new JVM each), one partition of the
   big table.
 - **Iceberg** 1.12 (its Spark 4.1 runtime, JDBC catalog on SQLite) in its own pyspark 4.1.4 virtualenv
-  under ``~/.cache/ushas-bench`` (jars from Maven Central; bench only). A catalog-free control query runs
+  under ``~/.cache/ushas-bench`` (jars from Maven Central; bench only), with a 3 GB driver (at 1 GB,
+  Spark's default, its write of 500 partitions ran out of heap). A catalog-free control query runs
   on both Spark builds and its ratio is printed: Iceberg ratios mean something only when it is within
   ±15%. When the virtualenv or a jar cannot be had, its rows print ``unavailable: <reason>``.
 
@@ -215,7 +216,7 @@ from pyspark.sql import SparkSession
 root, jars, n, big, commits, control = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
 spark = (SparkSession.builder.master("local[2]").appName("iceberg").config("spark.ui.enabled", "false")
          .config("spark.ui.showConsoleProgress", "false").config("spark.sql.shuffle.partitions", "2")
-         .config("spark.jars", jars)
+         .config("spark.jars", jars).config("spark.driver.memory", "3g")
          .config("spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
          .config("spark.sql.catalog.ice", "org.apache.iceberg.spark.SparkCatalog")
          .config("spark.sql.catalog.ice.type", "jdbc")
