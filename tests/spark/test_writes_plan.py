@@ -237,3 +237,35 @@ def test_serializable_isolation_of_an_unpartitioned_table_and_the_property() -> 
     assert row_level_isolation({"ushas.row-level.isolation": " Snapshot"}) == "snapshot"
     with pytest.raises(InvalidArgument, match="ushas.row-level.isolation='none' is not one of serializable"):
         row_level_isolation({"ushas.row-level.isolation": "none"})
+
+@pytest.mark.parametrize("values, spec, text, named", [
+    ({"h": 3}, {"h": "3"}, "h=3", True),                          # typed value, directory text
+    ({"h": 3}, {"h": "3"}, "h=03", True),                         # same number, other text (as _same)
+    ({"h": 3}, {"h": "3"}, "h=4", False),
+    ({"h": None}, {"h": "__HIVE_DEFAULT_PARTITION__"}, "h=__HIVE_DEFAULT_PARTITION__", True),
+    ({"h": None}, {"h": "__HIVE_DEFAULT_PARTITION__"}, "h=0", False),
+    ({"d": "2024-01-01"}, {"d": "2024-01-01"}, "d=2024-01-01", True),
+    ({"d": "x", "h": 1}, {"d": "x", "h": "1"}, "d=x/h=1", True),
+    ({"d": "x", "h": 1}, {"d": "x", "h": "1"}, "d=x/h=2", False),
+])
+def test_a_written_directory_finds_its_partition_by_value(values: dict[str, object], spec: dict[str, str],
+                                                          text: str, named: bool) -> None:
+    """The written directories are matched with the table's partitions by a lookup (a write of N partitions
+    into a table of M is O(N + M)), with the same rule as before: the directory's text or the value."""
+    where = "/".join(f"{k}={v}" for k, v in spec.items())
+    old = Partition(values=values, location=f"{LOC}/{where}", files=1, bytes=10, rows=1, spec=spec,
+                    properties={"kept": "yes"}, data_files=[f("old.parquet")])
+    plan = plan_write(LOC, sorted(values), [old], None, {}, "overwrite", [{"op": "true"}], [written(text, 1)], 2)
+    [p] = plan.put
+    assert (p.properties == {"kept": "yes"}) == named
+    assert plan.drop == ([] if named else [values])
+
+
+def test_many_partitions_are_planned_in_linear_time() -> None:
+    """Replacing every one of 20,000 partitions: each written directory is one lookup (the scan of every
+    partition per directory took minutes at this size)."""
+    n = 20_000
+    existing = [part(str(i)) for i in range(n)]
+    plan = plan_write(LOC, ["dt"], existing, None, {}, "dynamic", [], [written(f"dt={i}", 1) for i in range(n)], None)
+    assert len(plan.put) == n and plan.drop == []
+    assert all(len(p.data_files) == 1 for p in plan.put[:: n // 10])

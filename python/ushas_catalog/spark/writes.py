@@ -161,6 +161,54 @@ def _spec_matches(spec: dict[str, str], p: Any) -> bool:
     return True
 
 
+def _canonical(value: Any) -> tuple[Any, ...]:
+    """A partition value (typed, or a directory's text) in the form :func:`_same` compares: numbers
+    (and numeric text) by their decimal value, dates as ISO text, NULL as itself."""
+    if value is None or value == NULL_PARTITION:
+        return ("null",)
+    value = _plain(value)
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, (int, float, str)):
+        try:
+            number = Decimal(str(value))
+        except ArithmeticError:
+            return ("text", value)
+        if number.is_finite():
+            return ("number", number.normalize())
+        return ("text", str(value))
+    return ("other", repr(value))
+
+
+class _ExistingIndex:
+    """The table's partitions by partition values, so that finding the one a written directory names
+    is a lookup, not a scan of every partition (a write of N partitions into a table of M: O(N + M))."""
+
+    def __init__(self, existing: list[Any]) -> None:
+        from itertools import product
+
+        self.by_key: dict[tuple[Any, ...], list[Any]] = {}
+        for p in existing:
+            alternatives = []
+            for column, value in p.values.items():
+                keys = {(column, _canonical(value))}
+                text = p.spec.get(column)
+                if text is not None:
+                    keys.add((column, _canonical(text)))
+                alternatives.append(sorted(keys, key=repr))
+            for combo in product(*alternatives):
+                self.by_key.setdefault(tuple(sorted(combo, key=repr)), []).append(p)
+
+    def find(self, spec: dict[str, str]) -> list[Any]:
+        """The partitions the text spec names (normally zero or one)."""
+        key = tuple(sorted(((c, _canonical(t)) for c, t in spec.items()), key=repr))
+        seen: list[Any] = []
+        for p in self.by_key.get(key, []):
+            if _spec_matches(spec, p) and not any(p is q for q in seen):
+                seen.append(p)
+        return seen
+
+
 def _files(items: list[dict[str, Any]] | None) -> list[DataFile]:
     return [DataFile.from_json(d) for d in items or []]
 
@@ -238,9 +286,13 @@ def plan_write(location: str, partition_by: list[str], existing: list[Any], old_
             raise InvalidArgument(f"written directory {w['path']!r} does not name the partition columns "
                                   f"{', '.join(partition_by)}")
     single = rows if len(written) == 1 else None
+    index = _ExistingIndex(existing)
+    named: set[int] = set()  # id() of the existing partitions a written directory names
     for spec, w in zip(specs, written):
         values = {k: (None if v == NULL_PARTITION else v) for k, v in spec.items()}
-        old = next((p for p in existing if _spec_matches(spec, p)), None)
+        hits = index.find(spec)
+        named.update(id(p) for p in hits)
+        old = hits[0] if hits else None
         typed = old.values if old is not None else values
         target = _join(location, w["path"])
         new, there = _files(w.get("files")), _files(w.get("existing"))
@@ -276,7 +328,7 @@ def plan_write(location: str, partition_by: list[str], existing: list[Any], old_
     for p in existing:
         if mode == "dynamic" or not replaced(p.values):
             continue
-        if any(_spec_matches(spec, p) for spec in specs):
+        if id(p) in named:
             continue
         plan.drop.append(dict(p.values))
         if managed:

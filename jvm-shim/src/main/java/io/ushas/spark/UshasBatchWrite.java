@@ -6,8 +6,6 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
-import org.apache.hadoop.fs.LocatedFileStatus;
-import org.apache.hadoop.fs.RemoteIterator;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.mapreduce.Job;
 import org.apache.hadoop.mapreduce.lib.output.FileOutputFormat;
@@ -59,7 +57,8 @@ import java.util.UUID;
  * Spark's SQL commit protocol into this job's own staging directory,
  * {@code <table root>/_ushas_staging/<job id>} (so Hadoop's {@code _temporary} is per job). At commit:
  * the job's files are committed into the staging directory, moved into the partition directories
- * ({@code <root>/dt=x/}, names unique per job), then ONE bridge call registers the written partitions
+ * ({@code <root>/dt=x/}, names unique per job; a new partition's directory is moved whole, in parallel:
+ * {@link Placement}), then ONE bridge call registers the written partitions
  * with their exact file lists (path, size, mtime) and replaces / drops the overwritten ones in one
  * metadata transaction: only then are the files part of the table (reads use the recorded lists).
  * Nothing is deleted here: the files an overwrite replaces are kept until purge. If the metadata
@@ -285,7 +284,7 @@ final class UshasBatchWrite implements BatchWrite {
         } catch (IOException e) {
             throw new Errors.UshasBridgeException("Ushas catalog: cannot reach " + root + ": " + e, e);
         }
-        List<Path> placed = new ArrayList<>();
+        List<Path> placed = java.util.Collections.synchronizedList(new ArrayList<>());
         boolean registered = false;
         UshasCatalog catalog = table.catalog();
         try {
@@ -303,17 +302,7 @@ final class UshasBatchWrite implements BatchWrite {
             // the job's files, by partition directory (relative to the staging directory)
             TreeMap<String, List<FileStatus>> written = new TreeMap<>();
             if (table.partitionSchema().isEmpty()) written.put("", new ArrayList<>());
-            RemoteIterator<LocatedFileStatus> it = fs.listFiles(staging, true);
-            String stagingPrefix = fs.makeQualified(staging).toUri().getPath();
-            while (it.hasNext()) {
-                LocatedFileStatus s = it.next();
-                String n = s.getPath().getName();
-                if (DataFileNames.hidden(n)) continue;
-                String parent = s.getPath().getParent().toUri().getPath();
-                String rel = parent.length() > stagingPrefix.length() ? parent.substring(stagingPrefix.length() + 1) : "";
-                if (rel.startsWith("_") || rel.contains("/_")) continue;  // _temporary leftovers
-                written.computeIfAbsent(rel, k -> new ArrayList<>()).add(s);
-            }
+            Placement.walk(fs, staging, "", written);
             ObjectNode r = catalog.request(table.ident());
             r.put("location", root.toString());
             r.put("mode", mode);
@@ -339,21 +328,14 @@ final class UshasBatchWrite implements BatchWrite {
             }
             long bytes = 0;
             ArrayNode parts = r.putArray("written");
-            for (Map.Entry<String, List<FileStatus>> e : written.entrySet()) {
-                Path dir = e.getKey().isEmpty() ? root : new Path(root, e.getKey());
-                ObjectNode part = parts.addObject().put("path", e.getKey());
+            for (Placement.Placed p : Placement.place(fs, root, staging, written, placed)) {
+                ObjectNode part = parts.addObject().put("path", p.path());
                 ArrayNode existing = part.putArray("existing");
-                for (FileStatus s : dataFiles(fs, dir)) existing.add(file(fs, s.getPath(), s));
+                for (FileStatus s : p.existing()) existing.add(file(fs, s.getPath(), s));
                 ArrayNode files = part.putArray("files");
-                if (!e.getValue().isEmpty()) fs.mkdirs(dir);
-                for (FileStatus s : e.getValue()) {
-                    Path target = new Path(dir, s.getPath().getName());
-                    if (!fs.rename(s.getPath(), target)) {
-                        throw new IOException("cannot move " + s.getPath() + " to " + target);
-                    }
-                    placed.add(target);
-                    files.add(file(fs, target, s));
-                    bytes += s.getLen();
+                for (Map.Entry<Path, FileStatus> f : p.files().entrySet()) {
+                    files.add(file(fs, f.getKey(), f.getValue()));
+                    bytes += f.getValue().getLen();
                 }
             }
             if (staged != null) {
@@ -482,21 +464,6 @@ final class UshasBatchWrite implements BatchWrite {
                 // left unregistered: reads ignore them
             }
         }
-    }
-
-    /** The data files directly in a directory (not hidden, not Spark's markers). */
-    private static List<FileStatus> dataFiles(FileSystem fs, Path dir) {
-        List<FileStatus> out = new ArrayList<>();
-        try {
-            if (!fs.exists(dir)) return out;
-            for (FileStatus s : fs.listStatus(dir)) {
-                String n = s.getPath().getName();
-                if (s.isFile() && !DataFileNames.hidden(n)) out.add(s);
-            }
-        } catch (IOException e) {
-            throw new Errors.UshasBridgeException("Ushas catalog: cannot list " + dir + ": " + e, e);
-        }
-        return out;
     }
 
     /** Spark's {@code Empty2Null} for the writer: an empty string partition value is written as NULL

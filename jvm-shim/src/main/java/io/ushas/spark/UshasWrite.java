@@ -52,14 +52,40 @@ final class UshasWrite implements Write, RequiresDistributionAndOrdering {
         return "ushas " + table.answer().get("format").asText() + " " + mode;
     }
 
+    /** The table property that clusters a partitioned table's written rows by partition (Iceberg's name and
+     *  values: {@code hash}, or {@code none}, the default here). Not the default: the shuffle it adds runs
+     *  before the write starts, so a query that fails there never reaches the write's abort (nothing is
+     *  recorded ABORTED) and leaves the write's staging directory for {@code ushas purge}. */
+    static final String DISTRIBUTION_MODE = "write.distribution-mode";
+
     /** A bucketed table's rows are clustered by the bucket columns into exactly as many tasks as buckets
-     *  (Spark's hash partitioning: task i holds bucket i, as Spark's own bucketed writes compute it). */
+     *  (Spark's hash partitioning: task i holds bucket i, as Spark's own bucketed writes compute it). A
+     *  partitioned table with {@code write.distribution-mode=hash} has its rows clustered by the partition
+     *  columns (as Iceberg's {@code hash} mode): each partition is written by one task, so a write of N
+     *  partitions makes N files, not N per task (Spark may still split a skewed partition or merge small
+     *  ones: not strictly required). */
     @Override
     public Distribution requiredDistribution() {
         Bucketing b = Bucketing.of(table.answer());
-        if (b == null) return Distributions.unspecified();
-        return Distributions.clustered(Arrays.stream(b.columns).map(Expressions::column)
+        if (b != null) {
+            return Distributions.clustered(Arrays.stream(b.columns).map(Expressions::column)
+                    .toArray(org.apache.spark.sql.connector.expressions.Expression[]::new));
+        }
+        if (!clusteredByPartition()) return Distributions.unspecified();
+        return Distributions.clustered(Arrays.stream(table.partitionSchema().fieldNames()).map(Expressions::column)
                 .toArray(org.apache.spark.sql.connector.expressions.Expression[]::new));
+    }
+
+    private boolean clusteredByPartition() {
+        if (table.partitionSchema().isEmpty()) return false;
+        String mode = table.properties().getOrDefault(DISTRIBUTION_MODE, "none");
+        return "hash".equalsIgnoreCase(mode.trim());
+    }
+
+    /** Only a bucketed table needs its distribution exactly (a bucket per task). */
+    @Override
+    public boolean distributionStrictlyRequired() {
+        return Bucketing.of(table.answer()) != null;
     }
 
     @Override

@@ -1,0 +1,333 @@
+"""The first hour of a team on the catalog, side by side with its peers (issue 38), in one command:
+
+    python bench/first_hour.py [--quick] [--partitions N] [--big-partitions N] [--no-iceberg]
+
+- **Hive**: the Hive metastore on an embedded Derby, in the SAME Spark 4.3 application as ushas
+  (``spark_catalog`` with Hive support, parquet datasource tables: what ``CREATE TABLE … USING
+  parquet`` makes), the two sides interleaved (alternating which goes first).
+- **first query of a fresh application**: one process per side (a new JVM each), one partition of the
+  big table.
+- **Iceberg** 1.12 (its Spark 4.1 runtime, JDBC catalog on SQLite) in its own pyspark 4.1.4 virtualenv
+  under ``~/.cache/ushas-bench`` (jars from Maven Central; bench only), with a 3 GB driver (at 1 GB,
+  Spark's default, its write of 500 partitions ran out of heap). A catalog-free control query runs
+  on both Spark builds and its ratio is printed: Iceberg ratios mean something only when it is within
+  ±15%. When the virtualenv or a jar cannot be had, its rows print ``unavailable: <reason>``.
+
+Every row prints ushas's time, the peer's, the ratio ushas ÷ peer and the issue's goal for it. Times
+are seconds on the shared machine; only the ratios of one run compare.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "python"))
+sys.path.insert(0, str(HERE))
+
+CACHE = Path.home() / ".cache" / "ushas-bench"
+ICEBERG_VENV = CACHE / "iceberg-spark41"
+MAVEN = "https://repo1.maven.org/maven2"
+ICEBERG_JARS = {
+    "iceberg-spark-runtime-4.1_2.13-1.12.0.jar":
+        f"{MAVEN}/org/apache/iceberg/iceberg-spark-runtime-4.1_2.13/1.12.0/iceberg-spark-runtime-4.1_2.13-1.12.0.jar",
+    "sqlite-jdbc-3.46.1.3.jar": f"{MAVEN}/org/xerial/sqlite-jdbc/3.46.1.3/sqlite-jdbc-3.46.1.3.jar",
+}
+#: the catalog-free control query, timed on both Spark builds
+CONTROL = "SELECT count(DISTINCT id % 100000), sum(id * 3 % 7) FROM range(0, 20000000, 1, 4)"
+
+
+def _timed(fn: Callable[[], Any]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def _source(n: int) -> str:
+    """Small data, ``n`` partitions: five rows each."""
+    return f"SELECT id, CAST(id % {n} AS STRING) AS p FROM range({n * 5})"
+
+
+class Rows:
+    def __init__(self) -> None:
+        self.rows: list[tuple[str, float | None, float | None, str, str, str]] = []
+
+    def add(self, what: str, ushas: float | None, peer: float | None, peer_name: str, goal: str,
+            note: str = "") -> None:
+        self.rows.append((what, ushas, peer, peer_name, goal, note))
+        print(f"  {what}: ushas {_s(ushas)}, {peer_name} {_s(peer)} -> {_ratio(ushas, peer)} (goal {goal}) {note}",
+              flush=True)
+
+    def table(self) -> str:
+        out = ["| operation | ushas s | peer | peer s | ushas ÷ peer | goal |", "|---|---:|---|---:|---:|---|"]
+        for what, u, p, name, goal, note in self.rows:
+            out.append(f"| {what} | {_s(u)} | {name} | {_s(p) if note == '' else note} | {_ratio(u, p)} | {goal} |")
+        return "\n".join(out)
+
+
+def _s(t: float | None) -> str:
+    return "—" if t is None else (f"{t * 1000:.0f} ms" if t < 1 else f"{t:.1f}")
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    return "—" if a is None or b is None or b == 0 else f"{a / b:.2f}x"
+
+
+# ---- the Spark 4.3 application: ushas and Hive interleaved -------------------------------------------
+def same_application(root: Path, n: int, big: int, repeats: int, commits: int, rows: Rows) -> dict[str, float]:
+    from _spark import ushas_session
+
+    spark = ushas_session("first-hour", root, hive=True)
+    mine: dict[str, float] = {}
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS ushas.b")
+    sides = {"ushas": "ushas.b", "hive": "default"}
+
+    def fresh(side: str, name: str) -> str:
+        table = f"{sides[side]}.{name}"
+        spark.sql(f"DROP TABLE IF EXISTS {table}")
+        spark.sql(f"CREATE TABLE {table} (id BIGINT, p STRING) USING parquet PARTITIONED BY (p)")
+        return table
+
+    spark.sql(CONTROL).collect()  # warm both sides' code paths once
+    mine["control"] = statistics.median(_timed(lambda: spark.sql(CONTROL).collect()) for _ in range(3))
+
+    times: dict[str, list[float]] = {"ushas": [], "hive": []}
+    for r in range(repeats):
+        for side in (("ushas", "hive") if r % 2 == 0 else ("hive", "ushas")):
+            table = fresh(side, f"many{r}")
+            times[side].append(_timed(lambda: spark.sql(f"INSERT INTO {table} {_source(n)}")))
+    u, h = statistics.median(times["ushas"]), statistics.median(times["hive"])
+    mine["insert_many"] = u
+    rows.add(f"one INSERT … SELECT creating {n:,} partitions, interleaved, median of {repeats}", u, h, "Hive",
+             "≤ 0.5x")
+
+    over = {}
+    for side in ("hive", "ushas"):
+        over[side] = _timed(lambda: spark.sql(f"INSERT OVERWRITE {sides[side]}.many0 {_source(n)}"))
+    rows.add(f"INSERT OVERWRITE of the {n:,} partitions", over["ushas"], over["hive"], "Hive", "≤ 0.5x")
+
+    ctas = {}
+    for side in ("ushas", "hive"):
+        spark.sql(f"DROP TABLE IF EXISTS {sides[side]}.ctas")
+        ctas[side] = _timed(lambda: spark.sql(
+            f"CREATE TABLE {sides[side]}.ctas USING parquet PARTITIONED BY (p) AS {_source(n)}"))
+    rows.add(f"CTAS into a table of {n:,} partitions", ctas["ushas"], ctas["hive"], "Hive", "≤ 0.5x")
+
+    big_t = {}
+    for side in ("ushas", "hive"):
+        table = fresh(side, "big")
+        big_t[side] = _timed(lambda: spark.sql(f"INSERT INTO {table} {_source(big)}"))
+    mine["insert_big"] = big_t["ushas"]
+    rows.add(f"one INSERT … SELECT creating {big:,} partitions, one run each", big_t["ushas"], big_t["hive"],
+             "Hive", "≤ 0.5x")
+
+    warm: dict[str, list[float]] = {"ushas": [], "hive": []}
+    for i in range(6):
+        for side in (("ushas", "hive") if i % 2 == 0 else ("hive", "ushas")):
+            q = f"SELECT count(*) FROM {sides[side]}.big WHERE p = '{(i * 37) % big}'"
+            warm[side].append(_timed(lambda: spark.sql(q).collect()))
+    rows.add(f"warm one-partition query of {big:,}, interleaved", statistics.median(warm["ushas"][1:]),
+             statistics.median(warm["hive"][1:]), "Hive", "≤ 1x")
+
+    # everyday statements (their Iceberg rows come from the Iceberg process)
+    small = fresh("ushas", "small")
+    spark.sql(f"INSERT INTO {small} SELECT id, CAST(id % 4 AS STRING) FROM range(100)")
+    spark.sql(f"SELECT count(*) FROM {small} WHERE p = '1'").collect()
+    mine["count"] = statistics.median(_timed(lambda: spark.sql(f"SELECT count(*) FROM {small} WHERE p = '1'").collect())
+                                      for _ in range(9))
+    one = fresh("ushas", "one")
+    spark.sql(f"INSERT INTO {one} VALUES (0, 'a')")
+    mine["insert_one"] = statistics.median(_timed(lambda: spark.sql(f"INSERT INTO {one} VALUES (1, 'a')"))
+                                           for _ in range(commits))
+    drops = []
+    for i in range(5):
+        table = fresh("ushas", f"drop{i}")
+        spark.sql(f"INSERT INTO {table} VALUES (1, 'a')")
+        drops.append(_timed(lambda: spark.sql(f"DROP TABLE {table}")))
+    mine["drop"] = statistics.median(drops)
+    jvm = spark.sparkContext._jvm
+    spark.stop()
+    try:  # the embedded Derby lets go of the metastore: the first-query process opens it
+        jvm.java.sql.DriverManager.getConnection("jdbc:derby:;shutdown=true")
+    except Exception:  # noqa: BLE001 - Derby answers a clean shutdown with an SQLException (XJ015)
+        pass
+    return mine
+
+
+# ---- the first query of a fresh application: one process per side ------------------------------------
+def first_query(side: str, root: Path, big: int) -> float:
+    """Run in its own process (``--first-query SIDE ROOT``): start the application, time its first query."""
+    from _spark import ushas_session
+
+    t0 = time.perf_counter()
+    spark = ushas_session("first-query", root, hive=(side == "hive"))
+    table = "ushas.b.big" if side == "ushas" else "default.big"
+    spark.sql(f"SELECT count(*) FROM {table} WHERE p = '{big // 2}'").collect()
+    elapsed = time.perf_counter() - t0
+    spark.stop()
+    return elapsed
+
+
+def _own_process(args: list[str], timeout: int) -> float:
+    out = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True, timeout=timeout,
+                         env={**os.environ, "PYTHONPATH": str(HERE.parent / "python")})
+    for line in out.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return float(line.split()[1])
+    raise RuntimeError(f"{args[0]} failed: {out.stderr[-2000:]}")
+
+
+# ---- Iceberg 1.12 on Spark 4.1.4, its own virtualenv --------------------------------------------------
+def iceberg_setup() -> tuple[Path, list[Path]]:
+    """The virtualenv's python and the jars; raises RuntimeError(reason) when they cannot be had."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    python = ICEBERG_VENV / "bin" / "python"
+    probe = [str(python), "-c", "import pyspark; assert pyspark.__version__ == '4.1.4'"]
+    if not python.exists() or subprocess.run(probe, capture_output=True).returncode != 0:
+        subprocess.run([sys.executable, "-m", "venv", str(ICEBERG_VENV)], check=True, capture_output=True)
+        done = subprocess.run([str(python), "-m", "pip", "install", "-q", "pyspark==4.1.4"], capture_output=True,
+                              text=True, timeout=1800)
+        if done.returncode != 0:
+            raise RuntimeError("pip install pyspark==4.1.4: " + (done.stderr.strip().splitlines() or ["?"])[-1])
+    jars = []
+    for name, url in ICEBERG_JARS.items():
+        path = CACHE / name
+        if not path.exists() or path.stat().st_size == 0:
+            got = subprocess.run(["curl", "-sSfL", "-o", str(path), url], capture_output=True, text=True, timeout=900)
+            if got.returncode != 0:
+                path.unlink(missing_ok=True)
+                raise RuntimeError(f"download of {url} refused: {got.stderr.strip()[:200]}")
+        jars.append(path)
+    return python, jars
+
+
+ICEBERG_SCRIPT = r"""
+import json, statistics, sys, time
+from pyspark.sql import SparkSession
+root, jars, n, big, commits, control = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
+spark = (SparkSession.builder.master("local[2]").appName("iceberg").config("spark.ui.enabled", "false")
+         .config("spark.ui.showConsoleProgress", "false").config("spark.sql.shuffle.partitions", "2")
+         .config("spark.jars", jars).config("spark.driver.memory", "3g")
+         .config("spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
+         .config("spark.sql.catalog.ice", "org.apache.iceberg.spark.SparkCatalog")
+         .config("spark.sql.catalog.ice.type", "jdbc")
+         .config("spark.sql.catalog.ice.uri", f"jdbc:sqlite:{root}/iceberg.db")
+         .config("spark.sql.catalog.ice.jdbc.schema-version", "V1")
+         .config("spark.sql.catalog.ice.warehouse", f"file:{root}/iceberg-warehouse").getOrCreate())
+spark.sparkContext.setLogLevel("ERROR")
+def timed(f):
+    t0 = time.perf_counter(); f(); return time.perf_counter() - t0
+def src(k):
+    return f"SELECT id, CAST(id % {k} AS STRING) AS p FROM range({k * 5})"
+def fresh(name):
+    spark.sql(f"DROP TABLE IF EXISTS ice.b.{name}")
+    spark.sql(f"CREATE TABLE ice.b.{name} (id BIGINT, p STRING) USING iceberg PARTITIONED BY (p)")
+    return f"ice.b.{name}"
+out = {}
+spark.sql(control).collect()
+out["control"] = statistics.median(timed(lambda: spark.sql(control).collect()) for _ in range(3))
+spark.sql("CREATE NAMESPACE IF NOT EXISTS ice.b")
+t = fresh("many0"); out["insert_many"] = timed(lambda: spark.sql(f"INSERT INTO {t} {src(n)}"))
+t = fresh("big"); out["insert_big"] = timed(lambda: spark.sql(f"INSERT INTO {t} {src(big)}"))
+small = fresh("small"); spark.sql(f"INSERT INTO {small} SELECT id, CAST(id % 4 AS STRING) FROM range(100)")
+spark.sql(f"SELECT count(*) FROM {small} WHERE p = '1'").collect()
+out["count"] = statistics.median(timed(lambda: spark.sql(f"SELECT count(*) FROM {small} WHERE p = '1'").collect()) for _ in range(9))
+one = fresh("one"); spark.sql(f"INSERT INTO {one} VALUES (0, 'a')")
+out["insert_one"] = statistics.median(timed(lambda: spark.sql(f"INSERT INTO {one} VALUES (1, 'a')")) for _ in range(commits))
+drops = []
+for i in range(5):
+    t = fresh(f"drop{i}"); spark.sql(f"INSERT INTO {t} VALUES (1, 'a')")
+    drops.append(timed(lambda: spark.sql(f"DROP TABLE {t}")))
+out["drop"] = statistics.median(drops)
+print("RESULT " + json.dumps(out))
+"""
+
+
+def iceberg(root: Path, n: int, big: int, commits: int) -> dict[str, float]:
+    python, jars = iceberg_setup()
+    script = root / "iceberg_side.py"
+    script.write_text(ICEBERG_SCRIPT)
+    out = subprocess.run([str(python), str(script), str(root), ",".join(map(str, jars)), str(n), str(big),
+                          str(commits), CONTROL], capture_output=True, text=True, timeout=7200,
+                         env={k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SPARK_HOME")})
+    for line in out.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return dict(json.loads(line[len("RESULT "):]))
+    raise RuntimeError("the Iceberg side failed: " + _cause(out.stderr))
+
+
+def _cause(stderr: str) -> str:
+    """The line of a failed process's output that says why (an exception's own line, not a stack frame)."""
+    lines = [x.strip() for x in stderr.splitlines() if x.strip() and not x.startswith(("\t", " "))]
+    named = [x for x in lines if "Exception" in x or "Error" in x]
+    return ((named or lines or ["?"])[-1])[:300]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="500 and 1,000 partitions, 10 one-row commits")
+    ap.add_argument("--partitions", type=int, help="partitions of the interleaved INSERT (2,000)")
+    ap.add_argument("--big-partitions", type=int, help="partitions of the one-run INSERT (5,000)")
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--no-iceberg", action="store_true", help="skip the Iceberg side")
+    ap.add_argument("--first-query", nargs=3, metavar=("SIDE", "ROOT", "PARTITIONS"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.first_query:
+        side, root, big = args.first_query
+        print(f"RESULT {first_query(side, Path(root), int(big))}")
+        return 0
+    n = args.partitions or (500 if args.quick else 2000)
+    big = args.big_partitions or (1000 if args.quick else 5000)
+    commits = 10 if args.quick else 30
+    root = Path(tempfile.mkdtemp(prefix="ushas-first-hour-"))
+    rows = Rows()
+    try:
+        print(f"== Spark 4.3, ushas and the Hive metastore (Derby) in one application, under {root}", flush=True)
+        mine = same_application(root, n, big, args.repeats, commits, rows)
+        print("== first query of a fresh application, one process per side", flush=True)
+        firsts = {side: _own_process(["--first-query", side, str(root), str(big)], 900) for side in ("ushas", "hive")}
+        rows.add(f"first query of a fresh application, one partition of {big:,}, own process each",
+                 firsts["ushas"], firsts["hive"], "Hive", "≤ 1x")
+        print("== Iceberg 1.12, Spark 4.1.4 (own virtualenv)", flush=True)
+        try:
+            if args.no_iceberg:
+                raise RuntimeError("--no-iceberg")
+            ice = iceberg(root, n, big, commits)
+        except (RuntimeError, OSError, subprocess.SubprocessError) as e:
+            reason = f"unavailable: {e}"
+            rows.add("control query (no catalog), Spark 4.3 ÷ Spark 4.1.4", mine["control"], None, "Spark 4.1.4",
+                     "0.85–1.15x", reason)
+            rows.add(f"one INSERT … SELECT creating {big:,} partitions", mine["insert_big"], None, "Iceberg", "≤ 0.8x",
+                     reason)
+            rows.add("DROP TABLE", mine["drop"], None, "Iceberg", "≤ 1x", reason)
+            rows.add("small table: warm one-partition count", mine["count"], None, "Iceberg", "≤ 1x", reason)
+            rows.add(f"1-row INSERT commit (median of {commits})", mine["insert_one"], None, "Iceberg", "≤ 1x", reason)
+        else:
+            rows.add("control query (no catalog), Spark 4.3 ÷ Spark 4.1.4", mine["control"], ice["control"],
+                     "Spark 4.1.4", "0.85–1.15x")
+            rows.add(f"one INSERT … SELECT creating {n:,} partitions", mine["insert_many"], ice["insert_many"],
+                     "Iceberg", "≤ 0.8x")
+            rows.add(f"one INSERT … SELECT creating {big:,} partitions", mine["insert_big"], ice["insert_big"],
+                     "Iceberg", "≤ 0.8x")
+            rows.add("DROP TABLE", mine["drop"], ice["drop"], "Iceberg", "≤ 1x")
+            rows.add("small table: warm one-partition count", mine["count"], ice["count"], "Iceberg", "≤ 1x")
+            rows.add(f"1-row INSERT commit (median of {commits})", mine["insert_one"], ice["insert_one"], "Iceberg",
+                     "≤ 1x")
+        print()
+        print(rows.table())
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
