@@ -116,3 +116,24 @@ def test_a_user_with_create_creates_tables_in_a_branch(spark: Any, spark_dirs: d
     assert not ms.table_exists(f"{mcat}.db.mine") and ms.branch("dev").table_exists(f"{mcat}.db.mine")
     with pytest.raises(Exception, match=f"INSUFFICIENT_PERMISSIONS.*{user}"):
         spark.sql(f"INSERT INTO {name}.db.theirs VALUES (2)")
+
+
+def test_a_governed_catalog_on_a_dropped_branch_does_not_block_path_reads(spark: Any, spark_dirs: dict[str, Path],
+                                                                         ms: Any) -> None:
+    """Path reads and writes are checked by every governed catalog the session started (PathReads.java). One
+    the session defined at run time whose branch was dropped cannot answer any more: it is passed over (it
+    governs nothing now), where it used to refuse every later path read and write of the session."""
+    tag = uuid.uuid4().hex[:8]
+    mcat, name = f"brgone_{tag}", f"brgonecat_{tag}"
+    ms.create_catalog(mcat)
+    ms.create_database(f"{mcat}.db")
+    ms.grant("USE", mcat, "user:tester")
+    ms.create_branch(mcat, "dev")
+    _catalog(spark, name, spark_dirs, mcat, "dev")
+    spark.conf.set(f"spark.sql.catalog.{name}.authorization", "true")
+    spark.conf.set(f"spark.sql.catalog.{name}.user", "tester")
+    assert spark.sql(f"SHOW NAMESPACES IN {name}").collect() != []     # started, so it checks path reads
+    ms.drop_branch(mcat, "dev")
+    out = spark_dirs["root"] / f"by_path_{tag}"
+    spark.range(3).write.parquet(str(out))
+    assert spark.read.parquet(str(out)).count() == 3

@@ -42,19 +42,36 @@ final class PathReads extends AbstractFunction1<LogicalPlan, BoxedUnit> {
         Set<String> written = new LinkedHashSet<>();
         collectWrites(plan, written);
         if (paths.isEmpty() && written.isEmpty()) return BoxedUnit.UNIT;
-        for (UshasCatalog catalog : checkedCatalogs()) {
-            if (!written.isEmpty()) {
-                com.fasterxml.jackson.databind.node.ObjectNode w = catalog.request();
-                w.set("paths", Json.strings(written.toArray(new String[0])));
-                catalog.call("check_path_write", w, null, null);
-            }
-            if (!paths.isEmpty()) {
-                com.fasterxml.jackson.databind.node.ObjectNode r = catalog.request();
-                r.set("paths", Json.strings(paths.toArray(new String[0])));
-                catalog.call("check_path_read", r, null, null);
+        Set<UshasCatalog> deployed = new LinkedHashSet<>();
+        for (UshasCatalog catalog : checkedCatalogs(deployed)) {
+            try {
+                if (!written.isEmpty()) {
+                    com.fasterxml.jackson.databind.node.ObjectNode w = catalog.request();
+                    w.set("paths", Json.strings(written.toArray(new String[0])));
+                    catalog.call("check_path_write", w, null, null);
+                }
+                if (!paths.isEmpty()) {
+                    com.fasterxml.jackson.databind.node.ObjectNode r = catalog.request();
+                    r.set("paths", Json.strings(paths.toArray(new String[0])));
+                    catalog.call("check_path_read", r, null, null);
+                }
+            } catch (Exception e) {  // Spark's AnalysisException is a checked exception Scala throws undeclared
+                // a deployed catalog fails closed; a refusal is a refusal. A catalog this session defined at run
+                // time that cannot answer any more (its branch dropped, its store or service gone) governs
+                // nothing now: skipping it gives the session nothing it could not get by never using it.
+                if (deployed.contains(catalog) || refusal(e)) throw e;
+                LOG.warn("path check skipped for catalog {} defined at run time: it could not answer ({})",
+                         catalog.name(), e.getMessage());
             }
         }
         return BoxedUnit.UNIT;
+    }
+
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(PathReads.class);
+
+    /** Whether {@code e} is the check's answer (a refusal), not a catalog unable to check. */
+    private static boolean refusal(Exception e) {
+        return e instanceof org.apache.spark.SparkThrowable t && "INSUFFICIENT_PERMISSIONS".equals(t.getCondition());
     }
 
     /** The paths {@code plan} writes files to outside a catalog table: {@code df.write.parquet(path)} and
@@ -101,8 +118,8 @@ final class PathReads extends AbstractFunction1<LogicalPlan, BoxedUnit> {
      *  {@code authorization=true} (initialized in this session if it was not: a session cannot avoid the
      *  deployer's catalogs by not using them; one that cannot start refuses the read) and every one this session
      *  initialized already (a catalog a session defines at run time, where
-     *  the deployer allows it). */
-    private List<UshasCatalog> checkedCatalogs() {
+     *  the deployer allows it). {@code deployed} receives the former. */
+    private List<UshasCatalog> checkedCatalogs(Set<UshasCatalog> deployed) {
         Set<UshasCatalog> found = new LinkedHashSet<>();
         scala.Tuple2<String, String>[] app = session.sparkContext().getConf().getAll();
         Set<String> governed = new java.util.HashSet<>();  // deployed with authorization=true (lower-case names)
@@ -119,7 +136,10 @@ final class PathReads extends AbstractFunction1<LogicalPlan, BoxedUnit> {
             String name = key.substring(CATALOG_PREFIX.length());
             if (name.contains(".") || !governed.contains(name.toLowerCase(java.util.Locale.ROOT))) continue;
             CatalogPlugin plugin = session.sessionState().catalogManager().catalog(name);  // fails closed
-            if (plugin instanceof UshasCatalog u) found.add(u);
+            if (plugin instanceof UshasCatalog u) {
+                found.add(u);
+                deployed.add(u);
+            }
         }
         synchronized (INITIALIZED) {
             List<java.lang.ref.WeakReference<UshasCatalog>> mine = INITIALIZED.get(session);
