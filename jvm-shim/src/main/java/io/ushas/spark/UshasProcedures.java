@@ -180,10 +180,15 @@ final class UshasProcedures {
         if ("sql".equals(action)) {
             ArrayNode out = Json.array();
             SparkSession session = SparkSession.active();
-            for (JsonNode q : jvm.get("queries")) {
-                ArrayNode rows = out.addArray();
-                Dataset<Row> df = session.sql(q.asText());
-                for (String row : df.toJSON().collectAsList()) rows.add(Json.parse(row));
+            PathReads.PROCEDURE.set(catalog);  // the procedure's own queries: its catalog checks their paths
+            try {
+                for (JsonNode q : jvm.get("queries")) {
+                    ArrayNode rows = out.addArray();
+                    Dataset<Row> df = session.sql(q.asText());
+                    for (String row : df.toJSON().collectAsList()) rows.add(Json.parse(row));
+                }
+            } finally {
+                PathReads.PROCEDURE.remove();
             }
             return out;
         }
