@@ -56,6 +56,20 @@ def lineage_of(output_ids: tuple[int, ...]) -> LineageResult | None:
 CHECKPOINT_ACTIONS = frozenset({"checkpoint", "localCheckpoint"})
 
 
+def remembering(method: Callable[..., Any], remember: Callable[[Any, Any], None]) -> Callable[..., Any]:
+    """``method`` (a DataFrame's ``checkpoint`` / ``localCheckpoint``, classic or Connect) that then calls
+    ``remember(self, saved)``, so the saved rows keep the lineage of what they were made from."""
+    def checkpointed(self: Any, *args: Any, **kwargs: Any) -> Any:
+        out = method(self, *args, **kwargs)
+        remember(self, out)
+        return out
+
+    checkpointed.__wrapped__ = method  # type: ignore[attr-defined]
+    checkpointed.__doc__ = method.__doc__
+    checkpointed.ushas_lineage = True  # type: ignore[attr-defined]
+    return checkpointed
+
+
 def link(event: ActionEvent, resolver: Callable[[Any], LineageResult]) -> ActionEvent:
     """A captured ``checkpoint()`` / ``localCheckpoint()`` action: Spark runs it as an action over
     the plan being checkpointed, and the listener reports it with that plan; remember its lineage

@@ -16,7 +16,7 @@ idempotently; ``ushas_catalog.spark`` does it when pyspark's Connect DataFrame i
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from typing import Any
 
 from ushas_catalog.errors import LineageUnavailable
 
@@ -133,29 +133,19 @@ def remember_checkpoint(source: Any, checkpointed: Any) -> None:
         log.debug("lineage: Connect checkpoint not remembered: %s", exc)
 
 
-def _checkpointing(method: Callable[..., Any]) -> Callable[..., Any]:
-    def checkpointed(self: Any, *args: Any, **kwargs: Any) -> Any:
-        out = method(self, *args, **kwargs)
-        remember_checkpoint(self, out)
-        return out
-
-    checkpointed.__wrapped__ = method  # type: ignore[attr-defined]
-    checkpointed.__doc__ = method.__doc__
-    checkpointed.ushas_lineage = True  # type: ignore[attr-defined]
-    return checkpointed
-
-
 def install() -> None:
     """Adds ``lineage()`` to pyspark's Connect DataFrame, and has its ``checkpoint()`` /
     ``localCheckpoint()`` remember what they save (idempotent)."""
     from pyspark.sql.connect.dataframe import DataFrame
+
+    from . import checkpoints
 
     if getattr(DataFrame, "lineage", None) is not _lineage:
         DataFrame.lineage = _lineage  # type: ignore[attr-defined]
     for name in ("checkpoint", "localCheckpoint"):
         method = getattr(DataFrame, name)
         if not getattr(method, "ushas_lineage", False):
-            setattr(DataFrame, name, _checkpointing(method))
+            setattr(DataFrame, name, checkpoints.remembering(method, remember_checkpoint))
 
 
 install()

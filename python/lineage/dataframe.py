@@ -106,18 +106,6 @@ def remember_stream(stream: Any) -> None:
     remember_checkpoint(stream, stream)
 
 
-def _checkpointing(method: Callable[..., Any]) -> Callable[..., Any]:
-    def checkpointed(self: Any, *args: Any, **kwargs: Any) -> Any:
-        out = method(self, *args, **kwargs)
-        remember_checkpoint(self, out)
-        return out
-
-    checkpointed.__wrapped__ = method  # type: ignore[attr-defined]
-    checkpointed.__doc__ = method.__doc__
-    checkpointed.ushas_lineage = True  # type: ignore[attr-defined]
-    return checkpointed
-
-
 def _for_each_batch(method: Callable[..., Any]) -> Callable[..., Any]:
     def for_each_batch(self: Any, *args: Any, **kwargs: Any) -> Any:
         out = method(self, *args, **kwargs)
@@ -142,7 +130,7 @@ def install() -> None:
     for name in ("checkpoint", "localCheckpoint"):
         method = getattr(DataFrame, name)
         if not getattr(method, "ushas_lineage", False):
-            setattr(DataFrame, name, _checkpointing(method))
+            setattr(DataFrame, name, checkpoints.remembering(method, remember_checkpoint))
     if not getattr(DataStreamWriter.foreachBatch, "ushas_lineage", False):
         DataStreamWriter.foreachBatch = _for_each_batch(DataStreamWriter.foreachBatch)  # type: ignore[method-assign]
 
