@@ -182,14 +182,14 @@ public final class Bridge {
                 if (died != null) {
                     throw died;
                 }
-                dropIfDead(b);
+                dropIfDead(b, options);
                 Throwable cause = e.getCause();
                 throw new Errors.UshasBridgeException("Ushas catalog: the Python bridge failed on '" + op + "': "
                         + reason(cause == null ? e : cause) + logTail(), cause);
             }
         }
         if (answer == null) {
-            dropIfDead(b);
+            dropIfDead(b, options);
             throw new Errors.UshasBridgeException("Ushas catalog: the Python bridge returned nothing for '" + op + "'"
                     + logTail());
         }
@@ -284,11 +284,21 @@ public final class Bridge {
         return exit > 128 && exit < 128 + 65 ? "signal " + (exit - 128) : "exit code " + exit;
     }
 
-    private static void dropIfDead(PythonBackend b) {
+    /** After a failed call: a launched process that ended is dropped (the next call starts a new one); this
+     *  PySpark driver's backend is dropped only when it no longer answers a ping (its Python is gone) -- a
+     *  call that failed in Python (an exception instead of an answer) is that call's failure, and a launched
+     *  process must not take the driver's place (its hooks and lineage state are not the driver's). */
+    private static void dropIfDead(PythonBackend b, BridgeOptions options) {
         synchronized (LOCK) {
-            if (backend == b && (process == null || !process.isAlive())) {
-                backend = null;  // the next call registers again or relaunches
+            if (backend != b) return;
+            if (process != null) {
+                if (!process.isAlive()) backend = null;  // the next call relaunches
+                return;
             }
+        }
+        if (livenessProblem(b, options) == null) return;
+        synchronized (LOCK) {
+            if (backend == b && process == null) backend = null;  // the next call registers again or relaunches
         }
     }
 
