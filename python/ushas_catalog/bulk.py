@@ -61,7 +61,7 @@ from .kv.base import FDB_LIMITS
 from .model.names import TableName
 from .model.objects import MutationResult
 from .model.partitions import Partition, PartitionScheme
-from .records.store import RecordStore, split_elements
+from .records.store import Joined, RecordStore, split_elements
 
 #: the facade (:class:`ushas_catalog.metastore.Metastore`), which wires this module in as ``Metastore.big``:
 #: not imported here, so the two do not import each other
@@ -282,7 +282,8 @@ def _mark_drops(ms: "Metastore", work: Work, t: _TableAt, specs: Sequence[Mappin
                     if len(marks) >= CHUNK_ITEMS:
                         at, more = store.key(sr.key), True
                         break
-                    marks[fdbtuple.pack(sr.key)] = sr.record.SerializeToString(deterministic=True)
+                    data = sr.record.SerializeToString(deterministic=True)
+                    marks[fdbtuple.pack(sr.key)] = Joined(data) if sr.joined else data
                 if more:
                     break
                 if not matched:
@@ -295,7 +296,7 @@ def _mark_drops(ms: "Metastore", work: Work, t: _TableAt, specs: Sequence[Mappin
                 marked = rec.Partition()
                 marked.CopyFrom(old)
                 marked.dropped_version = t.version
-                _put(tr, store, packed, marked, len(data))
+                _put(tr, store, packed, marked, _size(data))
                 tr.set(history.prefix + version_prefix + packed,
                        rec.PartitionChange(action=rec.PartitionChange.DROPPED, previous=old).SerializeToString())
             w.done += len(marks)
@@ -362,7 +363,12 @@ def _load_packed(tr: Transaction, store: RecordStore[rec.Partition], packed: byt
         if kv.key == key:
             return kv.value
         parts.append(kv.value)
-    return b"".join(parts) if parts else None
+    return Joined(b"".join(parts)) if parts else None
+
+
+def _size(data: bytes) -> int:
+    """The size :func:`_put` / :func:`_remove` go by: a joined record counts as split."""
+    return FDB_LIMITS.value_bytes + 1 + len(data) if isinstance(data, Joined) else len(data)
 
 
 def _publish(ms: "Metastore", work: Work, t: _TableAt, operation: str, counts: Mapping[str, int],
@@ -439,15 +445,15 @@ def _partition_chunks(ms: "Metastore", work: Work, r: rec.PendingWork) -> None:
                 if rolling_back:
                     if change.action == rec.PartitionChange.ADDED:
                         if data is not None and rec.Partition.FromString(data).added_version == version:
-                            _remove(tr, key, len(data))
+                            _remove(tr, key, _size(data))
                     elif data is not None:
                         old = rec.Partition.FromString(data)
                         if old.dropped_version == version:
                             old.dropped_version = 0
-                            _put(tr, store, packed, old, len(data))
+                            _put(tr, store, packed, old, _size(data))
                     tr.clear(hkey)
                 elif data is not None and (gone := rec.Partition.FromString(data)).dropped_version == version:
-                    _remove(tr, key, len(data))
+                    _remove(tr, key, _size(data))
                     if gone.tags:  # its tag index entries go with it
                         unindex(tr, path, fdbtuple.unpack(packed), gone.tags)
                     if detail.get("release_data") and change.HasField("previous"):

@@ -145,3 +145,24 @@ def _set_owner(tr, ms: Metastore, op: uuid.UUID, owner: str, heartbeat: int) -> 
     r = store.load(tr, (op,))
     r.owner, r.heartbeat_micros = owner, heartbeat
     store.save(tr, (op,), r)
+
+
+@pytest.mark.parametrize("spec", [None, {"h": 1}], ids=["full specs", "partial spec"])
+def test_a_bulk_drop_removes_partitions_grown_by_appends(small: Metastore, spec: dict | None) -> None:
+    """A partition an append grew is stored over several keys (one chunk per append, however small): a
+    bulk drop marks and removes all of them, never leaving the appended chunks behind as a partition."""
+    from ushas_catalog.model.data_files import DataFile
+    from ushas_catalog.model.partitions import Partition
+
+    specs = _specs(0, 180)
+    small.add_partitions(T, [Partition(s, data_files=[]) for s in specs])  # files recorded (none yet)
+    for n in range(2):
+        grown = [Partition(s, files=1, bytes=1, data_files=[DataFile(f"file:/wh/t/{s['dt']}-{n}", 1, 1)])
+                 for s in specs[:150]]
+        small.replace_partitions(T, [], grown, operation="APPEND", append=True)
+    assert len(small.get_partition(T, specs[0]).data_files or []) == 2
+    r = small.drop_partitions(T, specs if spec is None else [spec])
+    left = specs if spec is None else [s for s in specs if s["h"] == 1]
+    assert r.dropped == len(left)
+    assert _count(small) == 180 - len(left) == len(list(small.list_partitions(T)))
+    assert bulk.pending_work(small) == []

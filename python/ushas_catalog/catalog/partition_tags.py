@@ -35,7 +35,7 @@ from ..kv import Transaction
 from ..model.names import NameLike, TableName
 from ..model.partition_tags import MAX_TAGS, TagChange, TagStat, check_tags, is_spec, where_filter
 from ..model.partitions import Partition, PartitionScheme
-from ..records.store import RecordStore
+from ..records.store import Joined, RecordStore
 from .base import MetastoreBase
 from .commits import Mutation
 from .partitions import partition_out
@@ -155,7 +155,7 @@ class PartitionTagOps(MetastoreBase):
                 r = parse(data)
                 if r.added_version > version or 0 < r.dropped_version <= version:
                     continue
-                out.append(_Selected(key, r, len(data)))
+                out.append(_Selected(key, r, len(data) if not isinstance(data, Joined) else store.chunk_bytes + 1))
                 if len(out) > MAX_PARTITIONS_PER_CALL:
                     raise InvalidArgument(f"{where!r} names more than {MAX_PARTITIONS_PER_CALL} partitions of "
                                           f"{t.name}: tag them in several calls with narrower specs or filters",

@@ -24,6 +24,7 @@ from ..records.store import RecordStore, split_elements
 from .base import MetastoreBase
 from .row_policies import refuse_row_removal
 from .commits import Mutation
+from .partition_appends import append_files
 from .visibility import TooBig, bulk_pending, visible, visible_raw
 from .values import check_count, check_expected, check_props, check_str, copy_record, expect_version, now_micros
 
@@ -209,7 +210,7 @@ class PartitionOps(MetastoreBase):
                            expected_version: int | None = None, garbage: Garbage | None = None,
                            operation: str = "REPLACE PARTITIONS", unchanged_since: int | None = None,
                            detail: Mapping[str, Any] | None = None, write_id: str | None = None,
-                           deadline_ms: int | None = None) -> MutationResult:
+                           deadline_ms: int | None = None, append: bool = False) -> MutationResult:
         """An overwrite in one transaction: partitions matching ``drop_specs`` (partial
         specs allowed; matching nothing is fine) go, ``add`` are written. A partition in
         both is REPLACED (one key, never duplicated). ``garbage``: the files this lets go, kept
@@ -217,11 +218,17 @@ class PartitionOps(MetastoreBase):
         if a partition this replaces, drops or adds changed after it, :class:`WriteConflict`
         naming the partition (an overwrite planned from that version). ``write_id`` /
         ``deadline_ms``: a fenced write (:mod:`ushas_catalog.data.write_fence`): applied at most once
-        (a retry answers the first result), never after it was aborted or after the deadline."""
+        (a retry answers the first result), never after it was aborted or after the deadline.
+        ``append``: ``add`` are the files a write added (``data_files`` and counts of those files only): a
+        partition that exists with recorded files gets them appended without rewriting its file list
+        (:mod:`ushas_catalog.catalog.partition_appends`), one that does not exists is added;
+        ``drop_specs`` must be empty."""
         tn = TableName.parse(name)
         check_expected(expected_version)
         drop_list = [dict(s.values) if isinstance(s, Partition) else s for s in drop_specs]
         items = [self._partition_input(p) for p in add]
+        if append and (drop_list or any(p.data_files is None for p in items)):
+            raise InvalidArgument("an append names the files it adds to each partition and drops nothing")
 
         def fn(tr: Transaction) -> MutationResult:
             t = self.resolver.table(tr, tn)
@@ -252,6 +259,11 @@ class PartitionOps(MetastoreBase):
             gone: list[tuple[tuple[Any, ...], rec.Partition]] = []
             for key, r in new.items():
                 old = existing[key]
+                if append and old is not None and visible(old, t.ref.version):
+                    new[key] = append_files(tr, store, history, v, key, old, r) or old
+                    gone.append((key, old))
+                    replaced += 1
+                    continue
                 if old is None:
                     store.save(tr, key, r, new=True)
                     history.save(tr, (v,) + key, rec.PartitionChange(action=rec.PartitionChange.ADDED), new=True)

@@ -30,6 +30,7 @@ from ..model.names import NameLike, TableName
 from ..model.partitions import Partition, PartitionScheme
 from .commits import Mutation
 from .history import HistoryOps
+from .partition_appends import partitions_before
 from .resolver import ResolvedTable
 from .row_policies import keep_policies, refuse_row_removal
 from .table_data import record_files_change
@@ -152,11 +153,7 @@ class RestoreOps(HistoryOps):
         """Undoes, newest first, what every commit after ``target`` did to a partition: a partition's
         state at ``target`` is what its oldest later change found."""
         store, history = t.partitions(scheme), t.partition_history(scheme)
-        begin = history.prefix_range((target + 1,))[0]
-        then: dict[tuple[Any, ...], rec.Partition | None] = {}
-        for sr in history.scan(tr, begin, history.range()[1], reverse=True):
-            change = sr.record
-            then[tuple(sr.key[1:])] = None if change.action == rec.PartitionChange.ADDED else change.previous
+        then = partitions_before(tr, store, history, history.prefix_range((target + 1,))[0])
         now_records = {key: store.load(tr, key) for key in then}  # every read before the first write
         added: list[tuple[tuple[Any, ...], rec.Partition]] = []
         gone: list[tuple[tuple[Any, ...], rec.Partition]] = []

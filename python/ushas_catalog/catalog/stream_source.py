@@ -26,6 +26,7 @@ from ..model.data_files import DataFile, from_records
 from ..model.names import NameLike, TableName
 from ..records.store import RecordStore
 from .history import HistoryOps
+from .partition_appends import before_change
 from .resolver import ResolvedTable
 
 #: versions one call reads at most (a stream far behind catches up over several triggers)
@@ -131,10 +132,13 @@ class StreamSourceOps(HistoryOps):
                 current = store.load(tr, key)
                 state[key] = None if current is None or current.dropped_version > 0 else current
             then = state[key]
-            before = None if change.action == rec.PartitionChange.ADDED else change.previous
+            before = before_change(change, then)
             if v <= through:
                 what = f"partition {dict(zip(scheme.names, key))} of table {t.name} (version {v})"
-                added, removed = _diff(_files(before, what), _files(then, what))
+                if change.action == rec.PartitionChange.APPENDED:  # what it appended, nothing removed
+                    added, removed = sorted(from_records(change.appended), key=lambda f: f.path), 0
+                else:
+                    added, removed = _diff(_files(before, what), _files(then, what))
                 location = (then.location if then is not None else None) or None
                 out.append((v, [AddedFile(tuple(row(key)), location, f) for f in added], removed))
             state[key] = before

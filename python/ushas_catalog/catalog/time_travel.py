@@ -31,6 +31,7 @@ from ..records.store import RecordStore
 from ..records.time_travel_pb2 import PurgeMark, VersionTag
 from .history import HistoryOps
 from .infos import table_info
+from .partition_appends import partitions_before
 from .resolver import ResolvedTable
 from .values import now_micros
 
@@ -197,11 +198,7 @@ class TimeTravelOps(HistoryOps):
         """Every later change undone, newest first: a partition then is what its oldest later change
         found (restore does the same: :mod:`ushas_catalog.catalog.restore`)."""
         store, history = t.partitions(scheme), t.partition_history(scheme)
-        then: dict[tuple[Any, ...], rec.Partition | None] = {}
-        begin = history.prefix_range((v + 1,))[0]
-        for sr in history.scan(tr, begin, history.range()[1], reverse=True):
-            change = sr.record
-            then[tuple(sr.key[1:])] = None if change.action == rec.PartitionChange.ADDED else change.previous
+        then = partitions_before(tr, store, history, history.prefix_range((v + 1,))[0])
         out: list[tuple[tuple[Any, ...], rec.Partition]] = []
         bounds = [(store.prefix + b, store.prefix + e) for b, e in ranges(scheme)] if ranges else [store.range()]
         for b, e in bounds:

@@ -80,22 +80,26 @@ class DataGarbage(_message.Message):
     def __init__(self, table: _Optional[str] = ..., operation: _Optional[str] = ..., files: _Optional[_Iterable[_Union[DataFile, _Mapping]]] = ..., directories: _Optional[_Iterable[str]] = ..., time_micros: _Optional[int] = ...) -> None: ...
 
 class PartitionChange(_message.Message):
-    __slots__ = ("action", "previous")
+    __slots__ = ("action", "previous", "appended")
     class Action(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         ACTION_UNSPECIFIED: _ClassVar[PartitionChange.Action]
         ADDED: _ClassVar[PartitionChange.Action]
         DROPPED: _ClassVar[PartitionChange.Action]
         REPLACED: _ClassVar[PartitionChange.Action]
+        APPENDED: _ClassVar[PartitionChange.Action]
     ACTION_UNSPECIFIED: PartitionChange.Action
     ADDED: PartitionChange.Action
     DROPPED: PartitionChange.Action
     REPLACED: PartitionChange.Action
+    APPENDED: PartitionChange.Action
     ACTION_FIELD_NUMBER: _ClassVar[int]
     PREVIOUS_FIELD_NUMBER: _ClassVar[int]
+    APPENDED_FIELD_NUMBER: _ClassVar[int]
     action: PartitionChange.Action
     previous: Partition
-    def __init__(self, action: _Optional[_Union[PartitionChange.Action, str]] = ..., previous: _Optional[_Union[Partition, _Mapping]] = ...) -> None: ...
+    appended: _containers.RepeatedCompositeFieldContainer[DataFile]
+    def __init__(self, action: _Optional[_Union[PartitionChange.Action, str]] = ..., previous: _Optional[_Union[Partition, _Mapping]] = ..., appended: _Optional[_Iterable[_Union[DataFile, _Mapping]]] = ...) -> None: ...
 
 class PartitionTagEntry(_message.Message):
     __slots__ = ()

@@ -36,6 +36,8 @@ def __getattr__(name: str) -> Any:
 class StoredRecord(Generic[M]):
     key: tuple[Any, ...]
     record: M
+    #: read back from several keys (split, or grown by :meth:`RecordStore.append`)
+    joined: bool = False
 
 
 class RecordStore(Generic[M]):
@@ -136,6 +138,30 @@ class RecordStore(Generic[M]):
         for i, start in enumerate(range(0, len(data), step), start=1):
             tr.set(key + fdbtuple.pack((i,)), data[start:start + step])
 
+    def append(self, tr: Transaction, pk: tuple[Any, ...], delta: M) -> None:
+        """Merge ``delta`` into the record at ``pk`` without rewriting it: its bytes become the record's
+        next chunk. Reading joins the chunks, and protobuf parses concatenated messages as one merged
+        message (repeated fields extend, fields set in ``delta`` replace, maps merge by key), so the record
+        read back is the old one with ``delta`` merged in. A record stored whole moves to chunk 1 first
+        (once; after that each append writes only its own bytes). ``KeyError`` if nothing is at ``pk``."""
+        self._check(delta)
+        key = self.key(pk)
+        last = None
+        for kv in tr.get_range(key, key + b"\xff", reverse=True, limit=1):
+            last = kv
+        if last is None:
+            raise KeyError(f"no record at {pk!r} to append to")
+        if last.key == key:
+            tr.clear(key)
+            tr.set(key + fdbtuple.pack((1,)), last.value)
+            index = 1
+        else:
+            index = fdbtuple.unpack(last.key[len(key):])[0]
+        data = delta.SerializeToString(deterministic=True)
+        step = self.chunk_bytes
+        for i, start in enumerate(range(0, len(data), step), start=index + 1):
+            tr.set(key + fdbtuple.pack((i,)), data[start:start + step])
+
     def delete(self, tr: Transaction, pk: tuple[Any, ...]) -> None:
         key = self.key(pk)
         tr.clear_range(key, key + b"\xff")
@@ -208,7 +234,7 @@ class RecordStore(Generic[M]):
             elements = unpack(kv.key[plen:])
             if len(elements) == arity:
                 if pending_pk is not None:  # a split record's chunks were followed by something else
-                    yield StoredRecord(pending_pk, parse(_join(pending)))
+                    yield StoredRecord(pending_pk, parse(_join(pending)), True)
                     count += 1
                     pending_pk, pending = None, []
                     if limit and count >= limit:
@@ -220,7 +246,7 @@ class RecordStore(Generic[M]):
                 continue
             pk, index = elements[:arity], elements[arity]
             if pending_pk is not None and pk != pending_pk:
-                yield StoredRecord(pending_pk, parse(_join(pending)))
+                yield StoredRecord(pending_pk, parse(_join(pending)), True)
                 count += 1
                 pending = []
                 if limit and count >= limit:
@@ -228,7 +254,7 @@ class RecordStore(Generic[M]):
             pending_pk = pk
             pending.append((index, kv.value))
         if pending_pk is not None:
-            yield StoredRecord(pending_pk, parse(_join(pending)))
+            yield StoredRecord(pending_pk, parse(_join(pending)), True)
 
 
 #: payload sizes of the fixed-size tuple element types (null, false, true, float, double, uuid, versionstamp)
@@ -285,5 +311,11 @@ def _element_end(data: bytes, i: int) -> int:
     return i + fixed
 
 
+class Joined(bytes):
+    """A serialized record read back from several keys (split over the value limit, or grown by
+    :meth:`RecordStore.append`): whoever rewrites or removes it in place must clear all of them, whatever
+    its size."""
+
+
 def _join(chunks: list[tuple[int, bytes]]) -> bytes:
-    return b"".join(v for _, v in sorted(chunks))
+    return Joined(b"".join(v for _, v in sorted(chunks)))

@@ -31,8 +31,8 @@ from .describe import describe
 from .cache import partition_rows  # noqa: F401 - the bridge's partition rows (tests import it here)
 from .tables import (SparkCtx, create_arguments, database_of, location_of, partition_columns_last, qualify,
                      rename_move, table_answer, table_name, view_answer)
-from .writes import (STATS_PROPERTIES, check_nothing_added, committed, plan_file_replacement, plan_write,
-                     row_level_isolation)
+from .writes import (STATS_PROPERTIES, appended_partitions, check_nothing_added, committed, plan_file_replacement,
+                     plan_write, row_level_isolation)
 from .row_level import OPS as ROW_LEVEL_OPS, row_level_operation
 from ..model.table_changes import changes_from_json
 
@@ -584,6 +584,12 @@ def _commit_write(ms: Any, name: tuple[str, str, str], info: Any, r: Request, fe
     batch = StreamBatch.of(r)
     if batch is not None:
         detail.update(batch.detail())  # history shows it; the commit hook records the query's progress
+    if mode == "append" and partition_by and r.get("operation") is None:
+        done = _append(ms, name, info, r, detail, fence)
+        if done is not None:
+            return done
+        if r.get("existing_deferred"):  # the shim did not list the written directories: nothing committed,
+            return {"list_existing": True}  # it asks again with their listing
     old_stats: dict[str, int | None] = {}
     old_files = None
     if not partition_by:
@@ -618,6 +624,31 @@ def _commit_write(ms: Any, name: tuple[str, str, str], info: Any, r: Request, fe
                                        remove_properties=remove, garbage=plan.garbage, unchanged_since=check,
                                        expected_version=info.version, detail=detail, **_fence_args(fence))
     return {"registered": len(plan.put), "version": version}
+
+
+def _append(ms: Any, name: tuple[str, str, str], info: Any, r: Request, detail: dict[str, Any],
+            fence: Any) -> Answer | None:
+    """An append into a partitioned table whose written partitions are new or have their files recorded:
+    each gets this job's files appended, at a cost independent of the files already there (no partition
+    listed, no file list rewritten). None: a written partition's files are not recorded (the caller plans
+    the write from the listing the shim sent)."""
+    import fdb.tuple as fdbtuple
+
+    puts = appended_partitions(r["location"], list(info.partition_columns), list(r.get("written") or []),
+                               r.get("rows"))
+    if not puts:
+        return None
+
+    def ranges(scheme: Any) -> list[tuple[bytes, bytes]]:
+        keys = sorted({fdbtuple.pack(scheme.key(p.values)) for p in puts})
+        return [(k, k + b"\xff") for k in keys]
+
+    _, found = ms.scan_partitions(name, ranges)
+    if any(not record.files_recorded for _, record in found):
+        return None
+    result = ms.replace_partitions(name, [], puts, expected_version=info.version, operation="APPEND",
+                                   detail=detail, append=True, **_fence_args(fence))
+    return {"registered": len(puts), "version": result.version}
 
 
 def commit_files(ms: Any, r: Request) -> Answer:

@@ -336,6 +336,25 @@ def plan_write(location: str, partition_by: list[str], existing: list[Any], old_
     return plan
 
 
+def appended_partitions(location: str, partition_by: list[str], written: list[dict[str, Any]],
+                        rows: int | None) -> list[Partition]:
+    """An append into a partitioned table as :meth:`~ushas_catalog.catalog.partitions.PartitionOps.
+    replace_partitions` takes it with ``append=True``: per written directory, the files this job added
+    there (and their count, size and the job's rows when it wrote one directory)."""
+    single = rows if len(written) == 1 else None
+    out: list[Partition] = []
+    for w in written:
+        spec = parse_partition_path(w["path"])
+        if sorted(spec) != sorted(partition_by):
+            raise InvalidArgument(f"written directory {w['path']!r} does not name the partition columns "
+                                  f"{', '.join(partition_by)}")
+        new = _files(w.get("files"))
+        values = {k: (None if v == NULL_PARTITION else v) for k, v in spec.items()}
+        out.append(Partition(values=values, location=_join(location, w["path"]), files=len(new),
+                             bytes=total_size(new), rows=single, properties={}, data_files=new))
+    return out
+
+
 def _file_key(path: str) -> str:
     """A file path as both sides spell it (``file:///a`` and ``file:/a`` are one file)."""
     p = path.strip()

@@ -43,7 +43,7 @@ final class Placement {
     private Placement() {}
 
     /** One written partition directory ({@code ""}: the table root) after the moves: the data files that
-     *  were there before and this job's files at their final paths. */
+     *  were there before (null: not listed, see {@link #place}) and this job's files at their final paths. */
     record Placed(String path, List<FileStatus> existing, Map<Path, FileStatus> files) {}
 
     /** The data files under {@code dir}, by directory relative to the walk's start (hidden names skipped:
@@ -95,9 +95,11 @@ final class Placement {
 
     /** Moves the job's files ({@code written}: relative directory -> files in the staging directory) into
      *  place under {@code root}, adding each placed file to {@code placed} as it lands (the caller removes
-     *  them if the commit then fails). Returns the partitions in {@code written}'s order. */
+     *  them if the commit then fails). Returns the partitions in {@code written}'s order. {@code listExisting}:
+     *  list the data files each directory had before (else {@link Placed#existing} is null: an append into
+     *  partitions whose files the catalog records needs no listing, see {@link #existingBesides}). */
     static List<Placed> place(FileSystem fs, Path root, Path staging, Map<String, List<FileStatus>> written,
-                              List<Path> placed) throws IOException {
+                              List<Path> placed, boolean listExisting) throws IOException {
         Set<String> present = present(fs, root, written.keySet());
         // parents of new multi-level partitions, made once each before the moves
         Set<String> parents = new TreeSet<>();
@@ -112,7 +114,7 @@ final class Placement {
         Map<String, Placed> done = new HashMap<>();
         if (items.size() <= 1) {
             for (Map.Entry<String, List<FileStatus>> e : items) {
-                done.put(e.getKey(), one(fs, root, staging, e.getKey(), e.getValue(), present, placed));
+                done.put(e.getKey(), one(fs, root, staging, e.getKey(), e.getValue(), present, placed, listExisting));
             }
         } else {
             ExecutorService pool = Executors.newFixedThreadPool(Math.min(THREADS, items.size()), r -> {
@@ -124,7 +126,7 @@ final class Placement {
                 Map<String, Future<Placed>> futures = new LinkedHashMap<>();
                 for (Map.Entry<String, List<FileStatus>> e : items) {
                     futures.put(e.getKey(), pool.submit(() -> one(fs, root, staging, e.getKey(), e.getValue(), present,
-                            placed)));
+                            placed, listExisting)));
                 }
                 IOException failed = null;
                 for (Map.Entry<String, Future<Placed>> f : futures.entrySet()) {
@@ -151,7 +153,7 @@ final class Placement {
     }
 
     private static Placed one(FileSystem fs, Path root, Path staging, String rel, List<FileStatus> files,
-                              Set<String> present, List<Path> placed) throws IOException {
+                              Set<String> present, List<Path> placed, boolean listExisting) throws IOException {
         Path dir = rel.isEmpty() ? root : new Path(root, rel);
         Map<Path, FileStatus> moved = new LinkedHashMap<>();
         if (!rel.isEmpty() && !present.contains(rel) && !files.isEmpty()) {
@@ -171,19 +173,19 @@ final class Placement {
                 Path nested = new Path(dir, from.getName());
                 List<FileStatus> again = new ArrayList<>();
                 for (FileStatus s : files) again.add(fs.getFileStatus(new Path(nested, s.getPath().getName())));
-                Placed p = each(fs, rel, dir, again, true, placed);
+                Placed p = each(fs, rel, dir, again, true, placed, listExisting);
                 fs.delete(nested, true);
                 return p;
             }
             // the directory appeared meanwhile: move the files one by one below
         }
-        return each(fs, rel, dir, files, rel.isEmpty() || present.contains(rel), placed);
+        return each(fs, rel, dir, files, rel.isEmpty() || present.contains(rel), placed, listExisting);
     }
 
     /** Into an existing directory: its data files before, then this job's files moved one by one. */
     private static Placed each(FileSystem fs, String rel, Path dir, List<FileStatus> files, boolean exists,
-                               List<Path> placed) throws IOException {
-        List<FileStatus> existing = dataFiles(fs, dir);
+                               List<Path> placed, boolean listExisting) throws IOException {
+        List<FileStatus> existing = listExisting ? dataFiles(fs, dir) : null;
         Map<Path, FileStatus> moved = new LinkedHashMap<>();
         if (!files.isEmpty() && !exists) fs.mkdirs(dir);
         for (FileStatus s : files) {
@@ -193,6 +195,19 @@ final class Placement {
             moved.put(target, s);
         }
         return new Placed(rel, existing, moved);
+    }
+
+    /** The data files directly in {@code dir} other than {@code besides} (the ones a job placed there): what
+     *  was there before the job, listed after the moves. */
+    static List<FileStatus> existingBesides(FileSystem fs, Path dir, java.util.Collection<Path> besides) {
+        Set<String> mine = new HashSet<>();
+        for (Path p : besides) mine.add(p.getName() + "\u0000" + p.getParent().toUri().getPath());
+        List<FileStatus> out = new ArrayList<>();
+        for (FileStatus s : dataFiles(fs, dir)) {
+            Path p = s.getPath();
+            if (!mine.contains(p.getName() + "\u0000" + p.getParent().toUri().getPath())) out.add(s);
+        }
+        return out;
     }
 
     /** The data files directly in a directory (not hidden, not Spark's markers). */

@@ -328,10 +328,17 @@ final class UshasBatchWrite implements BatchWrite {
             }
             long bytes = 0;
             ArrayNode parts = r.putArray("written");
-            for (Placement.Placed p : Placement.place(fs, root, staging, written, placed)) {
+            // an append into a partitioned table: the catalog needs what the directories held before only
+            // for partitions whose files it does not record; it asks for it (list_existing) then
+            boolean listExisting = !("append".equals(mode) && operation == null && replacing == null && staged == null
+                    && !table.partitionSchema().isEmpty());
+            if (!listExisting) r.put("existing_deferred", true);
+            for (Placement.Placed p : Placement.place(fs, root, staging, written, placed, listExisting)) {
                 ObjectNode part = parts.addObject().put("path", p.path());
-                ArrayNode existing = part.putArray("existing");
-                for (FileStatus s : p.existing()) existing.add(file(fs, s.getPath(), s));
+                if (p.existing() != null) {
+                    ArrayNode existing = part.putArray("existing");
+                    for (FileStatus s : p.existing()) existing.add(file(fs, s.getPath(), s));
+                }
                 ArrayNode files = part.putArray("files");
                 for (Map.Entry<Path, FileStatus> f : p.files().entrySet()) {
                     files.add(file(fs, f.getKey(), f.getValue()));
@@ -342,7 +349,17 @@ final class UshasBatchWrite implements BatchWrite {
                 staged.written(r, placed);  // registered by the staged table's commit, with the table
                 registered = true;
             } else {
-                registered = register(catalog, r);
+                registered = register(catalog, r, () -> {  // what the directories held besides this job's files
+                    for (JsonNode part : r.get("written")) {
+                        String rel = part.get("path").asText();
+                        ArrayNode existing = ((ObjectNode) part).putArray("existing");
+                        for (FileStatus s : Placement.existingBesides(fs, rel.isEmpty() ? root : new Path(root, rel),
+                                placed)) {
+                            existing.add(file(fs, s.getPath(), s));
+                        }
+                    }
+                    r.remove("existing_deferred");
+                });
             }
             if (registered && owner != null) owner.committed(rows, bytes, placed.size());
         } catch (IOException e) {
@@ -377,7 +394,7 @@ final class UshasBatchWrite implements BatchWrite {
      * JVM: it is what to do when Python could not be reached or did not answer; what the write became is
      * Python's answer ({@code abort_write}), not decided here.
      */
-    private boolean register(UshasCatalog catalog, ObjectNode r) {
+    private boolean register(UshasCatalog catalog, ObjectNode r, Runnable listExisting) {
         Bridge.BridgeOptions options = catalog.bridgeOptions();
         r.put("write_id", jobId);
         r.put("deadline_ms", System.currentTimeMillis() + 1000L * options.timeoutSeconds());
@@ -400,6 +417,10 @@ final class UshasBatchWrite implements BatchWrite {
         }
         JsonNode error = answer.get("error");
         if (error != null && !error.isNull()) throw Errors.toSpark(error, table.ident(), null);
+        if (answer.path("list_existing").asBoolean(false) && listExisting != null) {
+            listExisting.run();  // nothing was committed: asked again with the listing
+            return register(catalog, r, null);
+        }
         if (answer.path("batch_committed_before").asBoolean(false)) {
             alreadyCommitted = true;  // this re-run's files are taken back out: the first run's are the table's
             return false;
