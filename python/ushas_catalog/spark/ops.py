@@ -31,6 +31,7 @@ from .describe import describe
 from .cache import partition_rows  # noqa: F401 - the bridge's partition rows (tests import it here)
 from .tables import (SparkCtx, create_arguments, database_of, location_of, partition_columns_last, qualify,
                      rename_move, table_answer, table_name, view_answer)
+from .stream_schema import check_batch_schema
 from .writes import (STATS_PROPERTIES, appended_partitions, check_nothing_added, committed, plan_file_replacement,
                      plan_write, row_level_isolation)
 from .row_level import OPS as ROW_LEVEL_OPS, row_level_operation
@@ -529,6 +530,8 @@ def _fenced_commit_write(ms: Any, ctx: SparkCtx, name: tuple[str, str, str], r: 
             if before is not None:
                 return {"registered": 0, "version": before.version, "batch_committed_before": True,
                         "last_batch": before.last_batch}
+            if r.get("data_schema") is not None:  # an ALTER TABLE since the query started
+                check_batch_schema(ms, name, info, batch, r["data_schema"])
         location = qualify(location_of(ctx, info))
         if location.rstrip("/") != qualify(r["location"]).rstrip("/"):
             raise InvalidArgument(f"{'.'.join(name)} is now at {info.location}, not {r['location']}: "

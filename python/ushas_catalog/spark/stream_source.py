@@ -27,6 +27,7 @@ from typing import Any, Iterator
 from ..catalog.stream_source import COMPACT
 from ..errors import InvalidArgument
 from ..model.data_files import DataFile
+from .stream_schema import check_read_schema
 from .tables import SparkCtx, location_of, table_name
 
 Request = dict[str, Any]
@@ -205,6 +206,7 @@ def stream_latest(ms: Any, r: Request) -> Answer:
     start = r.get("start")
     info = ms.get_table(name)
     _check_table(info, name, start)
+    check_read_schema(ms, name, info, r.get("read_schema"))
     reader = Reader(ms, ctx, name, _flag(_options(r), "skipChangeCommits"))
     if start is None:
         origin = _origin(ms, name, r, info.version)

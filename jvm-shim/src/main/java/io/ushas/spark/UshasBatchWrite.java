@@ -197,6 +197,7 @@ final class UshasBatchWrite implements BatchWrite {
         UshasBatchWrite write = new UshasBatchWrite(table, mode, filters, job, description, committer, jobId, root,
                 staging, baseVersion, stringPartitions.stream().mapToInt(Integer::intValue).toArray());
         write.staged = staged;
+        write.dataSchema = info.schema().json();
         // a batch write that commits once per (stream id, batch id): foreachBatch's idempotent writes
         // (options ushas.streamId / ushas.batchId, as Delta's txnAppId / txnVersion)
         String streamId = info.options().get(STREAM_ID_OPTION);
@@ -232,6 +233,10 @@ final class UshasBatchWrite implements BatchWrite {
         }
         return FileCommitProtocol.instantiate(cls, jobId, path, false);
     }
+
+    /** The schema of the rows this write's files carry (JSON): a micro-batch's commit checks it against the
+     *  table's schema then (an ALTER TABLE since the query started). */
+    private String dataSchema;
 
     /** An atomic CTAS / RTAS: the staged table's commit registers this write's files (null: this write does). */
     private UshasStagedTable staged;
@@ -313,6 +318,7 @@ final class UshasBatchWrite implements BatchWrite {
             if (streamQueryId != null) {  // a micro-batch: committed once per (query id, batch id); complete
                 r.put("query_id", streamQueryId);  // mode replaces the table's rows whatever came since the
                 r.put("batch_id", streamBatchId);  // query loaded the table (no base version)
+                r.put("data_schema", dataSchema);
             } else if (baseVersion >= 0) {
                 r.put("base_version", baseVersion);
             }

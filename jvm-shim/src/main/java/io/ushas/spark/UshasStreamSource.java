@@ -80,6 +80,7 @@ final class UshasStreamSource implements Source, SupportsAdmissionControl,
     public void prepareForTriggerAvailableNow() {
         ObjectNode r = catalog.request(ident);
         r.set("options", options);
+        r.put("read_schema", schema.json());  // a schema change of the table since the query started stops it
         until = catalog.call("stream_latest", r, ident, null).get("offset");
     }
 
@@ -140,6 +141,7 @@ final class UshasStreamSource implements Source, SupportsAdmissionControl,
             org.apache.spark.sql.connector.read.streaming.Offset start, ReadLimit limit) {
         ObjectNode r = catalog.request(ident);
         r.set("options", options);
+        r.put("read_schema", schema.json());  // a schema change of the table since the query started stops it
         JsonNode from = parse(start);
         if (from != null) r.set("start", from);
         if (until != null) r.set("until", until);
@@ -169,6 +171,7 @@ final class UshasStreamSource implements Source, SupportsAdmissionControl,
     public Dataset<Row> getBatch(Option<Offset> start, Offset end) {
         ObjectNode r = catalog.request(ident);
         r.set("options", options);
+        r.put("read_schema", schema.json());  // a schema change of the table since the query started stops it
         if (start.isDefined()) r.set("start", parse(start.get()));
         r.set("end", parse(end));
         JsonNode answer = catalog.call("stream_batch", r, ident, null);
