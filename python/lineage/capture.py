@@ -328,6 +328,8 @@ class LineageCapture:
             parts = micro_batches.split(event)
             if len(parts) > 1:  # the micro-batch first: its plan links the batch's rows to the stream
                 parts[-1] = micro_batches.link(parts[-1], self._resolver)
+                if any(micro_batches.is_table_sink_write(p) for p in parts[:-1]):
+                    parts = parts[:-1]  # format("ushas"): its batch write is the micro-batch's run
             for one in parts:
                 # a checkpoint: remember its plan for the rows it saved, before any later write
                 self._process_one(checkpoints.link(one, self._resolver))

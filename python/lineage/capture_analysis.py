@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from .capture_events import ActionEvent, CaptureSettings
+from .micro_batches import TABLE_SINK
 from .model import ColumnNode, Dataset, DatasetKind, Edge, LineageResult
 from .openlineage_facts import LIFECYCLE, RunFacts
 from .openlineage_facts import collect as collect_facts
@@ -166,6 +167,8 @@ def analyze(event: ActionEvent, settings: CaptureSettings, resolver: Resolver = 
         acc.markers.append(f"{len(edges)} column edges over the {settings.max_edges} budget")
         edges = []
     command = best_command(acc.commands)
+    if any(x.func == TABLE_SINK for x in event.executions):  # format("ushas"): a micro-batch's streaming write
+        command = "streaming_write"
     stream = next((x.stream for x in event.executions if x.stream), None)
     name = run_name(event.application_name, command, writes or (facts.ddl_outputs if facts else ()), reads)
     if facts is not None and name.command in LIFECYCLE:

@@ -8,7 +8,11 @@ execution belongs to it: a ``saveAsTable`` and its inner CTAS, a V1 insert and i
 group is a run named by its first execution (its own run id), carrying the micro-batch's stream ids;
 the micro-batch's own execution stays a run of its own (what it read). A micro-batch that writes
 a table itself (``writeStream.toTable``: its ``WriteToMicroBatchDataSource`` names the table's
-relation) is not split: it is one run with whatever nested executions its write made. Lineage of each write is
+relation) is not split: it is one run with whatever nested executions its write made. A micro-batch into
+``writeStream.format("ushas")`` (its sink ``UshasStreamSink(table)``, whose batch write is one nested
+execution) is the streaming write of that table too: its batch write is the micro-batch's one run, named
+as a ``toTable`` micro-batch's (``streaming_write``), with the stream's ids; the micro-batch's own
+execution only links the rows (no run of its own). Lineage of each write is
 resolved as any write's: the batch DataFrame's rows link to the streaming plan through
 ``lineage.checkpoints`` (``lineage.dataframe.remember_stream``)."""
 from __future__ import annotations
@@ -23,6 +27,10 @@ from .model import LineageResult
 log = logging.getLogger("ushas.lineage.capture")
 
 MICRO_BATCH = "microBatch"
+#: the ``func`` of a format("ushas") sink's batch write: its run is the micro-batch's streaming write
+TABLE_SINK = "ushasStreamSink"
+#: how the shim's format("ushas") sink names itself in the micro-batch's plan
+_TABLE_SINK_NAME = "UshasStreamSink("
 #: output ids of the batches :func:`link` linked (not lineage.dataframe), oldest first
 _LINKED: dict[tuple[int, ...], None] = {}
 
@@ -34,32 +42,47 @@ def split(event: ActionEvent) -> list[ActionEvent]:
     nested = [x for x in event.executions if x is not root]
     if root is None or root.func != MICRO_BATCH or not nested:
         return [event]
-    root, own_write = _own_write(root)
+    root, own_write, table_sink = _own_write(root)
     event = replace(event, executions=tuple(root if x.execution_id == root.execution_id else x
                                             for x in event.executions))
     if own_write:
         return [event]
-    out = [_event(event, group, root) for group in groups(nested)]
+    out = [_event(event, group, root, table_sink) for group in groups(nested)]
     out.append(replace(event, executions=(root,)))
     return out
 
 
-def _own_write(root: ExecutionEvent) -> tuple[ExecutionEvent, bool]:
-    """``root`` with its plan read (a plan file is read once), and whether the micro-batch writes a
+def is_table_sink_write(event: ActionEvent) -> bool:
+    """A format("ushas") sink's batch write (:func:`split` marked it): the micro-batch's run."""
+    return any(x.func == TABLE_SINK for x in event.executions)
+
+
+def _own_write(root: ExecutionEvent) -> tuple[ExecutionEvent, bool, bool]:
+    """``root`` with its plan read (a plan file is read once), whether the micro-batch writes a
     table itself (toTable: ``WriteToMicroBatchDataSource`` with a ``relation``; foreachBatch's sink
-    has none). A plan that cannot be read or parsed counts as no own write (split as foreachBatch)."""
+    has none), and whether its sink is format("ushas")'s. A plan that cannot be read or parsed counts as
+    no own write (split as foreachBatch)."""
     from .plan import parse
 
     try:
         text = root.read_plan()
         if text is None:
-            return root, False
+            return root, False, False
         root = replace(root, plan=text, plan_file=None)
         doc = parse(text)
     except Exception as exc:  # noqa: BLE001 - the runs are stored anyway, one per batch write
         log.debug("lineage: micro-batch %s plan not read: %s", root.execution_id, exc)
-        return root, False
-    return root, any(n.kind == "WriteToMicroBatchDataSource" and "relation" in n.plans for n in doc.nodes)
+        return root, False, False
+    own = any(n.kind == "WriteToMicroBatchDataSource" and "relation" in n.plans for n in doc.nodes)
+    sink = any(n.kind.startswith("WriteToMicroBatchDataSource") and any(_names_table_sink(v) for v in n.args.values())
+               for n in doc.nodes)
+    return root, own, sink
+
+
+def _names_table_sink(value: Any) -> bool:
+    """An argument of the micro-batch's write node that is the format("ushas") sink (``{"t": "Table",
+    "name": "UshasStreamSink(…)"}``)."""
+    return isinstance(value, dict) and str(value.get("name", "")).startswith(_TABLE_SINK_NAME)
 
 
 def groups(executions: list[ExecutionEvent]) -> list[list[ExecutionEvent]]:
@@ -85,12 +108,13 @@ def groups(executions: list[ExecutionEvent]) -> list[list[ExecutionEvent]]:
     return out
 
 
-def _event(event: ActionEvent, group: list[ExecutionEvent], root: ExecutionEvent) -> ActionEvent:
+def _event(event: ActionEvent, group: list[ExecutionEvent], root: ExecutionEvent, table_sink: bool) -> ActionEvent:
     first = group[0]
     return replace(event, execution_id=first.execution_id,
                    start_ms=first.start_ms if first.start_ms is not None else event.start_ms,
                    end_ms=first.end_ms if first.end_ms is not None else event.end_ms,
-                   executions=tuple(replace(x, stream=x.stream or root.stream) for x in group), sql=None)
+                   executions=tuple(replace(x, stream=x.stream or root.stream, func=TABLE_SINK if table_sink else x.func)
+                                     for x in group), sql=None)
 
 
 def _contains(outer: ExecutionEvent, inner: ExecutionEvent) -> bool:

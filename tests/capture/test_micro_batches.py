@@ -78,3 +78,27 @@ def test_a_micro_batch_that_writes_a_table_itself_is_one_run() -> None:
     out2 = split(event(root, x(2, 10, 40), x(3, 41, 60)))
     assert [[e.execution_id for e in ev.executions] for ev in out2] == [[2], [3], [1]]
     assert out2[-1].executions == (root,)
+
+
+def test_a_format_ushas_micro_batch_is_its_batch_writes_run() -> None:
+    """writeStream.format("ushas"): the micro-batch's sink is UshasStreamSink(table) and its batch write a
+    nested execution; that write is split out marked as the sink's (the micro-batch's streaming-write
+    run, with the stream's ids), the micro-batch's own execution last (it only links the rows)."""
+    import json
+
+    from lineage.micro_batches import TABLE_SINK, is_table_sink_write
+
+    def plan(sink: str) -> str:
+        nodes = [{"k": 0, "c": [1], "a": {"sink": {"t": "Table", "name": sink}}}, {"k": 1}]
+        return json.dumps({"format": "ushas-plan", "version": 2, "nodes": nodes, "root": 0, "exprs": [],
+                           "kinds": ["WriteToMicroBatchDataSourceV1", "StreamingDataSourceV2ScanRelation"]})
+
+    root = ExecutionEvent(execution_id=1, func="microBatch", start_ms=0, end_ms=100, stream=STREAM,
+                          plan=plan("UshasStreamSink(ushas.db.t)"))
+    write, last = split(event(root, x(2, 10, 40, "append"), x(3, 11, 39)))
+    assert [e.execution_id for e in write.executions] == [2, 3] and last.executions == (root,)
+    assert all(e.func == TABLE_SINK and e.stream == STREAM for e in write.executions)
+    assert is_table_sink_write(write) and not is_table_sink_write(last)
+    # another V1 sink (foreachBatch's): its batch writes stay plain batch writes
+    other = split(event(replace(root, plan=plan("ForeachBatchSink")), x(2, 10, 40, "append")))
+    assert not any(is_table_sink_write(e) for e in other) and other[0].executions[0].func == "append"

@@ -77,7 +77,13 @@ public final class UshasStreamSink implements StreamSinkProvider, DataSourceRegi
             if (queryId == null) {
                 throw Errors.invalidArgument("format ushas: micro-batch " + batchId + " runs outside a streaming query");
             }
-            Dataset<Row> rows = session.internalCreateDataFrame(data.queryExecution().toRdd(), data.schema(), false);
+            // the batch's rows keep the streaming plan's attributes (as Spark's foreachBatch sink does), so the
+            // lineage of this write reaches the stream's sources through the micro-batch's plan
+            org.apache.spark.sql.classic.Dataset<Row> batch = (org.apache.spark.sql.classic.Dataset<Row>) data;
+            org.apache.spark.sql.execution.LogicalRDD node = org.apache.spark.sql.execution.LogicalRDD$.MODULE$.fromDataset(
+                    batch.queryExecution().toRdd(), batch, false,
+                    org.apache.spark.sql.execution.LogicalRDD$.MODULE$.fromDataset$default$4());
+            Dataset<Row> rows = org.apache.spark.sql.classic.Dataset$.MODULE$.ofRows(session, node);
             org.apache.spark.sql.DataFrameWriterV2<Row> w = rows.writeTo(table).option("ushas.streamId", queryId)
                     .option("ushas.batchId", String.valueOf(batchId));
             try {
@@ -86,6 +92,13 @@ public final class UshasStreamSink implements StreamSinkProvider, DataSourceRegi
             } catch (org.apache.spark.sql.catalyst.analysis.NoSuchTableException e) {
                 throw Errors.sneak(e);
             }
+        }
+
+        /** What the micro-batch's plan names as its sink (Spark's Sink throws here): the lineage capture
+         *  makes this sink's batch write the micro-batch's streaming-write run (lineage.micro_batches). */
+        @Override
+        public String name() {
+            return toString();
         }
 
         @Override
