@@ -337,6 +337,11 @@ class WriteExpired(WriteEnded):
     stopped waiting for it): refused, and the write recorded ABORTED."""
 
 
+class FilesNotRecorded(InvalidArgument):
+    """An append without a listing (``replace_partitions(append=True)``) into a partition whose files the
+    catalog does not record: nothing was written; the write lists the directory and commits again."""
+
+
 class CursorExpired(InvalidArgument):
     """A change feed cursor older than the feed's retention: events after it were trimmed."""
 

@@ -89,14 +89,34 @@ def test_an_append_names_its_files_and_drops_nothing(table: Any) -> None:
         ms.replace_partitions(T, [], [Partition({"dt": "a"})], append=True)
 
 
-def test_an_append_to_a_partition_whose_files_are_not_recorded_is_a_conflict(table: Any) -> None:
-    from ushas_catalog.errors import Conflict
+def test_an_append_to_a_partition_whose_files_are_not_recorded_writes_nothing(table: Any) -> None:
+    from ushas_catalog.errors import FilesNotRecorded
 
     ms, root = table
     ms.add_partitions(T, [{"dt": "b"}])  # ADD PARTITION: files not recorded
-    with pytest.raises(Conflict, match="stopped being recorded"):
+    v = ms.get_table(T).version
+    with pytest.raises(FilesNotRecorded, match="not recorded"):
         append(ms, root, "b", "x")
-    assert ms.get_partition(T, {"dt": "b"}).data_files is None
+    assert ms.get_partition(T, {"dt": "b"}).data_files is None and ms.get_table(T).version == v
+
+
+def test_an_append_reads_one_key_and_big_appends_are_several_whole_chunks(table: Any, monkeypatch: Any) -> None:
+    """After the first append the next one reads the newest chunk alone (it carries the partition's fields),
+    not the file list; an append over the value limit is several chunks, each a message of its own."""
+    from ushas_catalog.records.store import RecordStore
+
+    ms, root = table
+    append(ms, root, "a", "first")
+    append(ms, root, "a", "second")
+    loads: list[Any] = []
+    real = RecordStore.load
+    monkeypatch.setattr(RecordStore, "load", lambda self, tr, pk, **kw: loads.append(pk) or real(self, tr, pk, **kw))
+    append(ms, root, "a", *[f"x{i:04d}" for i in range(3000)])  # ~150 kB of file entries
+    assert ("a",) not in loads  # the partition's record was not read whole
+    monkeypatch.undo()
+    p = ms.get_partition(T, {"dt": "a"})
+    assert (p.files, len(p.data_files or []), names(p.data_files)[-1]) == (3002, 3002, "x2999")
+    assert not [x for x in check_data_files(ms)]
 
 
 def _tn() -> Any:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import records as rec
-from ..errors import Conflict
+from ..errors import FilesNotRecorded
 from ..kv import Transaction
 from ..records.store import RecordStore
 
@@ -53,33 +53,69 @@ def partitions_before(tr: Transaction, store: RecordStore[rec.Partition], histor
     return then
 
 
+def current_fields(tr: Transaction, store: RecordStore[rec.Partition], key: tuple[Any, ...]) -> rec.Partition | None:
+    """The partition at ``key`` for an append to look at: the newest appended chunk alone when it has one (it
+    carries every field of the partition but the files before it: one key read, whatever the files already
+    there), else the whole record (once after each whole rewrite); None: no partition."""
+    return store.last_appended(tr, key) or store.load(tr, key)
+
+
 def append_files(tr: Transaction, store: RecordStore[rec.Partition], history: RecordStore[rec.PartitionChange],
                  v: int, key: tuple[Any, ...], old: rec.Partition, added: rec.Partition) -> rec.Partition | None:
     """Append the files of ``added`` (a partition record of the appended files only: ``data_files``,
-    ``files`` / ``bytes`` counting them, ``rows`` the rows written or unset) to the stored partition
-    ``old`` at ``key`` for commit ``v``. Returns the partition's record when it had to be rewritten whole
-    (its row count becomes unknown: a chunk cannot unset a field), else None (one chunk added, an
-    APPENDED history entry). ``old`` must have its files recorded (:class:`Conflict` otherwise)."""
+    ``files`` / ``bytes`` counting them, ``rows`` the rows written or unset) to the stored partition at
+    ``key`` for commit ``v``; ``old``: its fields (:func:`current_fields`: the files in it may be only some
+    of the partition's). Returns the partition's record when it had to be rewritten whole (its row count
+    becomes unknown: a chunk cannot unset a field), else None (chunks added, an APPENDED history entry).
+    :class:`FilesNotRecorded` when the partition's files are not recorded."""
     if not old.files_recorded:
-        raise Conflict("a partition's files stopped being recorded since the write was planned")
+        raise FilesNotRecorded("the partition's files are not recorded: the write lists its directory")
     files = (old.files if old.HasField("files") else len(old.data_files)) + added.files
     size = (old.bytes if old.HasField("bytes") else sum(f.size for f in old.data_files)) + added.bytes
     if old.HasField("rows") and not added.HasField("rows"):  # the rows become unknown: rewrite it whole
-        whole = rec.Partition()
-        whole.CopyFrom(old)
+        whole = store.load(tr, key) or old
+        before = rec.Partition()
+        before.CopyFrom(whole)
         whole.data_files.extend(added.data_files)
         whole.files, whole.bytes = files, size
         whole.ClearField("rows")
         store.save(tr, key, whole)
-        history.save(tr, (v,) + key, rec.PartitionChange(action=rec.PartitionChange.REPLACED, previous=old), new=True)
+        history.save(tr, (v,) + key, rec.PartitionChange(action=rec.PartitionChange.REPLACED, previous=before),
+                     new=True)
         return whole
-    delta = rec.Partition(files_recorded=True, files=files, bytes=size, data_files=added.data_files)
-    if old.HasField("rows"):
-        delta.rows = old.rows + added.rows
     fields = rec.Partition()
     fields.CopyFrom(old)
     fields.ClearField("data_files")
-    store.append(tr, key, delta)
+    header = rec.Partition()
+    header.CopyFrom(fields)  # every field again: the newest chunk tells the partition alone
+    header.files, header.bytes = files, size
+    if old.HasField("rows"):
+        header.rows = old.rows + added.rows
+    store.append(tr, key, _chunks(header, list(added.data_files), store.chunk_bytes))
     history.save(tr, (v,) + key, rec.PartitionChange(action=rec.PartitionChange.APPENDED, previous=fields,
                                                      appended=added.data_files), new=True)
     return None
+
+
+def _chunks(header: rec.Partition, files: list[Any], limit: int) -> list[rec.Partition]:
+    """``header`` with ``files``, as chunks of at most ``limit`` bytes, each carrying the whole header."""
+    base = header.ByteSize() + 16
+    out: list[rec.Partition] = []
+    group: list[Any] = []
+    size = base
+    for f in files:
+        n = f.ByteSize() + 8
+        if group and size + n > limit:
+            out.append(_with(header, group))
+            group, size = [], base
+        group.append(f)
+        size += n
+    out.append(_with(header, group))
+    return out
+
+
+def _with(header: rec.Partition, files: list[Any]) -> rec.Partition:
+    chunk = rec.Partition()
+    chunk.CopyFrom(header)
+    chunk.data_files.extend(files)
+    return chunk

@@ -24,7 +24,7 @@ from ..records.store import RecordStore, split_elements
 from .base import MetastoreBase
 from .row_policies import refuse_row_removal
 from .commits import Mutation
-from .partition_appends import append_files
+from .partition_appends import append_files, current_fields
 from .visibility import TooBig, bulk_pending, visible, visible_raw
 from .values import check_count, check_expected, check_props, check_str, copy_record, expect_version, now_micros
 
@@ -251,7 +251,10 @@ class PartitionOps(MetastoreBase):
                     raise InvalidArgument(f"partition {_spec_text(scheme, key)} is given twice")
                 location = p.location if p.location is not None else _default_location(storage, scheme, key)
                 new[key] = self.partition_record(p, location, now)
-            existing = {key: to_drop.pop(key, None) or store.load(tr, key) for key in new}  # reads first
+            if append:  # the partitions' fields, not their file lists
+                existing = {key: current_fields(tr, store, key) for key in new}
+            else:
+                existing = {key: to_drop.pop(key, None) or store.load(tr, key) for key in new}  # reads first
             if unchanged_since is not None:
                 _check_unchanged(tr, tn, scheme, history, unchanged_since, t.ref.version,
                                  set(new) | set(to_drop))
@@ -259,6 +262,8 @@ class PartitionOps(MetastoreBase):
             gone: list[tuple[tuple[Any, ...], rec.Partition]] = []
             for key, r in new.items():
                 old = existing[key]
+                if append and old is not None and not visible(old, t.ref.version):
+                    old = existing[key] = store.load(tr, key)  # replaced whole below: all of it
                 if append and old is not None and visible(old, t.ref.version):
                     new[key] = append_files(tr, store, history, v, key, old, r) or old
                     gone.append((key, old))

@@ -32,6 +32,10 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+#: chunks :meth:`RecordStore.append` adds are numbered after this (chunks of a record split by size before it)
+APPENDED_CHUNKS = 1 << 32
+
+
 @dataclass(frozen=True, slots=True)
 class StoredRecord(Generic[M]):
     key: tuple[Any, ...]
@@ -138,13 +142,14 @@ class RecordStore(Generic[M]):
         for i, start in enumerate(range(0, len(data), step), start=1):
             tr.set(key + fdbtuple.pack((i,)), data[start:start + step])
 
-    def append(self, tr: Transaction, pk: tuple[Any, ...], delta: M) -> None:
-        """Merge ``delta`` into the record at ``pk`` without rewriting it: its bytes become the record's
-        next chunk. Reading joins the chunks, and protobuf parses concatenated messages as one merged
-        message (repeated fields extend, fields set in ``delta`` replace, maps merge by key), so the record
-        read back is the old one with ``delta`` merged in. A record stored whole moves to chunk 1 first
-        (once; after that each append writes only its own bytes). ``KeyError`` if nothing is at ``pk``."""
-        self._check(delta)
+    def append(self, tr: Transaction, pk: tuple[Any, ...], deltas: "list[M]") -> None:
+        """Merge ``deltas`` into the record at ``pk`` without rewriting it: each one's bytes become one more
+        chunk of the record. Reading joins the chunks, and protobuf parses concatenated messages as one
+        merged message (repeated fields extend, fields set in a delta replace, maps merge by key), so the
+        record read back is the old one with the deltas merged in. A record stored whole moves to chunk 1
+        first (once; after that an append writes only its own bytes). Each delta is one key of its own
+        (at most the value limit: split bigger ones yourself), numbered from :data:`APPENDED_CHUNKS` on,
+        so that :meth:`last_appended` can read the newest alone. ``KeyError`` if nothing is at ``pk``."""
         key = self.key(pk)
         last = None
         for kv in tr.get_range(key, key + b"\xff", reverse=True, limit=1):
@@ -157,10 +162,23 @@ class RecordStore(Generic[M]):
             index = 1
         else:
             index = fdbtuple.unpack(last.key[len(key):])[0]
-        data = delta.SerializeToString(deterministic=True)
-        step = self.chunk_bytes
-        for i, start in enumerate(range(0, len(data), step), start=index + 1):
-            tr.set(key + fdbtuple.pack((i,)), data[start:start + step])
+        index = max(index, APPENDED_CHUNKS)
+        for delta in deltas:
+            self._check(delta)
+            data = delta.SerializeToString(deterministic=True)
+            if len(data) > self.chunk_bytes:
+                raise ValueError(f"an appended chunk of {len(data)} bytes is over the value limit {self.chunk_bytes}")
+            index += 1
+            tr.set(key + fdbtuple.pack((index,)), data)
+
+    def last_appended(self, tr: Transaction, pk: tuple[Any, ...]) -> M | None:
+        """The newest chunk :meth:`append` added to the record at ``pk``, parsed alone (one key read), or
+        None when the record has none (stored whole, or split by size, or absent)."""
+        key = self.key(pk)
+        for kv in tr.get_range(key, key + b"\xff", reverse=True, limit=1):
+            if kv.key != key and fdbtuple.unpack(kv.key[len(key):])[0] > APPENDED_CHUNKS:
+                return self.message_type.FromString(kv.value)
+        return None
 
     def delete(self, tr: Transaction, pk: tuple[Any, ...]) -> None:
         key = self.key(pk)

@@ -633,24 +633,19 @@ def _append(ms: Any, name: tuple[str, str, str], info: Any, r: Request, detail: 
             fence: Any) -> Answer | None:
     """An append into a partitioned table whose written partitions are new or have their files recorded:
     each gets this job's files appended, at a cost independent of the files already there (no partition
-    listed, no file list rewritten). None: a written partition's files are not recorded (the caller plans
-    the write from the listing the shim sent)."""
-    import fdb.tuple as fdbtuple
+    listed, no file list read or rewritten). None: a written partition's files are not recorded (nothing
+    was written: the caller plans the write from the listing of the written directories)."""
+    from ..errors import FilesNotRecorded
 
     puts = appended_partitions(r["location"], list(info.partition_columns), list(r.get("written") or []),
                                r.get("rows"))
     if not puts:
         return None
-
-    def ranges(scheme: Any) -> list[tuple[bytes, bytes]]:
-        keys = sorted({fdbtuple.pack(scheme.key(p.values)) for p in puts})
-        return [(k, k + b"\xff") for k in keys]
-
-    _, found = ms.scan_partitions(name, ranges)
-    if any(not record.files_recorded for _, record in found):
+    try:
+        result = ms.replace_partitions(name, [], puts, expected_version=info.version, operation="APPEND",
+                                       detail=detail, append=True, **_fence_args(fence))
+    except FilesNotRecorded:
         return None
-    result = ms.replace_partitions(name, [], puts, expected_version=info.version, operation="APPEND",
-                                   detail=detail, append=True, **_fence_args(fence))
     return {"registered": len(puts), "version": result.version}
 
 
