@@ -210,6 +210,20 @@ def test_format_ushas_writes_each_batch_once_into_the_named_table(spark: Any, db
 
     q = run()
     assert values(spark, t) == [0, 1, 2]
+    # each micro-batch is a streaming-write run of the table, as a toTable one is, with the stream's ids and
+    # column lineage from the streaming plan (the batch write inside the sink is that run, not one of its own)
+    from tests.spark.sql_tables_support import flush_lineage
+
+    flush_lineage(spark)
+    runs = spark.sql(f"SELECT run_id, job, kind, batch_id FROM ushas.system.runs WHERE stream_query_id = '{q.id}' "
+                     f"ORDER BY batch_id").collect()
+    assert [r.batch_id for r in runs] == [0, 1]
+    assert {(r.job, r.kind) for r in runs} == {(f"{spark.sparkContext.appName}.streaming_write.ushas_{db}_ev",
+                                                "STREAMING WRITE")}
+    edges = {(r.target_column, r.source_column, r.subtype) for r in spark.sql(
+        f"SELECT target_column, source_column, subtype FROM ushas.system.column_lineage "
+        f"WHERE target_table = '{t}' AND run_id = '{runs[-1].run_id}'").collect()}
+    assert {("value", "value", "IDENTITY"), ("dt", "value", "TRANSFORMATION")} <= edges
     (ck / "commits" / "1").unlink()  # Spark never learnt that batch 1 committed: it runs it again
     for crc in (ck / "commits").glob(".1.crc"):
         crc.unlink()
@@ -223,3 +237,44 @@ def test_format_ushas_writes_each_batch_once_into_the_named_table(spark: Any, db
     with pytest.raises((IllegalArgumentException, AnalysisException), match="a table of an ushas catalog"):
         (source(spark, tmp_path / "in").writeStream.format("ushas")
          .option("checkpointLocation", str(tmp_path / "ck2")).start("spark_catalog.default.nope"))
+
+
+def test_schema_changes_under_running_streams(spark: Any, db: str, ms: Any, tmp_path: Path) -> None:
+    """An ALTER TABLE while streams run (docs/streaming.md, schema changes): a sink's batches go on after a
+    column is added (NULL in it); after a column is dropped the next batch fails naming the table, the
+    version and the change, and commits nothing; a stream reading the table stops on the change."""
+    from pyspark.errors import StreamingQueryException
+
+    t = f"ushas.{db}.evolving"
+    spark.sql(f"CREATE TABLE {t} (value BIGINT, note STRING, dt STRING) USING parquet PARTITIONED BY (dt)")
+    feed(tmp_path / "in", [[0], [1]])
+    src = source(spark, tmp_path / "in").selectExpr("value", "CAST(value AS STRING) AS note", "dt")
+    sink = src.writeStream.option("checkpointLocation", str(tmp_path / "ck")).trigger(processingTime="0 seconds") \
+        .toTable(t)
+    copy = f"ushas.{db}.evolving_copy"
+    spark.sql(f"CREATE TABLE {copy} (value BIGINT, note STRING, dt STRING) USING parquet")
+    reader = spark.readStream.table(t).writeStream.option("checkpointLocation", str(tmp_path / "ck_read")) \
+        .trigger(processingTime="0 seconds").toTable(copy)
+    try:
+        sink.processAllAvailable()
+        reader.processAllAvailable()
+        assert values(spark, copy) == [0, 1]
+        spark.sql(f"ALTER TABLE {t} ADD COLUMNS (extra INT)")
+        feed(tmp_path / "in", [[2]])
+        sink.processAllAvailable()  # a column added: the batch fits, its rows have NULL there
+        assert sorted(tuple(r) for r in spark.sql(f"SELECT value, extra FROM {t}").collect()) == [
+            (0, None), (1, None), (2, None)]
+        with pytest.raises(StreamingQueryException, match=rf"table {t} changed its schema at version \d+ "
+                                                          rf"\(ALTER TABLE\).*column extra added.*restart the query"):
+            reader.processAllAvailable()
+        spark.sql(f"ALTER TABLE {t} DROP COLUMN note")
+        version = ms.get_table(("ushas", db, "evolving")).version
+        feed(tmp_path / "in", [[3]])
+        with pytest.raises(StreamingQueryException, match=rf"table {t} changed its schema at version {version} "
+                                                          rf"\(ALTER TABLE\).*column note dropped.*not committed"):
+            sink.processAllAvailable()
+        assert values(spark, t) == [0, 1, 2]  # nothing of the refused batch
+        assert ms.get_table(("ushas", db, "evolving")).version == version
+    finally:
+        sink.stop()
+        reader.stop()

@@ -289,3 +289,34 @@ def test_many_partition_writes_place_whole_directories_and_cluster_on_request(sp
 
 def location_of_table(ms: Any, name: tuple[str, str, str]) -> str:
     return str(ms.get_table(name).location)
+
+
+def test_appends_list_a_partition_directory_only_when_its_files_are_not_recorded(spark: Any, db: str,
+                                                                               ms: Any) -> None:
+    """An append into partitions whose files are recorded sends no listing of their directories and adds the
+    new files to the recorded lists; one into a partition whose files were never recorded (ADD PARTITION)
+    makes the catalog ask the shim to list it, then keeps what was there: files put there by hand are still
+    read (the directory stays listed), an empty one records its files from then on."""
+    import shutil
+
+    t = f"ushas.{db}.mixed"
+    name = ("ushas", db, "mixed")
+    spark.sql(f"CREATE TABLE {t} ({SCHEMA}) USING parquet PARTITIONED BY (dt)")
+    spark.createDataFrame([(1, "a"), (2, "h"), (3, "e")], SCHEMA).writeTo(t).append()
+    spark.sql(f"ALTER TABLE {t} ADD PARTITION (dt='m') PARTITION (dt='n')")  # files not recorded
+    loc = {p.values["dt"]: p.location for p in ms.list_partitions(name)}
+    by_hand = [f for f in data_files(loc["h"]) if f.endswith(".parquet")][0]
+    os.makedirs(loc["m"].removeprefix("file:"), exist_ok=True)
+    shutil.copy(os.path.join(loc["h"].removeprefix("file:"), by_hand), loc["m"].removeprefix("file:"))
+    spark.createDataFrame([(4, "a"), (5, "m"), (6, "n")], SCHEMA).writeTo(t).append()
+    expect(spark, t, [(1, "a"), (2, "h"), (3, "e"), (4, "a"), (5, "m"), (2, "m"), (6, "n")])
+    parts = {p.values["dt"]: p for p in ms.list_partitions(name)}
+    assert len(parts["a"].data_files or []) == 2 and parts["a"].files == 2
+    assert parts["m"].data_files is None and parts["m"].files == 2  # still listed: a file no write recorded
+    assert len(parts["n"].data_files or []) == 1
+    history = ms.history(name)
+    assert history[0].operation == "APPEND" and history[0].detail.get("replaced") == 3
+    spark.createDataFrame([(7, "a")], SCHEMA).writeTo(t).append()  # recorded: appended without a listing
+    a = ms.get_partition(name, {"dt": "a"})
+    assert (len(a.data_files or []), a.files, a.rows) == (3, 3, None)
+    assert spark.sql(f"SELECT count(*) FROM {t} WHERE dt = 'a'").first()[0] == 3
