@@ -95,3 +95,32 @@ def test_the_rule_holds_without_a_filter_and_for_ungoverned_callers(stores: Any)
     admin.drop_partitions(P, [{"region": "US"}])  # the store's administrator: not governed
     admin.drop_row_filter(P)
     users["bob"].drop_partitions(P, [{"region": "EU"}])  # no filter: MODIFY is enough
+
+
+def test_an_append_without_a_file_list_rewrite_is_checked_as_any_write(stores: Any, store_uri: str,
+                                                                       tmp_path: Any) -> None:
+    """``replace_partitions(append=True)`` (a streaming batch's append) is the same MODIFY as any write: a
+    user with SELECT only is refused and nothing is written; the filtered user appends (it removes nothing),
+    and an append cannot carry drops (which the row rule would have to judge)."""
+    from ushas_catalog.errors import InvalidArgument, PermissionDenied
+
+    admin, users = stores
+    admin.grant("SELECT", ("c", "db"), "user:dave")
+    dave = Metastore.open(store_uri, project="p", user="dave", authorization=True)
+    new = [DataFile(f"file:{tmp_path}/parts/region=EU/n.parquet", 10, 3)]
+    try:
+        before = _keys(admin)
+        with pytest.raises(PermissionDenied, match="MODIFY"):
+            dave.replace_partitions(P, [], [Partition(values={"region": "EU"}, files=1, bytes=10, data_files=new)],
+                                    operation="APPEND", append=True)
+        assert _keys(admin) == before
+    finally:
+        dave.close()
+    bob = users["bob"]
+    with pytest.raises(InvalidArgument, match="drops nothing"):
+        bob.replace_partitions(P, [{"region": "US"}], [Partition(values={"region": "EU"}, data_files=new)],
+                               operation="APPEND", append=True)
+    assert _keys(admin) == before
+    bob.replace_partitions(P, [], [Partition(values={"region": "APAC"}, files=1, bytes=10, data_files=new)],
+                           operation="APPEND", append=True)
+    assert "APAC" in {p.values["region"] for p in bob.list_partitions(P)}
