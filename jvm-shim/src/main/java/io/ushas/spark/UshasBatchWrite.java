@@ -356,7 +356,7 @@ final class UshasBatchWrite implements BatchWrite {
                 registered = true;
             } else {
                 registered = register(catalog, r, () -> {  // what the directories held besides this job's files
-                    for (JsonNode part : r.get("written")) {
+                    for (JsonNode part : parts) {
                         String rel = part.get("path").asText();
                         ArrayNode existing = ((ObjectNode) part).putArray("existing");
                         for (FileStatus s : Placement.existingBesides(fs, rel.isEmpty() ? root : new Path(root, rel),
