@@ -215,6 +215,7 @@ def test_the_catalog_names_lineage_only_as_an_extension() -> None:
             *ext.system_tables, *ext.demo_sections]
     assert all(callable(r.load()) or isinstance(r.load(), dict) or hasattr(r.load(), "report") for r in refs)
     assert set(ext.dataframe_methods) == {"pyspark.sql.classic.dataframe", "pyspark.sql.connect.dataframe"}
+    assert ext.wire_packages == ["lineage."]
     assert load(built_in=(), declared=lambda: []).loaded == []  # a build without lineage: nothing registered
 
 

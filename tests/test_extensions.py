@@ -71,3 +71,26 @@ def test_the_process_registry_has_the_lineage_extension() -> None:
     assert "lineage" in ext.commands and "lineage.event" in ext.bridge_ops
     every = all_tables()
     assert {"runs", "dataset_access", "column_lineage", "table_lineage", "usage"} <= set(every) - set(TABLES)
+
+
+@pytest.mark.parametrize("prefix", ["ushas_catalog.spark.", "ushas_catalog.", "builtins", ""])
+def test_an_extension_cannot_widen_what_the_wire_decodes(prefix: str) -> None:
+    """Remote mode decodes dataclasses only of the listed packages: an extension adds its own package, not
+    the catalog's other packages nor a bare name (a prefix ends with a dot)."""
+    with pytest.raises(ValueError, match="wire package"):
+        Extensions().add_wire_package(prefix)
+
+
+def test_remote_mode_decodes_lineage_values_only_with_the_lineage_extension(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The service decodes a remote driver's captured runs (lineage's dataclasses and enums) because the
+    lineage extension lists its package; without it, the same document is refused, not imported."""
+    from lineage.store import RunStatus
+    from ushas_catalog import extensions as registry
+    from ushas_catalog.errors import InvalidArgument
+    from ushas_catalog.remote import wire
+
+    sent = wire.encode([RunStatus.FAIL])
+    assert wire.decode(sent) == [RunStatus.FAIL]
+    monkeypatch.setattr(registry, "extensions", Extensions)  # a process without extensions
+    with pytest.raises(InvalidArgument, match="not one the catalog service exchanges"):
+        wire.decode(sent)

@@ -27,7 +27,9 @@ The extension points (fields of :class:`Extensions`):
 - ``system_tables``: ``-> dict[name, TableDef]`` added to ``<catalog>.system``;
 - ``dataframe_methods``: pyspark module -> the modules to import once it is loaded (``df.lineage()``);
 - ``demo_sections``: what ``ushas demo`` shows after its pipeline (an object with ``wait(uri, project,
-  dataset, timeout) -> bool`` and ``report(uri, project, dataset) -> DemoReport``).
+  dataset, timeout) -> bool`` and ``report(uri, project, dataset, column) -> DemoReport``);
+- ``wire_packages``: package prefixes whose dataclasses and enums remote mode's wire encoding may decode
+  (:mod:`ushas_catalog.remote.wire`; ``lineage.``: the captured runs a remote-mode driver sends).
 """
 from __future__ import annotations
 
@@ -90,6 +92,7 @@ class Extensions:
     system_tables: list[Ref] = field(default_factory=list)
     dataframe_methods: dict[str, list[str]] = field(default_factory=dict)
     demo_sections: list[Ref] = field(default_factory=list)
+    wire_packages: list[str] = field(default_factory=list)
     #: the extensions loaded, by the reference of their ``register``
     loaded: list[str] = field(default_factory=list)
 
@@ -124,6 +127,12 @@ class Extensions:
 
     def add_demo_section(self, section: str) -> None:
         self.demo_sections.append(Ref(section))
+
+    def add_wire_package(self, prefix: str) -> None:
+        if not prefix.endswith(".") or prefix.startswith("ushas_catalog"):
+            raise ValueError(f"a wire package is a package prefix of the extension's own, ending in '.': {prefix!r}")
+        if prefix not in self.wire_packages:
+            self.wire_packages.append(prefix)
 
     @staticmethod
     def _unique(table: dict[str, Any], name: str, what: str) -> None:

@@ -38,6 +38,7 @@ def register(ext: Any) -> None:
     ext.add_service_store("lineage", "lineage.plugin.stores:served_queries")
     ext.add_read_store("lineage", "lineage.plugin.stores:read_queries")
     ext.add_system_tables("lineage.plugin.system_tables:TABLES")
+    ext.add_wire_package("lineage.")  # remote mode: the runs a driver's capture sends to the service
     for pyspark_module, installer in DATAFRAME_METHODS:
         ext.add_dataframe_method(pyspark_module, installer)
 
