@@ -171,3 +171,85 @@ def _set_owner(tr: Any, ms: Metastore, op: uuid.UUID, owner: str) -> None:
     r = store.load(tr, (op,))
     r.owner, r.heartbeat_micros = owner, 0
     store.save(tr, (op,), r)
+
+
+def test_a_big_write_goes_through_the_same_privilege_check(small: Metastore, store_uri: str) -> None:
+    """A user who may read the table but not modify it cannot get a write in by making it big enough to be
+    chunked: refused before anything is staged, nothing pending, the table unchanged."""
+    from ushas_catalog.errors import PermissionDenied
+
+    small.replace_partitions(T, [], _puts(0, 10, "a"), operation="APPEND")
+    small.grant("SELECT", T, "user:bob")
+    bob = Metastore.open(store_uri, project="acme", user="bob", authorization=True)
+    try:
+        assert len(list(bob.list_partitions(T))) == 10
+        for drops in ([], [{"h": 1}]):
+            with pytest.raises(PermissionDenied, match="User bob does not have MODIFY"):
+                bob.replace_partitions(T, drops, _puts(0, 300, "evil"), operation="APPEND")
+    finally:
+        bob.close()
+    assert small.get_table(T).version == 2 and bulk.pending_work(small) == []
+    assert len(_raw_records(small)) == 10 and _files_of(small)["00001"] == [f.path for f in _files(1, "a")]
+
+
+def test_a_write_killed_mid_commit_leaves_the_table_as_before(small: Metastore, store_uri: str,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """SIGKILL of the process committing a chunked overwrite between two staging chunks: readers see the
+    table as before (while it runs and after), ``ushas check`` reports the pending write, ``ushas repair
+    --pending`` rolls it back and ends it, then ``ushas check`` is green and a late retry is refused."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+    import textwrap
+    import time
+
+    from ushas_catalog.cli import main as cli_main
+    from ushas_catalog.errors import WriteAborted
+
+    small.replace_partitions(T, [], _puts(0, 100, "a"), operation="APPEND")
+    before, version = _files_of(small), small.get_table(T).version
+    write = str(uuid.uuid4())
+    code = textwrap.dedent(f"""
+        import time
+        from ushas_catalog import bulk
+        from ushas_catalog.metastore import Metastore
+        from ushas_catalog.model.data_files import DataFile
+        from ushas_catalog.model.partitions import Partition
+        bulk.WRITE_BULK_AT, bulk.WRITE_CHUNK = 50, 20
+        values = bulk._values
+        def slow(*a):  # each staging chunk takes a while: the parent kills the process between two
+            time.sleep(0.3)
+            return values(*a)
+        bulk._values = slow
+        ms = Metastore.open({store_uri!r}, project="acme", user="child")
+        puts = [Partition(values={{"dt": f"{{i:05d}}", "h": i % 3}}, data_files=[DataFile(
+                    f"file:/wh/t/dt={{i:05d}}/h={{i % 3}}/b-{{i}}.parquet", 1, 1)]) for i in range(0, 300)]
+        ms.replace_partitions({T!r}, [{{"h": 1}}], puts, operation="OVERWRITE PARTITIONS", write_id={write!r})
+    """)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    child = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120  # a bound, not a timing assertion
+        while not [w for w in bulk.pending_work(small) if w.kind == "WRITE" and w.done >= 100]:
+            assert child.poll() is None, child.communicate()[1].decode()
+            assert time.monotonic() < deadline, "the child never reached its staging chunks"
+            time.sleep(0.05)
+        assert _files_of(small) == before  # while the commit runs
+        [left] = bulk.pending_work(small)
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=60)
+    assert child.returncode == -signal.SIGKILL
+    assert _files_of(small) == before and small.get_table(T).version == version
+    capsys.readouterr()
+    assert cli_main(["--uri", store_uri, "--project", "acme", "check"]) != 0
+    assert "WRITE" in capsys.readouterr().out
+    assert cli_main(["--uri", store_uri, "--project", "acme", "--json", "repair", "--pending"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["finished"] == [left.operation_id] and report["left"] == []
+    assert cli_main(["--uri", store_uri, "--project", "acme", "check"]) == 0
+    assert _files_of(small) == before and get_outcome(small, write).state == "ABORTED"
+    with pytest.raises(WriteAborted, match=f"write {write} was aborted"):
+        small.replace_partitions(T, [{"h": 1}], _puts(0, 300, "b"), operation="OVERWRITE PARTITIONS", write_id=write)
