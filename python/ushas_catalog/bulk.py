@@ -454,7 +454,10 @@ def replace_partitions(ms: "Metastore", tn: TableName, drop_specs: Sequence[Mapp
     try:
         if unchanged_since is not None:
             ms.db.run(lambda tr: _check_unchanged_since(tr, t, unchanged_since, items, drop_specs))
-        marked = _mark_drops(ms, work, t, drop_specs, True)[0] if drop_specs else 0
+        puts = {t.scheme.key(p.values) for p in items}
+        drops = [s for s in drop_specs if (sel := t.scheme.selection(s))[1] or len(sel[0]) != len(t.scheme.columns)
+                 or sel[0] not in puts]  # a partition both dropped and written is replaced: not marked first
+        marked = _mark_drops(ms, work, t, drops, True)[0] if drops else 0
         added, replaced, kept = _stage_writes(ms, work, t, items)
         dropped = marked - kept
         ran: list[bool] = []
