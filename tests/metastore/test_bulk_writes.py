@@ -253,3 +253,22 @@ def test_a_write_killed_mid_commit_leaves_the_table_as_before(small: Metastore, 
     assert _files_of(small) == before and get_outcome(small, write).state == "ABORTED"
     with pytest.raises(WriteAborted, match=f"write {write} was aborted"):
         small.replace_partitions(T, [{"h": 1}], _puts(0, 300, "b"), operation="OVERWRITE PARTITIONS", write_id=write)
+
+
+def test_one_partition_column_and_a_whole_table_overwrite(small: Metastore) -> None:
+    """One partition column: an append in chunks, then an overwrite of the whole table (Spark's truncate
+    mode: drop spec ``{}``) that writes some of the partitions again, drops the others, adds new ones."""
+    one = "main.sales.one"
+    small.create_table(one, "id long, d string", partition_by=["d"], location="/wh/one")
+    puts = [Partition(values={"d": f"{i:04d}"}, data_files=[DataFile(f"file:/wh/one/d={i:04d}/a.parquet", 1, 1)])
+            for i in range(200)]
+    assert small.replace_partitions(one, [], puts, operation="APPEND").added == 200
+    again = [Partition(values={"d": f"{i:04d}"}, data_files=[DataFile(f"file:/wh/one/d={i:04d}/b.parquet", 1, 1)])
+             for i in range(150, 260)]
+    r = small.replace_partitions(one, [{}], again, operation="OVERWRITE")
+    assert (r.version, r.added, r.replaced, r.dropped) == (3, 60, 50, 150)
+    listed = {p.values["d"]: [f.path for f in p.data_files or []] for p in small.list_partitions(one)}
+    assert sorted(listed) == [f"{i:04d}" for i in range(150, 260)]
+    assert listed["0150"] == ["file:/wh/one/d=0150/b.parquet"] and bulk.pending_work(small) == []
+    report = run_checks(small)
+    assert report.ok, report.lines()

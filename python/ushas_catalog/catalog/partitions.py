@@ -234,11 +234,10 @@ class PartitionOps(MetastoreBase):
                                           garbage=garbage, operation=operation, unchanged_since=unchanged_since,
                                           detail=dict(detail or {}), fence=WriteFence.of(write_id, deadline_ms))
 
-        chunked = big is not None and len(items) + len(drop_list) > big.WRITE_BULK_AT
-        if chunked and getattr(self.db, "nested", False):  # one transaction for a whole Spark call: let
-            raise LimitExceeded(f"a write of {len(items)} partitions runs in chunks, not in one transaction",
-                                limit="transaction_items", actual=len(items), maximum=big.WRITE_BULK_AT)
-        if chunked:                                         # it run call by call (spark/one_transaction.py)
+        # inside one transaction for a whole Spark call (spark/one_transaction.py) it is tried in that
+        # transaction: if it does not fit, the call runs again call by call, and then goes in chunks
+        if big is not None and len(items) + len(drop_list) > big.WRITE_BULK_AT \
+                and not getattr(self.db, "nested", False):
             return in_chunks()
 
         def fn(tr: Transaction) -> MutationResult:
