@@ -490,7 +490,10 @@ def commit_write(ms: Any, r: Request) -> Answer:
 
     ctx = SparkCtx.of(r)
     name = table_name(ctx, r)
+    big = getattr(ms, "big", None)
     try:
+        if big is not None and len(r.get("written") or []) > big.WRITE_BULK_AT:  # commits in chunks
+            return _fenced_commit_write(ms, ctx, name, r)
         return run_in_one_transaction(ms, lambda m: _fenced_commit_write(m, ctx, name, r))
     except CallAbandoned as abandoned:
         fence = _fence(r)
