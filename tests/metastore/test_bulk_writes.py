@@ -272,3 +272,41 @@ def test_one_partition_column_and_a_whole_table_overwrite(small: Metastore) -> N
     assert listed["0150"] == ["file:/wh/one/d=0150/b.parquet"] and bulk.pending_work(small) == []
     report = run_checks(small)
     assert report.ok, report.lines()
+
+
+def test_the_shims_commit_of_many_partitions_goes_in_chunks_once(small: Metastore, store_uri: str,
+                                                                 tmp_path: Any) -> None:
+    """The ``commit_write`` request the JVM sends (through the bridge's entry point) for an INSERT and a
+    dynamic INSERT OVERWRITE of 120 partitions: each one chunked table version; the same request again
+    (a retry after an unknown result) answers the first commit and applies nothing."""
+    import json
+
+    from ushas_catalog.spark.bridge import handle
+
+    small.create_database("main.db")
+    small.create_table("main.db.t", "id INT, dt STRING", partition_by=["dt"])
+    warehouse = f"file:{tmp_path}/warehouse"
+    location = f"{warehouse}/db.db/t"
+    ctx = {"project": "acme", "catalog": "main", "spark_catalog": "ushas", "branch": "main", "uri": store_uri,
+           "warehouse": warehouse, "user": "tester"}
+
+    def commit(mode: str, tag: str, base: int, write_id: str) -> dict[str, Any]:
+        written = [{"path": f"dt=p{i:04d}", "files": [{"path": f"{location}/dt=p{i:04d}/{tag}.parquet", "size": 1,
+                                                      "mtime": 1}], "existing": []} for i in range(120)]
+        answer = json.loads(handle("commit_write", json.dumps({
+            "ctx": ctx, "namespace": ["db"], "name": "t", "location": location, "mode": mode, "filters": [],
+            "written": written, "rows": 120, "write_id": write_id, "base_version": base})))
+        assert "error" not in answer, answer
+        return dict(answer)
+
+    first = str(uuid.uuid4())
+    assert commit("append", "a", 1, first)["version"] == 2
+    assert commit("dynamic", "b", 2, str(uuid.uuid4()))["version"] == 3
+    again = commit("append", "a", 1, first)
+    assert again.get("already_committed") is True and again["version"] == 2
+    history = small.history("main.db.t")
+    assert [(h.operation, h.detail.get("bulk"), h.detail.get("replaced")) for h in history[:2]] == [
+        ("OVERWRITE PARTITIONS", True, 120), ("APPEND", True, 0)]
+    assert {f.path.rsplit("/", 1)[1] for p in small.list_partitions("main.db.t") for f in p.data_files or []} \
+        == {"b.parquet"}
+    assert bulk.pending_work(small) == [] and small.get_table("main.db.t").version == 3
