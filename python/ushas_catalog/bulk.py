@@ -441,12 +441,6 @@ def replace_partitions(ms: "Metastore", tn: TableName, drop_specs: Sequence[Mapp
         a = done.answer or {}
         return MutationResult(a.get("version"), added=a.get("added", 0), dropped=a.get("dropped", 0),
                               replaced=a.get("replaced", 0))
-    seen: set[str] = set()
-    for p in items:
-        spec = repr(sorted(p.values.items()))
-        if spec in seen:
-            raise InvalidArgument(f"partition {_show(p.values)} is given twice")
-        seen.add(spec)
     work_detail = {"operation": operation}
     if fence is not None:
         work_detail["write_id"] = fence.write_id
@@ -454,7 +448,12 @@ def replace_partitions(ms: "Metastore", tn: TableName, drop_specs: Sequence[Mapp
     try:
         if unchanged_since is not None:
             ms.db.run(lambda tr: _check_unchanged_since(tr, t, unchanged_since, items, drop_specs))
-        puts = {t.scheme.key(p.values) for p in items}
+        puts: set[tuple[Any, ...]] = set()
+        for p in items:
+            key = t.scheme.key(p.values)
+            if key in puts:
+                raise InvalidArgument(f"partition {_spec_text(t.scheme, key)} is given twice")
+            puts.add(key)
         drops = [s for s in drop_specs if (sel := t.scheme.selection(s))[1] or len(sel[0]) != len(t.scheme.columns)
                  or sel[0] not in puts]  # a partition both dropped and written is replaced: not marked first
         marked = _mark_drops(ms, work, t, drops, True)[0] if drops else 0
@@ -490,10 +489,6 @@ def replace_partitions(ms: "Metastore", tn: TableName, drop_specs: Sequence[Mapp
 
             logging.getLogger(__name__).warning("cleanup of write %s left pending: %s", work.op, e)
     return result
-
-
-def _show(values: Mapping[str, Any]) -> str:
-    return "(" + ", ".join(f"{k}={v}" for k, v in values.items()) + ")"
 
 
 def _rollback_in_call(ms: "Metastore", work: Work) -> None:

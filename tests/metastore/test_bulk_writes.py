@@ -311,3 +311,11 @@ def test_the_shims_commit_of_many_partitions_goes_in_chunks_once(small: Metastor
     assert {f.path.rsplit("/", 1)[1] for p in small.list_partitions("main.db.t") for f in p.data_files or []} \
         == {"b.parquet"}
     assert bulk.pending_work(small) == [] and small.get_table("main.db.t").version == 3
+
+
+def test_a_partition_given_twice_is_refused_before_anything_is_staged(small: Metastore) -> None:
+    from ushas_catalog.errors import InvalidArgument
+
+    with pytest.raises(InvalidArgument, match=r"partition \(dt=00003, h=0\) is given twice"):
+        small.replace_partitions(T, [], _puts(0, 100, "a") + _puts(3, 4, "b"), operation="APPEND")
+    assert small.get_table(T).version == 1 and bulk.pending_work(small) == [] and _raw_records(small) == []
