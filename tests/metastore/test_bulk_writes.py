@@ -319,3 +319,16 @@ def test_a_partition_given_twice_is_refused_before_anything_is_staged(small: Met
     with pytest.raises(InvalidArgument, match=r"partition \(dt=00003, h=0\) is given twice"):
         small.replace_partitions(T, [], _puts(0, 100, "a") + _puts(3, 4, "b"), operation="APPEND")
     assert small.get_table(T).version == 1 and bulk.pending_work(small) == [] and _raw_records(small) == []
+
+
+def test_a_big_write_through_the_service_commits_in_chunks(small: Metastore, store_uri: str) -> None:
+    """Remote mode: the service runs the caller's write the same way (chunked, one version, fenced once)."""
+    from .conftest import served_metastore
+
+    write = str(uuid.uuid4())
+    with served_metastore(store_uri) as remote:
+        r = remote.replace_partitions(T, [], _puts(0, 120, "a"), operation="APPEND", write_id=write)
+        again = remote.replace_partitions(T, [], _puts(0, 120, "a"), operation="APPEND", write_id=write)
+    assert (r.version, r.added) == (again.version, again.added) == (2, 120)
+    assert small.history(T)[0].detail.get("bulk") is True and len(_files_of(small)) == 120
+    assert bulk.pending_work(small) == []
