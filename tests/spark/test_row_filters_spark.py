@@ -223,6 +223,11 @@ def test_current_user_and_is_member(spark: Any, rm: Any) -> None:
     assert rows(spark.table(f"{rm.carol}.db.people")) == ALL
 
 
+def files_under(root: str) -> dict[str, tuple[int, int]]:
+    """Every file under local directory ``root``, with its size and modification time (nanoseconds)."""
+    return {str(p): (p.stat().st_size, p.stat().st_mtime_ns) for p in Path(root).rglob("*") if p.is_file()}
+
+
 def denied(fn: Callable[[], Any]) -> str:
     with pytest.raises(Exception) as info:
         fn()
@@ -607,16 +612,28 @@ def test_path_writes_need_write_files(spark: Any, rm: Any, tmp_path: Path, spark
     nor write into a declared location without WRITE FILES; each refusal is INSUFFICIENT_PERMISSIONS and the table
     keeps every row."""
     victim = rm.ms.get_table(("main", "db", "people")).location
+    local = victim.removeprefix("file:")
+    before = files_under(local)
     one = spark.range(1).selectExpr("CAST(id AS INT) AS id")
     spark.sql(f"SHOW TABLES IN {rm.bob}.db").collect()  # bob's catalog, defined at run time, is initialized
+    hive = "INSERT OVERWRITE {local}DIRECTORY '{path}' STORED AS {fmt} SELECT 1 AS id"
     writes: list[Callable[[], Any]] = [
         lambda: one.write.mode("overwrite").parquet(victim),
         lambda: one.write.format("parquet").mode("append").save(f"{victim}/region=US"),
         lambda: spark.sql(f"INSERT OVERWRITE DIRECTORY '{victim}' USING parquet SELECT 1 AS id").collect(),
+        # Hive-format directory writes: textfile is Spark's InsertIntoHiveDirCommand, parquet / orc are converted
+        # to the data source command (spark.sql.hive.convertMetastoreInsertDir); LOCAL qualifies the path itself
+        lambda: spark.sql(hive.format(local="", path=victim, fmt="textfile")).collect(),
+        lambda: spark.sql(hive.format(local="LOCAL ", path=f"{local}/region=US", fmt="textfile")).collect(),
+        lambda: spark.sql(hive.format(local="LOCAL ", path=local, fmt="parquet")).collect(),
+        lambda: spark.sql(hive.format(local="", path=f"{victim}/region=EU", fmt="orc")).collect(),
+        lambda: spark.sql(f"INSERT OVERWRITE LOCAL DIRECTORY '{local}/x/..' ROW FORMAT DELIMITED FIELDS "
+                          f"TERMINATED BY ',' STORED AS textfile SELECT 1 AS id").collect(),
     ]
     for i, write in enumerate(writes):
         text = denied(write)
         assert "[INSUFFICIENT_PERMISSIONS]" in text and "holds data of table main.db.people" in text, (i, text)
+        assert files_under(local) == before, i  # not a file written, deleted or changed
     assert rows(spark.table(f"{rm.carol}.db.people")) == ALL  # carol, exempt, still reads every row
     for url in (spark_dirs["warehouse"], spark_dirs["warehouse"] / "db.db" / "x", spark_dirs["warehouse"].parent):
         text = denied(lambda: spark.sql(f"CALL {rm.adm}.system.create_location('wh', '{url}')").collect())

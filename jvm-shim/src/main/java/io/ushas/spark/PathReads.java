@@ -84,9 +84,15 @@ final class PathReads extends AbstractFunction1<LogicalPlan, BoxedUnit> {
         return e instanceof org.apache.spark.SparkThrowable t && "INSUFFICIENT_PERMISSIONS".equals(t.getCondition());
     }
 
+    /** Spark's Hive-format directory write ({@code INSERT OVERWRITE [LOCAL] DIRECTORY … STORED AS textfile},
+     *  and parquet / orc when {@code spark.sql.hive.convertMetastoreInsertDir=false}), in spark-hive: named, not
+     *  linked, so the shim loads without Hive. */
+    private static final String HIVE_DIR = "org.apache.spark.sql.hive.execution.InsertIntoHiveDirCommand";
+
     /** The paths {@code plan} writes files to outside a catalog table: {@code df.write.parquet(path)} and
      *  {@code df.write.save(path)} (an insert into a file relation of no catalog table, or a save into a data
-     *  source with a {@code path} option) and {@code INSERT OVERWRITE DIRECTORY}. */
+     *  source with a {@code path} option), {@code INSERT OVERWRITE [LOCAL] DIRECTORY} ({@code USING} or Hive's
+     *  {@code STORED AS}). */
     static void collectWrites(LogicalPlan plan, Set<String> out) {
         if (plan instanceof org.apache.spark.sql.execution.datasources.InsertIntoHadoopFsRelationCommand c
                 && c.catalogTable().isEmpty()) {
@@ -94,6 +100,8 @@ final class PathReads extends AbstractFunction1<LogicalPlan, BoxedUnit> {
         } else if (plan instanceof org.apache.spark.sql.execution.command.InsertIntoDataSourceDirCommand d
                 && d.storage().locationUri().isDefined()) {
             out.add(d.storage().locationUri().get().toString());
+        } else if (HIVE_DIR.equals(plan.getClass().getName())) {
+            out.add(hiveDirectory(plan));
         } else if (plan instanceof org.apache.spark.sql.execution.datasources.SaveIntoDataSourceCommand s) {
             scala.collection.Iterator<scala.Tuple2<String, String>> it = s.options().iterator();
             while (it.hasNext()) {
@@ -103,6 +111,18 @@ final class PathReads extends AbstractFunction1<LogicalPlan, BoxedUnit> {
         }
         scala.collection.Iterator<LogicalPlan> children = plan.children().iterator();
         while (children.hasNext()) collectWrites(children.next(), out);
+    }
+
+    /** The directory an {@code InsertIntoHiveDirCommand} writes (fails closed when it cannot be read). */
+    private static String hiveDirectory(LogicalPlan plan) {
+        try {
+            Object storage = plan.getClass().getMethod("storage").invoke(plan);
+            scala.Option<?> uri = ((org.apache.spark.sql.catalyst.catalog.CatalogStorageFormat) storage).locationUri();
+            if (uri.isDefined()) return uri.get().toString();
+        } catch (ReflectiveOperationException | ClassCastException e) {
+            throw new IllegalStateException("cannot tell where " + HIVE_DIR + " writes: " + e, e);
+        }
+        throw new IllegalStateException(HIVE_DIR + " without a directory");
     }
 
     /** The root paths of every file relation of {@code plan} (its subqueries included) not read through a
