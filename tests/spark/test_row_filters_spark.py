@@ -224,8 +224,9 @@ def test_current_user_and_is_member(spark: Any, rm: Any) -> None:
 
 
 def files_under(root: str) -> dict[str, tuple[int, int]]:
-    """Every file under local directory ``root``, with its size and modification time (nanoseconds)."""
-    return {str(p): (p.stat().st_size, p.stat().st_mtime_ns) for p in Path(root).rglob("*") if p.is_file()}
+    """Every file and directory under local directory ``root``, with its size and modification time (nanoseconds)
+    for a file."""
+    return {str(p): (p.stat().st_size, p.stat().st_mtime_ns) if p.is_file() else (-1, 0) for p in Path(root).rglob("*")}
 
 
 def denied(fn: Callable[[], Any]) -> str:
@@ -643,10 +644,82 @@ def test_path_writes_need_write_files(spark: Any, rm: Any, tmp_path: Path, spark
     try:
         text = denied(lambda: one.write.parquet(str(lake / "out")))
         assert "[INSUFFICIENT_PERMISSIONS]" in text and "WRITE FILES on location lake" in text, text
-        assert not (lake / "out").exists()
+        assert [p.name for p in (lake / "out").rglob("*")] == []  # Spark's mkdirs of the sink's parent remains
         for user in ("bob", "carol", "dave"):  # every governed catalog of the session must allow it
             rm.ms.grant("WRITE FILES", "location:lake", f"user:{user}")
         one.write.parquet(str(lake / "out"))
         assert (lake / "out").is_dir()
+    finally:
+        rm.ms.drop_location("lake")
+
+
+def test_streaming_path_reads_and_writes_are_checked(spark: Any, rm: Any, tmp_path: Path) -> None:
+    """Streams by path get the batch rules (docs/governance.md, "External locations"): bob cannot stream the
+    filtered table's files (``readStream…load``/``.parquet``/``.text`` of its directory, a partition or a glob,
+    refused when the stream's DataFrame is made), nor start a stream whose file sink (``option("path")``,
+    ``.start(path)``) or checkpoint lies in the table's directory; a declared location needs READ FILES / WRITE FILES,
+    and with them a stream runs from one to the other. Each refusal is INSUFFICIENT_PERMISSIONS, no file changes."""
+    victim = rm.ms.get_table(("main", "db", "people")).location
+    local = victim.removeprefix("file:")
+    before = files_under(local)
+    spark.sql(f"SHOW TABLES IN {rm.bob}.db").collect()  # bob's catalog, defined at run time, is initialized
+    schema = "id INT, name STRING, ssn STRING, owner STRING"
+    reads: list[Callable[[], Any]] = [
+        lambda: spark.readStream.schema(schema).format("parquet").load(victim),
+        lambda: spark.readStream.schema(schema).parquet(f"{victim}/region=US"),
+        lambda: spark.readStream.schema(schema).option("path", f"{local}/*").format("parquet").load(),
+        lambda: spark.readStream.text(f"{local}/region=US/*.parquet"),
+    ]
+    for i, read in enumerate(reads):
+        text = denied(read)
+        assert "[INSUFFICIENT_PERMISSIONS]" in text and "row filter or a column mask" in text, (i, text)
+        assert not any(s in text for s in RAW_SSNS)
+    src = tmp_path / "src"
+    spark.range(3).selectExpr("CAST(id AS INT) AS id").write.parquet(str(src))
+
+    def started(out: str | None, check: Path, path_option: bool = True) -> Any:
+        w = (spark.readStream.schema("id INT").parquet(str(src)).writeStream.format("parquet")
+             .option("checkpointLocation", str(check)).trigger(availableNow=True))
+        if out is not None and path_option:
+            w = w.option("path", out)
+        q = w.start() if path_option else w.start(out)
+        try:
+            q.awaitTermination(120)
+        finally:
+            q.stop()
+        assert q.exception() is None, q.exception()
+        return q
+
+    writes: list[Callable[[], Any]] = [
+        lambda: started(victim, tmp_path / "ck1"),
+        lambda: started(f"{victim}/region=US", tmp_path / "ck2", path_option=False),
+        lambda: started(str(tmp_path / "out"), Path(local) / "_checkpoint"),
+    ]
+    for i, write in enumerate(writes):
+        text = denied(write)
+        assert "[INSUFFICIENT_PERMISSIONS]" in text and "holds data of table main.db.people" in text, (i, text)
+        assert files_under(local) == before, i
+    assert not spark.streams.active
+    assert rows(spark.table(f"{rm.carol}.db.people")) == ALL
+    lake = tmp_path / "lake"
+    spark.range(2).selectExpr("CAST(id AS INT) AS id").write.parquet(str(lake / "in"))
+    rm.ms.create_location("lake", str(lake))
+    try:
+        text = denied(lambda: spark.readStream.schema("id INT").parquet(str(lake / "in")))
+        assert "[INSUFFICIENT_PERMISSIONS]" in text and "READ FILES on location lake" in text, text
+        text = denied(lambda: started(str(lake / "out"), tmp_path / "ck3"))
+        assert "[INSUFFICIENT_PERMISSIONS]" in text and "WRITE FILES on location lake" in text, text
+        assert [p.name for p in (lake / "out").rglob("*")] == []  # Spark's mkdirs of the sink's parent remains
+        for user in ("bob", "carol", "dave"):  # every governed catalog of the session must allow them
+            rm.ms.grant("READ FILES", "location:lake", f"user:{user}")
+            rm.ms.grant("WRITE FILES", "location:lake", f"user:{user}")
+        q = (spark.readStream.schema("id INT").parquet(str(lake / "in")).writeStream.format("parquet")
+             .option("checkpointLocation", str(lake / "ck")).trigger(availableNow=True).start(str(lake / "out")))
+        try:
+            q.awaitTermination(120)
+        finally:
+            q.stop()
+        assert q.exception() is None, q.exception()
+        assert sorted(r.id for r in spark.read.parquet(str(lake / "out")).collect()) == [0, 1]
     finally:
         rm.ms.drop_location("lake")

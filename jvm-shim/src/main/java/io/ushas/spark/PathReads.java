@@ -59,6 +59,9 @@ final class PathReads extends AbstractFunction1<LogicalPlan, BoxedUnit> {
                     catalog.call("check_path_read", r, null, null);
                 }
             } catch (Exception e) {  // Spark's AnalysisException is a checked exception Scala throws undeclared
+                if (refusal(e) && plan instanceof org.apache.spark.sql.catalyst.streaming.WriteToStream w) {
+                    StreamPaths.undo(w);  // the empty directories Spark made before any rule saw the stream
+                }
                 // a deployed catalog fails closed; a refusal is a refusal. A catalog this session defined at run
                 // time that cannot answer any more (its branch dropped, its store or service gone) governs
                 // nothing now: skipping it gives the session nothing it could not get by never using it.
@@ -92,7 +95,7 @@ final class PathReads extends AbstractFunction1<LogicalPlan, BoxedUnit> {
     /** The paths {@code plan} writes files to outside a catalog table: {@code df.write.parquet(path)} and
      *  {@code df.write.save(path)} (an insert into a file relation of no catalog table, or a save into a data
      *  source with a {@code path} option), {@code INSERT OVERWRITE [LOCAL] DIRECTORY} ({@code USING} or Hive's
-     *  {@code STORED AS}). */
+     *  {@code STORED AS}) and a started stream's file sink and checkpoint ({@code writeStream…start([path])}). */
     static void collectWrites(LogicalPlan plan, Set<String> out) {
         if (plan instanceof org.apache.spark.sql.execution.datasources.InsertIntoHadoopFsRelationCommand c
                 && c.catalogTable().isEmpty()) {
@@ -102,6 +105,8 @@ final class PathReads extends AbstractFunction1<LogicalPlan, BoxedUnit> {
             out.add(d.storage().locationUri().get().toString());
         } else if (HIVE_DIR.equals(plan.getClass().getName())) {
             out.add(hiveDirectory(plan));
+        } else if (plan instanceof org.apache.spark.sql.catalyst.streaming.WriteToStream w) {
+            StreamPaths.sink(w, out);
         } else if (plan instanceof org.apache.spark.sql.execution.datasources.SaveIntoDataSourceCommand s) {
             scala.collection.Iterator<scala.Tuple2<String, String>> it = s.options().iterator();
             while (it.hasNext()) {
@@ -126,13 +131,15 @@ final class PathReads extends AbstractFunction1<LogicalPlan, BoxedUnit> {
     }
 
     /** The root paths of every file relation of {@code plan} (its subqueries included) not read through a
-     *  catalog table's own index. */
+     *  catalog table's own index, and the paths of every streaming file source ({@code readStream…load(path)}). */
     static void collect(LogicalPlan plan, Set<String> out) {
         FileIndex index = null;
         if (plan instanceof LogicalRelation lr && lr.relation() instanceof HadoopFsRelation h) {
             index = h.location();
         } else if (plan instanceof DataSourceV2Relation r && r.table() instanceof FileTable t) {
             index = t.fileIndex();
+        } else if (plan instanceof org.apache.spark.sql.execution.streaming.runtime.StreamingRelation s) {
+            StreamPaths.source(s, out);
         }
         if (index != null && !(index instanceof UshasFileIndex)) {
             scala.collection.Iterator<org.apache.hadoop.fs.Path> roots = index.rootPaths().iterator();
