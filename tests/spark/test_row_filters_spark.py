@@ -229,6 +229,17 @@ def files_under(root: str) -> dict[str, tuple[int, int]]:
     return {str(p): (p.stat().st_size, p.stat().st_mtime_ns) if p.is_file() else (-1, 0) for p in Path(root).rglob("*")}
 
 
+def insufficient(fn: Callable[[], Any]) -> str:
+    """The message of ``fn()``'s refusal, which must be Spark's INSUFFICIENT_PERMISSIONS, SQLSTATE 42501."""
+    from pyspark.errors import PySparkException
+
+    with pytest.raises(PySparkException) as info:
+        fn()
+    error = info.value
+    assert (error.getCondition(), error.getSqlState()) == ("INSUFFICIENT_PERMISSIONS", "42501"), str(error)
+    return str(error)
+
+
 def denied(fn: Callable[[], Any]) -> str:
     with pytest.raises(Exception) as info:
         fn()
@@ -580,13 +591,13 @@ def test_path_reads_and_external_locations(spark: Any, rm: Any, tmp_path: Path) 
                           f"(SELECT id FROM parquet.`{victim}`)").collect(),
     ]
     for read in reads:
-        text = denied(read)
+        text = insufficient(read)
         assert "[INSUFFICIENT_PERMISSIONS]" in text and "row filter or a column mask" in text, text
         assert not any(s in text for s in RAW_SSNS)
     tables = {t.name for t in rm.ms.list_tables(("main", "db"))}
     rm.ms.create_location("lake", str(lake))
     try:
-        text = denied(lambda: spark.read.parquet(str(lake / "loose")).collect())
+        text = insufficient(lambda: spark.read.parquet(str(lake / "loose")).collect())
         assert "[INSUFFICIENT_PERMISSIONS]" in text and "READ FILES on location lake" in text, text
         for user in ("bob", "carol", "dave"):  # every governed catalog of the session must allow a path read
             rm.ms.grant("READ FILES", "location:lake", f"user:{user}")
@@ -594,12 +605,12 @@ def test_path_reads_and_external_locations(spark: Any, rm: Any, tmp_path: Path) 
         create = f"CREATE TABLE {rm.bob}.db.{{}} (id BIGINT) USING parquet LOCATION '{{}}'"
         for name, where, why in (("ext", lake / "ext", "CREATE EXTERNAL TABLE on location lake"),
                                  ("ext", tmp_path / "outside", "no declared external location")):
-            text = denied(lambda: spark.sql(create.format(name, where)).collect())
+            text = insufficient(lambda: spark.sql(create.format(name, where)).collect())
             assert "[INSUFFICIENT_PERMISSIONS]" in text and why in text, text
         assert {t.name for t in rm.ms.list_tables(("main", "db"))} == tables
         spark.sql(f"CALL {rm.adm}.system.grant('CREATE EXTERNAL TABLE', 'location:lake', 'user:bob')").collect()
         spark.sql(create.format("ext", lake / "ext"))
-        text = denied(lambda: spark.sql(create.format("ext2", lake / "ext" / "inner")).collect())
+        text = insufficient(lambda: spark.sql(create.format("ext2", lake / "ext" / "inner")).collect())
         assert "overlaps the location of another table" in text, text
         shown = spark.sql(f"CALL {rm.adm}.system.show_locations()").collect()
         assert [(r.name, r.url) for r in shown] == [("lake", f"file:{lake}")]
@@ -632,7 +643,7 @@ def test_path_writes_need_write_files(spark: Any, rm: Any, tmp_path: Path, spark
                           f"TERMINATED BY ',' STORED AS textfile SELECT 1 AS id").collect(),
     ]
     for i, write in enumerate(writes):
-        text = denied(write)
+        text = insufficient(write)
         assert "[INSUFFICIENT_PERMISSIONS]" in text and "holds data of table main.db.people" in text, (i, text)
         assert files_under(local) == before, i  # not a file written, deleted or changed
     assert rows(spark.table(f"{rm.carol}.db.people")) == ALL  # carol, exempt, still reads every row
@@ -642,7 +653,7 @@ def test_path_writes_need_write_files(spark: Any, rm: Any, tmp_path: Path, spark
     lake = tmp_path / "lake"
     rm.ms.create_location("lake", str(lake))
     try:
-        text = denied(lambda: one.write.parquet(str(lake / "out")))
+        text = insufficient(lambda: one.write.parquet(str(lake / "out")))
         assert "[INSUFFICIENT_PERMISSIONS]" in text and "WRITE FILES on location lake" in text, text
         assert [p.name for p in (lake / "out").rglob("*")] == []  # Spark's mkdirs of the sink's parent remains
         for user in ("bob", "carol", "dave"):  # every governed catalog of the session must allow it
@@ -671,7 +682,7 @@ def test_streaming_path_reads_and_writes_are_checked(spark: Any, rm: Any, tmp_pa
         lambda: spark.readStream.text(f"{local}/region=US/*.parquet"),
     ]
     for i, read in enumerate(reads):
-        text = denied(read)
+        text = insufficient(read)
         assert "[INSUFFICIENT_PERMISSIONS]" in text and "row filter or a column mask" in text, (i, text)
         assert not any(s in text for s in RAW_SSNS)
     src = tmp_path / "src"
@@ -696,7 +707,7 @@ def test_streaming_path_reads_and_writes_are_checked(spark: Any, rm: Any, tmp_pa
         lambda: started(str(tmp_path / "out"), Path(local) / "_checkpoint"),
     ]
     for i, write in enumerate(writes):
-        text = denied(write)
+        text = insufficient(write)
         assert "[INSUFFICIENT_PERMISSIONS]" in text and "holds data of table main.db.people" in text, (i, text)
         assert files_under(local) == before, i
     assert not spark.streams.active
@@ -705,9 +716,9 @@ def test_streaming_path_reads_and_writes_are_checked(spark: Any, rm: Any, tmp_pa
     spark.range(2).selectExpr("CAST(id AS INT) AS id").write.parquet(str(lake / "in"))
     rm.ms.create_location("lake", str(lake))
     try:
-        text = denied(lambda: spark.readStream.schema("id INT").parquet(str(lake / "in")))
+        text = insufficient(lambda: spark.readStream.schema("id INT").parquet(str(lake / "in")))
         assert "[INSUFFICIENT_PERMISSIONS]" in text and "READ FILES on location lake" in text, text
-        text = denied(lambda: started(str(lake / "out"), tmp_path / "ck3"))
+        text = insufficient(lambda: started(str(lake / "out"), tmp_path / "ck3"))
         assert "[INSUFFICIENT_PERMISSIONS]" in text and "WRITE FILES on location lake" in text, text
         assert [p.name for p in (lake / "out").rglob("*")] == []  # Spark's mkdirs of the sink's parent remains
         for user in ("bob", "carol", "dave"):  # every governed catalog of the session must allow them

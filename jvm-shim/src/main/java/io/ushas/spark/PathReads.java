@@ -18,8 +18,8 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * Governed path reads (docs/governance.md, "External locations"), an analyzer check rule of
- * {@link UshasExtensions}: a plan that reads files by path ({@code SELECT … FROM parquet.`path`},
+ * Governed path reads (docs/governance.md, "External locations"), an analyzer rule of {@link UshasExtensions}
+ * ({@link #rule}, the last post-hoc resolution rule): a plan that reads files by path ({@code SELECT … FROM parquet.`path`},
  * {@code spark.read.load(path)}, any file source whose index is not a catalog table's) is sent, paths only, to
  * every configured Ushas catalog of the session whose calls are checked; Python refuses
  * ({@code INSUFFICIENT_PERMISSIONS}) a path that reaches a table's data without SELECT free of row filters and
@@ -33,6 +33,26 @@ final class PathReads extends AbstractFunction1<LogicalPlan, BoxedUnit> {
 
     PathReads(SparkSession session) {
         this.session = session;
+    }
+
+    /** The analyzer rule of {@link UshasExtensions}: the check, the plan unchanged. A post-hoc resolution rule, so
+     *  that a refusal reaches the user as thrown ({@code INSUFFICIENT_PERMISSIONS}, SQLSTATE 42501): Spark's
+     *  {@code CheckAnalysis} wraps a check rule's {@code AnalysisException} into an {@code
+     *  ExtendedAnalysisException} that drops the SQLSTATE. */
+    static AbstractFunction1<SparkSession, org.apache.spark.sql.catalyst.rules.Rule<LogicalPlan>> rule() {
+        return new AbstractFunction1<>() {
+            @Override
+            public org.apache.spark.sql.catalyst.rules.Rule<LogicalPlan> apply(SparkSession session) {
+                PathReads check = new PathReads(session);
+                return new org.apache.spark.sql.catalyst.rules.Rule<LogicalPlan>() {
+                    @Override
+                    public LogicalPlan apply(LogicalPlan plan) {
+                        check.apply(plan);
+                        return plan;
+                    }
+                };
+            }
+        };
     }
 
     @Override
