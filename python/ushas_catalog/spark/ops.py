@@ -2,7 +2,7 @@
 ``Metastore`` call (one KV transaction) plus translation between Spark's shapes and the
 metastore's. ``OPS`` maps the op names ``io.ushas.spark.*`` sends to these functions.
 
-Size (just over 600 lines): one function per shim request, each a few lines of translation;
+Size (about 750 lines): one function per shim request, each a few lines of translation;
 the OPS table at the end names them all in one place.
 """
 from __future__ import annotations
