@@ -61,6 +61,7 @@ def setup(uri: str, grants: int) -> None:
     ms.create_location("lake", str(Path(uri.removeprefix("sqlite:///")).parent / "external"))
     ms.grant("CREATE EXTERNAL TABLE", "location:lake", "user:bob")
     ms.grant("READ FILES", "location:lake", "user:bob")
+    ms.grant("WRITE FILES", "location:lake", "user:bob")  # the files the path read reads are written by path
     for i in range(grants // 10):  # the rest of the policy: tables of another database, 10 grants each
         ms.create_table(("ushas", "other", f"x{i}"), schema="a INT")
         for j in range(10):

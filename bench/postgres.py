@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -94,6 +95,31 @@ def measure(uri: str, n_list: int, n_drop: int) -> dict[str, float]:
     return out
 
 
+def start_serve(uri: str) -> tuple[subprocess.Popen[bytes], str]:
+    """``ushas serve`` (hooks off) on the store ``uri`` on a free port: the process and its base URL."""
+    from ushas_catalog.pg_local import free_port
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "ushas_catalog", "--uri", uri, "serve", "--port", str(port),
+                             "--no-hooks"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def wait_serving(base: str, timeout: float = 60.0) -> None:
+    """Returns once the service at ``base`` answers ``/api/v1/info``; raises its last error after ``timeout`` s."""
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            urllib.request.urlopen(base + "/api/v1/info", timeout=5).read()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
 def _client(bases: list[str], token: str, write: bool, seconds: float, n: int, out: "Queue[int]") -> None:
     import json
     import urllib.request
@@ -117,10 +143,6 @@ def _client(bases: list[str], token: str, write: bool, seconds: float, n: int, o
 
 def replicas(uri: str, clients: int, seconds: float) -> None:
     import multiprocessing
-    import subprocess
-    import urllib.request
-
-    from ushas_catalog.pg_local import free_port
     from ushas_catalog.service.tokens import TokenStore
 
     with Metastore.open(uri, project="default", user="bench") as ms:
@@ -134,21 +156,11 @@ def replicas(uri: str, clients: int, seconds: float) -> None:
     bases: list[str] = []
     try:
         for _ in range(3):
-            port = free_port()
-            procs.append(subprocess.Popen([sys.executable, "-m", "ushas_catalog", "--uri", uri, "serve", "--port",
-                                           str(port), "--no-hooks"], stdout=subprocess.DEVNULL,
-                                          stderr=subprocess.DEVNULL))
-            bases.append(f"http://127.0.0.1:{port}")
+            proc, base = start_serve(uri)
+            procs.append(proc)
+            bases.append(base)
         for base in bases:
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    urllib.request.urlopen(base + "/api/v1/info", timeout=5).read()
-                    break
-                except OSError:
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.2)
+            wait_serving(base)
         ctx = multiprocessing.get_context("spawn")
         print(f"{'calls/s':<8} {'1 replica':>10} {'3 replicas':>11} {'3 ÷ 1':>7}   ({clients} client processes, "
               f"{seconds:g} s each)")
@@ -177,8 +189,6 @@ FILTER_DAY = "2020-01-05"
 
 def maven_jar(group: str, artifact: str, version: str) -> Path:
     """A jar from Maven Central in ~/.m2, fetched with mvn when missing."""
-    import subprocess
-
     jar = (Path.home() / ".m2" / "repository" / Path(*group.split(".")) / artifact / version
            / f"{artifact}-{version}.jar")
     if not jar.exists():
@@ -189,8 +199,6 @@ def maven_jar(group: str, artifact: str, version: str) -> Path:
 
 def hms_side(server: "object", root: Path, n: int) -> dict[str, float]:
     """The Hive metastore on ``server`` (a PgServer): its times, measured by HmsBench in a JVM."""
-    import subprocess
-
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "app"))
     from hive_service import java_binary, pyspark_jars, start_metastore
 
@@ -230,30 +238,15 @@ def hms_side(server: "object", root: Path, n: int) -> dict[str, float]:
 
 def ushas_side(uri: str, n: int) -> dict[str, float]:
     """``ushas serve`` on the store ``uri``, driven through the remote metastore (HTTP), as HmsBench drives HMS."""
-    import subprocess
-    import urllib.request
-
-    from ushas_catalog.pg_local import free_port
     from ushas_catalog.service.tokens import TokenStore
 
     with Metastore.open(uri, project="default", user="bench") as ms:
         ms.grant("OWN", "project", "user:bench")   # the service checks every call as the token's user
         ms.create_catalog("main")
         token = TokenStore(ms).create("write", "bench")[1]
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "ushas_catalog", "--uri", uri, "serve", "--port", str(port),
-                             "--no-hooks"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
+    proc, base = start_serve(uri)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(base + "/api/v1/info", timeout=5).read()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
+        wait_serving(base)
         rm = Metastore.open(base, token=token)
         schema = "id BIGINT, payload STRING, dt STRING, shard INT"
 

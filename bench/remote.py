@@ -23,7 +23,9 @@ PARTITIONS``, a one-partition query, an ``INSERT`` of 1,000 partitions). With ``
 ``hive-metastore-2.3.10.jar`` on Derby, started as tests/app/hive_service.py does, a process on loopback
 as ``ushas serve`` is): the session's ``spark_catalog`` uses it (``spark.hadoop.hive.metastore.uris``),
 with the same tables (``USING parquet``, partitions in the metastore), and the same four operations print
-remote / HMS. Then 8 threads call ``load_table`` on the service at once for a
+remote / HMS. Through Spark, ``via Python`` is a second remote catalog with ``direct=false``: every call
+through the driver's Python (the transport before the shim sent its reads to the service itself). Every
+table's modes are measured round by round, alternately (:func:`medians_ms`). Then 8 threads call ``load_table`` on the service at once for a
 few seconds: catalog calls per second. Prints medians and the ratios remote / embedded.
 """
 from __future__ import annotations
@@ -54,14 +56,20 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def median_ms(fn: Callable[[], Any], rounds: int) -> float:
-    fn()  # warm: connections, caches, imports
-    times = []
+def medians_ms(fn: Callable[[str], Any], modes: tuple[str, ...], rounds: int, warm: int = 1) -> dict[str, float]:
+    """Median ms of ``fn(mode)`` per mode: ``warm`` calls of each first (connections, caches, the JIT), then
+    ``rounds`` rounds that call each mode once in turn, so a change of the machine's load during the run
+    weighs on every mode alike (a shared 2-core machine's load swings by 10x within minutes)."""
+    for _ in range(warm):
+        for m in modes:
+            fn(m)
+    times: dict[str, list[float]] = {m: [] for m in modes}
     for _ in range(rounds):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1000
+        for m in modes:
+            t0 = time.perf_counter()
+            fn(m)
+            times[m].append(time.perf_counter() - t0)
+    return {m: statistics.median(t) * 1000 for m, t in times.items()}
 
 
 def main() -> int:
@@ -149,15 +157,18 @@ def main() -> int:
             call(mode, "commit_write", namespace=["db"], name=name, location=location, mode="append", filters=[],
                  written=written, rows=1_000, write_id=str(uuid.uuid4()), base_version=1)
 
-        cases: list[tuple[str, Callable[[str], Any]]] = [
-            ("loadTable", lambda m: call(m, "load_table", namespace=["db"], name="big")),
-            (f"SHOW PARTITIONS ({show:,})", lambda m: call(m, "list_partitions", namespace=["db"], name="show")),
-            (f"plan 1 of {big:,} partitions", lambda m: call(m, "list_files", namespace=["db"], name="big", filter=one)),
-            ("INSERT commit, 1,000 partitions", commit),
+        # (label, the call, rounds): the sub-millisecond calls get more rounds, the commits the given ones
+        cases: list[tuple[str, Callable[[str], Any], int]] = [
+            ("loadTable", lambda m: call(m, "load_table", namespace=["db"], name="big"), 20 * rounds),
+            (f"SHOW PARTITIONS ({show:,})", lambda m: call(m, "list_partitions", namespace=["db"], name="show"),
+             4 * rounds),
+            (f"plan 1 of {big:,} partitions", lambda m: call(m, "list_files", namespace=["db"], name="big", filter=one),
+             20 * rounds),
+            ("INSERT commit, 1,000 partitions", commit, rounds),
         ]
         print(f"\n{'operation':<34}{'embedded':>11}{'checked':>11}{'remote':>11}{'remote/emb':>12}{'remote/chk':>12}")
-        for label, fn in cases:
-            ms_ = {m: median_ms(lambda m=m: fn(m), rounds) for m in ("embedded", "checked", "remote")}
+        for label, fn, n in cases:
+            ms_ = medians_ms(fn, ("embedded", "checked", "remote"), n)
             print(f"{label:<34}{ms_['embedded']:>9.2f}ms{ms_['checked']:>9.2f}ms{ms_['remote']:>9.2f}ms"
                   f"{ms_['remote'] / ms_['embedded']:>11.2f}x{ms_['remote'] / ms_['checked']:>11.2f}x", flush=True)
 
@@ -227,9 +238,12 @@ def spark_cases(url: str, token: str, root: Path, big: int, show: int, rounds: i
 
     conf = {"spark.sql.catalog.ushas.catalog": "main"}
     # the remote catalog is the deployer's configuration (a catalog a session defines is refused by default)
-    conf.update({f"spark.sql.catalog.rem{key}": value for key, value in {
-        "": "io.ushas.spark.UshasCatalog", ".uri": url, ".token": token, ".catalog": "main",
-        ".warehouse": str(root / "warehouse")}.items()})
+    # ``rem`` sends its reads from the JVM to the service itself; ``rpy`` (direct=false) sends every call through
+    # the driver's Python, as remote mode did before the shim's direct transport
+    for cat, direct in (("rem", "true"), ("rpy", "false")):
+        conf.update({f"spark.sql.catalog.{cat}{key}": value for key, value in {
+            "": "io.ushas.spark.UshasCatalog", ".uri": url, ".token": token, ".catalog": "main",
+            ".warehouse": str(root / "warehouse"), ".direct": direct}.items()})
     service = None
     if hms:
         service = start_hms(root)
@@ -237,10 +251,10 @@ def spark_cases(url: str, token: str, root: Path, big: int, show: int, rounds: i
                      "spark.sql.warehouse.dir": str(service.warehouse)})
     spark = ushas_session("bench-remote", root, conf=conf)
     try:
-        names = {"embedded": "ushas", "remote": "rem", "HMS": "spark_catalog"}
-        modes = ("embedded", "remote", "HMS") if hms else ("embedded", "remote")
+        names = {"embedded": "ushas", "remote": "rem", "via Python": "rpy", "HMS": "spark_catalog"}
+        modes = ("embedded", "remote", "via Python", "HMS") if hms else ("embedded", "remote", "via Python")
         jcat = {m: spark._jsparkSession.sessionState().catalogManager().catalog(names[m]) for m in modes}
-        dbs = {"embedded": "db", "remote": "db", "HMS": "hdb"}
+        dbs = {"embedded": "db", "remote": "db", "via Python": "db", "HMS": "hdb"}
         if hms:
             hms_tables(spark, big, show)
             external = spark._jsparkSession.sharedState().externalCatalog()
@@ -265,22 +279,25 @@ def spark_cases(url: str, token: str, root: Path, big: int, show: int, rounds: i
         def table(m: str, name: str) -> str:
             return f"{names[m]}.{dbs[m]}.{name}"
 
-        cases: list[tuple[str, Callable[[str], Any]]] = [
-            ("loadTable (JVM catalog call)", load),
-            (f"SHOW PARTITIONS ({show:,})", lambda m: spark.sql(f"SHOW PARTITIONS {table(m, 'show')}").collect()),
+        # (label, the statement, rounds, warm-up calls): the JIT needs a few hundred catalog calls
+        cases: list[tuple[str, Callable[[str], Any], int, int]] = [
+            ("loadTable (JVM catalog call)", load, 40 * rounds, 300),
+            (f"SHOW PARTITIONS ({show:,})", lambda m: spark.sql(f"SHOW PARTITIONS {table(m, 'show')}").collect(),
+             4 * rounds, 3),
             (f"1-partition query of {big:,}",
-             lambda m: spark.sql(f"SELECT * FROM {table(m, 'big')} WHERE dt = 'd{big // 2:07d}'").collect()),
-            ("INSERT of 1,000 partitions", insert),
+             lambda m: spark.sql(f"SELECT * FROM {table(m, 'big')} WHERE dt = 'd{big // 2:07d}'").collect(),
+             2 * rounds, 2),
+            ("INSERT of 1,000 partitions", insert, 1, 0),
         ]
-        head = f"{'HMS':>11}{'remote/HMS':>12}" if hms else ""
-        print(f"\nthrough Spark{'':<21}{'embedded':>11}{'remote':>11}{'remote/emb':>12}{head}")
-        for label, fn in cases:
-            n = 1 if label.startswith("INSERT") else rounds
-            ms_ = {m: median_ms(lambda m=m: fn(m), n) for m in modes}
-            line = (f"{label:<34}{ms_['embedded']:>9.2f}ms{ms_['remote']:>9.2f}ms"
+        head = f"{'HMS':>11}{'remote/HMS':>12}{'py/HMS':>9}" if hms else ""
+        print(f"\nthrough Spark{'':<21}{'embedded':>11}{'remote':>11}{'via Python':>11}{'remote/emb':>12}{head}")
+        for label, fn, n, warm in cases:
+            ms_ = medians_ms(fn, modes, n, warm)
+            line = (f"{label:<34}{ms_['embedded']:>9.2f}ms{ms_['remote']:>9.2f}ms{ms_['via Python']:>9.2f}ms"
                     f"{ms_['remote'] / ms_['embedded']:>11.2f}x")
             if hms:
-                line += f"{ms_['HMS']:>9.2f}ms{ms_['remote'] / ms_['HMS']:>11.2f}x"
+                line += (f"{ms_['HMS']:>9.2f}ms{ms_['remote'] / ms_['HMS']:>11.2f}x"
+                         f"{ms_['via Python'] / ms_['HMS']:>8.2f}x")
             print(line, flush=True)
     finally:
         spark.stop()

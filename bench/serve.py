@@ -225,7 +225,7 @@ def main() -> None:
     if args.build_only:
         return
     from lineage.graphs import column_graph, table_graph
-    from ushas_catalog.service.lineage_api import dataset_page
+    from lineage.plugin.api import dataset_page
     from ushas_catalog.service.search_api import describe_hits
     from lineage.query import LineageQueries
     from lineage.tables import open_lineage_store

@@ -15,7 +15,8 @@ PACKAGES = ("ushas_catalog", "lineage")
 #: Each entry is a module or a package prefix; the most specific prefix names a module's layer.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("ushas_catalog.errors", "ushas_catalog.progress",            # base: errors, progress output,
-     "ushas_catalog.store_location", "ushas_catalog.version"),    # the default store, the version
+     "ushas_catalog.store_location", "ushas_catalog.version",     # the default store, the version,
+     "ushas_catalog.extensions"),                                 # the extension points and their registry
     ("ushas_catalog.spark.jar",),                                 # the shim's jar: javac and the error table
     ("ushas_catalog.records",),                                   # the protobuf messages (generated)
     ("ushas_catalog.model",),                                     # values: names, schemas, partitions
@@ -38,6 +39,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("ushas_catalog.service",),                                   # the REST API v1, the OpenLineage receiver
     ("ushas_catalog.cli", "ushas_catalog.ui"),                    # the CLI and the service
     ("ushas_catalog", "ushas_catalog.__main__"),                  # the package facade
+    ("lineage.plugin",),                                          # the lineage extension: its CLI, API, tables
 )
 
 
@@ -162,51 +164,59 @@ def test_no_import_cycles_even_for_type_checkers() -> None:
 
 #: the direction between the two packages (issue 36): ``lineage`` is built on the catalog (its store lives in
 #: the catalog's keyspace and engines, its errors are the catalog's), so ``lineage`` imports ``ushas_catalog``
-#: and the catalog's own layers never import ``lineage``. The front ends that still serve lineage from inside
-#: ``ushas_catalog`` (its CLI commands, REST endpoints, system tables, the bridge's event op and capture hub)
-#: are listed here, each with the lineage modules it may import, until they move into ``lineage`` behind the
-#: catalog's extension points (docs/internals/architecture.md): the list may only shrink.
-CATALOG_MODULES_IMPORTING_LINEAGE: dict[str, frozenset[str]] = {
-    "ushas_catalog.cli.demo": frozenset({"lineage.edge_tree", "lineage.query", "lineage.tables"}),
-    "ushas_catalog.cli.lineage_cmds": frozenset({"lineage.cli_capture", "lineage.sql", "lineage.sql_schema"}),
-    "ushas_catalog.service.lineage_api": frozenset({"lineage.graphs", "lineage.query", "lineage.store"}),
-    "ushas_catalog.service.lineage_ingest_api": frozenset({"lineage.store", "lineage.tables"}),
-    "ushas_catalog.service.receiver": frozenset({"lineage.openlineage_receive"}),
-    "ushas_catalog.service.state": frozenset({"lineage.query", "lineage.tables"}),
-    "ushas_catalog.spark.bridge": frozenset({"lineage.actions"}),
-    "ushas_catalog.spark.registry": frozenset({"lineage.capture"}),
-    "ushas_catalog.sql_tables.context": frozenset({"lineage.query", "lineage.store", "lineage.tables"}),
-    "ushas_catalog.sql_tables.system_tables": frozenset({"lineage.model", "lineage.readable"}),
-}
-#: the catalog's layers ``lineage`` may import: everything below the front ends
+#: and no module of ``ushas_catalog`` imports ``lineage``, at module level or inside a function. What the
+#: catalog serves of lineage (its CLI commands, REST endpoints, system tables, the bridge's event op and capture
+#: hub, the demo's tree, ``df.lineage()``) is the lineage extension, ``lineage.plugin``, registered at the
+#: catalog's extension points (``ushas_catalog.extensions``; docs/internals/architecture.md, "Extensions").
+#: the catalog's layers ``lineage`` may import: everything below the front ends (``lineage.plugin``, the
+#: extension, sits on top of every layer: it adapts lineage to the catalog's CLI, service, bridge and tables)
 LINEAGE_MAY_IMPORT = ("ushas_catalog.errors", "ushas_catalog.progress", "ushas_catalog.spark.jar",
                       "ushas_catalog.records", "ushas_catalog.model", "ushas_catalog.remote", "ushas_catalog.kv",
                       "ushas_catalog.keyspace", "ushas_catalog.metadata", "ushas_catalog.catalog",
-                      "ushas_catalog.metastore")
+                      "ushas_catalog.metastore", "ushas_catalog.extensions")
+#: the extension package: what of ``lineage`` the catalog loads (by name, never by import)
+LINEAGE_EXTENSION = "lineage.plugin"
 
 
 def test_one_direction_between_lineage_and_the_catalog() -> None:
-    """No new import of ``lineage`` inside ``ushas_catalog`` (only the listed front ends, lazily, inside
-    functions, so that importing the catalog never loads lineage), and ``lineage`` imports only the catalog's
-    core, never its front ends."""
+    """No import of ``lineage`` anywhere in ``ushas_catalog`` (module level or inside functions), and
+    ``lineage`` outside its extension package imports only the catalog's core, never its front ends."""
     mods = modules()
-    found: dict[str, set[str]] = {}
-    top_level = []
-    for e in imports(mods):
-        if e.source.startswith("ushas_catalog") and e.target.split(".")[0] == "lineage":
-            found.setdefault(e.source, set()).add(e.target)
-            tree = ast.parse(mods[e.source].read_text())
-            if any(isinstance(n, (ast.Import, ast.ImportFrom)) and n.lineno == e.line for n in tree.body):
-                top_level.append(f"{e.source}:{e.line} imports {e.target} at module level")
-    new = {m: sorted(t - CATALOG_MODULES_IMPORTING_LINEAGE.get(m, frozenset())) for m, t in found.items()}
-    assert {m: t for m, t in new.items() if t} == {}, "ushas_catalog may not import lineage (see the list above)"
-    assert top_level == []
-    gone = {m for m in CATALOG_MODULES_IMPORTING_LINEAGE if m not in found}
-    assert gone == set(), "no longer imports lineage: take it off CATALOG_MODULES_IMPORTING_LINEAGE"
+    into_lineage = [f"{e.source}:{e.line} imports {e.target}" for e in imports(mods)
+                    if e.source.split(".")[0] == "ushas_catalog" and e.target.split(".")[0] == "lineage"]
+    assert into_lineage == [], "ushas_catalog may not import lineage: register it as an extension instead"
     upward = [f"{e.source}:{e.line} imports {e.target}" for e in imports(mods)
               if e.source.split(".")[0] == "lineage" and e.target.startswith("ushas_catalog")
+              and not (e.source == LINEAGE_EXTENSION or e.source.startswith(LINEAGE_EXTENSION + "."))
               and not any(e.target == p or e.target.startswith(p + ".") for p in LINEAGE_MAY_IMPORT)]
     assert upward == []
+
+
+def test_the_catalog_names_lineage_only_as_an_extension() -> None:
+    """The catalog reaches lineage only through its extension registry: the built-in extension list and the
+    entry point name ``lineage.plugin``, whose ``register`` fills every extension point the catalog reads
+    for lineage (and registers nothing twice)."""
+    import tomllib
+
+    from ushas_catalog.extensions import BUILT_IN, GROUP, load
+
+    pyproject = tomllib.loads((ROOT.parent / "pyproject.toml").read_text())
+    assert pyproject["project"]["entry-points"][GROUP] == {"lineage": "lineage.plugin:register"}
+    assert "lineage.plugin:register" in BUILT_IN
+    ext = load(declared=lambda: ["lineage.plugin:register"])  # an install with the entry point: loaded once
+    assert ext.loaded == ["lineage.plugin:register"]
+    assert set(ext.commands) == {"lineage"} and set(ext.bridge_ops) == {"lineage.event"}
+    assert set(ext.process_services) == set(ext.service_stores) == set(ext.read_stores) == {"lineage"}
+    assert {r.register.target.rpartition(":")[0]: r.need for r in ext.routes} == {
+        "lineage.plugin.api": "SELECT", "lineage.plugin.runs_api": "SELECT", "lineage.plugin.ingest_api": None,
+        "lineage.plugin.receiver": "MODIFY"}
+    refs = [*ext.commands.values(), *(r.register for r in ext.routes), *ext.bridge_ops.values(),
+            *ext.process_services.values(), *ext.service_stores.values(), *ext.read_stores.values(),
+            *ext.system_tables, *ext.demo_sections]
+    assert all(callable(r.load()) or isinstance(r.load(), dict) or hasattr(r.load(), "report") for r in refs)
+    assert set(ext.dataframe_methods) == {"pyspark.sql.classic.dataframe", "pyspark.sql.connect.dataframe"}
+    assert ext.wire_packages == ["lineage."]
+    assert load(built_in=(), declared=lambda: []).loaded == []  # a build without lineage: nothing registered
 
 
 #: the most lines a module may have (issue 36: new code stays under it)

@@ -1,5 +1,5 @@
 """The ``ushas lineage`` subcommands over captured lineage: upstream, downstream, impact, runs,
-run, export, status (registered by ``ushas_catalog.cli.lineage_cmds``)."""
+run, export, status (registered by ``lineage.plugin.cli_cmds``)."""
 from __future__ import annotations
 
 import argparse

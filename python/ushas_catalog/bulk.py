@@ -33,6 +33,17 @@ Partition operations (``add_partitions`` / ``drop_partitions`` of more than :dat
 A crash while staging rolls back (the caller's input is gone; the caller saw an error): the
 history entries at ``(v, ...)`` name exactly what was staged. A crash after publish rolls forward.
 
+Writes (:func:`replace_partitions`: a Spark write's commit of more than :data:`WRITE_BULK_AT`
+partitions, or one that did not fit one transaction) go the same way, with one more kind of staged
+record: a partition the write replaces (an overwrite, an append into an existing partition) is
+written at version ``v`` carrying the record it replaces (``replaced``), which readers of an older
+version see (:func:`~ushas_catalog.catalog.visibility.as_of`); its cleanup drops that copy, its
+rollback puts it back. The publish transaction is the write's fenced commit
+(:mod:`ushas_catalog.data.write_fence`): a retry of the same write applies nothing twice.
+
+Size (over 600 lines): the partition operations share the begin / stage / publish / chunk walk and
+their record helpers; the writes are the third user of them, kept beside the other two.
+
 Catalog and database drops (``DROP ... CASCADE`` of more than :data:`BULK_AT` objects): the
 drop itself (name freed, the object hidden) is one transaction; taking the objects in it out of
 the search index is chunked work (``UNINDEX``). Purging such an object (``purge``, ``drop …
@@ -53,8 +64,9 @@ from .bulk_objects import big_object, defer_purge, defer_unindex, many_objects  
 from .bulk_work import (BULK_AT, CHUNK_BYTES, CHUNK_ITEMS, CHUNKERS, PendingWork, Work, after_ops,  # noqa: F401
                         finish_for, finish_pending, has_after, new_work, now_micros, owner_alive, pending_work,
                         resume, rollback_quietly, run_after, table_path, unlist, work_store)
+from .catalog.partition_appends import byte_count, file_count
 from .catalog.visibility import TooBig, bulk_pending, check_no_pending, visible, visible_raw  # noqa: F401 - the readers' side, shown here too
-from .errors import (Conflict, InvalidArgument, NoSuchPartition, PartitionAlreadyExists)
+from .errors import Conflict, FilesNotRecorded, InvalidArgument, NoSuchPartition, PartitionAlreadyExists
 from .keyspace.tree import KeySpacePath
 from .kv import Transaction
 from .kv.base import FDB_LIMITS
@@ -407,6 +419,238 @@ def _publish(ms: "Metastore", work: Work, t: _TableAt, operation: str, counts: M
 
 
 
+# ---- a write bigger than one transaction ----------------------------------------------------------
+#: a write (:meth:`Metastore.replace_partitions`: a Spark write's commit) putting or dropping more partitions
+#: than this is staged in chunks and published in one transaction (smaller: one transaction; one that
+#: still does not fit falls back to chunks too)
+WRITE_BULK_AT = 5_000
+#: partitions per staging chunk of a write (well under the 5 s of a transaction on a loaded machine)
+WRITE_CHUNK = 2_000
+
+
+def replace_partitions(ms: "Metastore", tn: TableName, drop_specs: Sequence[Mapping[str, Any]],
+                       items: Sequence[Partition], *, expected_version: int | None, garbage: Any,
+                       operation: str, unchanged_since: int | None, detail: Mapping[str, Any],
+                       fence: Any, append: bool = False) -> MutationResult:
+    """``Metastore.replace_partitions`` (a write's commit: append, overwrite) too big for one transaction,
+    all-or-nothing for readers: the table's next version ``v`` is reserved (*begin*); the partitions
+    ``drop_specs`` match are marked ``dropped_version = v`` and each partition of ``items`` is written
+    with ``added_version = v`` — over an existing one, carrying it as ``replaced``, which readers of an
+    older version go on seeing — in chunks (*staging*); one transaction commits version ``v``, the
+    write's fence and its garbage (*publish*); cleanup chunks then delete the dropped keys and the
+    ``replaced`` copies. A crash before publish leaves staged records no reader sees, rolled back by
+    ``ushas repair --pending`` (or the next write of the table), which also ends the fenced write
+    (ABORTED) and hands its files to purge. ``append``: ``items`` carry only the files the write added
+    (``replace_partitions(append=True)``): a partition that exists gets them added to its whole file list
+    (staging rewrites it whole anyway); :class:`~ushas_catalog.errors.FilesNotRecorded`, nothing staged
+    left, when its files are not recorded."""
+    from .data.write_fence import check_fence, run_fenced
+
+    done = check_fence(ms, fence, str(tn))
+    if done is not None:  # a retry of a write that committed: its answer, nothing applied again
+        a = done.answer or {}
+        return MutationResult(a.get("version"), added=a.get("added", 0), dropped=a.get("dropped", 0),
+                              replaced=a.get("replaced", 0))
+    work_detail = {"operation": operation}
+    if fence is not None:
+        work_detail["write_id"] = fence.write_id
+    work, t = _begin(ms, tn, "WRITE", expected_version, len(items) + len(drop_specs), work_detail)
+    try:
+        if unchanged_since is not None:
+            ms.db.run(lambda tr: _check_unchanged_since(tr, t, unchanged_since, items, drop_specs))
+        puts: set[tuple[Any, ...]] = set()
+        for p in items:
+            key = t.scheme.key(p.values)
+            if key in puts:
+                raise InvalidArgument(f"partition {_spec_text(t.scheme, key)} is given twice")
+            puts.add(key)
+        drops = [s for s in drop_specs if (sel := t.scheme.selection(s))[1] or len(sel[0]) != len(t.scheme.columns)
+                 or sel[0] not in puts]  # a partition both dropped and written is replaced: not marked first
+        marked = _mark_drops(ms, work, t, drops, True)[0] if drops else 0
+        added, replaced, kept = _stage_writes(ms, work, t, items, append)
+        dropped = marked - kept
+        ran: list[bool] = []
+
+        def attempt(fn: Any) -> Any:
+            def each(tr: Transaction) -> Any:
+                ran.clear()
+                return fn(tr)
+            return ms.run(each)
+
+        def publish(tr: Transaction) -> MutationResult:
+            result = _publish_write(ms, work, t, tr, operation, added, replaced, dropped, garbage, detail)
+            ran.append(True)
+            return result
+
+        result = run_fenced(attempt, ms.project_path, fence, str(tn), publish, lambda r: (r.to_json(), r.version),
+                            lambda a: MutationResult(a.get("version"), added=a.get("added", 0),
+                                                     dropped=a.get("dropped", 0), replaced=a.get("replaced", 0)))
+    except BaseException:
+        _rollback_in_call(ms, work)
+        raise
+    if not ran:  # another attempt of this fenced write committed first: this one's staging is undone
+        _rollback_in_call(ms, work)
+        return result
+    if replaced or marked:
+        try:
+            resume(ms, work.op, work)  # the cleanup chunks
+        except Exception as e:  # noqa: BLE001 - committed: left pending, ushas repair --pending finishes it
+            import logging
+
+            logging.getLogger(__name__).warning("cleanup of write %s left pending: %s", work.op, e)
+    return result
+
+
+def _rollback_in_call(ms: "Metastore", work: Work) -> None:
+    """Undo a write's staging from the call that staged it: the caller sees the error and may retry the
+    same fenced write, so the write is not ended and its files are not handed to purge."""
+    def forget(tr: Transaction) -> None:
+        w = work.load(tr)
+        d = json.loads(w.detail_json or "{}")
+        d.pop("write_id", None)
+        w.detail_json = json.dumps(d, separators=(",", ":"))
+        work.save(tr, w)
+
+    try:
+        ms.db.run(forget)
+    except Exception:  # noqa: BLE001 - gone or taken over: whoever has it decides
+        pass
+    rollback_quietly(ms, work.op)
+
+
+def _check_unchanged_since(tr: Transaction, t: _TableAt, since: int, items: Sequence[Partition],
+                           drop_specs: Sequence[Mapping[str, Any]]) -> None:
+    """:class:`WriteConflict` if a commit after ``since`` (up to the reserved version: nothing else can
+    commit now) changed a partition this write puts or drops."""
+    from .errors import WriteConflict
+
+    current = t.version - 1
+    if current <= since:
+        return
+    history = t.history()
+    puts = {t.scheme.key(p.values) for p in items}
+    selections = [t.scheme.selection(s) for s in drop_specs]
+    for sr in history.scan(tr, history.prefix_range((since + 1,))[0], history.prefix_range((current,))[1]):
+        key = tuple(sr.key[1:])
+        if key in puts or any(key[:len(lead)] == lead and all(key[i] == v for i, v in filters.items())
+                              for lead, filters in selections):
+            raise WriteConflict(f"partition {_spec_text(t.scheme, key)} of {t.name} was changed by another write "
+                                f"(version {sr.key[0]}) after this overwrite started (version {since}): "
+                                f"the overwrite was not committed", table=str(t.name),
+                                partition=t.scheme.spec(key))
+
+
+def _stage_writes(ms: "Metastore", work: Work, t: _TableAt, items: Sequence[Partition],
+                  append: bool = False) -> tuple[int, int, int]:
+    """Write the partitions of a write for version ``t.version``, chunk by chunk: (added, replaced, and of
+    those replaced how many this write's drop had marked). ``append``: each item's files are added to the
+    partition's (:func:`_appended`)."""
+    scheme, store, history = t.scheme, t.partitions(), t.history()
+    version_prefix = fdbtuple.pack((t.version,))
+    added_change = rec.PartitionChange(action=rec.PartitionChange.ADDED).SerializeToString()
+    now = now_micros()
+    prepared: list[tuple[bytes, rec.Partition]] = []
+    for p in items:  # outside any transaction: encoding is most of the cost
+        key = scheme.key(p.values)
+        location = p.location if p.location is not None else _default_location(t.storage, scheme, key)
+        r = ms.partition_record(p, location, now)
+        r.added_version = t.version
+        prepared.append((fdbtuple.pack(key), r))
+    added = replaced = kept = 0
+    position = 0
+    while position < len(prepared):
+        batch = prepared[position:position + WRITE_CHUNK]
+
+        def chunk(tr: Transaction) -> tuple[int, int, int]:
+            w = work.load(tr)
+            current = _values(tr, store, [k for k, _ in batch])  # every read before the writes
+            a = r = k = 0
+            for packed, new in batch:
+                data = current.get(packed)
+                if data is None:
+                    _put(tr, store, packed, new, 0)
+                    tr.set(history.prefix + version_prefix + packed, added_change)
+                    a += 1
+                    continue
+                old = rec.Partition.FromString(data)
+                if old.dropped_version == t.version:  # this write's drop marked it: replaced instead
+                    old.dropped_version = 0
+                    k += 1
+                if append:
+                    staged = _appended(old, new, f"partition {_spec_text(scheme, fdbtuple.unpack(packed))} of {t.name}")
+                else:
+                    staged = rec.Partition()
+                    staged.CopyFrom(new)
+                    for tag, value in old.tags.items():  # an overwrite keeps the partition's tags
+                        if tag not in staged.tags:
+                            staged.tags[tag] = value
+                staged.replaced.CopyFrom(old)
+                _put(tr, store, packed, staged, _size(data))
+                tr.set(history.prefix + version_prefix + packed,
+                       rec.PartitionChange(action=rec.PartitionChange.REPLACED, previous=old).SerializeToString())
+                r += 1
+            w.done += len(batch)
+            work.save(tr, w)
+            return a, r, k
+
+        a, r, k = ms.db.run(chunk)
+        added, replaced, kept = added + a, replaced + r, kept + k
+        position += len(batch)
+    return added, replaced, kept
+
+
+def _appended(old: rec.Partition, new: rec.Partition, what: str) -> rec.Partition:
+    """The partition ``old`` with the files of ``new`` (an append's record of the files it added) added to its
+    file list, counts summed (its rows unknown unless both knew them), staged for ``new.added_version``.
+    Appended chunks of ``old`` (:mod:`ushas_catalog.catalog.partition_appends`) are joined in it already:
+    the staged record is whole. :class:`FilesNotRecorded` when ``old``'s files are not recorded."""
+    if not old.files_recorded:
+        raise FilesNotRecorded(f"the files of {what} are not recorded: the write lists its directory")
+    out = rec.Partition()
+    out.CopyFrom(old)
+    out.ClearField("replaced")
+    out.dropped_version = 0
+    out.added_version = new.added_version
+    out.files, out.bytes = file_count(old) + file_count(new), byte_count(old) + byte_count(new)
+    if old.HasField("rows") and new.HasField("rows"):
+        out.rows = old.rows + new.rows
+    else:
+        out.ClearField("rows")
+    out.data_files.extend(new.data_files)
+    return out
+
+
+def _publish_write(ms: "Metastore", work: Work, t: _TableAt, tr: Transaction, operation: str, added: int,
+                   replaced: int, dropped: int, garbage: Any, detail: Mapping[str, Any]) -> MutationResult:
+    """The transaction that commits a staged write (inside its fence)."""
+    from .catalog.commits import Mutation
+    from .data.garbage import record_garbage
+
+    w = work.load(tr)
+    live = ms.resolver.table(tr, t.name)
+    if live.path.key() != t.path.key() or live.ref.version != t.version - 1:  # pragma: no cover - blocked
+        raise Conflict(f"table {t.name} changed during {operation} (operation {work.op})", table=str(t.name))
+    ref = rec.TableReference()
+    ref.CopyFrom(live.ref)
+    if replaced or dropped:  # cleanup chunks follow: the dropped keys, the replaced copies
+        w.state = rec.PendingWork.PUBLISHED
+        w.cursor = b""
+        w.total, w.done = replaced + dropped, 0
+        work.save(tr, w)
+    else:  # only new partitions: nothing left to do after the commit
+        unlist(ref, work.op)
+        work.store.delete(tr, (work.op,))
+    now = now_micros()
+    if garbage:
+        record_garbage(tr, ms.project_path, t.path.value, str(t.name), operation, garbage, now)
+    ms.commit(tr, Mutation("table", str(t.name), t.path, operation, t.version, ref, time_micros=now,
+                            changed=("TablePartition",),
+                            detail={"added": added, "replaced": replaced, "dropped": dropped, **dict(detail),
+                                    "operation_id": str(work.op), "bulk": True},
+                            partition_scheme=t.scheme))
+    return MutationResult(t.version, added=added, dropped=dropped, replaced=replaced)
+
+
 def _partition_chunks(ms: "Metastore", work: Work, r: rec.PendingWork) -> None:
     """Roll back (ROLLING_BACK) or finish a drop (PUBLISHED): walk the history entries at the
     operation's version, chunk by chunk; then unlist the operation from the table."""
@@ -422,6 +666,13 @@ def _partition_chunks(ms: "Metastore", work: Work, r: rec.PendingWork) -> None:
         return None if schema is None else len(schema.partition_columns)
 
     arity = ms.db.run(arity_of)
+    release = False  # a fenced write's staging undone after its process died: ended, its files to purge
+    if rolling_back and r.kind == "WRITE" and detail.get("write_id"):
+        from .data.write_fence import ABORTED, abort_write
+
+        ended = abort_write(ms, detail["write_id"], "its commit was interrupted (the committing process "
+                                                    "died) and rolled back", r.object)
+        release = ended.state == ABORTED
     while path is not None and arity:
         hist_prefix = path.add("TablePartitionHistory").key() + fdbtuple.pack((version,))
         part_prefix = path.add("TablePartition").key()
@@ -443,15 +694,28 @@ def _partition_chunks(ms: "Metastore", work: Work, r: rec.PendingWork) -> None:
                 data = current.get(packed)
                 key = part_prefix + packed
                 if rolling_back:
-                    if change.action == rec.PartitionChange.ADDED:
-                        if data is not None and rec.Partition.FromString(data).added_version == version:
+                    staged = rec.Partition.FromString(data) if data is not None else None
+                    if staged is None:
+                        pass
+                    elif change.action == rec.PartitionChange.ADDED:
+                        if staged.added_version == version:
                             _remove(tr, key, _size(data))
-                    elif data is not None:
-                        old = rec.Partition.FromString(data)
-                        if old.dropped_version == version:
-                            old.dropped_version = 0
-                            _put(tr, store, packed, old, _size(data))
+                            if release:
+                                garbage.files.extend(from_records(staged.data_files))
+                    elif change.action == rec.PartitionChange.REPLACED and staged.added_version == version:
+                        _put(tr, store, packed, change.previous, _size(data))  # a write's: put back
+                        if release:
+                            kept = {f.path for f in change.previous.data_files}
+                            garbage.files.extend(f for f in from_records(staged.data_files) if f.path not in kept)
+                    elif staged.dropped_version == version:
+                        staged.dropped_version = 0
+                        _put(tr, store, packed, staged, _size(data))
                     tr.clear(hkey)
+                elif data is not None and change.action == rec.PartitionChange.REPLACED:
+                    written = rec.Partition.FromString(data)  # a published write: its replaced copy goes
+                    if written.added_version == version and written.HasField("replaced"):
+                        written.ClearField("replaced")
+                        _put(tr, store, packed, written, _size(data))
                 elif data is not None and (gone := rec.Partition.FromString(data)).dropped_version == version:
                     _remove(tr, key, _size(data))
                     if gone.tags:  # its tag index entries go with it
@@ -463,7 +727,9 @@ def _partition_chunks(ms: "Metastore", work: Work, r: rec.PendingWork) -> None:
                         elif old.location:
                             garbage.directories.append(old.location)
             if garbage:
-                record_garbage(tr, ms.project_path, path.value, r.object, "DROP PARTITIONS", garbage, now_micros())
+                record_garbage(tr, ms.project_path, path.value, r.object,
+                               f"ABORTED WRITE {detail.get('write_id')}" if release else "DROP PARTITIONS",
+                               garbage, now_micros())
             if rolling_back:
                 w.cursor = b""  # the entries read are gone: start again from the beginning
             elif entries:
@@ -490,9 +756,10 @@ def _partition_chunks(ms: "Metastore", work: Work, r: rec.PendingWork) -> None:
 
 
 
-CHUNKERS["ADD PARTITIONS"] = CHUNKERS["DROP PARTITIONS"] = _partition_chunks
+CHUNKERS["ADD PARTITIONS"] = CHUNKERS["DROP PARTITIONS"] = CHUNKERS["WRITE"] = _partition_chunks
 
 
 __all__ = ["BULK_AT", "CHUNK_ITEMS", "PendingWork", "add_partitions", "drop_partitions", "finish_pending",
+           "replace_partitions", "WRITE_BULK_AT",
            "finish_for", "pending_work", "visible", "visible_raw", "check_no_pending", "owner_alive", "run_after",
            "has_after", "big_object", "defer_purge", "defer_unindex", "many_objects", "work_store"]

@@ -20,7 +20,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lineage"))
 
-from test_plan_lineage import CASES, PlanCase, create_case_tables  # noqa: E402
+from plan_cases import PlanCase, create_case_tables  # noqa: E402
+from test_plan_lineage import CASES  # noqa: E402  (the queries: the write cases have targets of their own)
 
 from lineage.capture import flush_spark  # noqa: E402
 from lineage.model import DatasetKind, LineageResult  # noqa: E402

@@ -10,7 +10,8 @@ Each principal acts in a catalog of its own (``c_<key>``: database ``db``, table
 ``p`` with partition ``p=z``), so principals never see each other's writes; within a principal the
 operations run in declaration order (``DROP TABLE`` then undrop last).
 
-Used by ``test_matrix_cli.py``, ``test_matrix_rest.py`` and ``tests/spark/test_privilege_matrix_spark.py``.
+Used by ``test_matrix_cli.py``, ``test_matrix_rest.py``, ``tests/spark/test_privilege_matrix_spark.py`` and
+``tests/remote/test_connect_privilege_matrix.py`` (Spark Connect: one client session per principal).
 """
 from __future__ import annotations
 
@@ -66,6 +67,9 @@ class Operation:
     dataframe: Callable[[Any, str], Any] | None = None
     cli: tuple[str, ...] | None = None
     rest: tuple[str, str, Any] | None = None
+    #: Spark Connect (tests/remote/test_connect_privilege_matrix.py): a SQL template, a DataFrame call
+    connect: str | None = None
+    connect_dataframe: Callable[[Any, str], Any] | None = None
 
     def object_name(self, catalog: str) -> str:
         return {"project": "project", "catalog": f"catalog {catalog}", "database": f"database {catalog}.db",
@@ -76,6 +80,16 @@ def _df(spark: Any) -> Any:
     return spark.createDataFrame([(7, "d")], "a INT, p STRING")
 
 
+def _table_path(spark: Any, m: str) -> str:
+    """The directory of the principal's table ``db.t`` (the Spark catalog's warehouse / its catalog / db / t)."""
+    return f"{spark.conf.get(f'spark.sql.catalog.{m}.warehouse')}/{spark.conf.get(f'spark.sql.catalog.{m}.catalog')}/db/t"
+
+
+def _external_path(spark: Any, m: str) -> str:
+    """A directory outside the managed warehouse (and every table) for the principal's external table."""
+    return f"{spark.conf.get(f'spark.sql.catalog.{m}.warehouse')}-external/{spark.conf.get(f'spark.sql.catalog.{m}.catalog')}/e"
+
+
 D = "/api/v1/catalogs/{c}/databases/db"
 OPERATIONS: tuple[Operation, ...] = (
     Operation("list tables", "USE", "database", sql="SHOW TABLES IN {m}.db", cli=("tables", "{c}.db"),
@@ -83,8 +97,13 @@ OPERATIONS: tuple[Operation, ...] = (
               dataframe=lambda spark, m: spark.catalog.listTables(f"{m}.db")),
     Operation("describe table", "USE", "table", sql="DESCRIBE TABLE {m}.db.t", cli=("describe", "{c}.db.t"),
               rest=("GET", D + "/tables/t", None)),
-    Operation("select", "SELECT", "table", sql="SELECT * FROM {m}.db.t",
+    Operation("select", "SELECT", "table", sql="SELECT * FROM {m}.db.t", connect="SELECT * FROM {m}.db.t",
               dataframe=lambda spark, m: spark.table(f"{m}.db.t").collect()),
+    # a path read is checked by every governed catalog of the session (as each one's user): only on Connect, where
+    # every catalog of a client's session has that client's user, is it one principal's row
+    Operation("read a table's files by path", "SELECT", "table", connect="SELECT * FROM text.`{w}/{c}/db/t`",
+              connect_dataframe=lambda spark, m: spark.read.schema("a INT, p STRING").parquet(
+                  _table_path(spark, m)).collect()),
     Operation("read the history metadata table", "SELECT", "table", sql="SELECT * FROM {m}.db.t.history",
               cli=("history", "{c}.db.t"), rest=("GET", D + "/tables/t/history", None),
               dataframe=lambda spark, m: spark.table(f"{m}.db.t.history").collect()),
@@ -118,9 +137,16 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("grant", "MANAGE", "table", sql="CALL {m}.system.grant('SELECT', 'db.t', 'user:carol')",
               cli=("grant", "SELECT", "ON", "TABLE", "{c}.db.t", "TO", "user:carol")),
     Operation("list external locations", "USE", "project", sql="CALL {m}.system.show_locations()",
-              cli=("locations",), rest=("GET", "/api/v1/locations", None)),
+              cli=("locations",), rest=("GET", "/api/v1/locations", None),
+              connect="CALL {m}.system.show_locations()"),
+    # the DataFrame API's placement of data at a path (CREATE TABLE … LOCATION): CREATE on the database (no
+    # external location is declared on that surface, and the path lies outside the warehouse and every table)
+    Operation("create an external table", "CREATE", "database",
+              dataframe=lambda spark, m: _df(spark).writeTo(f"{m}.db.e").using("parquet")
+              .tableProperty("location", _external_path(spark, m)).create()),
     Operation("declare an external location", "MANAGE", "project",
               sql="CALL {m}.system.create_location('l_{c}', '/tmp/ushas-matrix-locations/sql/{c}')",
+              connect="CALL {m}.system.create_location('l_{c}', '{w}-locations/{c}')",
               cli=("locations", "create", "l_{c}", "/tmp/ushas-matrix-locations/cli/{c}"),
               rest=("POST", "/api/v1/locations", {"name": "l_{c}", "url": "/tmp/ushas-matrix-locations/rest/{c}"})),
     Operation("drop table", "MANAGE", "table", sql="DROP TABLE {m}.db.t", cli=("drop", "{c}.db.t")),
@@ -206,8 +232,11 @@ class Probe:
             self.cursor = self._last_cursor()
             return
         assert message, f"{where}: allowed, expected a refusal (error: {error}, answer: {answer})"
-        assert f"User {who.user} does not have" in message, f"{where}: {message}"
-        shown = re.search(r"does not have (\w+)(?: or (\w+))? on", message)
+        assert f"User {who.user} does not have" in message or f"User {who.user} may not" in message, \
+            f"{where}: {message}"
+        # "does not have SELECT on table …"; a path read: "… of table …, and you hold neither SELECT on it nor …"
+        shown = re.search(r"does not have (\w+)(?: or (\w+))? on", message) or \
+            re.search(r"hold neither (\w+) on it", message)
         named = sorted(refused_privileges(op, who) & set(shown.groups() if shown else ()))
         assert named, f"{where}: the refusal names another privilege than {op.privilege}: {message}"
         if op.privilege in named:
@@ -225,8 +254,8 @@ class Probe:
         self.cursor = events[-1].cursor
 
 
-def fill(template: str, who: Principal, spark_catalog: str = "") -> str:
-    return template.format(m=spark_catalog, c=who.catalog)
+def fill(template: str, who: Principal, spark_catalog: str = "", warehouse: str = "") -> str:
+    return template.format(m=spark_catalog, c=who.catalog, w=warehouse)
 
 
 __all__ = ["LEVELS", "OPERATIONS", "PRINCIPALS", "Operation", "Principal", "Probe", "expected", "fill",

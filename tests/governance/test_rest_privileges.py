@@ -74,6 +74,35 @@ def test_anonymous_and_administrators(served: tuple[Live, dict[str, str]]) -> No
     assert catalogs["items"][0]["name"] == "c", catalogs
 
 
+#: the lineage extension's routes (lineage.plugin, registered through ushas_catalog.extensions): the reads need
+#: SELECT on the project, the OpenLineage receiver MODIFY, checked before anything of the request is read
+LINEAGE_ROUTES = [("GET", "/api/v1/lineage/datasets"), ("GET", "/api/v1/lineage/graph?node=c.db.t"),
+                  ("GET", "/api/v1/lineage/tables?node=c.db.t"), ("GET", "/api/v1/lineage/impact?node=c.db.t.a"),
+                  ("GET", "/api/v1/runs"), ("GET", "/api/v1/runs/abcd1234"), ("POST", "/api/v1/lineage")]
+
+
+def test_the_lineage_extensions_routes_are_checked(served: tuple[Live, dict[str, str]], store_uri: str) -> None:
+    """Served by an extension, the lineage routes are refused as the catalog's are: to a user with every
+    privilege on the table but none on the project, and to anonymous, whatever the arguments."""
+    live, tokens = served
+    ms = Metastore.open(store_uri)
+    ms.grant("OWN", ("c", "db", "t"), "user:bob")
+    ms.close()
+    for headers, who in (({"Authorization": f"Bearer {tokens['bob']}"}, "bob"), ({}, "anonymous")):
+        for method, path in LINEAGE_ROUTES:
+            answer = live.request(method, path, {"eventType": "COMPLETE"} if method == "POST" else None,
+                                  headers=headers)
+            assert answer.status in (401, 403), (who, path, answer.status, answer.body)
+            if answer.status == 403:
+                error = answer.json["error"]
+                assert error["type"] == "PermissionDenied" and f"User {who} does not have" in error["message"], \
+                    (path, error)
+                assert ("MODIFY" if method == "POST" else "SELECT") in error["message"], (path, error)
+    alice = {"Authorization": f"Bearer {tokens['alice']}"}
+    assert live.get("/api/v1/lineage/datasets", headers=alice).json["items"] == []
+    assert live.get("/api/v1/runs", headers=alice).json["items"] == []
+
+
 @pytest.mark.parametrize("path", ["/api/v1/metadata/tags?catalog=c&database=db&table=t",
                                   "/api/v1/metadata/owner?catalog=c&database=db&table=t",
                                   "/api/v1/lineage"])

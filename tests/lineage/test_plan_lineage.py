@@ -1,110 +1,22 @@
-"""Table-driven column lineage of analyzed Spark plans: SQL or DataFrame in, exact DIRECT and
-INDIRECT edges out (see plan_cases.py for the case format). ``CASES`` feeds
-docs/lineage-coverage.md (tests/lineage/gen_coverage.py).
-
-A case: SQL text (analyzed WITHOUT executing, commands included) or a function building a
-DataFrame, or a function performing a write whose analyzed plan is captured; and the expected
-lineage, exact:
-
-- ``direct``: output column name -> {leaf column: subtype code} (I identity, T transformation,
-  A aggregation); every output column must be listed (``{}``: no source, e.g. a literal);
-  a repeated output name gets ``~2``, ``~3``... suffixes;
-- ``indirect``: dataset-wide INDIRECT dependencies as ``"SUBTYPE:leaf"``;
-- ``scoped``: column-scoped INDIRECT dependencies per output column (CONDITIONAL, WINDOW, the
-  filters of a scalar subquery...); columns not listed must have none;
-- ``target``: for writes, the written dataset.
-
-Leaf names drop the ``spark_catalog.`` prefix; in-query sources are ``<VALUES>``,
-``<range(0, 10, 1)>``; paths under the test's temp directory start with ``{tmp}``.
+"""Table-driven column lineage of analyzed Spark plans of queries: SQL or DataFrame in, exact
+DIRECT and INDIRECT edges out (case format: plan_cases.py). ``CASES`` feeds docs/lineage-coverage.md
+(tests/lineage/gen_coverage.py). Writes (INSERT, CTAS, MERGE / UPDATE / DELETE, paths) are cases of
+test_plan_lineage_writes.py; the plan JSON the walker sends, test_plan_json.py.
 """
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Union
+from typing import Any
 
 import pytest
+from plan_cases import H, S, T, U, PlanCase, check, create_case_tables, fs, lineage_of_case
+from test_plan_lineage_writes import CASES as WRITE_CASES
 
-from lineage.dataframe import lineage_of_dataframe, lineage_of_plan, lineage_of_sql
-from lineage.model import EdgeKind, LineageResult
-
-CODES = {"IDENTITY": "I", "TRANSFORMATION": "T", "AGGREGATION": "A"}
-
-Query = Union[str, Callable[..., Any]]
-
-
-@dataclass(frozen=True)
-class PlanCase:
-    id: str
-    operator: str  # machine-readable coverage row (docs/lineage-coverage.md)
-    query: Query
-    direct: Mapping[str, Mapping[str, str]]
-    indirect: frozenset[str] = frozenset()
-    scoped: Mapping[str, frozenset[str]] = field(default_factory=dict)
-    target: str | None = None
-    mode: str = "sql"  # "sql" (analyzed, not executed) | "dataframe" | "capture" (write executed) | "plan" (a JVM plan)
-
-
-def leaf_name(node: Any, tmp: str = "") -> str:
-    name = str(node)
-    if name.startswith("spark_catalog."):
-        name = name[len("spark_catalog."):]
-    name = re.sub(r"<(VALUES|LogicalRDD|ExternalRDD)@\d+>", r"<\1>", name)
-    if tmp:
-        name = name.replace("file:" + tmp, "{tmp}").replace(tmp, "{tmp}")
-    return name
-
-
-@dataclass(frozen=True)
-class Observed:
-    direct: dict[str, dict[str, str]]
-    indirect: frozenset[str]
-    scoped: dict[str, frozenset[str]]
-    target: str | None
-
-
-def observe(result: LineageResult, tmp: str = "") -> Observed:
-    names: dict[Any, str] = {}
-    seen: dict[str, int] = {}
-    for col in result.outputs:
-        n = seen.get(col.name, 0) + 1
-        seen[col.name] = n
-        names[col] = col.name if n == 1 else f"{col.name}~{n}"
-    direct = {names[c]: {leaf_name(leaf, tmp): CODES[sub.value]
-                         for leaf, sub in result.direct_sources(c).items()} for c in result.outputs}
-    indirect: set[str] = set()
-    scoped: dict[str, set[str]] = {}
-    for e in result.edges:
-        if e.kind is not EdgeKind.INDIRECT:
-            continue
-        label = f"{e.subtype.value}:{leaf_name(e.source, tmp)}"
-        if e.target is None:
-            indirect.add(label)
-        else:
-            scoped.setdefault(names[e.target], set()).add(label)
-    return Observed(direct, frozenset(indirect), {k: frozenset(v) for k, v in scoped.items()},
-                    leaf_name(result.target, tmp) if result.target else None)
-
-
-def check(case: PlanCase, result: LineageResult, tmp: str = "") -> None:
-    got = observe(result, tmp)
-    assert got.direct == {k: dict(v) for k, v in case.direct.items()}, f"DIRECT\n{result}"
-    assert got.indirect == case.indirect, f"INDIRECT (dataset-wide)\n{result}"
-    assert got.scoped == {k: v for k, v in case.scoped.items() if v}, f"INDIRECT (scoped)\n{result}"
-    assert got.target == case.target
-    assert result.completeness == 1.0, f"incomplete: {result.unresolved}\n{result}"
-
-
-def fs(*items: str) -> frozenset[str]:
-    return frozenset(items)
-
+from lineage.dataframe import lineage_of_sql
 
 PRODUCER = "spark"
 pytestmark = pytest.mark.spark
-
-DB = "lin"
-T, U, H, P, S = "lin.t", "lin.u", "lin.h", "lin.p", "lin.sales"
 
 
 def _df_union_by_name(spark: Any) -> Any:
@@ -291,28 +203,6 @@ def _df_stream_files(spark: Any) -> Any:
 
 def _df_stream_rate(spark: Any) -> Any:
     return spark.readStream.format("rate").load().selectExpr("value * 2 AS v", "timestamp")
-
-
-def _w_save_path(spark: Any, tmp: Path) -> None:
-    spark.table(T).selectExpr("x + 1 as x1", "y").write.mode("overwrite").parquet(str(tmp / "out"))
-
-
-def _w_save_uri(spark: Any, tmp: Path) -> None:
-    """The target spelled ``file:///…/`` (empty authority, trailing slash): one dataset with the
-    ``file:/…`` a later scan of it reports."""
-    spark.table(T).select("x").write.mode("overwrite").parquet(f"file://{tmp}/uri/")
-
-
-def _w_insert_into(spark: Any, tmp: Path) -> None:
-    spark.table(H).selectExpr("k", "w", "cast(k as double) as v").select("k", "v", "w").write.insertInto(U)
-
-
-def _w_save_as_table(spark: Any, tmp: Path) -> None:
-    spark.table(U).groupBy("w").count().write.mode("overwrite").saveAsTable("lin.w_counts")
-
-
-def _w_json_save(spark: Any, tmp: Path) -> None:
-    spark.table(U).select("w").write.mode("overwrite").format("json").save(str(tmp / "j"))
 
 
 CASES: list[PlanCase] = [
@@ -593,45 +483,6 @@ CASES: list[PlanCase] = [
              fs(f"FILTER:file:{STREAM_DIR}.value"), mode="dataframe"),
     PlanCase("df_stream_rate", "Streaming source (readStream)", _df_stream_rate,
              {"v": {"<rate>.value": "T"}, "timestamp": {"<rate>.timestamp": "I"}}, mode="dataframe"),
-    # ---- writes -------------------------------------------------------------------------
-    PlanCase("insert_v1", "Write (V1 INSERT)", f"insert into {U} select x, cast(x as double), y from {T}",
-             {"k": {"lin.t.x": "I"}, "v": {"lin.t.x": "T"}, "w": {"lin.t.y": "I"}}, target="lin.u"),
-    PlanCase("insert_overwrite_static", "Write (V1 INSERT)",
-             f"insert overwrite {P} partition (dt = '2024-01-01') select x from {T}",
-             {"id": {"lin.t.x": "I"}, "dt": {}}, target="lin.p"),
-    PlanCase("insert_dynamic_partition", "Write (V1 INSERT)", f"insert into {P} partition (dt) select x, y from {T}",
-             {"id": {"lin.t.x": "I"}, "dt": {"lin.t.y": "I"}}, target="lin.p"),
-    PlanCase("insert_self", "Write (V1 INSERT)", f"insert into {U} select k + 1, v, w from {U} where v > 0",
-             {"k": {"lin.u.k": "T"}, "v": {"lin.u.v": "I"}, "w": {"lin.u.w": "I"}}, fs("FILTER:lin.u.v"),
-             target="lin.u"),
-    PlanCase("insert_hive", "Write (Hive INSERT)", f"insert into {H} select k, w from {U} where v > 0",
-             {"k": {"lin.u.k": "I"}, "w": {"lin.u.w": "I"}}, fs("FILTER:lin.u.v"), target="lin.h"),
-    PlanCase("ctas", "Write (CTAS)", f"create table lin.ctas1 using parquet as select y, sum(x) as s from {T} group by y",
-             {"y": {"lin.t.y": "I"}, "s": {"lin.t.x": "A"}}, fs("GROUP_BY:lin.t.y"), target="lin.ctas1"),
-    PlanCase("ctas_hive", "Write (CTAS)", f"create table lin.ctas2 stored as textfile as select k, w from {U}",
-             {"k": {"lin.u.k": "I"}, "w": {"lin.u.w": "I"}}, target="lin.ctas2"),
-    # MERGE / UPDATE / DELETE: analyzed plans (spark_catalog parquet tables analyze them but
-    # refuse to execute them; the lineage is the statement's, from its analyzed plan)
-    PlanCase("merge", "Write (MERGE)",
-             f"merge into lin.mt using {U} on mt.k = u.k when matched and u.v > 0 then update set v = cast(u.v as int) + 1 "
-             "when not matched then insert (k, v) values (u.k, 0)",
-             {"v": {"lin.u.v": "T"}, "k": {"lin.u.k": "I"}}, fs("JOIN:lin.u.k", "JOIN:lin.mt.k"),
-             scoped={"v": fs("CONDITIONAL:lin.u.v")}, target="lin.mt"),
-    PlanCase("update", "Write (UPDATE)", "update lin.mt set v = v + 1 where k = 1", {"v": {"lin.mt.v": "T"}},
-             fs("FILTER:lin.mt.k"), target="lin.mt"),
-    PlanCase("delete", "Write (DELETE)", "delete from lin.mt where k = 1", {}, fs("FILTER:lin.mt.k"), target="lin.mt"),
-    PlanCase("insert_directory", "Write (path)", "insert overwrite directory '/tmp/ushas-lin-dir' using parquet "
-             f"select x from {T}", {"x": {"lin.t.x": "I"}}, target="/tmp/ushas-lin-dir"),
-    PlanCase("df_save_path", "Write (DataFrameWriter.save(path))", _w_save_path,
-             {"x1": {"lin.t.x": "T"}, "y": {"lin.t.y": "I"}}, target="{tmp}/out", mode="capture"),
-    PlanCase("df_save_json", "Write (DataFrameWriter.save(path))", _w_json_save,
-             {"w": {"lin.u.w": "I"}}, target="{tmp}/j", mode="capture"),
-    PlanCase("df_save_uri", "Write (DataFrameWriter.save(path))", _w_save_uri,
-             {"x": {"lin.t.x": "I"}}, target="{tmp}/uri", mode="capture"),
-    PlanCase("df_insert_into", "Write (V1 INSERT)", _w_insert_into,
-             {"k": {"lin.h.k": "I"}, "v": {"lin.h.k": "T"}, "w": {"lin.h.w": "I"}}, target="lin.u", mode="capture"),
-    PlanCase("df_save_as_table", "Write (CTAS)", _w_save_as_table,
-             {"w": {"lin.u.w": "I"}, "count": {}}, fs("GROUP_BY:lin.u.w"), target="lin.w_counts", mode="capture"),
 ]
 
 
@@ -640,55 +491,16 @@ def lin(spark: Any) -> Any:
     return create_case_tables(spark)
 
 
-def create_case_tables(spark: Any) -> Any:
-    """The tables and view the cases read (also over Spark Connect: tests/remote/client_cases.py)."""
-    spark.sql(f"create database if not exists {DB}")
-    spark.sql(f"create table if not exists {T} (x int, y string, s struct<a:int,b:string>, arr array<int>, "
-              "m map<string,int>) using parquet")
-    spark.sql(f"create table if not exists {U} (k int, v double, w string) using parquet")
-    spark.sql(f"create table if not exists {H} (k int, w string) stored as textfile")
-    spark.sql(f"create table if not exists {P} (id int, dt string) using parquet partitioned by (dt)")
-    spark.sql(f"create table if not exists {S} (region string, product string, q1 int, q2 int, amount double) "
-              "using parquet")
-    spark.sql("create table if not exists lin.mt (k int, v int) using parquet")
-    spark.sql("create table if not exists lin.ev (s timestamp, e timestamp, v double, k string) using parquet")
-    spark.sql(f"create or replace view lin.vw as select x, y from {T} where x > 0")
-    return spark
-
-
-def _captured_write(spark: Any, case: PlanCase, tmp: Path) -> Any:
-    jvm = spark._jvm
-    capture = jvm.io.ushas.spark.plan.PlanCapture(32)
-    manager = spark._jsparkSession.listenerManager()
-    manager.register(capture)
-    try:
-        case.query(spark, tmp)
-        spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty()
-        for i in reversed(range(capture.size())):
-            if capture.rootName(i) not in ("AppendData",) or i == 0:
-                plan = capture.plan(i)
-                return lineage_of_plan(spark, plan)
-        raise AssertionError("no write captured")
-    finally:
-        manager.unregister(capture)
-
-
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_plan_lineage(lin: Any, case: PlanCase, tmp_path: Path) -> None:
-    spark = lin
-    if case.mode == "sql":
-        result = lineage_of_sql(spark, case.query)  # type: ignore[arg-type]
-    elif case.mode == "dataframe":
-        result = lineage_of_dataframe(case.query(spark))  # type: ignore[operator]
-    else:
-        result = _captured_write(spark, case, tmp_path)
-    check(case, result, str(tmp_path))
+    check(case, lineage_of_case(lin, case, tmp_path), str(tmp_path))
 
 
 def test_case_table_is_large_and_unique() -> None:
     assert len(CASES) >= 80
-    assert len({c.id for c in CASES}) == len(CASES)
-    assert all(c.operator for c in CASES)
+    every = CASES + WRITE_CASES
+    assert len({c.id for c in every}) == len(every)
+    assert all(c.operator for c in every)
 
 
 def test_issue_example_tree_shape(lin: Any) -> None:
@@ -714,112 +526,3 @@ def test_view_kept_as_intermediate_node(lin: Any) -> None:
     closure = result._closure(result.outputs[0])
     assert any(n.dataset is not None and n.dataset.identifier == ("lin", "vw") for n in closure)
     assert "View ( spark_catalog.lin.vw )" in str(result)
-
-
-def test_large_plan_goes_through_a_temp_file(lin: Any) -> None:
-    """Plans above the inline limit travel through a temp file, which is deleted after reading."""
-    import glob
-    import tempfile
-
-    from lineage.plan import INLINE_LIMIT, fetch_json
-
-    df = lin.range(1).selectExpr(*[f"id + {i} as c{i}" for i in range(300)])
-    before = set(glob.glob(f"{tempfile.gettempdir()}/ushas-plan-*.json"))
-    text = fetch_json(lin._jvm, df._jdf.queryExecution().analyzed())
-    assert len(text) > INLINE_LIMIT and text.startswith("{")
-    assert set(glob.glob(f"{tempfile.gettempdir()}/ushas-plan-*.json")) == before
-    assert len(lineage_of_dataframe(df).outputs) == 300
-
-
-@pytest.mark.parametrize("spin", [0.0, 0.002, 5.0])
-@pytest.mark.parametrize("columns", [1, 3000])
-def test_answers_awaited_by_polling_arrive_whole(lin: Any, monkeypatch: Any, spin: float, columns: int) -> None:
-    """The calling thread polls for PlanWriter's answer before blocking (lineage.plan._SpinningReader):
-    small and large answers (3,000 columns: ~200 kB, several TCP segments, longer than the peek
-    buffer) arrive whole, with no poll, a short one or a long one; the connection stays usable for
-    every other Py4J call, and nothing else is ever polled for."""
-    from lineage import plan
-
-    monkeypatch.setattr(plan, "SPIN_SECONDS", spin)
-    df = lin.range(1).selectExpr(*[f"id + {i} as c{i}" for i in range(columns)])
-    expected = df._jdf.queryExecution().analyzed()
-    text = plan.fetch_dataset_json(df._jdf)
-    assert text == lin._jvm.io.ushas.spark.PlanWriter.toJson(expected)  # the same JSON, however read
-    assert len(lineage_of_dataframe(df).outputs) == columns
-    reader = lin._jvm._gateway_client.get_thread_connection().stream
-    assert isinstance(reader, plan._SpinningReader) and not reader.armed
-    assert lin.range(7).count() == 7 and lin.sql("select 'ok'").first()[0] == "ok"
-
-
-@pytest.mark.parametrize("sql, reads, writes", [
-    (f"insert into {U} select x, cast(x as double), t.y from {T} join lin.vw using (x)",
-     {"lin.t", "lin.vw"}, {"lin.u"}),
-    ("delete from lin.mt where k = 1", {"lin.mt"}, {"lin.mt"}),
-    (f"select * from {H}", {"lin.h"}, set()),
-])
-def test_relations(lin: Any, sql: str, reads: set[str], writes: set[str]) -> None:
-    from lineage.dataframe import analyze_sql, plan_document
-    from lineage.plan_datasets import relations
-
-    r, w = relations(plan_document(lin, analyze_sql(lin, sql)))
-    assert {leaf_name(d) for d in r} == reads
-    assert {leaf_name(d) for d in w} == writes
-
-
-def test_plan_json_escapes_names_and_texts(lin: Any) -> None:
-    """Names and expression texts with quotes, backslashes and control characters survive the
-    walker's JSON (its fast path copies strings that need no escaping in one piece)."""
-    weird = 'q"uo\\te\tand\nnew é'
-    df = lin.sql("select 1 as a").selectExpr(f"a + 1 as `{weird}`", "'x\"\\\\y' as lit")
-    result = lineage_of_dataframe(df)
-    assert [c.name for c in result.outputs] == [weird, "lit"]
-    assert result.derivations[result.outputs[0]].expression.endswith(f"AS {weird}#{result.outputs[0].expr_id}")
-
-
-def test_plan_json_v2_shares_attributes_and_output_lists(lin: Any) -> None:
-    """Format version 2: each distinct attribute and output list is written once; a node whose
-    output is its child's (Filter, Sort...) shares the child's parsed tuple."""
-    from lineage.plan import fetch_dataset_json, parse
-
-    df = lin.sql(f"select x, y from {T} where x > 1 order by y")
-    text = fetch_dataset_json(df._jdf)
-    doc = parse(text)
-    assert doc.version == 2
-    raw = __import__("json").loads(text)
-    assert len(raw["attrs"]) == len({tuple(a) for a in raw["attrs"]})
-    assert len(raw["outputs"]) == len({tuple(o) for o in raw["outputs"]})
-    by_kind = {n.kind: n for n in doc.nodes}
-    sort, filt = by_kind["Sort"], by_kind["Filter"]
-    assert sort.output is doc.nodes[sort.children[0]].output
-    assert filt.output is doc.nodes[filt.children[0]].output
-    assert [a.name for a in sort.output] == ["x", "y"]
-
-
-def shortcut_matches_spark(spark: Any, plans: list[Any]) -> int:
-    """Asserts PlanJson's output-list shortcut (a Filter, Sort, SubqueryAlias... takes its
-    child's output instead of asking Spark, which recomputes it down the plan) writes exactly
-    the JSON that asking Spark for every node's output writes; returns how many nodes took it."""
-    import json
-
-    writer = spark._jvm.io.ushas.spark.plan.PlanJson
-    took = 0
-    for plan in plans:
-        text = writer.write(plan)
-        assert text == writer.writeAskingSpark(plan)
-        doc = json.loads(text)
-        took += sum(doc["kinds"][n["k"]] in CHILD_OUTPUT for n in doc["nodes"])
-    return took
-
-
-#: the plan classes PlanJson.CHILD_OUTPUT names
-CHILD_OUTPUT = {"Filter", "Sort", "GlobalLimit", "LocalLimit", "Offset", "Tail", "Sample", "Distinct",
-                "Deduplicate", "DeduplicateWithinWatermark", "Repartition", "RepartitionByExpression",
-                "RebalancePartitions", "ResolvedHint", "Subquery", "SubqueryAlias", "WithCTE"}
-
-
-def test_output_shortcut_writes_what_spark_says(lin: Any) -> None:
-    from lineage.dataframe import analyze_sql
-
-    plans = [analyze_sql(lin, c.query) if c.mode == "sql" else c.query(lin)._jdf.queryExecution().analyzed()
-             for c in CASES if c.mode != "capture"]
-    assert shortcut_matches_spark(lin, plans) > len(plans)

@@ -1,7 +1,7 @@
 """Plan lineage over the ``ushas`` catalog (configured by the shared ``spark`` fixture through
 ``ushas_catalog.spark.configure``): its tables as leaves and as write targets, SQL INSERT
 (V1 path write), ``insertInto`` (V2 ``AppendData``), V2 CTAS / RTAS (analyzed, not executed),
-``OverwriteByExpression`` and ``OverwritePartitionsDynamic``. Case format: test_plan_lineage.py.
+``OverwriteByExpression`` and ``OverwritePartitionsDynamic``. Case format: plan_cases.py.
 
 SQL INSERT into a ushas table is a V2 write (``AppendData``: ``loadTable`` for a write returns the
 V2 write target). The overwrite forms are proven twice: executed (``writeTo().overwrite(cond)`` /
@@ -17,7 +17,7 @@ import pytest
 
 from lineage.dataframe import lineage_of_plan, lineage_of_sql
 
-from test_plan_lineage import PlanCase, check, fs  # noqa: E402  (tests/lineage is on sys.path)
+from plan_cases import PlanCase, check, fs  # noqa: E402  (tests/lineage is on sys.path)
 
 PRODUCER = "spark"
 pytestmark = pytest.mark.spark
@@ -126,7 +126,7 @@ CASES: list[PlanCase] = [
              {"id": {"ushas.linq.a.k": "I"}, "dt": {"ushas.linq.a.w": "T"}}, target="ushas.linq.p", mode="capture"),
     # MERGE / UPDATE / DELETE on a catalog table: Spark rewrites them (ReplaceData over MergeRows / a Project /
     # a Filter of the target's rows); the lineage is the statement's, as for the analyzed statements of
-    # test_plan_lineage.py: SET / INSERT values DIRECT, WHEN conditions CONDITIONAL on the column they
+    # test_plan_lineage_writes.py: SET / INSERT values DIRECT, WHEN conditions CONDITIONAL on the column they
     # decide, the ON condition JOIN, the WHERE FILTER; the copied rows, the group filter, the file column
     # and the operation code are no lineage. Analyzed (sql) and executed (capture: the listener's plan).
     PlanCase("ushas_merge", "Write (V2 ReplaceData)", MERGE_B,

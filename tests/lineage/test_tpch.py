@@ -129,7 +129,7 @@ def plan_lineage(spark: Any, sql: str) -> LineageResult:
 
 @pytest.mark.spark
 def test_plan_json_output_shortcut(tpch: Any) -> None:
-    from test_plan_lineage import shortcut_matches_spark
+    from test_plan_json import shortcut_matches_spark
 
     assert shortcut_matches_spark(tpch, [tpch.sql(q)._jdf.queryExecution().analyzed() for q in QUERIES.values()]) > 50
 

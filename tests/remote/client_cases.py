@@ -1,6 +1,6 @@
 """A Spark Connect client in its own process: the plan JSON of every case of the classic lineage case
-table (tests/lineage/test_plan_lineage.py ``CASES``), analysed by the server's lineage plugin, into one
-JSON file {case id: {"plan": text} | {"error": text} | {"skip": reason}}; and ``df.lineage()`` itself on one
+tables (tests/lineage/test_plan_lineage.py and test_plan_lineage_writes.py ``CASES``), analysed by the
+server's lineage plugin, into one JSON file {case id: {"plan": text} | {"error": text} | {"skip": reason}}; and ``df.lineage()`` itself on one
 DataFrame and on the checkpoint cases ({"plan", "lineage": "ok" | why not}: the client's checkpoint()
 remembers what it saved, lineage.connect). The test (tests/remote/test_connect_lineage.py) resolves and checks each case.
 
@@ -15,7 +15,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lineage"))
 
-from test_plan_lineage import CASES, PlanCase, check, create_case_tables  # noqa: E402  (the classic case table itself)
+from plan_cases import PlanCase, check, create_case_tables  # noqa: E402
+from test_plan_lineage import CASES as QUERY_CASES  # noqa: E402  (the classic case tables themselves)
+from test_plan_lineage_writes import CASES as WRITE_CASES  # noqa: E402
+
+CASES = QUERY_CASES + WRITE_CASES
 
 
 def main(url: str, out: str) -> None:

@@ -1,5 +1,5 @@
-"""``df.lineage()`` over Spark Connect on the classic lineage case table (tests/lineage/test_plan_lineage.py
-``CASES``, imported, not copied): a client process asks the server's lineage plugin for the plan of every
+"""``df.lineage()`` over Spark Connect on the classic lineage case tables (tests/lineage/test_plan_lineage.py
+and test_plan_lineage_writes.py ``CASES``, imported, not copied): a client process asks the server's lineage plugin for the plan of every
 case; here each is resolved and checked exactly as the classic test checks it, and compared with the
 classic session's result for the same case (same trees, edges and OpenLineage export, exprIds aside)."""
 from __future__ import annotations
@@ -16,7 +16,11 @@ from spark_servers import SparkServer, run_client
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lineage"))
 
-from test_plan_lineage import CASES, PlanCase, check, create_case_tables, leaf_name  # noqa: E402
+from plan_cases import PlanCase, check, create_case_tables, leaf_name  # noqa: E402
+from test_plan_lineage import CASES as QUERY_CASES  # noqa: E402
+from test_plan_lineage_writes import CASES as WRITE_CASES  # noqa: E402
+
+CASES = QUERY_CASES + WRITE_CASES
 
 from lineage.dataframe import lineage_of_dataframe, lineage_of_sql  # noqa: E402
 from lineage.model import LineageResult  # noqa: E402

@@ -16,6 +16,7 @@ from ushas_catalog.errors import InvalidArgument, ServiceUnreachable
 from ushas_catalog.metastore import Metastore
 from ushas_catalog.service.tokens import TokenStore
 from ushas_catalog.spark import remote
+from ushas_catalog.spark.remote import READ_OPS
 
 from .live import Live, running
 
@@ -157,6 +158,27 @@ def test_forward_token_sources(svc: Live, tmp_path: Path, monkeypatch: pytest.Mo
 def test_forward_refuses_identity_options(svc: Live, option: str) -> None:
     with pytest.raises(InvalidArgument, match=rf"spark.sql.catalog.rem.{option}: not allowed"):
         remote.forward("open", shim_request(svc, svc.tokens["admin"][1], set=[option]))  # type: ignore[attr-defined]
+
+
+def test_open_hands_the_shim_its_direct_transport(svc: Live) -> None:
+    """``open`` (through Python, which checks the options and resolves the token) answers the shim's direct
+    transport: the service's ops URL, that token, and the read ops only; ``direct=false`` turns it off."""
+    admin, reader = svc.tokens["admin"][1], svc.tokens["reader"][1]  # type: ignore[attr-defined]
+    transport = remote.forward("open", shim_request(svc, admin))["transport"]
+    assert transport["ops_url"] == svc.base.rstrip("/") + remote.OPS_PATH and transport["token"] == admin
+    assert set(transport["ops"]) == remote.DIRECT_OPS
+    assert remote.DIRECT_OPS < READ_OPS and not {"open", "commit_write", "create_table"} & remote.DIRECT_OPS
+    # the JVM sends these with a read token too: the service lets them through its read-op gate, grants decide
+    for name in ("load_table", "list_partitions", "list_files"):
+        status, answer = op(svc, name, {"ctx": ctx(svc), "namespace": ["default"], "name": "t"}, "reader")
+        assert (status, answer["error"]["type"]) != (403, "Forbidden"), answer
+    assert "transport" not in remote.forward("open", shim_request(svc, admin, direct="false"))
+    assert "transport" in remote.forward("open", shim_request(svc, admin, direct="TRUE"))
+    with pytest.raises(InvalidArgument, match="spark.sql.catalog.rem.direct must be true or false, not 'maybe'"):
+        remote.forward("open", shim_request(svc, admin, direct="maybe"))
+    # a refused identity option is refused before any transport is handed out
+    with pytest.raises(InvalidArgument, match="spark.sql.catalog.rem.user: not allowed"):
+        remote.forward("open", shim_request(svc, reader, set=["user"]))
 
 
 def _free_port() -> int:

@@ -89,6 +89,39 @@ def test_row_filter_and_mask_hold_for_the_tokens_user(spark: Any, svc: Any) -> N
         spark.sql(f"INSERT INTO {svc.bob}.db.people VALUES (9, 'eve', '999-99-9999', 'EU')")
 
 
+def test_reads_go_from_the_jvm_to_the_service_and_its_checks_hold(spark: Any, svc: Any,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shim sends the read ops to the service itself (io.ushas.spark.RemoteTransport), not through the
+    driver's Python; ``direct=false`` sends everything through Python. Either way the service decides: bob's
+    row filter and mask hold, his write is refused, and a revoked token is refused on the next direct read."""
+    from ushas_catalog.spark import remote
+
+    forwarded: list[str] = []
+    real = remote.forward_text
+
+    def spy(op: str, request: dict[str, Any], client: Any = None) -> str:
+        forwarded.append(op)
+        return real(op, request, client)
+
+    monkeypatch.setattr(remote, "forward_text", spy)
+    token_id, token = make_token(svc.uri, "write", "bob")
+    direct = remote_catalog(spark, _name("rdir"), svc.serve.url, token, svc.warehouse)
+    assert rows(spark.table(f"{direct}.db.people")) == BOB
+    assert {r.partition for r in spark.sql(f"SHOW PARTITIONS {direct}.db.visits").collect()} == \
+        {"region=EU", "region=US"}
+    assert "open" in forwarded and not set(forwarded) & remote.DIRECT_OPS, forwarded
+    with pytest.raises(Exception, match="INSUFFICIENT_PERMISSIONS.*bob"):  # a write: through Python, refused
+        spark.sql(f"INSERT INTO {direct}.db.people VALUES (9, 'eve', '999-99-9999', 'EU')")
+    forwarded.clear()
+    python = remote_catalog(spark, _name("rpy"), svc.serve.url, token, svc.warehouse, direct="false")
+    assert rows(spark.table(f"{python}.db.people")) == BOB
+    assert {"open", "load_relation", "list_files"} <= set(forwarded), forwarded
+    revoke_token(svc.uri, token_id)
+    for cat in (direct, python):
+        with pytest.raises(Exception, match="Unauthorized.*not valid"):
+            spark.sql(f"SELECT * FROM {cat}.db.people").collect()
+
+
 def test_the_runtime_catalog_attack_gains_nothing(spark: Any, svc: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("USHAS_TOKEN", raising=False)
     # SET spark.sql.catalog.evil...: no token -> nothing; claiming a user or turning authorization off -> refused

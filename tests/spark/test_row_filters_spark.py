@@ -223,6 +223,23 @@ def test_current_user_and_is_member(spark: Any, rm: Any) -> None:
     assert rows(spark.table(f"{rm.carol}.db.people")) == ALL
 
 
+def files_under(root: str) -> dict[str, tuple[int, int]]:
+    """Every file and directory under local directory ``root``, with its size and modification time (nanoseconds)
+    for a file."""
+    return {str(p): (p.stat().st_size, p.stat().st_mtime_ns) if p.is_file() else (-1, 0) for p in Path(root).rglob("*")}
+
+
+def insufficient(fn: Callable[[], Any]) -> str:
+    """The message of ``fn()``'s refusal, which must be Spark's INSUFFICIENT_PERMISSIONS, SQLSTATE 42501."""
+    from pyspark.errors import PySparkException
+
+    with pytest.raises(PySparkException) as info:
+        fn()
+    error = info.value
+    assert (error.getCondition(), error.getSqlState()) == ("INSUFFICIENT_PERMISSIONS", "42501"), str(error)
+    return str(error)
+
+
 def denied(fn: Callable[[], Any]) -> str:
     with pytest.raises(Exception) as info:
         fn()
@@ -574,13 +591,13 @@ def test_path_reads_and_external_locations(spark: Any, rm: Any, tmp_path: Path) 
                           f"(SELECT id FROM parquet.`{victim}`)").collect(),
     ]
     for read in reads:
-        text = denied(read)
+        text = insufficient(read)
         assert "[INSUFFICIENT_PERMISSIONS]" in text and "row filter or a column mask" in text, text
         assert not any(s in text for s in RAW_SSNS)
     tables = {t.name for t in rm.ms.list_tables(("main", "db"))}
     rm.ms.create_location("lake", str(lake))
     try:
-        text = denied(lambda: spark.read.parquet(str(lake / "loose")).collect())
+        text = insufficient(lambda: spark.read.parquet(str(lake / "loose")).collect())
         assert "[INSUFFICIENT_PERMISSIONS]" in text and "READ FILES on location lake" in text, text
         for user in ("bob", "carol", "dave"):  # every governed catalog of the session must allow a path read
             rm.ms.grant("READ FILES", "location:lake", f"user:{user}")
@@ -588,12 +605,12 @@ def test_path_reads_and_external_locations(spark: Any, rm: Any, tmp_path: Path) 
         create = f"CREATE TABLE {rm.bob}.db.{{}} (id BIGINT) USING parquet LOCATION '{{}}'"
         for name, where, why in (("ext", lake / "ext", "CREATE EXTERNAL TABLE on location lake"),
                                  ("ext", tmp_path / "outside", "no declared external location")):
-            text = denied(lambda: spark.sql(create.format(name, where)).collect())
+            text = insufficient(lambda: spark.sql(create.format(name, where)).collect())
             assert "[INSUFFICIENT_PERMISSIONS]" in text and why in text, text
         assert {t.name for t in rm.ms.list_tables(("main", "db"))} == tables
         spark.sql(f"CALL {rm.adm}.system.grant('CREATE EXTERNAL TABLE', 'location:lake', 'user:bob')").collect()
         spark.sql(create.format("ext", lake / "ext"))
-        text = denied(lambda: spark.sql(create.format("ext2", lake / "ext" / "inner")).collect())
+        text = insufficient(lambda: spark.sql(create.format("ext2", lake / "ext" / "inner")).collect())
         assert "overlaps the location of another table" in text, text
         shown = spark.sql(f"CALL {rm.adm}.system.show_locations()").collect()
         assert [(r.name, r.url) for r in shown] == [("lake", f"file:{lake}")]
@@ -607,16 +624,28 @@ def test_path_writes_need_write_files(spark: Any, rm: Any, tmp_path: Path, spark
     nor write into a declared location without WRITE FILES; each refusal is INSUFFICIENT_PERMISSIONS and the table
     keeps every row."""
     victim = rm.ms.get_table(("main", "db", "people")).location
+    local = victim.removeprefix("file:")
+    before = files_under(local)
     one = spark.range(1).selectExpr("CAST(id AS INT) AS id")
     spark.sql(f"SHOW TABLES IN {rm.bob}.db").collect()  # bob's catalog, defined at run time, is initialized
+    hive = "INSERT OVERWRITE {local}DIRECTORY '{path}' STORED AS {fmt} SELECT 1 AS id"
     writes: list[Callable[[], Any]] = [
         lambda: one.write.mode("overwrite").parquet(victim),
         lambda: one.write.format("parquet").mode("append").save(f"{victim}/region=US"),
         lambda: spark.sql(f"INSERT OVERWRITE DIRECTORY '{victim}' USING parquet SELECT 1 AS id").collect(),
+        # Hive-format directory writes: textfile is Spark's InsertIntoHiveDirCommand, parquet / orc are converted
+        # to the data source command (spark.sql.hive.convertMetastoreInsertDir); LOCAL qualifies the path itself
+        lambda: spark.sql(hive.format(local="", path=victim, fmt="textfile")).collect(),
+        lambda: spark.sql(hive.format(local="LOCAL ", path=f"{local}/region=US", fmt="textfile")).collect(),
+        lambda: spark.sql(hive.format(local="LOCAL ", path=local, fmt="parquet")).collect(),
+        lambda: spark.sql(hive.format(local="", path=f"{victim}/region=EU", fmt="orc")).collect(),
+        lambda: spark.sql(f"INSERT OVERWRITE LOCAL DIRECTORY '{local}/x/..' ROW FORMAT DELIMITED FIELDS "
+                          f"TERMINATED BY ',' STORED AS textfile SELECT 1 AS id").collect(),
     ]
     for i, write in enumerate(writes):
-        text = denied(write)
+        text = insufficient(write)
         assert "[INSUFFICIENT_PERMISSIONS]" in text and "holds data of table main.db.people" in text, (i, text)
+        assert files_under(local) == before, i  # not a file written, deleted or changed
     assert rows(spark.table(f"{rm.carol}.db.people")) == ALL  # carol, exempt, still reads every row
     for url in (spark_dirs["warehouse"], spark_dirs["warehouse"] / "db.db" / "x", spark_dirs["warehouse"].parent):
         text = denied(lambda: spark.sql(f"CALL {rm.adm}.system.create_location('wh', '{url}')").collect())
@@ -624,12 +653,84 @@ def test_path_writes_need_write_files(spark: Any, rm: Any, tmp_path: Path, spark
     lake = tmp_path / "lake"
     rm.ms.create_location("lake", str(lake))
     try:
-        text = denied(lambda: one.write.parquet(str(lake / "out")))
+        text = insufficient(lambda: one.write.parquet(str(lake / "out")))
         assert "[INSUFFICIENT_PERMISSIONS]" in text and "WRITE FILES on location lake" in text, text
-        assert not (lake / "out").exists()
+        assert [p.name for p in (lake / "out").rglob("*")] == []  # Spark's mkdirs of the sink's parent remains
         for user in ("bob", "carol", "dave"):  # every governed catalog of the session must allow it
             rm.ms.grant("WRITE FILES", "location:lake", f"user:{user}")
         one.write.parquet(str(lake / "out"))
         assert (lake / "out").is_dir()
+    finally:
+        rm.ms.drop_location("lake")
+
+
+def test_streaming_path_reads_and_writes_are_checked(spark: Any, rm: Any, tmp_path: Path) -> None:
+    """Streams by path get the batch rules (docs/governance.md, "External locations"): bob cannot stream the
+    filtered table's files (``readStream…load``/``.parquet``/``.text`` of its directory, a partition or a glob,
+    refused when the stream's DataFrame is made), nor start a stream whose file sink (``option("path")``,
+    ``.start(path)``) or checkpoint lies in the table's directory; a declared location needs READ FILES / WRITE FILES,
+    and with them a stream runs from one to the other. Each refusal is INSUFFICIENT_PERMISSIONS, no file changes."""
+    victim = rm.ms.get_table(("main", "db", "people")).location
+    local = victim.removeprefix("file:")
+    before = files_under(local)
+    spark.sql(f"SHOW TABLES IN {rm.bob}.db").collect()  # bob's catalog, defined at run time, is initialized
+    schema = "id INT, name STRING, ssn STRING, owner STRING"
+    reads: list[Callable[[], Any]] = [
+        lambda: spark.readStream.schema(schema).format("parquet").load(victim),
+        lambda: spark.readStream.schema(schema).parquet(f"{victim}/region=US"),
+        lambda: spark.readStream.schema(schema).option("path", f"{local}/*").format("parquet").load(),
+        lambda: spark.readStream.text(f"{local}/region=US/*.parquet"),
+    ]
+    for i, read in enumerate(reads):
+        text = insufficient(read)
+        assert "[INSUFFICIENT_PERMISSIONS]" in text and "row filter or a column mask" in text, (i, text)
+        assert not any(s in text for s in RAW_SSNS)
+    src = tmp_path / "src"
+    spark.range(3).selectExpr("CAST(id AS INT) AS id").write.parquet(str(src))
+
+    def started(out: str | None, check: Path, path_option: bool = True) -> Any:
+        w = (spark.readStream.schema("id INT").parquet(str(src)).writeStream.format("parquet")
+             .option("checkpointLocation", str(check)).trigger(availableNow=True))
+        if out is not None and path_option:
+            w = w.option("path", out)
+        q = w.start() if path_option else w.start(out)
+        try:
+            q.awaitTermination(120)
+        finally:
+            q.stop()
+        assert q.exception() is None, q.exception()
+        return q
+
+    writes: list[Callable[[], Any]] = [
+        lambda: started(victim, tmp_path / "ck1"),
+        lambda: started(f"{victim}/region=US", tmp_path / "ck2", path_option=False),
+        lambda: started(str(tmp_path / "out"), Path(local) / "_checkpoint"),
+    ]
+    for i, write in enumerate(writes):
+        text = insufficient(write)
+        assert "[INSUFFICIENT_PERMISSIONS]" in text and "holds data of table main.db.people" in text, (i, text)
+        assert files_under(local) == before, i
+    assert not spark.streams.active
+    assert rows(spark.table(f"{rm.carol}.db.people")) == ALL
+    lake = tmp_path / "lake"
+    spark.range(2).selectExpr("CAST(id AS INT) AS id").write.parquet(str(lake / "in"))
+    rm.ms.create_location("lake", str(lake))
+    try:
+        text = insufficient(lambda: spark.readStream.schema("id INT").parquet(str(lake / "in")))
+        assert "[INSUFFICIENT_PERMISSIONS]" in text and "READ FILES on location lake" in text, text
+        text = insufficient(lambda: started(str(lake / "out"), tmp_path / "ck3"))
+        assert "[INSUFFICIENT_PERMISSIONS]" in text and "WRITE FILES on location lake" in text, text
+        assert [p.name for p in (lake / "out").rglob("*")] == []  # Spark's mkdirs of the sink's parent remains
+        for user in ("bob", "carol", "dave"):  # every governed catalog of the session must allow them
+            rm.ms.grant("READ FILES", "location:lake", f"user:{user}")
+            rm.ms.grant("WRITE FILES", "location:lake", f"user:{user}")
+        q = (spark.readStream.schema("id INT").parquet(str(lake / "in")).writeStream.format("parquet")
+             .option("checkpointLocation", str(lake / "ck")).trigger(availableNow=True).start(str(lake / "out")))
+        try:
+            q.awaitTermination(120)
+        finally:
+            q.stop()
+        assert q.exception() is None, q.exception()
+        assert sorted(r.id for r in spark.read.parquet(str(lake / "out")).collect()) == [0, 1]
     finally:
         rm.ms.drop_location("lake")

@@ -320,3 +320,41 @@ def test_appends_list_a_partition_directory_only_when_its_files_are_not_recorded
     a = ms.get_partition(name, {"dt": "a"})
     assert (len(a.data_files or []), a.files, a.rows) == (3, 3, None)
     assert spark.sql(f"SELECT count(*) FROM {t} WHERE dt = 'a'").first()[0] == 3
+
+
+@pytest.mark.slow  # three writes of 60-120 partitions: ~26 s on the loaded 2-core machine
+def test_writes_bigger_than_one_transaction_commit_whole(spark: Any, db: str, ms: Any,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the chunking threshold and the engine's transaction size limit lowered (the bridge runs in this
+    process), an INSERT creating 120 partitions (two partition columns), a dynamic INSERT OVERWRITE of 60 and a
+    static one (``PARTITION (h=1)``: every h=1 partition dropped, 60 written) each commit in chunks as ONE
+    table version, fenced (COMMITTED once), with every file registered and nothing left pending."""
+    from ushas_catalog import bulk
+    from ushas_catalog.data.write_fence import list_outcomes
+    from ushas_catalog.kv.base import Limits
+    from ushas_catalog.kv.sqlite import SqliteDatabase
+
+    monkeypatch.setattr(bulk, "WRITE_BULK_AT", 50)
+    monkeypatch.setattr(bulk, "WRITE_CHUNK", 16)
+    monkeypatch.setattr(SqliteDatabase, "limits", Limits(transaction_bytes=200_000))
+    table, name = f"ushas.{db}.many", ("ushas", db, "many")
+    spark.sql(f"CREATE TABLE {table} (id BIGINT, dt STRING, h INT) USING parquet PARTITIONED BY (dt, h)")
+    spark.sql(f"INSERT INTO {table} SELECT id, CAST(id % 40 AS STRING), CAST(id % 3 AS INT) FROM range(0, 240, 1, 1)")
+    spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+    try:
+        spark.sql(f"INSERT OVERWRITE {table} SELECT id, CAST(id % 20 AS STRING), CAST(id % 3 AS INT) "
+                  f"FROM range(1000, 1060, 1, 1)")
+    finally:
+        spark.conf.set("spark.sql.sources.partitionOverwriteMode", "static")
+    spark.sql(f"INSERT OVERWRITE {table} PARTITION (h = 1) SELECT id, CAST(id % 60 AS STRING) FROM range(5000, 5060, 1, 1)")
+    history = ms.history(name)
+    assert [(h.operation, h.detail.get("bulk")) for h in history[:3]] == [
+        ("OVERWRITE PARTITIONS", True), ("OVERWRITE PARTITIONS", True), ("APPEND", True)]
+    assert (history[0].detail["added"], history[0].detail["replaced"], history[0].detail["dropped"]) == (20, 40, 0)
+    rows = spark.sql(f"SELECT h, count(*), count(DISTINCT dt), min(id) FROM {table} GROUP BY h ORDER BY h").collect()
+    assert [tuple(r) for r in rows] == [(0, 60, 40, 21), (1, 60, 60, 5000), (2, 60, 40, 20)]
+    assert len(spark.sql(f"SHOW PARTITIONS {table}").collect()) == 140
+    check_registered(ms, name, location_of_table(ms, name))
+    assert bulk.pending_work(ms) == []
+    mine = [o for o in list_outcomes(ms, 0) if o.table == f"ushas.{db}.many"]
+    assert sorted((o.state, o.version) for o in mine) == [("COMMITTED", v) for v in (2, 3, 4)]

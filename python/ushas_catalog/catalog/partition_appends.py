@@ -70,12 +70,12 @@ def append_files(tr: Transaction, store: RecordStore[rec.Partition], history: Re
     :class:`FilesNotRecorded` when the partition's files are not recorded."""
     if not old.files_recorded:
         raise FilesNotRecorded("the partition's files are not recorded: the write lists its directory")
-    files = (old.files if old.HasField("files") else len(old.data_files)) + added.files
-    size = (old.bytes if old.HasField("bytes") else sum(f.size for f in old.data_files)) + added.bytes
+    files, size = file_count(old) + file_count(added), byte_count(old) + byte_count(added)
     if old.HasField("rows") and not added.HasField("rows"):  # the rows become unknown: rewrite it whole
         whole = store.load(tr, key) or old
         before = rec.Partition()
         before.CopyFrom(whole)
+        whole.ClearField("replaced")
         whole.data_files.extend(added.data_files)
         whole.files, whole.bytes = files, size
         whole.ClearField("rows")
@@ -86,6 +86,7 @@ def append_files(tr: Transaction, store: RecordStore[rec.Partition], history: Re
     fields = rec.Partition()
     fields.CopyFrom(old)
     fields.ClearField("data_files")
+    fields.ClearField("replaced")  # a bulk write's copy of the record before it: never in a chunk
     header = rec.Partition()
     header.CopyFrom(fields)  # every field again: the newest chunk tells the partition alone
     header.files, header.bytes = files, size
@@ -95,6 +96,16 @@ def append_files(tr: Transaction, store: RecordStore[rec.Partition], history: Re
     history.save(tr, (v,) + key, rec.PartitionChange(action=rec.PartitionChange.APPENDED, previous=fields,
                                                      appended=added.data_files), new=True)
     return None
+
+
+def file_count(r: rec.Partition) -> int:
+    """The partition's file count: ``files``, or its recorded files counted when unset."""
+    return r.files if r.HasField("files") else len(r.data_files)
+
+
+def byte_count(r: rec.Partition) -> int:
+    """The partition's size: ``bytes``, or its recorded files' sizes summed when unset."""
+    return r.bytes if r.HasField("bytes") else sum(f.size for f in r.data_files)
 
 
 def _chunks(header: rec.Partition, files: list[Any], limit: int) -> list[rec.Partition]:

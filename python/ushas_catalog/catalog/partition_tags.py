@@ -40,6 +40,7 @@ from .base import MetastoreBase
 from .commits import Mutation
 from .partitions import partition_out
 from .resolver import ResolvedTable
+from .visibility import as_of
 from .values import check_expected, copy_record, expect_version
 
 #: the most partitions one set / unset call changes (one transaction: 10 MB, 5 s)
@@ -152,8 +153,8 @@ class PartitionTagOps(MetastoreBase):
                 key = tuple(fdbtuple.unpack(b"".join(elements)))
                 if not pruning.keep(key):
                     continue
-                r = parse(data)
-                if r.added_version > version or 0 < r.dropped_version <= version:
+                r = as_of(parse(data), version)
+                if r is None:
                     continue
                 out.append(_Selected(key, r, len(data) if not isinstance(data, Joined) else store.chunk_bytes + 1))
                 if len(out) > MAX_PARTITIONS_PER_CALL:
@@ -292,9 +293,10 @@ class PartitionTagOps(MetastoreBase):
                     if data is None:
                         continue
                     r = parsed[packed] = rec.Partition.FromString(data)
-                if r.tags.get(k) != v or r.added_version > version or 0 < r.dropped_version <= version:
+                shown = as_of(r, version)
+                if shown is None or shown.tags.get(k) != v:
                     continue
-                out.append((k, v, pk, r))
+                out.append((k, v, pk, shown))
             return out, (entries[-1] + b"\x00" if len(entries) == TAG_BATCH else None)
 
         def stream() -> Iterator[tuple[str, str, tuple[Any, ...], rec.Partition]]:

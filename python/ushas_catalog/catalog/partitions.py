@@ -1,7 +1,10 @@
 """Partitions: add, drop, replace (an overwrite), get, and streamed listings / scans / keys.
 
 Listing partitions streams: up to :data:`PARTITION_BATCH` partitions are read per
-transaction, so a listing longer than that spans several (snapshot) transactions."""
+transaction, so a listing longer than that spans several (snapshot) transactions.
+
+Size (over 600 lines): ``replace_partitions`` is every write's commit (overwrite, append, the chunked
+path's entry) and the listings share its record decoding; appends and chunks live in their own modules."""
 from __future__ import annotations
 
 import datetime as dt
@@ -12,7 +15,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 import fdb.tuple as fdbtuple
 
 from .. import records as rec
-from ..errors import InvalidArgument, NoSuchPartition, PartitionAlreadyExists
+from ..errors import InvalidArgument, LimitExceeded, NoSuchPartition, PartitionAlreadyExists
 from ..kv import Transaction
 from ..data.garbage import Garbage, data_file_records, record_garbage
 from ..model.data_files import from_records
@@ -25,7 +28,7 @@ from .base import MetastoreBase
 from .row_policies import refuse_row_removal
 from .commits import Mutation
 from .partition_appends import append_files, current_fields
-from .visibility import TooBig, bulk_pending, visible, visible_raw
+from .visibility import TooBig, as_of, bulk_pending, visible, visible_raw
 from .values import check_count, check_expected, check_props, check_str, copy_record, expect_version, now_micros
 
 
@@ -229,6 +232,24 @@ class PartitionOps(MetastoreBase):
         items = [self._partition_input(p) for p in add]
         if append and (drop_list or any(p.data_files is None for p in items)):
             raise InvalidArgument("an append names the files it adds to each partition and drops nothing")
+        big = self.big
+
+        def in_chunks() -> MutationResult:  # staged in chunks, published in one transaction
+            from ..data.write_fence import WriteFence
+
+            assert big is not None
+            if drop_list:
+                self.run(lambda tr: refuse_row_removal(tr, self, self.resolver.table(tr, tn), tn, operation))
+            return big.replace_partitions(self, tn, drop_list, items, expected_version=expected_version,
+                                          garbage=garbage, operation=operation, unchanged_since=unchanged_since,
+                                          detail=dict(detail or {}), fence=WriteFence.of(write_id, deadline_ms),
+                                          append=append)
+
+        # inside one transaction for a whole Spark call (spark/one_transaction.py) it is tried in that
+        # transaction: if it does not fit, the call runs again call by call, and then goes in chunks
+        if big is not None and len(items) + len(drop_list) > big.WRITE_BULK_AT \
+                and not getattr(self.db, "nested", False):
+            return in_chunks()
 
         def fn(tr: Transaction) -> MutationResult:
             t = self.resolver.table(tr, tn)
@@ -298,9 +319,16 @@ class PartitionOps(MetastoreBase):
                                       dropped_partitions=gone + list(to_drop.items())))
             return MutationResult(v, added=added, dropped=len(to_drop), replaced=replaced)
 
-        return self._fenced(write_id, deadline_ms, tn, fn, lambda r: (r.to_json(), r.version),
-                            lambda a: MutationResult(a.get("version"), added=a.get("added", 0),
-                                                     dropped=a.get("dropped", 0), replaced=a.get("replaced", 0)))
+        try:
+            return self._fenced(write_id, deadline_ms, tn, fn, lambda r: (r.to_json(), r.version),
+                                lambda a: MutationResult(a.get("version"), added=a.get("added", 0),
+                                                         dropped=a.get("dropped", 0),
+                                                         replaced=a.get("replaced", 0)))
+        except LimitExceeded as e:  # did not fit one transaction (nothing of it applied): in chunks
+            if big is None or getattr(self.db, "nested", False) or e.limit not in ("transaction_seconds",
+                                                                                   "transaction_bytes"):
+                raise
+            return in_chunks()
 
     def get_partition(self, name: NameLike, spec: Mapping[str, Any]) -> Partition:
         tn = TableName.parse(name)
@@ -311,7 +339,8 @@ class PartitionOps(MetastoreBase):
             _require_partitioned(tn, scheme)
             key = scheme.key(spec)
             r = t.partitions(scheme).load(tr, key)
-            if r is None or not visible(r, t.ref.version):
+            r = None if r is None else as_of(r, t.ref.version)
+            if r is None:
                 raise NoSuchPartition(f"no partition {_spec_text(scheme, key)} in {tn}", table=str(tn))
             return _partition_out(scheme, key, r)
 
@@ -358,9 +387,10 @@ class PartitionOps(MetastoreBase):
                 key, values, spec = decoder.decode(elements)
                 if filters and not all(key[i] == e for i, e in filters.items()):
                     continue
-                r = parse(data)
-                if r.added_version > version or 0 < r.dropped_version <= version:  # a bulk operation's
+                shown = as_of(parse(data), version)  # a bulk operation's: staged, or its replaced record
+                if shown is None:
                     continue
+                r = shown
                 if remaining is not None:
                     if remaining <= 0:
                         return
@@ -432,8 +462,8 @@ class PartitionOps(MetastoreBase):
                         if e is memo:
                             e = memo[raw] = fdbtuple.unpack(raw)[0]
                         key.append(e)
-                    r = parse(data)
-                    if r.added_version > version or 0 < r.dropped_version <= version:
+                    r = as_of(parse(data), version)
+                    if r is None:
                         continue
                     yield tuple(key), r
                 if index >= len(bounds):

@@ -28,6 +28,7 @@ from ..records.store import RecordStore
 from .history import HistoryOps
 from .partition_appends import before_change
 from .resolver import ResolvedTable
+from .visibility import as_of
 
 #: versions one call reads at most (a stream far behind catches up over several triggers)
 MAX_VERSIONS = 1000
@@ -130,7 +131,7 @@ class StreamSourceOps(HistoryOps):
             v, key, change = sr.key[0], tuple(sr.key[1:]), sr.record
             if key not in state:
                 current = store.load(tr, key)
-                state[key] = None if current is None or current.dropped_version > 0 else current
+                state[key] = None if current is None else as_of(current, t.ref.version)
             then = state[key]
             before = before_change(change, then)
             if v <= through:

@@ -33,6 +33,7 @@ from .history import HistoryOps
 from .infos import table_info
 from .partition_appends import partitions_before
 from .resolver import ResolvedTable
+from .visibility import as_of
 from .values import now_micros
 
 AsOf = int | dt.datetime | str
@@ -203,10 +204,10 @@ class TimeTravelOps(HistoryOps):
         bounds = [(store.prefix + b, store.prefix + e) for b, e in ranges(scheme)] if ranges else [store.range()]
         for b, e in bounds:
             for sr in store.scan(tr, b, e):
-                key, r = tuple(sr.key), sr.record
-                if key in then or r.added_version > v or 0 < r.dropped_version <= v:
+                key, shown = tuple(sr.key), as_of(sr.record, v)
+                if key in then or shown is None:
                     continue
-                out.append((key, r))
+                out.append((key, shown))
         out.extend((key, old) for key, old in then.items() if old is not None)
         return out
 

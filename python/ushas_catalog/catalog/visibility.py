@@ -2,7 +2,9 @@
 
 Partitions a bulk add staged carry the table version that publishes them (``added_version``), those a
 bulk drop marked the version that removes them (``dropped_version``); a reader of table version ``v``
-sees a record when it was added at or before ``v`` and not dropped at or before ``v``. The table's
+sees a record when it was added at or before ``v`` and not dropped at or before ``v``; a partition a bulk
+write replaces carries its previous record (``replaced``) until the write's cleanup, and a reader of an
+older version sees that one (:func:`as_of`). The table's
 reference lists the operations in progress, so a commit of the table waits for them.
 """
 from __future__ import annotations
@@ -22,15 +24,29 @@ class TooBig(Exception):
 
 
 def visible(record: rec.Partition, version: int) -> bool:
-    """Whether a reader of table version ``version`` sees this partition record."""
-    return record.added_version <= version and not (0 < record.dropped_version <= version)
+    """Whether a reader of table version ``version`` sees this partition (the record, or the one a
+    staged write replaces: :func:`as_of`)."""
+    return as_of(record, version) is not None
+
+
+def as_of(record: rec.Partition, version: int) -> rec.Partition | None:
+    """The partition record a reader of table version ``version`` sees at this key: the record; the
+    record a bulk write staged it over (``replaced``) while that write is not published at
+    ``version``; None when neither is visible."""
+    if record.added_version > version:
+        if record.HasField("replaced"):
+            return as_of(record.replaced, version)
+        return None
+    if 0 < record.dropped_version <= version:
+        return None
+    return record
 
 
 def visible_raw(data: bytes, version: int) -> bool:
     """:func:`visible` of a serialized record (a piece of a split record counts as visible)."""
     try:
         return visible(rec.Partition.FromString(data), version)
-    except Exception:  # noqa: BLE001 - one chunk of a split record: never staged (staged ones are small)
+    except Exception:  # noqa: BLE001 - one chunk of a split record: counted as visible
         return True
 
 
@@ -74,6 +90,13 @@ class BigOperations(Protocol):
 
     def drop_partitions(self, ms: Any, tn: Any, specs: Sequence[Mapping[str, Any]], if_exists: bool,
                         expected_version: int | None, release_data: bool) -> Any: ...
+
+    #: writes (replace_partitions) putting or dropping more partitions than this run in chunks
+    WRITE_BULK_AT: int
+
+    def replace_partitions(self, ms: Any, tn: Any, drop_specs: Sequence[Mapping[str, Any]], items: Sequence[Any], *,
+                           expected_version: int | None, garbage: Any, operation: str, unchanged_since: int | None,
+                           detail: Mapping[str, Any], fence: Any, append: bool = False) -> Any: ...
 
     def has_after(self, ms: Any) -> bool: ...
 

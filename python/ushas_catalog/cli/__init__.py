@@ -1,6 +1,7 @@
 """The ``ushas`` command line: ``ushas --uri URI --project P [--branch B] COMMAND``.
 
-Each command group lives in its own module under this package and exposes
+Each command group lives in its own module under this package (or in an extension: its
+``commands``, :mod:`ushas_catalog.extensions`; ``ushas lineage`` is the lineage extension's) and exposes
 ``register(subparsers)``; the command functions take ``(ctx: Context, args)`` and
 return an exit code or ``None``. Errors: a :class:`~ushas_catalog.errors.UshasError`
 becomes one line on stderr and its ``exit_code`` (1 for a missing object, 2 for bad
@@ -25,7 +26,7 @@ from .context import Context
 from .help import Parser
 
 #: modules under ushas_catalog.cli that contribute commands, in help order
-COMMAND_MODULES: tuple[str, ...] = ("jarcmd", "spark_conf_cmds", "store_cmds", "metastore_cmds", "lineage_cmds",
+COMMAND_MODULES: tuple[str, ...] = ("jarcmd", "spark_conf_cmds", "store_cmds", "metastore_cmds",
                                     "meta_cmds", "changes_cmds", "app_cmds", "repair_cmds", "write_cmds",
                                     "pending_cmds", "check_cmds", "serve_cmds",
                                     "function_cmds", "object_cmds", "grant_cmds",
@@ -70,6 +71,10 @@ def build_parser() -> argparse.ArgumentParser:
                 continue  # that command group is not part of this build
             raise
         module.register(sub)
+    from ..extensions import extensions
+
+    for register in extensions().commands.values():  # the extensions' command groups (``ushas lineage``)
+        register.load()(sub)
     return parser
 
 

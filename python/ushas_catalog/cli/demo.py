@@ -15,8 +15,9 @@ Stages (each printed as ``[n/N] ...`` on stderr, with the time taken so far):
 7. a parquet path ``<dir>/exports/daily``: totals per day, country and segment;
 8. a view ``ushas.shop.big_orders`` and the final report ``ushas.shop.report`` read from the path;
 
-then the catalog summary and the column lineage tree of the report (an upstream query on the
-store), and the command that opens the UI on it.
+then the catalog summary and what the extensions show of it (the lineage extension: the column lineage
+tree of the report, an upstream query on the store: ``lineage.plugin.demo``), and the command that opens
+the UI on it.
 """
 from __future__ import annotations
 
@@ -24,7 +25,6 @@ import os
 import shutil
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -137,26 +137,11 @@ def start_spark(paths: DemoPaths) -> Any:
     return spark
 
 
-def wait_for_lineage(uri: str, project: str, dataset: str, timeout: float = LINEAGE_WAIT_S) -> bool:
-    """Wait until the listener's runs have reached the store: ``dataset`` has a write."""
-    from lineage.query import LineageQueries
-    from lineage.tables import open_lineage_store
+def demo_sections() -> list[Any]:
+    """What the extensions show after the pipeline (the lineage extension: the report's lineage tree)."""
+    from ..extensions import extensions
 
-    from ..spark.registry import REGISTRY
-
-    deadline = time.monotonic() + timeout
-    store = open_lineage_store(uri, project)
-    try:
-        q = LineageQueries(store)
-        while time.monotonic() < deadline:
-            REGISTRY.lineage().flush(timeout=max(0.0, min(5.0, deadline - time.monotonic())))
-            key = q.resolve_dataset(dataset)
-            if key is not None and any(row.access.value == "write" for row in store.accesses(key)):
-                return True
-            time.sleep(0.5)
-        return False
-    finally:
-        store.close()
+    return [ref.load() for ref in extensions().demo_sections]
 
 
 def catalog_summary(metastore: Any) -> dict[str, Any]:
@@ -198,28 +183,6 @@ def summary_text(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def lineage_tree(uri: str, project: str, dataset: str) -> tuple[dict[str, Any], str]:
-    """The upstream lineage of every column of ``dataset``: (JSON answer, tree text)."""
-    from lineage.query import LineageQueries
-    from lineage.tables import open_lineage_store
-
-    store = open_lineage_store(uri, project)
-    try:
-        q = LineageQueries(store)
-        answer = q.upstream(dataset)
-        data = q.answer_json(answer)
-        from lineage.edge_tree import tree_lines
-
-        roots = sorted({e["target"] for e in data["edges"]
-                        if e["target"] == dataset or e["target"].startswith(dataset + ".")})
-        lines = [f"Lineage of {dataset} (upstream, from the store)",
-                 *tree_lines(data["edges"], roots, upstream=True, indent="  ",
-                             datasets=[x["name"] for x in data["datasets"]])]
-        return data, "\n".join(lines)
-    finally:
-        store.close()
-
-
 def run_demo(ctx: Any, directory: Path | None = None, uri: str | None = None,
              out: Callable[[str], None] = print) -> int:
     """The ``ushas demo`` command: returns its exit code."""
@@ -229,6 +192,7 @@ def run_demo(ctx: Any, directory: Path | None = None, uri: str | None = None,
         raise InvalidArgument("the demo runs in project 'default' (leave out --project)")
     paths = DemoPaths.make(directory, uri)
     stages = pipeline(paths)
+    sections = demo_sections()
     steps = Steps(total=len(stages) + 3, quiet=ctx.json)
     steps.step(f"store {paths.uri} (demo directory {paths.root})")
     try:
@@ -251,8 +215,10 @@ def run_demo(ctx: Any, directory: Path | None = None, uri: str | None = None,
                 spark.sql(sql)
         rows = spark.sql(f"SELECT * FROM {REPORT} ORDER BY revenue DESC").collect()
         steps.step("waiting for the lineage listener to store the last runs")
-        if not wait_for_lineage(paths.uri, ctx.project, REPORT):
-            raise StoreUnavailable(f"the lineage of {REPORT} did not reach the store within {LINEAGE_WAIT_S:.0f}s")
+        for section in sections:
+            if not section.wait(paths.uri, ctx.project, REPORT, LINEAGE_WAIT_S):
+                raise StoreUnavailable(f"the lineage of {REPORT} did not reach the store within "
+                                       f"{LINEAGE_WAIT_S:.0f}s")
     finally:
         spark.stop()
     metastore = Metastore.open(paths.uri, project=ctx.project)
@@ -260,11 +226,11 @@ def run_demo(ctx: Any, directory: Path | None = None, uri: str | None = None,
         summary = catalog_summary(metastore)
     finally:
         metastore.close()
-    lineage, tree = lineage_tree(paths.uri, ctx.project, REPORT)
+    reports = [section.report(paths.uri, ctx.project, REPORT, "revenue") for section in sections]
     ui = f"ushas --uri {paths.uri} ui"
     if ctx.json:
         ctx.emit({"uri": paths.uri, "directory": str(paths.root), "report_rows": [r.asDict() for r in rows],
-                  "catalog": summary, "lineage": lineage, "ui": ui})
+                  "catalog": summary, **{r.key: r.data for r in reports}, "ui": ui})
         return 0
     out("")
     out(summary_text(summary))
@@ -272,9 +238,12 @@ def run_demo(ctx: Any, directory: Path | None = None, uri: str | None = None,
     out(f"Report {REPORT}: {len(rows)} rows")
     for r in rows:
         out(f"  {r['segment']:<8} {r['country']:<4} revenue {r['revenue']:>9.2f}  orders {r['orders']}")
-    out("")
-    out(tree)
+    for report in reports:
+        out("")
+        out(report.text)
     out("")
     out(f"Open the UI:   {ui}   then http://127.0.0.1:8765/")
-    out(f"Query lineage: ushas --uri {paths.uri} lineage upstream {REPORT}.revenue")
+    for report in reports:
+        for hint in report.hints:
+            out(hint)
     return 0

@@ -10,29 +10,16 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from .command_group import command_group
 from .context import Context
 
 
-def _reads(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output")
-
-
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("locations", help="external locations: storage where tables may be placed and files read",
-                       description="Declared external locations (as Unity Catalog's): CREATE EXTERNAL TABLE, READ "
-                                   "FILES and WRITE FILES are granted on them.")
-    p.set_defaults(func=cmd_list)
-    _reads(p)
-    a = p.add_subparsers(dest="locations_action", metavar="ACTION")
-
-    def add(name: str, help: str, func: Any, *args: tuple[str, dict[str, Any]]) -> argparse.ArgumentParser:
-        sp = a.add_parser(name, help=help)
-        for arg, kw in args:
-            sp.add_argument(arg, **kw)
-        _reads(sp)
-        sp.set_defaults(func=func)
-        return sp
-
+    group = command_group(sub, "locations",
+                          help="external locations: storage where tables may be placed and files read",
+                          description="Declared external locations (as Unity Catalog's): CREATE EXTERNAL TABLE, "
+                                      "READ FILES and WRITE FILES are granted on them.", default=cmd_list)
+    add = group.add
     name = ("name", {"help": "the location's name"})
     c = add("create", "declare an external location: create NAME URL", cmd_create, name,
             ("url", {"help": "s3a://bucket/dir, file:/dir or /dir"}))

@@ -13,29 +13,16 @@ from typing import Any
 
 from ..errors import InvalidArgument
 from ..model.names import split_name
+from .command_group import command_group
 from .context import Context
 
 
-def _reads(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output")
-
-
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("shares", help="share tables and databases read-only with other projects",
-                       description="Shares between projects: a project shares tables or whole databases of one "
-                                   "catalog, read-only, with other projects, which mount them as catalogs.")
-    p.set_defaults(func=cmd_list)
-    _reads(p)
-    a = p.add_subparsers(dest="shares_action", metavar="ACTION")
-
-    def add(name: str, help: str, func: Any, *args: tuple[str, dict[str, Any]]) -> argparse.ArgumentParser:
-        sp = a.add_parser(name, help=help)
-        for arg, kw in args:
-            sp.add_argument(arg, **kw)
-        _reads(sp)
-        sp.set_defaults(func=func)
-        return sp
-
+    group = command_group(sub, "shares", help="share tables and databases read-only with other projects",
+                          description="Shares between projects: a project shares tables or whole databases of one "
+                                      "catalog, read-only, with other projects, which mount them as catalogs.",
+                          default=cmd_list)
+    add = group.add
     share = ("share", {"help": "the share's name"})
     c = add("create", "create a share", cmd_create, share)
     c.add_argument("--comment", help="what the share is for")

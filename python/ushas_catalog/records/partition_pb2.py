@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n%ushas_catalog/records/partition.proto\x12\x0fushas.metastore\"\xdb\x03\n\tPartition\x12\x10\n\x08location\x18\x01 \x01(\t\x12\x12\n\x05\x66iles\x18\x02 \x01(\x03H\x00\x88\x01\x01\x12\x12\n\x05\x62ytes\x18\x03 \x01(\x03H\x01\x88\x01\x01\x12\x11\n\x04rows\x18\x04 \x01(\x03H\x02\x88\x01\x01\x12>\n\nproperties\x18\x05 \x03(\x0b\x32*.ushas.metastore.Partition.PropertiesEntry\x12\x19\n\x11\x63reated_at_micros\x18\x06 \x01(\x03\x12\x16\n\x0e\x66iles_recorded\x18\x07 \x01(\x08\x12-\n\ndata_files\x18\x08 \x03(\x0b\x32\x19.ushas.metastore.DataFile\x12\x15\n\radded_version\x18\t \x01(\x03\x12\x17\n\x0f\x64ropped_version\x18\n \x01(\x03\x12\x32\n\x04tags\x18\x0b \x03(\x0b\x32$.ushas.metastore.Partition.TagsEntry\x1a\x31\n\x0fPropertiesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a+\n\tTagsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x08\n\x06_filesB\x08\n\x06_bytesB\x07\n\x05_rows\"5\n\x08\x44\x61taFile\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0c\n\x04size\x18\x02 \x01(\x03\x12\r\n\x05mtime\x18\x03 \x01(\x03\"I\n\x0c\x44\x61taFileList\x12(\n\x05\x66iles\x18\x01 \x03(\x0b\x32\x19.ushas.metastore.DataFile\x12\x0f\n\x07version\x18\x02 \x01(\x03\"\x83\x01\n\x0b\x44\x61taGarbage\x12\r\n\x05table\x18\x01 \x01(\t\x12\x11\n\toperation\x18\x02 \x01(\t\x12(\n\x05\x66iles\x18\x03 \x03(\x0b\x32\x19.ushas.metastore.DataFile\x12\x13\n\x0b\x64irectories\x18\x04 \x03(\t\x12\x13\n\x0btime_micros\x18\x05 \x01(\x03\"\x8d\x02\n\x0fPartitionChange\x12\x37\n\x06\x61\x63tion\x18\x01 \x01(\x0e\x32\'.ushas.metastore.PartitionChange.Action\x12\x31\n\x08previous\x18\x02 \x01(\x0b\x32\x1a.ushas.metastore.PartitionH\x00\x88\x01\x01\x12+\n\x08\x61ppended\x18\x03 \x03(\x0b\x32\x19.ushas.metastore.DataFile\"T\n\x06\x41\x63tion\x12\x16\n\x12\x41\x43TION_UNSPECIFIED\x10\x00\x12\t\n\x05\x41\x44\x44\x45\x44\x10\x01\x12\x0b\n\x07\x44ROPPED\x10\x02\x12\x0c\n\x08REPLACED\x10\x03\x12\x0c\n\x08\x41PPENDED\x10\x04\x42\x0b\n\t_previous\"\x13\n\x11PartitionTagEntryb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n%ushas_catalog/records/partition.proto\x12\x0fushas.metastore\"\x89\x04\n\tPartition\x12\x10\n\x08location\x18\x01 \x01(\t\x12\x12\n\x05\x66iles\x18\x02 \x01(\x03H\x00\x88\x01\x01\x12\x12\n\x05\x62ytes\x18\x03 \x01(\x03H\x01\x88\x01\x01\x12\x11\n\x04rows\x18\x04 \x01(\x03H\x02\x88\x01\x01\x12>\n\nproperties\x18\x05 \x03(\x0b\x32*.ushas.metastore.Partition.PropertiesEntry\x12\x19\n\x11\x63reated_at_micros\x18\x06 \x01(\x03\x12\x16\n\x0e\x66iles_recorded\x18\x07 \x01(\x08\x12-\n\ndata_files\x18\x08 \x03(\x0b\x32\x19.ushas.metastore.DataFile\x12\x15\n\radded_version\x18\t \x01(\x03\x12\x17\n\x0f\x64ropped_version\x18\n \x01(\x03\x12\x32\n\x04tags\x18\x0b \x03(\x0b\x32$.ushas.metastore.Partition.TagsEntry\x12,\n\x08replaced\x18\x0c \x01(\x0b\x32\x1a.ushas.metastore.Partition\x1a\x31\n\x0fPropertiesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a+\n\tTagsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x08\n\x06_filesB\x08\n\x06_bytesB\x07\n\x05_rows\"5\n\x08\x44\x61taFile\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0c\n\x04size\x18\x02 \x01(\x03\x12\r\n\x05mtime\x18\x03 \x01(\x03\"I\n\x0c\x44\x61taFileList\x12(\n\x05\x66iles\x18\x01 \x03(\x0b\x32\x19.ushas.metastore.DataFile\x12\x0f\n\x07version\x18\x02 \x01(\x03\"\x83\x01\n\x0b\x44\x61taGarbage\x12\r\n\x05table\x18\x01 \x01(\t\x12\x11\n\toperation\x18\x02 \x01(\t\x12(\n\x05\x66iles\x18\x03 \x03(\x0b\x32\x19.ushas.metastore.DataFile\x12\x13\n\x0b\x64irectories\x18\x04 \x03(\t\x12\x13\n\x0btime_micros\x18\x05 \x01(\x03\"\x8d\x02\n\x0fPartitionChange\x12\x37\n\x06\x61\x63tion\x18\x01 \x01(\x0e\x32\'.ushas.metastore.PartitionChange.Action\x12\x31\n\x08previous\x18\x02 \x01(\x0b\x32\x1a.ushas.metastore.PartitionH\x00\x88\x01\x01\x12+\n\x08\x61ppended\x18\x03 \x03(\x0b\x32\x19.ushas.metastore.DataFile\"T\n\x06\x41\x63tion\x12\x16\n\x12\x41\x43TION_UNSPECIFIED\x10\x00\x12\t\n\x05\x41\x44\x44\x45\x44\x10\x01\x12\x0b\n\x07\x44ROPPED\x10\x02\x12\x0c\n\x08REPLACED\x10\x03\x12\x0c\n\x08\x41PPENDED\x10\x04\x42\x0b\n\t_previous\"\x13\n\x11PartitionTagEntryb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,21 +36,21 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_PARTITION_TAGSENTRY']._loaded_options = None
   _globals['_PARTITION_TAGSENTRY']._serialized_options = b'8\001'
   _globals['_PARTITION']._serialized_start=59
-  _globals['_PARTITION']._serialized_end=534
-  _globals['_PARTITION_PROPERTIESENTRY']._serialized_start=411
-  _globals['_PARTITION_PROPERTIESENTRY']._serialized_end=460
-  _globals['_PARTITION_TAGSENTRY']._serialized_start=462
-  _globals['_PARTITION_TAGSENTRY']._serialized_end=505
-  _globals['_DATAFILE']._serialized_start=536
-  _globals['_DATAFILE']._serialized_end=589
-  _globals['_DATAFILELIST']._serialized_start=591
-  _globals['_DATAFILELIST']._serialized_end=664
-  _globals['_DATAGARBAGE']._serialized_start=667
-  _globals['_DATAGARBAGE']._serialized_end=798
-  _globals['_PARTITIONCHANGE']._serialized_start=801
-  _globals['_PARTITIONCHANGE']._serialized_end=1070
-  _globals['_PARTITIONCHANGE_ACTION']._serialized_start=973
-  _globals['_PARTITIONCHANGE_ACTION']._serialized_end=1057
-  _globals['_PARTITIONTAGENTRY']._serialized_start=1072
-  _globals['_PARTITIONTAGENTRY']._serialized_end=1091
+  _globals['_PARTITION']._serialized_end=580
+  _globals['_PARTITION_PROPERTIESENTRY']._serialized_start=457
+  _globals['_PARTITION_PROPERTIESENTRY']._serialized_end=506
+  _globals['_PARTITION_TAGSENTRY']._serialized_start=508
+  _globals['_PARTITION_TAGSENTRY']._serialized_end=551
+  _globals['_DATAFILE']._serialized_start=582
+  _globals['_DATAFILE']._serialized_end=635
+  _globals['_DATAFILELIST']._serialized_start=637
+  _globals['_DATAFILELIST']._serialized_end=710
+  _globals['_DATAGARBAGE']._serialized_start=713
+  _globals['_DATAGARBAGE']._serialized_end=844
+  _globals['_PARTITIONCHANGE']._serialized_start=847
+  _globals['_PARTITIONCHANGE']._serialized_end=1116
+  _globals['_PARTITIONCHANGE_ACTION']._serialized_start=1019
+  _globals['_PARTITIONCHANGE_ACTION']._serialized_end=1103
+  _globals['_PARTITIONTAGENTRY']._serialized_start=1118
+  _globals['_PARTITIONTAGENTRY']._serialized_end=1137
 # @@protoc_insertion_point(module_scope)

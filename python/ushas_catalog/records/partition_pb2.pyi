@@ -8,7 +8,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Partition(_message.Message):
-    __slots__ = ("location", "files", "bytes", "rows", "properties", "created_at_micros", "files_recorded", "data_files", "added_version", "dropped_version", "tags")
+    __slots__ = ("location", "files", "bytes", "rows", "properties", "created_at_micros", "files_recorded", "data_files", "added_version", "dropped_version", "tags", "replaced")
     class PropertiesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -34,6 +34,7 @@ class Partition(_message.Message):
     ADDED_VERSION_FIELD_NUMBER: _ClassVar[int]
     DROPPED_VERSION_FIELD_NUMBER: _ClassVar[int]
     TAGS_FIELD_NUMBER: _ClassVar[int]
+    REPLACED_FIELD_NUMBER: _ClassVar[int]
     location: str
     files: int
     bytes: int
@@ -45,7 +46,8 @@ class Partition(_message.Message):
     added_version: int
     dropped_version: int
     tags: _containers.ScalarMap[str, str]
-    def __init__(self, location: _Optional[str] = ..., files: _Optional[int] = ..., bytes: _Optional[int] = ..., rows: _Optional[int] = ..., properties: _Optional[_Mapping[str, str]] = ..., created_at_micros: _Optional[int] = ..., files_recorded: _Optional[bool] = ..., data_files: _Optional[_Iterable[_Union[DataFile, _Mapping]]] = ..., added_version: _Optional[int] = ..., dropped_version: _Optional[int] = ..., tags: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    replaced: Partition
+    def __init__(self, location: _Optional[str] = ..., files: _Optional[int] = ..., bytes: _Optional[int] = ..., rows: _Optional[int] = ..., properties: _Optional[_Mapping[str, str]] = ..., created_at_micros: _Optional[int] = ..., files_recorded: _Optional[bool] = ..., data_files: _Optional[_Iterable[_Union[DataFile, _Mapping]]] = ..., added_version: _Optional[int] = ..., dropped_version: _Optional[int] = ..., tags: _Optional[_Mapping[str, str]] = ..., replaced: _Optional[_Union[Partition, _Mapping]] = ...) -> None: ...
 
 class DataFile(_message.Message):
     __slots__ = ("path", "size", "mtime")

@@ -4,7 +4,7 @@ JSON carries what it can as it is; the rest is a one-key object: ``{"$tuple": [.
 ``{"$frozenset": ...}``, ``{"$dict": [[k, v], ...]}`` (keys that are not strings, or start with ``$``),
 ``{"$bytes": base64}``, ``{"$uuid": ...}``, ``{"$datetime"|"$date"|"$decimal": text}``, an enum member
 ``{"$enum": "module.Class", "name": ...}``, a dataclass instance ``{"$dc": "module.Class", "fields":
-{...}}`` and a NamedTuple ``{"$nt": "module.Class", "fields": {...}}``. Decoding builds enums and dataclasses **only** of the packages in :data:`ALLOWED` (the
+{...}}`` and a NamedTuple ``{"$nt": "module.Class", "fields": {...}}``. Decoding builds enums and dataclasses **only** of the packages of :func:`allowed` (the
 project's values: names, infos, partitions, lineage runs): a peer cannot make any other class, call
 anything, or read a file. Anything else (a function, a generator of a peer) cannot be encoded:
 :class:`~ushas_catalog.errors.InvalidArgument`.
@@ -24,7 +24,15 @@ from ..errors import InvalidArgument
 
 #: the packages whose dataclasses and enums a decoded value may be
 ALLOWED = ("ushas_catalog.model.", "ushas_catalog.catalog.", "ushas_catalog.changes.", "ushas_catalog.metadata.",
-           "ushas_catalog.governance.", "ushas_catalog.data.", "ushas_catalog.bulk", "lineage.")
+           "ushas_catalog.governance.", "ushas_catalog.data.", "ushas_catalog.bulk")
+
+
+def allowed() -> tuple[str, ...]:
+    """:data:`ALLOWED` and the packages the extensions exchange (``wire_packages``: the lineage extension's
+    ``lineage.``, whose captured runs a remote-mode driver sends)."""
+    from ..extensions import extensions
+
+    return ALLOWED + tuple(extensions().wire_packages)
 #: nesting deeper than this is refused (a hostile document cannot exhaust the stack)
 MAX_DEPTH = 64
 
@@ -73,10 +81,11 @@ def _name_of(cls: type) -> str:
 
 
 def _class(name: Any) -> type:
-    if not isinstance(name, str) or not name.startswith(ALLOWED):
+    packages = allowed()
+    if not isinstance(name, str) or not name.startswith(packages):
         raise InvalidArgument(f"the value type {name!r} is not one the catalog service exchanges")
     module, _, qual = name.rpartition(".")
-    while module and module.startswith(ALLOWED):
+    while module and module.startswith(packages):
         try:
             found: Any = importlib.import_module(module)
             for part in qual.split("."):
@@ -164,4 +173,4 @@ def _dataclass(cls: type, fields: Any, depth: int) -> Any:
     return obj
 
 
-__all__ = ["ALLOWED", "decode", "encode"]
+__all__ = ["ALLOWED", "allowed", "decode", "encode"]

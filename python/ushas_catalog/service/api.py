@@ -2,6 +2,7 @@
 ``/info``, the browser session, and access control (:mod:`.auth`) in front of all of them."""
 from __future__ import annotations
 
+import dataclasses
 import json
 from functools import lru_cache
 from pathlib import Path
@@ -9,8 +10,9 @@ from typing import Any
 
 from flask import Blueprint, Flask
 
-from . import (catalog_api, catalog_ops_api, changes_api, lineage_api, lineage_ingest_api, metadata_api,
-               metastore_call_api, objects_api, receiver, runs_api, search_api, locations_api)
+from ..extensions import extensions
+from . import (catalog_api, catalog_ops_api, changes_api, metadata_api, metastore_call_api, objects_api,
+               search_api, locations_api)
 from .auth import AccessControl
 from .routing import API_PREFIX, error_response, install, json_response
 from .state import ServiceState, redactor, store_kind
@@ -44,10 +46,11 @@ def register_api(app: Flask, stores: Any, *, access: AccessControl | None = None
                                        "writes": "token"}})
 
     access.register(bp)
-    for module in (catalog_api, catalog_ops_api, metastore_call_api, lineage_ingest_api, search_api, metadata_api, lineage_api, runs_api,
-                   changes_api, objects_api, locations_api):
+    for module in (catalog_api, catalog_ops_api, metastore_call_api, search_api, metadata_api, changes_api,
+                   objects_api, locations_api):
         module.register(bp, state)
-    receiver.register(bp, state, namespaces or {})
+    for routes in extensions().routes:  # the extensions' routes (lineage: its reads, runs, ingest, the receiver)
+        routes.register.load()(bp, dataclasses.replace(state, need=routes.need), namespaces or {})
 
     @bp.route("/<path:rest>", methods=["GET", "POST", "PUT", "PATCH", "DELETE"])
     def unknown(rest: str) -> Any:

@@ -24,16 +24,10 @@ from flask import Blueprint, g, request
 from ..errors import BridgeError, Forbidden, InvalidArgument, UshasError
 from ..spark import bridge
 from ..spark.ops import OPS
+from ..spark.remote import READ_OPS
 from .routing import json_response, status_of
 from .state import LOG, ServiceState
 
-#: the ops a read token may run: they change nothing (``open`` writes only a missing catalog, and only for
-#: a user with CREATE on the project)
-READ_OPS = frozenset({
-    "open", "list_namespaces", "namespace_exists", "load_namespace", "load_relation", "load_table",
-    "relation_exists", "list_relations", "list_partitions", "partition_exists", "load_partition", "list_files",
-    "table_size", "describe", "list_functions", "load_function", "describe_function", "list_procedures",
-    "load_procedure", "rows_table", "rows_page", "write_outcome", "check_write", "stream_latest", "stream_batch"})
 #: the longest a client may ask the service to work on one call (ms)
 MAX_TIMEOUT_MS = 600_000
 DEFAULT_TIMEOUT_MS = 60_000

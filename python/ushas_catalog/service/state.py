@@ -45,7 +45,7 @@ class OwnStores:
     #: without a token), and anything else as ``anonymous`` (docs/governance.md)
     authorization: bool = False
     _metastore: Any = None
-    _lineage: Any = None
+    _opened: dict[str, Any] = field(default_factory=dict)  # extension stores by name (``lineage``)
 
     @property
     def metastore(self) -> Any:
@@ -57,22 +57,32 @@ class OwnStores:
                                              authorization=self.authorization)
         return self._metastore
 
+    def store(self, name: str) -> Any:
+        """The handle an extension opens on this store (:data:`~ushas_catalog.extensions.Extensions.service_stores`),
+        opened at first use."""
+        found = self._opened.get(name)
+        if found is None:
+            from ..errors import InvalidArgument
+            from ..extensions import extensions
+
+            opener = extensions().service_stores.get(name)
+            if opener is None:
+                raise InvalidArgument(f"this service has no {name} (no installed extension provides it)")
+            found = self._opened[name] = opener.load()(self.uri, self.project)
+        return found
+
     @property
     def lineage(self) -> Any:
-        if self._lineage is None:
-            from lineage.query import LineageQueries
-            from lineage.tables import open_lineage_store
-
-            self._lineage = LineageQueries(open_lineage_store(self.uri, self.project, create=False))
-        return self._lineage
+        """The lineage queries of the store (the lineage extension's ``lineage.query.LineageQueries``)."""
+        return self.store("lineage")
 
     def close(self) -> None:
         if self._metastore is not None:
             self._metastore.close()
             self._metastore = None
-        if self._lineage is not None:
-            self._lineage.store.close()
-            self._lineage = None
+        opened, self._opened = self._opened, {}
+        for handle in opened.values():
+            handle.close()
 
 
 def redactor(uri: str) -> Callable[[str], str]:
@@ -131,19 +141,16 @@ ANONYMOUS = "anonymous"
 
 
 @contextmanager
-def checked_as(stores: Any, user: str | None, fn: Callable[..., Any]) -> Iterator[None]:
-    """Under ``--authorization``: the request's calls run as its user, checked; the lineage and runs
-    endpoints (which read the lineage store, not the metastore's checked calls) need SELECT on the
-    project, the OpenLineage receiver MODIFY, checked before they run."""
+def checked_as(stores: Any, user: str | None, need: str | None) -> Iterator[None]:
+    """Under ``--authorization``: the request's calls run as its user, checked; an endpoint with a ``need``
+    (the lineage and runs endpoints, which read the lineage store, not the metastore's checked calls: SELECT;
+    the OpenLineage receiver: MODIFY) needs that privilege on the project, checked before it runs."""
     if not getattr(stores, "authorization", False):
         yield
         return
     from ..catalog.authorization import PROJECT, Requirement, requiring
     from ..governance.identity import Caller, calling
-    from ..governance.privileges import MODIFY, SELECT
 
-    module = getattr(fn, "__module__", "").rpartition(".")[2]
-    need = {"lineage_api": SELECT, "runs_api": SELECT, "receiver": MODIFY}.get(module)
     with calling(Caller(user or ANONYMOUS, True)):
         if need is None:
             yield
@@ -157,6 +164,9 @@ def checked_as(stores: Any, user: str | None, fn: Callable[..., Any]) -> Iterato
 class ServiceState:
     stores: Any  # a Stores
     redact: Callable[[str], str]
+    #: the privilege on the project every endpoint made by :meth:`endpoint` needs under authorization (None:
+    #: its calls are checked by the metastore); set per resource module (``dataclasses.replace``)
+    need: str | None = None
 
     @property
     def metastore(self) -> Any:
@@ -173,7 +183,7 @@ class ServiceState:
         def view(**kw: Any) -> Response:
             try:
                 with self.stores.lock, acting_as(self.stores, request_user()), \
-                        checked_as(self.stores, request_user(), fn):
+                        checked_as(self.stores, request_user(), self.need):
                     data = fn(**kw)
             except UshasError as exc:
                 return error_response(exc.type, self.redact(exc.message), status_of(exc))

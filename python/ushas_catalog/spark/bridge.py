@@ -23,6 +23,7 @@ import traceback
 from typing import Any, Callable
 
 from ..errors import BridgeError, CallAbandoned, OutcomeUnknown, UshasError
+from ..extensions import extensions
 from ..kv import deadline
 from . import remote, shares
 from .authorization import run_op
@@ -72,12 +73,9 @@ def _answer(op: str, payload: str) -> str:
         request = json.loads(receive(payload))
         if not isinstance(request, dict):
             raise BridgeError("a bridge request is a JSON object")
-        if op == "lineage.event":  # the lineage listener: queued, answered at once, no metastore lock
-            if isinstance(request.get("store"), dict):
-                request["store"].setdefault("create", may_create())
-            from lineage import actions  # executions grouped into actions, then captured
-
-            return json.dumps(actions.receive(REGISTRY.lineage(), request))
+        extension_op = extensions().bridge_ops.get(op)
+        if extension_op is not None:  # an extension's op (the lineage listener's lineage.event): no metastore lock
+            return json.dumps(extension_op.load()(request, may_create()))
         if remote.is_remote((request.get("ctx") or {}).get("uri")):  # remote mode: the service answers
             return remote.forward_text(op, request)
         return json.dumps(dispatch(op, request), default=str)

@@ -1,7 +1,8 @@
 """``df.lineage()`` for users of :mod:`ushas_catalog.spark`, without importing pyspark where nobody
-uses a DataFrame: :func:`install` installs ``DataFrame.lineage`` (:mod:`lineage.dataframe`; for Spark
-Connect's DataFrame :mod:`lineage.connect`) now when pyspark's DataFrame module is loaded, else right
-after it is (an import hook per module that removes itself).
+uses a DataFrame: :func:`install` runs the installers the extensions registered for pyspark's DataFrame
+modules (:data:`ushas_catalog.extensions.Extensions.dataframe_methods`: the lineage extension's
+``lineage.dataframe``, and ``lineage.connect`` for Spark Connect's DataFrame) now when such a module is
+loaded, else right after it is (an import hook per module that removes itself).
 So the bridge process the shim launches and CLI commands such as ``ushas jar`` never load pyspark."""
 from __future__ import annotations
 
@@ -16,11 +17,13 @@ from typing import Any, Sequence
 DATAFRAME_MODULE = "pyspark.sql.classic.dataframe"
 #: Spark Connect's DataFrame module -> the module installing its ``lineage()``
 CONNECT_DATAFRAME_MODULE = "pyspark.sql.connect.dataframe"
-_INSTALLERS = {DATAFRAME_MODULE: "lineage.dataframe", CONNECT_DATAFRAME_MODULE: "lineage.connect"}
 
 
 def _install_now(module: str = DATAFRAME_MODULE) -> None:
-    importlib.import_module(_INSTALLERS[module])
+    from ..extensions import extensions
+
+    for installer in extensions().dataframe_methods.get(module, ()):
+        importlib.import_module(installer)
 
 
 class _AfterDataFrameImport(importlib.abc.MetaPathFinder):

@@ -13,7 +13,8 @@ write still conditional on the version it read), so nothing that works today sto
 
 - the operation does not fit one transaction (FoundationDB's 5 s / 10 MB: the planning of a write
   into a table of several hundred thousand partitions reads them all; a bulk operation,
-  :mod:`ushas_catalog.bulk`, runs in chunks by design);
+  :mod:`ushas_catalog.bulk`, runs in chunks by design, and a write's commit of more partitions
+  than ``bulk.WRITE_BULK_AT`` says so at once: ``LimitExceeded`` of ``transaction_items``);
 - a fenced write that ended (aborted, expired): its end must be recorded in a transaction of its
   own, which the ending transaction's rollback would undo.
 
@@ -31,7 +32,7 @@ from ..kv.base import Database, Transaction
 T = TypeVar("T")
 
 #: the limits whose excess sends an operation back to one transaction per call
-_TOO_BIG = ("transaction_seconds", "transaction_bytes")
+_TOO_BIG = ("transaction_seconds", "transaction_bytes", "transaction_items")
 
 
 class _Joined(Database):

@@ -2,7 +2,7 @@
 ``Metastore`` call (one KV transaction) plus translation between Spark's shapes and the
 metastore's. ``OPS`` maps the op names ``io.ushas.spark.*`` sends to these functions.
 
-Size (just over 600 lines): one function per shim request, each a few lines of translation;
+Size (about 750 lines): one function per shim request, each a few lines of translation;
 the OPS table at the end names them all in one place.
 """
 from __future__ import annotations
@@ -491,7 +491,10 @@ def commit_write(ms: Any, r: Request) -> Answer:
 
     ctx = SparkCtx.of(r)
     name = table_name(ctx, r)
+    big = getattr(ms, "big", None)
     try:
+        if big is not None and len(r.get("written") or []) > big.WRITE_BULK_AT:  # commits in chunks
+            return _fenced_commit_write(ms, ctx, name, r)
         return run_in_one_transaction(ms, lambda m: _fenced_commit_write(m, ctx, name, r))
     except CallAbandoned as abandoned:
         fence = _fence(r)
@@ -615,6 +618,13 @@ def _commit_write(ms: Any, name: tuple[str, str, str], info: Any, r: Request, fe
                           list(r.get("filters") or []), list(r.get("written") or []), r.get("rows"),
                           managed=not info.external)
     operation = row_level_operation(r.get("operation")) or write_operation(mode, bool(partition_by))
+    big = getattr(ms, "big", None)
+    if partition_by and big is not None and getattr(ms.db, "nested", False) \
+            and len(plan.put) + len(plan.drop) > big.WRITE_BULK_AT:  # run call by call: it commits in chunks
+        from ..errors import LimitExceeded
+
+        raise LimitExceeded(f"a write of {len(plan.put)} partitions commits in chunks, not in one transaction",
+                            limit="transaction_items", actual=len(plan.put), maximum=big.WRITE_BULK_AT)
     if partition_by:
         result = ms.replace_partitions(name, plan.drop, plan.put, expected_version=info.version,
                                        garbage=plan.garbage, operation=operation, unchanged_since=check,

@@ -1,6 +1,6 @@
 """The ONE registry of the bridge: opened metastores by (uri, project), each with its bridge-side
 caches (:class:`ushas_catalog.spark.cache.BridgeCache`, one per Spark catalog instance), and the
-lineage capture hub of this process."""
+extensions' services of this process (the lineage capture hub: :data:`ushas_catalog.extensions.Extensions.process_services`)."""
 from __future__ import annotations
 
 import logging
@@ -43,16 +43,26 @@ class Registry:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._opened: dict[tuple[str, str], Opened] = {}
-        self._lineage: Any = None  # lineage.capture.CaptureHub, made at the first lineage event
+        self._services: dict[str, Any] = {}  # an extension's process services, made at first use
+
+    def service(self, name: str) -> Any:
+        """The process service ``name`` an extension provides (made at the first call, closed by :meth:`close`)."""
+        with self._lock:
+            found = self._services.get(name)
+            if found is None:
+                from ..errors import InvalidArgument
+                from ..extensions import extensions
+
+                factory = extensions().process_services.get(name)
+                if factory is None:
+                    raise InvalidArgument(f"no installed extension provides the process service {name!r}")
+                found = self._services[name] = factory.load()()
+            return found
 
     def lineage(self) -> Any:
-        """The lineage capture hub of this process (queues of the lineage listener's events)."""
-        with self._lock:
-            if self._lineage is None:
-                from lineage.capture import CaptureHub
-
-                self._lineage = CaptureHub()
-            return self._lineage
+        """The lineage capture hub of this process (queues of the lineage listener's events): the lineage
+        extension's process service ``lineage``."""
+        return self.service("lineage")
 
     def get(self, uri: str, project: str, create: bool = True, spark_catalog: str | None = None) -> Opened:
         """The metastore of (``uri``, ``project``), opened at the first call. ``create=False`` (a Spark catalog
@@ -80,9 +90,10 @@ class Registry:
             return opened
 
     def close(self) -> None:
-        hub, self._lineage = self._lineage, None
-        if hub is not None:
-            hub.close()
+        with self._lock:
+            services, self._services = self._services, {}
+        for service in services.values():
+            service.close()
         with self._lock:
             for opened in self._opened.values():
                 try:

@@ -30,6 +30,20 @@ DEFAULT_TIMEOUT_S = 60.0
 FENCED_COMMITS = frozenset({"commit_write", "commit_staged"})
 #: the catalog options remote mode refuses: the service decides who calls and always checks
 REFUSED_OPTIONS = ("user", "authorization")
+#: the ops a read token may run: they change nothing (``open`` writes only a missing catalog, and only for
+#: a user with CREATE on the project); the service enforces it (:mod:`ushas_catalog.service.catalog_ops_api`)
+READ_OPS = frozenset({
+    "open", "list_namespaces", "namespace_exists", "load_namespace", "load_relation", "load_table",
+    "relation_exists", "list_partitions", "partition_exists", "load_partition", "list_files",
+    "table_size", "describe", "list_functions", "load_function", "describe_function", "list_procedures",
+    "load_procedure", "rows_table", "rows_page", "write_outcome", "check_write", "stream_latest", "stream_batch"})
+#: the ops the shim sends the service itself once ``open`` has answered (its direct transport,
+#: ``io.ushas.spark.RemoteTransport``): the reads, one HTTP round trip from the JVM instead of a Py4J call into
+#: this process and then HTTP. The same request, the same answer, the same checks by the service; ``open``
+#: itself comes here, so the catalog's options and token are checked before the shim gets the transport.
+DIRECT_OPS = READ_OPS - {"open"}
+#: the catalog option that turns the direct transport off (``false``: every op through Python)
+DIRECT_OPTION = "direct"
 
 
 def refused_options(ctx: dict[str, Any]) -> None:
@@ -74,7 +88,7 @@ def forward_text(op: str, request: dict[str, Any], client: Client | None = None)
                                            json.dumps(body, default=str).encode(), timeout)
     text = data.decode("utf-8", errors="replace")
     if status == 200 and text.startswith("{"):
-        return text
+        return with_transport(text, ep, token, ctx) if op == "open" else text
     try:
         answer = json.loads(text)
     except ValueError:
@@ -85,4 +99,18 @@ def forward_text(op: str, request: dict[str, Any], client: Client | None = None)
     return text
 
 
-__all__ = ["forward", "forward_text", "is_remote", "OPS_PATH"]
+def with_transport(opened: str, ep: Endpoint, token: str, ctx: dict[str, Any]) -> str:
+    """The service's ``open`` answer with the shim's direct transport (:data:`DIRECT_OPS`): the ops URL and
+    the token this forwarder checked and resolved; none when the catalog sets ``direct=false``."""
+    answer = json.loads(opened)
+    direct = str((ctx.get("remote") or {}).get(DIRECT_OPTION, "true")).strip().lower()
+    if direct not in ("true", "false"):
+        catalog = ctx.get("spark_catalog") or ctx.get("catalog")
+        raise InvalidArgument(f"spark.sql.catalog.{catalog}.{DIRECT_OPTION} must be true or false, not {direct!r}")
+    if direct == "true" and isinstance(answer, dict) and "error" not in answer:
+        answer["transport"] = {"url": ep.url, "ops_url": ep.url + OPS_PATH, "token": token,
+                               "ops": sorted(DIRECT_OPS)}
+    return json.dumps(answer)
+
+
+__all__ = ["DIRECT_OPS", "READ_OPS", "forward", "forward_text", "is_remote", "OPS_PATH"]

@@ -21,24 +21,31 @@ class ReadContext:
     #: the columns the read asked for (None: all): a source may skip work for the others
     columns: frozenset[str] | None = None
     _names: dict[Any, str] = field(default_factory=dict)
-    _lineage: Any = None
+    _stores: dict[str, Any] = field(default_factory=dict)
 
-    @property
-    def lineage(self) -> Any:
-        """The project's :class:`lineage.store.LineageStore` over the same (joined) database."""
-        if self._lineage is None:
-            from lineage.store import LineageStore
-            from lineage.tables import MetastoreTableIds
+    def store(self, name: str) -> Any:
+        """What the extension's read store ``name`` opens over this page's (joined) metastore, once per page
+        (:data:`ushas_catalog.extensions.Extensions.read_stores`; ``lineage``: the lineage queries)."""
+        found = self._stores.get(name)
+        if found is None:
+            from ..errors import InvalidArgument
+            from ..extensions import extensions
 
-            self._lineage = LineageStore(self.ms.db, self.ms.project, layout=self.ms.layout,
-                                         tables=MetastoreTableIds(self.ms))
-        return self._lineage
+            opener = extensions().read_stores.get(name)
+            if opener is None:
+                raise InvalidArgument(f"no installed extension provides {name} (its tables cannot be read)")
+            found = self._stores[name] = opener.load()(self.ms)
+        return found
 
     @property
     def queries(self) -> Any:
-        from lineage.query import LineageQueries
+        """The project's lineage queries (``lineage.query.LineageQueries``) over the same (joined) database."""
+        return self.store("lineage")
 
-        return LineageQueries(self.lineage)
+    @property
+    def lineage(self) -> Any:
+        """The project's lineage store (``lineage.store.LineageStore``) over the same (joined) database."""
+        return self.queries.store
 
     def dataset_name(self, key: Any) -> str:
         """A dataset key's display name (a metastore table's current name), as the CLI shows it."""

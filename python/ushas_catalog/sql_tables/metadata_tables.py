@@ -20,7 +20,7 @@ from typing import Any, Iterator
 import fdb.tuple as fdbtuple
 
 from .. import records as rec
-from ..catalog.visibility import bulk_pending
+from ..catalog.visibility import as_of, bulk_pending
 from ..data.pruning import Pruning
 from ..model.objects import micros_to_datetime
 from ..model.partitions import PartitionColumn, PartitionScheme
@@ -115,8 +115,8 @@ def partition_records(ctx: ReadContext, filters: Filters, token: Any, *, records
                 if data is None:
                     yield b"".join(elements).hex(), k, None
                     continue
-                r = parse(data)
-                if r.added_version > version or 0 < r.dropped_version <= version:
+                r = as_of(parse(data), version)
+                if r is None:
                     continue
                 yield b"".join(elements).hex(), k, (r if records else None)
 

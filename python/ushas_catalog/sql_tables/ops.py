@@ -19,7 +19,7 @@ from .columns import TableDef
 from .context import ReadContext
 from .filters import Filters
 from .metadata_tables import TABLES as METADATA_TABLES
-from .system_tables import TABLES as SYSTEM_TABLES
+from .system_tables import all_tables as system_tables
 
 Request = dict[str, Any]
 Answer = dict[str, Any]
@@ -40,10 +40,11 @@ def _resolve(ms: Any, r: Request) -> tuple[TableDef, ReadContext]:
     catalog = ctx["catalog"]
     shown = ".".join([ctx.get("spark_catalog") or catalog, *namespace, name])
     if is_system(namespace):
-        tdef = SYSTEM_TABLES.get(name)
+        every = system_tables()
+        tdef = every.get(name)
         if tdef is None:
             raise NoSuchTable(f"{shown}: no such system table; the system tables are "
-                              f"{', '.join(sorted(SYSTEM_TABLES))}", table=shown)
+                              f"{', '.join(sorted(every))}", table=shown)
         return tdef, ReadContext(ms, catalog)
     if len(namespace) != 2:
         raise NoSuchTable(f"{shown}: not a metadata or system table", table=shown)
@@ -112,7 +113,7 @@ def list_system_tables(r: Request) -> Answer:
     """SHOW TABLES IN <catalog>.system: the system tables (the answer of ``list_relations``)."""
     if r.get("kind") == "view":
         return {"relations": []}
-    return {"relations": [{"name": n, "type": "SYSTEM"} for n in sorted(SYSTEM_TABLES)]}
+    return {"relations": [{"name": n, "type": "SYSTEM"} for n in sorted(system_tables())]}
 
 
 OPS = {"rows_table": rows_table, "rows_page": rows_page}

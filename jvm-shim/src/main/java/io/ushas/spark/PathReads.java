@@ -18,8 +18,8 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * Governed path reads (docs/governance.md, "External locations"), an analyzer check rule of
- * {@link UshasExtensions}: a plan that reads files by path ({@code SELECT … FROM parquet.`path`},
+ * Governed path reads (docs/governance.md, "External locations"), an analyzer rule of {@link UshasExtensions}
+ * ({@link #rule}, the last post-hoc resolution rule): a plan that reads files by path ({@code SELECT … FROM parquet.`path`},
  * {@code spark.read.load(path)}, any file source whose index is not a catalog table's) is sent, paths only, to
  * every configured Ushas catalog of the session whose calls are checked; Python refuses
  * ({@code INSUFFICIENT_PERMISSIONS}) a path that reaches a table's data without SELECT free of row filters and
@@ -33,6 +33,26 @@ final class PathReads extends AbstractFunction1<LogicalPlan, BoxedUnit> {
 
     PathReads(SparkSession session) {
         this.session = session;
+    }
+
+    /** The analyzer rule of {@link UshasExtensions}: the check, the plan unchanged. A post-hoc resolution rule, so
+     *  that a refusal reaches the user as thrown ({@code INSUFFICIENT_PERMISSIONS}, SQLSTATE 42501): Spark's
+     *  {@code CheckAnalysis} wraps a check rule's {@code AnalysisException} into an {@code
+     *  ExtendedAnalysisException} that drops the SQLSTATE. */
+    static AbstractFunction1<SparkSession, org.apache.spark.sql.catalyst.rules.Rule<LogicalPlan>> rule() {
+        return new AbstractFunction1<>() {
+            @Override
+            public org.apache.spark.sql.catalyst.rules.Rule<LogicalPlan> apply(SparkSession session) {
+                PathReads check = new PathReads(session);
+                return new org.apache.spark.sql.catalyst.rules.Rule<LogicalPlan>() {
+                    @Override
+                    public LogicalPlan apply(LogicalPlan plan) {
+                        check.apply(plan);
+                        return plan;
+                    }
+                };
+            }
+        };
     }
 
     @Override
@@ -59,6 +79,9 @@ final class PathReads extends AbstractFunction1<LogicalPlan, BoxedUnit> {
                     catalog.call("check_path_read", r, null, null);
                 }
             } catch (Exception e) {  // Spark's AnalysisException is a checked exception Scala throws undeclared
+                if (refusal(e) && plan instanceof org.apache.spark.sql.catalyst.streaming.WriteToStream w) {
+                    StreamPaths.undo(w);  // the empty directories Spark made before any rule saw the stream
+                }
                 // a deployed catalog fails closed; a refusal is a refusal. A catalog this session defined at run
                 // time that cannot answer any more (its branch dropped, its store or service gone) governs
                 // nothing now: skipping it gives the session nothing it could not get by never using it.
@@ -84,9 +107,15 @@ final class PathReads extends AbstractFunction1<LogicalPlan, BoxedUnit> {
         return e instanceof org.apache.spark.SparkThrowable t && "INSUFFICIENT_PERMISSIONS".equals(t.getCondition());
     }
 
+    /** Spark's Hive-format directory write ({@code INSERT OVERWRITE [LOCAL] DIRECTORY … STORED AS textfile},
+     *  and parquet / orc when {@code spark.sql.hive.convertMetastoreInsertDir=false}), in spark-hive: named, not
+     *  linked, so the shim loads without Hive. */
+    private static final String HIVE_DIR = "org.apache.spark.sql.hive.execution.InsertIntoHiveDirCommand";
+
     /** The paths {@code plan} writes files to outside a catalog table: {@code df.write.parquet(path)} and
      *  {@code df.write.save(path)} (an insert into a file relation of no catalog table, or a save into a data
-     *  source with a {@code path} option) and {@code INSERT OVERWRITE DIRECTORY}. */
+     *  source with a {@code path} option), {@code INSERT OVERWRITE [LOCAL] DIRECTORY} ({@code USING} or Hive's
+     *  {@code STORED AS}) and a started stream's file sink and checkpoint ({@code writeStream…start([path])}). */
     static void collectWrites(LogicalPlan plan, Set<String> out) {
         if (plan instanceof org.apache.spark.sql.execution.datasources.InsertIntoHadoopFsRelationCommand c
                 && c.catalogTable().isEmpty()) {
@@ -94,6 +123,10 @@ final class PathReads extends AbstractFunction1<LogicalPlan, BoxedUnit> {
         } else if (plan instanceof org.apache.spark.sql.execution.command.InsertIntoDataSourceDirCommand d
                 && d.storage().locationUri().isDefined()) {
             out.add(d.storage().locationUri().get().toString());
+        } else if (HIVE_DIR.equals(plan.getClass().getName())) {
+            out.add(hiveDirectory(plan));
+        } else if (plan instanceof org.apache.spark.sql.catalyst.streaming.WriteToStream w) {
+            StreamPaths.sink(w, out);
         } else if (plan instanceof org.apache.spark.sql.execution.datasources.SaveIntoDataSourceCommand s) {
             scala.collection.Iterator<scala.Tuple2<String, String>> it = s.options().iterator();
             while (it.hasNext()) {
@@ -105,14 +138,28 @@ final class PathReads extends AbstractFunction1<LogicalPlan, BoxedUnit> {
         while (children.hasNext()) collectWrites(children.next(), out);
     }
 
+    /** The directory an {@code InsertIntoHiveDirCommand} writes (fails closed when it cannot be read). */
+    private static String hiveDirectory(LogicalPlan plan) {
+        try {
+            Object storage = plan.getClass().getMethod("storage").invoke(plan);
+            scala.Option<?> uri = ((org.apache.spark.sql.catalyst.catalog.CatalogStorageFormat) storage).locationUri();
+            if (uri.isDefined()) return uri.get().toString();
+        } catch (ReflectiveOperationException | ClassCastException e) {
+            throw new IllegalStateException("cannot tell where " + HIVE_DIR + " writes: " + e, e);
+        }
+        throw new IllegalStateException(HIVE_DIR + " without a directory");
+    }
+
     /** The root paths of every file relation of {@code plan} (its subqueries included) not read through a
-     *  catalog table's own index. */
+     *  catalog table's own index, and the paths of every streaming file source ({@code readStream…load(path)}). */
     static void collect(LogicalPlan plan, Set<String> out) {
         FileIndex index = null;
         if (plan instanceof LogicalRelation lr && lr.relation() instanceof HadoopFsRelation h) {
             index = h.location();
         } else if (plan instanceof DataSourceV2Relation r && r.table() instanceof FileTable t) {
             index = t.fileIndex();
+        } else if (plan instanceof org.apache.spark.sql.execution.streaming.runtime.StreamingRelation s) {
+            StreamPaths.source(s, out);
         }
         if (index != null && !(index instanceof UshasFileIndex)) {
             scala.collection.Iterator<org.apache.hadoop.fs.Path> roots = index.rootPaths().iterator();

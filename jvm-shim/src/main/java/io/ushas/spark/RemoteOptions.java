@@ -11,7 +11,8 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * Remote mode (docs/service.md, "Remote mode"): a catalog whose {@code uri} is {@code http(s)://host:port}
  * is served by {@code ushas serve}. Adaptation only: the options Python's forwarder
  * ({@code ushas_catalog.spark.remote}) needs go into the request context as they are, under
- * {@code remote}: {@code token}, {@code token_file}, and {@code set}, the catalog options that are set
+ * {@code remote}: {@code token}, {@code token_file}, {@code direct} (whether the shim may send read ops to the
+ * service itself: {@link RemoteTransport}), and {@code set}, the catalog options that are set
  * among those remote mode refuses ({@code user}, {@code authorization}); Python decides what they mean.
  */
 final class RemoteOptions {
@@ -32,6 +33,7 @@ final class RemoteOptions {
         ObjectNode remote = context.putObject("remote");
         if (option.apply("token") != null) remote.put("token", option.apply("token"));
         if (option.apply("token-file") != null) remote.put("token_file", option.apply("token-file"));
+        if (option.apply("direct") != null) remote.put("direct", option.apply("direct"));  // RemoteTransport
         ArrayNode set = remote.putArray("set");
         for (String key : new String[] {"user", "authorization"}) {
             if (option.apply(key) != null) set.add(key);

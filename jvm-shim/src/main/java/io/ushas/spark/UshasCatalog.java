@@ -52,6 +52,8 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces,
     private Bridge.BridgeOptions bridgeOptions;
     private Configuration hadoopConf;
     private RelationCache cache = new RelationCache(RelationCache.Settings.fromJson(null));
+    /** remote mode: the ops the JVM sends the service itself (null: every op goes through Python) */
+    private RemoteTransport transport;
     /** ops that change nothing: every other op on an identifier drops its cache entry */
     private static final java.util.Set<String> READS = java.util.Set.of("load_relation", "load_table",
             "relation_exists", "list_partitions", "partition_exists", "load_partition", "list_files", "table_size",
@@ -97,7 +99,9 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces,
                 cacheOptions.put(o.getKey(), o.getValue());
             }
         }
-        cache = new RelationCache(RelationCache.Settings.fromJson(call("open", open, null, null).get("cache")));
+        JsonNode opened = call("open", open, null, null);
+        cache = new RelationCache(RelationCache.Settings.fromJson(opened.get("cache")));
+        transport = RemoteTransport.of(opened.get("transport"));  // remote mode: Python lists the direct ops
         PathReads.initialized(session, this);  // this session's path reads are checked by it (when governed)
     }
 
@@ -144,7 +148,9 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces,
     /** One round trip; a Python error becomes the matching Spark exception. */
     JsonNode call(String op, ObjectNode request, Identifier ident, String[] namespace) {
         if (ident != null && !READS.contains(op)) cache.invalidate(ident);
-        JsonNode answer = Bridge.call(op, request, bridgeOptions);
+        RemoteTransport t = transport;
+        JsonNode answer = t != null && t.serves(op) ? t.call(op, request, bridgeOptions)
+                : Bridge.call(op, request, bridgeOptions);
         JsonNode error = answer.get("error");
         if (error != null && !error.isNull()) throw Errors.toSpark(error, ident, namespace);
         deletePaths(answer.get("delete_paths"));

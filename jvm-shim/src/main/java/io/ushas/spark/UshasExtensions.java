@@ -66,12 +66,10 @@ public final class UshasExtensions extends AbstractFunction1<SparkSessionExtensi
                 return new TempObjectCheck();  // a persistent view must not use temporary objects
             }
         });
-        extensions.injectCheckRule(new AbstractFunction1<SparkSession, scala.Function1<LogicalPlan, BoxedUnit>>() {
-            @Override
-            public scala.Function1<LogicalPlan, BoxedUnit> apply(SparkSession session) {
-                return new PathReads(session);  // files read by path: READ FILES or SELECT without a policy
-            }
-        });
+        // files read or written by path: READ FILES or SELECT without a policy, WRITE FILES or OWN. The last
+        // post-hoc resolution rule (it sees the plan after Hive's and data sources' conversions), not a check rule:
+        // CheckAnalysis rewraps a check rule's AnalysisException without its SQLSTATE (42501)
+        extensions.injectPostHocResolutionRule(PathReads.rule());
         return BoxedUnit.UNIT;
     }
 

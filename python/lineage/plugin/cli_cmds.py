@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from .context import Context
+from ushas_catalog.cli.context import Context
 
 #: output formats of ``lineage sql`` (``--json`` prints the full result as JSON)
 FORMATS: tuple[str, ...] = ("tree", "edges", "openlineage", "dot", "mermaid")
@@ -56,7 +56,7 @@ class _CatalogSchema:
     ctx: Context
 
     def columns(self, name: tuple[str, ...]) -> Mapping[str, str] | None:
-        from lineage.sql_schema import MetastoreSchema
+        from ..sql_schema import MetastoreSchema
 
         if len(name) != 3:
             return None
@@ -70,8 +70,8 @@ class _CatalogSchema:
 
 
 def run_sql(ctx: Context, args: argparse.Namespace) -> int:
-    from lineage.sql import sql_lineage
-    from lineage.sql_schema import ChainedSchema, MappingSchema
+    from ..sql import sql_lineage
+    from ..sql_schema import ChainedSchema, MappingSchema
 
     text = sys.stdin.read() if args.sql == "-" else args.sql
     sources: list[Any] = []
@@ -110,7 +110,7 @@ _RENDERERS: dict[str, Callable[[Any], str]] = {
 #: the subcommands of ``ushas lineage``, in help order
 def register_captured(commands: argparse._SubParsersAction) -> None:
     """upstream, downstream, impact, runs, run, export, status: over captured runs (lineage.cli_capture)."""
-    from lineage.cli_capture import register as register_capture
+    from ..cli_capture import register as register_capture
 
     register_capture(commands)
 

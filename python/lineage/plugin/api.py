@@ -10,16 +10,16 @@ from typing import Any
 
 from flask import Blueprint, Response
 
-from ..errors import InvalidArgument, UshasError
-from .routing import int_arg, page_args, paged, str_arg
-from .state import ServiceState
+from ushas_catalog.errors import InvalidArgument, UshasError
+from ushas_catalog.service.routing import int_arg, page_args, paged, str_arg
+from ushas_catalog.service.state import ServiceState
 
 DATASET_KINDS = ("table", "view", "external table", "path")
 MAX_DEPTH = 20
 
 
 def time_arg(name: str) -> int | None:
-    from lineage.query import parse_time
+    from ..query import parse_time
 
     text = str_arg(name)
     return parse_time(text, name) if text is not None and text.strip() else None
@@ -38,7 +38,7 @@ def owner_and_tags(state: ServiceState, name: str, table_id: str | None) -> tupl
     """A metastore table's owner and USER tags (None, [] for anything else)."""
     if table_id is None:
         return None, []
-    from ..model.names import split_name
+    from ushas_catalog.model.names import split_name
 
     try:
         parts = split_name(name)
@@ -56,7 +56,7 @@ def dataset_page(store: Any, prefix: str, kind: str | None, offset: int, limit: 
     named ``prefix...``), read from the name index page by page: a page costs its own datasets,
     not the whole store. A name a table had before a rename is skipped (it is listed under its
     current name, when lineage saw that one)."""
-    from lineage.store import CapturedDataset
+    from ..store import CapturedDataset
 
     out: list[Any] = []
     seen: set[Any] = set()
@@ -90,7 +90,7 @@ def dataset_page(store: Any, prefix: str, kind: str | None, offset: int, limit: 
     return out
 
 
-def register(bp: Blueprint, state: ServiceState) -> None:
+def register(bp: Blueprint, state: ServiceState, namespaces: dict[str, str] | None = None) -> None:
     ep = state.endpoint
 
     @bp.get("/lineage/datasets")
@@ -106,7 +106,7 @@ def register(bp: Blueprint, state: ServiceState) -> None:
     @bp.get("/lineage/graph")
     @ep
     def column_graph() -> Any:
-        from lineage.graphs import column_graph as build
+        from ..graphs import column_graph as build
 
         node, direction, depth, since, until = walk_args()
         return build(state.lineage, node, direction, depth, since, until)
@@ -114,7 +114,7 @@ def register(bp: Blueprint, state: ServiceState) -> None:
     @bp.get("/lineage/tables")
     @ep
     def table_graph() -> Any:
-        from lineage.graphs import table_graph as build
+        from ..graphs import table_graph as build
 
         node, direction, depth, since, until = walk_args()
         return build(state.lineage, node, direction, depth, since, until)

@@ -16,15 +16,15 @@ from typing import Any
 
 from flask import Blueprint, g, request
 
-from ..errors import BridgeError, Forbidden, InvalidArgument, UshasError
-from ..remote import wire
-from .routing import json_response, status_of
-from .state import LOG, ServiceState
+from ushas_catalog.errors import BridgeError, Forbidden, InvalidArgument, UshasError
+from ushas_catalog.remote import wire
+from ushas_catalog.service.routing import json_response, status_of
+from ushas_catalog.service.state import LOG, ServiceState
 
 METHODS = frozenset({"record", "report_source", "add_dropped"})
 
 
-def register(bp: Blueprint, state: ServiceState) -> None:
+def register(bp: Blueprint, state: ServiceState, namespaces: dict[str, str] | None = None) -> None:
     stores = state.stores
 
     @bp.post("/catalog/lineage")
@@ -63,15 +63,15 @@ def register(bp: Blueprint, state: ServiceState) -> None:
 
 
 def _store(stores: Any, catalogs: dict[str, str]) -> Any:
-    from lineage.store import LineageStore
-    from lineage.tables import MetastoreTableIds
+    from ..store import LineageStore
+    from ..tables import MetastoreTableIds
 
     ms = stores.metastore
     return LineageStore(ms.db, stores.project, layout=ms.layout, tables=MetastoreTableIds(ms, catalogs))
 
 
 def _run(store: Any, method: str, user: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
-    from lineage.store import CapturedRun
+    from ..store import CapturedRun
 
     if method == "record":
         if len(args) != 1 or kwargs or not isinstance(args[0], CapturedRun):

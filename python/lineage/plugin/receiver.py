@@ -9,9 +9,9 @@ from flask import Blueprint
 
 from flask import request
 
-from ..errors import InvalidArgument
-from .routing import body_object, parse_json
-from .state import ServiceState
+from ushas_catalog.errors import InvalidArgument
+from ushas_catalog.service.routing import body_object, parse_json
+from ushas_catalog.service.state import ServiceState
 
 #: the most a gzip-compressed event may inflate to
 MAX_EVENT_BYTES = 16 << 20
@@ -37,7 +37,7 @@ def event_body() -> dict[str, Any]:
 
 
 def register(bp: Blueprint, state: ServiceState, namespaces: dict[str, str]) -> None:
-    from lineage.openlineage_receive import Receiver
+    from ..openlineage_receive import Receiver
 
     receiver: list[Receiver] = []
 

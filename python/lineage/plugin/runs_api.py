@@ -9,10 +9,11 @@ from typing import Any
 
 from flask import Blueprint
 
-from ..errors import InvalidArgument
-from .lineage_api import time_arg
-from .routing import int_arg, str_arg
-from .state import ServiceState
+from ushas_catalog.errors import InvalidArgument
+from ushas_catalog.service.routing import int_arg, str_arg
+from ushas_catalog.service.state import ServiceState
+
+from .api import time_arg
 
 
 def run_json(run: Any, access: str | None = None) -> dict[str, Any]:
@@ -37,7 +38,7 @@ def decode_cursor(cursor: str | None) -> tuple[int, str] | None:
         raise InvalidArgument(f"invalid runs cursor {cursor[:40]!r}") from None
 
 
-def register(bp: Blueprint, state: ServiceState) -> None:
+def register(bp: Blueprint, state: ServiceState, namespaces: dict[str, str] | None = None) -> None:
     ep = state.endpoint
 
     @bp.get("/runs")
@@ -68,7 +69,7 @@ def register(bp: Blueprint, state: ServiceState) -> None:
     def get_run(run_id: str) -> Any:
         text = run_id.strip()
         if len(text) < 4 or any(c not in "0123456789abcdefABCDEF-" for c in text):
-            from ..errors import NoSuchRun
+            from ushas_catalog.errors import NoSuchRun
 
             raise NoSuchRun(f"no lineage run {run_id[:80]!r} (a run id or a prefix of at least 4 hex digits)")
         detail = state.lineage.run(text)

@@ -1,0 +1,122 @@
+package io.ushas.spark;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.HttpURLConnection;
+import java.net.Proxy;
+import java.net.SocketTimeoutException;
+import java.net.URI;
+import java.net.URLEncoder;
+import java.nio.charset.StandardCharsets;
+import java.util.HashSet;
+import java.util.Set;
+
+/**
+ * Remote mode's direct transport (docs/service.md, "Remote mode"): the ops Python's forwarder lists in its
+ * {@code open} answer ({@code transport}: the service's ops URL, the catalog's token, the ops) go from the JVM
+ * straight to the service's {@code POST /api/v1/catalog/ops/<op>}, one HTTP round trip on a keep-alive
+ * connection instead of a Py4J call into Python and then HTTP. Adaptation only, the same contract as
+ * {@code ushas_catalog.spark.remote.forward_text}: the same request body (without the shim's identity fields
+ * and the token, which the service never takes from a body), the caller's wait in {@code X-Ushas-Timeout-Ms},
+ * the service's answer as it is (an error answer included, so Spark's error classes are the same), an
+ * unreachable or silent service a {@code ServiceUnreachable} error ({@code ushas service at URL unreachable}).
+ * Python decides which ops come here, the token and the URL (after checking the catalog's options); the
+ * service decides who calls and checks every call as before. An {@code Unauthorized} answer is asked again
+ * through Python, which reads a {@code token-file} anew.
+ */
+final class RemoteTransport {
+    /** the shim's context fields a service never gets from a client (Python's {@code _PRIVATE_CTX}) */
+    private static final String[] PRIVATE_CTX = {"remote", "user", "user_source", "authorization"};
+
+    private final String opsUrl;
+    private final String shown;
+    private final String token;
+    private final Set<String> ops;
+
+    private RemoteTransport(String opsUrl, String shown, String token, Set<String> ops) {
+        this.opsUrl = opsUrl;
+        this.shown = shown;
+        this.token = token;
+        this.ops = ops;
+    }
+
+    /** The transport Python's {@code open} answer describes, or null (no {@code transport}: every op goes
+     *  through Python). */
+    static RemoteTransport of(JsonNode transport) {
+        if (transport == null || !transport.isObject()) return null;
+        Set<String> ops = new HashSet<>();
+        for (JsonNode op : transport.path("ops")) ops.add(op.asText());
+        String url = Json.text(transport, "ops_url");
+        String token = Json.text(transport, "token");
+        if (url == null || token == null || ops.isEmpty()) return null;
+        return new RemoteTransport(url, Json.text(transport, "url"), token, Set.copyOf(ops));
+    }
+
+    boolean serves(String op) {
+        return ops.contains(op);
+    }
+
+    /** One op answered by the service (its error answers as they are); Python for an {@code Unauthorized}. */
+    JsonNode call(String op, ObjectNode request, Bridge.BridgeOptions options) {
+        ObjectNode body = request.deepCopy();
+        body.remove("deadline_ms");  // the service's deadline comes from the header, on its own clock
+        JsonNode ctx = body.get("ctx");
+        if (ctx instanceof ObjectNode c) {
+            for (String k : PRIVATE_CTX) c.remove(k);
+        }
+        int timeoutMs = (int) Math.min(Integer.MAX_VALUE, 1000L * options.timeoutSeconds());
+        byte[] sent = body.toString().getBytes(StandardCharsets.UTF_8);
+        int status;
+        byte[] data;
+        HttpURLConnection c = null;
+        try {
+            c = (HttpURLConnection) URI.create(opsUrl + URLEncoder.encode(op, StandardCharsets.UTF_8)).toURL()
+                    .openConnection(Proxy.NO_PROXY);
+            c.setRequestMethod("POST");
+            c.setDoOutput(true);
+            c.setUseCaches(false);
+            c.setConnectTimeout(timeoutMs);
+            c.setReadTimeout(timeoutMs);
+            c.setRequestProperty("Authorization", "Bearer " + token);
+            c.setRequestProperty("Content-Type", "application/json");
+            c.setRequestProperty("X-Ushas-Timeout-Ms", Integer.toString(timeoutMs));
+            try (OutputStream out = c.getOutputStream()) {
+                out.write(sent);
+            }
+            status = c.getResponseCode();
+            try (InputStream in = status >= 400 ? c.getErrorStream() : c.getInputStream()) {
+                data = in == null ? new byte[0] : in.readAllBytes();  // read to the end: the connection is reused
+            }
+        } catch (SocketTimeoutException e) {
+            if (c != null) c.disconnect();
+            return unreachable("no answer within " + options.timeoutSeconds() + " s (spark.sql.catalog."
+                    + options.catalog() + ".bridge.timeout)");
+        } catch (IOException | IllegalArgumentException e) {
+            if (c != null) c.disconnect();
+            return unreachable(e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage());
+        }
+        if (status == 401) return Bridge.call(op, request, options);  // Python resolves the token again
+        JsonNode answer = null;
+        try {
+            answer = data.length > 0 && data[0] == '{' ? Json.MAPPER.readTree(data) : null;
+        } catch (IOException ignored) {
+            // answered below
+        }
+        if (answer == null || (status != 200 && !(answer.get("error") instanceof ObjectNode))) {
+            throw new Errors.UshasBridgeException("Ushas catalog: the ushas service at " + shown + " answered '" + op
+                    + "' with HTTP " + status + " and no JSON answer (is it an ushas service?)");
+        }
+        return answer;
+    }
+
+    private JsonNode unreachable(String why) {
+        ObjectNode error = Json.object();
+        error.putObject("error").put("type", "ServiceUnreachable")
+                .put("message", "ushas service at " + shown + " unreachable: " + why);
+        return error;
+    }
+}
