@@ -160,11 +160,28 @@ def test_bad_stream_options_are_refused_before_anything_is_written(spark: Any, d
 def test_stream_into_unpartitioned_table(spark: Any, db: str, ms: Any, tmp_path: Path) -> None:
     t = f"ushas.{db}.plain"
     spark.sql(f"CREATE TABLE {t} (value BIGINT) USING parquet")
-    feed(tmp_path / "in", [[7], [8, 9]])
+    feed(tmp_path / "in", [[7], [8, 9], [10], [11]])
     src = spark.readStream.schema("value BIGINT").option("maxFilesPerTrigger", 1).json(str(tmp_path / "in"))
     run_available(src.writeStream.option("checkpointLocation", str(tmp_path / "ck")), t)
-    assert values(spark, t) == [7, 8, 9]
-    assert len(ms.table_data_files(("ushas", db, "plain"))) == 2
+    assert values(spark, t) == [7, 8, 9, 10, 11]
+    assert len(ms.table_data_files(("ushas", db, "plain"))) == 4
+    # the first batch writes the list and the table's file stats whole (a new table has none); no later
+    # batch rewrote the list: each added one chunk holding its own files, and its history entry names
+    # them without a copy of the list (so batch N writes what batch 2 does)
+    from ushas_catalog.keyspace.layout import TABLE_DATA_FILES_HISTORY
+    from ushas_catalog.model.names import TableName
+    from ushas_catalog.records.store import RecordStore
+
+    def stored(tr: Any) -> tuple[int, list[Any]]:
+        table = ms.resolver.table(tr, TableName.parse(f"ushas.{db}.plain"))
+        begin, end = table.store("TableDataFiles").prefix_range(())
+        history = [sr.record for sr in RecordStore.of(table.path, TABLE_DATA_FILES_HISTORY).scan(tr)]
+        return len(list(tr.get_range(begin, end))), history
+
+    keys, history = ms.db.run(stored)
+    appends = [c for c in history if c.appended]
+    assert [len(c.appended) for c in appends] == [1, 1, 1] and all(not c.previous.files for c in appends)
+    assert keys == 1 + 3  # the list as the first batch wrote it, then one chunk per later batch
 
 
 def test_lineage_of_a_streaming_aggregation_is_a_run_per_micro_batch(spark: Any, db: str, tmp_path: Path) -> None:

@@ -37,6 +37,21 @@ def before_change(change: rec.PartitionChange, after: rec.Partition | None) -> r
     return out
 
 
+def list_before(change: Any, after: Any) -> Any:
+    """An unpartitioned table's file list (``DataFileList``) before a ``DataFileListChange``, given the list
+    after it (None: not recorded): the kept copy, or for an append the list after it without the files it
+    appended, with the version before it. None: not recorded before it."""
+    if not change.HasField("previous"):
+        return None
+    if not change.appended:
+        return change.previous
+    out = rec.DataFileList(version=change.previous.version)
+    if after is not None:
+        gone = {f.path for f in change.appended}
+        out.files.extend(f for f in after.files if f.path not in gone)
+    return out
+
+
 def partitions_before(tr: Transaction, store: RecordStore[rec.Partition], history: RecordStore[rec.PartitionChange],
                       begin: bytes) -> dict[tuple[Any, ...], rec.Partition | None]:
     """Every partition a change at or after the history key ``begin`` touched, as it was before the

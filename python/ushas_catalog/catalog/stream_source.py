@@ -26,7 +26,7 @@ from ..model.data_files import DataFile, from_records
 from ..model.names import NameLike, TableName
 from ..records.store import RecordStore
 from .history import HistoryOps
-from .partition_appends import before_change
+from .partition_appends import before_change, list_before
 from .resolver import ResolvedTable
 from .visibility import as_of
 
@@ -153,10 +153,13 @@ class StreamSourceOps(HistoryOps):
         begin = history.key((max(after, 0) + 1,))
         for sr in history.scan(tr, begin, history.range()[1], reverse=True):
             v = sr.key[0]
-            before = sr.record.previous if sr.record.HasField("previous") else None
+            before = list_before(sr.record, then)
             if v <= through:
-                after_files = [] if then is None else from_records(then.files)
-                added, removed = _diff([] if before is None else from_records(before.files), after_files)
+                if sr.record.appended:  # an append: what it appended, nothing removed
+                    added, removed = sorted(from_records(sr.record.appended), key=lambda f: f.path), 0
+                else:
+                    after_files = [] if then is None else from_records(then.files)
+                    added, removed = _diff([] if before is None else from_records(before.files), after_files)
                 out.append((v, [AddedFile((), None, f) for f in added], removed))
             then = before
         return out

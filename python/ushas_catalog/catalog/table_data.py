@@ -11,6 +11,7 @@ from .. import records as rec
 from ..keyspace.tree import KeySpacePath
 from ..kv import Transaction
 from ..data.garbage import Garbage, data_file_records, record_garbage
+from ..errors import InvalidArgument
 from ..model.data_files import DataFile, from_records
 from ..model.names import NameLike, TableName
 from ..records.store import RecordStore
@@ -124,14 +125,22 @@ class TableDataOps(MetastoreBase):
                           remove_properties: Sequence[str] = (), garbage: Garbage | None = None,
                           unchanged_since: int | None = None, expected_version: int | None = None,
                           detail: Mapping[str, Any] | None = None, write_id: str | None = None,
-                          deadline_ms: int | None = None) -> int:
+                          deadline_ms: int | None = None, append: bool = False) -> int:
         """A write (or truncate) of an unpartitioned table in one commit: its data files become
         ``files`` (None: not recorded), the stats properties are set / removed, ``garbage`` (the files
         let go) is kept until purge. ``unchanged_since``: :class:`WriteConflict` if the table's
         files changed after that version. Returns the new version. ``write_id`` / ``deadline_ms``:
-        a fenced write (:mod:`ushas_catalog.data.write_fence`)."""
+        a fenced write (:mod:`ushas_catalog.data.write_fence`). ``append``: ``files`` are only the
+        files added to the recorded list, at a cost independent of the files already there
+        (:meth:`_append_table_files`; :class:`FilesNotRecorded`, nothing written, when not recorded)."""
         from ..errors import WriteConflict
 
+        if append:
+            if files is None or operation != "APPEND" or garbage or unchanged_since is not None:
+                raise InvalidArgument("an append gives the files it adds, nothing let go, no overwrite check")
+            return self._append_table_files(name, files, set_properties=set_properties,
+                                            remove_properties=remove_properties, expected_version=expected_version,
+                                            detail=detail, write_id=write_id, deadline_ms=deadline_ms)
         tn = TableName.parse(name)
         check_expected(expected_version)
         file_list = None if files is None else list(files)
@@ -174,6 +183,65 @@ class TableDataOps(MetastoreBase):
                                              detail=dict(detail or {})))
 
         return self._fenced(write_id, deadline_ms, tn, fn, version_answer, version_of)
+
+    def _append_table_files(self, name: NameLike, files: Sequence[DataFile], *,
+                           set_properties: Mapping[str, str] | None = None, remove_properties: Sequence[str] = (),
+                           expected_version: int | None = None, detail: Mapping[str, Any] | None = None,
+                           write_id: str | None = None, deadline_ms: int | None = None) -> int:
+        """An append into an unpartitioned table whose files are recorded, at a cost independent of the
+        files already there: ``files`` go in as chunks of the list (:meth:`RecordStore.append`) and the
+        history entry names only them (``DataFileListChange.appended``), nothing of the list is read or
+        rewritten. :class:`FilesNotRecorded` (nothing written) when the table's files are not recorded.
+        Returns the new version."""
+        from ..errors import FilesNotRecorded
+
+        tn = TableName.parse(name)
+        check_expected(expected_version)
+        added = data_file_records(list(files))
+
+        def fn(tr: Transaction) -> int:
+            t = self.resolver.table(tr, tn)
+            expect_version("table", tn, t.ref.version, expected_version)
+            store = t.store("TableDataFiles")
+            head = store.last_appended(tr, ()) or store.load(tr, ())
+            if head is None:
+                raise FilesNotRecorded(f"the files of {tn} are not recorded: the write lists its location")
+            v = t.ref.version + 1
+            now = now_micros()
+            store.append(tr, (), _list_chunks(added, v, store.chunk_bytes))
+            RecordStore.of(t.path, TABLE_DATA_FILES_HISTORY).save(
+                tr, (v,), DataFileListChange(previous=rec.DataFileList(version=head.version), appended=added))
+            previous: dict[str, Message] = {}
+            old_props = t.store("TableProperties").load(tr, ())
+            props = copy_record(old_props)
+            for key, value in (set_properties or {}).items():
+                props.properties[key] = value
+            for key in remove_properties:
+                props.properties.pop(key, None)
+            if props != old_props:
+                t.store("TableProperties").save(tr, (), props)
+                previous["TableProperties"] = old_props
+            return self._commit(tr, Mutation("table", str(tn), t.path, "APPEND", v, copy_record(t.ref),
+                                             time_micros=now, previous=previous, changed=tuple(previous),
+                                             detail=dict(detail or {})))
+
+        return self._fenced(write_id, deadline_ms, tn, fn, version_answer, version_of)
+
+
+def _list_chunks(files: list[Any], version: int, limit: int) -> list[Any]:
+    """``files`` as ``DataFileList`` chunks of at most ``limit`` bytes, each carrying ``version``."""
+    out: list[Any] = []
+    group: list[Any] = []
+    size = 32
+    for f in files:
+        n = f.ByteSize() + 8
+        if group and size + n > limit:
+            out.append(rec.DataFileList(files=group, version=version))
+            group, size = [], 32
+        group.append(f)
+        size += n
+    out.append(rec.DataFileList(files=group, version=version))
+    return out
 
 
 def init_table_files(path: KeySpacePath, tr: Transaction, records: Sequence[Any], version: int) -> None:

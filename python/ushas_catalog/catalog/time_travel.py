@@ -31,7 +31,7 @@ from ..records.store import RecordStore
 from ..records.time_travel_pb2 import PurgeMark, VersionTag
 from .history import HistoryOps
 from .infos import table_info
-from .partition_appends import partitions_before
+from .partition_appends import list_before, partitions_before
 from .resolver import ResolvedTable
 from .visibility import as_of
 from .values import now_micros
@@ -76,8 +76,8 @@ def table_files_at(tr: Transaction, t: ResolvedTable, v: int) -> list[DataFile] 
     current = t.store("TableDataFiles").load(tr, ())
     then = current
     history = RecordStore.of(t.path, TABLE_DATA_FILES_HISTORY)
-    for sr in history.scan(tr, history.key((v + 1,)), history.range()[1], limit=1):
-        then = sr.record.previous if sr.record.HasField("previous") else None
+    for sr in history.scan(tr, history.key((v + 1,)), history.range()[1], reverse=True):
+        then = list_before(sr.record, then)  # newest first: an append is undone from the list after it
     if then is None:
         if v == t.ref.version:
             return None

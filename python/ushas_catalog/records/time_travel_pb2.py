@@ -25,17 +25,17 @@ _sym_db = _symbol_database.Default()
 from ushas_catalog.records import partition_pb2 as ushas__catalog_dot_records_dot_partition__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\'ushas_catalog/records/time_travel.proto\x12\x0fushas.metastore\x1a%ushas_catalog/records/partition.proto\"W\n\x12\x44\x61taFileListChange\x12\x34\n\x08previous\x18\x01 \x01(\x0b\x32\x1d.ushas.metastore.DataFileListH\x00\x88\x01\x01\x42\x0b\n\t_previous\"F\n\nVersionTag\x12\x0f\n\x07version\x18\x01 \x01(\x03\x12\x19\n\x11\x63reated_at_micros\x18\x02 \x01(\x03\x12\x0c\n\x04user\x18\x03 \x01(\t\"K\n\tPurgeMark\x12\x18\n\x10purged_at_micros\x18\x01 \x01(\x03\x12\x16\n\x0ethrough_micros\x18\x02 \x01(\x03\x12\x0c\n\x04user\x18\x03 \x01(\tb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\'ushas_catalog/records/time_travel.proto\x12\x0fushas.metastore\x1a%ushas_catalog/records/partition.proto\"\x84\x01\n\x12\x44\x61taFileListChange\x12\x34\n\x08previous\x18\x01 \x01(\x0b\x32\x1d.ushas.metastore.DataFileListH\x00\x88\x01\x01\x12+\n\x08\x61ppended\x18\x02 \x03(\x0b\x32\x19.ushas.metastore.DataFileB\x0b\n\t_previous\"F\n\nVersionTag\x12\x0f\n\x07version\x18\x01 \x01(\x03\x12\x19\n\x11\x63reated_at_micros\x18\x02 \x01(\x03\x12\x0c\n\x04user\x18\x03 \x01(\t\"K\n\tPurgeMark\x12\x18\n\x10purged_at_micros\x18\x01 \x01(\x03\x12\x16\n\x0ethrough_micros\x18\x02 \x01(\x03\x12\x0c\n\x04user\x18\x03 \x01(\tb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'ushas_catalog.records.time_travel_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_DATAFILELISTCHANGE']._serialized_start=99
-  _globals['_DATAFILELISTCHANGE']._serialized_end=186
-  _globals['_VERSIONTAG']._serialized_start=188
-  _globals['_VERSIONTAG']._serialized_end=258
-  _globals['_PURGEMARK']._serialized_start=260
-  _globals['_PURGEMARK']._serialized_end=335
+  _globals['_DATAFILELISTCHANGE']._serialized_start=100
+  _globals['_DATAFILELISTCHANGE']._serialized_end=232
+  _globals['_VERSIONTAG']._serialized_start=234
+  _globals['_VERSIONTAG']._serialized_end=304
+  _globals['_PURGEMARK']._serialized_start=306
+  _globals['_PURGEMARK']._serialized_end=381
 # @@protoc_insertion_point(module_scope)

@@ -1,16 +1,19 @@
 from ushas_catalog.records import partition_pb2 as _partition_pb2
+from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from collections.abc import Mapping as _Mapping
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class DataFileListChange(_message.Message):
-    __slots__ = ("previous",)
+    __slots__ = ("previous", "appended")
     PREVIOUS_FIELD_NUMBER: _ClassVar[int]
+    APPENDED_FIELD_NUMBER: _ClassVar[int]
     previous: _partition_pb2.DataFileList
-    def __init__(self, previous: _Optional[_Union[_partition_pb2.DataFileList, _Mapping]] = ...) -> None: ...
+    appended: _containers.RepeatedCompositeFieldContainer[_partition_pb2.DataFile]
+    def __init__(self, previous: _Optional[_Union[_partition_pb2.DataFileList, _Mapping]] = ..., appended: _Optional[_Iterable[_Union[_partition_pb2.DataFile, _Mapping]]] = ...) -> None: ...
 
 class VersionTag(_message.Message):
     __slots__ = ("version", "created_at_micros", "user")

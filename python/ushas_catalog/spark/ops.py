@@ -32,7 +32,7 @@ from .cache import partition_rows  # noqa: F401 - the bridge's partition rows (t
 from .tables import (SparkCtx, create_arguments, database_of, location_of, partition_columns_last, qualify,
                      rename_move, table_answer, table_name, view_answer)
 from .stream_schema import check_batch_schema
-from .writes import (STATS_PROPERTIES, appended_partitions, check_nothing_added, committed, plan_file_replacement,
+from .writes import (STATS_PROPERTIES, append_table, appended_partitions, check_nothing_added, committed, plan_file_replacement,
                      plan_write, row_level_isolation)
 from .row_level import OPS as ROW_LEVEL_OPS, row_level_operation
 from ..model.table_changes import changes_from_json
@@ -602,6 +602,10 @@ def _commit_write(ms: Any, name: tuple[str, str, str], info: Any, r: Request, fe
         for key, prop in STATS_PROPERTIES.items():
             text = info.properties.get(prop)
             old_stats[key] = int(text) if text is not None and text.isdigit() else None
+        if mode == "append" and r.get("operation") is None:
+            done = append_table(ms, name, info.version, r, old_stats, detail, _fence_args(fence))
+            if done is not None:
+                return done
         old_files = ms.table_data_files(name)
     existing = list(ms.list_partitions(name)) if partition_by else []
     if mode == "replace_files":  # a row-level rewrite: its own check (the files it read are still there)

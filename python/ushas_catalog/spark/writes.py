@@ -336,6 +336,42 @@ def plan_write(location: str, partition_by: list[str], existing: list[Any], old_
     return plan
 
 
+def appended_table_files(written: list[dict[str, Any]], rows: int | None,
+                         old_stats: dict[str, int | None]) -> tuple[list[DataFile], dict[str, str], list[str]] | None:
+    """An append into an unpartitioned table without reading its file list: the files it adds, the stats
+    properties to set and to remove (files and bytes from the table's stats plus the new ones; rows
+    unknown when either is). None: the table's file and byte counts are not known (plan the whole list)."""
+    files, size = old_stats.get("files"), old_stats.get("bytes")
+    if files is None or size is None:
+        return None
+    new = _files((written[0] if written else {}).get("files"))
+    old_rows = old_stats.get("rows")
+    props = {STATS_PROPERTIES["files"]: str(files + len(new)), STATS_PROPERTIES["bytes"]: str(size + total_size(new))}
+    if rows is not None and old_rows is not None:
+        return new, {**props, STATS_PROPERTIES["rows"]: str(old_rows + rows)}, []
+    return new, props, [STATS_PROPERTIES["rows"]] if old_rows is not None else []
+
+
+def append_table(ms: Any, name: tuple[str, str, str], version: int, r: dict[str, Any],
+                 old_stats: dict[str, int | None], detail: dict[str, Any], fenced: dict[str, Any]) -> dict[str, Any] | None:
+    """An append (request ``r``) into an unpartitioned table at ``version`` whose files are recorded: this
+    job's files go in as chunks of its list, at a cost independent of the files already there (the list is
+    neither read nor rewritten). None: not possible (files or stats not recorded; nothing written): plan it
+    whole. ``fenced``: the fence arguments of the write."""
+    from ..errors import FilesNotRecorded
+
+    planned = appended_table_files(list(r.get("written") or []), r.get("rows"), old_stats)
+    if planned is None:
+        return None
+    files, props, remove = planned
+    try:
+        v = ms.write_table_files(name, files, "APPEND", set_properties=props, remove_properties=remove,
+                                 expected_version=version, detail=detail, append=True, **fenced)
+    except FilesNotRecorded:
+        return None
+    return {"registered": 0, "version": v}
+
+
 def appended_partitions(location: str, partition_by: list[str], written: list[dict[str, Any]],
                         rows: int | None) -> list[Partition]:
     """An append into a partitioned table as :meth:`~ushas_catalog.catalog.partitions.PartitionOps.
