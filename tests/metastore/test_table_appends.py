@@ -111,3 +111,17 @@ def test_an_append_to_a_table_whose_files_are_not_recorded_writes_nothing(sales:
     assert sales.get_table(T).version == v and sales.table_data_files(T) is None
     with pytest.raises(InvalidArgument, match="an append gives the files it adds"):
         sales.write_table_files(T, [f("x")], "OVERWRITE", append=True)
+
+
+def test_a_dropped_table_with_appended_files_is_purged_whole(table: Metastore) -> None:
+    """A dropped table's purge deletes every file its appends added (here listed: the location is shared
+    with a live table of the same directory), not only the list as its first write saved it."""
+    ms = table
+    ms.write_table_files(T, [f("a0")], "APPEND")
+    append(ms, "a1")
+    append(ms, "a2")
+    ms.drop_table(T)
+    ms.create_table(T, "v BIGINT")  # a live table at the same location: the dropped one's files are listed
+    paths: list[str] = []
+    assert ms.purge_table(T, data_paths=paths) == 1
+    assert sorted(names(DataFile(p, 0, 0) for p in paths)) == ["a0", "a1", "a2"]
