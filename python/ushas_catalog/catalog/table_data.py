@@ -165,16 +165,7 @@ class TableDataOps(MetastoreBase):
             else:
                 store.save(tr, (), rec.DataFileList(files=data_file_records(file_list), version=v))
             record_files_change(t.path, tr, v, old_files)
-            previous: dict[str, Message] = {}
-            old_props = t.store("TableProperties").load(tr, ())
-            props = copy_record(old_props)
-            for key, value in (set_properties or {}).items():
-                props.properties[key] = value
-            for key in remove_properties:
-                props.properties.pop(key, None)
-            if props != old_props:
-                t.store("TableProperties").save(tr, (), props)
-                previous["TableProperties"] = old_props
+            previous = _set_properties(tr, t, set_properties, remove_properties)
             if garbage:
                 record_garbage(tr, self.project_path, t.id, str(tn), operation, garbage, now)
             return self._commit(tr, Mutation("table", str(tn), t.path, operation, v, copy_record(t.ref),
@@ -211,16 +202,7 @@ class TableDataOps(MetastoreBase):
             store.append(tr, (), _list_chunks(added, v, store.chunk_bytes))
             RecordStore.of(t.path, TABLE_DATA_FILES_HISTORY).save(
                 tr, (v,), DataFileListChange(previous=rec.DataFileList(version=head.version), appended=added))
-            previous: dict[str, Message] = {}
-            old_props = t.store("TableProperties").load(tr, ())
-            props = copy_record(old_props)
-            for key, value in (set_properties or {}).items():
-                props.properties[key] = value
-            for key in remove_properties:
-                props.properties.pop(key, None)
-            if props != old_props:
-                t.store("TableProperties").save(tr, (), props)
-                previous["TableProperties"] = old_props
+            previous = _set_properties(tr, t, set_properties, remove_properties)
             return self._commit(tr, Mutation("table", str(tn), t.path, "APPEND", v, copy_record(t.ref),
                                              time_micros=now, previous=previous, changed=tuple(previous),
                                              detail=dict(detail or {})))
@@ -262,3 +244,19 @@ def record_files_change(path: KeySpacePath, tr: Transaction, version: int, previ
     recorded), so that reads as of an older version read exactly its files."""
     change = DataFileListChange() if previous is None else DataFileListChange(previous=previous)
     RecordStore.of(path, TABLE_DATA_FILES_HISTORY).save(tr, (version,), change)
+
+
+def _set_properties(tr: Transaction, t: ResolvedTable, set_properties: Mapping[str, str] | None,
+                    remove_properties: Sequence[str]) -> dict[str, Message]:
+    """Sets and removes table properties in ``tr``; answers ``{"TableProperties": <before>}`` when they
+    changed (the mutation's ``previous``), else nothing."""
+    old_props = t.store("TableProperties").load(tr, ())
+    props = copy_record(old_props)
+    for key, value in (set_properties or {}).items():
+        props.properties[key] = value
+    for key in remove_properties:
+        props.properties.pop(key, None)
+    if props == old_props:
+        return {}
+    t.store("TableProperties").save(tr, (), props)
+    return {"TableProperties": old_props}
