@@ -115,11 +115,7 @@ def committed(table_location: str, partition_by: list[str], deleted: list[str],
             drop.append(parse_partition_path(path))
     put: list[Partition] = []
     for w in written:
-        spec = parse_partition_path(w["path"])
-        if sorted(spec) != sorted(partition_by):
-            raise InvalidArgument(f"written directory {w['path']!r} does not name the partition columns "
-                                  f"{', '.join(partition_by)}")
-        values = {k: (None if v == NULL_PARTITION else v) for k, v in spec.items()}
+        values = written_values(w["path"], partition_by)
         put.append(Partition(values=values, location=f"{table_location.rstrip('/')}/{w['path'].strip('/')}",
                              files=int(w["files"]), bytes=int(w["bytes"])))
     return drop, put
@@ -380,12 +376,8 @@ def appended_partitions(location: str, partition_by: list[str], written: list[di
     single = rows if len(written) == 1 else None
     out: list[Partition] = []
     for w in written:
-        spec = parse_partition_path(w["path"])
-        if sorted(spec) != sorted(partition_by):
-            raise InvalidArgument(f"written directory {w['path']!r} does not name the partition columns "
-                                  f"{', '.join(partition_by)}")
+        values = written_values(w["path"], partition_by)
         new = _files(w.get("files"))
-        values = {k: (None if v == NULL_PARTITION else v) for k, v in spec.items()}
         out.append(Partition(values=values, location=_join(location, w["path"]), files=len(new),
                              bytes=total_size(new), rows=single, properties={}, data_files=new))
     return out
@@ -548,3 +540,13 @@ def check_nothing_added(base: Any, location: str, partition_by: list[str], exist
             text = "/".join(f"{k}={v}" for k, v in p.spec.items())
             raise WriteConflict(f"partition {text} had {len(added)} file(s) added by another write since version "
                                 f"{base.version}, which the statement read: {hint}")
+
+
+def written_values(path: str, partition_by: list[str]) -> dict[str, str | None]:
+    """The partition values a written directory (``a=1/b=x``, relative to the table) names; an
+    InvalidArgument when it does not name exactly the partition columns."""
+    spec = parse_partition_path(path)
+    if sorted(spec) != sorted(partition_by):
+        raise InvalidArgument(f"written directory {path!r} does not name the partition columns "
+                              f"{', '.join(partition_by)}")
+    return {k: (None if v == NULL_PARTITION else v) for k, v in spec.items()}
