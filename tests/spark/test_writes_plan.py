@@ -269,3 +269,25 @@ def test_many_partitions_are_planned_in_linear_time() -> None:
     plan = plan_write(LOC, ["dt"], existing, None, {}, "dynamic", [], [written(f"dt={i}", 1) for i in range(n)], None)
     assert len(plan.put) == n and plan.drop == []
     assert all(len(p.data_files) == 1 for p in plan.put[:: n // 10])
+
+
+@pytest.mark.parametrize("path, partition_by, values", [
+    ("dt=2024-01-01", ["dt"], {"dt": "2024-01-01"}),
+    ("a=1/b=x%2Fy", ["a", "b"], {"a": "1", "b": "x/y"}),
+    ("b=x/a=1", ["a", "b"], {"a": "1", "b": "x"}),
+    ("dt=__HIVE_DEFAULT_PARTITION__", ["dt"], {"dt": None}),
+])
+def test_a_written_directory_names_its_partition_values(path: str, partition_by: list[str],
+                                                        values: dict[str, str | None]) -> None:
+    from ushas_catalog.spark.writes import written_values
+
+    assert written_values(path, partition_by) == values
+
+
+@pytest.mark.parametrize("path, partition_by", [("dt=1", ["dt", "h"]), ("x=1", ["dt"]), ("dt=1/h=2", ["dt"])])
+def test_a_written_directory_that_does_not_name_the_partition_columns_is_refused(path: str,
+                                                                                 partition_by: list[str]) -> None:
+    from ushas_catalog.spark.writes import written_values
+
+    with pytest.raises(InvalidArgument, match=rf"written directory '{path}' does not name the partition columns"):
+        written_values(path, partition_by)
