@@ -211,7 +211,7 @@ public final class UshasLineageListener extends SparkListener implements QueryEx
                     QueryExecution qe = lastQe;
                     lastQe = null;
                     complete(end, lastFunc, qe, lastError);
-                } else if (MicroBatches.isMicroBatch(e.qe())) {
+                } else if (MicroBatches.isMicroBatch(e.qe()) && listensTo(e.qe())) {
                     // a streaming micro-batch: Spark calls no QueryExecutionListener for it; its end is the run
                     complete(end, "microBatch", e.qe(), e.executionFailure().isDefined()
                             ? new RuntimeException(e.executionFailure().get().toString()) : null);
@@ -222,6 +222,21 @@ public final class UshasLineageListener extends SparkListener implements QueryEx
             }
         } catch (Throwable t) {  // lineage never disturbs the application
             LOG.warn("Ushas lineage: capture failed for an event: {}", t.toString());
+        }
+    }
+
+    /** Whether this listener is one of the session's that ran {@code qe}: every session has its own listener
+     *  on the context's shared bus, so a micro-batch (which no QueryExecutionListener hears) is completed by
+     *  its own session's listener only, not once more by every other session's (a lone copy of the
+     *  micro-batch would be stored as a run of its own). True when the session cannot be asked. */
+    private boolean listensTo(QueryExecution qe) {
+        try {
+            for (var l : qe.sparkSession().listenerManager().listListeners()) {
+                if (l == this) return true;
+            }
+            return false;
+        } catch (Throwable t) {
+            return true;
         }
     }
 
