@@ -61,7 +61,8 @@ PY_MODULES = ("spark/bridge", "spark/ops", "spark/one_transaction", "spark/reads
               "spark/procedures", "procedures/registry", "procedures/tables", "procedures/stats",
               "spark/view_sync", "spark/functions",
               "spark/describe",
-              "spark/shares", "spark/time_travel", "changes/streams", "spark/stream_source")
+              "spark/shares", "spark/time_travel", "changes/streams", "spark/stream_source",
+              "spark/remote")
 #: fields the shim writes into JSON that is not a bridge request, each with where it goes
 NOT_REQUEST_FIELDS = {
     "entries": "RelationCache.stats(): the cache's own counters, shown by the shim",

@@ -36,6 +36,8 @@ CATALOG_OPTIONS: tuple[SparkOption, ...] = (
     SparkOption("token", None, "remote mode (an http(s):// uri): the service's token (default: .token-file, "
                                "then the USHAS_TOKEN environment variable; docs/service.md)"),
     SparkOption("token-file", None, "remote mode: a file holding the service's token"),
+    SparkOption("direct", "true", "remote mode: the shim sends read ops to the service itself (false: every "
+                                  "call through the driver's Python; docs/service.md)"),
     SparkOption("project", "default", "the tenant project"),
     SparkOption("create", "false", "create the store when it does not exist (else a missing store is an error "
                                    "naming the uri; configure() sets true)"),
