@@ -1,9 +1,10 @@
-"""A REST client of several ``ushas serve`` replicas: ``python replica_writer.py BASES TOKEN SEED SECONDS``.
+"""A REST client of several ``ushas serve`` replicas: ``python replica_writer.py BASES TOKEN SEED SECONDS [MET]``.
 
 BASES is a comma-separated list of ``http://127.0.0.1:PORT`` replicas; each call goes to the next one
 (round robin). For SECONDS it changes the owner of one of the tables ``main.db.r0..r{R-1}`` (a new
 table version) or tags one with a tag of its own (``w<SEED>_<i>``). Prints one JSON line: the tags
-and owner changes acknowledged (200), and the calls whose outcome is unknown (the replica died).
+and owner changes acknowledged (200), and the calls whose outcome is unknown (the replica died). MET: a
+file created at the first such call (so a test can keep a replica dead until a writer has met it).
 """
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ def call(base: str, token: str, method: str, path: str, body: dict) -> int:
 
 def main() -> int:
     bases, token, seed, seconds = sys.argv[1].split(","), sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+    met = sys.argv[5] if len(sys.argv) > 5 else None
     rnd = random.Random(seed)
     acked_tags: list[list] = []
     owners = {f"r{t}": 0 for t in range(TABLES)}
@@ -55,6 +57,8 @@ def main() -> int:
                 refused += 1
         except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
             unknown += 1          # the replica died or restarts: the call may or may not have happened
+            if met is not None and unknown == 1:
+                open(met, "w").close()
             time.sleep(0.05)
         i += 1
     print(json.dumps({"tags": acked_tags, "owners": owners, "unknown": unknown, "refused": refused, "calls": i}),

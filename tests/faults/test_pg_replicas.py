@@ -168,12 +168,14 @@ def test_concurrent_writers_through_different_replicas_lose_no_update(cluster: C
         assert [h.version for h in ms.history(f"{DATABASE}.r1")] == list(range(table["version"], 0, -1))
 
 
-def test_eight_writers_three_replicas_and_sigkills_match_the_change_feed(cluster: Cluster) -> None:
+def test_eight_writers_three_replicas_and_sigkills_match_the_change_feed(cluster: Cluster, tmp_path: Path) -> None:
     bases = ",".join(r.base for r in cluster.replicas)
-    seconds = 10
+    seconds = 14
+    met = [tmp_path / f"met-{seed}" for seed in range(4)]  # a writer's call met the dead replica
     with Metastore.open(cluster.uri, project=PROJECT, create=False) as ms:
         before = {f"r{t}": ms.get_table(f"{DATABASE}.r{t}").version for t in range(REST_TABLES)}
-    rest = [subprocess.Popen([sys.executable, REST_WRITER, bases, cluster.token, str(seed), str(seconds)],
+    rest = [subprocess.Popen([sys.executable, REST_WRITER, bases, cluster.token, str(seed), str(seconds),
+                              str(met[seed])],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
             for seed in range(4)]
     direct = [subprocess.Popen([sys.executable, STORE_WRITER, cluster.uri, str(seed), "0"],
@@ -184,6 +186,9 @@ def test_eight_writers_three_replicas_and_sigkills_match_the_change_feed(cluster
         cluster.replicas[1].kill()                 # a replica dies mid-load ...
         direct[0].send_signal(signal.SIGKILL)      # ... and a direct writer
         time.sleep(2)
+        dead_until = time.monotonic() + 8  # on a loaded machine a call can take seconds: dead until one met it
+        while not any(m.exists() for m in met) and time.monotonic() < dead_until:
+            time.sleep(0.1)
         cluster.replicas[1].start(same_port=True)  # back on its port: its clients' calls work again
         direct.append(subprocess.Popen([sys.executable, STORE_WRITER, cluster.uri, "200", "0"],
                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=_env()))
