@@ -33,5 +33,5 @@ def test_a_call_failing_in_python_keeps_this_driver_as_the_backend(spark: Any, d
 
     monkeypatch.setattr(bridge.Backend, "call", recording)
     spark.sql(f"CREATE TABLE ushas.{db}.after (id INT) USING parquet")
-    assert [r.tableName for r in spark.sql(f"SHOW TABLES IN ushas.{db}").collect()] == ["after"]
+    assert [r.tableName for r in spark.sql(f"SHOW TABLES IN ushas.{db}").collect() if not r.isTemporary] == ["after"]
     assert "list_relations" in answered, answered  # this driver answered: no bridge process took its place
