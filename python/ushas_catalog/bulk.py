@@ -65,6 +65,7 @@ from .bulk_work import (BULK_AT, CHUNK_BYTES, CHUNK_ITEMS, CHUNKERS, PendingWork
                         finish_for, finish_pending, has_after, new_work, now_micros, owner_alive, pending_work,
                         resume, rollback_quietly, run_after, table_path, unlist, work_store)
 from .catalog.partition_appends import byte_count, file_count
+from .catalog.resolver import ResolvedTable
 from .catalog.visibility import TooBig, bulk_pending, check_no_pending, visible, visible_raw  # noqa: F401 - the readers' side, shown here too
 from .errors import Conflict, FilesNotRecorded, InvalidArgument, NoSuchPartition, PartitionAlreadyExists
 from .keyspace.tree import KeySpacePath
@@ -383,6 +384,18 @@ def _size(data: bytes) -> int:
     return FDB_LIMITS.value_bytes + 1 + len(data) if isinstance(data, Joined) else len(data)
 
 
+def _live_at(ms: "Metastore", tr: Transaction, t: _TableAt, operation: str,
+             work: Work) -> tuple[ResolvedTable, rec.TableReference]:
+    """The table a staged operation publishes into, still the one it staged at the version before its own,
+    and a copy of its reference to update (a Conflict otherwise: the table is blocked while it runs)."""
+    live = ms.resolver.table(tr, t.name)
+    if live.path.key() != t.path.key() or live.ref.version != t.version - 1:  # pragma: no cover - blocked
+        raise Conflict(f"table {t.name} changed during {operation} (operation {work.op})", table=str(t.name))
+    ref = rec.TableReference()
+    ref.CopyFrom(live.ref)
+    return live, ref
+
+
 def _publish(ms: "Metastore", work: Work, t: _TableAt, operation: str, counts: Mapping[str, int],
              result: MutationResult) -> MutationResult:
     """The one transaction that makes a staged partition operation visible (its commit)."""
@@ -390,11 +403,7 @@ def _publish(ms: "Metastore", work: Work, t: _TableAt, operation: str, counts: M
 
     def fn(tr: Transaction) -> MutationResult:
         w = work.load(tr)
-        live = ms.resolver.table(tr, t.name)
-        if live.path.key() != t.path.key() or live.ref.version != t.version - 1:  # pragma: no cover - blocked
-            raise Conflict(f"table {t.name} changed during {operation} (operation {work.op})", table=str(t.name))
-        ref = rec.TableReference()
-        ref.CopyFrom(live.ref)
+        live, ref = _live_at(ms, tr, t, operation, work)
         if result.version is None:  # nothing to commit (every partition skipped)
             unlist(ref, work.op)
             live.store("TableReference").save(tr, (), ref)
@@ -627,11 +636,7 @@ def _publish_write(ms: "Metastore", work: Work, t: _TableAt, tr: Transaction, op
     from .data.garbage import record_garbage
 
     w = work.load(tr)
-    live = ms.resolver.table(tr, t.name)
-    if live.path.key() != t.path.key() or live.ref.version != t.version - 1:  # pragma: no cover - blocked
-        raise Conflict(f"table {t.name} changed during {operation} (operation {work.op})", table=str(t.name))
-    ref = rec.TableReference()
-    ref.CopyFrom(live.ref)
+    live, ref = _live_at(ms, tr, t, operation, work)
     if replaced or dropped:  # cleanup chunks follow: the dropped keys, the replaced copies
         w.state = rec.PendingWork.PUBLISHED
         w.cursor = b""
