@@ -256,6 +256,40 @@ def test_a_commit_lock_held_too_long_is_store_busy_not_a_limit(postgres: PgServe
         assert db.run(lambda tr: tr.get(b"a")) == b"3"
 
 
+def test_a_transaction_retried_after_a_conflict_cannot_be_overtaken_again(postgres: PgServer, pg_uri: str) -> None:
+    """Another writer commits while each attempt runs: the first attempt is overtaken (a conflict, at the
+    store's granularity); the retry holds the commit lock from its first read, so the other writer waits
+    for it and it commits at its second attempt, whatever the other writers do (a loop of conflicts before)."""
+    schema = pg_uri.split("schema=")[1]
+    with open_database(pg_uri) as db, open_database(pg_uri) as other:
+        db.run(lambda tr: tr.set(b"a", b"0"))
+        attempts: list[int] = []
+        writers: list[threading.Thread] = []
+
+        def waiting_on_the_lock() -> bool:
+            return bool(postgres.sql("SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                                     "AND query LIKE %s", f"%{schema}.meta%"))
+
+        def bump(tr: Transaction) -> None:
+            n = int(tr.get(b"a") or b"0")
+            attempts.append(n)
+            if len(attempts) <= 2:   # another writer commits (or tries to) during this attempt
+                writer = threading.Thread(target=lambda: other.run(lambda t: t.add(b"others", 1)))
+                writer.start()
+                writers.append(writer)
+                deadline = time.monotonic() + 30
+                while writer.is_alive() and not waiting_on_the_lock() and time.monotonic() < deadline:
+                    time.sleep(0.02)
+            tr.set(b"a", str(n + 1).encode())
+
+        db.run(bump)
+        for writer in writers:
+            writer.join(30)
+        assert attempts == [0, 0]   # overtaken once; the retry was not, though another writer tried
+        assert not any(w.is_alive() for w in writers)
+        assert db.run(lambda tr: (tr.get(b"a"), tr.get(b"others"))) == (b"1", (2).to_bytes(8, "little"))
+
+
 # --- the tests' own server --------------------------------------------------------------------------
 def test_a_test_run_killed_with_9_leaves_no_server_behind(tmp_path: Path) -> None:
     """The tests' server (pg_local.start_server) is watched: when the process that started it dies

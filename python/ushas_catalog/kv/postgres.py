@@ -48,6 +48,17 @@ Transactions (the contract of :mod:`ushas_catalog.kv.base`)
       is that version as 8 bytes big-endian, then ``0x0000``. Taken under the row lock and committed
       with the writes, versions increase in commit order across every process and replica, without
       gaps, and never go back (also after a crash: the row is in the WAL with the commit).
+    - *A retry cannot lose again*: the attempts :meth:`Database.run` makes after a conflict
+      (:meth:`PostgresDatabase.create_retry_transaction`) take the counter row's lock with their first
+      read (``BEGIN ISOLATION LEVEL READ COMMITTED; SELECT ... FOR UPDATE``, in the same round trip) and
+      hold it to their commit: no other commit can happen in between, so every read sees the latest
+      commits and the commit cannot be overtaken. Under contention (several writers through several
+      replicas) a transaction is retried at most once for conflicts instead of until it wins a race;
+      the cost is that the retry holds the store's commit lock while it reads (other writers wait,
+      readers never do). A transaction that the same thread commits (or retries) on the same store
+      while such a retry holds the lock would wait for it forever: it takes the lock over instead
+      (the retry's transaction is rolled back there and its commit raises a conflict, so it runs
+      again), as an optimistic attempt would have been overtaken by that commit.
     - *Deadlocks*: every writer takes the counter row first, so writers cannot deadlock on keys;
       ``40P01`` is retried anyway.
     - *Limits*: :mod:`ushas_catalog.kv.guard`; a statement still running past the 5 s limit is
@@ -197,12 +208,15 @@ class PostgresDatabase(Database):
         self._inherited: list[Any] = []
         self._closed = False
         self._lock_key = _lock_key(options.schema)
+        #: per thread, the exclusive transaction (a retry) holding the commit lock, if any
+        self._holder = threading.local()
         s = options.schema
         self._sql_get = f"SELECT v FROM {s}.kv WHERE k = %b"
         self._sql_range = f"SELECT k, v FROM {s}.kv WHERE k >= %b AND k < %b ORDER BY k LIMIT %s"
         self._sql_range_rev = f"SELECT k, v FROM {s}.kv WHERE k >= %b AND k < %b ORDER BY k DESC LIMIT %s"
         self._sql_next_version = (f"UPDATE {s}.meta SET value = value + 1 WHERE name = 'commit_version' "
                                   f"RETURNING value")
+        self._sql_commit_lock = f"SELECT value FROM {s}.meta WHERE name = 'commit_version' FOR UPDATE"
 
     # --- opening ---------------------------------------------------------------------------
     @classmethod
@@ -432,6 +446,18 @@ class PostgresDatabase(Database):
     def create_transaction(self) -> "PostgresTransaction":
         return PostgresTransaction(self)
 
+    def create_retry_transaction(self) -> "PostgresTransaction":
+        """A transaction that holds the store's commit lock from its first read to its commit (see the
+        module's "A retry cannot lose again")."""
+        return PostgresTransaction(self, exclusive=True)
+
+    def take_commit_lock_over(self, taker: "PostgresTransaction") -> None:
+        """``taker`` is about to wait for the commit lock: if another transaction of this thread holds it,
+        that one gives it up (it is rolled back and will fail its commit as a conflict)."""
+        holder = getattr(self._holder, "tx", None)
+        if holder is not None and holder is not taker:
+            holder.overtaken()
+
     def close(self) -> None:
         with self._lock:
             self._closed = True
@@ -453,13 +479,17 @@ def _one_line(exc: Exception) -> str:
 class PostgresTransaction(BufferedTransaction):
     """One transaction; a pooled connection is borrowed at its first read or its commit."""
 
-    def __init__(self, db: PostgresDatabase) -> None:
+    def __init__(self, db: PostgresDatabase, *, exclusive: bool = False) -> None:
         self._db = db
+        #: takes the commit lock with its first read (READ COMMITTED under the lock: it cannot be overtaken)
+        self.exclusive = exclusive
         self._conn: Any = None
         self._done = False
         self._guard = TransactionGuard(db.limits)
         self._writes = WriteBuffer()
         self._versionstamp: bytes | None = None
+        #: another transaction of this thread took the commit lock over: the commit is a conflict
+        self._overtaken = False
 
     # --- internals -------------------------------------------------------------------------------
     def _live(self) -> None:
@@ -478,7 +508,14 @@ class PostgresTransaction(BufferedTransaction):
             if self._conn is None:
                 self._conn = self._db._acquire()
                 # one round trip: BEGIN and the first read as one simple query (no parameters)
-                cur = self._conn.execute(f"BEGIN ISOLATION LEVEL REPEATABLE READ; {first}")
+                if self.exclusive:
+                    self._db.take_commit_lock_over(self)
+                    self._db._holder.tx = self
+                    cur = self._conn.execute(f"BEGIN ISOLATION LEVEL READ COMMITTED; {self._db._sql_commit_lock}; "
+                                             f"{first}")
+                    cur.nextset()
+                else:
+                    cur = self._conn.execute(f"BEGIN ISOLATION LEVEL REPEATABLE READ; {first}")
                 cur.nextset()
                 return cur.fetchall()
             return self._conn.execute(sql, args, binary=True).fetchall()
@@ -499,9 +536,24 @@ class PostgresTransaction(BufferedTransaction):
         return self._execute("reading a range", sql, (lo, hi, n), first)
 
     # --- lifecycle -------------------------------------------------------------------------------
+    def overtaken(self) -> None:
+        """Gives the commit lock up (see :meth:`PostgresDatabase.take_commit_lock_over`): rolled back; later
+        reads start a new snapshot; the commit fails as a conflict."""
+        self._overtaken = True
+        self.exclusive = False
+        conn, self._conn = self._conn, None
+        if getattr(self._db._holder, "tx", None) is self:
+            self._db._holder.tx = None
+        if conn is not None:
+            self._db._release(conn)
+
     def commit(self) -> None:
         self._live()
         db, pg = self._db, self._db._pg
+        if self._overtaken and self._writes:
+            self.cancel()
+            raise RetryableError("another transaction of this thread committed while this one held the store's "
+                                 "commit lock: retried")
         if not self._writes:
             if self._conn is not None:
                 try:
@@ -516,6 +568,7 @@ class PostgresTransaction(BufferedTransaction):
             raise StoreReadOnly(f"the store {db.options.where} is open read-only (mode=ro): it can be read, "
                                 f"not written")
         committing = False
+        db.take_commit_lock_over(self)
         try:
             if self._conn is None:
                 self._conn = db._acquire()
@@ -593,6 +646,8 @@ class PostgresTransaction(BufferedTransaction):
 
     def _finish(self, *, broken: bool = False) -> None:
         self._done = True
+        if getattr(self._db._holder, "tx", None) is self:
+            self._db._holder.tx = None
         conn, self._conn = self._conn, None
         if conn is not None:
             self._db._release(conn, broken=broken)
