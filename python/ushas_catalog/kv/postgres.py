@@ -34,10 +34,15 @@ Transactions (the contract of :mod:`ushas_catalog.kv.base`)
     - *Serializable commits, in commit order*: every write commit first increments the counter row
       (``UPDATE meta ... RETURNING``), which holds that row's lock until ``COMMIT``: writers commit one
       at a time, and a transaction that read fails at that update if any commit happened after its
-      snapshot (``40001``, PostgreSQL's first-updater-wins in REPEATABLE READ) -- a
-      :class:`RetryableError`, retried by ``Database.run``. So, exactly as on the embedded engine,
-      the conflict granularity is the whole store (coarser than FoundationDB's key ranges, never
-      weaker: what a transaction read is unchanged when it commits), and reads never wait. A
+      snapshot (``40001``, PostgreSQL's first-updater-wins in REPEATABLE READ). It is then *re-checked*
+      rather than retried: on the same connection a READ COMMITTED transaction takes the counter row's
+      lock (no other commit can happen until it commits) and asks every read of the transaction again,
+      in one pipeline. Every read getting the same rows means no commit in between wrote anything it
+      read (a key, or a key inside a range it read): it commits there, as if it had run under the lock.
+      Otherwise it is a conflict (a :class:`RetryableError`, retried by ``Database.run``). So the
+      conflict granularity is what the transaction read, FoundationDB's (a transaction that read more
+      than ``REVALIDATE_ROWS`` rows is not re-checked: for it, any commit after its snapshot is a
+      conflict), never weaker: what a transaction read is unchanged when it commits; reads never wait. A
       transaction that wrote without reading (atomic adds included) commits in READ COMMITTED: it
       waits for the row lock and never conflicts, and its adds read the latest values. (PostgreSQL's
       SERIALIZABLE was tried first: it is serializable but not in commit order -- a transaction that
@@ -94,6 +99,8 @@ from .ryw import ADD, CLEAR, SET, BufferedTransaction, WriteBuffer, add_le64
 
 FORMAT_VERSION = 1
 POOL_SIZE = 8
+#: an overtaken transaction that read at most this many rows re-reads them to find whether it really conflicts
+REVALIDATE_ROWS = 10_000
 #: an abandoned transaction's session is ended by the server after this long
 IDLE_IN_TRANSACTION_MS = 30_000
 REPAIR_HINT = "run 'ushas --uri URI repair --counter' to rebuild it from the commit log"
@@ -490,6 +497,9 @@ class PostgresTransaction(BufferedTransaction):
         self._versionstamp: bytes | None = None
         #: another transaction of this thread took the commit lock over: the commit is a conflict
         self._overtaken = False
+        #: what the reads asked the server and got: (sql, args, rows), re-asked when the commit is overtaken
+        self._asked: list[tuple[str, tuple, list]] = []
+        self._rows_read = 0
 
     # --- internals -------------------------------------------------------------------------------
     def _live(self) -> None:
@@ -528,12 +538,47 @@ class PostgresTransaction(BufferedTransaction):
     def _read(self, key: bytes) -> bytes | None:
         db = self._db
         rows = self._execute("reading a key", db._sql_get, (key,), db._sql_get.replace("%b", _literal(key)))
+        self._remember(db._sql_get, (key,), rows)
         return rows[0][0] if rows else None
 
     def _fetch(self, lo: bytes, hi: bytes, n: int, reverse: bool) -> list[tuple[bytes, bytes]]:
         sql = self._db._sql_range_rev if reverse else self._db._sql_range
         first = sql.replace("%b", _literal(lo), 1).replace("%b", _literal(hi), 1).replace("%s", str(int(n)))
-        return self._execute("reading a range", sql, (lo, hi, n), first)
+        rows = self._execute("reading a range", sql, (lo, hi, n), first)
+        self._remember(sql, (lo, hi, n), rows)
+        return rows
+
+    def _remember(self, sql: str, args: tuple, rows: list) -> None:
+        if self._rows_read <= REVALIDATE_ROWS:
+            self._asked.append((sql, args, [tuple(bytes(c) for c in r) for r in rows]))
+        self._rows_read += max(len(rows), 1)
+
+    def _unchanged(self, conn: Any) -> bool:
+        """Whether every read of this transaction gets the same rows now (under the commit lock): asked again
+        in one pipeline."""
+        if self._rows_read > REVALIDATE_ROWS or self._overtaken:
+            return False
+        with conn.pipeline():
+            cursors = []
+            for sql, args, _ in self._asked:
+                cur = conn.cursor(binary=True)
+                cur.execute(sql, args)
+                cursors.append(cur)
+        return all([tuple(bytes(c) for c in r) for r in cur.fetchall()] == rows
+                   for cur, (_, _, rows) in zip(cursors, self._asked))
+
+    def _recommit(self, conn: Any) -> tuple[bool, Any]:
+        """After the snapshot was overtaken by other commits (``40001`` at the counter): a new READ COMMITTED
+        transaction takes the commit lock and asks every read again. (False, None) when a read gets other
+        rows (a conflict: a commit in between wrote what this transaction read); else (True, the counter's
+        row, incremented): the transaction commits as if it had run now."""
+        db = self._db
+        conn.execute("ROLLBACK")
+        conn.execute(f"BEGIN ISOLATION LEVEL READ COMMITTED; {db._sql_commit_lock}")
+        self._guard.check_time()
+        if not self._unchanged(conn):
+            return False, None
+        return True, conn.execute(db._sql_next_version).fetchone()
 
     # --- lifecycle -------------------------------------------------------------------------------
     def overtaken(self) -> None:
@@ -575,7 +620,13 @@ class PostgresTransaction(BufferedTransaction):
                 self._conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED")   # a blind write: nothing to re-check
             conn = self._conn
             # the counter row: waits for the commit before ours, fails (40001) if our snapshot was overtaken
-            row = conn.execute(db._sql_next_version).fetchone()
+            try:
+                row = conn.execute(db._sql_next_version).fetchone()
+            except pg.errors.SerializationFailure:
+                # overtaken by other commits: a conflict only if one of them wrote what this one read
+                unchanged, row = self._recommit(conn)
+                if not unchanged:
+                    raise
             if row is None:
                 raise StoreDamaged(f"the store {db.options.where} is damaged: its commit version counter is "
                                    f"missing; {REPAIR_HINT}", path=db.options.where)
