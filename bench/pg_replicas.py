@@ -13,8 +13,9 @@ alternating, medians), it prints:
 - the bounds these imply: the machine's ``cores / CPU-s per call`` (what the cores allow for this call mix),
   and one replica's ``1 / its CPU-s per call`` (its GIL: one core at most), with which of the two binds;
 - the store's work per call from PostgreSQL's own counters (``pg_stat_database``): transactions committed and
-  attempts rolled back (a write overtaken by another commit is rolled back and retried), and the connections
-  each replica holds (``pg_stat_activity`` by ``application_name``).
+  rolled back (a write whose snapshot another commit overtook is rolled back, then re-checked under the
+  commit lock or retried: docs/engines.md), and the connections each replica holds (``pg_stat_activity`` by
+  ``application_name``).
 
 Before the runs, one replica's work per call in process (the service app on the same store): ``Database.run``
 calls (transactions), statements sent (round trips) and CPU per call.
@@ -298,7 +299,7 @@ def report(kind: str, one: list[Phase], three: list[Phase]) -> None:
         ("CPU ms, all of these", lambda p: p.per_call_ms(p.ours), ".2f"),
         ("CPU ms, the rest of the machine", lambda p: p.per_call_ms(p.others), ".2f"),
         ("transactions committed", lambda p: p.committed / max(p.calls, 1), ".2f"),
-        ("attempts rolled back (retries)", lambda p: p.rolled_back / max(p.calls, 1), ".3f"),
+        ("transactions rolled back (overtaken)", lambda p: p.rolled_back / max(p.calls, 1), ".3f"),
     ]
     for label, f, fmt in rows:
         print(f"  {label:<34} {med(one, f):>10{fmt}} {med(three, f):>11{fmt}}")
