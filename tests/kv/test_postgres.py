@@ -287,6 +287,27 @@ def test_an_overtaken_transaction_conflicts_only_on_what_it_read(pg_uri: str, wr
         assert db.run(lambda tr: tr.get(b"out")) == (b"%d" % (2 + in_range)) + (b"new" if written == b"a" else b"0")
 
 
+def test_a_transaction_that_read_too_much_to_re_check_conflicts_on_any_commit(pg_uri: str,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past ``REVALIDATE_ROWS`` rows read, an overtaken commit is not re-checked (re-reading would cost too
+    much): any commit after its snapshot is a conflict for it, as before the re-check existed."""
+    from ushas_catalog.kv import postgres
+
+    monkeypatch.setattr(postgres, "REVALIDATE_ROWS", 2)
+    with open_database(pg_uri) as db, open_database(pg_uri) as other:
+        db.run(lambda tr: [tr.set(b"r%d" % i, b"x") for i in range(3)])
+        seen: list[int] = []
+
+        def work(tr: Transaction) -> None:
+            seen.append(len(list(tr.get_range(b"r", b"s"))))
+            if len(seen) == 1:
+                other.run(lambda t: t.set(b"z", b"unrelated"))
+            tr.set(b"out", b"1")
+
+        db.run(work)
+        assert seen == [3, 3]
+
+
 def test_a_transaction_retried_after_a_conflict_cannot_be_overtaken_again(postgres: PgServer, pg_uri: str) -> None:
     """Another writer changes what the transaction read while each attempt runs: the first attempt conflicts;
     the retry holds the commit lock from its first read, so the other writer waits for it and it commits at
