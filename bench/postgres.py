@@ -18,8 +18,9 @@ Prints each time and the ratio PostgreSQL ÷ SQLite (above 1: PostgreSQL slower)
 ``--replicas``: instead, the aggregate throughput of ``ushas serve`` on one PostgreSQL store, three
 replicas against one, with the same client processes (``--clients``, default 6) for ``--seconds``
 each (default 10): reads (``GET`` a table) and writes (``PUT`` the owner of the client's own table:
-a new table version).
-Prints calls/s and the ratio three ÷ one.
+a new table version), in ``--rounds`` alternating rounds (default 3).
+Prints calls/s, the ratio three ÷ one, the CPU per call of each class of process (replicas, PostgreSQL,
+clients) and the bounds they imply (``bench/pg_replicas.py``).
 
 ``--hms``: instead, the Hive metastore 2.3 Thrift service (``HiveMetaStore`` from pyspark's jars) on the
 same PostgreSQL server as the peer of ``ushas serve`` on it (each in its own database of the server):
@@ -43,12 +44,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from multiprocessing import Queue
 from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
 
 from ushas_catalog.metastore import Metastore  # noqa: E402
+
+import pg_replicas  # noqa: E402 - bench/ is this script's directory
 
 SHARDS = 100
 BATCH = 5_000
@@ -97,90 +99,10 @@ def measure(uri: str, n_list: int, n_drop: int) -> dict[str, float]:
 
 def start_serve(uri: str) -> tuple[subprocess.Popen[bytes], str]:
     """``ushas serve`` (hooks off) on the store ``uri`` on a free port: the process and its base URL."""
-    from ushas_catalog.pg_local import free_port
-
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "ushas_catalog", "--uri", uri, "serve", "--port", str(port),
-                             "--no-hooks"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return proc, f"http://127.0.0.1:{port}"
+    return pg_replicas.start_serve(uri, "ushas-bench")
 
 
-def wait_serving(base: str, timeout: float = 60.0) -> None:
-    """Returns once the service at ``base`` answers ``/api/v1/info``; raises its last error after ``timeout`` s."""
-    import urllib.request
-
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            urllib.request.urlopen(base + "/api/v1/info", timeout=5).read()
-            return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
-
-
-def _client(bases: list[str], token: str, write: bool, seconds: float, n: int, out: "Queue[int]") -> None:
-    import json
-    import urllib.request
-
-    calls = 0
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        base = bases[(n + calls) % len(bases)]
-        if write:
-            req = urllib.request.Request(base + f"/api/v1/metadata/owner?catalog=main&database=b&table=w{n}",
-                                         data=json.dumps({"owner": f"c{n}_{calls}"}).encode(), method="PUT",
-                                         headers={"Authorization": f"Bearer {token}",
-                                                  "Content-Type": "application/json"})
-        else:
-            req = urllib.request.Request(base + "/api/v1/catalogs/main/databases/b/tables/t")
-        with urllib.request.urlopen(req, timeout=60) as r:
-            r.read()
-        calls += 1
-    out.put(calls)
-
-
-def replicas(uri: str, clients: int, seconds: float) -> None:
-    import multiprocessing
-    from ushas_catalog.service.tokens import TokenStore
-
-    with Metastore.open(uri, project="default", user="bench") as ms:
-        ms.create_catalog("main")
-        ms.create_database("main.b", location="/wh/b")
-        ms.create_table("main.b.t", "x INT")
-        for n in range(clients):
-            ms.create_table(f"main.b.w{n}", "x INT")   # each writer its own table: throughput, not one hot row
-        token = TokenStore(ms).create("write", "bench")[1]
-    procs: list[subprocess.Popen] = []
-    bases: list[str] = []
-    try:
-        for _ in range(3):
-            proc, base = start_serve(uri)
-            procs.append(proc)
-            bases.append(base)
-        for base in bases:
-            wait_serving(base)
-        ctx = multiprocessing.get_context("spawn")
-        print(f"{'calls/s':<8} {'1 replica':>10} {'3 replicas':>11} {'3 ÷ 1':>7}   ({clients} client processes, "
-              f"{seconds:g} s each)")
-        for write in (False, True):
-            rates = []
-            for targets in (bases[:1], bases):
-                out: Queue[int] = ctx.Queue()
-                ps = [ctx.Process(target=_client, args=(targets, token, write, seconds, n, out))
-                      for n in range(clients)]
-                for p in ps:
-                    p.start()
-                total = sum(out.get(timeout=seconds + 120) for _ in ps)
-                for p in ps:
-                    p.join(60)
-                rates.append(total / seconds)
-            print(f"{'writes' if write else 'reads':<8} {rates[0]:>10.1f} {rates[1]:>11.1f} {rates[1] / rates[0]:>6.2f}x")
-    finally:
-        for p in procs:
-            p.terminate()
-            p.wait(30)
+wait_serving = pg_replicas.wait_serving
 
 
 PG_JDBC = ("org.postgresql", "postgresql", "42.7.14")
@@ -318,6 +240,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--partitions", type=int, help="partitions of --hms's filtered and dropped table")
     ap.add_argument("--clients", type=int, default=6, help="client processes of --replicas")
     ap.add_argument("--seconds", type=float, default=10.0, help="seconds per --replicas measurement")
+    ap.add_argument("--rounds", type=int, default=3, help="alternating rounds (1 then 3 replicas) of --replicas")
+    ap.add_argument("--calls", default="reads,writes", choices=("reads,writes", "reads", "writes"),
+                    help="which calls --replicas measures")
     args = ap.parse_args(argv)
     n_list = args.list or (10_000 if args.quick else 100_000)
     n_drop = args.drop or (10_000 if args.quick else 100_000)
@@ -333,8 +258,13 @@ def main(argv: list[str] | None = None) -> int:
             uri = server.uri(schema="bench")
         try:
             if args.replicas:
-                replicas(uri if args.uri else uri.replace("schema=bench", "schema=replicas"), args.clients,
-                         args.seconds)
+                from ushas_catalog.kv.postgres import PostgresOptions
+
+                postmaster = None if server is None else \
+                    int((server.data / "postmaster.pid").read_text().split()[0])
+                pg_replicas.replicas(uri if args.uri else uri.replace("schema=bench", "schema=replicas"),
+                                     PostgresOptions.parse(uri).conninfo, postmaster, args.clients, args.seconds,
+                                     args.rounds, tuple(args.calls.split(",")))
                 return 0
             print(f"sqlite: {tmp}/bench.db (synchronous=full); postgresql: {uri}", flush=True)
             sqlite = measure(f"sqlite:///{tmp}/bench.db", n_list, n_drop)

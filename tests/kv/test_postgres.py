@@ -256,6 +256,93 @@ def test_a_commit_lock_held_too_long_is_store_busy_not_a_limit(postgres: PgServe
         assert db.run(lambda tr: tr.get(b"a")) == b"3"
 
 
+@pytest.mark.parametrize("written, attempts", [
+    (b"z", 1),      # a key it did not read: re-read under the commit lock, unchanged, committed at once
+    (b"r", 2),      # the range's begin (inclusive): read, absent before: a conflict
+    (b"a", 2),      # a key it read: a conflict, retried
+    (b"r5", 2),     # a new key inside a range it read: a conflict, retried
+    (b"s", 1),      # the first key past that range: not read
+], ids=["unrelated", "range-begin", "read-key", "in-range", "past-range"])
+def test_an_overtaken_transaction_conflicts_only_on_what_it_read(pg_uri: str, written: bytes, attempts: int) -> None:
+    """Another writer commits ``written`` while the transaction runs: its snapshot is overtaken (the counter
+    moved), so its commit asks its reads again under the commit lock; it conflicts only when one of them
+    gets other rows now (FoundationDB's granularity: the keys and ranges read, not the whole store)."""
+    with open_database(pg_uri) as db, open_database(pg_uri) as other:
+        db.run(lambda tr: (tr.set(b"a", b"0"), tr.set(b"r1", b"x"), tr.set(b"r9", b"y")))
+        seen: list[int] = []
+
+        def work(tr: Transaction) -> None:
+            a = tr.get(b"a")
+            rows = list(tr.get_range(b"r", b"s"))
+            seen.append(len(rows))
+            if len(seen) == 1:
+                other.run(lambda t: t.set(written, b"new"))
+            tr.set(b"out", b"%d" % len(rows) + (a or b""))
+
+        before = db.commit_version()
+        db.run(work)
+        assert len(seen) == attempts, seen
+        assert db.commit_version() == (before or 0) + 2   # the other commit, then this one: in commit order
+        in_range = written.startswith(b"r")
+        assert db.run(lambda tr: tr.get(b"out")) == (b"%d" % (2 + in_range)) + (b"new" if written == b"a" else b"0")
+
+
+def test_a_transaction_that_read_too_much_to_re_check_conflicts_on_any_commit(pg_uri: str,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past ``REVALIDATE_ROWS`` rows read, an overtaken commit is not re-checked (re-reading would cost too
+    much): any commit after its snapshot is a conflict for it, as before the re-check existed."""
+    from ushas_catalog.kv import postgres
+
+    monkeypatch.setattr(postgres, "REVALIDATE_ROWS", 2)
+    with open_database(pg_uri) as db, open_database(pg_uri) as other:
+        db.run(lambda tr: [tr.set(b"r%d" % i, b"x") for i in range(3)])
+        seen: list[int] = []
+
+        def work(tr: Transaction) -> None:
+            seen.append(len(list(tr.get_range(b"r", b"s"))))
+            if len(seen) == 1:
+                other.run(lambda t: t.set(b"z", b"unrelated"))
+            tr.set(b"out", b"1")
+
+        db.run(work)
+        assert seen == [3, 3]
+
+
+def test_a_transaction_retried_after_a_conflict_cannot_be_overtaken_again(postgres: PgServer, pg_uri: str) -> None:
+    """Another writer changes what the transaction read while each attempt runs: the first attempt conflicts;
+    the retry holds the commit lock from its first read, so the other writer waits for it and it commits at
+    its second attempt, whatever the other writers do (a loop of conflicts before)."""
+    schema = pg_uri.split("schema=")[1]
+    with open_database(pg_uri) as db, open_database(pg_uri) as other:
+        db.run(lambda tr: tr.set(b"a", b"0"))
+        attempts: list[int] = []
+        writers: list[threading.Thread] = []
+
+        def waiting_on_the_lock() -> bool:
+            return bool(postgres.sql("SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                                     "AND query LIKE %s", f"%{schema}.meta%"))
+
+        def bump(tr: Transaction) -> None:
+            n = int(tr.get(b"a") or b"0")
+            attempts.append(n)
+            if len(attempts) <= 2:   # another writer sets a (or tries to) during this attempt
+                value = b"%d" % (10 * len(attempts))
+                writer = threading.Thread(target=lambda: other.run(lambda t: t.set(b"a", value)))
+                writer.start()
+                writers.append(writer)
+                deadline = time.monotonic() + 30
+                while writer.is_alive() and not waiting_on_the_lock() and time.monotonic() < deadline:
+                    time.sleep(0.02)
+            tr.set(b"a", str(n + 1).encode())
+
+        db.run(bump)
+        for writer in writers:
+            writer.join(30)
+        assert attempts == [0, 10]   # overtaken once; the retry was not, though another writer tried
+        assert not any(w.is_alive() for w in writers)
+        assert db.run(lambda tr: tr.get(b"a")) == b"20"   # the waiting writer committed after it
+
+
 # --- the tests' own server --------------------------------------------------------------------------
 def test_a_test_run_killed_with_9_leaves_no_server_behind(tmp_path: Path) -> None:
     """The tests' server (pg_local.start_server) is watched: when the process that started it dies

@@ -190,6 +190,12 @@ class Database(ABC):
     @abstractmethod
     def create_transaction(self) -> Transaction: ...
 
+    def create_retry_transaction(self) -> Transaction:
+        """The transaction of :meth:`run`'s attempts after a conflict (by default :meth:`create_transaction`).
+        An engine whose conflicts are coarse may make it one that cannot conflict again (PostgreSQL: it takes
+        the store's commit lock first), so that a transaction that lost once is not overtaken forever."""
+        return self.create_transaction()
+
     @abstractmethod
     def close(self) -> None: ...
 
@@ -204,7 +210,7 @@ class Database(ABC):
         attempt = 0
         started = time.monotonic()
         while True:
-            tr = self.create_transaction()
+            tr = self.create_retry_transaction() if attempt else self.create_transaction()
             try:
                 result = fn(tr)
                 tr.commit()

@@ -34,10 +34,15 @@ Transactions (the contract of :mod:`ushas_catalog.kv.base`)
     - *Serializable commits, in commit order*: every write commit first increments the counter row
       (``UPDATE meta ... RETURNING``), which holds that row's lock until ``COMMIT``: writers commit one
       at a time, and a transaction that read fails at that update if any commit happened after its
-      snapshot (``40001``, PostgreSQL's first-updater-wins in REPEATABLE READ) -- a
-      :class:`RetryableError`, retried by ``Database.run``. So, exactly as on the embedded engine,
-      the conflict granularity is the whole store (coarser than FoundationDB's key ranges, never
-      weaker: what a transaction read is unchanged when it commits), and reads never wait. A
+      snapshot (``40001``, PostgreSQL's first-updater-wins in REPEATABLE READ). It is then *re-checked*
+      rather than retried: on the same connection a READ COMMITTED transaction takes the counter row's
+      lock (no other commit can happen until it commits) and asks every read of the transaction again,
+      in one pipeline. Every read getting the same rows means no commit in between wrote anything it
+      read (a key, or a key inside a range it read): it commits there, as if it had run under the lock.
+      Otherwise it is a conflict (a :class:`RetryableError`, retried by ``Database.run``). So the
+      conflict granularity is what the transaction read, FoundationDB's (a transaction that read more
+      than ``REVALIDATE_ROWS`` rows is not re-checked: for it, any commit after its snapshot is a
+      conflict), never weaker: what a transaction read is unchanged when it commits; reads never wait. A
       transaction that wrote without reading (atomic adds included) commits in READ COMMITTED: it
       waits for the row lock and never conflicts, and its adds read the latest values. (PostgreSQL's
       SERIALIZABLE was tried first: it is serializable but not in commit order -- a transaction that
@@ -48,6 +53,17 @@ Transactions (the contract of :mod:`ushas_catalog.kv.base`)
       is that version as 8 bytes big-endian, then ``0x0000``. Taken under the row lock and committed
       with the writes, versions increase in commit order across every process and replica, without
       gaps, and never go back (also after a crash: the row is in the WAL with the commit).
+    - *A retry cannot lose again*: the attempts :meth:`Database.run` makes after a conflict
+      (:meth:`PostgresDatabase.create_retry_transaction`) take the counter row's lock with their first
+      read (``BEGIN ISOLATION LEVEL READ COMMITTED; SELECT ... FOR UPDATE``, in the same round trip) and
+      hold it to their commit: no other commit can happen in between, so every read sees the latest
+      commits and the commit cannot be overtaken. Under contention (several writers through several
+      replicas) a transaction is retried at most once for conflicts instead of until it wins a race;
+      the cost is that the retry holds the store's commit lock while it reads (other writers wait,
+      readers never do). A transaction that the same thread commits (or retries) on the same store
+      while such a retry holds the lock would wait for it forever: it takes the lock over instead
+      (the retry's transaction is rolled back there and its commit raises a conflict, so it runs
+      again), as an optimistic attempt would have been overtaken by that commit.
     - *Deadlocks*: every writer takes the counter row first, so writers cannot deadlock on keys;
       ``40P01`` is retried anyway.
     - *Limits*: :mod:`ushas_catalog.kv.guard`; a statement still running past the 5 s limit is
@@ -83,6 +99,8 @@ from .ryw import ADD, CLEAR, SET, BufferedTransaction, WriteBuffer, add_le64
 
 FORMAT_VERSION = 1
 POOL_SIZE = 8
+#: an overtaken transaction that read at most this many rows re-reads them to find whether it really conflicts
+REVALIDATE_ROWS = 10_000
 #: an abandoned transaction's session is ended by the server after this long
 IDLE_IN_TRANSACTION_MS = 30_000
 REPAIR_HINT = "run 'ushas --uri URI repair --counter' to rebuild it from the commit log"
@@ -197,12 +215,15 @@ class PostgresDatabase(Database):
         self._inherited: list[Any] = []
         self._closed = False
         self._lock_key = _lock_key(options.schema)
+        #: per thread, the exclusive transaction (a retry) holding the commit lock, if any
+        self._holder = threading.local()
         s = options.schema
         self._sql_get = f"SELECT v FROM {s}.kv WHERE k = %b"
         self._sql_range = f"SELECT k, v FROM {s}.kv WHERE k >= %b AND k < %b ORDER BY k LIMIT %s"
         self._sql_range_rev = f"SELECT k, v FROM {s}.kv WHERE k >= %b AND k < %b ORDER BY k DESC LIMIT %s"
         self._sql_next_version = (f"UPDATE {s}.meta SET value = value + 1 WHERE name = 'commit_version' "
                                   f"RETURNING value")
+        self._sql_commit_lock = f"SELECT value FROM {s}.meta WHERE name = 'commit_version' FOR UPDATE"
 
     # --- opening ---------------------------------------------------------------------------
     @classmethod
@@ -432,6 +453,18 @@ class PostgresDatabase(Database):
     def create_transaction(self) -> "PostgresTransaction":
         return PostgresTransaction(self)
 
+    def create_retry_transaction(self) -> "PostgresTransaction":
+        """A transaction that holds the store's commit lock from its first read to its commit (see the
+        module's "A retry cannot lose again")."""
+        return PostgresTransaction(self, exclusive=True)
+
+    def take_commit_lock_over(self, taker: "PostgresTransaction") -> None:
+        """``taker`` is about to wait for the commit lock: if another transaction of this thread holds it,
+        that one gives it up (it is rolled back and will fail its commit as a conflict)."""
+        holder = getattr(self._holder, "tx", None)
+        if holder is not None and holder is not taker:
+            holder.overtaken()
+
     def close(self) -> None:
         with self._lock:
             self._closed = True
@@ -453,13 +486,20 @@ def _one_line(exc: Exception) -> str:
 class PostgresTransaction(BufferedTransaction):
     """One transaction; a pooled connection is borrowed at its first read or its commit."""
 
-    def __init__(self, db: PostgresDatabase) -> None:
+    def __init__(self, db: PostgresDatabase, *, exclusive: bool = False) -> None:
         self._db = db
+        #: takes the commit lock with its first read (READ COMMITTED under the lock: it cannot be overtaken)
+        self.exclusive = exclusive
         self._conn: Any = None
         self._done = False
         self._guard = TransactionGuard(db.limits)
         self._writes = WriteBuffer()
         self._versionstamp: bytes | None = None
+        #: another transaction of this thread took the commit lock over: the commit is a conflict
+        self._overtaken = False
+        #: what the reads asked the server and got: (sql, args, rows), re-asked when the commit is overtaken
+        self._asked: list[tuple[str, tuple, list]] = []
+        self._rows_read = 0
 
     # --- internals -------------------------------------------------------------------------------
     def _live(self) -> None:
@@ -478,7 +518,14 @@ class PostgresTransaction(BufferedTransaction):
             if self._conn is None:
                 self._conn = self._db._acquire()
                 # one round trip: BEGIN and the first read as one simple query (no parameters)
-                cur = self._conn.execute(f"BEGIN ISOLATION LEVEL REPEATABLE READ; {first}")
+                if self.exclusive:
+                    self._db.take_commit_lock_over(self)
+                    self._db._holder.tx = self
+                    cur = self._conn.execute(f"BEGIN ISOLATION LEVEL READ COMMITTED; {self._db._sql_commit_lock}; "
+                                             f"{first}")
+                    cur.nextset()
+                else:
+                    cur = self._conn.execute(f"BEGIN ISOLATION LEVEL REPEATABLE READ; {first}")
                 cur.nextset()
                 return cur.fetchall()
             return self._conn.execute(sql, args, binary=True).fetchall()
@@ -491,17 +538,67 @@ class PostgresTransaction(BufferedTransaction):
     def _read(self, key: bytes) -> bytes | None:
         db = self._db
         rows = self._execute("reading a key", db._sql_get, (key,), db._sql_get.replace("%b", _literal(key)))
+        self._remember(db._sql_get, (key,), rows)
         return rows[0][0] if rows else None
 
     def _fetch(self, lo: bytes, hi: bytes, n: int, reverse: bool) -> list[tuple[bytes, bytes]]:
         sql = self._db._sql_range_rev if reverse else self._db._sql_range
         first = sql.replace("%b", _literal(lo), 1).replace("%b", _literal(hi), 1).replace("%s", str(int(n)))
-        return self._execute("reading a range", sql, (lo, hi, n), first)
+        rows = self._execute("reading a range", sql, (lo, hi, n), first)
+        self._remember(sql, (lo, hi, n), rows)
+        return rows
+
+    def _remember(self, sql: str, args: tuple, rows: list) -> None:
+        if self._rows_read <= REVALIDATE_ROWS:
+            self._asked.append((sql, args, [tuple(bytes(c) for c in r) for r in rows]))
+        self._rows_read += max(len(rows), 1)
+
+    def _unchanged(self, conn: Any) -> bool:
+        """Whether every read of this transaction gets the same rows now (under the commit lock): asked again
+        in one pipeline."""
+        if self._rows_read > REVALIDATE_ROWS or self._overtaken:
+            return False
+        with conn.pipeline():
+            cursors = []
+            for sql, args, _ in self._asked:
+                cur = conn.cursor(binary=True)
+                cur.execute(sql, args)
+                cursors.append(cur)
+        return all([tuple(bytes(c) for c in r) for r in cur.fetchall()] == rows
+                   for cur, (_, _, rows) in zip(cursors, self._asked))
+
+    def _recommit(self, conn: Any) -> tuple[bool, Any]:
+        """After the snapshot was overtaken by other commits (``40001`` at the counter): a new READ COMMITTED
+        transaction takes the commit lock and asks every read again. (False, None) when a read gets other
+        rows (a conflict: a commit in between wrote what this transaction read); else (True, the counter's
+        row, incremented): the transaction commits as if it had run now."""
+        db = self._db
+        conn.execute("ROLLBACK")
+        conn.execute(f"BEGIN ISOLATION LEVEL READ COMMITTED; {db._sql_commit_lock}")
+        self._guard.check_time()
+        if not self._unchanged(conn):
+            return False, None
+        return True, conn.execute(db._sql_next_version).fetchone()
 
     # --- lifecycle -------------------------------------------------------------------------------
+    def overtaken(self) -> None:
+        """Gives the commit lock up (see :meth:`PostgresDatabase.take_commit_lock_over`): rolled back; later
+        reads start a new snapshot; the commit fails as a conflict."""
+        self._overtaken = True
+        self.exclusive = False
+        conn, self._conn = self._conn, None
+        if getattr(self._db._holder, "tx", None) is self:
+            self._db._holder.tx = None
+        if conn is not None:
+            self._db._release(conn)
+
     def commit(self) -> None:
         self._live()
         db, pg = self._db, self._db._pg
+        if self._overtaken and self._writes:
+            self.cancel()
+            raise RetryableError("another transaction of this thread committed while this one held the store's "
+                                 "commit lock: retried")
         if not self._writes:
             if self._conn is not None:
                 try:
@@ -516,13 +613,20 @@ class PostgresTransaction(BufferedTransaction):
             raise StoreReadOnly(f"the store {db.options.where} is open read-only (mode=ro): it can be read, "
                                 f"not written")
         committing = False
+        db.take_commit_lock_over(self)
         try:
             if self._conn is None:
                 self._conn = db._acquire()
                 self._conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED")   # a blind write: nothing to re-check
             conn = self._conn
             # the counter row: waits for the commit before ours, fails (40001) if our snapshot was overtaken
-            row = conn.execute(db._sql_next_version).fetchone()
+            try:
+                row = conn.execute(db._sql_next_version).fetchone()
+            except pg.errors.SerializationFailure:
+                # overtaken by other commits: a conflict only if one of them wrote what this one read
+                unchanged, row = self._recommit(conn)
+                if not unchanged:
+                    raise
             if row is None:
                 raise StoreDamaged(f"the store {db.options.where} is damaged: its commit version counter is "
                                    f"missing; {REPAIR_HINT}", path=db.options.where)
@@ -593,6 +697,8 @@ class PostgresTransaction(BufferedTransaction):
 
     def _finish(self, *, broken: bool = False) -> None:
         self._done = True
+        if getattr(self._db._holder, "tx", None) is self:
+            self._db._holder.tx = None
         conn, self._conn = self._conn, None
         if conn is not None:
             self._db._release(conn, broken=broken)
