@@ -121,6 +121,7 @@ class Service:
 
         from ..service.api import register_api
         from ..service.auth import AccessControl
+        from ..service.catalog_ops_api import lane as catalog_ops_lane
 
         try:
             policy_names = HostPolicy.for_bind(host, port or 1, allowed_hosts)  # checks --allowed-host first
@@ -136,15 +137,17 @@ class Service:
             except BaseException:
                 stores.close()
                 raise
-        register_api(self.app, stores, access=AccessControl(stores, require_read_token=not local),
-                     namespaces=dict(namespaces or {}))
+        access = AccessControl(stores, require_read_token=not local)
+        state = register_api(self.app, stores, access=access, namespaces=dict(namespaces or {}))
         self.socket = listen(host, port)
         self.host = host
         self.port: int = self.socket.getsockname()[1]
         policy_names.port = self.port
         self.policy = policy_names
         self.map: dict[int, Any] = {}  # waitress's socket map: the listener, its wake-up pipe, connections
-        self.server = create_server(access_log(guard(self.app.wsgi_app, self.policy)), map=self.map,
+        # the catalog ops (remote mode's Spark calls) skip Flask's dispatch, inside the same guard and log
+        app = access_log(guard(catalog_ops_lane(self.app.wsgi_app, state, access), self.policy))
+        self.server = create_server(app, map=self.map,
                                     sockets=[self.socket],
                                     threads=threads, channel_timeout=channel_timeout,
                                     cleanup_interval=max(1, min(10, channel_timeout)),
