@@ -9,6 +9,7 @@ from __future__ import annotations
 import http.client
 import json
 import logging
+import time
 import socket
 from typing import Any
 
@@ -130,3 +131,91 @@ def test_the_lane_keeps_every_protection(store_uri: str, caplog: pytest.LogCaptu
 ])
 def test_which_requests_take_the_lane(environ: dict[str, str], op: str | None) -> None:
     assert op_of(environ) == op
+
+
+class _Raw:
+    """A client connection that sends bytes as they are and reads one answer (a Content-Length body) at a
+    time."""
+
+    def __init__(self, port: int) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=WAIT)
+        self.file = self.sock.makefile("rb")
+
+    def __call__(self, data: bytes) -> bytes:
+        """Send ``data``, then read one answer: its status line, headers and body."""
+        self.sock.sendall(data)
+        head = b""
+        while not head.endswith(b"\r\n\r\n"):
+            line = self.file.readline()
+            assert line, head
+            head += line
+        length = next(int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                      if line.lower().startswith(b"content-length"))
+        return head + self.file.read(length)
+
+    def close(self) -> None:
+        self.file.close()
+        self.sock.close()
+
+
+def test_op_connections_on_their_own_threads(store_uri: str) -> None:
+    """Keep-alive op connections are answered on a thread each, up to the limit; anything else on such a
+    connection (another path, a chunked body, a malformed request) makes it waitress's; silent connections
+    that fill the threads block nobody; stopping ends idle connections at once."""
+    ms = Metastore.open(store_uri)
+    ms.grant("OWN", "project", "user:admin")
+    ms.create_catalog("main")
+    ms.create_database("main.db")
+    ms.create_table("main.db.t", "id INT", partition_by=[])
+    admin = TokenStore(ms).create("write", "admin")[1]
+    ms.close()
+    for live in running(store_uri, op_connections=2):
+        port, lane = live.service.port, live.service.connections
+        assert lane is not None
+        load = json.dumps({"ctx": CTX, "namespace": ["db"], "name": "t"}).encode()
+        request = (f"POST {OPS}load_table HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {admin}\r\n"
+                   f"Content-Type: application/json\r\nContent-Length: {len(load)}\r\n\r\n").encode() + load
+        info = f"GET /api/v1/info HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode()
+        # op requests, one at a time and pipelined, on the connection's thread; then /info: waitress's
+        raw = _Raw(port)
+        assert raw(request).startswith(b"HTTP/1.1 200")
+        served = lane.served
+        raw.sock.sendall(request + request[:10])
+        assert b'"kind":"table"' in raw(request[10:])
+        assert b'"kind":"table"' in raw(b"")
+        assert lane.served == served + 2 and lane.handed == 0
+        answer = raw(info)
+        assert answer.startswith(b"HTTP/1.1 200") and b'"api":"v1"' in answer and lane.handed == 1
+        assert raw(request).startswith(b"HTTP/1.1 200") and lane.served == served + 2  # waitress's now
+        raw.close()
+        # a chunked op request, a malformed one: waitress answers them as it would have
+        raw = _Raw(port)
+        chunked = request.split(b"Content-Length")[0] + b"Transfer-Encoding: chunked\r\n\r\n" + \
+            f"{len(load):x}\r\n".encode() + load + b"\r\n0\r\n\r\n"
+        assert b'"kind":"table"' in raw(chunked)
+        raw.close()
+        raw = _Raw(port)
+        assert raw(f"POST {OPS}load_table HTTP/1.1\r\nHost: x\r\nContent-Length: nope\r\n\r\n".encode()
+                   ).startswith(b"HTTP/1.1 400")
+        raw.close()
+        # silent connections fill the threads: the next connections are waitress's and answered
+        silent = [socket.create_connection(("127.0.0.1", port), timeout=WAIT) for _ in range(2)]
+        try:
+            for _ in range(50):  # the accepts are the event loop's: wait until both threads hold one
+                if len(lane.active) == 2:
+                    break
+                time.sleep(0.05)
+            assert len(lane.active) == 2
+            served = lane.served
+            raw = _Raw(port)
+            for _ in range(2):
+                assert raw(request).startswith(b"HTTP/1.1 200")
+            assert lane.served == served
+            raw.close()
+        finally:
+            began = time.monotonic()
+            live.stop()  # the silent connections are closed, not waited for
+            assert time.monotonic() - began < 5
+            assert all(s.recv(10) == b"" for s in silent)
+            for s in silent:
+                s.close()

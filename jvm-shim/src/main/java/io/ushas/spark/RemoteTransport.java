@@ -14,6 +14,7 @@ import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
 import java.util.HashSet;
 import java.util.Set;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
  * Remote mode's direct transport (docs/service.md, "Remote mode"): the ops Python's forwarder lists in its
@@ -36,6 +37,11 @@ final class RemoteTransport {
     private final String shown;
     private final String token;
     private final Set<String> ops;
+    /** for benchmarks and tests ({@link #status}): the calls answered here, their time in {@link #call} and
+     *  the part of it spent in the HTTP exchange (connection, request, answer read) */
+    private final LongAdder calls = new LongAdder();
+    private final LongAdder callNanos = new LongAdder();
+    private final LongAdder httpNanos = new LongAdder();
 
     private RemoteTransport(String opsUrl, String shown, String token, Set<String> ops) {
         this.opsUrl = opsUrl;
@@ -62,6 +68,23 @@ final class RemoteTransport {
 
     /** One op answered by the service (its error answers as they are); Python for an {@code Unauthorized}. */
     JsonNode call(String op, ObjectNode request, Bridge.BridgeOptions options) {
+        long began = System.nanoTime();
+        try {
+            return exchange(op, request, options);
+        } finally {
+            calls.increment();
+            callNanos.add(System.nanoTime() - began);
+        }
+    }
+
+    /** The calls answered here and their time (ms) as JSON: {@code calls}, {@code call_ms} (in
+     *  {@link #call}: the request's JSON, the HTTP exchange, the answer's JSON), {@code http_ms}. */
+    String status() {
+        return Json.object().put("calls", calls.sum()).put("call_ms", callNanos.sum() / 1e6)
+                .put("http_ms", httpNanos.sum() / 1e6).toString();
+    }
+
+    private JsonNode exchange(String op, ObjectNode request, Bridge.BridgeOptions options) {
         ObjectNode body = request.deepCopy();
         body.remove("deadline_ms");  // the service's deadline comes from the header, on its own clock
         JsonNode ctx = body.get("ctx");
@@ -73,6 +96,7 @@ final class RemoteTransport {
         int status;
         byte[] data;
         HttpURLConnection c = null;
+        long sending = System.nanoTime();
         try {
             c = (HttpURLConnection) URI.create(opsUrl + URLEncoder.encode(op, StandardCharsets.UTF_8)).toURL()
                     .openConnection(Proxy.NO_PROXY);
@@ -98,6 +122,8 @@ final class RemoteTransport {
         } catch (IOException | IllegalArgumentException e) {
             if (c != null) c.disconnect();
             return unreachable(e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage());
+        } finally {
+            httpNanos.add(System.nanoTime() - sending);
         }
         if (status == 401) return Bridge.call(op, request, options);  // Python resolves the token again
         JsonNode answer = null;
