@@ -27,15 +27,21 @@ import java.util.concurrent.atomic.LongAdder;
  * unreachable or silent service a {@code ServiceUnreachable} error ({@code ushas service at URL unreachable}).
  * Python decides which ops come here, the token and the URL (after checking the catalog's options); the
  * service decides who calls and checks every call as before. An {@code Unauthorized} answer is asked again
- * through Python, which reads a {@code token-file} anew.
+ * through Python, which reads a {@code token-file} anew and hands back the token that worked: the next calls
+ * send that one.
  */
 final class RemoteTransport {
     /** the shim's context fields a service never gets from a client (Python's {@code _PRIVATE_CTX}) */
     private static final String[] PRIVATE_CTX = {"remote", "user", "user_source", "authorization"};
+    /** Python's {@code ushas_catalog.spark.remote.RETRIED} and {@code TOKEN_FIELD} */
+    private static final String RETRIED = "transport_retry";
+    private static final String TOKEN_FIELD = "transport_token";
 
     private final String opsUrl;
     private final String shown;
-    private final String token;
+    /** the catalog's token: replaced by the one Python resolves anew when the service refuses it (a
+     *  rotated {@code token-file}) */
+    private volatile String token;
     private final Set<String> ops;
     /** for benchmarks and tests ({@link #status}): the calls answered here, their time in {@link #call} and
      *  the part of it spent in the HTTP exchange (connection, request, answer read) */
@@ -125,7 +131,7 @@ final class RemoteTransport {
         } finally {
             httpNanos.add(System.nanoTime() - sending);
         }
-        if (status == 401) return Bridge.call(op, request, options);  // Python resolves the token again
+        if (status == 401) return retried(op, request, options);
         JsonNode answer = null;
         try {
             answer = data.length > 0 && data[0] == '{' ? Json.MAPPER.readTree(data) : null;
@@ -135,6 +141,20 @@ final class RemoteTransport {
         if (answer == null || (status != 200 && !(answer.get("error") instanceof ObjectNode))) {
             throw new Errors.UshasBridgeException("Ushas catalog: the ushas service at " + shown + " answered '" + op
                     + "' with HTTP " + status + " and no JSON answer (is it an ushas service?)");
+        }
+        return answer;
+    }
+
+    /** An op the service refused the token of, asked through Python, which resolves the token again (a
+     *  {@code token-file} is read anew) and, when the service took that one, hands it back with the answer:
+     *  the next direct calls send it. */
+    private JsonNode retried(String op, ObjectNode request, Bridge.BridgeOptions options) {
+        ObjectNode marked = request.deepCopy();
+        marked.put(RETRIED, true);
+        JsonNode answer = Bridge.call(op, marked, options);
+        if (answer instanceof ObjectNode o && o.get(TOKEN_FIELD) != null) {
+            String fresh = o.remove(TOKEN_FIELD).asText();
+            if (!fresh.isEmpty()) token = fresh;
         }
         return answer;
     }
