@@ -188,6 +188,12 @@ def test_op_connections_on_their_own_threads(store_uri: str) -> None:
         assert answer.startswith(b"HTTP/1.1 200") and b'"api":"v1"' in answer and lane.handed == 1
         assert raw(request).startswith(b"HTTP/1.1 200") and lane.served == served + 2  # waitress's now
         raw.close()
+        # a large body (past waitress's in-memory buffer: a temporary file) on the connection's thread
+        padded = json.dumps({"ctx": CTX, "namespace": ["db"], "name": "t", "pad": "x" * 2_000_000}).encode()
+        raw = _Raw(port)
+        assert b'"kind":"table"' in raw(request.split(b"Content-Length")[0] +
+                                        f"Content-Length: {len(padded)}\r\n\r\n".encode() + padded)
+        raw.close()
         # a chunked op request, a malformed one: waitress answers them as it would have
         raw = _Raw(port)
         chunked = request.split(b"Content-Length")[0] + b"Transfer-Encoding: chunked\r\n\r\n" + \

@@ -125,31 +125,35 @@ class OpConnections:
         pending = b""
         while not self.stopping:
             parser = HTTPRequestParser(adj)
-            raw = bytearray()
-            decided = False
-            began = 0.0
+            # the request's bytes until it is known to be a plain op request (then its body is the parser's
+            # alone, which keeps a large one in a temporary file as waitress does)
+            raw: bytearray | None = bytearray()
+            began = None
             while not parser.completed:
                 if not pending:
-                    conn.settimeout(self.timeout if not raw else max(0.001, began + self.timeout - time.monotonic()))
+                    conn.settimeout(self.timeout if began is None else
+                                    max(0.001, began + self.timeout - time.monotonic()))
                     try:
                         pending = conn.recv(READ)
                     except socket.timeout:
                         return False  # idle, or a request that does not end: closed (waitress: channel_timeout)
                     if not pending:
                         return False
-                    if not raw:
+                    if began is None:
                         began = time.monotonic()
                 n = parser.received(pending)
-                raw += pending[:n]
+                if raw is not None:
+                    raw += pending[:n]
                 pending = pending[n:]
-                if parser.error is not None:
-                    return self._hand_over(conn, addr, bytes(raw) + pending)  # waitress answers the error
-                if parser.headers_finished and not decided:
-                    if not self._plain_op(parser):
-                        return self._hand_over(conn, addr, bytes(raw) + pending)
-                    decided = True
-                if n == 0 and not parser.completed:  # nothing taken: cannot happen with waitress's parser
-                    return self._hand_over(conn, addr, bytes(raw) + pending)
+                if raw is None:
+                    if parser.error is not None or (n == 0 and not parser.completed):
+                        return False  # a body that went wrong after its headers: closed
+                    continue
+                if parser.error is not None or (parser.headers_finished and not self._plain_op(parser)) or (
+                        n == 0 and not parser.completed):
+                    return self._hand_over(conn, addr, bytes(raw) + pending)  # waitress answers it (an error too)
+                if parser.headers_finished:
+                    raw = None
             with self.lock:  # in flight: stopping lets it finish
                 self.active[conn] = True
             try:
