@@ -21,7 +21,7 @@ With ``--spark``: one local[2] session with the embedded catalog and a remote on
 transport), the JVM catalog's ``loadTable`` called from Python as bench/remote.py does: ``py4j`` (a
 Py4J call of the remote catalog's ``name()``: the floor both modes pay), embedded and remote
 ``loadTable``, and, from the shim's own counters (``transportStatus()``), the remote calls' time in
-``RemoteTransport.call`` and in its HTTP exchange. Prints medians and each stage's share.
+``RemoteTransport.call`` and in its HTTP exchange. Prints medians and each stage's share (medians of separate stages do not add up exactly: each is measured on its own).
 """
 from __future__ import annotations
 
@@ -155,8 +155,6 @@ def main() -> int:
             print(f"{name:<44}{value:>10.3f}{value / med['http']:>8.0%}")
         print(f"{'HTTP server, TCP, client (http - wsgi)':<44}{med['http'] - med['wsgi']:>10.3f}"
               f"{(med['http'] - med['wsgi']) / med['http']:>8.0%}")
-        print(f"{'Flask-free app around the op (wsgi - dispatch - token)':<44}"
-              f"{med['wsgi'] - med['dispatch'] - med['token']:>10.3f}")
         conn.close()
         other.close()
         local.close()

@@ -2,8 +2,12 @@
 
 - Concurrency with timeouts: waitress reads requests on one event loop and hands only
   complete ones to a pool of worker threads, so a client that connects and sends nothing (or
-  one byte a minute) holds no thread and blocks nobody; idle connections are closed after
+  one byte a minute) holds no worker and blocks nobody; idle connections are closed after
   :data:`CHANNEL_TIMEOUT` seconds. Requests are bounded in header and body size.
+- Remote mode's keep-alive catalog-op connections get a thread each (:mod:`.op_connections`, up to
+  :data:`OP_CONNECTIONS`): no hand-off between threads per call. A silent client there holds only
+  its own thread (:data:`CHANNEL_TIMEOUT` seconds at most); past the limit connections are
+  waitress's, and anything but a plain op request hands its connection to waitress.
 - The app is wrapped by :func:`.security.guard`: only the ``Host`` names the service is
   bound to (or given with ``--allowed-host``) are answered, and every response carries the
   security headers.
