@@ -15,6 +15,8 @@ answer is ``{"unchanged": true}``). Measured alternately, round by round (bench/
   lane, the token check, the op, the JSON answer), without an HTTP server;
 - ``http``: a keep-alive HTTP round trip from this process to the ``ushas serve`` process (the HTTP server,
   TCP on loopback, the client);
+- ``http, waitress only``: the same to a second service over the same store whose connections are all
+  waitress's (no op connection threads: ``Service(op_connections=0)``);
 - ``/info``: the same round trip for the smallest answer the service has (no token, no store).
 
 With ``--spark``: one local[2] session with the embedded catalog and a remote one (the shim's direct
@@ -46,6 +48,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from remote import free_port, medians_ms  # noqa: E402  (bench/remote.py)
 
 
+#: a service whose connections are all waitress's (``op_connections=0``): argv = uri, port
+PLAIN_SERVICE = ("import sys; from ushas_catalog.ui.server import Service; "
+                 "Service(sys.argv[1], 'default', port=int(sys.argv[2]), hooks=False, op_connections=0).run()")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=2000)
@@ -63,7 +70,7 @@ def main() -> int:
 
     root = Path(tempfile.mkdtemp(prefix="ushas-bench-rprof-"))
     uri = f"sqlite:///{root / 'ushas.db'}"
-    proc = None
+    proc = plain = None
     try:
         ms = Metastore.open(uri)
         ms.grant("OWN", "project", "user:admin")
@@ -74,18 +81,22 @@ def main() -> int:
         token = TokenStore(ms).create("write", "admin")[1]
         ms.close()
 
-        port = free_port()
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent / "python")}
+        port, plain_port = free_port(), free_port()
         log = open(root / "serve.log", "wb")
         proc = subprocess.Popen([sys.executable, "-m", "ushas_catalog", "--uri", uri, "serve", "--port", str(port),
-                                 "--no-hooks"], stdout=log, stderr=subprocess.STDOUT,
-                                env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent / "python")})
+                                 "--no-hooks"], stdout=log, stderr=subprocess.STDOUT, env=env)
+        # the same service with every connection waitress's (no op connection threads), for the comparison
+        plain = subprocess.Popen([sys.executable, "-c", PLAIN_SERVICE, uri, str(plain_port)], stdout=log,
+                                 stderr=subprocess.STDOUT, env=env)
         url = f"http://127.0.0.1:{port}"
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(url + "/api/v1/info", timeout=1).read()
-                break
-            except OSError:
-                time.sleep(0.1)
+        for base in (url, f"http://127.0.0.1:{plain_port}"):
+            for _ in range(300):
+                try:
+                    urllib.request.urlopen(base + "/api/v1/info", timeout=1).read()
+                    break
+                except OSError:
+                    time.sleep(0.1)
 
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
         headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json",
@@ -93,9 +104,11 @@ def main() -> int:
         path = "/api/v1/catalog/ops/load_table"
         ctx = {"catalog": "main", "spark_catalog": "rem", "branch": "main"}
 
-        def post(body: bytes) -> bytes:
-            conn.request("POST", path, body, headers)
-            r = conn.getresponse()
+        plain_conn = http.client.HTTPConnection("127.0.0.1", plain_port, timeout=60)
+
+        def post(body: bytes, via: http.client.HTTPConnection = conn) -> bytes:
+            via.request("POST", path, body, headers)
+            r = via.getresponse()
             return r.read()
 
         first = json.loads(post(json.dumps({"ctx": ctx, "namespace": ["db"], "name": "big"}).encode()))
@@ -146,6 +159,7 @@ def main() -> int:
             "json": lambda: json_text(answer),
             "wsgi": wsgi,
             "http": lambda: post(known),
+            "http, waitress only": lambda: post(known, plain_conn),
             "/info": info,
         }
         print(f"uptime: {os.getloadavg()[0]:.1f} (1 min load)", flush=True)
@@ -157,18 +171,20 @@ def main() -> int:
               f"{(med['http'] - med['wsgi']) / med['http']:>8.0%}")
         conn.close()
         other.close()
+        plain_conn.close()
         local.close()
 
         if args.spark:
             spark_stages(url, token, root, max(300, args.rounds // 4))
         return 0
     finally:
-        if proc is not None:
-            proc.terminate()
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        for p in (proc, plain):
+            if p is not None:
+                p.terminate()
+                try:
+                    p.wait(15)
+                except subprocess.TimeoutExpired:
+                    p.kill()
         shutil.rmtree(root, ignore_errors=True)
 
 
