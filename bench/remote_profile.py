@@ -1,7 +1,7 @@
 """Where a remote ``loadTable`` spends its time, stage by stage, in one run (issue 32's last goal: remote
 ``loadTable`` ≤ 1.5× embedded).
 
-    python bench/remote_profile.py [--rounds N] [--spark]
+    python bench/remote_profile.py [--rounds N] [--jvm] [--spark]
 
 One sqlite store with one table, a ``ushas serve`` process on loopback over it, and the request the shim
 sends for a ``loadTable`` whose answer it has cached (``known``: what Spark's repeated lookups send; the
@@ -19,7 +19,8 @@ answer is ``{"unchanged": true}``). Measured alternately, round by round (bench/
   waitress's (no op connection threads: ``Service(op_connections=0)``);
 - ``/info``: the same round trip for the smallest answer the service has (no token, no store).
 
-With ``--spark``: one local[2] session with the embedded catalog and a remote one (the shim's direct
+With ``--jvm``: the same op from a JVM, sent the way the shim's ``RemoteTransport`` sends it
+(``bench/java/OpsLoop.java``), to both services alternately. With ``--spark``: one local[2] session with the embedded catalog and a remote one (the shim's direct
 transport), the JVM catalog's ``loadTable`` called from Python as bench/remote.py does: ``py4j`` (a
 Py4J call of the remote catalog's ``name()``: the floor both modes pay), embedded and remote
 ``loadTable``, and, from the shim's own counters (``transportStatus()``), the remote calls' time in
@@ -57,6 +58,8 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=2000)
     ap.add_argument("--spark", action="store_true", help="also the JVM catalog's loadTable, embedded and remote")
+    ap.add_argument("--jvm", action="store_true", help="also the op from a JVM the way the shim sends it "
+                                                         "(bench/java/OpsLoop.java), to both services")
     args = ap.parse_args()
 
     import logging
@@ -174,6 +177,9 @@ def main() -> int:
         plain_conn.close()
         local.close()
 
+        if args.jvm:
+            jvm_loop(root, [url, f"http://127.0.0.1:{plain_port}"], token, known.decode(), args.rounds)
+
         if args.spark:
             spark_stages(url, token, root, max(300, args.rounds // 4))
         return 0
@@ -186,6 +192,21 @@ def main() -> int:
                 except subprocess.TimeoutExpired:
                     p.kill()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def jvm_loop(root: Path, urls: list[str], token: str, body: str, rounds: int) -> None:
+    """The op sent from a JVM as the shim's RemoteTransport sends it (bench/java/OpsLoop.java), to the
+    service and to its waitress-only twin, alternately."""
+    classes = root / "classes"
+    classes.mkdir()
+    source = Path(__file__).resolve().parent / "java" / "OpsLoop.java"
+    subprocess.run(["javac", "-nowarn", "-d", str(classes), str(source)], check=True, timeout=300)
+    out = subprocess.run(["java", "-cp", str(classes), "OpsLoop", ",".join(u + "/api/v1/catalog/ops/load_table"
+                                                                          for u in urls), token, body, str(rounds)],
+                         check=True, timeout=600, capture_output=True, text=True).stdout.split()
+    print(f"\n{'from a JVM (HttpURLConnection, as the shim)':<44}{'median ms':>10}")
+    for label, value in zip(("http", "http, waitress only"), out[1::2]):
+        print(f"{label:<44}{float(value):>10.3f}")
 
 
 def spark_stages(url: str, token: str, root: Path, rounds: int) -> None:
