@@ -154,6 +154,25 @@ def test_forward_token_sources(svc: Live, tmp_path: Path, monkeypatch: pytest.Mo
         remote.forward("open", shim_request(svc, token_file=str(secret)))
 
 
+def test_a_retried_direct_call_hands_back_the_token_that_worked(svc: Live, tmp_path: Path) -> None:
+    """The shim's direct transport asks Python again when the service refuses its token (a rotated
+    ``token-file``): the answer carries the token read anew, unless the service refused that one too."""
+    admin, bob = svc.tokens["admin"][1], svc.tokens["bob"][1]  # type: ignore[attr-defined]
+    file = tmp_path / "token"
+    file.write_text(admin + "\n")
+    assert "catalog" in remote.forward("open", shim_request(svc, admin))
+    retried = {**shim_request(svc, token_file=str(file)), remote.RETRIED: True}
+    assert remote.forward("list_namespaces", retried)[remote.TOKEN_FIELD] == admin
+    assert remote.forward("create_namespace", {**retried, "namespace": ["made"]}) == {remote.TOKEN_FIELD: admin}
+    file.write_text(bob + "\n")  # an error answer: the token worked, the grants refused
+    answer = remote.forward("create_namespace", {**retried, "namespace": ["nope"]})
+    assert (answer["error"]["type"], answer[remote.TOKEN_FIELD]) == ("PermissionDenied", bob)
+    file.write_text("ushas_abc_notavalidsecret\n")
+    answer = remote.forward("list_namespaces", retried)
+    assert (answer["error"]["type"], answer[remote.TOKEN_FIELD]) == ("Unauthorized", "")
+    assert remote.TOKEN_FIELD not in remote.forward("list_namespaces", shim_request(svc, admin))  # not retried
+
+
 @pytest.mark.parametrize("option", ["user", "authorization"])
 def test_forward_refuses_identity_options(svc: Live, option: str) -> None:
     with pytest.raises(InvalidArgument, match=rf"spark.sql.catalog.rem.{option}: not allowed"):

@@ -148,6 +148,44 @@ def test_a_revoked_token_is_refused_on_its_next_call(spark: Any, svc: Any) -> No
         spark.sql(f"SELECT * FROM {cat}.db.people").collect()
 
 
+def test_after_a_token_file_rotation_the_direct_reads_take_the_new_token(
+        spark: Any, svc: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rotated ``token-file`` (the old token revoked): the shim's next direct read is refused once, asked
+    through Python (which reads the file anew) and answered; its answer hands the shim the new token, so the
+    reads after it go straight to the service again, and the old token stays refused."""
+    import json
+
+    from ushas_catalog.spark import remote
+
+    monkeypatch.delenv("USHAS_TOKEN", raising=False)
+    old_id, old = make_token(svc.uri, "write", "bob")
+    new = make_token(svc.uri, "write", "bob")[1]
+    file = tmp_path / "bob.token"
+    file.write_text(old)
+    cat = remote_catalog(spark, _name("rrot"), svc.serve.url, None, svc.warehouse, **{"token-file": str(file)})
+    assert rows(spark.table(f"{cat}.db.people")) == BOB
+    plugin = spark._jsparkSession.sessionState().catalogManager().catalog(cat)
+    forwarded: list[str] = []
+    real = remote.forward_text
+
+    def spy(op: str, request: dict[str, Any], client: Any = None) -> str:
+        forwarded.append(op)
+        return real(op, request, client)
+
+    monkeypatch.setattr(remote, "forward_text", spy)
+    file.write_text(new)
+    revoke_token(svc.uri, old_id)
+    assert rows(spark.table(f"{cat}.db.people")) == BOB
+    assert len(forwarded) == 1 and forwarded[0] in remote.DIRECT_OPS, forwarded  # the one refused read
+    forwarded.clear()
+    before = json.loads(plugin.transportStatus())["calls"]
+    assert rows(spark.table(f"{cat}.db.people")) == BOB
+    assert forwarded == [] and json.loads(plugin.transportStatus())["calls"] > before  # direct, the new token
+    refused = remote.forward("list_namespaces", {"ctx": {"uri": svc.serve.url, "catalog": "main",
+                                                         "remote": {"token": old}}})
+    assert refused["error"]["type"] == "Unauthorized"  # and the old token is still refused
+
+
 def test_an_unreachable_service_is_a_clear_error_not_a_hang(spark: Any, svc: Any) -> None:
     url = f"http://127.0.0.1:{free_port()}"
     cat = remote_catalog(spark, _name("rdown"), url, svc.tokens["admin"][1], svc.warehouse,

@@ -24,7 +24,7 @@ from flask import Blueprint, Response, g, request
 
 from ..errors import Forbidden, InvalidArgument, Unauthorized, UshasError
 from .routing import API_PREFIX, body_object, error_response, json_response
-from .tokens import TokenStore
+from .tokens import TokenInfo, TokenStore
 
 COOKIE = "ushas_session"
 CSRF_HEADER = "X-CSRF-Token"
@@ -38,6 +38,11 @@ CATALOG_OPS = API_PREFIX + "/catalog/ops/"
 METASTORE_CALL = API_PREFIX + "/metastore/call"
 #: a remote-mode Spark driver's lineage capture (lineage.remote_store): the same rule
 LINEAGE_INGEST = API_PREFIX + "/catalog/lineage"
+
+
+def user_of(info: TokenInfo) -> str:
+    """The user a token's requests act as: its name, ``token:<id>`` when unnamed."""
+    return info.name or f"token:{info.id}"
 
 
 def request_user() -> str | None:
@@ -60,16 +65,32 @@ class AccessControl:
         self.lock = threading.Lock()
 
     # ---- identities -------------------------------------------------------------------------------------
-    def token_access(self, token: str) -> str | None:
-        """The access a token grants; the request's user becomes the token's name (its id when unnamed),
-        which the service's writes record as their user (:func:`request_user`)."""
+    def token_info(self, token: str) -> TokenInfo | None:
+        """The token a token text is (None: unknown, revoked or mistyped), read from the store at every
+        call: a revocation holds from the next request on."""
         from ..catalog.authorization import ANYONE, PROJECT, Requirement, requiring
 
         with self.stores.lock, requiring(Requirement(ANYONE, PROJECT, covers=True)):  # who calls: anyone may ask
-            info = TokenStore(self.stores.metastore).identify(token)
+            return TokenStore(self.stores.metastore).identify(token)
+
+    def bearer(self, header: str) -> TokenInfo:
+        """The token an ``Authorization`` header presents; :class:`Unauthorized` when it presents none that
+        is valid."""
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise Unauthorized("Authorization must be 'Bearer <token>'")
+        info = self.token_info(token.strip())
+        if info is None:
+            raise Unauthorized("the token is not valid (unknown, revoked or mistyped)")
+        return info
+
+    def token_access(self, token: str) -> str | None:
+        """The access a token grants; the request's user becomes the token's name (its id when unnamed),
+        which the service's writes record as their user (:func:`request_user`)."""
+        info = self.token_info(token)
         if info is None:
             return None
-        g.ushas_user = info.name or f"token:{info.id}"
+        g.ushas_user = user_of(info)
         g.ushas_access = info.access
         return info.access
 
@@ -88,13 +109,10 @@ class AccessControl:
         """(access, session): from the bearer token, else the session cookie."""
         header = request.headers.get("Authorization", "")
         if header:
-            scheme, _, token = header.partition(" ")
-            if scheme.lower() != "bearer" or not token.strip():
-                raise Unauthorized("Authorization must be 'Bearer <token>'")
-            access = self.token_access(token.strip())
-            if access is None:
-                raise Unauthorized("the token is not valid (unknown, revoked or mistyped)")
-            return access, None
+            info = self.bearer(header)
+            g.ushas_user = user_of(info)
+            g.ushas_access = info.access
+            return info.access, None
         s = self.session()
         if s is None:
             return None, None
@@ -182,4 +200,4 @@ class AccessControl:
             return out
 
 
-__all__ = ["request_user", "AccessControl", "Forbidden", "Unauthorized", "COOKIE", "CSRF_HEADER"]
+__all__ = ["request_user", "user_of", "AccessControl", "Forbidden", "Unauthorized", "COOKIE", "CSRF_HEADER"]

@@ -17,15 +17,17 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from http import HTTPStatus
+from typing import Any, Iterable
 
 from flask import Blueprint, g, request
 
-from ..errors import BridgeError, Forbidden, InvalidArgument, UshasError
+from ..errors import BridgeError, Forbidden, InvalidArgument, Unauthorized, UshasError
 from ..spark import bridge
 from ..spark.ops import OPS
 from ..spark.remote import READ_OPS
-from .routing import json_response, status_of
+from .auth import CATALOG_OPS, AccessControl, user_of
+from .routing import StartResponse, WSGIApp, json_response, json_text, status_of
 from .state import LOG, ServiceState
 
 #: the longest a client may ask the service to work on one call (ms)
@@ -61,30 +63,88 @@ def timeout_of(header: str | None) -> int:
     return max(1, min(MAX_TIMEOUT_MS, value))
 
 
-def register(bp: Blueprint, state: ServiceState) -> None:
+def answer_op(op: str, user: str, access: str, data: bytes, timeout_header: str | None,
+              state: ServiceState) -> tuple[dict[str, Any], int]:
+    """One op as ``user`` holding a token of ``access``: (the answer, its HTTP status). Both ways in (the
+    Flask route and :func:`lane`) answer through here."""
     stores = state.stores
+    try:
+        if not user or access not in ("read", "write"):  # the access check lets no such request through
+            raise Forbidden("the catalog ops need a bearer token")
+        if op not in OPS:
+            raise InvalidArgument(f"unknown catalog operation {op!r}")
+        if access != "write" and op not in READ_OPS:
+            raise Forbidden(f"this token may only read: '{op}' needs a write token")
+        try:
+            body = json.loads(data or b"null")
+        except (ValueError, RecursionError):
+            raise InvalidArgument("the request body is not JSON") from None
+        req = remote_request(body, str(user), stores.uri, stores.project, timeout_of(timeout_header))
+        return bridge.dispatch(op, req), 200
+    except UshasError as exc:
+        return {"error": _redacted(exc.answer(), state)}, status_of(exc)
+    except Exception as exc:  # noqa: BLE001 - a bug: a clear error, the trace in the service's log
+        LOG.exception("catalog op %s failed", op)
+        return {"error": BridgeError(state.redact(f"{type(exc).__name__}: {exc}")).answer()}, 500
 
+
+def register(bp: Blueprint, state: ServiceState) -> None:
     @bp.post("/catalog/ops/<op>")
     def catalog_op(op: str) -> Any:
+        answer, status = answer_op(op, str(g.get("ushas_user") or ""), str(g.get("ushas_access") or ""),
+                                   request.get_data(cache=False), request.headers.get("X-Ushas-Timeout-Ms"), state)
+        return json_response(answer, status)
+
+
+def op_of(environ: dict[str, Any]) -> str | None:
+    """The op a request asks :func:`lane` for: a ``POST`` to ``/api/v1/catalog/ops/<op>`` whose op is plain
+    (no ``%`` escape, no ``/``) and that no mount prefix moves; None for every other request (Flask's)."""
+    if environ.get("REQUEST_METHOD") != "POST" or environ.get("SCRIPT_NAME"):
+        return None
+    raw = environ.get("REQUEST_URI") or environ.get("RAW_URI") or environ.get("PATH_INFO", "")
+    path = raw.split("?", 1)[0]
+    if not path.startswith(CATALOG_OPS) or path != environ.get("PATH_INFO"):
+        return None  # an absolute-form target, an escape: the general path decides
+    op = path[len(CATALOG_OPS):]
+    return op if op and "/" not in op and "%" not in op else None
+
+
+def lane(app: WSGIApp, state: ServiceState, access: AccessControl) -> WSGIApp:
+    """``app`` answering the catalog ops itself (remote mode's hot path: one small read per Spark
+    ``loadTable``), without Flask's request dispatch; every other request goes to ``app``. The same rules
+    as the API's access check and the Flask route (:func:`answer_op`): a bearer token always (a session
+    cookie is not enough), looked up at every call; read tokens run only :data:`READ_OPS`. It sits inside
+    the server's Host guard and access log (:mod:`ushas_catalog.ui.server`), which add the security
+    headers and log the request; the HTTP server bounds the request's size and time as for any other."""
+
+    def ops(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        op = op_of(environ)
+        if op is None:
+            return app(environ, start_response)
+        answer: dict[str, Any]
+        header = environ.get("HTTP_AUTHORIZATION", "")
         try:
-            user, access = g.get("ushas_user"), g.get("ushas_access")
-            if not user or access not in ("read", "write"):  # the access check lets no such request through
-                raise Forbidden("the catalog ops need a bearer token")
-            if op not in OPS:
-                raise InvalidArgument(f"unknown catalog operation {op!r}")
-            if access != "write" and op not in READ_OPS:
-                raise Forbidden(f"this token may only read: '{op}' needs a write token")
-            body = json.loads(request.get_data(cache=False) or b"null")
-            req = remote_request(body, str(user), stores.uri, stores.project,
-                                 timeout_of(request.headers.get("X-Ushas-Timeout-Ms")))
-            return json_response(bridge.dispatch(op, req))
-        except ValueError:
-            return json_response({"error": InvalidArgument("the request body is not JSON").answer()}, 400)
-        except UshasError as exc:
-            return json_response({"error": _redacted(exc.answer(), state)}, status_of(exc))
-        except Exception as exc:  # noqa: BLE001 - a bug: a clear error, the trace in the service's log
-            LOG.exception("catalog op %s failed", op)
-            return json_response({"error": BridgeError(state.redact(f"{type(exc).__name__}: {exc}")).answer()}, 500)
+            if not header:
+                raise Unauthorized("the catalog ops need a token: Authorization: Bearer <token> "
+                                   "(ushas tokens create)")
+            info = access.bearer(header)
+        except Unauthorized as exc:
+            answer, status = {"error": {"type": exc.type, "message": exc.message}}, 401
+        else:
+            try:
+                data = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+            except ValueError:
+                answer, status = {"error": InvalidArgument("Content-Length is not a number").answer()}, 400
+            else:
+                answer, status = answer_op(op, user_of(info), info.access, data,
+                                           environ.get("HTTP_X_USHAS_TIMEOUT_MS"), state)
+        body = json_text(answer).encode()
+        start_response(f"{status} {HTTPStatus(status).phrase}",
+                       [("Content-Type", "application/json"), ("Content-Length", str(len(body))),
+                        ("Cache-Control", "no-store")])
+        return [body]
+
+    return ops
 
 
 def _redacted(answer: dict[str, Any], state: ServiceState) -> dict[str, Any]:
@@ -95,4 +155,4 @@ def _redacted(answer: dict[str, Any], state: ServiceState) -> dict[str, Any]:
     return out
 
 
-__all__ = ["READ_OPS", "register", "remote_request"]
+__all__ = ["READ_OPS", "answer_op", "lane", "op_of", "register", "remote_request"]

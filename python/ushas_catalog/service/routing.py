@@ -76,11 +76,15 @@ def install(app: Flask) -> None:
 
 
 # ---- answers ----------------------------------------------------------------------------------------------
-def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+def json_text(data: Any) -> str:
+    """``data`` as the API's JSON text: compact, ``<``, ``>`` and ``&`` as escapes (stored text stays text
+    even where a browser might sniff it as markup)."""
     body = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
-    # stored text stays text even where a browser might sniff it as markup: <, > and & as escapes
-    body = body.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-    out = Response(body, status=status, mimetype="application/json")
+    return body.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    out = Response(json_text(data), status=status, mimetype="application/json")
     out.headers["Cache-Control"] = "no-store"
     for k, v in (headers or {}).items():
         out.headers[k] = v
@@ -187,5 +191,5 @@ def page_args(default: int = 50, high: int = 1000) -> tuple[int, int]:
     return int_arg("offset", 0, 0, 10**12) or 0, int_arg("limit", default, 1, high) or default
 
 
-__all__ = ["MAX_JSON_DEPTH", "parse_json", "API_PREFIX", "SegmentConverter", "raw_segments", "install", "json_response", "error_response",
+__all__ = ["MAX_JSON_DEPTH", "parse_json", "API_PREFIX", "SegmentConverter", "raw_segments", "install", "json_text", "json_response", "error_response",
            "status_of", "int_arg", "str_arg", "list_arg", "body_object", "paged", "page_args", "STATUS"]

@@ -44,6 +44,10 @@ READ_OPS = frozenset({
 DIRECT_OPS = READ_OPS - {"open"}
 #: the catalog option that turns the direct transport off (``false``: every op through Python)
 DIRECT_OPTION = "direct"
+#: set by the shim on a request its direct transport sends here after the service refused its token (never
+#: sent on to the service); the answer then carries the token resolved anew in :data:`TOKEN_FIELD`
+RETRIED = "transport_retry"
+TOKEN_FIELD = "transport_token"
 
 
 def refused_options(ctx: dict[str, Any]) -> None:
@@ -77,6 +81,7 @@ def forward_text(op: str, request: dict[str, Any], client: Client | None = None)
     catalog = str(ctx.get("spark_catalog") or ctx.get("catalog") or "")
     token = resolve_token(ctx.get("remote") or {}, catalog)
     body = dict(request)
+    retried = bool(body.pop(RETRIED, False))
     body["ctx"] = {k: v for k, v in ctx.items() if k not in _PRIVATE_CTX}
     deadline_ms = request.get("deadline_ms")
     timeout = DEFAULT_TIMEOUT_S if deadline_ms is None else (float(deadline_ms) / 1000.0 - time.time())
@@ -88,7 +93,9 @@ def forward_text(op: str, request: dict[str, Any], client: Client | None = None)
                                            json.dumps(body, default=str).encode(), timeout)
     text = data.decode("utf-8", errors="replace")
     if status == 200 and text.startswith("{"):
-        return with_transport(text, ep, token, ctx) if op == "open" else text
+        if op == "open":
+            return with_transport(text, ep, token, ctx)
+        return with_token(text, token) if retried else text
     try:
         answer = json.loads(text)
     except ValueError:
@@ -96,7 +103,20 @@ def forward_text(op: str, request: dict[str, Any], client: Client | None = None)
     if not isinstance(answer, dict) or "error" not in answer:
         raise BridgeError(f"the ushas service at {ep.url} answered '{op}' with HTTP {status} and no JSON answer "
                           f"(is it an ushas service?)")
+    if retried:  # an error answer: the token worked unless the service refused it too
+        return with_token(text, token if status != 401 else "")
     return text
+
+
+def with_token(answer: str, token: str) -> str:
+    """The answer of an op the shim's direct transport retried here after the service refused its token
+    (a ``token-file`` rotated since ``open``), with the token that worked (:data:`TOKEN_FIELD`): the shim
+    sends its next direct calls with it instead of being refused first every time (``""``: none worked)."""
+    parsed = json.loads(answer)
+    if not isinstance(parsed, dict):
+        return answer
+    parsed[TOKEN_FIELD] = token
+    return json.dumps(parsed)
 
 
 def with_transport(opened: str, ep: Endpoint, token: str, ctx: dict[str, Any]) -> str:

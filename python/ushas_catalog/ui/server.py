@@ -2,8 +2,12 @@
 
 - Concurrency with timeouts: waitress reads requests on one event loop and hands only
   complete ones to a pool of worker threads, so a client that connects and sends nothing (or
-  one byte a minute) holds no thread and blocks nobody; idle connections are closed after
+  one byte a minute) holds no worker and blocks nobody; idle connections are closed after
   :data:`CHANNEL_TIMEOUT` seconds. Requests are bounded in header and body size.
+- Remote mode's keep-alive catalog-op connections get a thread each (:mod:`.op_connections`, up to
+  :data:`OP_CONNECTIONS`): no hand-off between threads per call. A silent client there holds only
+  its own thread (:data:`CHANNEL_TIMEOUT` seconds at most); past the limit connections are
+  waitress's, and anything but a plain op request hands its connection to waitress.
 - The app is wrapped by :func:`.security.guard`: only the ``Host`` names the service is
   bound to (or given with ``--allowed-host``) are answered, and every response carries the
   security headers.
@@ -25,6 +29,8 @@ from urllib.parse import quote
 
 from ..errors import InvalidArgument
 from .app import create_app
+from .op_connections import LIMIT as OP_CONNECTION_LIMIT
+from .op_connections import OpConnections
 from .security import HostPolicy, StartResponse, WSGIApp, guard
 
 #: seconds an idle or silent connection is kept
@@ -35,6 +41,8 @@ THREADS = 8
 CONNECTION_LIMIT = 1000
 #: the largest request body (bytes): a remote Spark write's commit names every file it wrote
 MAX_BODY = 64 << 20
+#: keep-alive connections served by a thread each while they send catalog ops (:mod:`.op_connections`)
+OP_CONNECTIONS = OP_CONNECTION_LIMIT
 #: seconds requests in flight get to finish at shutdown
 SHUTDOWN_GRACE = 5
 #: seconds between looks at the stop flag (SIGTERM, :meth:`Service.stop`)
@@ -116,11 +124,12 @@ class Service:
     def __init__(self, uri: str, project: str, *, host: str = "127.0.0.1", port: int = 8765,
                  allowed_hosts: Sequence[str] = (), threads: int = THREADS,
                  channel_timeout: int = CHANNEL_TIMEOUT, namespaces: Mapping[str, str] | None = None,
-                 hooks: bool = True, authorization: bool = False) -> None:
+                 hooks: bool = True, authorization: bool = False, op_connections: int = OP_CONNECTIONS) -> None:
         from waitress.server import create_server
 
         from ..service.api import register_api
         from ..service.auth import AccessControl
+        from ..service.catalog_ops_api import lane as catalog_ops_lane
 
         try:
             policy_names = HostPolicy.for_bind(host, port or 1, allowed_hosts)  # checks --allowed-host first
@@ -136,21 +145,27 @@ class Service:
             except BaseException:
                 stores.close()
                 raise
-        register_api(self.app, stores, access=AccessControl(stores, require_read_token=not local),
-                     namespaces=dict(namespaces or {}))
+        access = AccessControl(stores, require_read_token=not local)
+        state = register_api(self.app, stores, access=access, namespaces=dict(namespaces or {}))
         self.socket = listen(host, port)
         self.host = host
         self.port: int = self.socket.getsockname()[1]
         policy_names.port = self.port
         self.policy = policy_names
         self.map: dict[int, Any] = {}  # waitress's socket map: the listener, its wake-up pipe, connections
-        self.server = create_server(access_log(guard(self.app.wsgi_app, self.policy)), map=self.map,
+        # the catalog ops (remote mode's Spark calls) skip Flask's dispatch, inside the same guard and log
+        app = access_log(guard(catalog_ops_lane(self.app.wsgi_app, state, access), self.policy))
+        self.server = create_server(app, map=self.map,
                                     sockets=[self.socket],
                                     threads=threads, channel_timeout=channel_timeout,
                                     cleanup_interval=max(1, min(10, channel_timeout)),
                                     connection_limit=CONNECTION_LIMIT, max_request_header_size=65536,
                                     max_request_body_size=MAX_BODY, expose_tracebacks=False, ident="ushas",
                                     clear_untrusted_proxy_headers=True)
+        #: keep-alive op connections on a thread each (None: every connection is waitress's)
+        self.connections: OpConnections | None = None
+        if op_connections > 0:
+            self.connections = OpConnections(self.server, _is_op, limit=op_connections, timeout=channel_timeout)
         self._stopping = threading.Event()
         #: the change hooks' delivery worker (ushas_catalog.hooks), a thread from run() to close()
         self.hooks: Any = None
@@ -196,9 +211,10 @@ class Service:
         (its response sent), at most :data:`SHUTDOWN_GRACE` seconds."""
         self.server.accepting = False  # waitress's listener: not readable, accepts nothing more
         deadline = time.monotonic() + SHUTDOWN_GRACE
-        while self.map and time.monotonic() < deadline and any(
+        while self.map and time.monotonic() < deadline and (any(
                 getattr(ch, "requests", None) or getattr(ch, "total_outbufs_len", 0)
-                for ch in list(self.map.values()) if ch is not self.server):
+                for ch in list(self.map.values()) if ch is not self.server) or (
+                self.connections is not None and self.connections.busy())):
             self._loop_once(0.05)
 
     def close(self) -> None:
@@ -209,6 +225,8 @@ class Service:
         try:
             if self.hooks is not None:
                 self.hooks.stop(SHUTDOWN_GRACE)
+            if self.connections is not None:
+                self.connections.stop(SHUTDOWN_GRACE)
             self.server.task_dispatcher.shutdown(cancel_pending=True, timeout=SHUTDOWN_GRACE)
             wasyncore.close_all(self.map)
         finally:
@@ -216,6 +234,13 @@ class Service:
                 self.socket.close()
             finally:
                 self.app.config["USHAS"].close()
+
+
+def _is_op(method: str, path: str, request_uri: str) -> bool:
+    """Whether a request is a catalog op (:mod:`.op_connections` answers it on its connection's thread)."""
+    from ..service.catalog_ops_api import op_of
+
+    return op_of({"REQUEST_METHOD": method, "PATH_INFO": path, "REQUEST_URI": request_uri}) is not None
 
 
 def is_loopback(host: str) -> bool:
@@ -252,4 +277,4 @@ def serve(uri: str, project: str, *, host: str = "127.0.0.1", port: int = 8765, 
     service.run()
 
 
-__all__ = ["Service", "serve", "access_log", "listen", "CHANNEL_TIMEOUT", "THREADS", "SHUTDOWN_GRACE", "LOOP_WAKEUP"]
+__all__ = ["Service", "serve", "access_log", "listen", "CHANNEL_TIMEOUT", "THREADS", "OP_CONNECTIONS", "SHUTDOWN_GRACE", "LOOP_WAKEUP"]

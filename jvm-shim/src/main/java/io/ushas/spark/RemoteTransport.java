@@ -14,6 +14,7 @@ import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
 import java.util.HashSet;
 import java.util.Set;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
  * Remote mode's direct transport (docs/service.md, "Remote mode"): the ops Python's forwarder lists in its
@@ -26,16 +27,27 @@ import java.util.Set;
  * unreachable or silent service a {@code ServiceUnreachable} error ({@code ushas service at URL unreachable}).
  * Python decides which ops come here, the token and the URL (after checking the catalog's options); the
  * service decides who calls and checks every call as before. An {@code Unauthorized} answer is asked again
- * through Python, which reads a {@code token-file} anew.
+ * through Python, which reads a {@code token-file} anew and hands back the token that worked: the next calls
+ * send that one.
  */
 final class RemoteTransport {
     /** the shim's context fields a service never gets from a client (Python's {@code _PRIVATE_CTX}) */
     private static final String[] PRIVATE_CTX = {"remote", "user", "user_source", "authorization"};
+    /** Python's {@code ushas_catalog.spark.remote.RETRIED} and {@code TOKEN_FIELD} */
+    private static final String RETRIED = "transport_retry";
+    private static final String TOKEN_FIELD = "transport_token";
 
     private final String opsUrl;
     private final String shown;
-    private final String token;
+    /** the catalog's token: replaced by the one Python resolves anew when the service refuses it (a
+     *  rotated {@code token-file}) */
+    private volatile String token;
     private final Set<String> ops;
+    /** for benchmarks and tests ({@link #status}): the calls answered here, their time in {@link #call} and
+     *  the part of it spent in the HTTP exchange (connection, request, answer read) */
+    private final LongAdder calls = new LongAdder();
+    private final LongAdder callNanos = new LongAdder();
+    private final LongAdder httpNanos = new LongAdder();
 
     private RemoteTransport(String opsUrl, String shown, String token, Set<String> ops) {
         this.opsUrl = opsUrl;
@@ -62,6 +74,23 @@ final class RemoteTransport {
 
     /** One op answered by the service (its error answers as they are); Python for an {@code Unauthorized}. */
     JsonNode call(String op, ObjectNode request, Bridge.BridgeOptions options) {
+        long began = System.nanoTime();
+        try {
+            return exchange(op, request, options);
+        } finally {
+            calls.increment();
+            callNanos.add(System.nanoTime() - began);
+        }
+    }
+
+    /** The calls answered here and their time (ms) as JSON: {@code calls}, {@code call_ms} (in
+     *  {@link #call}: the request's JSON, the HTTP exchange, the answer's JSON), {@code http_ms}. */
+    String status() {
+        return Json.object().put("calls", calls.sum()).put("call_ms", callNanos.sum() / 1e6)
+                .put("http_ms", httpNanos.sum() / 1e6).toString();
+    }
+
+    private JsonNode exchange(String op, ObjectNode request, Bridge.BridgeOptions options) {
         ObjectNode body = request.deepCopy();
         body.remove("deadline_ms");  // the service's deadline comes from the header, on its own clock
         JsonNode ctx = body.get("ctx");
@@ -73,6 +102,7 @@ final class RemoteTransport {
         int status;
         byte[] data;
         HttpURLConnection c = null;
+        long sending = System.nanoTime();
         try {
             c = (HttpURLConnection) URI.create(opsUrl + URLEncoder.encode(op, StandardCharsets.UTF_8)).toURL()
                     .openConnection(Proxy.NO_PROXY);
@@ -98,8 +128,10 @@ final class RemoteTransport {
         } catch (IOException | IllegalArgumentException e) {
             if (c != null) c.disconnect();
             return unreachable(e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage());
+        } finally {
+            httpNanos.add(System.nanoTime() - sending);
         }
-        if (status == 401) return Bridge.call(op, request, options);  // Python resolves the token again
+        if (status == 401) return retried(op, request, options);
         JsonNode answer = null;
         try {
             answer = data.length > 0 && data[0] == '{' ? Json.MAPPER.readTree(data) : null;
@@ -109,6 +141,20 @@ final class RemoteTransport {
         if (answer == null || (status != 200 && !(answer.get("error") instanceof ObjectNode))) {
             throw new Errors.UshasBridgeException("Ushas catalog: the ushas service at " + shown + " answered '" + op
                     + "' with HTTP " + status + " and no JSON answer (is it an ushas service?)");
+        }
+        return answer;
+    }
+
+    /** An op the service refused the token of, asked through Python, which resolves the token again (a
+     *  {@code token-file} is read anew) and, when the service took that one, hands it back with the answer:
+     *  the next direct calls send it. */
+    private JsonNode retried(String op, ObjectNode request, Bridge.BridgeOptions options) {
+        ObjectNode marked = request.deepCopy();
+        marked.put(RETRIED, true);
+        JsonNode answer = Bridge.call(op, marked, options);
+        if (answer instanceof ObjectNode o && o.get(TOKEN_FIELD) != null) {
+            String fresh = o.remove(TOKEN_FIELD).asText();
+            if (!fresh.isEmpty()) token = fresh;
         }
         return answer;
     }

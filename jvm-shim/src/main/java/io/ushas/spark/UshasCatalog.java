@@ -109,6 +109,13 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces,
         return cache;
     }
 
+    /** Remote mode's direct transport as JSON, for tests and benchmarks: {@code {"direct": false}} without
+     *  one, else its calls and their time ({@code RemoteTransport#status}). */
+    public String transportStatus() {
+        RemoteTransport t = transport;
+        return t == null ? "{\"direct\":false}" : "{\"direct\":true," + t.status().substring(1);
+    }
+
     /** The cache's settings, entries and lookup counts as JSON ({@code unchanged}, {@code unchecked},
      *  {@code loaded}): for tests and benchmarks. */
     public String cacheStatus() {
