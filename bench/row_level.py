@@ -25,10 +25,12 @@ Iceberg / Delta are not compared: no Iceberg build runs on Spark 4.3 (docs/row-l
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any, Callable
 
@@ -45,6 +47,52 @@ def timed(fn: Callable[[], Any]) -> float:
     t0 = time.perf_counter()
     fn()
     return time.perf_counter() - t0
+
+
+class Profile:
+    """With ``--profile``: the Spark jobs each statement ran (from the UI's REST API: name, tasks, seconds)
+    and the rest of its time (the driver: planning, file listing, the catalog's commit)."""
+
+    def __init__(self, spark: Any) -> None:
+        self.spark = spark
+        self.url = f"{spark.sparkContext.uiWebUrl}/api/v1/applications/{spark.sparkContext.applicationId}"
+
+    def run(self, group: str, sql: str) -> float:
+        self.spark.sparkContext.setJobGroup(group, group)
+        took = timed(lambda: self.spark.sql(sql))
+        self.spark.sparkContext.setJobGroup("other", "other")
+        return took
+
+    def report(self, group: str, wall: float) -> str:
+        with urllib.request.urlopen(f"{self.url}/jobs", timeout=30) as answer:
+            jobs = [j for j in json.load(answer) if j.get("jobGroup") == group]
+        parts, busy = [], 0.0
+        for j in sorted(jobs, key=lambda j: j["jobId"]):
+            s = (_when(j.get("completionTime")) - _when(j["submissionTime"]))
+            busy += s
+            stages = []
+            for sid in sorted(j["stageIds"]):
+                with urllib.request.urlopen(f"{self.url}/stages/{sid}", timeout=30) as answer:
+                    for st in json.load(answer):
+                        if st.get("status") == "COMPLETE":
+                            stages.append(f"{st['numTasks']}t {st.get('executorRunTime', 0) / 1000:.1f}cpu-s "
+                                          f"{_frame(st.get('details', ''))}")
+            parts.append(f"job {s:.2f} s [{', '.join(stages)}]")
+        return f"    {group}: {wall:.2f} s = jobs {busy:.2f} ({'; '.join(parts) or '-'}) + driver {wall - busy:.2f}"
+
+
+def _frame(details: str) -> str:
+    """The first frame of a stage's call site that is Spark SQL's or ours (what ran it)."""
+    for line in details.splitlines():
+        if "io.ushas" in line or "sql.execution" in line or "sql.classic" in line:
+            return line.strip().split("(")[0].rsplit(".", 2)[-2]
+    return "?"
+
+
+def _when(stamp: str | None) -> float:
+    from datetime import datetime
+
+    return datetime.strptime(stamp.replace("GMT", "+0000"), "%Y-%m-%dT%H:%M:%S.%f%z").timestamp() if stamp else 0.0
 
 
 def changes(partitions: int, rows: int) -> list[tuple[str, str, str]]:
@@ -79,12 +127,17 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--rows", type=int)
     ap.add_argument("--partitions", type=int, default=20)
+    ap.add_argument("--profile", action="store_true",
+                    help="print each statement's Spark jobs (tasks, seconds) and its driver time")
     args = ap.parse_args()
     rows = args.rows or (100_000 if args.quick else 1_000_000)
     parts = args.partitions
     root = Path(tempfile.mkdtemp(prefix="ushas-bench-rowlevel-"))
-    spark = ushas_session("ushas-bench-row-level", root,
-                          conf={"spark.sql.sources.partitionOverwriteMode": "dynamic"})
+    conf = {"spark.sql.sources.partitionOverwriteMode": "dynamic"}
+    if args.profile:
+        conf.update({"spark.ui.enabled": "true", "spark.ui.port": "0"})
+    spark = ushas_session("ushas-bench-row-level", root, conf=conf)
+    profile = Profile(spark) if args.profile else None
     try:
         spark.sql("CREATE NAMESPACE ushas.bench")
         data = spark.range(rows).selectExpr("CAST(id AS INT) AS id", "CAST(id * 7 % 1000 AS BIGINT) AS v",
@@ -102,18 +155,25 @@ def main() -> None:
             f"CASE WHEN id % 2 = 0 THEN format_string('d%03d', CAST(({first} + id) * {parts} / {rows} AS INT)) "
             f"ELSE 'd{parts - 1:03d}' END AS dt").cache().createOrReplaceTempView("src")
         spark.table("src").count()
+        files = sum(1 for f in (root / "warehouse").rglob("*") if f.is_file() and not f.name.startswith((".", "_")))
         print(f"row-level statements vs INSERT OVERWRITE by hand: {rows:,} rows, {parts} partitions, parquet, "
-              f"local[2], Spark {spark.version}")
+              f"local[2], Spark {spark.version}, {files // 2} files per table")
         print(f"{'change':<28} {'row-level s':>12} {'by hand s':>10} {'ratio':>7}")
         for i, (name, statement, by_hand) in enumerate(changes(parts, rows)):
             runs = [("a", statement), ("b", by_hand)]
             if i % 2:
                 runs.reverse()
-            took = {t: timed(lambda sql=sql, t=t: spark.sql(sql.format(t=f"ushas.bench.{t}"))) for t, sql in runs}
+            if profile is None:
+                took = {t: timed(lambda sql=sql, t=t: spark.sql(sql.format(t=f"ushas.bench.{t}"))) for t, sql in runs}
+            else:
+                took = {t: profile.run(f"{i}{t}", sql.format(t=f"ushas.bench.{t}")) for t, sql in runs}
             same = spark.sql("SELECT * FROM ushas.bench.a EXCEPT ALL SELECT * FROM ushas.bench.b").count() == 0 and \
                 spark.sql("SELECT * FROM ushas.bench.b EXCEPT ALL SELECT * FROM ushas.bench.a").count() == 0
             print(f"{name:<28} {took['a']:>12.2f} {took['b']:>10.2f} {took['a'] / took['b']:>6.2f}x"
-                  + ("" if same else "  RESULTS DIFFER"))
+                  + ("" if same else "  RESULTS DIFFER"), flush=True)
+            if profile is not None:
+                for t in ("a", "b"):
+                    print(profile.report(f"{i}{t}", took[t]), flush=True)
     finally:
         spark.stop()
         shutil.rmtree(root, ignore_errors=True)

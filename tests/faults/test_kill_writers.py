@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -53,12 +54,19 @@ def test_killed_cli_writers_leave_whole_objects(store_uri: str) -> None:
         for i in range(runs()):
             ms.create_table(f"main.w.c{i}", "id INT, dt STRING", partition_by=["dt"])
             ms.add_partitions(f"main.w.c{i}", [{"dt": f"d{k}"} for k in range(5)])
+        ms.create_table("main.w.timing", "id INT")
+    # the kills' delays derive from how long one such CLI command takes here and now (a measured baseline,
+    # not a fixed window: on a loaded machine a CLI's start alone can outlast any fixed bound), so that some
+    # writers die before their commit and some after it whatever the machine's load
+    started = time.monotonic()
+    subprocess.run(_ushas(store_uri, "meta", "set", "main.w.timing", "a=1"), check=True, capture_output=True, timeout=120)
+    baseline = time.monotonic() - started
     finished = 0
     for i in range(runs()):
         t = f"main.w.c{i}"
         kind = ("meta", "drop", "tag")[i % 3]
         argv = {"meta": ("meta", "set", t, "a=1", "b=2", "c=3"), "drop": ("drop", t), "tag": ("meta", "tag", t, "x", "y")}[kind]
-        delay = rng.uniform(0.05, 0.9)
+        delay = baseline * rng.uniform(0.2, 1.6)
         run_and_kill(_ushas(store_uri, *argv), delay)
         report = check_store(store_uri, "acme")
         assert report.ok, (i, delay, report.lines())
