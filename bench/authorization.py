@@ -1,6 +1,6 @@
 """Authorization: the same catalog calls with authorization on and off, in one run.
 
-    python bench/authorization.py [--quick] [--rounds R] [--grants G]
+    python bench/authorization.py [--quick] [--rounds R] [--grants G] [--blocks B]
 
 One store, one project with G grants (200 with --quick; 2,000 by default) on other tables and roles, so
 the policy a check reads is not trivial. The checked caller is ``bob``, who reads the table through a
@@ -13,9 +13,13 @@ role that holds SELECT on its database (a nested lookup: user -> role -> databas
   ``SHOW PARTITIONS t``, ``DESCRIBE TABLE t`` and ``CREATE TABLE … LOCATION`` of a path in a declared
   external location (bob holds CREATE EXTERNAL TABLE on it) with its ``DROP TABLE`` (the location check on
   CREATE: docs/governance.md, "External locations"), alternating the two catalogs every round;
-- a governed path read (``spark.read.parquet(path)`` of a directory in the declared location, bob holds READ
-  FILES; the check runs in every session where a governed catalog is deployed, so "off" is measured in a second
-  session, right after, whose configuration has ``ushas_off`` only);
+- a governed path read (``spark.read.parquet(path)`` of the same directory in the declared location, bob holds
+  READ FILES). The check runs in every session whose application configuration deploys a catalog with
+  ``authorization=true``, whether or not the session uses it (a session cannot opt out: that is the point), so
+  the two sides cannot share one SparkContext: each is its own session of the same JVM with the same
+  configuration but one flag, ``spark.sql.catalog.ushas_auth.authorization`` (``true`` on, ``false`` off;
+  both catalogs initialized in both), in alternating blocks (on, off, off, on, on, off: ``--blocks``) whose
+  samples are pooled, so that neither side is always the fresher JVM;
 - the Python API alone (no Spark, no Py4J: the cost of the check relative to the smallest call):
   ``Metastore.get_table`` and ``Metastore.list_partitions`` with ``authorization=True`` vs off.
 
@@ -79,11 +83,35 @@ def rounds_of(fns: dict[str, Callable[[], Any]], rounds: int, warmup: int) -> di
     return {k: statistics.median(v) for k, v in samples.items()}
 
 
+def path_reads(root: Path, conf: dict[str, str], files: str, rounds: int, blocks: int) -> tuple[float, float]:
+    """Medians (off, on) of ``spark.read.parquet(files).schema``: ``blocks`` sessions per side, alternating (on,
+    off, off, on, ...), each warmed up (10 reads) and then timed ``rounds / blocks`` times; the sides' configurations differ
+    in ``spark.sql.catalog.ushas_auth.authorization`` only."""
+    samples: dict[str, list[float]] = {"off": [], "on": []}
+    per = max(1, -(-rounds // blocks))
+    order = [("on", "off") if b % 2 == 0 else ("off", "on") for b in range(blocks)]
+    for side in (s for pair in order for s in pair):
+        flag = "true" if side == "on" else "false"
+        spark = ushas_session(f"ushas-bench-authorization-read-{side}", root,
+                              conf={**conf, "spark.sql.catalog.ushas_auth.authorization": flag})
+        try:
+            for c in ("ushas_off", "ushas_auth"):  # both catalogs initialized on both sides
+                spark.table(f"{c}.db.t").schema
+            for r in range(10 + per):  # a new session's first reads load and compile its classes
+                t = timed(lambda: spark.read.parquet(files).schema)
+                if r >= 10:
+                    samples[side].append(t)
+        finally:
+            spark.stop()
+    return statistics.median(samples["off"]), statistics.median(samples["on"])
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--rounds", type=int)
     ap.add_argument("--grants", type=int)
+    ap.add_argument("--blocks", type=int, default=6, help="sessions per side of the path read row (default 6)")
     args = ap.parse_args()
     rounds = args.rounds or (15 if args.quick else 60)
     grants = args.grants or (200 if args.quick else 2000)
@@ -139,19 +167,13 @@ def main() -> int:
                 rows.append((f"Spark: {label}", med["off"], med["on"]))
             files = str(root / "external" / "files")
             spark.range(100).write.parquet(files)
-            on_read = rounds_of({"on": lambda: spark.read.parquet(files).schema}, rounds, 5)["on"]
         finally:
             spark.stop()
-        plain = {k: v for k, v in conf.items() if not k.startswith("spark.sql.catalog.ushas_auth")}
-        spark = ushas_session("ushas-bench-authorization-off", root, conf=plain)
-        try:
-            off_read = rounds_of({"off": lambda: spark.read.parquet(files).schema}, rounds, 5)["off"]
-        finally:
-            spark.stop()
-        rows.append(("Spark: spark.read.parquet(path in a declared location) (governed path read; off: a session "
-                     "without a governed catalog)", off_read, on_read))
+        off_read, on_read = path_reads(root, conf, files, rounds, args.blocks)
+        rows.append(("Spark: spark.read.parquet(path in a declared location) (governed path read; off: the same "
+                     "configuration with authorization=false, sessions alternating)", off_read, on_read))
         print(f"authorization on vs off: {grants} grants in the project, medians of {rounds} rounds "
-              f"(Python API and loadTable: {rounds * 5})")
+              f"(Python API and loadTable: {rounds * 5}; the path read: {args.blocks} sessions per side)")
         print("| call | off ms | on ms | on / off |\n| --- | --- | --- | --- |")
         for label, a, b in rows:
             print(f"| {label} | {a * 1000:.3f} | {b * 1000:.3f} | {b / a:.2f}x |")

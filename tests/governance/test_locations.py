@@ -325,3 +325,36 @@ def test_a_location_may_not_overlap_managed_storage(admin: Metastore, url: str) 
         admin.create_location("wh", url)
     assert admin.list_locations() == before
     admin.create_location("beside", "/wh2")  # a sibling directory is not the warehouse
+
+
+def test_one_statements_reads_and_writes_are_one_check(admin: Metastore, store_uri: str) -> None:
+    """``check_paths`` (what the Spark shim sends once per governed catalog and plan) checks a statement's writes
+    and reads in one transaction, refusing either; nothing is kept between two checks: a grant revoked, a mask
+    set, or a path taken over by a filtered table after one check bites on the next."""
+    admin.grant("WRITE FILES", "location:team", "user:bob")
+    bob = Metastore.open(store_uri, project="p", user="bob", authorization=True)
+    runs: list[int] = []
+    real = bob.run
+    bob.run = lambda fn, *a, **kw: runs.append(1) or real(fn, *a, **kw)  # type: ignore[method-assign]
+    try:
+        bob.check_paths(reads=["/lake/raw/open"], writes=["/lake/team/out"])
+        assert len(runs) == 1  # one transaction for both
+        with pytest.raises(PermissionDenied, match="row filter or a column mask"):
+            bob.check_paths(reads=["/lake/raw/open", "/lake/raw/victim"], writes=["/lake/team/out"])
+        with pytest.raises(PermissionDenied, match="WRITE FILES on location raw"):
+            bob.check_paths(reads=["/lake/raw/open"], writes=["/lake/raw/x"])
+        admin.revoke("SELECT", (C, "db", "open"), "user:bob")
+        with pytest.raises(PermissionDenied, match="neither SELECT on it nor READ FILES"):
+            bob.check_paths(reads=["/lake/raw/open"])
+        admin.revoke("WRITE FILES", "location:team", "user:bob")
+        with pytest.raises(PermissionDenied, match="WRITE FILES on location team"):
+            bob.check_paths(writes=["/lake/team/out"])
+        bob.check_paths(reads=["/data/loose"])  # outside every location and table: storage permissions' to guard
+        admin.create_table((C, "db", "taken"), schema="a INT", location="file:/data/loose", external=True)
+        admin.grant("SELECT", (C, "db", "taken"), "user:bob")
+        bob.check_paths(reads=["/data/loose"])
+        admin.set_row_filter((C, "db", "taken"), "a > 0")  # the path's owner is now filtered for bob
+        with pytest.raises(PermissionDenied, match="row filter or a column mask"):
+            bob.check_paths(reads=["/data/loose/part"])
+    finally:
+        bob.close()

@@ -174,3 +174,59 @@ def test_a_name_object_is_checked_as_the_name_it_is(admin: Metastore, store_uri:
     admin.grant("SELECT", {3: "c.db.t", 2: "c.db", 1: "c"}[parts], "user:bob")
     assert bob.history(target)
     bob.close()
+
+
+def test_a_grant_or_revoke_updates_the_cached_policy_exactly(admin: Metastore, store_uri: str) -> None:
+    """A grant or revoke derives the next policy snapshot from the cached one (no re-read of the whole policy
+    after a creator's OWN grant): the derived snapshot is what a fresh read returns, a revoke bites on the
+    very next call, and a grant whose transaction does not commit is never seen."""
+    from ushas_catalog.governance import policy
+
+    def fresh() -> policy.Policy:
+        return admin.run(lambda tr: policy.read(tr, admin.layout, "p", policy.load(tr, admin.layout, "p").token))
+
+    def cached() -> policy.Policy:
+        return admin.run(lambda tr: policy.load(tr, admin.layout, "p"))
+
+    def derived() -> bool:  # the current state's snapshot is known: loading it reads the state record only
+        reads: list[Any] = []
+
+        def counted(tr: Any) -> Any:
+            real = tr.get_range
+            tr.get_range = lambda *a, **kw: reads.append(a) or real(*a, **kw)
+            return policy.load(tr, admin.layout, "p")
+
+        admin.run(counted)
+        return len(reads) == 1
+
+    admin.grant("CREATE", ("c", "db"), "user:bob")
+    admin.grant("SELECT", ("c", "db"), "user:bob")
+    cached()
+    bob = as_user(store_uri, "bob")
+    bob.create_table(("c", "db", "mine"), schema="a INT")  # its OWN grant, in the create's transaction
+    assert derived() and cached() == fresh()
+    assert list(bob.list_partitions("c.db.t")) == []
+    assert admin.revoke("SELECT", ("c", "db"), "user:bob")
+    assert derived() and cached() == fresh()
+    refused(lambda: list(bob.list_partitions("c.db.t")), "SELECT", "table c.db.t")  # the next call: refused
+    admin.grant("SELECT", ("c", "db", "t"), "user:bob")
+    admin.grant("MODIFY", ("c", "db", "t"), "user:bob")
+    admin.revoke("MODIFY", ("c", "db", "t"), "user:bob")
+    own = [g.privilege for g in admin.grants(("c", "db", "t")) if not g.inherited_from]
+    assert cached() == fresh() and own == ["SELECT"]
+
+    class Undone(Exception):
+        pass
+
+    def granted_then_failed(tr: Any) -> None:  # a grant whose transaction then fails: nothing to see
+        from ushas_catalog.governance import grants
+        from ushas_catalog.governance.privileges import Securable
+
+        grants.grant(tr, admin.layout, "p", Securable("project", "p", (policy.PROJECT_ID,)), "OWN", "user:bob",
+                     by="user:admin")
+        raise Undone()
+
+    with pytest.raises(Undone):
+        admin.run(granted_then_failed)
+    assert cached() == fresh()
+    refused(lambda: bob.drop_table("c.db.t"), "MANAGE", "table c.db.t")  # no OWN on the project

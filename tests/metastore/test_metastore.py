@@ -312,6 +312,9 @@ def test_drop_undrop_purge_table_leaves_zero_keys(sales: Metastore) -> None:
         sales.undrop_table(T)
     sales.drop_table(T)
     assert len(sales.list_dropped_tables("main.sales")) == 2
+    # one name's dropped tables: that name's entries only (no prefix or extension of it)
+    assert [d.name for d in sales.list_dropped_tables("main.sales", "orders")] == ["main.sales.orders"] * 2
+    assert sales.list_dropped_tables("main.sales", "order") == sales.list_dropped_tables("main.sales", "ordersx") == []
     assert sales.purge_table(T) == 2
     after = raw_keys(sales)
     # only the database's own bookkeeping remains; no key mentions the table

@@ -601,7 +601,12 @@ def test_path_reads_and_external_locations(spark: Any, rm: Any, tmp_path: Path) 
         assert "[INSUFFICIENT_PERMISSIONS]" in text and "READ FILES on location lake" in text, text
         for user in ("bob", "carol", "dave"):  # every governed catalog of the session must allow a path read
             rm.ms.grant("READ FILES", "location:lake", f"user:{user}")
-        assert spark.read.parquet(str(lake / "loose")).count() == 2
+        loose = spark.read.parquet(str(lake / "loose"))
+        assert loose.count() == 2
+        rm.ms.revoke("READ FILES", "location:lake", "user:bob")  # between two statements of the session
+        text = insufficient(lambda: loose.count())  # the same DataFrame: its next statement is checked again
+        assert "[INSUFFICIENT_PERMISSIONS]" in text and "READ FILES on location lake" in text, text
+        rm.ms.grant("READ FILES", "location:lake", "user:bob")
         create = f"CREATE TABLE {rm.bob}.db.{{}} (id BIGINT) USING parquet LOCATION '{{}}'"
         for name, where, why in (("ext", lake / "ext", "CREATE EXTERNAL TABLE on location lake"),
                                  ("ext", tmp_path / "outside", "no declared external location")):

@@ -213,7 +213,7 @@ RULES: dict[str, Rule] = {
     "create_location": _r(MANAGE, PROJECT), "drop_location": _r(MANAGE, LOCATION),
     "get_location": _r(USE, LOCATION), "list_locations": _r(USE, PROJECT),
     "check_placement": _r(ANYONE, PROJECT), "check_path_read": _r(ANYONE, PROJECT),
-    "check_path_write": _r(ANYONE, PROJECT),
+    "check_path_write": _r(ANYONE, PROJECT), "check_paths": _r(ANYONE, PROJECT),
     # the project
     "changes": _r(SELECT, PROJECT), "search": _r(USE, PROJECT), "stats": _r(OWN, PROJECT),
     "list_catalogs": _r(ANYONE, PROJECT),  # names only

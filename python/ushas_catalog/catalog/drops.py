@@ -6,6 +6,8 @@ import datetime as dt
 import uuid
 from typing import Any, Callable, Iterable
 
+import fdb.tuple as fdbtuple
+
 from .. import records as rec
 from ..keyspace.tree import KeySpacePath
 from ..kv import Transaction
@@ -146,7 +148,10 @@ class DropOps(MetastoreBase):
         return len(found)
 
     def _list_dropped(self, tr: Transaction, parent: KeySpacePath, kind: str,
-                      show: Callable[[str], str]) -> list[DroppedObject]:
+                      show: Callable[[str], str], *, name: str | None = None) -> list[DroppedObject]:
+        store = self.resolver.dropped(parent, kind)
+        begin = None if name is None else store.prefix + fdbtuple.pack((name,))
+        end = None if begin is None else begin + b"\xff"
         return [DroppedObject(kind.upper(), show(r.key[0]), str(r.key[1]), micros_to_datetime(r.record.dropped_at_micros),
                               r.record.dropped_by)
-                for r in self.resolver.dropped(parent, kind).scan(tr)]
+                for r in store.scan(tr, begin, end)]

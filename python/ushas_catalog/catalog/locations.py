@@ -14,9 +14,11 @@ them (docs/governance.md, "External locations"):
   on it; one reaching a table's data (its directory, inside it or a directory holding it) needs ``WRITE FILES``
   on the declared location holding the path, or OWN on the table (else a filtered user could overwrite it).
 
-Both read the declared locations from the policy snapshot the privilege check reads anyway, and refuse with
+:meth:`LocationOps.check_paths` checks one statement's reads and writes by path in one transaction (what the
+Spark shim's path check sends). They read the declared locations from the policy snapshot the privilege check
+reads anyway, and refuse with
 :class:`~ushas_catalog.errors.PermissionDenied` (Spark's ``INSUFFICIENT_PERMISSIONS``), audited. A caller whose
-calls are not checked (authorization off) passes both.
+calls are not checked (authorization off) passes them all.
 """
 from __future__ import annotations
 
@@ -260,24 +262,33 @@ class LocationOps(MetastoreBase):
         with requiring(Requirement(ANYONE, PROJECT)):
             self.run(fn)
 
-    def check_path_read(self, paths: list[str], roots: list[str] | None = None) -> None:
-        """Refuse (PermissionDenied) reading files at ``paths`` by path (see the module); ``roots``: more
-        governed directories (a Spark catalog's managed warehouse) whose files only the catalog reads.
-        Nothing when not governed."""
+    def check_paths(self, reads: list[str] | None = None, writes: list[str] | None = None,
+                    roots: list[str] | None = None) -> None:
+        """Refuse (PermissionDenied) what one statement does to files by path (see the module): writing at
+        ``writes`` (checked first), reading at ``reads``; ``roots``: more governed directories (a Spark
+        catalog's managed warehouse) whose files only the catalog reads. One transaction: one policy snapshot,
+        the caller's principals once, the project's tables once. Nothing when not governed."""
         caller = self.caller()
-        if not paths or not caller.authorization:
+        reads, writes = list(reads or ()), list(writes or ())
+        if not (reads or writes) or not caller.authorization:
             return
 
         def fn(tr: Transaction) -> None:
             p = policies.load(tr, self.layout, self.project)
             user = caller.user
             holders = of_policy(p, user)
-            tables = indexed_tables(tr, self, properties=True)
-            for path in paths:
+            tables = indexed_tables(tr, self, properties=bool(reads))
+            for path in writes:
+                _check_one_write(p, holders, user, normalized(path), tables)
+            for path in reads:
                 self._check_one_read(tr, p, holders, user, normalized(path), tables, roots or [])
 
         with requiring(Requirement(ANYONE, PROJECT)):
             self.run(fn)
+
+    def check_path_read(self, paths: list[str], roots: list[str] | None = None) -> None:
+        """Refuse (PermissionDenied) reading files at ``paths`` by path: :meth:`check_paths` of reads."""
+        self.check_paths(reads=paths, roots=roots)
 
     def _check_one_read(self, tr: Transaction, p: policies.Policy, holders: frozenset[str], user: str, path: str,
                         tables: list[PlacedTable], roots: list[str]) -> None:
@@ -313,22 +324,8 @@ class LocationOps(MetastoreBase):
 
 
     def check_path_write(self, paths: list[str]) -> None:
-        """Refuse (PermissionDenied) writing files at ``paths`` by path (see the module). Nothing when not
-        governed."""
-        caller = self.caller()
-        if not paths or not caller.authorization:
-            return
-
-        def fn(tr: Transaction) -> None:
-            p = policies.load(tr, self.layout, self.project)
-            user = caller.user
-            holders = of_policy(p, user)
-            tables = indexed_tables(tr, self)
-            for path in paths:
-                _check_one_write(p, holders, user, normalized(path), tables)
-
-        with requiring(Requirement(ANYONE, PROJECT)):
-            self.run(fn)
+        """Refuse (PermissionDenied) writing files at ``paths`` by path: :meth:`check_paths` of writes."""
+        self.check_paths(writes=paths)
 
 
 def _check_one_write(p: policies.Policy, holders: frozenset[str], user: str, path: str,

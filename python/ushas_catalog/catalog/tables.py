@@ -429,13 +429,15 @@ class TableOps(TableDataOps, HistoryOps, DropOps):
         self.more_paths(data_paths)
         return n
 
-    def list_dropped_tables(self, database: NameLike) -> list[DroppedObject]:
+    def list_dropped_tables(self, database: NameLike, name: str | None = None) -> list[DroppedObject]:
+        """The dropped tables of ``database`` (kept until purged); ``name``: those of that name only (a range
+        read of that name's entries, not of every dropped table of the database)."""
         dn = DatabaseName.parse(database)
 
         def fn(tr: Transaction) -> list[DroppedObject]:
             db = self.resolver.database(tr, dn, load=False)
             return self._list_dropped(tr, db.path.add(TABLE), "Table",
-                                      lambda n: str(TableName(dn.catalog, dn.database, n)))
+                                      lambda n: str(TableName(dn.catalog, dn.database, n)), name=name)
 
         return self.run(fn)
 

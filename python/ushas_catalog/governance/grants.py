@@ -51,10 +51,10 @@ def grant(tr: Transaction, layout: Layout, project: str, target: Securable, priv
     pk = (target.ids[-1], principal(to), privilege)
     if store.load(tr, pk) is not None:
         return None
-    store.save(tr, pk, GrantRecord(object_kind=target.kind, object_name=target.name, granted_by=by,
-                                   granted_micros=_now(), ancestor_ids=[i.bytes for i in target.ids[:-1]]),
-               new=True)
-    policies.touch(tr, layout, project)
+    record = GrantRecord(object_kind=target.kind, object_name=target.name, granted_by=by, granted_micros=_now(),
+                         ancestor_ids=[i.bytes for i in target.ids[:-1]])
+    store.save(tr, pk, record, new=True)
+    policies.touch(tr, layout, project, policies.granted(*pk, record))
     return _event(Change.GRANTED, target.kind, target.name, target.ids[-1], "GRANT", by, privilege=privilege,
                   principal=pk[1])
 
@@ -67,7 +67,7 @@ def revoke(tr: Transaction, layout: Layout, project: str, target: Securable, pri
     if store.load(tr, pk) is None:
         return None
     store.delete(tr, pk)
-    policies.touch(tr, layout, project)
+    policies.touch(tr, layout, project, policies.revoked(*pk))
     return _event(Change.REVOKED, target.kind, target.name, target.ids[-1], "REVOKE", by, privilege=privilege,
                   principal=pk[1])
 

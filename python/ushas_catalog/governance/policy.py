@@ -12,6 +12,7 @@ import threading
 import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import Callable
 
 import fdb.tuple as fdbtuple
 
@@ -159,8 +160,59 @@ def read(tr: Transaction, layout: Layout, project: str, token: bytes) -> Policy:
     return Policy(token, roles, members, grants, locations)
 
 
-def touch(tr: Transaction, layout: Layout, project: str) -> None:
-    """Record a change of the policy: a new state token (every process re-reads the policy once)."""
+def touch(tr: Transaction, layout: Layout, project: str,
+          change: Callable[[Policy, bytes], Policy] | None = None) -> None:
+    """Record a change of the policy: a new state token (every process re-reads the policy once).
+
+    ``change``: what this write did to the policy (the one record it saved or deleted just before), as a
+    function of the snapshot at the state ``tr`` replaces and the new token. When this process holds that
+    snapshot, the new state's snapshot is derived from it here and cached under the new token, so that the
+    next check reads no more than the state record (a creator's OWN grant no longer costs every process's
+    next call a read of the whole policy). The token is new and random: the derived snapshot is found only
+    once this transaction committed it, and ``tr`` read the old state, so a concurrent change of the policy
+    conflicts with it. The derived snapshot equals what :func:`read` returns at the new token (a test
+    compares them)."""
     store = RecordStore.of(layout.project(project).add(ACCESS), ACCESS_STATE)
     old = store.load(tr, ())
-    store.save(tr, (), AccessState(token=uuid.uuid4().bytes, changes=(old.changes if old else 0) + 1))
+    token = uuid.uuid4().bytes
+    store.save(tr, (), AccessState(token=token, changes=(old.changes if old else 0) + 1))
+    if change is None or old is None:
+        return
+    with _LOCK:
+        base = _CACHE.get(old.token)
+    if base is None:
+        return
+    derived = change(base, token)
+    with _LOCK:
+        _CACHE[token] = derived
+        while len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+
+
+def granted(oid: uuid.UUID, holder: str, privilege: str, record: GrantRecord) -> Callable[[Policy, bytes], Policy]:
+    """A :func:`touch` change: ``holder`` was granted ``privilege`` on object ``oid`` (``record`` saved)."""
+    def change(p: Policy, token: bytes) -> Policy:
+        grants = dict(p.grants)
+        on = grants[oid] = dict(grants.get(oid, {}))
+        kept = GrantRecord()
+        kept.CopyFrom(record)  # the snapshot's own copy: the caller's message may change after
+        on[holder] = {**on.get(holder, {}), privilege: kept}
+        return Policy(token, p.roles, p.members, grants, p.locations)
+
+    return change
+
+
+def revoked(oid: uuid.UUID, holder: str, privilege: str) -> Callable[[Policy, bytes], Policy]:
+    """A :func:`touch` change: ``holder``'s grant of ``privilege`` on object ``oid`` was deleted."""
+    def change(p: Policy, token: bytes) -> Policy:
+        grants = dict(p.grants)
+        on = grants[oid] = dict(grants.get(oid, {}))
+        held = on[holder] = dict(on.get(holder, {}))
+        held.pop(privilege, None)
+        if not held:
+            del on[holder]
+        if not on:
+            del grants[oid]
+        return Policy(token, p.roles, p.members, grants, p.locations)
+
+    return change

@@ -154,25 +154,19 @@ def check_write(ms: Any, r: Request) -> dict[str, Any]:
     return {}
 
 
-def check_path_read(ms: Any, r: Request) -> dict[str, Any]:
-    """A plan reads files by path (``parquet.`…```, ``spark.read.load``): the paths must be readable by this
-    catalog's caller (``Metastore.check_path_read``: the tables of its project and its declared locations; the
-    managed warehouse is not passed as a root, since projects may share one: files there that no live table
-    owns are storage permissions' to protect)."""
-    ms.check_path_read([str(p) for p in r.get("paths") or []])
-    return {}
-
-
-def check_path_write(ms: Any, r: Request) -> dict[str, Any]:
-    """A plan writes files by path (``df.write.parquet(path)``, ``INSERT OVERWRITE DIRECTORY``): the paths must be
-    writable by this catalog's caller (``Metastore.check_path_write``: WRITE FILES on the declared locations, no
-    other table's data)."""
-    ms.check_path_write([str(p) for p in r.get("paths") or []])
+def check_paths(ms: Any, r: Request) -> dict[str, Any]:
+    """A plan reads and writes files by path (``reads``: ``parquet.`…```, ``spark.read.load``; ``writes``:
+    ``df.write.parquet(path)``, ``INSERT OVERWRITE DIRECTORY``; the shim's ``PathReads``, one call per governed
+    catalog and analyzed plan): the paths must be readable / writable by this catalog's caller
+    (``Metastore.check_paths``, in one transaction: one policy snapshot, the caller's principals once; the tables of
+    its project and its declared locations; the managed warehouse is not passed as a root, since projects may share
+    one: files there that no live table owns are storage permissions' to protect)."""
+    ms.check_paths(reads=[str(p) for p in r.get("reads") or []], writes=[str(p) for p in r.get("writes") or []])
     return {}
 
 
 #: the ops of this module (``spark.ops.OPS`` includes them)
-OPS = {"check_write": check_write, "check_path_read": check_path_read, "check_path_write": check_path_write}
+OPS = {"check_write": check_write, "check_paths": check_paths}
 
 
 def _checked(ms: Any, handler: Callable[[Any, Request], Any], request: Request) -> Any:

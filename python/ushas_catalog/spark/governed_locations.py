@@ -22,10 +22,12 @@ def _inside(path: str, root: str) -> bool:
 
 
 def check_location(ms: Any, ctx: SparkCtx, name: TableName, location: str, *, own: str | None = None,
-                   what: str = "the table", database: Any = None) -> None:
+                   what: str = "the table", database: Any = None, placement: bool = True) -> None:
     """Refuse (:class:`PermissionDenied`, Spark's ``INSUFFICIENT_PERMISSIONS``) ``location`` for ``what`` of
     table ``name`` when the caller is governed and it lies in governed storage; ``own``: the table's own
-    location, inside which a partition may lie; ``database``: the table's database when the caller has it."""
+    location, inside which a partition may lie; ``database``: the table's database when the caller has it;
+    ``placement=False``: the metastore's own check is left to the metastore call that follows, which makes it
+    (``Metastore.create_table`` of a chosen location: one check, not two)."""
     if not location or not ms.caller().authorization:
         return
     if own and _inside(location, own):
@@ -38,7 +40,8 @@ def check_location(ms: Any, ctx: SparkCtx, name: TableName, location: str, *, ow
     for root, shown in roots:
         if overlaps(location, root):  # inside it, or holding it
             raise _denied(user, name, location, what, shown)
-    ms.check_placement(qualify(location), name, own=own, what=what)
+    if placement:
+        ms.check_placement(qualify(location), name, own=own, what=what)
 
 
 def _denied(user: str, name: TableName, location: str, what: str, where: str) -> PermissionDenied:

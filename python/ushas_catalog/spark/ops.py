@@ -207,14 +207,14 @@ def create_table(ms: Any, r: Request) -> Answer:
     new_table_name((catalog, db, table))  # a bad or reserved name, before its database is looked up
     database = ms.get_database((catalog, db))
     # a dropped table of this name keeps its data (until purge) where the new one goes: not foreign files
-    dropped = {d.name for d in ms.list_dropped_tables((catalog, db))}
+    dropped = {d.name for d in ms.list_dropped_tables((catalog, db), table)}  # that name's only
     args = create_arguments(ctx, db, table, r, database.location,
                             kept_data=str(new_table_name((catalog, db, table))) in dropped)
     if not args.get("default_location"):  # an explicit LOCATION: not in governed storage
         from .governed_locations import check_location
 
         check_location(ms, ctx, TableName.parse((catalog, db, table)), str(args.get("location") or ""),
-                       database=database)
+                       database=database, placement=False)  # Metastore.create_table checks the placement
     # CREATE TABLE (no query: a CTAS is staged) puts the partition columns last, as the session catalog
     args["schema"] = partition_columns_last(args["schema"], args["partition_by"])
     return {"table": table_answer(ctx, ms.create_table((catalog, db, table), **args))}

@@ -61,7 +61,7 @@ def _arguments(ms: Any, ctx: SparkCtx, name: tuple[str, str, str], r: Request, o
     at the commit it holds the write's own files)."""
     catalog, db, table = name
     database = ms.get_database((catalog, db))
-    dropped = {d.name for d in ms.list_dropped_tables((catalog, db))}
+    dropped = {d.name for d in ms.list_dropped_tables((catalog, db), table)}  # that name's only
     args = create_arguments(ctx, db, table, r, database.location, kept_data=True)
     kept = str(new_table_name(name)) in dropped or (
         old is not None and qualify(location_of(ctx, old)).rstrip("/") == args["location"].rstrip("/"))

@@ -25,7 +25,9 @@ import java.util.Set;
  * ({@code INSUFFICIENT_PERMISSIONS}) a path that reaches a table's data without SELECT free of row filters and
  * masks, or lies in a declared location without {@code READ FILES}, or in the catalog's managed warehouse. A
  * plan without path reads costs one walk of the plan and no call. Path writes ({@link #collectWrites}) are
- * checked the same way ({@code check_path_write}: WRITE FILES on the declared location, no other table's data).
+ * checked the same way (WRITE FILES on the declared location, no other table's data), in the same call: one
+ * {@code check_paths} call per checked catalog and analyzed plan, one transaction and one policy snapshot on the
+ * Python side. Nothing is remembered between plans: a grant revoked after one statement bites on the next.
  */
 final class PathReads extends AbstractFunction1<LogicalPlan, BoxedUnit> {
     private static final String CATALOG_PREFIX = "spark.sql.catalog.";
@@ -68,16 +70,13 @@ final class PathReads extends AbstractFunction1<LogicalPlan, BoxedUnit> {
         if (procedure != null) deployed.add(procedure);  // fails closed
         for (UshasCatalog catalog : checking) {
             try {
-                if (!written.isEmpty() && procedure == null) {  // a procedure's own writes: paths it chose
-                    com.fasterxml.jackson.databind.node.ObjectNode w = catalog.request();
-                    w.set("paths", Json.strings(written.toArray(new String[0])));
-                    catalog.call("check_path_write", w, null, null);
-                }
-                if (!paths.isEmpty()) {
-                    com.fasterxml.jackson.databind.node.ObjectNode r = catalog.request();
-                    r.set("paths", Json.strings(paths.toArray(new String[0])));
-                    catalog.call("check_path_read", r, null, null);
-                }
+                // one call per catalog and plan: its writes and reads in one transaction, one policy snapshot
+                boolean writes = !written.isEmpty() && procedure == null;  // a procedure's own writes: paths it chose
+                if (!writes && paths.isEmpty()) continue;
+                com.fasterxml.jackson.databind.node.ObjectNode r = catalog.request();
+                r.set("reads", Json.strings(paths.toArray(new String[0])));
+                r.set("writes", Json.strings(writes ? written.toArray(new String[0]) : new String[0]));
+                catalog.call("check_paths", r, null, null);
             } catch (Exception e) {  // Spark's AnalysisException is a checked exception Scala throws undeclared
                 if (refusal(e) && plan instanceof org.apache.spark.sql.catalyst.streaming.WriteToStream w) {
                     StreamPaths.undo(w);  // the empty directories Spark made before any rule saw the stream
