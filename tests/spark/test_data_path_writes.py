@@ -87,6 +87,12 @@ def test_each_write_stages_alone_and_registers_its_files(spark: Any, db: str, ms
         crc = mine.parent / f".{mine.name}.crc"
         assert oct(crc.stat().st_mode) == oct((theirs.parent / f".{theirs.name}.crc").stat().st_mode)
     assert oct((root / "dt=b").stat().st_mode) == oct((plain / "dt=a").stat().st_mode)
+    jvm = spark.sparkContext._jvm
+    loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+    if not jvm.org.apache.hadoop.io.nativeio.NativeIO.isAvailable():  # else Hadoop needs no fork: not used
+        stats = jvm.org.apache.hadoop.fs.FileSystem.getStatistics(
+            "file", jvm.java.lang.Class.forName("io.ushas.spark.LocalFiles$Raw", True, loader))  # its own statistics
+        assert stats.getBytesWritten() > 0, "the table's writes did not go through LocalFiles"
     # a file no committed write registered (a foreign writer, a crashed job) is in no list
     (root / "dt=a" / "part-foreign.parquet").write_bytes(b"junk")
     spark.sql(f"INSERT INTO {t} VALUES (4, 'a')")

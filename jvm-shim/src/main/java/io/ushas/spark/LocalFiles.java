@@ -40,13 +40,17 @@ public class LocalFiles extends LocalFileSystem {
 
     /** Makes {@code conf} (a write job's configuration) open {@code file:} paths with this class, unless
      *  the user chose another local file system class or Hadoop's native library is there (then Hadoop
-     *  sets permissions without a fork itself) or the write turned it off. Whether it was set. */
+     *  sets permissions without a fork itself) or the write turned it off or the configuration's class
+     *  loader cannot load this class. Whether it was set. */
     static boolean use(Configuration conf, boolean enabled) {
         if (!enabled || NativeIO.isAvailable()) return false;
         String impl = conf.get(IMPL);
         if (impl != null && !impl.equals(LocalFileSystem.class.getName()) && !impl.equals(LocalFiles.class.getName())) {
             return false;
         }
+        // Hadoop loads the class by name through the configuration's class loader: one that cannot see the
+        // shim (a configuration made before the shim's jar was added) keeps Hadoop's own
+        if (conf.getClassByNameOrNull(LocalFiles.class.getName()) != LocalFiles.class) return false;
         conf.set(IMPL, LocalFiles.class.getName());
         conf.setBoolean(NO_CACHE, true);
         return true;
