@@ -1,7 +1,8 @@
 """Writes bigger than one store transaction (issue 38): what a many-partition INSERT costs.
 
     python bench/many_partitions.py                     # registration only: 1,000 / 12,000 / 30,000 partitions
-    python bench/many_partitions.py --spark 12000       # also one INSERT of 12,000 partitions, ushas vs Hive
+    python bench/many_partitions.py --spark 5000 [--before]   # INSERT / INSERT OVERWRITE / CTAS of 5,000, vs Hive
+    python bench/many_partitions.py --flat 1000,10000,100000   # per-partition cost of an INSERT through Spark
     python bench/many_partitions.py --commit-write 12000 --against /work/main   # the shim's commit, before/after
 
 - **registration** (Python, the embedded store): ``Metastore.replace_partitions`` — what a Spark write's
@@ -11,8 +12,15 @@
   partitions: the ratio says how flat the per-partition cost stays beyond one transaction.
 - **--spark N**: one ``INSERT … SELECT`` creating N partitions (five rows each, one string partition
   column) into a ushas table and into a Hive metastore table (embedded Derby, parquet datasource table)
-  of the SAME Spark 4.3 application, one run each (ushas first), then an INSERT OVERWRITE of the N on
-  each; prints ushas ÷ Hive.
+  of the SAME Spark 4.3 application, one run each (ushas first, after one small warm-up write per side),
+  then an INSERT OVERWRITE of the N on each, then a CTAS of N partitions on each; prints ushas ÷ Hive.
+  ``--before`` adds a third side: a ushas table with ``option.ushas.write.forklessLocalFiles=false`` (its
+  writes fork a ``chmod`` per file create, as before ``io.ushas.spark.LocalFiles``); ``--sample`` prints
+  jstack samples of each statement by kind (bench/_sampler.py). Without ``--sizes`` the registration
+  rows are not run.
+- **--flat SIZES**: one INSERT of N partitions through Spark into a new ushas table per size (two rows a
+  partition, each partition written by one task: one file per partition); prints ms per partition and
+  its ratio to the first size's (flat = 1.00x).
 - **--commit-write N**: the shim's ``commit_write`` request of an INSERT of N new partitions, then of a
   dynamic INSERT OVERWRITE of them (what the JVM sends; no Spark), on this tree and, with ``--against``,
   on another checkout (before / after a change), each in its own process.
@@ -108,26 +116,74 @@ def commit_write(root: Path, n: int) -> dict[str, str]:
     return out
 
 
-def spark_side(root: Path, n: int) -> dict[str, float]:
+FORKING = "'option.ushas.write.forklessLocalFiles'='false'"  # the write as before LocalFiles (a peer)
+
+
+def spark_side(root: Path, n: int, before: bool = False, sample: bool = False) -> dict[str, float]:
+    """One INSERT creating ``n`` partitions, an INSERT OVERWRITE of them, a CTAS of ``n`` partitions: on
+    ushas, on Hive (same application), and with ``before`` on a ushas table whose writes fork ``chmod``
+    per file create as before (``ushas.write.forklessLocalFiles=false``). Seconds by "side op". ``sample``:
+    also jstack samples of each statement, printed by kind (bench/_sampler.py)."""
+    from _sampler import Sampler, describe, pid_of
     from _spark import ushas_session
 
     spark = ushas_session("many-partitions", root, hive=True)
     spark.sql("CREATE NAMESPACE IF NOT EXISTS ushas.b")
+    for table in ("ushas.b.warm", "default.warm"):  # the first write of an application pays its warm-up
+        spark.sql(f"CREATE TABLE {table} (id BIGINT, p STRING) USING parquet PARTITIONED BY (p)")
+        spark.sql(f"INSERT INTO {table} SELECT id, CAST(id % 20 AS STRING) FROM range(100)")
     source = f"SELECT id, CAST(id % {n} AS STRING) AS p FROM range({n * 5})"
+    sides = {"ushas": ("ushas.b.many", ""), "hive": ("default.many", "")}
+    if before:
+        sides["ushas (forking chmod, before)"] = ("ushas.b.forking", f" TBLPROPERTIES ({FORKING})")
     out: dict[str, float] = {}
-    for side, table in (("ushas", "ushas.b.many"), ("hive", "default.many")):
+    sampler = Sampler(pid_of(spark)) if sample else None
+
+    def run(side: str, op: str, sql: str) -> None:
+        t0 = time.perf_counter()
+        if sampler is None:
+            spark.sql(sql)
+            counts = None
+        else:
+            _, counts = sampler.during(lambda: spark.sql(sql))
+        out[f"{side} {op}"] = time.perf_counter() - t0
+        print(f"  {side}: {op} of {n:,} partitions {out[f'{side} {op}']:.1f} s", flush=True)
+        if counts is not None:
+            print(f"    jstack samples: {describe(counts)}", flush=True)
+
+    for side, (table, props) in sides.items():
         spark.sql(f"DROP TABLE IF EXISTS {table}")
+        spark.sql(f"CREATE TABLE {table} (id BIGINT, p STRING) USING parquet PARTITIONED BY (p){props}")
+        run(side, "insert", f"INSERT INTO {table} {source}")
+        assert spark.sql(f"SELECT count(*) FROM {table}").collect()[0][0] == n * 5
+    for side, (table, _) in sides.items():
+        run(side, "overwrite", f"INSERT OVERWRITE {table} {source}")
+    for side, (table, props) in sides.items():
+        spark.sql(f"DROP TABLE IF EXISTS {table}_ctas")
+        run(side, "ctas", f"CREATE TABLE {table}_ctas USING parquet PARTITIONED BY (p){props} AS {source}")
+        assert spark.sql(f"SELECT count(*) FROM {table}_ctas").collect()[0][0] == n * 5
+    spark.stop()
+    return out
+
+
+def flat(root: Path, sizes: list[int]) -> dict[int, float]:
+    """Seconds of one INSERT creating N partitions into a new ushas table, for each N: tiny data (two rows
+    a partition, each partition's rows in one task: one file per partition), the per-partition cost."""
+    from _spark import ushas_session
+
+    spark = ushas_session("many-partitions-flat", root)
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS ushas.b")
+    spark.sql("CREATE TABLE ushas.b.warm (id BIGINT, p STRING) USING parquet PARTITIONED BY (p)")
+    spark.sql("INSERT INTO ushas.b.warm SELECT id, CAST(id % 20 AS STRING) FROM range(100)")
+    out: dict[int, float] = {}
+    for n in sizes:
+        table = f"ushas.b.flat{n}"
         spark.sql(f"CREATE TABLE {table} (id BIGINT, p STRING) USING parquet PARTITIONED BY (p)")
         t0 = time.perf_counter()
-        spark.sql(f"INSERT INTO {table} {source}")
-        out[f"{side} insert"] = time.perf_counter() - t0
-        print(f"  {side}: INSERT of {n:,} partitions {out[f'{side} insert']:.1f} s", flush=True)
-        assert spark.sql(f"SELECT count(*) FROM {table}").collect()[0][0] == n * 5
-    for side, table in (("ushas", "ushas.b.many"), ("hive", "default.many")):
-        t0 = time.perf_counter()
-        spark.sql(f"INSERT OVERWRITE {table} {source}")
-        out[f"{side} overwrite"] = time.perf_counter() - t0
-        print(f"  {side}: INSERT OVERWRITE of {n:,} partitions {out[f'{side} overwrite']:.1f} s", flush=True)
+        spark.sql(f"INSERT INTO {table} SELECT id, CAST(id DIV 2 AS STRING) AS p FROM range({2 * n})")
+        out[n] = time.perf_counter() - t0
+        print(f"  INSERT of {n:,} partitions: {out[n]:.1f} s, {out[n] / n * 1000:.2f} ms/partition", flush=True)
+        assert spark.sql(f"SELECT count(*) FROM {table}").collect()[0][0] == 2 * n
     spark.stop()
     return out
 
@@ -136,6 +192,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="1000,12000,30000", help="partition counts of the registration rows")
     ap.add_argument("--spark", type=int, metavar="N", help="also one Spark INSERT of N partitions, ushas vs Hive")
+    ap.add_argument("--before", action="store_true",
+                    help="with --spark: also a ushas table written as before (a forked chmod per file create)")
+    ap.add_argument("--sample", action="store_true",
+                    help="with --spark: jstack samples of each statement, by kind (where the time goes)")
+    ap.add_argument("--flat", metavar="SIZES", help="only: one INSERT of each of these partition counts through "
+                                                    "Spark (e.g. 1000,10000,100000), per-partition cost")
     ap.add_argument("--commit-write", type=int, metavar="N",
                     help="only the shim's commit_write of N partitions (append, then dynamic overwrite)")
     ap.add_argument("--against", metavar="TREE", help="with --commit-write: also run it on another checkout's "
@@ -165,19 +227,37 @@ def main() -> int:
         shutil.rmtree(root, ignore_errors=True)
         return 0
     try:
-        sizes = [int(s) for s in args.sizes.split(",")]
-        reg = registration(root, sizes)
-        base = reg[sizes[0]]
-        print("| partitions | append µs/partition | ÷ at {0:,} | overwrite µs/partition | ÷ at {0:,} |".format(sizes[0]))
-        print("|---:|---:|---:|---:|---:|")
-        for n, (a, o) in reg.items():
-            print(f"| {n:,} | {a:.0f} | {a / base[0]:.2f}x | {o:.0f} | {o / base[1]:.2f}x |")
+        if args.flat:
+            sizes = [int(x) for x in args.flat.split(",")]
+            got = flat(root, sizes)
+            base = got[sizes[0]] / sizes[0]
+            print(f"| partitions | INSERT s | ms/partition | ÷ at {sizes[0]:,} |")
+            print("|---:|---:|---:|---:|")
+            for n, t in got.items():
+                print(f"| {n:,} | {t:.1f} | {t / n * 1000:.2f} | {t / n / base:.2f}x |")
+            return 0
+        if not args.spark or args.sizes != ap.get_default("sizes"):
+            sizes = [int(s) for s in args.sizes.split(",")]
+            reg = registration(root, sizes)
+            base_reg = reg[sizes[0]]
+            print("| partitions | append µs/partition | ÷ at {0:,} | overwrite µs/partition | ÷ at {0:,} |"
+                  .format(sizes[0]))
+            print("|---:|---:|---:|---:|---:|")
+            for n, (a, o) in reg.items():
+                print(f"| {n:,} | {a:.0f} | {a / base_reg[0]:.2f}x | {o:.0f} | {o / base_reg[1]:.2f}x |")
         if args.spark:
-            s = spark_side(root, args.spark)
-            print(f"| one INSERT creating {args.spark:,} partitions | ushas {s['ushas insert']:.1f} s | Hive "
-                  f"{s['hive insert']:.1f} s | {s['ushas insert'] / s['hive insert']:.2f}x |")
-            print(f"| INSERT OVERWRITE of the {args.spark:,} | ushas {s['ushas overwrite']:.1f} s | Hive "
-                  f"{s['hive overwrite']:.1f} s | {s['ushas overwrite'] / s['hive overwrite']:.2f}x |")
+            s = spark_side(root, args.spark, before=args.before, sample=args.sample)
+            print(f"| statement ({args.spark:,} partitions) | ushas s | Hive s | ushas ÷ Hive |"
+                  + (" before s | before ÷ Hive |" if args.before else ""))
+            print("|---|---:|---:|---:|" + ("---:|---:|" if args.before else ""))
+            for op, what in (("insert", "one INSERT … SELECT creating them"), ("overwrite", "INSERT OVERWRITE of them"),
+                             ("ctas", "CTAS into a partitioned table")):
+                u, h = s[f"ushas {op}"], s[f"hive {op}"]
+                line = f"| {what} | {u:.1f} | {h:.1f} | {u / h:.2f}x |"
+                if args.before:
+                    b = s[f"ushas (forking chmod, before) {op}"]
+                    line += f" {b:.1f} | {b / h:.2f}x |"
+                print(line, flush=True)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return 0

@@ -76,6 +76,23 @@ def test_each_write_stages_alone_and_registers_its_files(spark: Any, db: str, ms
         assert (p.files, p.bytes) == (len(listed), sum(f.size for f in listed))
     assert not (root / "_ushas_staging").exists() and not (root / "_temporary").exists()
     assert catalog_rows(spark, ms, name) == [(1, "a"), (2, "b"), (3, "a")]
+    # the write sets permissions without a forked chmod (LocalFiles): the same modes and checksum files as
+    # Hadoop's own local file system gives a plain path write of this session
+    plain = root.parent / f"plain-{uuid.uuid4().hex[:6]}"
+    spark.createDataFrame([(3, "a")], "id int, dt string").write.partitionBy("dt").parquet(f"file:{plain}")
+    theirs = next((plain / "dt=a").glob("part-*"))
+    for f in (f for listed in files.values() for f in listed):
+        mine = local(f.path)
+        assert oct(mine.stat().st_mode) == oct(theirs.stat().st_mode), f.path
+        crc = mine.parent / f".{mine.name}.crc"
+        assert oct(crc.stat().st_mode) == oct((theirs.parent / f".{theirs.name}.crc").stat().st_mode)
+    assert oct((root / "dt=b").stat().st_mode) == oct((plain / "dt=a").stat().st_mode)
+    jvm = spark.sparkContext._jvm
+    loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+    if not jvm.org.apache.hadoop.io.nativeio.NativeIO.isAvailable():  # else Hadoop needs no fork: not used
+        stats = jvm.org.apache.hadoop.fs.FileSystem.getStatistics(
+            "file", jvm.java.lang.Class.forName("io.ushas.spark.LocalFiles$Raw", True, loader))  # its own statistics
+        assert stats.getBytesWritten() > 0, "the table's writes did not go through LocalFiles"
     # a file no committed write registered (a foreign writer, a crashed job) is in no list
     (root / "dt=a" / "part-foreign.parquet").write_bytes(b"junk")
     spark.sql(f"INSERT INTO {t} VALUES (4, 'a')")

@@ -120,6 +120,10 @@ final class UshasBatchWrite implements BatchWrite {
         options.remove(UshasRowLevel.OPERATION_OPTION);  // the statement's name, not a file writer option
         scala.collection.immutable.Map<String, String> scalaOptions = scalaMap(options);
         Configuration hadoopConf = spark.sessionState().newHadoopConfWithOptions(scalaOptions);
+        // file: tables: permissions of the files and directories this write creates set without a forked
+        // chmod per create (LocalFiles); the option ushas.write.forklessLocalFiles=false turns it off
+        LocalFiles.use(hadoopConf, options.entrySet().stream().noneMatch(e -> e.getKey().equalsIgnoreCase(LocalFiles.SWITCH)
+                && "false".equalsIgnoreCase(e.getValue().trim())));
 
         String jobId = staged != null ? staged.writeId() : UUID.randomUUID().toString();
         Path root;
