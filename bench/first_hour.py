@@ -182,7 +182,7 @@ def everyday_side(root: Path, commits: int) -> dict[str, float]:
     the control query, then the everyday statements."""
     from _spark import ushas_session
 
-    spark = ushas_session("everyday", root)
+    spark = ushas_session("everyday", root, conf={"spark.driver.memory": "3g"})  # as the Iceberg side's
     spark.sql("CREATE NAMESPACE IF NOT EXISTS ushas.b")
 
     def fresh(name: str) -> str:
@@ -191,7 +191,7 @@ def everyday_side(root: Path, commits: int) -> dict[str, float]:
         return f"ushas.b.{name}"
 
     spark.sql(CONTROL).collect()
-    out = {"control": statistics.median(_timed(lambda: spark.sql(CONTROL).collect()) for _ in range(3))}
+    out = {"control": statistics.median(_timed(lambda: spark.sql(CONTROL).collect()) for _ in range(5))}
     out.update(everyday(spark, fresh, commits))
     spark.stop()
     return out
@@ -269,7 +269,7 @@ def fresh(name):
     return f"ice.b.{name}"
 out = {}
 spark.sql(control).collect()
-out["control"] = statistics.median(timed(lambda: spark.sql(control).collect()) for _ in range(3))
+out["control"] = statistics.median(timed(lambda: spark.sql(control).collect()) for _ in range(5 if not n else 3))
 spark.sql("CREATE NAMESPACE IF NOT EXISTS ice.b")
 if n:
     t = fresh("many0"); out["insert_many"] = timed(lambda: spark.sql(f"INSERT INTO {t} {src(n)}"))
