@@ -1,6 +1,7 @@
 """The first hour of a team on the catalog, side by side with its peers (issue 38), in one command:
 
     python bench/first_hour.py [--quick] [--partitions N] [--big-partitions N] [--no-iceberg]
+    python bench/first_hour.py --everyday [--rounds 3]   # only the control and the everyday rows vs Iceberg
 
 - **Hive**: the Hive metastore on an embedded Derby, in the SAME Spark 4.3 application as ushas
   (``spark_catalog`` with Hive support, parquet datasource tables: what ``CREATE TABLE … USING
@@ -12,6 +13,11 @@
   Spark's default, its write of 500 partitions ran out of heap). A catalog-free control query runs
   on both Spark builds and its ratio is printed: Iceberg ratios mean something only when it is within
   ±15%. When the virtualenv or a jar cannot be had, its rows print ``unavailable: <reason>``.
+
+- ``--everyday``: only the control query and the everyday statements (DROP TABLE, a 1-row INSERT, a
+  small-table count), ushas and Iceberg each in its own fresh process (no Hive, no many-partition writes
+  before them), the two alternating for ``--rounds`` rounds, medians of all rounds: the control of both
+  sides is then measured minutes apart at most, on the same load.
 
 Every row prints ushas's time, the peer's, the ratio ushas ÷ peer and the issue's goal for it. Times
 are seconds on the shared machine; only the ratios of one run compare.
@@ -139,21 +145,7 @@ def same_application(root: Path, n: int, big: int, repeats: int, commits: int, r
              statistics.median(warm["hive"][1:]), "Hive", "≤ 1x")
 
     # everyday statements (their Iceberg rows come from the Iceberg process)
-    small = fresh("ushas", "small")
-    spark.sql(f"INSERT INTO {small} SELECT id, CAST(id % 4 AS STRING) FROM range(100)")
-    spark.sql(f"SELECT count(*) FROM {small} WHERE p = '1'").collect()
-    mine["count"] = statistics.median(_timed(lambda: spark.sql(f"SELECT count(*) FROM {small} WHERE p = '1'").collect())
-                                      for _ in range(9))
-    one = fresh("ushas", "one")
-    spark.sql(f"INSERT INTO {one} VALUES (0, 'a')")
-    mine["insert_one"] = statistics.median(_timed(lambda: spark.sql(f"INSERT INTO {one} VALUES (1, 'a')"))
-                                           for _ in range(commits))
-    drops = []
-    for i in range(5):
-        table = fresh("ushas", f"drop{i}")
-        spark.sql(f"INSERT INTO {table} VALUES (1, 'a')")
-        drops.append(_timed(lambda: spark.sql(f"DROP TABLE {table}")))
-    mine["drop"] = statistics.median(drops)
+    mine.update(everyday(spark, lambda name: fresh("ushas", name), commits))
     jvm = spark.sparkContext._jvm
     spark.stop()
     try:  # the embedded Derby lets go of the metastore: the first-query process opens it
@@ -161,6 +153,48 @@ def same_application(root: Path, n: int, big: int, repeats: int, commits: int, r
     except Exception:  # noqa: BLE001 - Derby answers a clean shutdown with an SQLException (XJ015)
         pass
     return mine
+
+
+def everyday(spark: Any, fresh: Callable[[str], str], commits: int) -> dict[str, float]:
+    """The everyday statements, timed the way the Iceberg script times them (medians): a warm
+    one-partition count of a small table (9), a 1-row INSERT (``commits``), DROP TABLE (5)."""
+    out: dict[str, float] = {}
+    small = fresh("small")
+    spark.sql(f"INSERT INTO {small} SELECT id, CAST(id % 4 AS STRING) FROM range(100)")
+    spark.sql(f"SELECT count(*) FROM {small} WHERE p = '1'").collect()
+    out["count"] = statistics.median(_timed(lambda: spark.sql(f"SELECT count(*) FROM {small} WHERE p = '1'").collect())
+                                     for _ in range(9))
+    one = fresh("one")
+    spark.sql(f"INSERT INTO {one} VALUES (0, 'a')")
+    out["insert_one"] = statistics.median(_timed(lambda: spark.sql(f"INSERT INTO {one} VALUES (1, 'a')"))
+                                          for _ in range(commits))
+    drops = []
+    for i in range(5):
+        table = fresh(f"drop{i}")
+        spark.sql(f"INSERT INTO {table} VALUES (1, 'a')")
+        drops.append(_timed(lambda: spark.sql(f"DROP TABLE {table}")))
+    out["drop"] = statistics.median(drops)
+    return out
+
+
+def everyday_side(root: Path, commits: int) -> dict[str, float]:
+    """Run in its own process (``--everyday-side ROOT COMMITS``): a fresh ushas application (no Hive),
+    the control query, then the everyday statements."""
+    from _spark import ushas_session
+
+    spark = ushas_session("everyday", root, conf={"spark.driver.memory": "3g"})  # as the Iceberg side's
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS ushas.b")
+
+    def fresh(name: str) -> str:
+        spark.sql(f"DROP TABLE IF EXISTS ushas.b.{name}")
+        spark.sql(f"CREATE TABLE ushas.b.{name} (id BIGINT, p STRING) USING parquet PARTITIONED BY (p)")
+        return f"ushas.b.{name}"
+
+    spark.sql(CONTROL).collect()
+    out = {"control": statistics.median(_timed(lambda: spark.sql(CONTROL).collect()) for _ in range(5))}
+    out.update(everyday(spark, fresh, commits))
+    spark.stop()
+    return out
 
 
 # ---- the first query of a fresh application: one process per side ------------------------------------
@@ -177,12 +211,13 @@ def first_query(side: str, root: Path, big: int) -> float:
     return elapsed
 
 
-def _own_process(args: list[str], timeout: int) -> float:
+def _own_process(args: list[str], timeout: int) -> Any:
+    """What a run of this script in its own process printed after ``RESULT`` (JSON)."""
     out = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True, timeout=timeout,
                          env={**os.environ, "PYTHONPATH": str(HERE.parent / "python")})
     for line in out.stdout.splitlines():
         if line.startswith("RESULT "):
-            return float(line.split()[1])
+            return json.loads(line[len("RESULT "):])
     raise RuntimeError(f"{args[0]} failed: {out.stderr[-2000:]}")
 
 
@@ -234,10 +269,12 @@ def fresh(name):
     return f"ice.b.{name}"
 out = {}
 spark.sql(control).collect()
-out["control"] = statistics.median(timed(lambda: spark.sql(control).collect()) for _ in range(3))
+out["control"] = statistics.median(timed(lambda: spark.sql(control).collect()) for _ in range(5 if not n else 3))
 spark.sql("CREATE NAMESPACE IF NOT EXISTS ice.b")
-t = fresh("many0"); out["insert_many"] = timed(lambda: spark.sql(f"INSERT INTO {t} {src(n)}"))
-t = fresh("big"); out["insert_big"] = timed(lambda: spark.sql(f"INSERT INTO {t} {src(big)}"))
+if n:
+    t = fresh("many0"); out["insert_many"] = timed(lambda: spark.sql(f"INSERT INTO {t} {src(n)}"))
+if big:
+    t = fresh("big"); out["insert_big"] = timed(lambda: spark.sql(f"INSERT INTO {t} {src(big)}"))
 small = fresh("small"); spark.sql(f"INSERT INTO {small} SELECT id, CAST(id % 4 AS STRING) FROM range(100)")
 spark.sql(f"SELECT count(*) FROM {small} WHERE p = '1'").collect()
 out["count"] = statistics.median(timed(lambda: spark.sql(f"SELECT count(*) FROM {small} WHERE p = '1'").collect()) for _ in range(9))
@@ -272,6 +309,51 @@ def _cause(stderr: str) -> str:
     return ((named or lines or ["?"])[-1])[:300]
 
 
+def control_verdict(ratio: float) -> str:
+    """Whether the Iceberg ratios of a run mean something: the control within ±15%."""
+    return "valid" if 0.85 <= ratio <= 1.15 else "NOT valid: the control is outside ±15%"
+
+
+def everyday_main(commits: int, rounds: int) -> int:
+    """``--everyday``: ushas and Iceberg each in a fresh process, alternating, ``rounds`` rounds; medians."""
+    rows = Rows()
+    got: dict[str, list[dict[str, float]]] = {"ushas": [], "iceberg": []}
+    try:
+        iceberg_setup()
+    except (RuntimeError, OSError, subprocess.SubprocessError) as e:
+        print(f"Iceberg unavailable: {e}")
+        return 1
+    for r in range(rounds):
+        for side in (("ushas", "iceberg") if r % 2 == 0 else ("iceberg", "ushas")):
+            root = Path(tempfile.mkdtemp(prefix="ushas-everyday-"))
+            try:
+                if side == "ushas":
+                    got[side].append(dict(_own_process(["--everyday-side", str(root), str(commits)], 900)))
+                else:
+                    got[side].append(iceberg(root, 0, 0, commits))
+            finally:
+                shutil.rmtree(root, ignore_errors=True)
+            print(f"  round {r + 1} {side}: " + ", ".join(f"{k} {_s(v)}" for k, v in got[side][-1].items()),
+                  flush=True)
+
+    def med(side: str, key: str) -> float:
+        return statistics.median(x[key] for x in got[side])
+
+    control = med("ushas", "control") / med("iceberg", "control")
+    rows.add("control query (no catalog), Spark 4.3 ÷ Spark 4.1.4", med("ushas", "control"),
+             med("iceberg", "control"), "Spark 4.1.4", "0.85–1.15x")
+    rows.add("DROP TABLE", med("ushas", "drop"), med("iceberg", "drop"), "Iceberg", "≤ 1x")
+    rows.add("small table: warm one-partition count", med("ushas", "count"), med("iceberg", "count"), "Iceberg",
+             "≤ 1x")
+    rows.add(f"1-row INSERT commit (median of {commits})", med("ushas", "insert_one"), med("iceberg", "insert_one"),
+             "Iceberg", "≤ 1x")
+    print()
+    print(f"medians of {rounds} rounds, each side in its own process per round; "
+          f"control {control:.2f}x: Iceberg ratios {control_verdict(control)}")
+    print(rows.table())
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="500 and 1,000 partitions, 10 one-row commits")
@@ -279,12 +361,21 @@ def main() -> int:
     ap.add_argument("--big-partitions", type=int, help="partitions of the one-run INSERT (5,000)")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--no-iceberg", action="store_true", help="skip the Iceberg side")
+    ap.add_argument("--everyday", action="store_true",
+                    help="only the control query and the everyday statements, ushas and Iceberg alternating")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of --everyday (each: one process per side)")
     ap.add_argument("--first-query", nargs=3, metavar=("SIDE", "ROOT", "PARTITIONS"), help=argparse.SUPPRESS)
+    ap.add_argument("--everyday-side", nargs=2, metavar=("ROOT", "COMMITS"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.first_query:
         side, root, big = args.first_query
         print(f"RESULT {first_query(side, Path(root), int(big))}")
         return 0
+    if args.everyday_side:
+        print("RESULT " + json.dumps(everyday_side(Path(args.everyday_side[0]), int(args.everyday_side[1]))))
+        return 0
+    if args.everyday:
+        return everyday_main(10 if args.quick else 30, args.rounds)
     n = args.partitions or (500 if args.quick else 2000)
     big = args.big_partitions or (1000 if args.quick else 5000)
     commits = 10 if args.quick else 30
@@ -294,7 +385,8 @@ def main() -> int:
         print(f"== Spark 4.3, ushas and the Hive metastore (Derby) in one application, under {root}", flush=True)
         mine = same_application(root, n, big, args.repeats, commits, rows)
         print("== first query of a fresh application, one process per side", flush=True)
-        firsts = {side: _own_process(["--first-query", side, str(root), str(big)], 900) for side in ("ushas", "hive")}
+        firsts = {side: float(_own_process(["--first-query", side, str(root), str(big)], 900))
+                  for side in ("ushas", "hive")}
         rows.add(f"first query of a fresh application, one partition of {big:,}, own process each",
                  firsts["ushas"], firsts["hive"], "Hive", "≤ 1x")
         print("== Iceberg 1.12, Spark 4.1.4 (own virtualenv)", flush=True)
@@ -322,6 +414,8 @@ def main() -> int:
             rows.add("small table: warm one-partition count", mine["count"], ice["count"], "Iceberg", "≤ 1x")
             rows.add(f"1-row INSERT commit (median of {commits})", mine["insert_one"], ice["insert_one"], "Iceberg",
                      "≤ 1x")
+            control = mine["control"] / ice["control"]
+            print(f"  control {control:.2f}x: Iceberg ratios {control_verdict(control)}")
         print()
         print(rows.table())
     finally:

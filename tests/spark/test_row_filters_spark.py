@@ -68,6 +68,12 @@ def test_plain_select_and_dataframe(spark: Any, rm: Any) -> None:
     # the partition column of a filtered-out partition reads nothing either
     assert spark.sql(f"SELECT * FROM {rm.bob}.db.people WHERE region = 'US'").collect() == []
     assert spark.sql(f"SELECT count(*) AS n FROM {rm.bob}.db.people").collect()[0].n == 2
+    # a count answered from the files' footers (FooterCount, no job) counts the partitions the filter lets
+    # through only, and the exempt role's count covers all
+    for catalog, where, n in ((rm.bob, "", 2), (rm.bob, "WHERE region = 'US'", 0), (rm.carol, "", 4)):
+        sql = f"SELECT count(*) AS n FROM {catalog}.db.people {where}"
+        assert "LocalRelation" in spark.sql(sql)._jdf.queryExecution().optimizedPlan().toString(), sql
+        assert spark.sql(sql).first().n == n, sql
     assert {r.region for r in spark.sql(f"SELECT DISTINCT region FROM {rm.bob}.db.people").collect()} == {"EU"}
 
 

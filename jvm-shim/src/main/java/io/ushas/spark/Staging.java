@@ -1,5 +1,6 @@
 package io.ushas.spark;
 
+import org.apache.hadoop.fs.ChecksumFileSystem;
 import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.FileStatus;
@@ -41,7 +42,9 @@ final class Staging {
         ProcessHandle self = ProcessHandle.current();
         String owner = "host=" + host() + "\nboot=" + bootId() + "\npid=" + self.pid() + "\nstart="
                 + self.info().startInstant().map(i -> Long.toString(i.toEpochMilli())).orElse("") + "\n";
-        try (FSDataOutputStream out = fs.create(new Path(dir, "_owner"), true)) {
+        // written without a checksum file (a few bytes, read back whole): one file create less per write
+        FileSystem raw = fs instanceof ChecksumFileSystem c ? c.getRawFileSystem() : fs;
+        try (FSDataOutputStream out = raw.create(new Path(dir, "_owner"), true)) {
             out.write(owner.getBytes(StandardCharsets.UTF_8));
         }
         return dir;

@@ -33,6 +33,7 @@ public final class UshasExtensions extends AbstractFunction1<SparkSessionExtensi
     public BoxedUnit apply(SparkSessionExtensions extensions) {
         extensions.injectColumnar(UshasScanRule.factory());  // dynamic partition pruning through the catalog
         extensions.injectOptimizerRule(UshasStatistics.rule());  // analyze_table's statistics for the optimizer
+        extensions.injectOptimizerRule(FooterCount.factory());  // count(*) of a few parquet files: no job
         extensions.injectResolutionRule(RowPolicies.factory());  // row filters and column masks on every read
         extensions.injectPostHocResolutionRule(ViewSchemaSync.factory());  // views WITH SCHEMA [TYPE] EVOLUTION
         extensions.injectHintResolutionRule(FunctionStatements.factory());  // CREATE / DROP / DESCRIBE FUNCTION ...
