@@ -496,13 +496,31 @@ final class UshasRowLevel {
             return this;
         }
 
+        /** The group's files packed into input partitions as Spark packs a file scan's
+         *  ({@code spark.sql.files.maxPartitionBytes}, {@code openCostInBytes}; {@code FilePartition.maxSplitBytes}),
+         *  whole files in the table's partition order: a task reads several small files (one task per file made
+         *  the group filter and the rewrite cost a task per file), and its rows stay grouped by partition, so
+         *  each task still writes one file per partition it holds. */
         @Override
         public InputPartition[] planInputPartitions() {
-            List<InputPartition> out = new ArrayList<>();
             StructType partitionSchema = op.table.partitionSchema();
+            List<PartitionDirectory> group = new ArrayList<>();
             for (PartitionDirectory d : directories) {
+                List<FileStatusWithMetadata> files = new ArrayList<>();
                 for (FileStatusWithMetadata f : CollectionConverters.asJava(d.files())) {
-                    if (!inGroup(f)) continue;
+                    if (inGroup(f)) files.add(f);
+                }
+                if (!files.isEmpty()) group.add(new PartitionDirectory(d.values(), CollectionConverters.asScala(files).toList()));
+            }
+            SparkSession spark = SparkSession.active();
+            long maxSplit = org.apache.spark.sql.execution.datasources.FilePartition$.MODULE$.maxSplitBytes(spark,
+                    CollectionConverters.asScala(group).toList());
+            long openCost = SQLConf.get().filesOpenCostInBytes();
+            List<InputPartition> out = new ArrayList<>();
+            List<PartitionedFile> current = new ArrayList<>();
+            long size = 0;
+            for (PartitionDirectory d : group) {
+                for (FileStatusWithMetadata f : CollectionConverters.asJava(d.files())) {
                     long len = f.getLen();
                     InternalRow values = d.values().copy();
                     if (withFile) {  // the file is one more constant of the file's rows, like its partition values
@@ -514,11 +532,18 @@ final class UshasRowLevel {
                                 f.getPath().toString());
                         values = new GenericInternalRow(vs);
                     }
-                    out.add(new FilePart(new PartitionedFile(values,
+                    if (!current.isEmpty() && size + len > maxSplit) {
+                        out.add(new FilePart(current.toArray(new PartitionedFile[0])));
+                        current = new ArrayList<>();
+                        size = 0;
+                    }
+                    current.add(new PartitionedFile(values,
                             org.apache.spark.paths.SparkPath.fromFileStatus(f.fileStatus()), 0, len, new String[0],
-                            f.getModificationTime(), len, scala.collection.immutable.Map$.MODULE$.empty())));
+                            f.getModificationTime(), len, scala.collection.immutable.Map$.MODULE$.empty()));
+                    size += len + openCost;
                 }
             }
+            if (!current.isEmpty()) out.add(new FilePart(current.toArray(new PartitionedFile[0])));
             return out.toArray(new InputPartition[0]);
         }
 
@@ -557,7 +582,52 @@ final class UshasRowLevel {
         return scala.collection.immutable.Map$.MODULE$.from(CollectionConverters.asScala(m));
     }
 
-    private record FilePart(PartitionedFile file) implements InputPartition {
+    /** Whole files read one after the other by one task. */
+    private record FilePart(PartitionedFile[] files) implements InputPartition {
+    }
+
+    /** The rows (or batches) of a part's files, each file's reader closed once it is read. */
+    private static final class Chained implements java.util.Iterator<Object>, java.io.Closeable {
+        private final scala.Function1<PartitionedFile, scala.collection.Iterator<InternalRow>> read;
+        private final PartitionedFile[] files;
+        private int next;
+        private scala.collection.Iterator<?> current = scala.collection.Iterator$.MODULE$.empty();
+
+        Chained(scala.Function1<PartitionedFile, scala.collection.Iterator<InternalRow>> read, PartitionedFile[] files) {
+            this.read = read;
+            this.files = files;
+        }
+
+        @Override
+        public boolean hasNext() {
+            while (!current.hasNext()) {
+                if (next == files.length) return false;
+                closeCurrent();
+                current = read.apply(files[next++]);
+            }
+            return true;
+        }
+
+        @Override
+        public Object next() {
+            if (!hasNext()) throw new java.util.NoSuchElementException();
+            return current.next();
+        }
+
+        private void closeCurrent() {
+            if (current instanceof java.io.Closeable c) {
+                try {
+                    c.close();
+                } catch (java.io.IOException ignored) {
+                    // the task ends anyway
+                }
+            }
+        }
+
+        @Override
+        public void close() {
+            closeCurrent();
+        }
     }
 
     /** Reads one file with the format's reader (columnar batches when it returns them), partition values
@@ -579,9 +649,7 @@ final class UshasRowLevel {
         /** The format's reader returns its batches through its row iterator (Spark's FileScanRDD does the same). */
         @Override
         public PartitionReader<org.apache.spark.sql.vectorized.ColumnarBatch> createColumnarReader(InputPartition partition) {
-            @SuppressWarnings("unchecked")
-            scala.collection.Iterator<Object> batches = (scala.collection.Iterator<Object>) (Object)
-                    read.apply(((FilePart) partition).file());
+            Chained batches = new Chained(read, ((FilePart) partition).files());
             return new PartitionReader<>() {
                 private org.apache.spark.sql.vectorized.ColumnarBatch current;
 
@@ -599,27 +667,21 @@ final class UshasRowLevel {
 
                 @Override
                 public void close() {
-                    if (batches instanceof java.io.Closeable c) {
-                        try {
-                            c.close();
-                        } catch (java.io.IOException ignored) {
-                            // the task ends anyway
-                        }
-                    }
+                    batches.close();
                 }
             };
         }
 
         @Override
         public PartitionReader<InternalRow> createReader(InputPartition partition) {
-            scala.collection.Iterator<InternalRow> rows = read.apply(((FilePart) partition).file());
+            Chained rows = new Chained(read, ((FilePart) partition).files());
             return new PartitionReader<>() {
                 private InternalRow current;
 
                 @Override
                 public boolean next() {
                     if (!rows.hasNext()) return false;
-                    current = rows.next();
+                    current = (InternalRow) rows.next();
                     return true;
                 }
 
@@ -630,13 +692,7 @@ final class UshasRowLevel {
 
                 @Override
                 public void close() {
-                    if (rows instanceof java.io.Closeable c) {
-                        try {
-                            c.close();
-                        } catch (java.io.IOException ignored) {
-                            // the task ends anyway
-                        }
-                    }
+                    rows.close();
                 }
             };
         }
