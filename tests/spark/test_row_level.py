@@ -182,6 +182,12 @@ def test_only_the_files_holding_matching_rows_are_rewritten(spark: Any, db: str,
             after_x = {p for p in files() if "/dt=x/" in p}
             assert len(xs) >= 2 and len(after_x) == 1 and not xs & after_x, (xs, after_x)
             assert spark.sql(f"SELECT count(*) FROM {t} WHERE dt = 'x' AND v LIKE '%!'").first()[0] == 9
+            # each task's rows come in partition order: the write's sort by dt is dropped, unless the statement
+            # sets dt (then Spark sorts again)
+            plans = {sql: spark.sql(f"EXPLAIN {sql}").first()[0] for sql in (
+                f"DELETE FROM {t} WHERE id = 5", f"UPDATE {t} SET v = 'w' WHERE id = 5",
+                f"UPDATE {t} SET dt = 'w' WHERE id = 5")}
+            assert [("Sort [dt" in plan) for plan in plans.values()] == [False, False, True], plans
 
 
 def test_a_row_level_statement_on_a_missing_table_or_column_gets_sparks_error(spark: Any, db: str) -> None:
