@@ -16,15 +16,18 @@ goes first), results checked equal (count and sums of the columns and of the row
 - DELETE of 10 ids, each in another partition (a GDPR request; by hand: INSERT OVERWRITE of the
   partitions holding them);
 - DELETE of scattered rows (``id % 100 = 7``, every partition);
-- UPDATE of 1% of the rows (``id % 100 = 3``, every partition).
+- UPDATE of 1% of the rows (``id % 100 = 3``, every partition);
+- the same two with ``id % 101``: append k holds the ids ≡ k (mod 5), so the rows of ``id % 100 = c`` are
+  all in one file of five (the statement rewrites a fifth of the files, the overwrite all of them), those
+  of ``id % 101 = c`` in every file (both rewrite everything).
 
 ``--rounds R`` (default 3; 1 with --quick) runs the sequence R times, both tables restored to their filled
 version before each round (``restore_table``: the same files), and prints the medians. Then, unless
 ``--no-iceberg``, the same tables, data, appends and row-level statements on Iceberg 1.12 (Spark 4.1.4
 in its own virtualenv, bench/_iceberg.py; JDBC catalog on SQLite; copy-on-write; rounds by
-``rollback_to_snapshot``), with the catalog-free control query timed on both Spark builds: ushas ÷
-Iceberg means something only when the control's ratio is within 0.85–1.15x. Each round's table checksum
-(count, sum of id, sum of v) is compared across the two catalogs.
+``rollback_to_snapshot``), with the catalog-free control query timed on both Spark builds (3 times
+before a side's statements, 3 times after, the median): ushas ÷ Iceberg means something only when the
+control's ratio is within 0.85–1.15x. Each round's table checksum is compared across the two catalogs.
 
 ``--profile`` prints each ushas statement's Spark jobs (tasks, executor seconds) and its driver time.
 """
@@ -124,6 +127,12 @@ def changes(partitions: int, rows: int) -> list[tuple[str, str, str]]:
         ("UPDATE 1%",
          "UPDATE {t} SET v = v + 1 WHERE id % 100 = 3",
          "INSERT OVERWRITE {t} SELECT id, CASE WHEN id % 100 = 3 THEN v + 1 ELSE v END, dt FROM {t}"),
+        ("DELETE rows of every file",
+         "DELETE FROM {t} WHERE id % 101 = 7",
+         "INSERT OVERWRITE {t} SELECT id, v, dt FROM {t} WHERE NOT (id % 101 = 7)"),
+        ("UPDATE 1% in every file",
+         "UPDATE {t} SET v = v + 1 WHERE id % 101 = 3",
+         "INSERT OVERWRITE {t} SELECT id, CASE WHEN id % 101 = 3 THEN v + 1 ELSE v END, dt FROM {t}"),
     ]
 
 
@@ -152,9 +161,10 @@ def checksum(spark: Any, table: str) -> list[int]:
                                            f"FROM {table}").first()]
 
 
-def control(spark: Any) -> float:
+def control(spark: Any, runs: int = 3) -> list[float]:
+    """The control query's times (timed before and after a side's statements: the median of both is its)."""
     spark.sql(CONTROL).collect()  # warm the code paths once
-    return statistics.median(timed(lambda: spark.sql(CONTROL).collect()) for _ in range(3))
+    return [timed(lambda: spark.sql(CONTROL).collect()) for _ in range(runs)]
 
 
 # ---- ushas (Spark 4.3): the statements and the changes by hand, interleaved ------------------------------
@@ -172,6 +182,7 @@ def ushas_side(args: argparse.Namespace, rows: int, parts: int) -> dict[str, Any
         fill(spark, ["ushas.bench.a", "ushas.bench.b"],
              "CREATE TABLE {t} (id INT, v BIGINT, dt STRING) USING parquet PARTITIONED BY (dt)", rows, parts)
         filled = {t: spark.sql(f"SELECT max(version) FROM ushas.bench.{t}.history").first()[0] for t in "ab"}
+        before = control(spark)
         files = sum(1 for f in (root / "warehouse").rglob("*") if f.is_file() and not f.name.startswith((".", "_")))
         print(f"== ushas: row-level statements vs INSERT OVERWRITE by hand: {rows:,} rows, {parts} partitions, "
               f"parquet, local[2], Spark {spark.version}, {files // 2} files per table, {args.rounds} round(s)",
@@ -198,7 +209,8 @@ def ushas_side(args: argparse.Namespace, rows: int, parts: int) -> dict[str, Any
                     for t in "ab":
                         print(profile.report(f"{r}.{i}{t}", took[name][t][-1]), flush=True)
             sums.append(checksum(spark, "ushas.bench.a"))
-        return {"version": spark.version, "took": took, "sums": sums, "control": control(spark)}
+        return {"version": spark.version, "took": took, "sums": sums,
+                "control": statistics.median(before + control(spark))}
     finally:
         spark.stop()
         shutil.rmtree(root, ignore_errors=True)
@@ -213,6 +225,7 @@ def iceberg_side(root: Path, jars: str, rows: int, parts: int, rounds: int) -> d
         fill(spark, ["ice.bench.a"], "CREATE TABLE {t} (id INT, v BIGINT, dt STRING) USING iceberg "
              f"PARTITIONED BY (dt) TBLPROPERTIES ({ICEBERG_PROPERTIES})", rows, parts)
         filled = spark.sql("SELECT snapshot_id FROM ice.bench.a.snapshots ORDER BY committed_at DESC LIMIT 1").first()[0]
+        before = control(spark)
         took: dict[str, list[float]] = {}
         sums = []
         for r in range(rounds):
@@ -221,7 +234,8 @@ def iceberg_side(root: Path, jars: str, rows: int, parts: int, rounds: int) -> d
             for name, statement, _ in changes(parts, rows):
                 took.setdefault(name, []).append(timed(lambda: spark.sql(statement.format(t="ice.bench.a"))))
             sums.append(checksum(spark, "ice.bench.a"))
-        return {"version": spark.version, "took": took, "sums": sums, "control": control(spark)}
+        return {"version": spark.version, "took": took, "sums": sums,
+                "control": statistics.median(before + control(spark))}
     finally:
         spark.stop()
 
