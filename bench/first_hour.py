@@ -40,16 +40,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "python"))
 sys.path.insert(0, str(HERE))
 
-CACHE = Path.home() / ".cache" / "ushas-bench"
-ICEBERG_VENV = CACHE / "iceberg-spark41"
-MAVEN = "https://repo1.maven.org/maven2"
-ICEBERG_JARS = {
-    "iceberg-spark-runtime-4.1_2.13-1.12.0.jar":
-        f"{MAVEN}/org/apache/iceberg/iceberg-spark-runtime-4.1_2.13/1.12.0/iceberg-spark-runtime-4.1_2.13-1.12.0.jar",
-    "sqlite-jdbc-3.46.1.3.jar": f"{MAVEN}/org/xerial/sqlite-jdbc/3.46.1.3/sqlite-jdbc-3.46.1.3.jar",
-}
-#: the catalog-free control query, timed on both Spark builds
-CONTROL = "SELECT count(DISTINCT id % 100000), sum(id * 3 % 7) FROM range(0, 20000000, 1, 4)"
+from _iceberg import CONTROL, cause, iceberg_setup  # noqa: E402  (bench/ is the script's directory)
 
 
 def _timed(fn: Callable[[], Any]) -> float:
@@ -222,29 +213,6 @@ def _own_process(args: list[str], timeout: int) -> Any:
 
 
 # ---- Iceberg 1.12 on Spark 4.1.4, its own virtualenv --------------------------------------------------
-def iceberg_setup() -> tuple[Path, list[Path]]:
-    """The virtualenv's python and the jars; raises RuntimeError(reason) when they cannot be had."""
-    CACHE.mkdir(parents=True, exist_ok=True)
-    python = ICEBERG_VENV / "bin" / "python"
-    probe = [str(python), "-c", "import pyspark; assert pyspark.__version__ == '4.1.4'"]
-    if not python.exists() or subprocess.run(probe, capture_output=True).returncode != 0:
-        subprocess.run([sys.executable, "-m", "venv", str(ICEBERG_VENV)], check=True, capture_output=True)
-        done = subprocess.run([str(python), "-m", "pip", "install", "-q", "pyspark==4.1.4"], capture_output=True,
-                              text=True, timeout=1800)
-        if done.returncode != 0:
-            raise RuntimeError("pip install pyspark==4.1.4: " + (done.stderr.strip().splitlines() or ["?"])[-1])
-    jars = []
-    for name, url in ICEBERG_JARS.items():
-        path = CACHE / name
-        if not path.exists() or path.stat().st_size == 0:
-            got = subprocess.run(["curl", "-sSfL", "-o", str(path), url], capture_output=True, text=True, timeout=900)
-            if got.returncode != 0:
-                path.unlink(missing_ok=True)
-                raise RuntimeError(f"download of {url} refused: {got.stderr.strip()[:200]}")
-        jars.append(path)
-    return python, jars
-
-
 ICEBERG_SCRIPT = r"""
 import json, statistics, sys, time
 from pyspark.sql import SparkSession
@@ -299,14 +267,7 @@ def iceberg(root: Path, n: int, big: int, commits: int) -> dict[str, float]:
     for line in out.stdout.splitlines():
         if line.startswith("RESULT "):
             return dict(json.loads(line[len("RESULT "):]))
-    raise RuntimeError("the Iceberg side failed: " + _cause(out.stderr))
-
-
-def _cause(stderr: str) -> str:
-    """The line of a failed process's output that says why (an exception's own line, not a stack frame)."""
-    lines = [x.strip() for x in stderr.splitlines() if x.strip() and not x.startswith(("\t", " "))]
-    named = [x for x in lines if "Exception" in x or "Error" in x]
-    return ((named or lines or ["?"])[-1])[:300]
+    raise RuntimeError("the Iceberg side failed: " + cause(out.stderr))
 
 
 def control_verdict(ratio: float) -> str:

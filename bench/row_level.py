@@ -1,13 +1,13 @@
-"""DELETE / UPDATE / MERGE INTO against the same change done by hand, in one run.
+"""DELETE / UPDATE / MERGE INTO against the same change done by hand, and against Apache Iceberg, in one run.
 
-    python bench/row_level.py [--quick] [--rows N] [--partitions P]
+    python bench/row_level.py [--quick] [--rows N] [--partitions P] [--rounds R] [--profile] [--no-iceberg]
 
-Two identical partitioned parquet tables (filled by 5 appends: several files per partition) of the ``ushas`` catalog (N rows, default 1,000,000; 100,000
-with --quick; P partitions ``dt``, default 20): on ``a`` each change is the row-level statement
-(docs/row-level.md), on ``b`` the same change written by hand the way it is done without them: an
-``INSERT OVERWRITE`` (dynamic partition overwrite) of the affected partitions with their new rows
-computed by a query. The changes, in order, each timed once on both tables (alternating which goes
-first), results checked equal:
+Two identical partitioned parquet tables (filled by 5 appends: several files per partition) of the ``ushas``
+catalog (N rows, default 1,000,000; 100,000 with --quick; P partitions ``dt``, default 20): on ``a`` each
+change is the row-level statement (docs/row-level.md), on ``b`` the same change written by hand the way it
+is done without them: an ``INSERT OVERWRITE`` (dynamic partition overwrite) of the affected partitions with
+their new rows computed by a query. The changes, in order, each timed on both tables (alternating which
+goes first), results checked equal (count and sums of the columns and of the rows' hashes):
 
 - MERGE of 1% of the rows (updates of existing ids and as many new ids) into the two newest partitions
   (``ON t.id = s.id AND t.dt IN (…)``, the usual upsert of a late batch);
@@ -16,17 +16,29 @@ first), results checked equal:
 - DELETE of 10 ids, each in another partition (a GDPR request; by hand: INSERT OVERWRITE of the
   partitions holding them);
 - DELETE of scattered rows (``id % 100 = 7``, every partition);
-- UPDATE of 1% of the rows (``id % 100 = 3``, every partition).
+- UPDATE of 1% of the rows (``id % 100 = 3``, every partition);
+- the same two with ``id % 101``: append k holds the ids ≡ k (mod 5), so the rows of ``id % 100 = c`` are
+  all in one file of five (the statement rewrites a fifth of the files, the overwrite all of them), those
+  of ``id % 101 = c`` in every file (both rewrite everything).
 
-Prints the seconds and the ratio row-level / by hand (goal <= 1x). The issue asks for 10 million rows;
-the default is 1 million on the shared 2-core development machine (pass --rows 10000000 to run it).
-Iceberg / Delta are not compared: no Iceberg build runs on Spark 4.3 (docs/row-level.md).
+``--rounds R`` (default 3; 1 with --quick) runs the sequence R times, both tables restored to their filled
+version before each round (``restore_table``: the same files), and prints the medians. Then, unless
+``--no-iceberg``, the same tables, data, appends and row-level statements on Iceberg 1.12 (Spark 4.1.4
+in its own virtualenv, bench/_iceberg.py; JDBC catalog on SQLite; copy-on-write; rounds by
+``rollback_to_snapshot``), with the catalog-free control query timed on both Spark builds (3 times
+before a side's statements, 3 times after, the median): ushas ÷ Iceberg means something only when the
+control's ratio is within 0.85–1.15x. Each round's table checksum is compared across the two catalogs.
+
+``--profile`` prints each ushas statement's Spark jobs (tasks, executor seconds) and its driver time.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -34,13 +46,19 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Callable
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "python"))
+sys.path.insert(0, str(HERE))
 
-from _spark import ushas_session  # noqa: E402  (bench/ is the script's directory)
-
+from _iceberg import CONTROL, cause, iceberg_session, iceberg_setup  # noqa: E402  (bench/ is the script's dir)
 
 #: the appends that fill each table (each partition gets a file per append at least)
 APPENDS = 5
+#: Iceberg's table properties: copy-on-write, and no shuffle before its writes (as ushas's default)
+ICEBERG_PROPERTIES = ", ".join(f"'{k}' = '{v}'" for k, v in {
+    "format-version": "2", "write.delete.mode": "copy-on-write", "write.update.mode": "copy-on-write",
+    "write.merge.mode": "copy-on-write", "write.distribution-mode": "none", "write.delete.distribution-mode": "none",
+    "write.update.distribution-mode": "none", "write.merge.distribution-mode": "none"}.items())
 
 
 def timed(fn: Callable[[], Any]) -> float:
@@ -50,8 +68,8 @@ def timed(fn: Callable[[], Any]) -> float:
 
 
 class Profile:
-    """With ``--profile``: the Spark jobs each statement ran (from the UI's REST API: name, tasks, seconds)
-    and the rest of its time (the driver: planning, file listing, the catalog's commit)."""
+    """With ``--profile``: the Spark jobs each statement ran (from the UI's REST API: tasks, executor
+    seconds) and the rest of its time (the driver: planning, file listing, the catalog's commit)."""
 
     def __init__(self, spark: Any) -> None:
         self.spark = spark
@@ -73,20 +91,10 @@ class Profile:
             stages = []
             for sid in sorted(j["stageIds"]):
                 with urllib.request.urlopen(f"{self.url}/stages/{sid}", timeout=30) as answer:
-                    for st in json.load(answer):
-                        if st.get("status") == "COMPLETE":
-                            stages.append(f"{st['numTasks']}t {st.get('executorRunTime', 0) / 1000:.1f}cpu-s "
-                                          f"{_frame(st.get('details', ''))}")
+                    stages += [f"{st['numTasks']} tasks {st.get('executorRunTime', 0) / 1000:.1f} cpu-s"
+                               for st in json.load(answer) if st.get("status") == "COMPLETE"]
             parts.append(f"job {s:.2f} s [{', '.join(stages)}]")
         return f"    {group}: {wall:.2f} s = jobs {busy:.2f} ({'; '.join(parts) or '-'}) + driver {wall - busy:.2f}"
-
-
-def _frame(details: str) -> str:
-    """The first frame of a stage's call site that is Spark SQL's or ours (what ran it)."""
-    for line in details.splitlines():
-        if "io.ushas" in line or "sql.execution" in line or "sql.classic" in line:
-            return line.strip().split("(")[0].rsplit(".", 2)[-2]
-    return "?"
 
 
 def _when(stamp: str | None) -> float:
@@ -119,19 +127,50 @@ def changes(partitions: int, rows: int) -> list[tuple[str, str, str]]:
         ("UPDATE 1%",
          "UPDATE {t} SET v = v + 1 WHERE id % 100 = 3",
          "INSERT OVERWRITE {t} SELECT id, CASE WHEN id % 100 = 3 THEN v + 1 ELSE v END, dt FROM {t}"),
+        ("DELETE rows of every file",
+         "DELETE FROM {t} WHERE id % 101 = 7",
+         "INSERT OVERWRITE {t} SELECT id, v, dt FROM {t} WHERE NOT (id % 101 = 7)"),
+        ("UPDATE 1% in every file",
+         "UPDATE {t} SET v = v + 1 WHERE id % 101 = 3",
+         "INSERT OVERWRITE {t} SELECT id, CASE WHEN id % 101 = 3 THEN v + 1 ELSE v END, dt FROM {t}"),
     ]
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--rows", type=int)
-    ap.add_argument("--partitions", type=int, default=20)
-    ap.add_argument("--profile", action="store_true",
-                    help="print each statement's Spark jobs (tasks, seconds) and its driver time")
-    args = ap.parse_args()
-    rows = args.rows or (100_000 if args.quick else 1_000_000)
-    parts = args.partitions
+def fill(spark: Any, tables: list[str], create: str, rows: int, parts: int) -> None:
+    """The tables (``create``: CREATE TABLE … with ``{t}``) filled by :data:`APPENDS` appends, and the MERGE's
+    source ``src``: 1% of the rows, half existing ids of the two newest partitions, half new ids."""
+    data = spark.range(rows).selectExpr("CAST(id AS INT) AS id", "CAST(id * 7 % 1000 AS BIGINT) AS v",
+                                        f"format_string('d%03d', CAST(id * {parts} / {rows} AS INT)) AS dt")
+    for t in tables:
+        spark.sql(create.format(t=t))
+        for k in range(APPENDS):  # several appends: every partition has several files, as tables do
+            data.where(f"id % {APPENDS} = {k}").writeTo(t).append()
+    n = max(rows // 100, 2)
+    first = rows - rows * 2 // parts
+    spark.range(n).selectExpr(
+        f"CAST(CASE WHEN id % 2 = 0 THEN {first} + id ELSE {rows} + id END AS INT) AS id",
+        "CAST(-1 AS BIGINT) AS v",
+        f"CASE WHEN id % 2 = 0 THEN format_string('d%03d', CAST(({first} + id) * {parts} / {rows} AS INT)) "
+        f"ELSE 'd{parts - 1:03d}' END AS dt").cache().createOrReplaceTempView("src")
+    spark.table("src").count()
+
+
+def checksum(spark: Any, table: str) -> list[int]:
+    """count, sum of id, of v and of the rows' hashes: equal tables have equal checksums (one scan each)."""
+    return [int(x or 0) for x in spark.sql(f"SELECT count(*), sum(id), sum(v), sum(hash(id, v, dt)) "
+                                           f"FROM {table}").first()]
+
+
+def control(spark: Any, runs: int = 3) -> list[float]:
+    """The control query's times (timed before and after a side's statements: the median of both is its)."""
+    spark.sql(CONTROL).collect()  # warm the code paths once
+    return [timed(lambda: spark.sql(CONTROL).collect()) for _ in range(runs)]
+
+
+# ---- ushas (Spark 4.3): the statements and the changes by hand, interleaved ------------------------------
+def ushas_side(args: argparse.Namespace, rows: int, parts: int) -> dict[str, Any]:
+    from _spark import ushas_session
+
     root = Path(tempfile.mkdtemp(prefix="ushas-bench-rowlevel-"))
     conf = {"spark.sql.sources.partitionOverwriteMode": "dynamic"}
     if args.profile:
@@ -140,43 +179,130 @@ def main() -> None:
     profile = Profile(spark) if args.profile else None
     try:
         spark.sql("CREATE NAMESPACE ushas.bench")
-        data = spark.range(rows).selectExpr("CAST(id AS INT) AS id", "CAST(id * 7 % 1000 AS BIGINT) AS v",
-                                            f"format_string('d%03d', CAST(id * {parts} / {rows} AS INT)) AS dt")
-        for t in ("a", "b"):
-            spark.sql(f"CREATE TABLE ushas.bench.{t} (id INT, v BIGINT, dt STRING) USING parquet PARTITIONED BY (dt)")
-            for k in range(APPENDS):  # several appends: every partition has several files, as tables do
-                data.where(f"id % {APPENDS} = {k}").writeTo(f"ushas.bench.{t}").append()
-        # the MERGE's source: 1% of the rows, half existing ids of the two newest partitions, half new ids
-        n = max(rows // 100, 2)
-        first = rows - rows * 2 // parts
-        spark.range(n).selectExpr(
-            f"CAST(CASE WHEN id % 2 = 0 THEN {first} + id ELSE {rows} + id END AS INT) AS id",
-            "CAST(-1 AS BIGINT) AS v",
-            f"CASE WHEN id % 2 = 0 THEN format_string('d%03d', CAST(({first} + id) * {parts} / {rows} AS INT)) "
-            f"ELSE 'd{parts - 1:03d}' END AS dt").cache().createOrReplaceTempView("src")
-        spark.table("src").count()
+        fill(spark, ["ushas.bench.a", "ushas.bench.b"],
+             "CREATE TABLE {t} (id INT, v BIGINT, dt STRING) USING parquet PARTITIONED BY (dt)", rows, parts)
+        filled = {t: spark.sql(f"SELECT max(version) FROM ushas.bench.{t}.history").first()[0] for t in "ab"}
+        before = control(spark)
         files = sum(1 for f in (root / "warehouse").rglob("*") if f.is_file() and not f.name.startswith((".", "_")))
-        print(f"row-level statements vs INSERT OVERWRITE by hand: {rows:,} rows, {parts} partitions, parquet, "
-              f"local[2], Spark {spark.version}, {files // 2} files per table")
-        print(f"{'change':<28} {'row-level s':>12} {'by hand s':>10} {'ratio':>7}")
-        for i, (name, statement, by_hand) in enumerate(changes(parts, rows)):
-            runs = [("a", statement), ("b", by_hand)]
-            if i % 2:
-                runs.reverse()
-            if profile is None:
-                took = {t: timed(lambda sql=sql, t=t: spark.sql(sql.format(t=f"ushas.bench.{t}"))) for t, sql in runs}
-            else:
-                took = {t: profile.run(f"{i}{t}", sql.format(t=f"ushas.bench.{t}")) for t, sql in runs}
-            same = spark.sql("SELECT * FROM ushas.bench.a EXCEPT ALL SELECT * FROM ushas.bench.b").count() == 0 and \
-                spark.sql("SELECT * FROM ushas.bench.b EXCEPT ALL SELECT * FROM ushas.bench.a").count() == 0
-            print(f"{name:<28} {took['a']:>12.2f} {took['b']:>10.2f} {took['a'] / took['b']:>6.2f}x"
-                  + ("" if same else "  RESULTS DIFFER"), flush=True)
-            if profile is not None:
-                for t in ("a", "b"):
-                    print(profile.report(f"{i}{t}", took[t]), flush=True)
+        print(f"== ushas: row-level statements vs INSERT OVERWRITE by hand: {rows:,} rows, {parts} partitions, "
+              f"parquet, local[2], Spark {spark.version}, {files // 2} files per table, {args.rounds} round(s)",
+              flush=True)
+        took: dict[str, dict[str, list[float]]] = {}
+        sums: list[list[int]] = []
+        for r in range(args.rounds):
+            if r:
+                for t in "ab":
+                    spark.sql(f"CALL ushas.system.restore_table(table => 'bench.{t}', version => {filled[t]})")
+            for i, (name, statement, by_hand) in enumerate(changes(parts, rows)):
+                runs = [("a", statement), ("b", by_hand)]
+                if (i + r) % 2:
+                    runs.reverse()
+                for t, sql in runs:
+                    text = sql.format(t=f"ushas.bench.{t}")
+                    s = timed(lambda: spark.sql(text)) if profile is None else profile.run(f"{r}.{i}{t}", text)
+                    took.setdefault(name, {}).setdefault(t, []).append(s)
+                same = checksum(spark, "ushas.bench.a") == checksum(spark, "ushas.bench.b")
+                a, b = took[name]["a"][-1], took[name]["b"][-1]
+                print(f"  round {r + 1} {name:<28} row-level {a:6.2f} s  by hand {b:6.2f} s  {a / b:5.2f}x"
+                      + ("" if same else "  RESULTS DIFFER"), flush=True)
+                if profile is not None:
+                    for t in "ab":
+                        print(profile.report(f"{r}.{i}{t}", took[name][t][-1]), flush=True)
+            sums.append(checksum(spark, "ushas.bench.a"))
+        return {"version": spark.version, "took": took, "sums": sums,
+                "control": statistics.median(before + control(spark))}
     finally:
         spark.stop()
         shutil.rmtree(root, ignore_errors=True)
+
+
+# ---- Iceberg (Spark 4.1.4, its own virtualenv): the same statements ------------------------------------
+def iceberg_side(root: Path, jars: str, rows: int, parts: int, rounds: int) -> dict[str, Any]:
+    """Run by the virtualenv's python (``--iceberg-side``); imports nothing of ushas."""
+    spark = iceberg_session("iceberg-bench-row-level", root, jars)
+    try:
+        spark.sql("CREATE NAMESPACE IF NOT EXISTS ice.bench")
+        fill(spark, ["ice.bench.a"], "CREATE TABLE {t} (id INT, v BIGINT, dt STRING) USING iceberg "
+             f"PARTITIONED BY (dt) TBLPROPERTIES ({ICEBERG_PROPERTIES})", rows, parts)
+        filled = spark.sql("SELECT snapshot_id FROM ice.bench.a.snapshots ORDER BY committed_at DESC LIMIT 1").first()[0]
+        before = control(spark)
+        took: dict[str, list[float]] = {}
+        sums = []
+        for r in range(rounds):
+            if r:
+                spark.sql(f"CALL ice.system.rollback_to_snapshot('bench.a', {filled})")
+            for name, statement, _ in changes(parts, rows):
+                took.setdefault(name, []).append(timed(lambda: spark.sql(statement.format(t="ice.bench.a"))))
+            sums.append(checksum(spark, "ice.bench.a"))
+        return {"version": spark.version, "took": took, "sums": sums,
+                "control": statistics.median(before + control(spark))}
+    finally:
+        spark.stop()
+
+
+def iceberg(rows: int, parts: int, rounds: int) -> dict[str, Any]:
+    python, jars = iceberg_setup()
+    root = Path(tempfile.mkdtemp(prefix="iceberg-bench-rowlevel-"))
+    try:
+        out = subprocess.run([str(python), __file__, "--iceberg-side", str(root), ",".join(map(str, jars)),
+                              "--rows", str(rows), "--partitions", str(parts), "--rounds", str(rounds)],
+                             capture_output=True, text=True, timeout=3600,
+                             env={k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SPARK_HOME")})
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    for line in out.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return dict(json.loads(line[len("RESULT "):]))
+    raise RuntimeError("the Iceberg side failed: " + cause(out.stderr))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--rows", type=int)
+    ap.add_argument("--partitions", type=int, default=20)
+    ap.add_argument("--rounds", type=int)
+    ap.add_argument("--profile", action="store_true",
+                    help="print each ushas statement's Spark jobs (tasks, executor seconds) and its driver time")
+    ap.add_argument("--no-iceberg", action="store_true", help="skip the Iceberg side")
+    ap.add_argument("--iceberg-side", nargs=2, metavar=("ROOT", "JARS"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    rows = args.rows or (100_000 if args.quick else 1_000_000)
+    args.rounds = args.rounds or (1 if args.quick else 3)
+    parts = args.partitions
+    if args.iceberg_side:
+        print("RESULT " + json.dumps(iceberg_side(Path(args.iceberg_side[0]), args.iceberg_side[1], rows, parts,
+                                                  args.rounds)))
+        return
+    mine = ushas_side(args, rows, parts)
+    ice: dict[str, Any] | None = None
+    reason = "--no-iceberg"
+    if not args.no_iceberg:
+        print("== Iceberg 1.12, Spark 4.1.4 (own virtualenv), the same statements", flush=True)
+        try:
+            ice = iceberg(rows, parts, args.rounds)
+        except (RuntimeError, OSError, subprocess.SubprocessError) as e:
+            reason = str(e)
+    print()
+    print(f"{rows:,} rows, {parts} partitions, medians of {args.rounds} round(s); ushas on Spark {mine['version']}"
+          + ("" if ice is None else f", Iceberg 1.12 on Spark {ice['version']}"))
+    print("| change | row-level s | by hand s | row-level ÷ by hand (goal ≤ 1x) | Iceberg s | ushas ÷ Iceberg "
+          "(goal ≤ 1.2x) |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, sides in mine["took"].items():
+        a, b = statistics.median(sides["a"]), statistics.median(sides["b"])
+        i = None if ice is None else statistics.median(ice["took"][name])
+        print(f"| {name} | {a:.2f} | {b:.2f} | {a / b:.2f}x | {'—' if i is None else f'{i:.2f}'} | "
+              f"{'—' if i is None else f'{a / i:.2f}x'} |")
+    if ice is None:
+        print(f"Iceberg: not run ({reason})")
+        return
+    ratio = mine["control"] / ice["control"]
+    print(f"control query (no catalog): Spark {mine['version']} {mine['control']:.2f} s, Spark {ice['version']} "
+          f"{ice['control']:.2f} s: {ratio:.2f}x" + ("" if 0.85 <= ratio <= 1.15 else
+                                                      "  OUTSIDE 0.85-1.15x: the Iceberg ratios are not valid"))
+    print("table checksums (count, sums of id, v and the rows' hashes) per round, ushas vs Iceberg: "
+          + ("equal" if mine["sums"] == ice["sums"] else f"DIFFER: ushas {mine['sums']}, Iceberg {ice['sums']}"))
 
 
 if __name__ == "__main__":

@@ -170,6 +170,24 @@ def test_only_the_files_holding_matching_rows_are_rewritten(spark: Any, db: str,
         expected = {(i, "u" if i == 14 and partitioned else "S7" if i == 7 and partitioned else v, dt)
                     for i, v, dt in TARGET if i != 3}
         assert rows == expected, partitioned
+        if partitioned:  # the files a statement rewrites are packed into tasks as a file scan's splits: the
+            # small files of a partition are read by one task (one split: minPartitionNum 1), which writes
+            # one file for them
+            xs = {p for p in files() if "/dt=x/" in p}
+            spark.conf.set("spark.sql.files.minPartitionNum", "1")
+            try:
+                spark.sql(f"UPDATE {t} SET v = concat(v, '!') WHERE id % 3 = 0")
+            finally:
+                spark.conf.unset("spark.sql.files.minPartitionNum")
+            after_x = {p for p in files() if "/dt=x/" in p}
+            assert len(xs) >= 2 and len(after_x) == 1 and not xs & after_x, (xs, after_x)
+            assert spark.sql(f"SELECT count(*) FROM {t} WHERE dt = 'x' AND v LIKE '%!'").first()[0] == 9
+            # each task's rows come in partition order: the write's sort by dt is dropped, unless the statement
+            # sets dt (then Spark sorts again)
+            plans = {sql: spark.sql(f"EXPLAIN {sql}").first()[0] for sql in (
+                f"DELETE FROM {t} WHERE id = 5", f"UPDATE {t} SET v = 'w' WHERE id = 5",
+                f"UPDATE {t} SET dt = 'w' WHERE id = 5")}
+            assert [("Sort [dt" in plan) for plan in plans.values()] == [False, False, True], plans
 
 
 def test_a_row_level_statement_on_a_missing_table_or_column_gets_sparks_error(spark: Any, db: str) -> None:

@@ -374,7 +374,8 @@ final class UshasRowLevel {
 
     /** The group's files as of the table version the statement loaded: one input partition per file, read
      *  by the format's own reader. */
-    private static final class GroupScan implements Scan, Batch, SupportsRuntimeV2Filtering {
+    private static final class GroupScan implements Scan, Batch, SupportsRuntimeV2Filtering,
+            org.apache.spark.sql.connector.read.SupportsReportOrdering {
         private final Operation op;
         private final List<PartitionDirectory> directories;
         private final StructType dataSchema;
@@ -485,6 +486,19 @@ final class UshasRowLevel {
             return readSchema;
         }
 
+        /** Each input partition's rows come sorted by the partition columns (its files are taken in the
+         *  partitions' order: {@link #planInputPartitions}), so Spark drops the write's sort by them
+         *  ({@code RemoveRedundantSorts}) where the rewrite keeps the partition values (a DELETE, an UPDATE
+         *  that does not set them). */
+        @Override
+        public org.apache.spark.sql.connector.expressions.SortOrder[] outputOrdering() {
+            return Arrays.stream(op.table.partitionSchema().fieldNames())
+                    .map(c -> Expressions.sort(Expressions.column(c),
+                            org.apache.spark.sql.connector.expressions.SortDirection.ASCENDING,
+                            org.apache.spark.sql.connector.expressions.NullOrdering.NULLS_FIRST))
+                    .toArray(org.apache.spark.sql.connector.expressions.SortOrder[]::new);
+        }
+
         @Override
         public String description() {
             return "ushas " + op.table.name() + " version " + op.table.answer().path("version").asLong() + ", "
@@ -498,7 +512,7 @@ final class UshasRowLevel {
 
         /** The group's files packed into input partitions as Spark packs a file scan's
          *  ({@code spark.sql.files.maxPartitionBytes}, {@code openCostInBytes}; {@code FilePartition.maxSplitBytes}),
-         *  whole files in the table's partition order: a task reads several small files (one task per file made
+         *  whole files, the partitions sorted by their values: a task reads several small files (one task per file made
          *  the group filter and the rewrite cost a task per file), and its rows stay grouped by partition, so
          *  each task still writes one file per partition it holds. */
         @Override
@@ -511,6 +525,13 @@ final class UshasRowLevel {
                     if (inGroup(f)) files.add(f);
                 }
                 if (!files.isEmpty()) group.add(new PartitionDirectory(d.values(), CollectionConverters.asScala(files).toList()));
+            }
+            if (!partitionSchema.isEmpty()) {  // ascending, nulls first: what outputOrdering reports
+                List<org.apache.spark.sql.types.DataType> types = new ArrayList<>();
+                for (StructField f : partitionSchema.fields()) types.add(f.dataType());
+                scala.math.Ordering<InternalRow> order = org.apache.spark.sql.catalyst.expressions.InterpretedOrdering$
+                        .MODULE$.forSchema(CollectionConverters.asScala(types).toList());
+                group.sort((x, y) -> order.compare(x.values(), y.values()));
             }
             SparkSession spark = SparkSession.active();
             long maxSplit = org.apache.spark.sql.execution.datasources.FilePartition$.MODULE$.maxSplitBytes(spark,

@@ -1,0 +1,75 @@
+"""Apache Iceberg as the benchmarks' peer (a helper module, not a benchmark: bench/run skips files whose
+name starts with "_"): Iceberg 1.12's Spark 4.1 runtime on pyspark 4.1.4, in its own virtualenv under
+``~/.cache/ushas-bench`` (jars from Maven Central; bench only), JDBC catalog on SQLite. No Iceberg build
+runs on Spark 4.3 (docs/row-level.md), so a catalog-free control query (:data:`CONTROL`) is timed on both
+Spark builds: an Iceberg ratio means something only when the control's is within ±15%.
+
+:func:`iceberg_session` imports nothing but pyspark: it runs inside that virtualenv."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+CACHE = Path.home() / ".cache" / "ushas-bench"
+ICEBERG_VENV = CACHE / "iceberg-spark41"
+MAVEN = "https://repo1.maven.org/maven2"
+ICEBERG_JARS = {
+    "iceberg-spark-runtime-4.1_2.13-1.12.0.jar":
+        f"{MAVEN}/org/apache/iceberg/iceberg-spark-runtime-4.1_2.13/1.12.0/iceberg-spark-runtime-4.1_2.13-1.12.0.jar",
+    "sqlite-jdbc-3.46.1.3.jar": f"{MAVEN}/org/xerial/sqlite-jdbc/3.46.1.3/sqlite-jdbc-3.46.1.3.jar",
+}
+#: the catalog-free control query, timed on both Spark builds
+CONTROL = "SELECT count(DISTINCT id % 100000), sum(id * 3 % 7) FROM range(0, 20000000, 1, 4)"
+
+
+def iceberg_setup() -> tuple[Path, list[Path]]:
+    """The virtualenv's python and the jars; raises RuntimeError(reason) when they cannot be had."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    python = ICEBERG_VENV / "bin" / "python"
+    probe = [str(python), "-c", "import pyspark; assert pyspark.__version__ == '4.1.4'"]
+    if not python.exists() or subprocess.run(probe, capture_output=True).returncode != 0:
+        subprocess.run([sys.executable, "-m", "venv", str(ICEBERG_VENV)], check=True, capture_output=True)
+        done = subprocess.run([str(python), "-m", "pip", "install", "-q", "pyspark==4.1.4"], capture_output=True,
+                              text=True, timeout=1800)
+        if done.returncode != 0:
+            raise RuntimeError("pip install pyspark==4.1.4: " + (done.stderr.strip().splitlines() or ["?"])[-1])
+    jars = []
+    for name, url in ICEBERG_JARS.items():
+        path = CACHE / name
+        if not path.exists() or path.stat().st_size == 0:
+            got = subprocess.run(["curl", "-sSfL", "-o", str(path), url], capture_output=True, text=True, timeout=900)
+            if got.returncode != 0:
+                path.unlink(missing_ok=True)
+                raise RuntimeError(f"download of {url} refused: {got.stderr.strip()[:200]}")
+        jars.append(path)
+    return python, jars
+
+
+def iceberg_session(app: str, root: Path, jars: str, conf: dict[str, str] | None = None) -> Any:
+    """A local[2] session (as bench/_spark.py's) with Iceberg's extensions and the catalog ``ice`` (JDBC on
+    ``ROOT/iceberg.db``, warehouse ``ROOT/iceberg-warehouse``), a 3 GB driver; ``jars``: comma-separated."""
+    from pyspark.sql import SparkSession
+
+    builder = (SparkSession.builder.master("local[2]").appName(app).config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false").config("spark.sql.shuffle.partitions", "2")
+               .config("spark.jars", jars).config("spark.driver.memory", "3g")
+               .config("spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
+               .config("spark.sql.catalog.ice", "org.apache.iceberg.spark.SparkCatalog")
+               .config("spark.sql.catalog.ice.type", "jdbc")
+               .config("spark.sql.catalog.ice.uri", f"jdbc:sqlite:{root}/iceberg.db")
+               .config("spark.sql.catalog.ice.jdbc.schema-version", "V1")
+               .config("spark.sql.catalog.ice.warehouse", f"file:{root}/iceberg-warehouse"))
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def cause(stderr: str) -> str:
+    """The line of a failed process's output that says why (an exception's own line, not a stack frame)."""
+    lines = [x.strip() for x in stderr.splitlines() if x.strip() and not x.startswith(("\t", " "))]
+    named = [x for x in lines if "Exception" in x or "Error" in x]
+    return ((named or lines or ["?"])[-1])[:300]
