@@ -341,6 +341,12 @@ def hms_side_sql(server: "object", root: Path, n: int, seed: int, drop_timeout: 
                 raise RuntimeError(f"HmsBench measure failed ({proc.returncode}): {text[-3000:]}")
             out["drop table"] = -(time.monotonic() - dropping)
             print(f"HMS: dropTable cut after {-out['drop table']:.0f} s (--drop-timeout)", flush=True)
+        else:   # what dropTable left: b.big was the only table, so every partition row should be gone
+            left = {t: server.sql(f'SELECT count(*) FROM "{t}"', db="hms")[0][0]  # type: ignore[attr-defined]
+                    for t in ("PARTITIONS", "PARTITION_KEY_VALS", "PARTITION_PARAMS", "SDS", "SERDES")}
+            table_dir = hms.warehouse / "b.db" / "big"
+            print(f"HMS: after dropTable, rows left: {left}; the table's directory "
+                  f"{'still exists' if table_dir.exists() else 'is gone'}", flush=True)
         return out
     finally:
         hms.stop()
