@@ -33,6 +33,18 @@ create a partitioned table, ``get_table``, ``add_partitions`` of 1,000, fill a t
 (``--partitions``, default 100,000; 10,000 with ``--quick``) in batches of 5,000, the partitions of one
 day by filter (100 of them), drop that table (ushas: ``drop_table`` then ``purge_table``, which deletes
 every key; HMS's ``dropTable`` deletes its rows). Prints each time and the ratio ushas ÷ HMS (goal ≤ 0.5).
+
+``--hms --sql-fill``: HMS's big table is filled with SQL instead of its API (which takes about an hour for
+100,000 partitions here; the fill is not what is compared): HmsBench adds the first ``--seed`` partitions
+(default 1,000: ten days of 100 shards) through ``add_partitions``, then one ``INSERT … SELECT`` per table
+copies their rows (``PARTITIONS``, ``SDS``, ``SERDES`` and every table with a foreign key to them:
+``PARTITION_KEY_VALS``, ``PARTITION_PARAMS``, …) with new ids and the days shifted, DataNucleus's
+``SEQUENCE_TABLE`` is moved past the new ids and the partitions' directories are created as HMS creates
+them. HmsBench then checks through the Thrift API that the table has exactly N partitions and that the
+filtered day's 100 and the last day's (made by the SQL) are the right ones (values, locations) before
+timing ``getPartitionsByFilter`` and ``dropTable`` (cut at ``--drop-timeout`` seconds: then its time is
+a lower bound; ``--until HH:MM`` UTC cuts it then too). Only those two and the ushas side's own operations
+are compared; ushas runs first, on the same server.
 """
 from __future__ import annotations
 
@@ -158,6 +170,188 @@ def hms_side(server: "object", root: Path, n: int) -> dict[str, float]:
         hms.stop()
 
 
+HMS_MODEL = "org.apache.hadoop.hive.metastore.model."
+
+
+def hms_sql_fill(server: "object", n: int, seed: int) -> int:
+    """Copy the ``seed`` partitions of HMS's ``b.big`` (made through its API) into ``n`` with SQL.
+
+    Partition ``i`` of the copy ``k`` (1 ≤ k < n / seed) is partition ``i`` of the seed ``k * seed / SHARDS``
+    days later, as HmsBench's ``partitions(big, n, 0)`` would have made it: new ids (the seed's plus ``k``
+    times a stride past every id in use or allocated), the day shifted in the name, the key value and the
+    location. One transaction. Returns the rows inserted."""
+    copies, days = n // seed, seed // SHARDS
+    if n % seed or seed % SHARDS:
+        raise ValueError(f"--partitions ({n}) must be a multiple of --seed ({seed}), itself one of {SHARDS}")
+    with server.connect("hms") as conn, conn.transaction():  # type: ignore[attr-defined]
+        names = {r[0].upper(): r[0] for r in conn.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'")}
+
+        def q(name: str) -> str:
+            return '"' + names[name] + '"'
+
+        def cols(table: str) -> list[str]:
+            return [r[0] for r in conn.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_schema = 'public' "
+                "AND table_name = %s ORDER BY ordinal_position", (names[table],))]
+
+        tbl = conn.execute(f'SELECT t."TBL_ID" FROM {q("TBLS")} t JOIN {q("DBS")} d ON t."DB_ID" = d."DB_ID" '
+                           "WHERE d.\"NAME\" = 'b' AND t.\"TBL_NAME\" = 'big'").fetchone()[0]
+        conn.execute(f'CREATE TEMP TABLE seed_parts AS SELECT "PART_ID" AS id, "SD_ID" AS sd FROM {q("PARTITIONS")} '
+                     'WHERE "TBL_ID" = %s', (tbl,))
+        conn.execute(f'CREATE TEMP TABLE seed_sds AS SELECT "SD_ID" AS id, "SERDE_ID" AS serde FROM {q("SDS")} '
+                     'WHERE "SD_ID" IN (SELECT sd FROM seed_parts)')
+        conn.execute("CREATE TEMP TABLE seed_serdes AS SELECT DISTINCT serde AS id FROM seed_sds")
+        got = conn.execute("SELECT count(*) FROM seed_parts").fetchone()[0]
+        if got != seed:
+            raise RuntimeError(f"HMS's seed table has {got} partitions, expected {seed}")
+        if conn.execute("SELECT count(*) FROM seed_serdes").fetchone()[0] != seed:
+            raise RuntimeError("the seed partitions share serdes: cannot copy them one for one")
+        seqs = dict(conn.execute(f'SELECT "SEQUENCE_NAME", "NEXT_VAL" FROM {q("SEQUENCE_TABLE")}').fetchall())
+        stride = {}
+        for table, col, model in (("PARTITIONS", "PART_ID", "MPartition"), ("SDS", "SD_ID", "MStorageDescriptor"),
+                                  ("SERDES", "SERDE_ID", "MSerDeInfo")):
+            top = conn.execute(f'SELECT max("{col}") FROM {q(table)}').fetchone()[0]
+            stride[col] = max(top, seqs.get(HMS_MODEL + model, 0)) + 1    # past ids HMS may hold in memory
+        # the tables that hang off a partition, a storage descriptor or a serde (their foreign keys)
+        children = conn.execute("""
+            SELECT upper(cl.relname), a.attname, upper(pcl.relname),
+                   (SELECT array_agg(ia.attname::text) FROM pg_index i JOIN pg_attribute ia
+                      ON ia.attrelid = i.indrelid AND ia.attnum = ANY(i.indkey)
+                    WHERE i.indrelid = c.conrelid AND i.indisprimary)
+            FROM pg_constraint c JOIN pg_class cl ON c.conrelid = cl.oid JOIN pg_class pcl ON c.confrelid = pcl.oid
+            JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[1]
+            WHERE c.contype = 'f' AND upper(pcl.relname) IN ('PARTITIONS', 'SDS', 'SERDES')
+              AND upper(cl.relname) NOT IN ('PARTITIONS', 'SDS', 'TBLS')""").fetchall()
+        if not any(c[0] == "PARTITION_KEY_VALS" for c in children):
+            raise RuntimeError(f"HMS's schema has no foreign key from PARTITION_KEY_VALS: {children}")
+        seed_of = {"PARTITIONS": "seed_parts", "SDS": "seed_sds", "SERDES": "seed_serdes"}
+        key_of = {"PARTITIONS": "PART_ID", "SDS": "SD_ID", "SERDES": "SERDE_ID"}
+
+        def shift(expr: str) -> str:   # the day in ``expr`` (a key value, a name or a location) k copies later
+            day = f"substring({expr} from '[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}}')"
+            return f"replace({expr}, {day}, to_char(({day})::date + k * {days}, 'YYYY-MM-DD'))"
+
+        def copy(table: str, where: str, over: dict[str, str]) -> int:
+            columns = cols(table)
+            select = ", ".join(over.get(c, f't."{c}"') for c in columns)
+            into = ", ".join(f'"{c}"' for c in columns)
+            cur = conn.execute(f"INSERT INTO {q(table)} ({into}) SELECT {select} FROM {q(table)} t "
+                               f"CROSS JOIN generate_series(1, {copies - 1}) k WHERE {where}")
+            return cur.rowcount
+
+        def moved(col: str) -> str:
+            return f't."{col}" + k * {stride[col]}'
+
+        rows = copy("SERDES", 't."SERDE_ID" IN (SELECT id FROM seed_serdes)', {"SERDE_ID": moved("SERDE_ID")})
+        rows += copy("SDS", 't."SD_ID" IN (SELECT id FROM seed_sds)',
+                     {"SD_ID": moved("SD_ID"), "SERDE_ID": moved("SERDE_ID"), "LOCATION": shift('t."LOCATION"')})
+        rows += copy("PARTITIONS", 't."PART_ID" IN (SELECT id FROM seed_parts)',
+                     {"PART_ID": moved("PART_ID"), "SD_ID": moved("SD_ID"), "PART_NAME": shift('t."PART_NAME"')})
+        for child, col, parent, pk in children:
+            where = f't."{col}" IN (SELECT id FROM {seed_of[parent]})'
+            if not conn.execute(f"SELECT count(*) FROM {q(child)} t WHERE {where}").fetchone()[0]:
+                continue
+            if not pk or col not in pk:
+                raise RuntimeError(f"{child} has rows for the seed but its own ids ({pk}): not copied")
+            over = {col: f't."{col}" + k * {stride[key_of[parent]]}'}
+            if child == "PARTITION_KEY_VALS":
+                over["PART_KEY_VAL"] = ('CASE WHEN t."INTEGER_IDX" = 0 THEN ' + shift('t."PART_KEY_VAL"')
+                                        + ' ELSE t."PART_KEY_VAL" END')
+            rows += copy(child, where, over)
+        for col, table, model in (("PART_ID", "PARTITIONS", "MPartition"), ("SD_ID", "SDS", "MStorageDescriptor"),
+                                  ("SERDE_ID", "SERDES", "MSerDeInfo")):
+            conn.execute(f'UPDATE {q("SEQUENCE_TABLE")} SET "NEXT_VAL" = (SELECT max("{col}") + 1 FROM {q(table)}) '
+                         'WHERE "SEQUENCE_NAME" = %s', (HMS_MODEL + model,))
+        return rows
+
+
+def hms_partition_dirs(server: "object") -> int:
+    """Create the directory of every partition of HMS's ``b.big`` (HMS creates one per added partition)."""
+    from urllib.parse import urlparse
+
+    locations = server.sql('SELECT s."LOCATION" FROM "PARTITIONS" p JOIN "SDS" s ON p."SD_ID" = s."SD_ID"',  # type: ignore[attr-defined]
+                           db="hms")
+    for (location,) in locations:
+        Path(urlparse(location).path).mkdir(parents=True, exist_ok=True)
+    return len(locations)
+
+
+def hms_side_sql(server: "object", root: Path, n: int, seed: int, drop_timeout: float,
+                 until: float | None = None) -> dict[str, float]:
+    """HMS with its big table filled with SQL (``--sql-fill``): getPartitionsByFilter and dropTable at ``n``.
+
+    The result's ``drop table`` is negative when dropTable was cut at ``drop_timeout``: minus its lower bound."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "app"))
+    from hive_service import java_binary, pyspark_jars, start_metastore
+
+    port = server.port  # type: ignore[attr-defined]
+    server.sql("CREATE DATABASE hms", db="postgres")  # type: ignore[attr-defined]
+    jdbc = maven_jar(*PG_JDBC)
+    classes = root / "classes"
+    classes.mkdir()
+    subprocess.run(["javac", "-nowarn", "-d", str(classes), "-cp", str(pyspark_jars() / "*"),
+                    str(Path(__file__).resolve().parent / "java" / "HmsBench.java")], check=True, timeout=300)
+    hms = start_metastore(root / "hms", database={
+        "javax.jdo.option.ConnectionURL": f"jdbc:postgresql://127.0.0.1:{port}/hms",
+        "javax.jdo.option.ConnectionDriverName": "org.postgresql.Driver",
+        "javax.jdo.option.ConnectionUserName": server.user,  # type: ignore[attr-defined]
+        "javax.jdo.option.ConnectionPassword": "",
+    }, classpath=(jdbc,), heap="1g")
+    bench = [str(java_binary()), "-Xmx1g", "-cp", f"{classes}:{pyspark_jars() / '*'}", "HmsBench",
+             hms.uri, hms.warehouse.as_uri()]
+    out: dict[str, float] = {}
+    try:
+        done = subprocess.run([*bench, str(seed), FILTER_DAY, "seed"], capture_output=True, text=True, timeout=1800)
+        if done.returncode != 0:
+            raise RuntimeError(f"HmsBench seed failed ({done.returncode}): {done.stderr[-3000:]}\n{hms.log_tail()}")
+        print(f"HMS: {done.stdout.strip()}", flush=True)
+        t = time.perf_counter()
+        rows = hms_sql_fill(server, n, seed)
+        print(f"HMS: filled to {n:,} partitions with SQL ({rows:,} rows) in {time.perf_counter() - t:.1f} s", flush=True)
+        t = time.perf_counter()
+        dirs = hms_partition_dirs(server)
+        print(f"HMS: {dirs:,} partition directories in {time.perf_counter() - t:.1f} s", flush=True)
+        log = root / "measure.out"
+        with open(log, "w") as f:
+            proc = subprocess.Popen([*bench, str(n), FILTER_DAY, "measure"], stdout=f, stderr=subprocess.STDOUT,
+                                    text=True)
+        dropping = None
+        end = min(time.monotonic() + 1800 + drop_timeout, until or float("inf"))
+        while proc.poll() is None:
+            time.sleep(1)
+            if dropping is None and "DROPPING" in log.read_text():
+                dropping = time.monotonic()
+                end = min(end, dropping + drop_timeout, until or end)
+            if time.monotonic() > end:
+                proc.kill()
+                proc.wait()
+                break
+        text = log.read_text()
+        for line in text.splitlines():
+            if line.startswith("RESULT "):
+                name, seconds = line[len("RESULT "):].rsplit(" ", 1)
+                out[name] = float(seconds)
+            elif line.startswith(("FOUND ", "TOTAL ", "CHECKED ")):
+                print(f"HMS: {line}", flush=True)
+        if "partitions by filter" not in out:
+            raise RuntimeError(f"HmsBench measure failed ({proc.returncode}): {text[-3000:]}\n{hms.log_tail()}")
+        if "drop table" not in out:
+            if dropping is None:
+                raise RuntimeError(f"HmsBench measure failed ({proc.returncode}): {text[-3000:]}")
+            out["drop table"] = -(time.monotonic() - dropping)
+            print(f"HMS: dropTable cut after {-out['drop table']:.0f} s (--drop-timeout)", flush=True)
+        else:   # what dropTable left: b.big was the only table, so every partition row should be gone
+            left = {t: server.sql(f'SELECT count(*) FROM "{t}"', db="hms")[0][0]  # type: ignore[attr-defined]
+                    for t in ("PARTITIONS", "PARTITION_KEY_VALS", "PARTITION_PARAMS", "SDS", "SERDES")}
+            table_dir = hms.warehouse / "b.db" / "big"
+            print(f"HMS: after dropTable, rows left: {left}; the table's directory "
+                  f"{'still exists' if table_dir.exists() else 'is gone'}", flush=True)
+        return out
+    finally:
+        hms.stop()
+
+
 def ushas_side(uri: str, n: int) -> dict[str, float]:
     """``ushas serve`` on the store ``uri``, driven through the remote metastore (HTTP), as HmsBench drives HMS."""
     from ushas_catalog.service.tokens import TokenStore
@@ -205,6 +399,30 @@ def ushas_side(uri: str, n: int) -> dict[str, float]:
         proc.wait(30)
 
 
+def hms_sql(n: int, seed: int, drop_timeout: float, until: float | None = None) -> int:
+    """``--hms --sql-fill``: ushas first, then HMS filled with SQL; getPartitionsByFilter and dropTable."""
+    from ushas_catalog.pg_local import PgServer
+
+    with tempfile.TemporaryDirectory(prefix="ushas-bench-hms-") as tmp:
+        server = PgServer(durable=True).init().start().watch().setup()
+        try:
+            print(f"PostgreSQL on 127.0.0.1:{server.port} (fsync=on): HMS in database hms, ushas in "
+                  f"{server.dbname} schema hms_peer; {n:,} partitions (HMS filled with SQL from {seed:,})",
+                  flush=True)
+            ours = ushas_side(server.uri(schema="hms_peer", synchronous_commit="on"), n)
+            print("ushas: " + ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in ours.items()), flush=True)
+            theirs = hms_side_sql(server, Path(tmp), n, seed, drop_timeout, until)
+        finally:
+            server.cleanup()
+    print(f"{'operation':<34} {'HMS':>10} {'ushas':>10} {'ushas ÷ HMS':>12}")
+    for op, label in (("partitions by filter", f"getPartitionsByFilter ({n:,})"),
+                      ("drop table", f"dropTable ({n:,})")):
+        h, u = theirs[op], ours[op]
+        cut = "≥" if h < 0 else " "
+        print(f"{label:<34} {cut}{abs(h) * 1000:>8.1f}ms {u * 1000:>8.1f}ms {'≤' if h < 0 else ' '}{u / abs(h):>10.4f}x")
+    return 0
+
+
 def hms(n: int) -> int:
     from ushas_catalog.pg_local import PgServer
 
@@ -238,6 +456,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hms", action="store_true",
                     help="the Hive metastore 2.3 service on the same PostgreSQL against ushas serve instead")
     ap.add_argument("--partitions", type=int, help="partitions of --hms's filtered and dropped table")
+    ap.add_argument("--sql-fill", action="store_true",
+                    help="--hms: fill HMS's big table with SQL from an API-made seed; compare filter and drop only")
+    ap.add_argument("--seed", type=int, default=1000, help="--sql-fill: partitions HMS adds through its API")
+    ap.add_argument("--drop-timeout", type=float, default=3600.0,
+                    help="--sql-fill: seconds after which HMS's dropTable is cut (its time is then a lower bound)")
+    ap.add_argument("--until", help="--sql-fill: HH:MM (UTC) at which HMS's dropTable is cut at the latest")
     ap.add_argument("--clients", type=int, default=6, help="client processes of --replicas")
     ap.add_argument("--seconds", type=float, default=10.0, help="seconds per --replicas measurement")
     ap.add_argument("--rounds", type=int, default=3, help="alternating rounds (1 then 3 replicas) of --replicas")
@@ -246,6 +470,13 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     n_list = args.list or (10_000 if args.quick else 100_000)
     n_drop = args.drop or (10_000 if args.quick else 100_000)
+    if args.hms and args.sql_fill:
+        until = None
+        if args.until:
+            now = dt.datetime.now(dt.timezone.utc)
+            hh, mm = map(int, args.until.split(":"))
+            until = time.monotonic() + (now.replace(hour=hh, minute=mm, second=0) - now).total_seconds()
+        return hms_sql(args.partitions or n_list, args.seed, args.drop_timeout, until)
     if args.hms:
         return hms(args.partitions or n_list)
     server = None

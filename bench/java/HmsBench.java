@@ -23,6 +23,11 @@ import org.apache.hadoop.hive.metastore.api.Table;
  * partitioned table (median of 20), getTable (median of 200), add_partitions(1,000) (median of 5, each on a
  * fresh table), fill a table with N partitions (batches of 5,000), getPartitionsByFilter of one day
  * (median of 20), dropTable of that table.
+ *
+ * A fifth argument splits the run for a table filled with SQL (bench/postgres.py --hms --sql-fill): "seed"
+ * creates the big table and adds its first N partitions through the API ("add N partitions"); "measure"
+ * checks that the table has exactly N partitions (listPartitionNames) and that the filtered day's are the
+ * right ones (values and locations), then times getPartitionsByFilter (median of 20) and dropTable.
  */
 public final class HmsBench {
     static final int SHARDS = 100;
@@ -107,8 +112,23 @@ public final class HmsBench {
         String filterDay = args[3];
         HiveConf conf = new HiveConf();
         conf.setVar(HiveConf.ConfVars.METASTOREURIS, uri);
+        conf.setVar(HiveConf.ConfVars.METASTORE_CLIENT_SOCKET_TIMEOUT, "7200s");  // dropTable of 100,000
         HiveMetaStoreClient c = new HiveMetaStoreClient(conf);
         String db = "b";
+        String mode = args.length > 4 ? args[4] : "all";
+        if (mode.equals("seed")) {
+            c.createDatabase(new Database(db, "", warehouse + "/" + db + ".db", new HashMap<>()));
+            Table big = table(db, "big", warehouse);
+            c.createTable(big);
+            result("add " + n + " partitions", timed(() -> c.add_partitions(partitions(big, n, 0))));
+            c.close();
+            return;
+        }
+        if (mode.equals("measure")) {
+            measure(c, db, n, filterDay);
+            c.close();
+            return;
+        }
         c.createDatabase(new Database(db, "", warehouse + "/" + db + ".db", new HashMap<>()));
         List<Double> xs = new ArrayList<>();
         for (int i = 0; i < 20; i++) {
@@ -136,7 +156,40 @@ public final class HmsBench {
             c.add_partitions(partitions(big, Math.min(BATCH, n - i), i));
         }
         result("fill " + n, (System.nanoTime() - t0) / 1e9);
-        xs.clear();
+        byFilterAndDrop(c, db, filterDay);
+        c.close();
+    }
+
+    static void measure(HiveMetaStoreClient c, String db, int n, String filterDay) throws Exception {
+        int total = c.listPartitionNames(db, "big", (short) -1).size();
+        System.out.println("TOTAL " + total);
+        if (total != n) {
+            throw new IllegalStateException("the table has " + total + " partitions, expected " + n);
+        }
+        for (String d : Arrays.asList(filterDay, day(n - 1))) {   // the last day is one the SQL fill made
+            List<Partition> day = c.listPartitionsByFilter(db, "big", "dt = \"" + d + "\"", (short) -1);
+            java.util.Set<String> shards = new java.util.HashSet<>();
+            for (Partition p : day) {
+                String s = p.getValues().get(1);
+                if (!p.getValues().get(0).equals(d) || !p.getSd().getLocation().endsWith(
+                        "/big/dt=" + d + "/shard=" + s)) {
+                    throw new IllegalStateException("wrong partition for " + d + ": " + p.getValues() + " at "
+                            + p.getSd().getLocation());
+                }
+                shards.add(s);
+            }
+            if (shards.size() != SHARDS || day.size() != SHARDS) {
+                throw new IllegalStateException(day.size() + " partitions (" + shards.size() + " shards) for "
+                        + d + ", expected " + SHARDS);
+            }
+            System.out.println("CHECKED " + total + " partitions, " + day.size() + " for " + d);
+        }
+        System.out.flush();
+        byFilterAndDrop(c, db, filterDay);
+    }
+
+    static void byFilterAndDrop(HiveMetaStoreClient c, String db, String filterDay) throws Exception {
+        List<Double> xs = new ArrayList<>();
         int[] found = new int[1];
         String filter = "dt = \"" + filterDay + "\"";
         for (int i = 0; i < 20; i++) {
@@ -144,7 +197,8 @@ public final class HmsBench {
         }
         System.out.println("FOUND " + found[0]);
         result("partitions by filter", median(xs));
+        System.out.println("DROPPING");
+        System.out.flush();
         result("drop table", timed(() -> c.dropTable(db, "big", true, false)));
-        c.close();
     }
 }
