@@ -118,6 +118,13 @@ print("RESULT " + json.dumps(out))
 """
 
 
+def _failure(stderr: str) -> str:
+    """Why the Iceberg process failed: its last exception line (not a stack frame) and the Caused-by lines."""
+    lines = [x.strip() for x in stderr.splitlines() if x.strip() and not x.startswith(("\t", " "))]
+    named = [x for x in lines if "Exception" in x or "Error" in x]
+    return " | ".join(named[-3:] or lines[-1:] or ["?"])[:1000]
+
+
 def iceberg_side(root: Path, sizes: list[int], sample: bool) -> dict[str, Any]:
     python, jars = iceberg_setup()
     script = root / "iceberg_many.py"
@@ -128,7 +135,7 @@ def iceberg_side(root: Path, sizes: list[int], sample: bool) -> dict[str, Any]:
     for line in out.stdout.splitlines():
         if line.startswith("RESULT "):
             return dict(json.loads(line[len("RESULT "):]))
-    raise RuntimeError("the Iceberg side failed: " + out.stderr[-1500:])
+    raise RuntimeError("the Iceberg side failed: " + _failure(out.stderr))
 
 
 def main() -> int:
@@ -140,6 +147,7 @@ def main() -> int:
     try:
         print("== ushas, Spark 4.3", flush=True)
         mine = ushas_side(root, args.partitions, args.sample)
+        print(f"  ushas control {mine['control']:.2f} s", flush=True)
         print("== Iceberg 1.12, Spark 4.1.4", flush=True)
         ice = iceberg_side(root, args.partitions, args.sample)
     finally:
