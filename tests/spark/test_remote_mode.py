@@ -139,6 +139,70 @@ def test_the_runtime_catalog_attack_gains_nothing(spark: Any, svc: Any, monkeypa
         spark.sql(f"SELECT * FROM {evil}.db.people").collect()
 
 
+def _refusal(fn: Any) -> str:
+    """The message of ``fn()``'s refusal, which must be Spark's INSUFFICIENT_PERMISSIONS, SQLSTATE 42501."""
+    from pyspark.errors import PySparkException
+
+    with pytest.raises(PySparkException) as info:
+        fn()
+    assert (info.value.getCondition(), info.value.getSqlState()) == ("INSUFFICIENT_PERMISSIONS", "42501"), \
+        str(info.value)
+    return str(info.value)
+
+
+def test_governed_path_reads_and_writes_through_the_service(spark: Any, svc: Any, tmp_path: Path) -> None:
+    """A remote catalog checks a plan's paths like a governed local one (``check_paths``, a read op): with a write
+    token and with a read token, a read of a declared location the token's user holds READ FILES on works, one he
+    does not is INSUFFICIENT_PERMISSIONS naming the location (not a token error); a write needs WRITE FILES, and a
+    read token refuses every governed path write, even with WRITE FILES; a grant revoked between two statements of
+    the session bites on the next. The write token's catalog is checked alone first: the read token's, once
+    started, refuses every governed write of the session."""
+    reader, writer = _name("rrd"), _name("rwr")  # users of their own: only their catalog refuses below
+    everyone = ("admin", "bob", "mallory", reader, writer)
+    for name in ("open", "closed_r", "closed_w"):
+        spark.range(2).write.parquet(str(tmp_path / name / "f"))  # before any location: not governed
+    ms = Metastore.open(svc.uri, create=False)
+    locations: dict[str, str] = {}
+    written: list[Path] = []
+    try:
+        for name, withheld in (("open", None), ("closed_r", reader), ("closed_w", writer)):
+            locations[name] = loc = f"l{uuid.uuid4().hex[:6]}_{name}"
+            ms.create_location(loc, str(tmp_path / name))
+            for user in everyone:
+                if user != withheld:
+                    ms.grant("READ FILES", f"location:{loc}", f"user:{user}")
+                    ms.grant("WRITE FILES", f"location:{loc}", f"user:{user}")
+        out = tmp_path / "open" / "out"
+        for user, access in ((writer, "write"), (reader, "read")):
+            cat = remote_catalog(spark, user, svc.serve.url, make_token(svc.uri, access, user)[1], svc.warehouse)
+            spark._jsparkSession.sessionState().catalogManager().catalog(cat)  # started: its path checks count
+            closed = "closed_r" if user == reader else "closed_w"
+            text = _refusal(lambda: spark.read.parquet(str(tmp_path / closed / "f")).collect())
+            assert f"User {user} may not read files" in text and f"READ FILES on location {locations[closed]}" \
+                in text, text
+            opened = spark.read.parquet(str(tmp_path / "open" / "f"))
+            assert opened.count() == 2
+            ms.revoke("READ FILES", f"location:{locations['open']}", f"user:{user}")  # between two statements
+            text = _refusal(lambda: opened.count())
+            assert f"User {user} may not read files" in text, text
+            ms.grant("READ FILES", f"location:{locations['open']}", f"user:{user}")
+            assert opened.count() == 2
+            if access == "write":
+                spark.range(1).write.parquet(str(out))
+                written = sorted(out.rglob("*"))
+                text = _refusal(lambda: spark.range(1).write.parquet(str(tmp_path / "closed_w" / "out")))
+                assert f"User {user} may not write files" in text and "WRITE FILES on location" in text, text
+            else:  # a read token never writes governed files, WRITE FILES or not
+                text = _refusal(lambda: spark.range(1).write.mode("append").parquet(str(out)))
+                assert f"User {user} may not write files" in text and "a read token may only read" in text, text
+        assert sorted(out.rglob("*")) == written  # the write token's write; the read token's wrote nothing
+        spark.range(1).write.parquet(str(tmp_path / "loose"))  # outside every location and table: not governed
+    finally:
+        for loc in locations.values():
+            ms.drop_location(loc)
+        ms.close()
+
+
 def test_a_revoked_token_is_refused_on_its_next_call(spark: Any, svc: Any) -> None:
     token_id, token = make_token(svc.uri, "write", "bob")
     cat = remote_catalog(spark, _name("rrev"), svc.serve.url, token, svc.warehouse)

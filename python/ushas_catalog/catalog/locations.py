@@ -263,11 +263,12 @@ class LocationOps(MetastoreBase):
             self.run(fn)
 
     def check_paths(self, reads: list[str] | None = None, writes: list[str] | None = None,
-                    roots: list[str] | None = None) -> None:
+                    roots: list[str] | None = None, read_only: bool = False) -> None:
         """Refuse (PermissionDenied) what one statement does to files by path (see the module): writing at
         ``writes`` (checked first), reading at ``reads``; ``roots``: more governed directories (a Spark
         catalog's managed warehouse) whose files only the catalog reads. One transaction: one policy snapshot,
-        the caller's principals once, the project's tables once. Nothing when not governed."""
+        the caller's principals once, the project's tables once. Nothing when not governed. ``read_only`` (a
+        service's read token): every governed write is refused (a declared location's files, a table's data)."""
         caller = self.caller()
         reads, writes = list(reads or ()), list(writes or ())
         if not (reads or writes) or not caller.authorization:
@@ -279,7 +280,7 @@ class LocationOps(MetastoreBase):
             holders = of_policy(p, user)
             tables = indexed_tables(tr, self, properties=bool(reads))
             for path in writes:
-                _check_one_write(p, holders, user, normalized(path), tables)
+                _check_one_write(p, holders, user, normalized(path), tables, read_only)
             for path in reads:
                 self._check_one_read(tr, p, holders, user, normalized(path), tables, roots or [])
 
@@ -329,9 +330,18 @@ class LocationOps(MetastoreBase):
 
 
 def _check_one_write(p: policies.Policy, holders: frozenset[str], user: str, path: str,
-                     tables: list[PlacedTable]) -> None:
+                     tables: list[PlacedTable], read_only: bool = False) -> None:
     doing = f"write files at {path} by path"
     held = locs.holding(p, path)
+    if read_only:
+        governed = held or next(iter(locs.within(p, path)), None)
+        if governed is not None:
+            raise _refused(user, WRITE_FILES, doing, f"it is governed by external location {governed.name}, and a "
+                           f"read token may only read", governed.name)
+        owner = next((t for t in tables if overlaps(path, t.location)), None)
+        if owner is not None:
+            raise _refused(user, WRITE_FILES, doing, f"it holds data of table {owner.name}, and a read token may only "
+                           f"read", str(owner.name), "table")
     if held is not None and not allowed(p, holders, WRITE_FILES, held.securable()):
         raise _refused(user, WRITE_FILES, doing, f"it lies in external location {held.name}, and you do not hold "
                        f"WRITE FILES on location {held.name}", held.name)

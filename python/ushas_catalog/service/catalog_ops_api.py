@@ -25,7 +25,7 @@ from flask import Blueprint, g, request
 from ..errors import BridgeError, Forbidden, InvalidArgument, Unauthorized, UshasError
 from ..spark import bridge
 from ..spark.ops import OPS
-from ..spark.remote import READ_OPS
+from ..spark.remote import READ_OPS, READ_TOKEN
 from .auth import CATALOG_OPS, AccessControl, user_of
 from .routing import StartResponse, WSGIApp, json_response, json_text, status_of
 from .state import LOG, ServiceState
@@ -80,6 +80,7 @@ def answer_op(op: str, user: str, access: str, data: bytes, timeout_header: str 
         except (ValueError, RecursionError):
             raise InvalidArgument("the request body is not JSON") from None
         req = remote_request(body, str(user), stores.uri, stores.project, timeout_of(timeout_header))
+        req["ctx"][READ_TOKEN] = access != "write"  # a read token's path writes are refused (check_paths)
         return bridge.dispatch(op, req), 200
     except UshasError as exc:
         return {"error": _redacted(exc.answer(), state)}, status_of(exc)

@@ -18,6 +18,7 @@ from ..governance.identity import Caller, calling
 from ..governance.privileges import CREATE, MANAGE, MODIFY, SELECT, USE
 from ..model.names import SYSTEM_DATABASE
 from .one_transaction import run_in_one_transaction
+from .remote import READ_TOKEN
 
 Request = dict[str, Any]
 
@@ -160,8 +161,11 @@ def check_paths(ms: Any, r: Request) -> dict[str, Any]:
     catalog and analyzed plan): the paths must be readable / writable by this catalog's caller
     (``Metastore.check_paths``, in one transaction: one policy snapshot, the caller's principals once; the tables of
     its project and its declared locations; the managed warehouse is not passed as a root, since projects may share
-    one: files there that no live table owns are storage permissions' to protect)."""
-    ms.check_paths(reads=[str(p) for p in r.get("reads") or []], writes=[str(p) for p in r.get("writes") or []])
+    one: files there that no live table owns are storage permissions' to protect). Under a remote catalog's read
+    token (``ctx.read_token``, set by the service) every governed path write is refused: the token may only read."""
+    read_only = (r.get("ctx") or {}).get(READ_TOKEN) is True  # set by the service for a read token only
+    ms.check_paths(reads=[str(p) for p in r.get("reads") or []], writes=[str(p) for p in r.get("writes") or []],
+                   read_only=read_only)
     return {}
 
 

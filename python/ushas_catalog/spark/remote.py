@@ -31,12 +31,16 @@ FENCED_COMMITS = frozenset({"commit_write", "commit_staged"})
 #: the catalog options remote mode refuses: the service decides who calls and always checks
 REFUSED_OPTIONS = ("user", "authorization")
 #: the ops a read token may run: they change nothing (``open`` writes only a missing catalog, and only for
-#: a user with CREATE on the project); the service enforces it (:mod:`ushas_catalog.service.catalog_ops_api`)
+#: a user with CREATE on the project; a refusal of any op is recorded in the change feed); the service enforces
+#: it (:mod:`ushas_catalog.service.catalog_ops_api`). ``check_paths`` (a plan's files read and written by path)
+#: only checks: under a read token it refuses every governed path write (``read_token`` in the request context)
 READ_OPS = frozenset({
     "open", "list_namespaces", "namespace_exists", "load_namespace", "load_relation", "load_table",
     "relation_exists", "list_partitions", "partition_exists", "load_partition", "list_files",
     "table_size", "describe", "list_functions", "load_function", "describe_function", "list_procedures",
-    "load_procedure", "rows_table", "rows_page", "write_outcome", "check_write", "stream_latest", "stream_batch"})
+    "load_procedure", "rows_table", "rows_page", "write_outcome", "check_write", "check_paths", "stream_latest", "stream_batch"})
+#: the request context field the service sets (never a client): whether the caller's token is a read token
+READ_TOKEN = "read_token"
 #: the ops the shim sends the service itself once ``open`` has answered (its direct transport,
 #: ``io.ushas.spark.RemoteTransport``): the reads, one HTTP round trip from the JVM instead of a Py4J call into
 #: this process and then HTTP. The same request, the same answer, the same checks by the service; ``open``
@@ -133,4 +137,4 @@ def with_transport(opened: str, ep: Endpoint, token: str, ctx: dict[str, Any]) -
     return json.dumps(answer)
 
 
-__all__ = ["DIRECT_OPS", "READ_OPS", "forward", "forward_text", "is_remote", "OPS_PATH"]
+__all__ = ["DIRECT_OPS", "READ_OPS", "READ_TOKEN", "forward", "forward_text", "is_remote", "OPS_PATH"]

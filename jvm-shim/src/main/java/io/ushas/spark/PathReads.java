@@ -178,12 +178,15 @@ final class PathReads extends AbstractFunction1<LogicalPlan, BoxedUnit> {
     private List<UshasCatalog> checkedCatalogs(Set<UshasCatalog> deployed) {
         Set<UshasCatalog> found = new LinkedHashSet<>();
         scala.Tuple2<String, String>[] app = session.sparkContext().getConf().getAll();
-        Set<String> governed = new java.util.HashSet<>();  // deployed with authorization=true (lower-case names)
+        // deployed with authorization=true, or served by an ushas service (remote mode: always checked); lower-case
+        Set<String> governed = new java.util.HashSet<>();
         for (scala.Tuple2<String, String> e : app) {
             String key = e._1().toLowerCase(java.util.Locale.ROOT);
-            if (key.startsWith(CATALOG_PREFIX) && key.endsWith(".authorization")
-                    && "true".equalsIgnoreCase(e._2().trim())) {
+            if (!key.startsWith(CATALOG_PREFIX)) continue;
+            if (key.endsWith(".authorization") && "true".equalsIgnoreCase(e._2().trim())) {
                 governed.add(key.substring(CATALOG_PREFIX.length(), key.length() - ".authorization".length()));
+            } else if (key.endsWith(".uri") && RemoteOptions.remote(e._2().trim())) {
+                governed.add(key.substring(CATALOG_PREFIX.length(), key.length() - ".uri".length()));
             }
         }
         for (scala.Tuple2<String, String> e : app) {

@@ -330,9 +330,10 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces,
         return rel;
     }
 
-    /** Whether this catalog's calls are checked ({@code authorization=true}, docs/governance.md). */
+    /** Whether this catalog's calls are checked ({@code authorization=true}, docs/governance.md; a remote catalog's
+     *  always are: the service runs them as its token's user, docs/service.md). */
     boolean checked() {
-        return Identity.checked(context);
+        return Identity.checked(context) || context.has("remote");
     }
 
     /** Loaded for writing (INSERT, insertInto, writeTo): a plain V2 table, so Spark plans a V2 write
