@@ -28,7 +28,8 @@ import java.util.concurrent.atomic.LongAdder;
  * Python decides which ops come here, the token and the URL (after checking the catalog's options); the
  * service decides who calls and checks every call as before. An {@code Unauthorized} answer is asked again
  * through Python, which reads a {@code token-file} anew and hands back the token that worked: the next calls
- * send that one.
+ * send that one. For an {@code http://} service the exchange is {@link PlainHttp}'s (one kept-alive socket
+ * per calling thread), for {@code https://} (and answers it does not frame) the JVM's {@code HttpURLConnection}.
  */
 final class RemoteTransport {
     /** the shim's context fields a service never gets from a client (Python's {@code _PRIVATE_CTX}) */
@@ -43,6 +44,8 @@ final class RemoteTransport {
      *  rotated {@code token-file}) */
     private volatile String token;
     private final Set<String> ops;
+    /** the exchange for an {@code http://} service (a kept-alive socket per thread), null for https */
+    private final PlainHttp plain;
     /** for benchmarks and tests ({@link #status}): the calls answered here, their time in {@link #call} and
      *  the part of it spent in the HTTP exchange (connection, request, answer read) */
     private final LongAdder calls = new LongAdder();
@@ -54,6 +57,7 @@ final class RemoteTransport {
         this.shown = shown;
         this.token = token;
         this.ops = ops;
+        this.plain = PlainHttp.of(opsUrl);
     }
 
     /** The transport Python's {@code open} answer describes, or null (no {@code transport}: every op goes
@@ -101,32 +105,19 @@ final class RemoteTransport {
         byte[] sent = body.toString().getBytes(StandardCharsets.UTF_8);
         int status;
         byte[] data;
-        HttpURLConnection c = null;
+        HttpURLConnection[] opened = new HttpURLConnection[1];
         long sending = System.nanoTime();
         try {
-            c = (HttpURLConnection) URI.create(opsUrl + URLEncoder.encode(op, StandardCharsets.UTF_8)).toURL()
-                    .openConnection(Proxy.NO_PROXY);
-            c.setRequestMethod("POST");
-            c.setDoOutput(true);
-            c.setUseCaches(false);
-            c.setConnectTimeout(timeoutMs);
-            c.setReadTimeout(timeoutMs);
-            c.setRequestProperty("Authorization", "Bearer " + token);
-            c.setRequestProperty("Content-Type", "application/json");
-            c.setRequestProperty("X-Ushas-Timeout-Ms", Integer.toString(timeoutMs));
-            try (OutputStream out = c.getOutputStream()) {
-                out.write(sent);
-            }
-            status = c.getResponseCode();
-            try (InputStream in = status >= 400 ? c.getErrorStream() : c.getInputStream()) {
-                data = in == null ? new byte[0] : in.readAllBytes();  // read to the end: the connection is reused
-            }
+            PlainHttp.Answer a = plain == null ? null : plain.post(op, token, timeoutMs, sent);
+            if (a == null) a = viaUrlConnection(op, sent, timeoutMs, opened);
+            status = a.status();
+            data = a.body();
         } catch (SocketTimeoutException e) {
-            if (c != null) c.disconnect();
+            if (opened[0] != null) opened[0].disconnect();
             return unreachable("no answer within " + options.timeoutSeconds() + " s (spark.sql.catalog."
                     + options.catalog() + ".bridge.timeout)");
         } catch (IOException | IllegalArgumentException e) {
-            if (c != null) c.disconnect();
+            if (opened[0] != null) opened[0].disconnect();
             return unreachable(e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage());
         } finally {
             httpNanos.add(System.nanoTime() - sending);
@@ -143,6 +134,30 @@ final class RemoteTransport {
                     + "' with HTTP " + status + " and no JSON answer (is it an ushas service?)");
         }
         return answer;
+    }
+
+    /** The exchange through the JVM's HttpURLConnection (https, and answers {@link PlainHttp} does not frame). */
+    private PlainHttp.Answer viaUrlConnection(String op, byte[] sent, int timeoutMs, HttpURLConnection[] opened)
+            throws IOException {
+        HttpURLConnection c = (HttpURLConnection) URI.create(opsUrl + URLEncoder.encode(op, StandardCharsets.UTF_8))
+                .toURL().openConnection(Proxy.NO_PROXY);
+        opened[0] = c;
+        c.setRequestMethod("POST");
+        c.setDoOutput(true);
+        c.setUseCaches(false);
+        c.setConnectTimeout(timeoutMs);
+        c.setReadTimeout(timeoutMs);
+        c.setRequestProperty("Authorization", "Bearer " + token);
+        c.setRequestProperty("Content-Type", "application/json");
+        c.setRequestProperty("X-Ushas-Timeout-Ms", Integer.toString(timeoutMs));
+        try (OutputStream out = c.getOutputStream()) {
+            out.write(sent);
+        }
+        int status = c.getResponseCode();
+        try (InputStream in = status >= 400 ? c.getErrorStream() : c.getInputStream()) {
+            // read to the end: the connection is reused
+            return new PlainHttp.Answer(status, in == null ? new byte[0] : in.readAllBytes());
+        }
     }
 
     /** An op the service refused the token of, asked through Python, which resolves the token again (a
