@@ -20,7 +20,7 @@ replicas against one, with the same client processes (``--clients``, default 6) 
 each (default 10): reads (``GET`` a table) and writes (``PUT`` the owner of the client's own table:
 a new table version), in ``--rounds`` alternating rounds (default 3).
 Prints calls/s, the ratio three ÷ one, the CPU per call of each class of process (replicas, PostgreSQL,
-clients) and the bounds they imply (``bench/pg_replicas.py``).
+clients) and the bounds they imply (``bench/_pg_replicas.py``).
 
 ``--hms``: instead, the Hive metastore 2.3 Thrift service (``HiveMetaStore`` from pyspark's jars) on the
 same PostgreSQL server as the peer of ``ushas serve`` on it (each in its own database of the server):
@@ -62,7 +62,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
 
 from ushas_catalog.metastore import Metastore  # noqa: E402
 
-import pg_replicas  # noqa: E402 - bench/ is this script's directory
+import _pg_replicas as pg_replicas  # noqa: E402 - bench/ is this script's directory
 
 SHARDS = 100
 BATCH = 5_000
