@@ -82,6 +82,7 @@ NOT_ANSWER_FIELDS = {
     "numDroppedPartitions": "RepairTableExec: metrics", "numInvalidDirectories": "RepairTableExec: metrics",
     "definition": "UshasFunctionCommand: the statement it runs (FunctionStatements)",
     "pattern": "UshasFunctionCommand: the statement's LIKE pattern", "user": "UshasFunctionCommand: the statement",
+    "remote": "UshasCatalog.checked: the context RemoteOptions built from the catalog's own options",
 }
 
 
