@@ -56,7 +56,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
 
@@ -131,28 +131,27 @@ def maven_jar(group: str, artifact: str, version: str) -> Path:
     return jar
 
 
-def hms_side(server: "object", root: Path, n: int) -> dict[str, float]:
-    """The Hive metastore on ``server`` (a PgServer): its times, measured by HmsBench in a JVM."""
+def start_hms_on(server: "object", root: Path) -> Any:
+    """The Hive metastore 2.3 Thrift service on ``server`` (a PgServer), in its database ``hms`` (created
+    here; HMS creates its schema), started in ``root`` (its hive-site.xml, log and warehouse)."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "app"))
-    from hive_service import java_binary, pyspark_jars, start_metastore
+    from hive_service import start_metastore
 
-    port = server.port  # type: ignore[attr-defined]
     server.sql("CREATE DATABASE hms", db="postgres")  # type: ignore[attr-defined]
-    jdbc = maven_jar(*PG_JDBC)
-    classes = root / "classes"
-    classes.mkdir()
-    subprocess.run(["javac", "-nowarn", "-d", str(classes), "-cp", str(pyspark_jars() / "*"),
-                    str(Path(__file__).resolve().parent / "java" / "HmsBench.java")], check=True, timeout=300)
-    hms = start_metastore(root / "hms", database={
-        "javax.jdo.option.ConnectionURL": f"jdbc:postgresql://127.0.0.1:{port}/hms",
+    return start_metastore(root, database={
+        "javax.jdo.option.ConnectionURL": f"jdbc:postgresql://127.0.0.1:{server.port}/hms",  # type: ignore[attr-defined]
         "javax.jdo.option.ConnectionDriverName": "org.postgresql.Driver",
         "javax.jdo.option.ConnectionUserName": server.user,  # type: ignore[attr-defined]
         "javax.jdo.option.ConnectionPassword": "",
-    }, classpath=(jdbc,), heap="1g")
+    }, classpath=(maven_jar(*PG_JDBC),), heap="1g")
+
+
+def hms_side(server: "object", root: Path, n: int) -> dict[str, float]:
+    """The Hive metastore on ``server`` (a PgServer): its times, measured by HmsBench in a JVM."""
+    hms = start_hms_on(server, root / "hms")
     try:
-        done = subprocess.run([str(java_binary()), "-Xmx1g", "-cp", f"{classes}:{pyspark_jars() / '*'}", "HmsBench",
-                               hms.uri, hms.warehouse.as_uri(), str(n), FILTER_DAY],
-                              capture_output=True, text=True, timeout=7200)
+        done = subprocess.run([*hms_bench(root, hms), str(n), FILTER_DAY], capture_output=True, text=True,
+                              timeout=7200)
         out = {}
         for line in done.stdout.splitlines():
             if line.startswith("RESULT "):
@@ -173,16 +172,32 @@ def hms_side(server: "object", root: Path, n: int) -> dict[str, float]:
 HMS_MODEL = "org.apache.hadoop.hive.metastore.model."
 
 
-def hms_sql_fill(server: "object", n: int, seed: int) -> int:
-    """Copy the ``seed`` partitions of HMS's ``b.big`` (made through its API) into ``n`` with SQL.
+def day_shift(seed: int) -> Callable[[str], str]:
+    """The SQL of a value (key value, name or location) whose date is moved ``k * seed / SHARDS`` days on."""
+    if seed % SHARDS:
+        raise ValueError(f"--seed ({seed}) must be a multiple of {SHARDS}")
+    days = seed // SHARDS
 
-    Partition ``i`` of the copy ``k`` (1 ≤ k < n / seed) is partition ``i`` of the seed ``k * seed / SHARDS``
-    days later, as HmsBench's ``partitions(big, n, 0)`` would have made it: new ids (the seed's plus ``k``
-    times a stride past every id in use or allocated), the day shifted in the name, the key value and the
-    location. One transaction. Returns the rows inserted."""
-    copies, days = n // seed, seed // SHARDS
-    if n % seed or seed % SHARDS:
-        raise ValueError(f"--partitions ({n}) must be a multiple of --seed ({seed}), itself one of {SHARDS}")
+    def shift(expr: str) -> str:
+        day = f"substring({expr} from '[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}}')"
+        return f"replace({expr}, {day}, to_char(({day})::date + k * {days}, 'YYYY-MM-DD'))"
+
+    return shift
+
+
+def hms_sql_fill(server: "object", n: int, seed: int, *, db: str = "b", table: str = "big",
+                 shift: Callable[[str], str] | None = None, key_idx: int = 0) -> int:
+    """Copy the ``seed`` partitions of HMS's ``db.table`` (made through its API) into ``n`` with SQL.
+
+    Partition ``i`` of the copy ``k`` (1 ≤ k < n / seed) is partition ``i`` of the seed with its value of
+    the partition key number ``key_idx`` moved by ``shift`` (the SQL of a value in terms of ``k``; default
+    :func:`day_shift`: ``k * seed / SHARDS`` days later, as HmsBench's ``partitions(big, n, 0)`` would
+    have made it), in the name, the key value and the location; new ids (the seed's plus ``k`` times a
+    stride past every id in use or allocated). One transaction. Returns the rows inserted."""
+    copies = n // seed
+    if n % seed:
+        raise ValueError(f"--partitions ({n}) must be a multiple of --seed ({seed})")
+    shift = shift or day_shift(seed)
     with server.connect("hms") as conn, conn.transaction():  # type: ignore[attr-defined]
         names = {r[0].upper(): r[0] for r in conn.execute(
             "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'")}
@@ -196,7 +211,12 @@ def hms_sql_fill(server: "object", n: int, seed: int) -> int:
                 "AND table_name = %s ORDER BY ordinal_position", (names[table],))]
 
         tbl = conn.execute(f'SELECT t."TBL_ID" FROM {q("TBLS")} t JOIN {q("DBS")} d ON t."DB_ID" = d."DB_ID" '
-                           "WHERE d.\"NAME\" = 'b' AND t.\"TBL_NAME\" = 'big'").fetchone()[0]
+                           "WHERE d.\"NAME\" = %s AND t.\"TBL_NAME\" = %s", (db, table)).fetchone()
+        if tbl is None:
+            have = conn.execute(f'SELECT d."NAME", t."TBL_NAME" FROM {q("TBLS")} t JOIN {q("DBS")} d '
+                                'ON t."DB_ID" = d."DB_ID"').fetchall()
+            raise RuntimeError(f"HMS has no table {db}.{table} (its tables: {have})")
+        tbl = tbl[0]
         conn.execute(f'CREATE TEMP TABLE seed_parts AS SELECT "PART_ID" AS id, "SD_ID" AS sd FROM {q("PARTITIONS")} '
                      'WHERE "TBL_ID" = %s', (tbl,))
         conn.execute(f'CREATE TEMP TABLE seed_sds AS SELECT "SD_ID" AS id, "SERDE_ID" AS serde FROM {q("SDS")} '
@@ -228,10 +248,6 @@ def hms_sql_fill(server: "object", n: int, seed: int) -> int:
         seed_of = {"PARTITIONS": "seed_parts", "SDS": "seed_sds", "SERDES": "seed_serdes"}
         key_of = {"PARTITIONS": "PART_ID", "SDS": "SD_ID", "SERDES": "SERDE_ID"}
 
-        def shift(expr: str) -> str:   # the day in ``expr`` (a key value, a name or a location) k copies later
-            day = f"substring({expr} from '[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}}')"
-            return f"replace({expr}, {day}, to_char(({day})::date + k * {days}, 'YYYY-MM-DD'))"
-
         def copy(table: str, where: str, over: dict[str, str]) -> int:
             columns = cols(table)
             select = ", ".join(over.get(c, f't."{c}"') for c in columns)
@@ -256,7 +272,7 @@ def hms_sql_fill(server: "object", n: int, seed: int) -> int:
                 raise RuntimeError(f"{child} has rows for the seed but its own ids ({pk}): not copied")
             over = {col: f't."{col}" + k * {stride[key_of[parent]]}'}
             if child == "PARTITION_KEY_VALS":
-                over["PART_KEY_VAL"] = ('CASE WHEN t."INTEGER_IDX" = 0 THEN ' + shift('t."PART_KEY_VAL"')
+                over["PART_KEY_VAL"] = (f'CASE WHEN t."INTEGER_IDX" = {key_idx} THEN ' + shift('t."PART_KEY_VAL"')
                                         + ' ELSE t."PART_KEY_VAL" END')
             rows += copy(child, where, over)
         for col, table, model in (("PART_ID", "PARTITIONS", "MPartition"), ("SD_ID", "SDS", "MStorageDescriptor"),
@@ -277,31 +293,29 @@ def hms_partition_dirs(server: "object") -> int:
     return len(locations)
 
 
+def hms_bench(root: Path, hms: Any) -> list[str]:
+    """HmsBench compiled into ``root / "classes"``: the command that runs it against ``hms`` (its arguments
+    follow: partitions, the filtered day, the mode)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "app"))
+    from hive_service import java_binary, pyspark_jars
+
+    classes = root / "classes"
+    classes.mkdir()
+    subprocess.run(["javac", "-nowarn", "-d", str(classes), "-cp", str(pyspark_jars() / "*"),
+                    str(Path(__file__).resolve().parent / "java" / "HmsBench.java")], check=True, timeout=300)
+    return [str(java_binary()), "-Xmx1g", "-cp", f"{classes}:{pyspark_jars() / '*'}", "HmsBench",
+            hms.uri, hms.warehouse.as_uri()]
+
+
 def hms_side_sql(server: "object", root: Path, n: int, seed: int, drop_timeout: float,
                  until: float | None = None) -> dict[str, float]:
     """HMS with its big table filled with SQL (``--sql-fill``): getPartitionsByFilter and dropTable at ``n``.
 
     The result's ``drop table`` is negative when dropTable was cut at ``drop_timeout``: minus its lower bound."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "app"))
-    from hive_service import java_binary, pyspark_jars, start_metastore
-
-    port = server.port  # type: ignore[attr-defined]
-    server.sql("CREATE DATABASE hms", db="postgres")  # type: ignore[attr-defined]
-    jdbc = maven_jar(*PG_JDBC)
-    classes = root / "classes"
-    classes.mkdir()
-    subprocess.run(["javac", "-nowarn", "-d", str(classes), "-cp", str(pyspark_jars() / "*"),
-                    str(Path(__file__).resolve().parent / "java" / "HmsBench.java")], check=True, timeout=300)
-    hms = start_metastore(root / "hms", database={
-        "javax.jdo.option.ConnectionURL": f"jdbc:postgresql://127.0.0.1:{port}/hms",
-        "javax.jdo.option.ConnectionDriverName": "org.postgresql.Driver",
-        "javax.jdo.option.ConnectionUserName": server.user,  # type: ignore[attr-defined]
-        "javax.jdo.option.ConnectionPassword": "",
-    }, classpath=(jdbc,), heap="1g")
-    bench = [str(java_binary()), "-Xmx1g", "-cp", f"{classes}:{pyspark_jars() / '*'}", "HmsBench",
-             hms.uri, hms.warehouse.as_uri()]
+    hms = start_hms_on(server, root / "hms")
     out: dict[str, float] = {}
     try:
+        bench = hms_bench(root, hms)
         done = subprocess.run([*bench, str(seed), FILTER_DAY, "seed"], capture_output=True, text=True, timeout=1800)
         if done.returncode != 0:
             raise RuntimeError(f"HmsBench seed failed ({done.returncode}): {done.stderr[-3000:]}\n{hms.log_tail()}")

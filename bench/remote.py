@@ -1,7 +1,7 @@
 """Remote mode vs embedded, in one run: the Spark shim's own requests, answered by the bridge in this
 process (embedded) and forwarded to a ``ushas serve`` process on loopback (remote).
 
-    python bench/remote.py [--quick] [--rounds R] [--spark] [--hms]
+    python bench/remote.py [--quick] [--rounds R] [--spark] [--hms [--sql-fill [--seed N]]] [--only OPS]
 
 One sqlite store; a table with P partitions (100,000; 10,000 with --quick) and one with 10,000 (2,000).
 Each operation is the request the shim sends for it (``ushas_catalog.spark.bridge.handle``, the entry
@@ -23,7 +23,12 @@ PARTITIONS``, a one-partition query, an ``INSERT`` of 1,000 partitions). With ``
 ``hive-metastore-2.3.10.jar`` on Derby, started as tests/app/hive_service.py does, a process on loopback
 as ``ushas serve`` is): the session's ``spark_catalog`` uses it (``spark.hadoop.hive.metastore.uris``),
 with the same tables (``USING parquet``, partitions in the metastore), and the same four operations print
-remote / HMS. Through Spark, ``via Python`` is a second remote catalog with ``direct=false``: every call
+remote / HMS. ``--hms --sql-fill``: the Hive metastore on PostgreSQL instead of Derby (a server started for the
+run, as ``bench/postgres.py --hms`` does), its two tables' partitions added through its API up to ``--seed``
+(default 1,000) and copied from those with SQL up to the full count (``postgres.hms_sql_fill``: filling
+110,000 partitions through the API takes about an hour), their directories made as HMS makes them, and
+checked through Thrift (the partition names' count, the last one's location) before anything is timed.
+Through Spark, ``via Python`` is a second remote catalog with ``direct=false``: every call
 through the driver's Python (the transport before the shim sent its reads to the service itself). Every
 table's modes are measured round by round, alternately (:func:`medians_ms`). Then 8 threads call ``load_table`` on the service at once for a
 few seconds: catalog calls per second. Prints medians and the ratios remote / embedded.
@@ -80,6 +85,11 @@ def main() -> int:
                                                            "remote catalog over the same store")
     ap.add_argument("--hms", action="store_true", help="through Spark, also against the Hive metastore as a "
                                                          "Thrift service (implies --spark)")
+    ap.add_argument("--sql-fill", action="store_true", help="--hms: the metastore on PostgreSQL, its partitions "
+                                                               "copied with SQL from --seed made through its API")
+    ap.add_argument("--seed", type=int, default=1_000, help="--sql-fill: partitions per table added through HMS's API")
+    ap.add_argument("--only", default="", help="through Spark, only these cases (comma-separated: load, show, plan, "
+                                               "insert); default all")
     args = ap.parse_args()
     args.spark = args.spark or args.hms
     big = 10_000 if args.quick else 100_000
@@ -173,7 +183,9 @@ def main() -> int:
                   f"{ms_['remote'] / ms_['embedded']:>11.2f}x{ms_['remote'] / ms_['checked']:>11.2f}x", flush=True)
 
         if args.spark:
-            spark_cases(url, token, root, big, show, max(3, rounds // 2), hms=args.hms)
+            spark_cases(url, token, root, big, show, max(3, rounds // 2), hms=args.hms,
+                        sql_fill=args.seed if args.sql_fill else 0,
+                        only=tuple(filter(None, args.only.split(","))))
 
         # throughput: 8 clients at once, each its own keep-alive connection
         stop = time.monotonic() + (3 if args.quick else 6)
@@ -216,20 +228,65 @@ def start_hms(root: Path) -> Any:
     return start_metastore(root / "hms")
 
 
-def hms_tables(spark: Any, big: int, show: int) -> None:
+def index_shift(seed: int) -> Callable[[str], str]:
+    """For ``postgres.hms_sql_fill``: the SQL of a value ending in a partition's 7-digit number (``d0000123``,
+    ``dt=d0000123``, ``…/dt=d0000123``) with that number moved ``k * seed`` on."""
+    return lambda e: f"left({e}, length({e}) - 7) || lpad((right({e}, 7)::int + k * {seed})::text, 7, '0')"
+
+
+def hms_tables(spark: Any, big: int, show: int, pg: Any = None, seed: int = 0) -> None:
     """The peer's tables in the Hive metastore: ``hdb.big`` and ``hdb.show`` with ``big`` and ``show``
-    partitions (``USING parquet``: partitions managed by the metastore), added 1,000 per statement."""
+    partitions (``USING parquet``: partitions managed by the metastore), added 1,000 per statement. With
+    ``pg`` (the PgServer of HMS's database), only the first ``seed`` through the API, the rest copied from
+    them with SQL, their directories made, then checked through Thrift."""
+    import postgres
+
+    if pg is not None:
+        # DataNucleus makes HMS's tables on PostgreSQL as they are first needed, on a connection of its
+        # own: made during Spark's first CREATE TABLE (whose owner grant is HMS's first table privilege),
+        # its ``ALTER TABLE "TBL_PRIVS" ADD CONSTRAINT … REFERENCES "TBLS"`` waits forever on the call's
+        # own transaction, idle in transaction with a row of TBLS. So the privilege tables are made first,
+        # by reading them (HMS's list_privileges), with no write pending
+        jvm = spark._jvm
+        hive = jvm.org.apache.hadoop.hive.metastore
+        conf = jvm.org.apache.hadoop.hive.conf.HiveConf()
+        conf.set("hive.metastore.uris", spark.conf.get("spark.hadoop.hive.metastore.uris"))
+        client = hive.HiveMetaStoreClient(conf)
+        for kind, column in (("TABLE", None), ("COLUMN", "id")):
+            ref = hive.api.HiveObjectRef(getattr(hive.api.HiveObjectType, kind), "default", "none", None, column)
+            client.list_privileges("nobody", hive.api.PrincipalType.USER, ref)
+        client.close()
     spark.sql("CREATE DATABASE IF NOT EXISTS spark_catalog.hdb")
     for name, n in (("big", big), ("show", show)):
         spark.sql(f"CREATE TABLE spark_catalog.hdb.{name} (id INT, dt STRING) USING parquet PARTITIONED BY (dt)")
         t0 = time.perf_counter()
-        for start in range(0, n, 1_000):
-            specs = " ".join(f"PARTITION (dt='d{i:07d}')" for i in range(start, min(n, start + 1_000)))
+        for start in range(0, seed or n, 1_000):
+            specs = " ".join(f"PARTITION (dt='d{i:07d}')" for i in range(start, min(seed or n, start + 1_000)))
             spark.sql(f"ALTER TABLE spark_catalog.hdb.{name} ADD {specs}")
-        print(f"HMS: {n:,} partitions of hdb.{name} added in {time.perf_counter() - t0:.1f} s", flush=True)
+        print(f"HMS: {seed or n:,} partitions of hdb.{name} added through its API in {time.perf_counter() - t0:.1f} s",
+              flush=True)
+        if pg is not None and n > seed:
+            t0 = time.perf_counter()
+            rows = postgres.hms_sql_fill(pg, n, seed, db="hdb", table=name, shift=index_shift(seed))
+            print(f"HMS: hdb.{name} filled to {n:,} partitions with SQL ({rows:,} rows) in "
+                  f"{time.perf_counter() - t0:.1f} s", flush=True)
+    if pg is not None:
+        t0 = time.perf_counter()
+        dirs = postgres.hms_partition_dirs(pg)
+        print(f"HMS: {dirs:,} partition directories in {time.perf_counter() - t0:.1f} s", flush=True)
+        external = spark._jsparkSession.sharedState().externalCatalog()
+        for name, n in (("big", big), ("show", show)):
+            spark.sql(f"REFRESH TABLE spark_catalog.hdb.{name}")
+            count = external.listPartitionNames("hdb", name, spark._jvm.scala.Option.empty()).size()
+            last = external.getPartition("hdb", name, spark._jvm.PythonUtils.toScalaMap({"dt": f"d{n - 1:07d}"}))
+            location = str(last.location())
+            if count != n or not location.endswith(f"/dt=d{n - 1:07d}") or not Path(last.location().getPath()).is_dir():
+                raise RuntimeError(f"HMS's hdb.{name}: {count} partitions (expected {n}), last at {location}")
+            print(f"HMS: hdb.{name} checked through Thrift: {count:,} partitions, the last at {location}", flush=True)
 
 
-def spark_cases(url: str, token: str, root: Path, big: int, show: int, rounds: int, hms: bool = False) -> None:
+def spark_cases(url: str, token: str, root: Path, big: int, show: int, rounds: int, hms: bool = False,
+                sql_fill: int = 0, only: tuple[str, ...] = ()) -> None:
     """The same operations as Spark runs them, one local[2] session: ``emb`` (embedded, the default: no
     checks) and ``rem`` (remote: the service, checked) over the same metastore catalog; with ``hms`` also
     ``spark_catalog`` on the Hive metastore Thrift service (the peer)."""
@@ -244,9 +301,17 @@ def spark_cases(url: str, token: str, root: Path, big: int, show: int, rounds: i
         conf.update({f"spark.sql.catalog.{cat}{key}": value for key, value in {
             "": "io.ushas.spark.UshasCatalog", ".uri": url, ".token": token, ".catalog": "main",
             ".warehouse": str(root / "warehouse"), ".direct": direct}.items()})
-    service = None
-    if hms:
+    service = pg = None
+    if hms and sql_fill:
+        import postgres
+        from ushas_catalog.pg_local import PgServer
+
+        pg = PgServer(durable=True).init().start().watch().setup()
+        service = postgres.start_hms_on(pg, root / "hms")
+        print(f"HMS on PostgreSQL (127.0.0.1:{pg.port}, fsync=on)", flush=True)
+    elif hms:
         service = start_hms(root)
+    if service is not None:
         conf.update({"spark.sql.catalogImplementation": "hive", "spark.hadoop.hive.metastore.uris": service.uri,
                      "spark.sql.warehouse.dir": str(service.warehouse)})
     spark = ushas_session("bench-remote", root, conf=conf)
@@ -256,7 +321,7 @@ def spark_cases(url: str, token: str, root: Path, big: int, show: int, rounds: i
         jcat = {m: spark._jsparkSession.sessionState().catalogManager().catalog(names[m]) for m in modes}
         dbs = {"embedded": "db", "remote": "db", "via Python": "db", "HMS": "hdb"}
         if hms:
-            hms_tables(spark, big, show)
+            hms_tables(spark, big, show, pg, sql_fill)
             external = spark._jsparkSession.sharedState().externalCatalog()
 
         def ident(m: str) -> Any:
@@ -289,6 +354,8 @@ def spark_cases(url: str, token: str, root: Path, big: int, show: int, rounds: i
              2 * rounds, 2),
             ("INSERT of 1,000 partitions", insert, 1, 0),
         ]
+        keys = ("load", "show", "plan", "insert")
+        cases = [c for key, c in zip(keys, cases) if not only or key in only]
         head = f"{'HMS':>11}{'remote/HMS':>12}{'py/HMS':>9}" if hms else ""
         print(f"\nthrough Spark{'':<21}{'embedded':>11}{'remote':>11}{'via Python':>11}{'remote/emb':>12}{head}")
         for label, fn, n, warm in cases:
@@ -303,6 +370,8 @@ def spark_cases(url: str, token: str, root: Path, big: int, show: int, rounds: i
         spark.stop()
         if service is not None:
             service.stop()
+        if pg is not None:
+            pg.cleanup()
 
 
 if __name__ == "__main__":
