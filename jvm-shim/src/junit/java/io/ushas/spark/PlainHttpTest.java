@@ -25,6 +25,10 @@ import org.junit.jupiter.api.Test;
  *  it writes, Content-Length answers on one kept-alive connection, a service that closed an idle connection,
  *  answers it leaves to HttpURLConnection. */
 class PlainHttpTest {
+    /** The client's and the fake's time limit where an answer is expected: generous, so a loaded machine
+     *  cannot fail a test meant to check framing (only the silent-service test relies on a timeout). */
+    private static final int ANSWER_MS = 60_000;
+
     /** A service answering each request (read by its Content-Length) with the next of {@code answers} (the
      *  last one repeated), closing the connection after it when {@code closeAfter} says so. */
     private static final class Fake implements AutoCloseable {
@@ -40,7 +44,7 @@ class PlainHttpTest {
                     while (true) {
                         try (Socket s = server.accept()) {
                             connections.incrementAndGet();
-                            s.setSoTimeout(5_000);
+                            s.setSoTimeout(ANSWER_MS);
                             InputStream in = s.getInputStream();
                             while (true) {
                                 String request = readRequest(in);
@@ -108,10 +112,10 @@ class PlainHttpTest {
         try (Fake f = new Fake(false, ok("{\"unchanged\":true}"),
                 "HTTP/1.1 401 UNAUTHORIZED\r\nContent-Length: 2\r\n\r\n{}")) {
             PlainHttp p = PlainHttp.of(f.url());
-            PlainHttp.Answer a = p.post("load_table", "ushas_abc_secret", 1000, BODY);
+            PlainHttp.Answer a = p.post("load_table", "ushas_abc_secret", ANSWER_MS, BODY);
             assertEquals(200, a.status());
             assertEquals("{\"unchanged\":true}", new String(a.body(), StandardCharsets.UTF_8));
-            PlainHttp.Answer refused = p.post("load_table", "ushas_abc_secret", 1000, BODY);
+            PlainHttp.Answer refused = p.post("load_table", "ushas_abc_secret", ANSWER_MS, BODY);
             assertEquals(401, refused.status(), "a refusal is an answer (RemoteTransport asks Python again)");
             assertEquals("{}", new String(refused.body(), StandardCharsets.UTF_8));
             assertTrue(p.connected());
@@ -120,7 +124,7 @@ class PlainHttpTest {
             assertTrue(r.startsWith("POST /api/v1/catalog/ops/load_table HTTP/1.1\r\n"), r);
             assertTrue(r.contains("\r\nHost: 127.0.0.1:" + f.server.getLocalPort() + "\r\n"), r);
             assertTrue(r.contains("\r\nAuthorization: Bearer ushas_abc_secret\r\n"), r);
-            assertTrue(r.contains("\r\nX-Ushas-Timeout-Ms: 1000\r\n"), r);
+            assertTrue(r.contains("\r\nX-Ushas-Timeout-Ms: " + ANSWER_MS + "\r\n"), r);
             assertTrue(r.endsWith("Content-Length: " + BODY.length + "\r\n\r\n{\"name\":\"t\"}"), r);
         }
     }
@@ -129,8 +133,8 @@ class PlainHttpTest {
     void aConnectionTheServiceClosedIsReplacedOnce() throws IOException {
         try (Fake f = new Fake(true, ok("{\"n\":1}"), ok("{\"n\":2}"))) {
             PlainHttp p = PlainHttp.of(f.url());
-            assertEquals("{\"n\":1}", new String(p.post("load_table", "t", 1000, BODY).body(), StandardCharsets.UTF_8));
-            assertEquals("{\"n\":2}", new String(p.post("load_table", "t", 1000, BODY).body(), StandardCharsets.UTF_8));
+            assertEquals("{\"n\":1}", new String(p.post("load_table", "t", ANSWER_MS, BODY).body(), StandardCharsets.UTF_8));
+            assertEquals("{\"n\":2}", new String(p.post("load_table", "t", ANSWER_MS, BODY).body(), StandardCharsets.UTF_8));
             assertEquals(2, f.connections.get());
             assertEquals(2, f.requests.size(), "the closed connection's write reached no service");
         }
@@ -140,7 +144,7 @@ class PlainHttpTest {
     void connectionCloseAndUnframedAnswers() throws IOException {
         try (Fake f = new Fake(false, "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}")) {
             PlainHttp p = PlainHttp.of(f.url());
-            assertEquals("{}", new String(p.post("load_table", "t", 1000, BODY).body(), StandardCharsets.UTF_8));
+            assertEquals("{}", new String(p.post("load_table", "t", ANSWER_MS, BODY).body(), StandardCharsets.UTF_8));
             assertFalse(p.connected(), "Connection: close is not reused");
         }
         String[] unframed = {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
@@ -148,7 +152,7 @@ class PlainHttpTest {
         for (String answer : unframed) {
             try (Fake f = new Fake(false, answer)) {
                 PlainHttp p = PlainHttp.of(f.url());
-                assertNull(p.post("load_table", "t", 1000, BODY), answer);
+                assertNull(p.post("load_table", "t", ANSWER_MS, BODY), answer);
                 assertFalse(p.connected());
             }
         }
@@ -162,7 +166,7 @@ class PlainHttpTest {
             t.withArray("ops").add("load_table");
             ObjectNode request = Json.object();
             request.putObject("ctx").put("catalog", "main");
-            Bridge.BridgeOptions options = new Bridge.BridgeOptions("rem", "python3", 1, 1, 1, false);
+            Bridge.BridgeOptions options = new Bridge.BridgeOptions("rem", "python3", 60, 1, 1, false);
             assertEquals(body, RemoteTransport.of(t).call("load_table", request, options).toString());
             assertEquals(2, f.requests.size(), "asked once more, by HttpURLConnection");
         }

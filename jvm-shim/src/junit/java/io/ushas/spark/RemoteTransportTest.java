@@ -23,7 +23,10 @@ import org.junit.jupiter.api.Test;
 /** The direct transport of remote mode: the request the service gets, and answers, errors and failures as the
  *  shim gets them from Python's forwarder. A local HTTP server stands for the service. */
 class RemoteTransportTest {
+    /** A 1-s bridge timeout: for the unreachable and silent services, whose error is the timeout. */
     private static final Bridge.BridgeOptions OPTIONS = new Bridge.BridgeOptions("rem", "python3", 1, 1, 1, false);
+    /** Where an answer is expected: a generous timeout, so a loaded machine cannot turn it into ServiceUnreachable. */
+    private static final Bridge.BridgeOptions ANSWERING = new Bridge.BridgeOptions("rem", "python3", 60, 1, 1, false);
 
     /** A one-answer service on a free loopback port; records what it was sent. */
     private static final class Service implements AutoCloseable {
@@ -88,11 +91,11 @@ class RemoteTransportTest {
     void theServiceGetsTheRequestWithoutTheClientsIdentityAndTheAnswerIsItsOwn() throws IOException {
         try (Service s = new Service(200, "{\"unchanged\":true}", "application/json")) {
             ObjectNode sent = request();
-            JsonNode answer = transport(s.url(), "load_table").call("load_table", sent, OPTIONS);
+            JsonNode answer = transport(s.url(), "load_table").call("load_table", sent, ANSWERING);
             assertEquals("{\"unchanged\":true}", answer.toString());
             assertEquals("/api/v1/catalog/ops/load_table", s.paths.get(0));
             assertEquals("Bearer ushas_abc_secret", s.headers.get(0).get("Authorization").get(0));
-            assertEquals("1000", s.headers.get(0).get("X-ushas-timeout-ms").get(0));
+            assertEquals("60000", s.headers.get(0).get("X-ushas-timeout-ms").get(0));
             JsonNode body = Json.parse(s.bodies.get(0));
             for (String k : new String[] {"remote", "user", "user_source", "authorization"}) {
                 assertFalse(body.get("ctx").has(k), k);
@@ -107,7 +110,7 @@ class RemoteTransportTest {
     void anErrorAnswerIsTheAnswer() throws IOException {
         String error = "{\"error\":{\"type\":\"PermissionDenied\",\"message\":\"no\",\"errorClass\":\"INSUFFICIENT_PERMISSIONS\"}}";
         try (Service s = new Service(403, error, "application/json")) {
-            assertEquals(error, transport(s.url(), "load_table").call("load_table", request(), OPTIONS).toString());
+            assertEquals(error, transport(s.url(), "load_table").call("load_table", request(), ANSWERING).toString());
         }
     }
 
@@ -115,7 +118,7 @@ class RemoteTransportTest {
     void notAnUshasServiceIsAClearError() throws IOException {
         try (Service s = new Service(502, "<html>bad gateway</html>", "text/html")) {
             Errors.UshasBridgeException e = assertThrows(Errors.UshasBridgeException.class,
-                    () -> transport(s.url(), "load_table").call("load_table", request(), OPTIONS));
+                    () -> transport(s.url(), "load_table").call("load_table", request(), ANSWERING));
             assertTrue(e.getMessage().contains("answered 'load_table' with HTTP 502 and no JSON answer"), e.getMessage());
         }
     }
