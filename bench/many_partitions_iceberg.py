@@ -29,7 +29,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "python"))
 sys.path.insert(0, str(HERE))
 
-from first_hour import CONTROL, iceberg_setup  # noqa: E402
+from _iceberg import CONTROL, iceberg_setup  # noqa: E402  (bench/ is the script's directory)
 
 
 def _timed(fn: Callable[[], Any]) -> float:
