@@ -4,8 +4,9 @@
 
 One Spark 4.3 session (``bench/_spark.py``: local[2], the ``ushas`` catalog on SQLite; ``--lineage``: with the
 lineage listener) drops ``R`` one-row tables exactly as ``bench/first_hour.py --everyday`` does, alternating with
-the same statement on a table of the in-memory ``spark_catalog`` (Spark's own floor: parse, analyze,
-``DropTableExec``, its file deletion). Every bridge call is timed at the Python end (``bridge.handle``); the shim's
+the same statement on a table of the in-memory ``spark_catalog`` (Spark's V1 path, which deletes the files) and
+on ``nul``, a V2 catalog that does nothing (``bench/java/NullCatalog.java``, compiled here): Spark's own cost of
+a V2 DROP TABLE, the floor any catalog's work adds to. Every bridge call is timed at the Python end (``bridge.handle``); the shim's
 two catalog calls are also timed one by one from Python (``tableExists``, ``dropTable`` through Py4J) next to an
 empty Py4J call, and one drop's transaction is counted (keys read, keys written, ranges cleared, its commit).
 Prints medians. No lock needed for a short run.
@@ -14,8 +15,11 @@ from __future__ import annotations
 
 import argparse
 import collections
+import hashlib
+import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -27,6 +31,28 @@ sys.path.insert(0, str(HERE.parent / "python"))
 sys.path.insert(0, str(HERE))
 
 from _spark import ushas_session  # noqa: E402  (bench/ is the script's directory)
+
+
+def null_catalog_jar() -> Path:
+    """bench/java/NullCatalog.java compiled against pyspark's jars, cached by source hash."""
+    import pyspark
+
+    source = HERE / "java" / "NullCatalog.java"
+    jars = Path(pyspark.__file__).parent / "jars"
+    key = hashlib.sha256(source.read_bytes() + pyspark.__version__.encode()).hexdigest()[:12]
+    jar = Path(tempfile.gettempdir()) / f"ushas-bench-nullcatalog-{key}" / "nullcatalog.jar"
+    if jar.exists():
+        return jar
+    classes = Path(tempfile.mkdtemp(prefix="nullcatalog-"))
+    try:
+        subprocess.run(["javac", "-nowarn", "-d", str(classes), "-cp", f"{jars}/*", str(source)], check=True)
+        jar.parent.mkdir(parents=True, exist_ok=True)
+        tmp = jar.parent / f"nullcatalog.{os.getpid()}.jar"
+        subprocess.run(["jar", "cf", str(tmp), "-C", str(classes), "."], check=True)
+        tmp.replace(jar)
+    finally:
+        shutil.rmtree(classes, ignore_errors=True)
+    return jar
 
 
 def _ms(xs: list[float]) -> str:
@@ -80,7 +106,9 @@ def main() -> int:
 
     bridge.handle = handle  # Backend.call looks it up at every call
     root = Path(tempfile.mkdtemp(prefix="ushas-bench-drop-profile-"))
-    conf = {"spark.sql.queryExecutionListeners": "io.ushas.spark.UshasLineageListener"} if args.lineage else {}
+    conf = {"spark.jars": str(null_catalog_jar()), "spark.sql.catalog.nul": "io.ushas.bench.NullCatalog"}
+    if args.lineage:
+        conf["spark.sql.queryExecutionListeners"] = "io.ushas.spark.UshasLineageListener"
     try:
         spark = ushas_session("ushas-bench-drop-profile", root, conf=conf)
         spark.sql("CREATE NAMESPACE IF NOT EXISTS ushas.b")
@@ -97,22 +125,25 @@ def main() -> int:
 
         warmup = 3
         for r in range(args.rounds + warmup):
-            sides = [("ushas", f"ushas.b.d{r}"), ("spark", f"spark_catalog.default.d{r}")]
-            for side, table in sides if r % 2 else sides[::-1]:
-                make(table, "parquet")
+            sides = [("ushas", f"ushas.b.d{r}"), ("spark", f"spark_catalog.default.d{r}"), ("nul", f"nul.b.d{r}")]
+            for side, table in sides[r % 3:] + sides[:r % 3]:
+                if side != "nul":
+                    make(table, "parquet")
                 calls.clear()
                 t0 = time.perf_counter()
                 spark.sql(f"DROP TABLE {table}")
                 took = time.perf_counter() - t0
+                made = [(op, t) for op, t in calls if op != "lineage.event"]  # the listener's, asynchronous
                 if r < warmup:
                     continue
                 wall[side].append(took)
                 t0 = time.perf_counter()
-                spark.sql(f"DROP TABLE IF EXISTS {table}_missing")
+                parent, _, leaf = table.rpartition(".")
+                spark.sql(f"DROP TABLE IF EXISTS {parent}.missing_{leaf}")
                 wall[f"{side}, IF EXISTS of a missing table"].append(time.perf_counter() - t0)
                 if side == "ushas":
-                    ops_per_drop.append(len(calls))
-                    for op, t in calls:
+                    ops_per_drop.append(len(made))
+                    for op, t in made:
                         per_op[op].append(t)
             if r >= warmup:  # the shim's two calls one by one, from Python through Py4J
                 make(f"ushas.b.e{r}", "parquet")
@@ -131,7 +162,8 @@ def main() -> int:
 
         print(f"DROP TABLE of a one-row table, {args.rounds} rounds (medians), lineage "
               f"{'on' if args.lineage else 'off'}:")
-        for side in ("ushas", "spark", "ushas, IF EXISTS of a missing table", "spark, IF EXISTS of a missing table",
+        for side in ("ushas", "spark", "nul", "ushas, IF EXISTS of a missing table", "spark, IF EXISTS of a missing table",
+                     "nul, IF EXISTS of a missing table",
                      "an empty Py4J call", "tableExists through Py4J", "dropTable through Py4J"):
             print(f"  {side:38s} {_ms(wall[side])}")
         print(f"  bridge calls per ushas DROP TABLE: {statistics.median(ops_per_drop) if ops_per_drop else 0}")
