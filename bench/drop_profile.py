@@ -105,6 +105,17 @@ def main() -> int:
         return out
 
     bridge.handle = handle  # Backend.call looks it up at every call
+    from ushas_catalog.kv.sqlite import SqliteTransaction
+
+    commits: list[float] = []
+    real_commit = SqliteTransaction.commit
+
+    def commit(self: Any) -> None:  # the store's commits (a drop's: its write and fsync)
+        t0 = time.perf_counter()
+        real_commit(self)
+        commits.append(time.perf_counter() - t0)
+
+    SqliteTransaction.commit = commit  # type: ignore[method-assign]
     root = Path(tempfile.mkdtemp(prefix="ushas-bench-drop-profile-"))
     conf = {"spark.jars": str(null_catalog_jar()), "spark.sql.catalog.nul": "io.ushas.bench.NullCatalog"}
     if args.lineage:
@@ -130,6 +141,7 @@ def main() -> int:
                 if side != "nul":
                     make(table, "parquet")
                 calls.clear()
+                commits.clear()
                 t0 = time.perf_counter()
                 spark.sql(f"DROP TABLE {table}")
                 took = time.perf_counter() - t0
@@ -145,6 +157,7 @@ def main() -> int:
                     ops_per_drop.append(len(made))
                     for op, t in made:
                         per_op[op].append(t)
+                    per_op["  of which the store's commits"].append(sum(commits))
             if r >= warmup:  # the shim's two calls one by one, from Python through Py4J
                 make(f"ushas.b.e{r}", "parquet")
                 ns = spark.sparkContext._gateway.new_array(jvm.java.lang.String, 1)
