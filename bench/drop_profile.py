@@ -138,14 +138,16 @@ def main() -> int:
         for r in range(args.rounds + warmup):
             sides = [("ushas", f"ushas.b.d{r}"), ("spark", f"spark_catalog.default.d{r}"), ("nul", f"nul.b.d{r}")]
             for side, table in sides[r % 3:] + sides[:r % 3]:
-                if side != "nul":
-                    make(table, "parquet")
+                # every side's DROP follows a CREATE and a one-row INSERT (their background work included)
+                make(f"spark_catalog.default.n{r}" if side == "nul" else table, "parquet")
                 calls.clear()
                 commits.clear()
                 t0 = time.perf_counter()
                 spark.sql(f"DROP TABLE {table}")
                 took = time.perf_counter() - t0
                 made = [(op, t) for op, t in calls if op != "lineage.event"]  # the listener's, asynchronous
+                if side == "nul":
+                    spark.sql(f"DROP TABLE spark_catalog.default.n{r}")
                 if r < warmup:
                     continue
                 wall[side].append(took)
