@@ -134,6 +134,7 @@ def same_application(root: Path, n: int, big: int, repeats: int, commits: int, r
             warm[side].append(_timed(lambda: spark.sql(q).collect()))
     rows.add(f"warm one-partition query of {big:,}, interleaved", statistics.median(warm["ushas"][1:]),
              statistics.median(warm["hive"][1:]), "Hive", "≤ 1x")
+    mine["plan"] = planning(spark, sides, big, rows)
 
     # everyday statements (their Iceberg rows come from the Iceberg process)
     mine.update(everyday(spark, lambda name: fresh("ushas", name), commits))
@@ -144,6 +145,22 @@ def same_application(root: Path, n: int, big: int, repeats: int, commits: int, r
     except Exception:  # noqa: BLE001 - Derby answers a clean shutdown with an SQLException (XJ015)
         pass
     return mine
+
+
+def planning(spark: Any, sides: dict[str, str], big: int, rows: Rows) -> float:
+    """Planning a one-partition query of the big table (analysis, optimisation, physical planning with the
+    partition pruning: ``queryExecution().executedPlan()``, nothing run), the sides interleaved, median of 6
+    after one warm-up each; returns ushas's median (its Iceberg row: the Iceberg side's ``plan``)."""
+    plans: dict[str, list[float]] = {"ushas": [], "hive": []}
+    for i in range(7):
+        for side in (("ushas", "hive") if i % 2 == 0 else ("hive", "ushas")):
+            q = f"SELECT * FROM {sides[side]}.big WHERE p = '{(i * 53) % big}'"
+            took = _timed(lambda: spark.sql(q)._jdf.queryExecution().executedPlan())
+            if i:
+                plans[side].append(took)
+    u = statistics.median(plans["ushas"])
+    rows.add(f"planning one partition of {big:,}, interleaved", u, statistics.median(plans["hive"]), "Hive", "≤ 1x")
+    return u
 
 
 def everyday(spark: Any, fresh: Callable[[str], str], commits: int) -> dict[str, float]:
@@ -361,6 +378,7 @@ def main() -> int:
                      "0.85–1.15x", reason)
             rows.add(f"one INSERT … SELECT creating {big:,} partitions", mine["insert_big"], None, "Iceberg", "≤ 0.8x",
                      reason)
+            rows.add(f"planning one partition of {big:,}", mine["plan"], None, "Iceberg", "≤ 1x", reason)
             rows.add("DROP TABLE", mine["drop"], None, "Iceberg", "≤ 1x", reason)
             rows.add("small table: warm one-partition count", mine["count"], None, "Iceberg", "≤ 1x", reason)
             rows.add(f"1-row INSERT commit (median of {commits})", mine["insert_one"], None, "Iceberg", "≤ 1x", reason)
@@ -371,6 +389,8 @@ def main() -> int:
                      "Iceberg", "≤ 0.8x")
             rows.add(f"one INSERT … SELECT creating {big:,} partitions", mine["insert_big"], ice["insert_big"],
                      "Iceberg", "≤ 0.8x")
+            rows.add(f"planning one partition of {big:,}", mine["plan"], ice.get("plan"), "Iceberg", "≤ 1x",
+                     "" if ice.get("plan") is not None else "not measured by the Iceberg side")
             rows.add("DROP TABLE", mine["drop"], ice["drop"], "Iceberg", "≤ 1x")
             rows.add("small table: warm one-partition count", mine["count"], ice["count"], "Iceberg", "≤ 1x")
             rows.add(f"1-row INSERT commit (median of {commits})", mine["insert_one"], ice["insert_one"], "Iceberg",

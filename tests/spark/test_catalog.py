@@ -267,6 +267,50 @@ def test_drop_managed_external_purge(spark: Any, cat: str, db: str, ms: Any, tmp
     assert f"ushas.{db}.g" not in [d.name for d in ms.list_dropped_tables(("ushas", db))]
 
 
+def test_drop_table_is_one_bridge_call_with_sparks_outcomes(spark: Any, cat: str, db: str, ms: Any,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """DROP TABLE is planned as the shim's DropTableExec: one bridge call (Python runs Spark's tableExists,
+    dropTable / viewExists in it), with the outcomes of Spark's own DropTableExec."""
+    from pyspark.errors import AnalysisException
+
+    from ushas_catalog.spark import bridge
+
+    calls: list[str] = []
+    real = bridge.handle
+
+    def counting(op: str, payload: str) -> str:
+        if op != "lineage.event":  # the lineage listener's, after each statement, asynchronously
+            calls.append(op)
+        return real(op, payload)
+
+    monkeypatch.setattr(bridge, "handle", counting)  # Backend.call looks it up at every call
+    t = f"{cat}.{db}.one"
+    spark.sql(f"CREATE TABLE {t} (id INT, p STRING) USING parquet PARTITIONED BY (p)")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'a')")
+    spark.sql(f"CACHE TABLE {t}")
+    assert "UshasDropTable" in spark.sql(f"EXPLAIN DROP TABLE {t}").collect()[0][0]
+    calls.clear()
+    spark.sql(f"DROP TABLE {t}")
+    assert calls == ["drop_table_statement"]
+    assert not ms.table_exists(("ushas", db, "one"))
+    assert f"ushas.{db}.one" in [d.name for d in ms.list_dropped_tables(("ushas", db))]  # UNDROP until purge
+    spark.sql(f"CREATE TABLE {t} (id INT, p STRING) USING parquet PARTITIONED BY (p)")
+    assert not spark.catalog.isCached(t)  # the dropped table's cached data went with it
+    assert spark.sql(f"SELECT * FROM {t}").collect() == []
+    spark.sql(f"DROP TABLE {t}")
+
+    calls.clear()
+    spark.sql(f"DROP TABLE IF EXISTS {t}")  # missing: nothing, in one call too
+    assert calls == ["drop_table_statement"]
+    with pytest.raises(AnalysisException, match="TABLE_OR_VIEW_NOT_FOUND"):
+        spark.sql(f"DROP TABLE {t}")
+    spark.sql(f"CREATE VIEW {cat}.{db}.v AS SELECT 1 AS x")
+    for sql in (f"DROP TABLE {cat}.{db}.v", f"DROP TABLE IF EXISTS {cat}.{db}.v"):  # a view: Spark 4.3 refuses both
+        with pytest.raises(AnalysisException, match="WRONG_COMMAND_FOR_OBJECT_TYPE"):
+            spark.sql(sql)
+    assert ms.view_exists(("ushas", db, "v"))
+
+
 # ---- views ------------------------------------------------------------------------------------------------
 def test_views_share_the_table_namespace(spark: Any, cat: str, db: str, ms: Any) -> None:
     from pyspark.errors import AnalysisException

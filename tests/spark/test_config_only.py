@@ -56,13 +56,16 @@ def test_spark_sql_e(spark: Any, spark_dirs: dict[str, Path], tmp_path: Path) ->
     spark.sql(f"CREATE NAMESPACE ushas.{db}")
     spark.sql(f"CREATE TABLE ushas.{db}.t (id INT, v STRING) USING parquet")
     spark.sql(f"INSERT INTO ushas.{db}.t VALUES (41, 'x')")
+    spark.sql(f"CREATE TABLE ushas.{db}.gone (x INT) USING parquet")
     sql = (f"INSERT INTO ushas.{db}.t VALUES (42, 'y'); "
            f"SELECT concat('ROW ', CAST(sum(id) AS STRING)) FROM ushas.{db}.t; "
+           f"DROP TABLE ushas.{db}.gone; DROP TABLE IF EXISTS ushas.{db}.gone; "  # the launched bridge's one call
            f"SHOW TABLES IN ushas.{db};")
     proc = _run([spark_bin("spark-sql"), "--master", "local[1]", *_confs(spark_dirs), "-e", sql], tmp_path)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "ROW 83" in proc.stdout
     assert spark.sql(f"SELECT count(*) FROM ushas.{db}.t").collect()[0][0] == 2
+    assert [r.tableName for r in spark.sql(f"SHOW TABLES IN ushas.{db}").collect() if not r.isTemporary] == ["t"]
 
 
 def test_missing_python_gives_clear_error(spark_dirs: dict[str, Path], tmp_path: Path) -> None:

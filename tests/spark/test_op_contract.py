@@ -7,9 +7,11 @@ import re
 from pathlib import Path
 
 from ushas_catalog.spark.jar import source_dir
+from ushas_catalog.spark.statements import STATEMENTS
 
-#: ops the bridge module answers itself (ushas_catalog.bridge.handle / _answer)
-BRIDGE_OPS = {"ping", "lineage.event"}
+#: ops the bridge module answers itself (ushas_catalog.bridge.handle / _answer), with the statements it answers
+#: as several ops (ushas_catalog.spark.statements)
+BRIDGE_OPS = {"ping", "lineage.event", *STATEMENTS}
 #: calls that name an op: Bridge.call / catalog.call / b.call / load(op, ...)
 CALL = re.compile(r"\b(?:call|load)\(\s*\"([a-z_.]+)\"")
 #: ops Python serves that the shim does not send (yet), each with its reason
@@ -62,7 +64,7 @@ PY_MODULES = ("spark/bridge", "spark/ops", "spark/one_transaction", "spark/reads
               "spark/view_sync", "spark/functions",
               "spark/describe",
               "spark/shares", "spark/time_travel", "changes/streams", "spark/stream_source",
-              "spark/remote")
+              "spark/remote", "spark/statements")
 #: fields the shim writes into JSON that is not a bridge request, each with where it goes
 NOT_REQUEST_FIELDS = {
     "entries": "RelationCache.stats(): the cache's own counters, shown by the shim",

@@ -28,6 +28,7 @@ from ..kv import deadline
 from . import remote, shares
 from .authorization import run_op
 from .registry import REGISTRY
+from .statements import STATEMENTS
 
 #: an op handler: (opened metastore, request) -> JSON-able answer
 Handler = Callable[[Any, dict[str, Any]], dict[str, Any]]
@@ -73,6 +74,9 @@ def _answer(op: str, payload: str) -> str:
         request = json.loads(receive(payload))
         if not isinstance(request, dict):
             raise BridgeError("a bridge request is a JSON object")
+        statement = STATEMENTS.get(op)
+        if statement is not None:  # one round trip for the calls Spark makes one by one (spark.statements)
+            return json.dumps(statement(request, _answered), default=str)
         extension_op = extensions().bridge_ops.get(op)
         if extension_op is not None:  # an extension's op (the lineage listener's lineage.event): no metastore lock
             return json.dumps(extension_op.load()(request, may_create()))
@@ -88,6 +92,13 @@ def _answer(op: str, payload: str) -> str:
     except Exception as exc:  # noqa: BLE001 - anything else: a clear error, the trace on the bridge's stderr
         traceback.print_exc(file=sys.stderr)
         return json.dumps({"error": {"type": "BridgeError", "message": f"{type(exc).__name__}: {exc}"}})
+
+
+def _answered(op: str, request: dict[str, Any]) -> dict[str, Any]:
+    """One call of a statement (:mod:`ushas_catalog.spark.statements`), answered exactly as the shim's own call
+    of ``op`` with that request would be."""
+    answer: dict[str, Any] = json.loads(_answer(op, json.dumps(request)))
+    return answer
 
 
 def dispatch(op: str, request: dict[str, Any]) -> dict[str, Any]:

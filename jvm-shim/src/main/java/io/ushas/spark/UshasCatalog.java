@@ -421,6 +421,28 @@ public class UshasCatalog implements RelationCatalog, SupportsNamespaces,
         return call("drop_table", request(ident).put("purge", false), ident, null).get("dropped").asBoolean();
     }
 
+    /**
+     * {@code DROP TABLE [IF EXISTS] [PURGE]} in one round trip ({@link DropTableExec}): Python answers it as the
+     * calls Spark's own DropTableExec makes one by one ({@code relation_exists} of the table; then
+     * {@code drop_table}, or for a missing table {@code relation_exists} of a view), each as if sent alone.
+     * When the table existed, {@code uncache} runs (Spark's uncaching of the table's cached data) and this
+     * catalog's entries go, whether or not the drop succeeded (as with Spark's order: uncache, then drop);
+     * then a failed call's error is thrown as {@link #call} throws it. The answer: {@code exists} (the table did,
+     * and is dropped), {@code view} (no table, but a view of that name).
+     */
+    JsonNode dropTableStatement(Identifier ident, boolean purge, Runnable uncache) {
+        cache.invalidate(ident);
+        JsonNode answer = Bridge.call("drop_table_statement", request(ident).put("purge", purge), bridgeOptions);
+        if (answer.path("exists").asBoolean(false)) {
+            uncache.run();
+            invalidateTable(ident);
+        }
+        JsonNode error = answer.get("error");
+        if (error != null && !error.isNull()) throw Errors.toSpark(error, ident, null);
+        deletePaths(answer.get("delete_paths"));
+        return answer;
+    }
+
     @Override
     public boolean purgeTable(Identifier ident) {
         invalidateTable(ident);

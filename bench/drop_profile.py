@@ -1,0 +1,201 @@
+"""Where the time of a DROP TABLE goes, inside Spark (issue 38): a profile, not a goal.
+
+    python bench/drop_profile.py [--rounds R] [--lineage]
+
+One Spark 4.3 session (``bench/_spark.py``: local[2], the ``ushas`` catalog on SQLite; ``--lineage``: with the
+lineage listener) drops ``R`` one-row tables exactly as ``bench/first_hour.py --everyday`` does, alternating with
+the same statement on a table of the in-memory ``spark_catalog`` (Spark's V1 path, which deletes the files) and
+on ``nul``, a V2 catalog that does nothing (``bench/java/NullCatalog.java``, compiled here): Spark's own cost of
+a V2 DROP TABLE, the floor any catalog's work adds to. Every bridge call is timed at the Python end (``bridge.handle``); the shim's
+two catalog calls are also timed one by one from Python (``tableExists``, ``dropTable`` through Py4J) next to an
+empty Py4J call, and one drop's transaction is counted (keys read, keys written, ranges cleared, its commit).
+Prints medians. No lock needed for a short run.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import hashlib
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "python"))
+sys.path.insert(0, str(HERE))
+
+from _spark import ushas_session  # noqa: E402  (bench/ is the script's directory)
+
+
+def null_catalog_jar() -> Path:
+    """bench/java/NullCatalog.java compiled against pyspark's jars, cached by source hash."""
+    import pyspark
+
+    source = HERE / "java" / "NullCatalog.java"
+    jars = Path(pyspark.__file__).parent / "jars"
+    key = hashlib.sha256(source.read_bytes() + pyspark.__version__.encode()).hexdigest()[:12]
+    jar = Path(tempfile.gettempdir()) / f"ushas-bench-nullcatalog-{key}" / "nullcatalog.jar"
+    if jar.exists():
+        return jar
+    classes = Path(tempfile.mkdtemp(prefix="nullcatalog-"))
+    try:
+        subprocess.run(["javac", "-nowarn", "-d", str(classes), "-cp", f"{jars}/*", str(source)], check=True)
+        jar.parent.mkdir(parents=True, exist_ok=True)
+        tmp = jar.parent / f"nullcatalog.{os.getpid()}.jar"
+        subprocess.run(["jar", "cf", str(tmp), "-C", str(classes), "."], check=True)
+        tmp.replace(jar)
+    finally:
+        shutil.rmtree(classes, ignore_errors=True)
+    return jar
+
+
+def _ms(xs: list[float]) -> str:
+    return f"{statistics.median(xs) * 1000:.2f} ms (min {min(xs) * 1000:.2f})" if xs else "—"
+
+
+def count_transaction(ms: Any, fn: Callable[[], Any]) -> dict[str, int]:
+    """Reads and writes of the transactions ``fn`` runs on the metastore ``ms`` (its KV transactions wrapped)."""
+    counts: collections.Counter[str] = collections.Counter()
+    db = ms.db
+    real = db.create_transaction
+
+    def create() -> Any:
+        tr = real()
+        counts["transactions"] += 1
+        for name in ("get", "set", "clear", "clear_range", "get_range", "add"):
+            orig = getattr(tr, name, None)
+            if orig is None:
+                continue
+
+            def wrapped(*a: Any, _o: Any = orig, _n: str = name, **k: Any) -> Any:
+                counts[_n] += 1
+                return _o(*a, **k)
+
+            setattr(tr, name, wrapped)
+        return tr
+
+    db.create_transaction = create
+    try:
+        fn()
+    finally:
+        del db.create_transaction
+    return dict(counts)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--lineage", action="store_true", help="with the lineage listener")
+    args = ap.parse_args()
+    from ushas_catalog.spark import bridge
+
+    calls: list[tuple[str, float]] = []
+    real = bridge.handle
+
+    def handle(op: str, payload: str) -> str:
+        t0 = time.perf_counter()
+        out = real(op, payload)
+        calls.append((op, time.perf_counter() - t0))
+        return out
+
+    bridge.handle = handle  # Backend.call looks it up at every call
+    from ushas_catalog.kv.sqlite import SqliteTransaction
+
+    commits: list[float] = []
+    real_commit = SqliteTransaction.commit
+
+    def commit(self: Any) -> None:  # the store's commits (a drop's: its write and fsync)
+        t0 = time.perf_counter()
+        real_commit(self)
+        commits.append(time.perf_counter() - t0)
+
+    SqliteTransaction.commit = commit  # type: ignore[method-assign]
+    root = Path(tempfile.mkdtemp(prefix="ushas-bench-drop-profile-"))
+    conf = {"spark.jars": str(null_catalog_jar()), "spark.sql.catalog.nul": "io.ushas.bench.NullCatalog"}
+    if args.lineage:
+        conf["spark.sql.queryExecutionListeners"] = "io.ushas.spark.UshasLineageListener"
+    try:
+        spark = ushas_session("ushas-bench-drop-profile", root, conf=conf)
+        spark.sql("CREATE NAMESPACE IF NOT EXISTS ushas.b")
+        jvm = spark.sparkContext._jvm
+        catalog = spark._jsparkSession.sessionState().catalogManager().catalog("ushas")
+        wall: dict[str, list[float]] = collections.defaultdict(list)
+        per_op: dict[str, list[float]] = collections.defaultdict(list)
+        ops_per_drop: list[int] = []
+
+        def make(table: str, using: str) -> None:
+            spark.sql(f"DROP TABLE IF EXISTS {table}")
+            spark.sql(f"CREATE TABLE {table} (id BIGINT, p STRING) USING {using} PARTITIONED BY (p)")
+            spark.sql(f"INSERT INTO {table} VALUES (1, 'a')")
+
+        warmup = 3
+        for r in range(args.rounds + warmup):
+            sides = [("ushas", f"ushas.b.d{r}"), ("spark", f"spark_catalog.default.d{r}"), ("nul", f"nul.b.d{r}")]
+            for side, table in sides[r % 3:] + sides[:r % 3]:
+                # every side's DROP follows a CREATE and a one-row INSERT (their background work included)
+                make(f"spark_catalog.default.n{r}" if side == "nul" else table, "parquet")
+                calls.clear()
+                commits.clear()
+                t0 = time.perf_counter()
+                spark.sql(f"DROP TABLE {table}")
+                took = time.perf_counter() - t0
+                made = [(op, t) for op, t in calls if op != "lineage.event"]  # the listener's, asynchronous
+                if side == "nul":
+                    spark.sql(f"DROP TABLE spark_catalog.default.n{r}")
+                if r < warmup:
+                    continue
+                wall[side].append(took)
+                t0 = time.perf_counter()
+                parent, _, leaf = table.rpartition(".")
+                spark.sql(f"DROP TABLE IF EXISTS {parent}.missing_{leaf}")
+                wall[f"{side}, IF EXISTS of a missing table"].append(time.perf_counter() - t0)
+                if side == "ushas":
+                    ops_per_drop.append(len(made))
+                    for op, t in made:
+                        per_op[op].append(t)
+                    per_op["  of which the store's commits"].append(sum(commits))
+            if r >= warmup:  # the shim's two calls one by one, from Python through Py4J
+                make(f"ushas.b.e{r}", "parquet")
+                ns = spark.sparkContext._gateway.new_array(jvm.java.lang.String, 1)
+                ns[0] = "b"
+                ident = jvm.org.apache.spark.sql.connector.catalog.Identifier.of(ns, f"e{r}")
+                t0 = time.perf_counter()
+                jvm.java.lang.System.nanoTime()
+                wall["an empty Py4J call"].append(time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                catalog.tableExists(ident)
+                wall["tableExists through Py4J"].append(time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                catalog.dropTable(ident)
+                wall["dropTable through Py4J"].append(time.perf_counter() - t0)
+
+        print(f"DROP TABLE of a one-row table, {args.rounds} rounds (medians), lineage "
+              f"{'on' if args.lineage else 'off'}:")
+        for side in ("ushas", "spark", "nul", "ushas, IF EXISTS of a missing table", "spark, IF EXISTS of a missing table",
+                     "nul, IF EXISTS of a missing table",
+                     "an empty Py4J call", "tableExists through Py4J", "dropTable through Py4J"):
+            print(f"  {side:38s} {_ms(wall[side])}")
+        print(f"  bridge calls per ushas DROP TABLE: {statistics.median(ops_per_drop) if ops_per_drop else 0}")
+        for op, ts in per_op.items():
+            print(f"    {op:24s} x{len(ts) / max(1, len(ops_per_drop)):.1f}  {_ms(ts)} in Python")
+
+        from ushas_catalog.spark.registry import REGISTRY
+
+        ms = REGISTRY.get(f"sqlite:///{root / 'ushas.db'}", "default").metastore
+        make("ushas.b.counted", "parquet")
+        counts = count_transaction(ms, lambda: ms.drop_table(("ushas", "b", "counted")))
+        print(f"  one drop_table's KV calls: {counts}")
+        spark.stop()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
