@@ -3,6 +3,7 @@ reference computed with plain DataFrames from the same rows, partitioned or not,
 history names the statement; old versions stay readable; refusals carry Spark's / the catalog's error."""
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -188,6 +189,11 @@ def test_only_the_files_holding_matching_rows_are_rewritten(spark: Any, db: str,
                 f"DELETE FROM {t} WHERE id = 5", f"UPDATE {t} SET v = 'w' WHERE id = 5",
                 f"UPDATE {t} SET dt = 'w' WHERE id = 5")}
             assert [("Sort [dt" in plan) for plan in plans.values()] == [False, False, True], plans
+            # the file column is a BIGINT id of the file, not its path: it travels with every row the
+            # statement reads, through a MERGE's join shuffle (the L suffix: a BIGINT attribute)
+            merge = spark.sql(f"EXPLAIN MERGE INTO {t} t USING src s ON t.id = s.id "
+                              f"WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *").first()[0]
+            assert re.search(r"Exchange hashpartitioning.*__ushas_file#\d+L", merge, re.S), merge
 
 
 def test_a_row_level_statement_on_a_missing_table_or_column_gets_sparks_error(spark: Any, db: str) -> None:
