@@ -226,6 +226,12 @@ final class UshasRowLevel {
         private final Command command;
         /** the scan of the group (the files it reads), set when the scan is built */
         private volatile GroupScan scan;
+        /** a MERGE's source rows as Spark estimates them ({@link MergeGroupFilter}), -1: unknown */
+        private volatile long sourceRows = -1;
+
+        void sourceRows(long rows) {
+            sourceRows = rows;
+        }
 
         Operation(UshasTable table, Command command) {
             this.table = table;
@@ -441,9 +447,27 @@ final class UshasRowLevel {
                     CollectionConverters.asScala(List.<Expression>of()).toList()));
         }
 
+        /** The file column, for Spark's runtime group filter, unless {@link MergeGroupFilter} declines it (a
+         *  MERGE whose source has many rows per file of a small group hits every file: the filter's job would
+         *  select them all). */
         @Override
         public NamedReference[] filterAttributes() {
-            return withFile ? new NamedReference[] {Expressions.column(FILE_COLUMN)} : new NamedReference[0];
+            if (!withFile) return new NamedReference[0];
+            long files = 0;
+            long bytes = 0;
+            for (PartitionDirectory d : directories) {
+                for (FileStatusWithMetadata f : CollectionConverters.asJava(d.files())) {
+                    files++;
+                    bytes += f.getLen();
+                }
+            }
+            long wave = SQLConf.get().filesMaxPartitionBytes()
+                    * SparkSession.active().sparkContext().defaultParallelism();
+            if (MergeGroupFilter.declines(op.table.name(), op.table.properties().get(MergeGroupFilter.PROPERTY),
+                    op.command == RowLevelOperation.Command.MERGE, op.sourceRows, files, bytes, wave)) {
+                return new NamedReference[0];
+            }
+            return new NamedReference[] {Expressions.column(FILE_COLUMN)};
         }
 
         /** Spark's runtime group filter: {@code __ushas_file IN (the files holding a matching row)}. */
