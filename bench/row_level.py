@@ -21,13 +21,21 @@ goes first), results checked equal (count and sums of the columns and of the row
   all in one file of five (the statement rewrites a fifth of the files, the overwrite all of them), those
   of ``id % 101 = c`` in every file (both rewrite everything).
 
-``--rounds R`` (default 3; 1 with --quick) runs the sequence R times, both tables restored to their filled
-version before each round (``restore_table``: the same files), and prints the medians. Then, unless
-``--no-iceberg``, the same tables, data, appends and row-level statements on Iceberg 1.12 (Spark 4.1.4
-in its own virtualenv, bench/_iceberg.py; JDBC catalog on SQLite; copy-on-write; rounds by
-``rollback_to_snapshot``), with the catalog-free control query timed on both Spark builds (3 times
-before a side's statements, 3 times after, the median): ushas ÷ Iceberg means something only when the
-control's ratio is within 0.85–1.15x. Each round's table checksum is compared across the two catalogs.
+Before the timed changes, every change runs once, untimed, on small copies of the tables (10,000 rows):
+the first MERGE of a JVM otherwise pays its code's loading and compiling, whichever side goes first.
+
+``--rounds R`` (default 3; 1 with --quick) runs the sequence R times and prints the medians. With Iceberg
+(the default; ``--no-iceberg`` skips it) every round runs each side in a fresh process of its own, the two
+alternating which goes first, under the same settings (local[2], a 3 GB driver, 2 shuffle partitions, AQE
+on, no UI): ushas (Spark 4.3) fills its two tables and times the changes on both; Iceberg 1.12 (Spark
+4.1.4 in its own virtualenv, bench/_iceberg.py; JDBC catalog on SQLite; copy-on-write) fills its table
+with the same data and appends and times the row-level statements. Each process times the catalog-free
+control query (3 times before its statements, 3 times after: the median): ushas ÷ Iceberg means something
+only when the control's ratio (medians over the rounds) is within 0.85–1.15x; the control-normalized
+ratio (ushas ÷ Iceberg divided by the control's ratio) is printed too, labelled as such. Each round's
+table checksum is compared across the two catalogs. With ``--no-iceberg`` or ``--profile`` the rounds
+run in this process, both tables restored to their filled version before each round (``restore_table``:
+the same files).
 
 ``--profile`` prints each ushas statement's Spark jobs (tasks, executor seconds) and its driver time.
 """
@@ -155,6 +163,20 @@ def fill(spark: Any, tables: list[str], create: str, rows: int, parts: int) -> N
     spark.table("src").count()
 
 
+#: rows of the untimed warm-up copies
+WARM_ROWS = 10_000
+
+
+def warm_up(spark: Any, create: str, tables: dict[str, str], parts: int) -> None:
+    """Every change once, untimed, on small copies ``{name}_warm`` of the tables (``tables``: the table ->
+    ``statement`` or ``by_hand``, which of the two it runs), so that no timed statement is its JVM's first of
+    its kind. Run before :func:`fill` of the timed tables (it makes its own ``src``, which that replaces)."""
+    fill(spark, [f"{t}_warm" for t in tables], create, WARM_ROWS, parts)
+    for _, statement, by_hand in changes(parts, WARM_ROWS):
+        for t, which in tables.items():
+            spark.sql((statement if which == "statement" else by_hand).format(t=f"{t}_warm"))
+
+
 def checksum(spark: Any, table: str) -> list[int]:
     """count, sum of id, of v and of the rows' hashes: equal tables have equal checksums (one scan each)."""
     return [int(x or 0) for x in spark.sql(f"SELECT count(*), sum(id), sum(v), sum(hash(id, v, dt)) "
@@ -168,29 +190,38 @@ def control(spark: Any, runs: int = 3) -> list[float]:
 
 
 # ---- ushas (Spark 4.3): the statements and the changes by hand, interleaved ------------------------------
-def ushas_side(args: argparse.Namespace, rows: int, parts: int) -> dict[str, Any]:
+#: the session settings both sides share (the Iceberg side's, bench/_iceberg.py: a 3 GB driver)
+SAME = {"spark.driver.memory": "3g"}
+TABLE = "CREATE TABLE {t} (id INT, v BIGINT, dt STRING) USING parquet PARTITIONED BY (dt)"
+
+
+def ushas_side(args: argparse.Namespace, rows: int, parts: int, first: int = 0) -> dict[str, Any]:
+    """``args.rounds`` rounds in this process (numbered from ``first``: the round decides which table goes
+    first), both tables restored to their filled version between rounds."""
     from _spark import ushas_session
 
     root = Path(tempfile.mkdtemp(prefix="ushas-bench-rowlevel-"))
-    conf = {"spark.sql.sources.partitionOverwriteMode": "dynamic"}
+    conf = {"spark.sql.sources.partitionOverwriteMode": "dynamic", **SAME}
     if args.profile:
         conf.update({"spark.ui.enabled": "true", "spark.ui.port": "0"})
     spark = ushas_session("ushas-bench-row-level", root, conf=conf)
     profile = Profile(spark) if args.profile else None
     try:
         spark.sql("CREATE NAMESPACE ushas.bench")
-        fill(spark, ["ushas.bench.a", "ushas.bench.b"],
-             "CREATE TABLE {t} (id INT, v BIGINT, dt STRING) USING parquet PARTITIONED BY (dt)", rows, parts)
+        warm_up(spark, TABLE, {"ushas.bench.a": "statement", "ushas.bench.b": "by_hand"}, parts)
+        fill(spark, ["ushas.bench.a", "ushas.bench.b"], TABLE, rows, parts)
         filled = {t: spark.sql(f"SELECT max(version) FROM ushas.bench.{t}.history").first()[0] for t in "ab"}
         before = control(spark)
-        files = sum(1 for f in (root / "warehouse").rglob("*") if f.is_file() and not f.name.startswith((".", "_")))
-        print(f"== ushas: row-level statements vs INSERT OVERWRITE by hand: {rows:,} rows, {parts} partitions, "
-              f"parquet, local[2], Spark {spark.version}, {files // 2} files per table, {args.rounds} round(s)",
-              flush=True)
+        files = sum(1 for f in (root / "warehouse" / "bench.db").glob("[ab]/**/*")
+                    if f.is_file() and not f.name.startswith((".", "_")))
+        if first == 0:
+            print(f"== ushas: row-level statements vs INSERT OVERWRITE by hand: {rows:,} rows, {parts} partitions, "
+                  f"parquet, local[2], Spark {spark.version}, {files // 2} files per table, {args.rounds} round(s)",
+                  flush=True)
         took: dict[str, dict[str, list[float]]] = {}
         sums: list[list[int]] = []
-        for r in range(args.rounds):
-            if r:
+        for r in range(first, first + args.rounds):
+            if r > first:
                 for t in "ab":
                     spark.sql(f"CALL ushas.system.restore_table(table => 'bench.{t}', version => {filled[t]})")
             for i, (name, statement, by_hand) in enumerate(changes(parts, rows)):
@@ -218,12 +249,14 @@ def ushas_side(args: argparse.Namespace, rows: int, parts: int) -> dict[str, Any
 
 # ---- Iceberg (Spark 4.1.4, its own virtualenv): the same statements ------------------------------------
 def iceberg_side(root: Path, jars: str, rows: int, parts: int, rounds: int) -> dict[str, Any]:
-    """Run by the virtualenv's python (``--iceberg-side``); imports nothing of ushas."""
-    spark = iceberg_session("iceberg-bench-row-level", root, jars)
+    """Run by the virtualenv's python (``--side iceberg``); imports nothing of ushas."""
+    spark = iceberg_session("iceberg-bench-row-level", root, jars, conf=SAME)
+    create = ("CREATE TABLE {t} (id INT, v BIGINT, dt STRING) USING iceberg "
+              f"PARTITIONED BY (dt) TBLPROPERTIES ({ICEBERG_PROPERTIES})")
     try:
         spark.sql("CREATE NAMESPACE IF NOT EXISTS ice.bench")
-        fill(spark, ["ice.bench.a"], "CREATE TABLE {t} (id INT, v BIGINT, dt STRING) USING iceberg "
-             f"PARTITIONED BY (dt) TBLPROPERTIES ({ICEBERG_PROPERTIES})", rows, parts)
+        warm_up(spark, create, {"ice.bench.a": "statement"}, parts)
+        fill(spark, ["ice.bench.a"], create, rows, parts)
         filled = spark.sql("SELECT snapshot_id FROM ice.bench.a.snapshots ORDER BY committed_at DESC LIMIT 1").first()[0]
         before = control(spark)
         took: dict[str, list[float]] = {}
@@ -240,20 +273,49 @@ def iceberg_side(root: Path, jars: str, rows: int, parts: int, rounds: int) -> d
         spark.stop()
 
 
-def iceberg(rows: int, parts: int, rounds: int) -> dict[str, Any]:
-    python, jars = iceberg_setup()
-    root = Path(tempfile.mkdtemp(prefix="iceberg-bench-rowlevel-"))
+def own_process(side: str, python: Path, jars: str, rows: int, parts: int, first: int) -> dict[str, Any]:
+    """One round of ``side`` (``ushas`` / ``iceberg``) in a fresh process (a new JVM); its progress lines
+    are echoed."""
+    root = Path(tempfile.mkdtemp(prefix=f"{side}-bench-rowlevel-"))
+    env = dict(os.environ) if side == "ushas" else {k: v for k, v in os.environ.items()
+                                                    if k not in ("PYTHONPATH", "SPARK_HOME")}
     try:
-        out = subprocess.run([str(python), __file__, "--iceberg-side", str(root), ",".join(map(str, jars)),
-                              "--rows", str(rows), "--partitions", str(parts), "--rounds", str(rounds)],
-                             capture_output=True, text=True, timeout=3600,
-                             env={k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SPARK_HOME")})
+        out = subprocess.run([str(python), __file__, "--side", side, str(root), jars, "--rows", str(rows),
+                              "--partitions", str(parts), "--rounds", "1", "--first-round", str(first)],
+                             capture_output=True, text=True, timeout=3600, env=env)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     for line in out.stdout.splitlines():
         if line.startswith("RESULT "):
             return dict(json.loads(line[len("RESULT "):]))
-    raise RuntimeError("the Iceberg side failed: " + cause(out.stderr))
+        print(line, flush=True)
+    raise RuntimeError(f"the {side} side failed: " + cause(out.stderr))
+
+
+def fresh_rounds(rows: int, parts: int, rounds: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Each round: ushas and Iceberg each in a fresh process, alternating which goes first; the rounds'
+    results joined (``control``: each round's, a list)."""
+    python, jar_paths = iceberg_setup()
+    jars = ",".join(map(str, jar_paths))
+    mine: dict[str, Any] = {"took": {}, "sums": [], "control": []}
+    ice: dict[str, Any] = {"took": {}, "sums": [], "control": []}
+    for r in range(rounds):
+        for side in ("ushas", "iceberg") if r % 2 == 0 else ("iceberg", "ushas"):
+            got = own_process(side, Path(sys.executable) if side == "ushas" else python, jars, rows, parts, r)
+            into = mine if side == "ushas" else ice
+            into["version"] = got["version"]
+            into["sums"] += got["sums"]
+            into["control"].append(got["control"])
+            for name, took in got["took"].items():
+                if side == "ushas":
+                    for t, times in took.items():
+                        into["took"].setdefault(name, {}).setdefault(t, []).extend(times)
+                else:
+                    into["took"].setdefault(name, []).extend(took)
+            print(f"  round {r + 1} {side} (own process, Spark {got['version']}): control {got['control']:.2f} s"
+                  + ("" if side == "ushas" else ", " + ", ".join(f"{n} {t[-1]:.2f} s" for n, t in got["took"].items())),
+                  flush=True)
+    return mine, ice
 
 
 def main() -> None:
@@ -265,42 +327,58 @@ def main() -> None:
     ap.add_argument("--profile", action="store_true",
                     help="print each ushas statement's Spark jobs (tasks, executor seconds) and its driver time")
     ap.add_argument("--no-iceberg", action="store_true", help="skip the Iceberg side")
-    ap.add_argument("--iceberg-side", nargs=2, metavar=("ROOT", "JARS"), help=argparse.SUPPRESS)
+    ap.add_argument("--side", nargs=3, metavar=("SIDE", "ROOT", "JARS"), help=argparse.SUPPRESS)
+    ap.add_argument("--first-round", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args()
     rows = args.rows or (100_000 if args.quick else 1_000_000)
     args.rounds = args.rounds or (1 if args.quick else 3)
     parts = args.partitions
-    if args.iceberg_side:
-        print("RESULT " + json.dumps(iceberg_side(Path(args.iceberg_side[0]), args.iceberg_side[1], rows, parts,
-                                                  args.rounds)))
+    if args.side:
+        side, root, jars = args.side
+        got = (ushas_side(args, rows, parts, args.first_round) if side == "ushas"
+               else iceberg_side(Path(root), jars, rows, parts, args.rounds))
+        print("RESULT " + json.dumps(got))
         return
-    mine = ushas_side(args, rows, parts)
     ice: dict[str, Any] | None = None
     reason = "--no-iceberg"
-    if not args.no_iceberg:
-        print("== Iceberg 1.12, Spark 4.1.4 (own virtualenv), the same statements", flush=True)
+    if args.no_iceberg or args.profile:
+        mine = ushas_side(args, rows, parts)
+        mine["control"] = [mine["control"]]
+        if args.profile and not args.no_iceberg:
+            reason = "--profile (in one process)"
+    else:
+        print(f"== ushas (Spark 4.3) and Iceberg 1.12 (Spark 4.1.4, own virtualenv), {rows:,} rows, {parts} "
+              f"partitions, {args.rounds} round(s), each side in a fresh process per round", flush=True)
         try:
-            ice = iceberg(rows, parts, args.rounds)
+            mine, ice = fresh_rounds(rows, parts, args.rounds)
         except (RuntimeError, OSError, subprocess.SubprocessError) as e:
+            print(f"Iceberg side not run ({e}): the ushas side alone, in this process", flush=True)
             reason = str(e)
+            mine = ushas_side(args, rows, parts)
+            mine["control"] = [mine["control"]]
     print()
+    ratio = None if ice is None else statistics.median(mine["control"]) / statistics.median(ice["control"])
     print(f"{rows:,} rows, {parts} partitions, medians of {args.rounds} round(s); ushas on Spark {mine['version']}"
           + ("" if ice is None else f", Iceberg 1.12 on Spark {ice['version']}"))
     print("| change | row-level s | by hand s | row-level ÷ by hand (goal ≤ 1x) | Iceberg s | ushas ÷ Iceberg "
-          "(goal ≤ 1.2x) |")
-    print("|---|---:|---:|---:|---:|---:|")
+          "(goal ≤ 1.2x) | ushas ÷ Iceberg ÷ control ratio (control-normalized) |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for name, sides in mine["took"].items():
         a, b = statistics.median(sides["a"]), statistics.median(sides["b"])
         i = None if ice is None else statistics.median(ice["took"][name])
         print(f"| {name} | {a:.2f} | {b:.2f} | {a / b:.2f}x | {'—' if i is None else f'{i:.2f}'} | "
-              f"{'—' if i is None else f'{a / i:.2f}x'} |")
-    if ice is None:
+              f"{'—' if i is None else f'{a / i:.2f}x'} | "
+              f"{'—' if i is None or ratio is None else f'{a / i / ratio:.2f}x'} |")
+    if ice is None or ratio is None:
         print(f"Iceberg: not run ({reason})")
         return
-    ratio = mine["control"] / ice["control"]
-    print(f"control query (no catalog): Spark {mine['version']} {mine['control']:.2f} s, Spark {ice['version']} "
-          f"{ice['control']:.2f} s: {ratio:.2f}x" + ("" if 0.85 <= ratio <= 1.15 else
-                                                      "  OUTSIDE 0.85-1.15x: the Iceberg ratios are not valid"))
+    print(f"control query (no catalog), per round: Spark {mine['version']} "
+          f"{', '.join(f'{c:.2f}' for c in mine['control'])} s, Spark {ice['version']} "
+          f"{', '.join(f'{c:.2f}' for c in ice['control'])} s; medians {statistics.median(mine['control']):.2f} / "
+          f"{statistics.median(ice['control']):.2f} s: {ratio:.2f}x"
+          + ("  (within 0.85-1.15x: the Iceberg ratios are valid)" if 0.85 <= ratio <= 1.15 else
+             "  OUTSIDE 0.85-1.15x: the Iceberg ratios are not valid; only the control-normalized column, "
+             "labelled as such, compares the catalogs"))
     print("table checksums (count, sums of id, v and the rows' hashes) per round, ushas vs Iceberg: "
           + ("equal" if mine["sums"] == ice["sums"] else f"DIFFER: ushas {mine['sums']}, Iceberg {ice['sums']}"))
 

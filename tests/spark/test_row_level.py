@@ -3,6 +3,7 @@ reference computed with plain DataFrames from the same rows, partitioned or not,
 history names the statement; old versions stay readable; refusals carry Spark's / the catalog's error."""
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -188,6 +189,11 @@ def test_only_the_files_holding_matching_rows_are_rewritten(spark: Any, db: str,
                 f"DELETE FROM {t} WHERE id = 5", f"UPDATE {t} SET v = 'w' WHERE id = 5",
                 f"UPDATE {t} SET dt = 'w' WHERE id = 5")}
             assert [("Sort [dt" in plan) for plan in plans.values()] == [False, False, True], plans
+            # the file column is a BIGINT id of the file, not its path: it travels with every row the
+            # statement reads, through a MERGE's join shuffle (the L suffix: a BIGINT attribute)
+            merge = spark.sql(f"EXPLAIN MERGE INTO {t} t USING src s ON t.id = s.id "
+                              f"WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *").first()[0]
+            assert re.search(r"Exchange hashpartitioning.*__ushas_file#\d+L", merge, re.S), merge
 
 
 def test_a_row_level_statement_on_a_missing_table_or_column_gets_sparks_error(spark: Any, db: str) -> None:
@@ -263,3 +269,40 @@ def test_a_merge_refuses_rows_appended_since_its_scan_unless_isolation_is_snapsh
     pending.append(("y", 101, "other2"))
     spark.sql(merge_sql)  # snapshot: commits; the row appended meanwhile was not seen by it
     assert ids_101() == ["N101", "other2"]
+
+
+def test_a_merge_whose_source_hits_every_file_skips_the_group_filter(spark: Any, db: str, src: str) -> None:
+    """A MERGE whose source has at least 4 rows per file of the (small) group it reads runs no runtime group
+    filter: its job would select every file (MergeGroupFilter). A small source keeps it, as UPDATE / DELETE
+    do; the table property ``ushas.row-level.group-filter`` forces it (``always``) or drops it (``never``);
+    the result is the same either way; another value is refused naming the property."""
+    t = f"ushas.{db}.gf"
+    make(spark, t, "parquet", True)
+    spark.range(1, 101).selectExpr("CAST(id AS INT) AS id", "concat('B', id) AS v",
+                                   "element_at(array('x', 'y', 'z'), CAST(id % 3 + 1 AS INT)) AS dt") \
+        .createOrReplaceTempView("big")  # a source whose size Spark knows (a local list's it does not)
+    upsert = f"MERGE INTO {t} t USING {{s}} s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v " \
+             f"WHEN NOT MATCHED THEN INSERT *"
+
+    def filtered(sql: str) -> bool:  # whether the statement's scan gets Spark's runtime group filter
+        return "dynamicpruning" in spark.sql(f"EXPLAIN {sql}").first()[0].lower()
+
+    try:
+        assert len({r.path for r in spark.sql(f"SELECT path FROM {t}.files").collect()}) * 4 <= 100
+        assert not filtered(upsert.format(s="big"))
+        assert filtered(upsert.format(s="src"))  # 7 rows: fewer than 4 per file
+        assert filtered(f"DELETE FROM {t} WHERE id = 3")
+        spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('ushas.row-level.group-filter' = 'always')")
+        assert filtered(upsert.format(s="big"))
+        spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('ushas.row-level.group-filter' = 'never')")
+        assert not filtered(f"DELETE FROM {t} WHERE id = 3")
+        spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('ushas.row-level.group-filter' = 'auto')")
+        spark.sql(upsert.format(s="big"))
+        assert {tuple(r) for r in spark.sql(f"SELECT id, v, dt FROM {t}").collect()} == \
+            {(i, f"B{i}", ["x", "y", "z"][i % 3]) for i in range(1, 101)}
+        spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('ushas.row-level.group-filter' = 'sometimes')")
+        with pytest.raises(Exception, match="ushas.row-level.group-filter is 'sometimes'; it takes auto"):
+            spark.sql(upsert.format(s="big"))
+        assert spark.sql(f"SELECT count(*) AS n FROM {t}").first().n == 100
+    finally:
+        spark.catalog.dropTempView("big")

@@ -37,6 +37,7 @@ public final class UshasExtensions extends AbstractFunction1<SparkSessionExtensi
         extensions.injectColumnar(UshasScanRule.factory());  // dynamic partition pruning through the catalog
         extensions.injectOptimizerRule(UshasStatistics.rule());  // analyze_table's statistics for the optimizer
         extensions.injectOptimizerRule(FooterCount.factory());  // count(*) of a few parquet files: no job
+        extensions.injectOptimizerRule(MergeGroupFilter.factory());  // a MERGE's source size, for its group filter
         extensions.injectResolutionRule(RowPolicies.factory());  // row filters and column masks on every read
         extensions.injectPostHocResolutionRule(ViewSchemaSync.factory());  // views WITH SCHEMA [TYPE] EVOLUTION
         extensions.injectHintResolutionRule(FunctionStatements.factory());  // CREATE / DROP / DESCRIBE FUNCTION ...

@@ -131,7 +131,7 @@ final class UshasRowLevel {
             return table.properties();
         }
 
-        /** The file each row was read from: the group unit of a row-level rewrite. */
+        /** The file each row was read from ({@link #fileId}): the group unit of a row-level rewrite. */
         @Override
         public MetadataColumn[] metadataColumns() {
             return new MetadataColumn[] {new MetadataColumn() {
@@ -142,7 +142,7 @@ final class UshasRowLevel {
 
                 @Override
                 public org.apache.spark.sql.types.DataType dataType() {
-                    return DataTypes.StringType;
+                    return DataTypes.LongType;
                 }
 
                 @Override
@@ -226,6 +226,12 @@ final class UshasRowLevel {
         private final Command command;
         /** the scan of the group (the files it reads), set when the scan is built */
         private volatile GroupScan scan;
+        /** a MERGE's source rows as Spark estimates them ({@link MergeGroupFilter}), -1: unknown */
+        private volatile long sourceRows = -1;
+
+        void sourceRows(long rows) {
+            sourceRows = rows;
+        }
 
         Operation(UshasTable table, Command command) {
             this.table = table;
@@ -310,6 +316,22 @@ final class UshasRowLevel {
     /** the hidden metadata column holding each row's file (a name no user column is expected to have) */
     static final String FILE_COLUMN = "__ushas_file";
 
+    /** A file's value in {@link #FILE_COLUMN}: the first 8 bytes of the MD5 of its path, a BIGINT rather than
+     *  the path, since the column travels with every row the statement reads (through a MERGE's join shuffle,
+     *  the group filter's aggregate): 8 bytes a row instead of the path's ~120. The same in every scan of the
+     *  table (the group filter's and the rewrite's list the files separately). Two files with the same id
+     *  (a chance of about 3 in 10^8 among a million files) only make the rewrite take one more file, whose rows it writes
+     *  back unchanged: never a wrong result. */
+    static long fileId(String path) {
+        try {
+            byte[] d = java.security.MessageDigest.getInstance("MD5").digest(
+                    path.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            return java.nio.ByteBuffer.wrap(d).getLong();
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
     /** Takes the condition's predicates on partition columns: they select the partitions (the group) read
      *  and replaced. Spark does not filter the rows read with them (the plan needs every row of the group). */
     private static final class GroupScanBuilder implements SupportsPushDownCatalystFilters,
@@ -384,7 +406,7 @@ final class UshasRowLevel {
         private final StructType readSchema;
         private final boolean withFile;
         /** the files of the group (by their path), null: every file of {@link #directories} */
-        private volatile Set<String> selected;
+        private volatile Set<Long> selected;
 
         /** filters the format may use to skip data (never to drop single rows: Spark filters them) */
         private final List<Filter> dataFilters;
@@ -413,7 +435,7 @@ final class UshasRowLevel {
             this.readDataSchema = new StructType(needed.toArray(new StructField[0]));
             List<StructField> all = new ArrayList<>(needed);
             all.addAll(Arrays.asList(partitionSchema.fields()));
-            if (withFile) all.add(new StructField(FILE_COLUMN, DataTypes.StringType, false,
+            if (withFile) all.add(new StructField(FILE_COLUMN, DataTypes.LongType, false,
                     org.apache.spark.sql.types.Metadata.empty()));
             this.readSchema = new StructType(all.toArray(new StructField[0]));
             JsonNode answer = table.answer();
@@ -425,9 +447,27 @@ final class UshasRowLevel {
                     CollectionConverters.asScala(List.<Expression>of()).toList()));
         }
 
+        /** The file column, for Spark's runtime group filter, unless {@link MergeGroupFilter} declines it (a
+         *  MERGE whose source has many rows per file of a small group hits every file: the filter's job would
+         *  select them all). */
         @Override
         public NamedReference[] filterAttributes() {
-            return withFile ? new NamedReference[] {Expressions.column(FILE_COLUMN)} : new NamedReference[0];
+            if (!withFile) return new NamedReference[0];
+            long files = 0;
+            long bytes = 0;
+            for (PartitionDirectory d : directories) {
+                for (FileStatusWithMetadata f : CollectionConverters.asJava(d.files())) {
+                    files++;
+                    bytes += f.getLen();
+                }
+            }
+            long wave = SQLConf.get().filesMaxPartitionBytes()
+                    * SparkSession.active().sparkContext().defaultParallelism();
+            if (MergeGroupFilter.declines(op.table.name(), op.table.properties().get(MergeGroupFilter.PROPERTY),
+                    op.command == RowLevelOperation.Command.MERGE, op.sourceRows, files, bytes, wave)) {
+                return new NamedReference[0];
+            }
+            return new NamedReference[] {Expressions.column(FILE_COLUMN)};
         }
 
         /** Spark's runtime group filter: {@code __ushas_file IN (the files holding a matching row)}. */
@@ -439,19 +479,21 @@ final class UshasRowLevel {
                         || !FILE_COLUMN.equalsIgnoreCase(String.join(".", ref.fieldNames()))) {
                     continue;
                 }
-                Set<String> files = new HashSet<>();
+                Set<Long> files = new HashSet<>();
                 for (int i = 1; i < p.children().length; i++) {
-                    if (p.children()[i] instanceof Literal<?> lit && lit.value() != null) files.add(lit.value().toString());
+                    if (p.children()[i] instanceof Literal<?> lit && lit.value() instanceof Number n) {
+                        files.add(n.longValue());
+                    }
                 }
-                Set<String> before = selected;
+                Set<Long> before = selected;
                 if (before != null) files.retainAll(before);
                 selected = files;
             }
         }
 
         private boolean inGroup(FileStatusWithMetadata f) {
-            Set<String> s = selected;
-            return s == null || s.contains(f.getPath().toString());
+            Set<Long> s = selected;
+            return s == null || s.contains(fileId(f.getPath().toString()));
         }
 
         /** The files the statement replaces, by partition: {@code [{"values": {...}, "files": [path, ...]}]}; a
@@ -549,8 +591,7 @@ final class UshasRowLevel {
                         for (int i = 0; i < partitionSchema.length(); i++) {
                             vs[i] = values.get(i, partitionSchema.fields()[i].dataType());
                         }
-                        vs[partitionSchema.length()] = org.apache.spark.unsafe.types.UTF8String.fromString(
-                                f.getPath().toString());
+                        vs[partitionSchema.length()] = fileId(f.getPath().toString());
                         values = new GenericInternalRow(vs);
                     }
                     if (!current.isEmpty() && size + len > maxSplit) {
@@ -578,7 +619,7 @@ final class UshasRowLevel {
             boolean columnar = format.supportBatch(spark, readSchema);
             options.put(FileFormat$.MODULE$.OPTION_RETURNING_BATCH(), String.valueOf(columnar));
             StructType constants = op.table.partitionSchema();
-            if (withFile) constants = constants.add(FILE_COLUMN, DataTypes.StringType, false);
+            if (withFile) constants = constants.add(FILE_COLUMN, DataTypes.LongType, false);
             scala.Function1<PartitionedFile, scala.collection.Iterator<InternalRow>> read =
                     format.buildReaderWithPartitionValues(spark, dataSchema, constants, readDataSchema,
                             CollectionConverters.asScala(dataFilters).toList(), scalaMap(options),
