@@ -260,7 +260,7 @@ class LocationOps(MetastoreBase):
         doing = f"place {what} {tn} at {location}"
         held = locs.holding(p, location)
         if held is not None:
-            authorize(tr, self.layout, self.project, user, CREATE_EXTERNAL_TABLE, held.securable())
+            authorize(tr, self.layout, self.project, user, CREATE_EXTERNAL_TABLE, held.securable(), policy=p)
         elif p.locations:
             raise _refused(user, CREATE_EXTERNAL_TABLE, doing, "it lies in no declared external location "
                            "(ushas locations list)", str(location))
