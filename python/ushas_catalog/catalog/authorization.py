@@ -362,7 +362,7 @@ def securable(tr: Transaction, resolver: Resolver, kind: str, value: Any, *, rem
         if fentry is None:
             return Securable(what, str(tn), ids, exists=False)
         return Securable(what, str(tn), ids + (uuid.UUID(bytes=fentry.id),))
-    rentry = _memo((db_path.key(), "Table"), lambda: resolver.names(db_path.add(TABLE), "Table")).load(tr, (tn.name,))
+    rentry = _names(resolver, db_path, TABLE, "Table").load(tr, (tn.name,))
     if remember:  # found or not: the call's own lookup of it reads the same
         remember_checked(tr, CheckedNames(resolver, str(tn.database_name), ids[-1], db_path, str(tn), rentry))
     if rentry is None:
@@ -395,6 +395,14 @@ def _memo(key: tuple[bytes, Any], make: Callable[[], Any]) -> Any:
     return found
 
 
+def _names(resolver: Resolver, parent: Any, directory: str, kind: str) -> Any:
+    """``resolver.names(parent.add(directory), kind)``, kept in the memo for a plain resolver only: another one (a
+    share's) filters the names it shows, per resolver, and the same keys must not be read unfiltered through it."""
+    if type(resolver) is not Resolver:
+        return resolver.names(parent.add(directory), kind)
+    return _memo((parent.key(), kind), lambda: resolver.names(parent.add(directory), kind))
+
+
 def _database(tr: Transaction, resolver: Resolver, dn: DatabaseName) -> tuple[tuple[uuid.UUID, ...], Any]:
     """The id chain of database ``dn`` (project, catalog, database; shorter: the deepest that exists)
     and its key path (None when it does not exist): two point reads."""
@@ -403,7 +411,7 @@ def _database(tr: Transaction, resolver: Resolver, dn: DatabaseName) -> tuple[tu
     except NotFound:
         return (PROJECT_ID,), None
     parent = cat.path.key()
-    names = _memo((parent, "Database"), lambda: resolver.names(cat.path.add(DATABASE_DIR), "Database"))
+    names = _names(resolver, cat.path, DATABASE_DIR, "Database")
     entry = names.load(tr, (dn.database,))
     if entry is None:
         return (PROJECT_ID, cat.id), None
