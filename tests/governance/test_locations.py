@@ -288,6 +288,14 @@ def test_the_kept_index_follows_every_table_change(admin: Metastore, store_uri: 
             bob.check_placement("/lake/raw/moved/x", (C, "db", "mine"))
         admin.drop_table((C, "db", "moved"))
         bob.check_placement("/lake/raw/moved", (C, "db", "mine"))
+        admin.undrop_table((C, "db", "moved"))  # its last event: live again
+        with pytest.raises(PermissionDenied, match="overlaps the location of another table"):
+            bob.check_placement("/lake/raw/moved/x", (C, "db", "mine"))
+        admin.create_table((C, "db", "brief"), schema="a INT", location="file:/lake/raw/brief", external=True)
+        admin.drop_table((C, "db", "moved"))
+        admin.drop_table((C, "db", "brief"))  # created and dropped between two checks: never seen
+        bob.check_placement("/lake/raw/moved", (C, "db", "mine"))
+        bob.check_placement("/lake/raw/brief", (C, "db", "mine"))
         bob.check_path_read(["/lake/raw/open"])
         admin.set_column_mask((C, "db", "open"), "a", "0")
         with pytest.raises(PermissionDenied, match="row filter or a column mask"):
@@ -358,3 +366,44 @@ def test_one_statements_reads_and_writes_are_one_check(admin: Metastore, store_u
             bob.check_paths(reads=["/data/loose/part"])
     finally:
         bob.close()
+
+
+#: (case, bob's grants, the location, what the refusal names; "" when the create is allowed)
+CREATES: list[tuple[str, Grants, str, str]] = [
+    ("neither CREATE nor CREATE EXTERNAL TABLE: the database's refusal first", [], "/lake/raw/mine",
+     "bob does not have CREATE on database c.db"),
+    ("CREATE EXTERNAL TABLE without CREATE", [("CREATE EXTERNAL TABLE", "location:raw")], "/lake/raw/mine",
+     "bob does not have CREATE on database c.db"),
+    ("CREATE without CREATE EXTERNAL TABLE", [("CREATE", (C, "db"))], "/lake/raw/mine",
+     "CREATE EXTERNAL TABLE on location raw"),
+    ("both, over another table's directory", [("CREATE", (C, "db")), ("CREATE EXTERNAL TABLE", "location:raw")],
+     "/lake/raw/victim/x", "overlaps the location of another table"),
+    ("both, outside every declared location", [("CREATE", (C, "db")), ("CREATE EXTERNAL TABLE", "location:raw")],
+     "/tmp/anywhere", "lies in no declared external location"),
+    ("both", [("CREATE", (C, "db")), ("CREATE EXTERNAL TABLE", "location:raw")], "/lake/raw/mine", ""),
+]
+
+
+@pytest.mark.parametrize("case, grants, location, refusal", CREATES, ids=[c[0] for c in CREATES])
+def test_a_create_checks_its_placement_in_its_own_transaction(admin: Metastore, store_uri: str, case: str,
+                                                               grants: Grants, location: str, refusal: str) -> None:
+    """``create_table`` with a chosen location (every surface: Spark, REST, the CLI) checks CREATE on the database,
+    then the placement, in the create's one transaction: a user lacking both is refused for the database first; a
+    refusal writes no key but its audit event; an allowed create is owned by its creator."""
+    for privilege, obj in grants:
+        admin.grant(privilege, obj, "user:bob")
+    before = _keys(admin)
+    bob = Metastore.open(store_uri, project="p", user="bob", authorization=True)
+    try:
+        if not refusal:
+            bob.create_table((C, "db", "mine"), schema="a INT", location=location, external=True)
+            assert [g.principal for g in admin.grants((C, "db", "mine")) if g.privilege == "OWN"] == ["user:bob"]
+            return
+        with pytest.raises(PermissionDenied, match=refusal):
+            bob.create_table((C, "db", "mine"), schema="a INT", location=location, external=True)
+    finally:
+        bob.close()
+    assert _keys(admin) == before  # nothing changed
+    assert not admin.table_exists((C, "db", "mine"))
+    denied = [c for c in admin.changes() if c.operation == "DENIED"]
+    assert denied and denied[-1].user == "bob"

@@ -1,6 +1,7 @@
 """Row filters and column masks through Spark Connect (docs/governance.md): the server's catalog takes each
 client session's user (``user_id``); a client in the exempt role reads every row and raw value, another
-reads the filtered rows with the masked column, through SQL, the DataFrame API and a temporary view."""
+reads the filtered rows with the masked column, through SQL, the DataFrame API and a temporary view, and counts
+only those rows (a count a parquet table's footers answer included: io.ushas.spark.FooterCount)."""
 from __future__ import annotations
 
 import json
@@ -27,6 +28,11 @@ CLIENT = textwrap.dedent("""
            "df": sorted([list(r) for r in spark.table(t).select("id", "ssn").collect()])}
     spark.table(t).createOrReplaceTempView("v")
     out["view"] = sorted([list(r) for r in spark.sql("SELECT id, ssn FROM v").collect()])
+    # counts, which a parquet table's footers may answer (FooterCount): never of a hidden partition's rows
+    out["counts"] = [spark.sql(f"SELECT count(*) FROM {t}").first()[0], spark.table(t).count(),
+                     spark.sql(f"SELECT count(*) FROM {t} WHERE region = 'US'").first()[0],
+                     spark.table(t).where("region <> 'EU'").count(),
+                     spark.sql("SELECT count(*) FROM v WHERE region IN ('EU', 'US')").first()[0]]
     print("RESULT " + json.dumps(out))
 """)
 
@@ -43,7 +49,8 @@ def _client(server: SparkServer, tmp: Path, user: str, table: str, *statements: 
 def test_connect_clients_read_through_the_policy(connect: SparkServer, tmp_path: Path) -> None:
     db = "rf_" + uuid.uuid4().hex[:6]
     t = f"ushas.{db}.people"
-    setup = [f"CREATE NAMESPACE ushas.{db}", f"CREATE TABLE {t} (id INT, ssn STRING, region STRING) USING parquet",
+    setup = [f"CREATE NAMESPACE ushas.{db}",
+             f"CREATE TABLE {t} (id INT, ssn STRING, region STRING) USING parquet PARTITIONED BY (region)",
              f"INSERT INTO {t} VALUES (1, '111-22-3333', 'EU'), (2, '222-33-4444', 'US')",
              f"CALL ushas.system.set_row_filter('{db}.people', \"region = 'EU'\", 'role:auditors')",
              f"CALL ushas.system.set_column_mask('{db}.people', 'ssn', \"concat('***-', substr(ssn, -4, 4))\", "
@@ -56,5 +63,7 @@ def test_connect_clients_read_through_the_policy(connect: SparkServer, tmp_path:
         ms.close()
     carol = _client(connect, tmp_path, "carol", t, *setup)
     assert carol["sql"] == carol["df"] == carol["view"] == [[1, "111-22-3333"], [2, "222-33-4444"]]
+    assert carol["counts"] == [2, 2, 1, 1, 2]
     bob = _client(connect, tmp_path, "bob", t)
     assert bob["sql"] == bob["df"] == bob["view"] == [[1, "***-3333"]]
+    assert bob["counts"] == [1, 1, 0, 0, 1]  # the partition filter's rows only, answered from footers or not

@@ -62,6 +62,44 @@ def test_a_read_token_only_reads(svc: Live) -> None:
         reader.grant("OWN", "project", "user:reader")
 
 
+def test_a_read_token_cannot_send_or_dodge_read_only_on_a_path_check(svc: Live, tmp_path: Any) -> None:
+    """The path checks (``check_paths``, ``check_path_write``, ``check_path_read``) run with ``read_only`` set by the
+    service from the token, as ``/catalog/ops/check_paths`` does: a read token's governed path write is refused even
+    with WRITE FILES, through every check and spelling; a client sending ``read_only`` itself (by keyword or by
+    position, either value, either token) is refused; a write token's write and a read token's read still pass."""
+    admin = remote(svc, "admin")
+    lake = tmp_path / "lake"
+    admin.create_location("lake", str(lake))
+    for user in ("reader", "bob"):
+        for privilege in ("READ FILES", "WRITE FILES"):
+            admin.grant(privilege, "location:lake", f"user:{user}")
+    reader, bob = remote(svc, "reader"), remote(svc, "bob")
+    out = str(lake / "out")
+    for dodge in (lambda: reader.check_paths(writes=[out]), lambda: reader.check_paths([], [out]),
+                  lambda: reader.check_path_write([out]), lambda: reader.check_paths(reads=[out], writes=[out])):
+        with pytest.raises(PermissionDenied, match="a read token may only read"):
+            dodge()
+    sent: list[dict[str, Any]] = [
+        {"method": "check_paths", "kwargs": {"writes": [out], "read_only": False}},
+        {"method": "check_paths", "args": [[], [out], None, False]},
+        {"method": "check_paths", "kwargs": {"writes": [out], "read_only": True}},
+    ]
+    for who in ("reader", "bob"):
+        for body in sent:
+            status, answer = call(svc, body, who)
+            assert status == 400 and "read_only is set by the catalog service" in answer["error"]["message"], answer
+    with pytest.raises(InvalidArgument, match="read_only is set by the catalog service"):
+        reader.check_paths(writes=[out], read_only=False)
+    reader.check_path_read([out])
+    reader.check_paths(reads=[out])
+    bob.check_paths(writes=[out])
+    bob.check_path_write([out])
+    admin.revoke("WRITE FILES", "location:lake", "user:bob")
+    with pytest.raises(PermissionDenied, match="WRITE FILES on location lake"):
+        bob.check_path_write([out])
+    assert not (lake / "out").exists()  # a check writes no file
+
+
 @pytest.mark.parametrize("body, error", [
     ({"method": "run", "args": []}, "does not offer the metastore method 'run'"),
     ({"method": "_commit", "args": []}, "does not offer"),

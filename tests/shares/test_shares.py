@@ -278,3 +278,35 @@ def test_a_mount_may_take_the_owners_catalog_name(owner: Any, recipient: Any) ->
     recipient.shares.unmount(q(CAT))
     recipient.create_catalog(q(CAT))  # the name is free again; the owner's share is untouched
     assert owner.shares.show("s1").recipients == ["beta"]
+
+
+def test_a_checked_lookup_through_a_share_sees_only_the_share(owner: Any, store_uri: str) -> None:
+    """The privilege check of a call through a share reads the share's filtered names, even after the owner's own
+    checked calls in the same process read the same databases unfiltered (the checks' key-path memo is per plain
+    resolver), and the call's lookup takes nothing the share does not hold from the check."""
+    from ushas_catalog.errors import PermissionDenied  # noqa: F401 - the grants below make bob's calls allowed
+
+    admin = Metastore.open(store_uri, project="beta", user="admin")
+    shared(owner, admin, f"{q(CAT)}.{q(DB)}.{q('or.ders')}")
+    for privilege in ("USE", "SELECT"):
+        admin.grant(privilege, "project", "user:bob")
+    owner.grant("OWN", "project", "user:alice")
+    alice = Metastore.open(store_uri, project="acme.corp", user="alice", authorization=True)
+    bob = Metastore.open(store_uri, project="beta", user="bob", authorization=True)
+    try:
+        for name in ("it's", "or.ders"):  # the owner's checked lookups: the unfiltered names of DB
+            assert alice.get_table((CAT, DB, name)).name == name
+        assert alice.get_database((CAT, "secret")).name == "secret"
+        view = bob.shares.open("partner")
+        assert view.get_table(("partner", DB, "or.ders")).name == "or.ders"
+        with pytest.raises(NoSuchTable):
+            view.get_table(("partner", DB, "it's"))
+        with pytest.raises(NoSuchNamespace):
+            view.get_table(("partner", "secret", "keys"))
+        with pytest.raises(NoSuchNamespace):
+            view.get_database(("partner", "secret"))
+        assert not view.table_exists(("partner", DB, "it's"))
+    finally:
+        alice.close()
+        bob.close()
+        admin.close()

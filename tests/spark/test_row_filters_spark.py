@@ -77,6 +77,58 @@ def test_plain_select_and_dataframe(spark: Any, rm: Any) -> None:
     assert {r.region for r in spark.sql(f"SELECT DISTINCT region FROM {rm.bob}.db.people").collect()} == {"EU"}
 
 
+#: (form, how bob counts ``{t}`` (his catalog's filtered table; ``{bob}``: his catalog), the rows he may see):
+#: every way to ask for a count, with partition filters that would select the hidden partitions
+COUNTS: list[tuple[str, Any, int]] = [
+    ("all", "SELECT count(*) FROM {t}", 2),
+    ("a hidden partition", "SELECT count(*) FROM {t} WHERE region = 'US'", 0),
+    ("hidden and seen partitions", "SELECT count(*), count(1) FROM {t} WHERE region IN ('EU', 'US', 'APAC')", 2),
+    ("every partition but the seen one", "SELECT count(*) FROM {t} WHERE region <> 'EU'", 0),
+    ("a derived table", "SELECT count(*) FROM (SELECT region FROM {t} WHERE region > 'A') s", 2),
+    ("a CTE", "WITH c AS (SELECT * FROM {t} WHERE region = 'APAC') SELECT count(*) FROM c", 0),
+    ("a scalar subquery", "SELECT (SELECT count(*) FROM {t} WHERE region = 'US')", 0),
+    ("a union", "SELECT count(*) FROM (SELECT * FROM {t} UNION ALL SELECT * FROM {t})", 4),
+    ("a view", "SELECT count(*) FROM {bob}.db.fc_all", 2),
+    ("a view of a hidden partition", "SELECT count(*) FROM {bob}.db.fc_us", 0),
+    ("a view, filtered to a hidden partition", "SELECT count(*) FROM {bob}.db.fc_all WHERE region = 'US'", 0),
+    ("a temporary view", "SELECT count(*) FROM fc_tv WHERE region IN ('US', 'APAC')", 0),
+    ("DataFrame count", lambda df: df.count(), 2),
+    ("DataFrame count of a hidden partition", lambda df: df.where("region = 'US'").count(), 0),
+    ("DataFrame groupBy().count()", lambda df: df.groupBy().count().first()[0], 2),
+    ("as of the current version", "SELECT count(*) FROM {t} VERSION AS OF {version} WHERE region <> 'EU'", 0),
+]
+
+
+def test_a_count_from_footers_never_counts_hidden_rows(spark: Any, rm: Any) -> None:
+    """``count(*)`` answered from the files' footers (io.ushas.spark.FooterCount) counts the files of the partitions
+    the row filter lets through: no form of a count — partition filters naming hidden partitions, views, temporary
+    views, the DataFrame API, subqueries, time travel — gives a filtered user a hidden row's count. The exempt
+    user's counts show the hidden rows are there to count, and that most forms are answered from footers."""
+    t = f"{rm.bob}.db.people"
+    spark.sql(f"CREATE OR REPLACE VIEW {rm.bob}.db.fc_all AS SELECT * FROM {t}")
+    spark.sql(f"CREATE OR REPLACE VIEW {rm.bob}.db.fc_us AS SELECT * FROM {t} WHERE region = 'US'")
+    spark.table(t).createOrReplaceTempView("fc_tv")
+    version = rm.ms.get_table(("main", "db", "people")).version
+    answered = 0
+    try:
+        for form, how, expected in COUNTS:
+            if callable(how):
+                assert how(spark.table(t)) == expected, form
+                continue
+            sql = how.format(t=t, bob=rm.bob, version=version)
+            got = spark.sql(sql)
+            answered += "LocalRelation" in got._jdf.queryExecution().optimizedPlan().toString()
+            assert all(n == expected for n in got.first()), (form, sql, got.first())
+        assert answered >= 5  # the rule answered (not only the scan): its pruning is what is tested
+        carol = f"{rm.carol}.db.people"
+        assert spark.sql(f"SELECT count(*) FROM {carol} WHERE region <> 'EU'").first()[0] == 2
+        assert spark.table(carol).where("region = 'US'").count() == 1
+    finally:
+        spark.sql(f"DROP VIEW IF EXISTS {rm.adm}.db.fc_all")
+        spark.sql(f"DROP VIEW IF EXISTS {rm.adm}.db.fc_us")
+        spark.catalog.dropTempView("fc_tv")
+
+
 @pytest.mark.parametrize("query", [
     "SELECT * FROM (SELECT * FROM {t}) s",
     "SELECT * FROM {t} WHERE id IN (SELECT id FROM {t})",

@@ -34,7 +34,7 @@ from ..kv.base import Transaction
 from ..model.names import CatalogName, DatabaseName, TableName
 from ..records.store import RecordStore
 from .branch_view import main_transaction
-from .resolver import ResolvedObject, Resolver
+from .resolver import CheckedNames, Resolver, remember_checked
 
 #: object kinds of a rule's target: the name argument is parsed as this kind's name
 PROJECT, CATALOG, DATABASE, RELATION, FUNCTION_KIND = "project", "catalog", "database", "relation", "function"
@@ -316,10 +316,21 @@ def _parent(kind: str, value: Any) -> tuple[str, Any]:
     return DATABASE, TableName.parse(value).database_name
 
 
+def _parent_of(resolver: Resolver, kind: str, value: Any, missing: Securable) -> Securable:
+    """What :func:`securable` answers for the parent of the missing object ``value`` of ``kind``, from the id
+    chain of ``missing`` (its securable: the chain stops at its deepest existing ancestor), reading nothing."""
+    parent_kind, parent = _parent(kind, value)
+    if parent_kind == PROJECT:
+        return Securable.project(resolver.project)
+    depth = 2 if parent_kind == CATALOG else 3
+    shown = str(CatalogName.parse(parent)) if parent_kind == CATALOG else str(DatabaseName.parse(parent))
+    return Securable(parent_kind, shown, missing.ids[:depth], exists=len(missing.ids) >= depth)
+
+
 def securable(tr: Transaction, resolver: Resolver, kind: str, value: Any, *, remember: bool = False) -> Securable:
     """The object ``value`` names (of ``kind``) with its id chain; a missing object's chain stops at
-    its deepest existing ancestor (``exists=False``). ``remember``: a table or view found is kept in ``tr``
-    for the guarded call's own first lookup of it (:func:`checked_relation`)."""
+    its deepest existing ancestor (``exists=False``). ``remember``: the database and relation names read are
+    kept in ``tr`` for the guarded call's own first lookup of them (:class:`~.resolver.CheckedNames`)."""
     if isinstance(value, tuple) and len(value) == 2 and value[0] == "parent":
         kind, value = _parent(kind, value[1])
     if kind == OBJECT:
@@ -337,7 +348,9 @@ def securable(tr: Transaction, resolver: Resolver, kind: str, value: Any, *, rem
             return Securable("catalog", str(cn), chain, exists=False)
     if kind == DATABASE:
         dn = DatabaseName.parse(value)
-        ids, _ = _database(tr, resolver, dn)
+        ids, path = _database(tr, resolver, dn)
+        if remember and path is not None:
+            remember_checked(tr, CheckedNames(resolver, str(dn), ids[-1], path))
         return Securable("database", str(dn), ids, exists=len(ids) == 3)
     tn = TableName.parse(value)
     what = "function" if kind == FUNCTION_KIND else "table"
@@ -349,12 +362,12 @@ def securable(tr: Transaction, resolver: Resolver, kind: str, value: Any, *, rem
         if fentry is None:
             return Securable(what, str(tn), ids, exists=False)
         return Securable(what, str(tn), ids + (uuid.UUID(bytes=fentry.id),))
-    rentry = _memo((db_path.key(), "Table"), lambda: resolver.names(db_path.add(TABLE), "Table")).load(tr, (tn.name,))
+    rentry = _names(resolver, db_path, TABLE, "Table").load(tr, (tn.name,))
+    if remember:  # found or not: the call's own lookup of it reads the same
+        remember_checked(tr, CheckedNames(resolver, str(tn.database_name), ids[-1], db_path, str(tn), rentry))
     if rentry is None:
         return Securable(what, str(tn), ids, exists=False)
     what = "view" if rentry.kind == rec.ObjectKind.VIEW else "table"
-    if remember:
-        _keep(tr, CheckedRelation(resolver, str(tn), ids[-1], db_path, rentry))
     return Securable(what, str(tn), ids + (uuid.UUID(bytes=rentry.id),))
 
 
@@ -366,44 +379,6 @@ def _location(tr: Transaction, resolver: Resolver, name: str) -> Securable:
     if found is None:
         return Securable("location", name, (PROJECT_ID,), exists=False)
     return Securable("location", name, (PROJECT_ID, uuid.UUID(bytes=found.id)))
-
-
-@dataclass(frozen=True)
-class CheckedRelation:
-    """The table or view a guarded call's privilege check has just resolved in the call's transaction:
-    what the call's own first lookup of the same name reads instead of reading the names again."""
-
-    resolver: Resolver
-    name: str
-    database_id: uuid.UUID
-    database_path: Any
-    entry: rec.ObjectName
-
-
-#: the transaction attribute holding the :class:`CheckedRelation` of the running guarded call
-_CHECKED_RELATION = "ushas_checked_relation"
-
-
-def _keep(tr: Transaction, found: CheckedRelation) -> None:
-    try:
-        tr.__dict__[_CHECKED_RELATION] = found
-    except AttributeError:  # a transaction that takes no attributes: the call reads the names itself
-        pass
-
-
-def _forget(tr: Transaction) -> None:
-    getattr(tr, "__dict__", {}).pop(_CHECKED_RELATION, None)
-
-
-def checked_relation(tr: Transaction, resolver: Resolver, name: TableName) -> tuple[ResolvedObject, Any] | None:
-    """What :meth:`Resolver.relation` answers for ``name``, taken from the privilege check that ran in
-    ``tr`` just before this guarded call (once; None: no such check, another name or resolver). Valid
-    because nothing runs between the check and the call's first statement: a call uses it only there."""
-    found = getattr(tr, "__dict__", {}).pop(_CHECKED_RELATION, None)
-    if found is None or found.resolver is not resolver or found.name != str(name):
-        return None
-    db = ResolvedObject("database", name.database_name, found.database_id, found.database_path, None)
-    return db, found.entry
 
 
 #: the key paths and record stores the checks build for the same objects call after call (immutable
@@ -420,6 +395,14 @@ def _memo(key: tuple[bytes, Any], make: Callable[[], Any]) -> Any:
     return found
 
 
+def _names(resolver: Resolver, parent: Any, directory: str, kind: str) -> Any:
+    """``resolver.names(parent.add(directory), kind)``, kept in the memo for a plain resolver only: another one (a
+    share's) filters the names it shows, per resolver, and the same keys must not be read unfiltered through it."""
+    if type(resolver) is not Resolver:
+        return resolver.names(parent.add(directory), kind)
+    return _memo((parent.key(), kind), lambda: resolver.names(parent.add(directory), kind))
+
+
 def _database(tr: Transaction, resolver: Resolver, dn: DatabaseName) -> tuple[tuple[uuid.UUID, ...], Any]:
     """The id chain of database ``dn`` (project, catalog, database; shorter: the deepest that exists)
     and its key path (None when it does not exist): two point reads."""
@@ -428,7 +411,7 @@ def _database(tr: Transaction, resolver: Resolver, dn: DatabaseName) -> tuple[tu
     except NotFound:
         return (PROJECT_ID,), None
     parent = cat.path.key()
-    names = _memo((parent, "Database"), lambda: resolver.names(cat.path.add(DATABASE_DIR), "Database"))
+    names = _names(resolver, cat.path, DATABASE_DIR, "Database")
     entry = names.load(tr, (dn.database,))
     if entry is None:
         return (PROJECT_ID, cat.id), None
@@ -440,27 +423,39 @@ def check(tr: Transaction, ms: Any, caller: Caller, req: Requirement | None, *,
           remember: bool = False) -> Securable | None:
     """Raise PermissionDenied unless ``caller`` may make the call ``req`` describes (None: an
     undeclared call under authorization, refused). ``remember``: see :func:`securable`."""
+    return _check(tr, ms, caller, req, remember)[0]
+
+
+def _check(tr: Transaction, ms: Any, caller: Caller, req: Requirement | None,
+           remember: bool = False) -> tuple[Securable | None, bool | None]:
+    """:func:`check`, and for a create's requirement whether its object exists already (None: not known)."""
     if req is None:
         raise PermissionDenied(f"User {caller.user} may not make this call: it declares no privilege "
                                f"(authorization is on)", privilege="", object="", user=caller.user)
     if req.privilege == ANYONE and req.on_missing == USE:
-        return None
+        return None, None
     if req.creates and _is_parent(req.name):  # CREATE ... IF NOT EXISTS of an existing object: USE on it
-        own = securable(tr, ms.resolver, req.kind, req.name[1])
+        own = securable(tr, ms.resolver, req.kind, req.name[1], remember=remember)
         if own.exists:
             authorize(tr, ms.layout, ms.project, caller.user, USE, own)
-            return own
-    target = securable(tr, ms.resolver, req.kind, req.name, remember=remember)
+            return own, True
+        exists: bool | None = False
+        target = _parent_of(ms.resolver, req.kind, req.name[1], own)  # its chain is the missing object's
+    else:
+        exists = None
+        target = securable(tr, ms.resolver, req.kind, req.name, remember=remember)
+    if exists is None and req.creates and req.name is not None:
+        exists = target.exists  # the object itself (not its parent)
     wanted = req.privilege if target.exists or req.kind == PROJECT else req.on_missing
     if wanted == ANYONE:
-        return target
+        return target, exists
     if not target.exists and req.kind != PROJECT:
         parent_kind = ("project", "catalog", "database")[len(target.ids) - 1] if len(target.ids) <= 3 else "database"
         shown = Securable(parent_kind, _ancestor_name(target, parent_kind, ms.project), target.ids)
         authorize(tr, ms.layout, ms.project, caller.user, wanted, shown)
     else:
         authorize(tr, ms.layout, ms.project, caller.user, wanted, target, req.alternative if target.exists else "")
-    return target
+    return target, exists
 
 
 def check_arrival(tr: Transaction, ms: Any, src: TableName, dst: TableName) -> None:
@@ -535,14 +530,16 @@ def guarded_run(ms: Any, fn: Callable[[Transaction], Any]) -> Callable[[Transact
     req = required()
 
     def checked(tr: Transaction) -> Any:
-        if not _checked_before(tr, caller, req):
-            check(tr, ms, caller, req, remember=True)
+        exists: bool | None = None
+        if not _checked_before(tr, caller, req):  # a create's is checked every time: its object may appear
+            exists = _check(tr, ms, caller, req, remember=True)[1]
             _remember_checked(tr, caller, req)
-        new = req is not None and req.creates and not securable(tr, ms.resolver, req.kind, _own_name(req)).exists
+        new = req is not None and req.creates and not (
+            exists if exists is not None else securable(tr, ms.resolver, req.kind, _own_name(req)).exists)
         try:
             out = fn(tr)
         finally:
-            _forget(tr)
+            remember_checked(tr, None)
         if new:
             after_create(tr, ms, caller, req)
         return out

@@ -100,6 +100,8 @@ _MAX_DELTA = 256
 _STAMP = 13  # the versionstamp's length after the events' prefix and its type code (changes.feed)
 _REREAD = frozenset({rec.ChangeEvent.Change.RENAMED, rec.ChangeEvent.Change.DROPPED, rec.ChangeEvent.Change.UNDROPPED,
                      rec.ChangeEvent.Change.PURGED, rec.ChangeEvent.Change.REPLACED})
+#: a table's last event that leaves no live table of its id (an undrop is an event of its own)
+_GONE = frozenset({rec.ChangeEvent.Change.DROPPED, rec.ChangeEvent.Change.PURGED})
 
 
 def indexed_tables(tr: Transaction, ms: Any, *, properties: bool = False) -> list[PlacedTable]:
@@ -145,7 +147,7 @@ def _updated(tr: Transaction, ms: Any, feed: bytes, old: _Index, newest: bytes,
             events[-1][1].append(bytes(kv.value))
         else:
             events.append((stamp, [bytes(kv.value)]))
-    tables = dict(old.tables)
+    last: dict[uuid.UUID, rec.ChangeEvent] = {}  # each changed table's last event: its name and state now
     for _, parts in events:
         try:
             ev = rec.ChangeEvent.FromString(b"".join(parts))
@@ -158,8 +160,14 @@ def _updated(tr: Transaction, ms: Any, feed: bytes, old: _Index, newest: bytes,
         if ev.kind != "table" or len(ev.object_id) != 16:
             continue
         tid = uuid.UUID(bytes=ev.object_id)
+        last.pop(tid, None)
+        last[tid] = ev
+    tables = dict(old.tables)
+    for tid, ev in last.items():
         tables.pop(tid, None)
-        found = _placed(tr, ms.resolver, ev.name, tid, properties)
+        if ev.change in _GONE:  # dropped or purged since, and not undropped: nothing to read
+            continue
+        found = _placed(tr, ms.resolver, ev.name, tid, properties)  # an event names the table as it is after it
         if found is not None:
             tables[tid] = found
     return tables
@@ -232,35 +240,39 @@ class LocationOps(MetastoreBase):
                         what: str = "the table") -> None:
         """Refuse (PermissionDenied) placing ``what`` of table ``table`` at ``location`` (see the module);
         ``own``: the table's own location, inside which a partition may lie. Nothing when not governed."""
+        if not location or not self.caller().authorization:
+            return
+        with requiring(Requirement(ANYONE, PROJECT)):
+            self.run(lambda tr: self._check_placement(tr, location, table, own=own, what=what))
+
+    def _check_placement(self, tr: Transaction, location: str, table: Any, *, own: str | None = None,
+                         what: str = "the table") -> None:
+        """:meth:`check_placement` in ``tr``: the transaction of the call that places the data (a create's own,
+        so that its overlap check and the new table commit together), or the check's own."""
         caller = self.caller()
         if not location or not caller.authorization:
             return
         tn = TableName.parse(table)
         if own and locs.inside(location, own):
             return
-
-        def fn(tr: Transaction) -> None:
-            p = policies.load(tr, self.layout, self.project)
-            user = caller.user
-            doing = f"place {what} {tn} at {location}"
-            held = locs.holding(p, location)
-            if held is not None:
-                authorize(tr, self.layout, self.project, user, CREATE_EXTERNAL_TABLE, held.securable())
-            elif p.locations:
-                raise _refused(user, CREATE_EXTERNAL_TABLE, doing, "it lies in no declared external location "
-                               "(ushas locations list)", str(location))
-            for inner in locs.within(p, location):
-                raise _refused(user, CREATE_EXTERNAL_TABLE, doing, f"it holds external location {inner.name}",
-                               inner.name)
-            for other in indexed_tables(tr, self):
-                if other.name == tn or (own and locs.inside(other.location, own)):
-                    continue
-                if overlaps(location, other.location):
-                    raise _refused(user, CREATE_EXTERNAL_TABLE, doing, "it overlaps the location of another table",
-                                   str(location))
-
-        with requiring(Requirement(ANYONE, PROJECT)):
-            self.run(fn)
+        p = policies.load(tr, self.layout, self.project)
+        user = caller.user
+        doing = f"place {what} {tn} at {location}"
+        held = locs.holding(p, location)
+        if held is not None:
+            authorize(tr, self.layout, self.project, user, CREATE_EXTERNAL_TABLE, held.securable(), policy=p)
+        elif p.locations:
+            raise _refused(user, CREATE_EXTERNAL_TABLE, doing, "it lies in no declared external location "
+                           "(ushas locations list)", str(location))
+        for inner in locs.within(p, location):
+            raise _refused(user, CREATE_EXTERNAL_TABLE, doing, f"it holds external location {inner.name}",
+                           inner.name)
+        for other in indexed_tables(tr, self):
+            if other.name == tn or (own and locs.inside(other.location, own)):
+                continue
+            if overlaps(location, other.location):
+                raise _refused(user, CREATE_EXTERNAL_TABLE, doing, "it overlaps the location of another table",
+                               str(location))
 
     def check_paths(self, reads: list[str] | None = None, writes: list[str] | None = None,
                     roots: list[str] | None = None, read_only: bool = False) -> None:

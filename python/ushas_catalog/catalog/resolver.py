@@ -51,9 +51,46 @@ class ResolvedTable:
         return self.store("TablePartitionHistory", ("version",) + scheme.names)
 
 
+@dataclass(frozen=True)
+class CheckedNames:
+    """The names a privilege check has just resolved in a transaction (:mod:`.authorization`), for the checked
+    call's own first lookup to take instead of reading them again: a database, and the name entry of a relation
+    in it when the check was about one (``entry`` None: no such relation). Valid because nothing runs between the
+    check and the call's first lookup, which takes it (once: :func:`remember_checked`)."""
+
+    resolver: "Resolver"
+    database: str
+    database_id: uuid.UUID
+    database_path: KeySpacePath
+    relation: str | None = None
+    entry: rec.ObjectName | None = None
+
+
+#: the transaction attribute holding the :class:`CheckedNames` of the running checked call
+_CHECKED = "ushas_checked_names"
+
+
+def remember_checked(tr: Transaction, found: CheckedNames | None) -> None:
+    """Keep ``found`` in ``tr`` for the next lookup of ``found.resolver`` (None: forget what is kept)."""
+    attrs = getattr(tr, "__dict__", None)
+    if attrs is None:  # a transaction that takes no attributes: the call reads the names itself
+        return
+    if found is None:
+        attrs.pop(_CHECKED, None)
+    else:
+        attrs[_CHECKED] = found
+
+
+def _taken(tr: Transaction, resolver: "Resolver") -> CheckedNames | None:
+    found = getattr(tr, "__dict__", {}).pop(_CHECKED, None)
+    return found if found is not None and found.resolver is resolver else None
+
+
 class Resolver:
     """Resolution inside one project (``project_path``): every method reads in the caller's
-    transaction ``tr`` and raises the ``NoSuch*`` error of the first missing level."""
+    transaction ``tr`` and raises the ``NoSuch*`` error of the first missing level. The first database or
+    relation lookup after a privilege check in the same transaction takes the names the check resolved
+    (:class:`CheckedNames`) when they are the ones it looks up."""
 
     def __init__(self, project_path: KeySpacePath, project: str) -> None:
         self.project = project
@@ -84,6 +121,10 @@ class Resolver:
         return ResolvedObject("catalog", name, cid, path, record)
 
     def database(self, tr: Transaction, name: DatabaseName, *, load: bool = True) -> ResolvedObject:
+        found = _taken(tr, self)
+        if found is not None and found.database == str(name):
+            record = RecordStore.at(found.database_path.add(DATABASE_RECORD)).load(tr, ()) if load else None
+            return ResolvedObject("database", name, found.database_id, found.database_path, record)
         cat = self.catalog(tr, name.catalog_name, load=False)
         dbs = cat.path.add(DATABASE)
         entry = self.names(dbs, "Database").load(tr, (name.database,))
@@ -96,6 +137,12 @@ class Resolver:
 
     def relation(self, tr: Transaction, name: TableName) -> tuple[ResolvedObject, rec.ObjectName | None]:
         """The database of ``name`` and the name entry of the table or view (None: no such relation)."""
+        found = _taken(tr, self)
+        if found is not None and found.database == str(name.database_name):
+            db = ResolvedObject("database", name.database_name, found.database_id, found.database_path, None)
+            if found.relation == str(name):
+                return db, found.entry
+            return db, self.names(db.path.add(TABLE), "Table").load(tr, (name.name,))
         db = self.database(tr, name.database_name, load=False)
         return db, self.names(db.path.add(TABLE), "Table").load(tr, (name.name,))
 

@@ -86,13 +86,14 @@ class TableOps(TableDataOps, HistoryOps, DropOps):
         if default_location is None:
             default_location = not location and "location" not in (properties or {})
         placed = location or (properties or {}).get("location")
-        if placed and not default_location and self.caller().authorization:  # every surface (REST's too)
-            self.check_placement(placed, tn)  # type: ignore[attr-defined]  # catalog.locations
+        checked = bool(placed and not default_location and self.caller().authorization)  # every surface (REST's too)
 
         def fn(tr: Transaction) -> TableInfo:
             db, entry = self.resolver.relation(tr, tn)
             if entry is not None:
                 raise TableAlreadyExists(exists_message(tn, entry), table=str(tn))
+            if checked:  # in the create's transaction, after its CREATE check: catalog.locations
+                self._check_placement(tr, placed, tn)  # type: ignore[attr-defined]
             return self._create_in(tr, tn, db, schema, partition_by, format, location, properties, comment, owner,
                                    external, default_location=default_location, bucketing=bucketing)
 

@@ -86,11 +86,11 @@ def denied_message(user: str, wanted: str, target: Securable) -> str:
 
 
 def authorize(tr: Transaction, layout: Layout, project: str, user: str, wanted: str, target: Securable,
-              alternative: str = "") -> None:
+              alternative: str = "", policy: policies.Policy | None = None) -> None:
     """Raise :class:`PermissionDenied` unless ``user`` (with its groups and roles) holds ``wanted`` (or
     ``alternative``) on ``target`` in ``project``, read in ``tr`` (one point read; one range read after a
-    policy change)."""
-    p = policies.load(tr, layout, project)
+    policy change; none when the caller passes the ``policy`` it has just read in ``tr``)."""
+    p = policy if policy is not None else policies.load(tr, layout, project)
     holders = of_policy(p, user)
     if not allowed(p, holders, wanted, target) and not (alternative and allowed(p, holders, alternative, target)):
         shown = f"{wanted} or {alternative}" if alternative else wanted

@@ -52,6 +52,34 @@ def offered(method: str, access: str) -> None:
         raise Forbidden(f"this token may only read: {method} needs a write token")
 
 
+#: the checks of paths a statement reads and writes (``catalog.locations``): ``read_only`` is the token's, never the
+#: client's
+PATH_CHECKS = frozenset({"check_paths", "check_path_read", "check_path_write"})
+
+
+def path_check_call(ms: Any, method: str, args: list[Any], kwargs: dict[str, Any],
+                    access: str) -> tuple[str, list[Any], dict[str, Any]]:
+    """(method, args, kwargs) to run for a client's call: a path check runs with ``read_only`` set by the service
+    from the token (a read token's governed writes are refused, as on ``/catalog/ops/check_paths``); a client that
+    sends ``read_only`` itself, by keyword or by position, is refused (InvalidArgument), and a read token's
+    ``check_path_write`` is its ``check_paths`` of writes, read only. Other methods pass unchanged."""
+    if method not in PATH_CHECKS:
+        return method, args, kwargs
+    try:
+        bound = inspect.signature(getattr(ms, method)).bind(*args, **kwargs)
+    except TypeError as exc:
+        raise InvalidArgument(f"{method}: {exc}") from None
+    if "read_only" in bound.arguments:
+        raise InvalidArgument(f"{method}: read_only is set by the catalog service from the token, not by a client")
+    if access == "write":
+        return method, args, kwargs
+    if method == "check_path_write":
+        return "check_paths", [], {"writes": bound.arguments.get("paths"), "read_only": True}
+    if method == "check_paths":
+        return method, [], {**bound.arguments, "read_only": True}
+    return method, args, kwargs  # check_path_read: reads only
+
+
 def register(bp: Blueprint, state: ServiceState) -> None:
     stores = state.stores
 
@@ -83,6 +111,7 @@ def register(bp: Blueprint, state: ServiceState) -> None:
                 branch = body.get("branch")
                 if branch:
                     ms = ms.branch(str(branch))
+                method, args, kwargs = path_check_call(ms, method, args, kwargs, str(access))
                 out = getattr(ms, method)(*args, **kwargs)
                 if inspect.isgenerator(out) or hasattr(out, "__next__"):
                     out = [x for _, x in zip(range(MAX_ITEMS), out)]

