@@ -26,6 +26,12 @@ ICEBERG_JARS = {
 }
 #: the catalog-free control query, timed on both Spark builds
 CONTROL = "SELECT count(DISTINCT id % 100000), sum(id * 3 % 7) FROM range(0, 20000000, 1, 4)"
+#: the table properties of an Iceberg table the many-partition writes go into: Iceberg's defaults (hash
+#: distribution) but the clustered writer (each task's rows sorted by partition, one open file at a time).
+#: With its default for an unsorted table, the fanout writer (one open Parquet writer per partition of a
+#: task, and AQE makes the tiny write one task), an INSERT of 2,000 partitions ran out of a 3 GB heap
+#: (docs/benchmarks.md)
+MANY_PARTITIONS = "'write.spark.fanout.enabled'='false'"
 
 
 def iceberg_setup() -> tuple[Path, list[Path]]:

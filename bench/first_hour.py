@@ -40,7 +40,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "python"))
 sys.path.insert(0, str(HERE))
 
-from _iceberg import CONTROL, iceberg_session, iceberg_setup, run_side  # noqa: E402  (bench/ is the script's dir)
+from _iceberg import CONTROL, MANY_PARTITIONS, iceberg_session, iceberg_setup, run_side  # noqa: E402  (bench/ dir)
 from _iceberg import source as _source  # noqa: E402  (small data, n partitions: five rows each)
 from _iceberg import timed as _timed  # noqa: E402
 
@@ -209,9 +209,9 @@ def iceberg_side(root: Path, jars: str, n: int, big: int, commits: int) -> dict[
     INSERTs of ``n`` and ``big`` partitions (0: none), the everyday statements, as ushas's side times them."""
     spark = iceberg_session("iceberg", root, jars)
 
-    def fresh(name: str) -> str:
+    def fresh(name: str, props: str = "") -> str:
         spark.sql(f"DROP TABLE IF EXISTS ice.b.{name}")
-        spark.sql(f"CREATE TABLE ice.b.{name} (id BIGINT, p STRING) USING iceberg PARTITIONED BY (p)")
+        spark.sql(f"CREATE TABLE ice.b.{name} (id BIGINT, p STRING) USING iceberg PARTITIONED BY (p){props}")
         return f"ice.b.{name}"
 
     spark.sql(CONTROL).collect()
@@ -219,7 +219,7 @@ def iceberg_side(root: Path, jars: str, n: int, big: int, commits: int) -> dict[
     spark.sql("CREATE NAMESPACE IF NOT EXISTS ice.b")
     for key, k in (("insert_many", n), ("insert_big", big)):
         if k:
-            t = fresh(key)
+            t = fresh(key, f" TBLPROPERTIES ({MANY_PARTITIONS})")  # its defaults run out of heap at 2,000
             out[key] = _timed(lambda: spark.sql(f"INSERT INTO {t} {_source(k)}"))
     out.update(everyday(spark, fresh, commits))
     spark.stop()
