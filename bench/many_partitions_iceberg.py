@@ -124,7 +124,8 @@ def run(side: str, sizes: list[int], sample: bool, memory: str, props: str, time
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--partitions", type=int, nargs="+", default=[2000])
+    ap.add_argument("--partitions", type=int, nargs="+", help="partitions of each write (2000)")
+    ap.add_argument("--quick", action="store_true", help="500 partitions")
     ap.add_argument("--rounds", type=int, default=1, help="rounds, each side in a fresh process per round")
     ap.add_argument("--sides", nargs="+", choices=[*SIDES, "ushas-hash"], default=list(SIDES),
                     help="ushas-hash: a ushas table with write.distribution-mode=hash (Iceberg's default)")
@@ -138,6 +139,7 @@ def main() -> int:
     if args.side:
         print("RESULT " + json.dumps(side_main(json.loads(args.side))), flush=True)
         return 0
+    args.partitions = args.partitions or [500 if args.quick else 2000]
     got: dict[str, list[dict[str, Any]]] = {s: [] for s in args.sides}
     failed: dict[str, str] = {}
     for r in range(args.rounds):
