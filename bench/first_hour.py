@@ -12,8 +12,9 @@
   under ``~/.cache/ushas-bench`` (jars from Maven Central; bench only), with a 3 GB driver (at 1 GB,
   Spark's default, its write of 500 partitions ran out of heap; its many-partition tables use the
   clustered writer, ``_iceberg.MANY_PARTITIONS``: its fanout writer ran out of 3 GB at 2,000). A
-  catalog-free control query runs on both Spark builds and its ratio is printed: Iceberg ratios mean something only when it is within
-  ±15%. When the virtualenv or a jar cannot be had, its rows print ``unavailable: <reason>``.
+  catalog-free control query runs on both Spark builds and its ratio is printed: Iceberg ratios mean
+  something only when it is within ±15%. When the virtualenv or a jar cannot be had, its rows print
+  ``unavailable: <reason>``.
 
 - ``--everyday``: only the control query and the everyday statements (DROP TABLE, a 1-row INSERT, a
   small-table count), ushas and Iceberg each in its own fresh process (no Hive, no many-partition writes
