@@ -7,10 +7,14 @@ Spark builds: an Iceberg ratio means something only when the control's is within
 :func:`iceberg_session` imports nothing but pyspark: it runs inside that virtualenv."""
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
+import time
+import zipfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 CACHE = Path.home() / ".cache" / "ushas-bench"
 ICEBERG_VENV = CACHE / "iceberg-spark41"
@@ -22,6 +26,12 @@ ICEBERG_JARS = {
 }
 #: the catalog-free control query, timed on both Spark builds
 CONTROL = "SELECT count(DISTINCT id % 100000), sum(id * 3 % 7) FROM range(0, 20000000, 1, 4)"
+#: the table properties of an Iceberg table the many-partition writes go into: Iceberg's defaults (hash
+#: distribution) but the clustered writer (each task's rows sorted by partition, one open file at a time).
+#: With its default for an unsorted table, the fanout writer (one open Parquet writer per partition of a
+#: task, and AQE makes the tiny write one task), an INSERT of 2,000 partitions ran out of a 3 GB heap
+#: (docs/benchmarks.md)
+MANY_PARTITIONS = "'write.spark.fanout.enabled'='false'"
 
 
 def iceberg_setup() -> tuple[Path, list[Path]]:
@@ -73,3 +83,56 @@ def cause(stderr: str) -> str:
     lines = [x.strip() for x in stderr.splitlines() if x.strip() and not x.startswith(("\t", " "))]
     named = [x for x in lines if "Exception" in x or "Error" in x]
     return ((named or lines or ["?"])[-1])[:300]
+
+
+def timed(fn: Callable[[], Any]) -> float:
+    """Seconds ``fn()`` took."""
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def source(n: int) -> str:
+    """The many-partition writes' query: small data, ``n`` partitions of five rows each."""
+    return f"SELECT id, CAST(id % {n} AS STRING) AS p FROM range({n * 5})"
+
+
+def run_side(label: str, python: Path | str, args: list[str], timeout: int,
+             pythonpath: str | None = None) -> dict[str, Any]:
+    """What ``python ARGS`` (a bench script's side ``label`` in its own process) printed after ``RESULT`` (JSON);
+    RuntimeError naming the cause when it printed none. The process gets no ``SPARK_HOME`` and the
+    ``PYTHONPATH`` given (none: what the virtualenv's pyspark needs)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SPARK_HOME")}
+    if pythonpath is not None:
+        env["PYTHONPATH"] = pythonpath
+    out = subprocess.run([str(python), *args], capture_output=True, text=True, timeout=timeout, env=env)
+    for line in out.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return dict(json.loads(line[len("RESULT "):]))
+    raise RuntimeError(f"{label} failed: " + cause(out.stderr))
+
+
+#: the class that creates ``file:`` files without a forked ``chmod`` (the shim's, docs/benchmarks.md)
+LOCAL_FILES = "io.ushas.spark.LocalFiles"
+
+
+def local_files_jar(dest: Path) -> Path:
+    """A jar holding only the shim's :data:`LOCAL_FILES` classes (they need nothing but Hadoop's
+    ``LocalFileSystem``), for an Iceberg session's classpath (bench only): ``dest/ushas-localfiles.jar``."""
+    from ushas_catalog.spark.jar import jar_path
+
+    prefix = LOCAL_FILES.replace(".", "/")
+    out = dest / "ushas-localfiles.jar"
+    with zipfile.ZipFile(jar_path()) as shim, zipfile.ZipFile(out, "w") as mine:
+        names = [n for n in shim.namelist() if n == prefix + ".class" or n.startswith(prefix + "$")]
+        if not names:
+            raise RuntimeError(f"the shim's jar has no {LOCAL_FILES}")
+        for name in names:
+            mine.writestr(name, shim.read(name))
+    return out
+
+
+def local_files_conf(jar: Path) -> dict[str, str]:
+    """The Spark settings that make a session (the driver and its local executors) open ``file:`` with
+    :data:`LOCAL_FILES`, loaded from ``jar`` on the driver's class path."""
+    return {"spark.driver.extraClassPath": str(jar), "spark.hadoop.fs.file.impl": LOCAL_FILES}

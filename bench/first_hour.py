@@ -10,9 +10,11 @@
   big table.
 - **Iceberg** 1.12 (its Spark 4.1 runtime, JDBC catalog on SQLite) in its own pyspark 4.1.4 virtualenv
   under ``~/.cache/ushas-bench`` (jars from Maven Central; bench only), with a 3 GB driver (at 1 GB,
-  Spark's default, its write of 500 partitions ran out of heap). A catalog-free control query runs
-  on both Spark builds and its ratio is printed: Iceberg ratios mean something only when it is within
-  ±15%. When the virtualenv or a jar cannot be had, its rows print ``unavailable: <reason>``.
+  Spark's default, its write of 500 partitions ran out of heap; its many-partition tables use the
+  clustered writer, ``_iceberg.MANY_PARTITIONS``: its fanout writer ran out of 3 GB at 2,000). A
+  catalog-free control query runs on both Spark builds and its ratio is printed: Iceberg ratios mean
+  something only when it is within ±15%. When the virtualenv or a jar cannot be had, its rows print
+  ``unavailable: <reason>``.
 
 - ``--everyday``: only the control query and the everyday statements (DROP TABLE, a 1-row INSERT, a
   small-table count), ushas and Iceberg each in its own fresh process (no Hive, no many-partition writes
@@ -40,18 +42,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "python"))
 sys.path.insert(0, str(HERE))
 
-from _iceberg import CONTROL, cause, iceberg_setup  # noqa: E402  (bench/ is the script's directory)
-
-
-def _timed(fn: Callable[[], Any]) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
-
-
-def _source(n: int) -> str:
-    """Small data, ``n`` partitions: five rows each."""
-    return f"SELECT id, CAST(id % {n} AS STRING) AS p FROM range({n * 5})"
+from _iceberg import CONTROL, MANY_PARTITIONS, iceberg_session, iceberg_setup, run_side  # noqa: E402  (bench/ dir)
+from _iceberg import source as _source  # noqa: E402  (small data, n partitions: five rows each)
+from _iceberg import timed as _timed  # noqa: E402
 
 
 class Rows:
@@ -230,61 +223,32 @@ def _own_process(args: list[str], timeout: int) -> Any:
 
 
 # ---- Iceberg 1.12 on Spark 4.1.4, its own virtualenv --------------------------------------------------
-ICEBERG_SCRIPT = r"""
-import json, statistics, sys, time
-from pyspark.sql import SparkSession
-root, jars, n, big, commits, control = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
-spark = (SparkSession.builder.master("local[2]").appName("iceberg").config("spark.ui.enabled", "false")
-         .config("spark.ui.showConsoleProgress", "false").config("spark.sql.shuffle.partitions", "2")
-         .config("spark.jars", jars).config("spark.driver.memory", "3g")
-         .config("spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
-         .config("spark.sql.catalog.ice", "org.apache.iceberg.spark.SparkCatalog")
-         .config("spark.sql.catalog.ice.type", "jdbc")
-         .config("spark.sql.catalog.ice.uri", f"jdbc:sqlite:{root}/iceberg.db")
-         .config("spark.sql.catalog.ice.jdbc.schema-version", "V1")
-         .config("spark.sql.catalog.ice.warehouse", f"file:{root}/iceberg-warehouse").getOrCreate())
-spark.sparkContext.setLogLevel("ERROR")
-def timed(f):
-    t0 = time.perf_counter(); f(); return time.perf_counter() - t0
-def src(k):
-    return f"SELECT id, CAST(id % {k} AS STRING) AS p FROM range({k * 5})"
-def fresh(name):
-    spark.sql(f"DROP TABLE IF EXISTS ice.b.{name}")
-    spark.sql(f"CREATE TABLE ice.b.{name} (id BIGINT, p STRING) USING iceberg PARTITIONED BY (p)")
-    return f"ice.b.{name}"
-out = {}
-spark.sql(control).collect()
-out["control"] = statistics.median(timed(lambda: spark.sql(control).collect()) for _ in range(5 if not n else 3))
-spark.sql("CREATE NAMESPACE IF NOT EXISTS ice.b")
-if n:
-    t = fresh("many0"); out["insert_many"] = timed(lambda: spark.sql(f"INSERT INTO {t} {src(n)}"))
-if big:
-    t = fresh("big"); out["insert_big"] = timed(lambda: spark.sql(f"INSERT INTO {t} {src(big)}"))
-small = fresh("small"); spark.sql(f"INSERT INTO {small} SELECT id, CAST(id % 4 AS STRING) FROM range(100)")
-spark.sql(f"SELECT count(*) FROM {small} WHERE p = '1'").collect()
-out["count"] = statistics.median(timed(lambda: spark.sql(f"SELECT count(*) FROM {small} WHERE p = '1'").collect()) for _ in range(9))
-one = fresh("one"); spark.sql(f"INSERT INTO {one} VALUES (0, 'a')")
-out["insert_one"] = statistics.median(timed(lambda: spark.sql(f"INSERT INTO {one} VALUES (1, 'a')")) for _ in range(commits))
-drops = []
-for i in range(5):
-    t = fresh(f"drop{i}"); spark.sql(f"INSERT INTO {t} VALUES (1, 'a')")
-    drops.append(timed(lambda: spark.sql(f"DROP TABLE {t}")))
-out["drop"] = statistics.median(drops)
-print("RESULT " + json.dumps(out))
-"""
+def iceberg_side(root: Path, jars: str, n: int, big: int, commits: int) -> dict[str, float]:
+    """Run by the virtualenv's python (``--iceberg-side``; imports nothing of ushas): the control query, the
+    INSERTs of ``n`` and ``big`` partitions (0: none), the everyday statements, as ushas's side times them."""
+    spark = iceberg_session("iceberg", root, jars)
+
+    def fresh(name: str, props: str = "") -> str:
+        spark.sql(f"DROP TABLE IF EXISTS ice.b.{name}")
+        spark.sql(f"CREATE TABLE ice.b.{name} (id BIGINT, p STRING) USING iceberg PARTITIONED BY (p){props}")
+        return f"ice.b.{name}"
+
+    spark.sql(CONTROL).collect()
+    out = {"control": statistics.median(_timed(lambda: spark.sql(CONTROL).collect()) for _ in range(3 if n else 5))}
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS ice.b")
+    for key, k in (("insert_many", n), ("insert_big", big)):
+        if k:
+            t = fresh(key, f" TBLPROPERTIES ({MANY_PARTITIONS})")  # its defaults run out of heap at 2,000
+            out[key] = _timed(lambda: spark.sql(f"INSERT INTO {t} {_source(k)}"))
+    out.update(everyday(spark, fresh, commits))
+    spark.stop()
+    return out
 
 
 def iceberg(root: Path, n: int, big: int, commits: int) -> dict[str, float]:
     python, jars = iceberg_setup()
-    script = root / "iceberg_side.py"
-    script.write_text(ICEBERG_SCRIPT)
-    out = subprocess.run([str(python), str(script), str(root), ",".join(map(str, jars)), str(n), str(big),
-                          str(commits), CONTROL], capture_output=True, text=True, timeout=7200,
-                         env={k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SPARK_HOME")})
-    for line in out.stdout.splitlines():
-        if line.startswith("RESULT "):
-            return dict(json.loads(line[len("RESULT "):]))
-    raise RuntimeError("the Iceberg side failed: " + cause(out.stderr))
+    return run_side("the Iceberg side", python, [__file__, "--iceberg-side", str(root), ",".join(map(str, jars)),
+                                                 str(n), str(big), str(commits)], 7200)
 
 
 def control_verdict(ratio: float) -> str:
@@ -344,7 +308,12 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3, help="rounds of --everyday (each: one process per side)")
     ap.add_argument("--first-query", nargs=3, metavar=("SIDE", "ROOT", "PARTITIONS"), help=argparse.SUPPRESS)
     ap.add_argument("--everyday-side", nargs=2, metavar=("ROOT", "COMMITS"), help=argparse.SUPPRESS)
+    ap.add_argument("--iceberg-side", nargs=5, metavar=("ROOT", "JARS", "N", "BIG", "COMMITS"), help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.iceberg_side:
+        root, jars, *sizes = args.iceberg_side
+        print("RESULT " + json.dumps(iceberg_side(Path(root), jars, *map(int, sizes))))
+        return 0
     if args.first_query:
         side, root, big = args.first_query
         print(f"RESULT {first_query(side, Path(root), int(big))}")

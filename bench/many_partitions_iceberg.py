@@ -1,15 +1,30 @@
 """Many-partition writes, ushas (Spark 4.3) vs Iceberg 1.12 (Spark 4.1.4), issue 38's ≤ 0.8× Iceberg goal:
 
-    python bench/many_partitions_iceberg.py [--partitions 2000 5000] [--sample]
+    python bench/many_partitions_iceberg.py [--partitions 2000 5000] [--rounds 2] [--driver-memory 3g] [--sample]
 
 For each N: one INSERT … SELECT creating N partitions (five rows each) into a fresh table, an INSERT
-OVERWRITE of that table with the same rows, and a CTAS of N partitions; ushas also runs the INSERT with
-``option.ushas.write.forklessLocalFiles=false`` (the write without the local-file-system fix, i.e. what a
-file system where creates cost no forked ``chmod`` cannot gain). The Iceberg side runs in the virtualenv
-and with the jars of ``bench/first_hour.py`` (same JDBC-on-SQLite catalog, 3 GB driver). Both sides run
-the catalog-free control query of first_hour.py: the Iceberg ratios are valid only when the control
-ratio is within 0.85–1.15×. ``--sample`` takes ``jstack`` samples of the INSERT's task threads on both
-sides (bench/_sampler.py) and prints how many were in a forked ``chmod``.
+OVERWRITE of that table with the same rows, and a CTAS of N partitions. Four sides, **each in a fresh
+process per round** (same ``--driver-memory`` for all), alternating their order from round to round,
+medians of the rounds; each runs the catalog-free control query first (bench/_iceberg.py: an Iceberg
+ratio is valid only when ushas's control ÷ that side's is within 0.85–1.15×):
+
+- ``ushas``: the catalog as shipped; on ``file:`` its writes create files without a forked ``chmod``
+  (``io.ushas.spark.LocalFiles``);
+- ``ushas-fork``: the same with ``option.ushas.write.forklessLocalFiles=false`` (a forked ``chmod`` per
+  file create, as Hadoop does without its native library); ``ushas-hash`` (only when named in ``--sides``):
+  a table with ``write.distribution-mode=hash``, rows clustered by partition as Iceberg's default;
+- ``iceberg``: Iceberg (the virtualenv and jars of bench/_iceberg.py; JDBC catalog on SQLite) with its
+  defaults — ``write.distribution-mode=hash`` for a partitioned table — but the clustered writer
+  (``write.spark.fanout.enabled=false``, bench/_iceberg.py's ``MANY_PARTITIONS``): with its default for
+  an unsorted table, the fanout writer, 2,000 partitions ran out of a 3 GB heap (``--iceberg-props ''``:
+  all its defaults);
+- ``iceberg-localfiles``: the same with the shim's ``LocalFiles`` class as ``fs.file.impl`` (a bench-only
+  jar of just that class, which needs nothing but Hadoop's ``LocalFileSystem``): no fork either.
+
+The ratio that answers the goal is ``ushas ÷ iceberg-localfiles``: both sides create files the same way
+(as on HDFS or S3, where no side forks); ``ushas ÷ iceberg`` (what a user of this machine's file system
+sees) and ``ushas-fork ÷ iceberg`` (both forking) are printed beside it. ``--sample`` takes ``jstack``
+samples of each side's INSERT (bench/_sampler.py). ``--sides`` runs some of the four.
 """
 from __future__ import annotations
 
@@ -18,160 +33,168 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "python"))
 sys.path.insert(0, str(HERE))
 
-from _iceberg import CONTROL, iceberg_setup  # noqa: E402  (bench/ is the script's directory)
+from _iceberg import (  # noqa: E402  (bench/ is the script's directory; the virtualenv imports this module too)
+    CONTROL, MANY_PARTITIONS, iceberg_session, iceberg_setup, local_files_conf, local_files_jar, run_side, source, timed)
+
+SIDES = ("ushas", "ushas-fork", "iceberg", "iceberg-localfiles")
+#: table properties of the ushas sides
+USHAS_PROPS = {"ushas": "", "ushas-fork": "'option.ushas.write.forklessLocalFiles'='false'",
+               "ushas-hash": "'write.distribution-mode'='hash'"}
+STATEMENTS = (("insert", "INSERT … SELECT creating {n:,} partitions"),
+              ("overwrite", "INSERT OVERWRITE of the {n:,} partitions"),
+              ("ctas", "CTAS of {n:,} partitions"))
 
 
-def _timed(fn: Callable[[], Any]) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
-
-
-def _source(n: int) -> str:
-    return f"SELECT id, CAST(id % {n} AS STRING) AS p FROM range({n * 5})"
-
-
-def ushas_side(root: Path, sizes: list[int], sample: bool) -> dict[str, Any]:
+def statements(spark: Any, root: Path, ns: str, using: str, sizes: list[int], sample: bool) -> dict[str, Any]:
+    """The control query (median of 3 after one warm-up), then per size the three writes; run by every side
+    in its own process (``root``: its directory, ``ns``: the namespace, ``using``: ``USING … [TBLPROPERTIES
+    …]``). Counts the data files the INSERT wrote."""
     from _sampler import Sampler, describe, pid_of
-    from _spark import ushas_session
 
-    spark = ushas_session("many-partitions-iceberg", root)
-    spark.sql("CREATE NAMESPACE IF NOT EXISTS ushas.b")
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = {"version": spark.version}
     spark.sql(CONTROL).collect()
-    out["control"] = statistics.median(_timed(lambda: spark.sql(CONTROL).collect()) for _ in range(3))
+    out["control"] = statistics.median(timed(lambda: spark.sql(CONTROL).collect()) for _ in range(3))
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {ns}")
     for n in sizes:
-        def fresh(name: str, props: str = "") -> str:
-            spark.sql(f"DROP TABLE IF EXISTS ushas.b.{name}")
-            spark.sql(f"CREATE TABLE ushas.b.{name} (id BIGINT, p STRING) USING parquet PARTITIONED BY (p) {props}")
-            return f"ushas.b.{name}"
-
-        t = fresh(f"m{n}")
+        t = f"{ns}.m{n}"
+        spark.sql(f"DROP TABLE IF EXISTS {t}")
+        spark.sql(f"CREATE TABLE {t} (id BIGINT, p STRING) {using.replace('{by}', 'PARTITIONED BY (p)')}")
         if sample:
-            secs, counts = Sampler(pid_of(spark)).during(lambda: _timed(lambda: spark.sql(f"INSERT INTO {t} {_source(n)}")))
+            secs, counts = Sampler(pid_of(spark)).during(lambda: timed(lambda: spark.sql(f"INSERT INTO {t} {source(n)}")))
             out[f"samples_{n}"] = describe(counts)
         else:
-            secs = _timed(lambda: spark.sql(f"INSERT INTO {t} {_source(n)}"))
+            secs = timed(lambda: spark.sql(f"INSERT INTO {t} {source(n)}"))
         out[f"insert_{n}"] = secs
-        out[f"overwrite_{n}"] = _timed(lambda: spark.sql(f"INSERT OVERWRITE {t} {_source(n)}"))
-        spark.sql(f"DROP TABLE IF EXISTS ushas.b.c{n}")
-        out[f"ctas_{n}"] = _timed(lambda: spark.sql(
-            f"CREATE TABLE ushas.b.c{n} USING parquet PARTITIONED BY (p) AS {_source(n)}"))
-        f = fresh(f"f{n}", "TBLPROPERTIES ('option.ushas.write.forklessLocalFiles'='false')")
-        out[f"insert_fork_{n}"] = _timed(lambda: spark.sql(f"INSERT INTO {f} {_source(n)}"))
-        print(f"  ushas {n}: " + json.dumps({k: v for k, v in out.items() if k.endswith(str(n))}), flush=True)
+        out[f"files_{n}"] = sum(1 for d, _, names in os.walk(root) if f"/m{n}/" in d + "/"
+                                for name in names if name.endswith(".parquet"))
+        out[f"overwrite_{n}"] = timed(lambda: spark.sql(f"INSERT OVERWRITE {t} {source(n)}"))
+        spark.sql(f"DROP TABLE IF EXISTS {ns}.c{n}")
+        out[f"ctas_{n}"] = timed(lambda: spark.sql(
+            f"CREATE TABLE {ns}.c{n} {using.replace('{by}', 'PARTITIONED BY (p)')} AS {source(n)}"))
     spark.stop()
     return out
 
 
-ICEBERG_SCRIPT = r"""
-import json, statistics, sys, time
-sys.path.insert(0, sys.argv[5])
-from pyspark.sql import SparkSession
-from _sampler import Sampler, describe, pid_of
-root, jars, sizes, sample, _, control = (sys.argv[1], sys.argv[2], [int(x) for x in sys.argv[3].split(",")],
-                                         sys.argv[4] == "1", sys.argv[5], sys.argv[6])
-spark = (SparkSession.builder.master("local[2]").appName("iceberg").config("spark.ui.enabled", "false")
-         .config("spark.ui.showConsoleProgress", "false").config("spark.sql.shuffle.partitions", "2")
-         .config("spark.jars", jars).config("spark.driver.memory", "3g")
-         .config("spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
-         .config("spark.sql.catalog.ice", "org.apache.iceberg.spark.SparkCatalog")
-         .config("spark.sql.catalog.ice.type", "jdbc")
-         .config("spark.sql.catalog.ice.uri", f"jdbc:sqlite:{root}/iceberg.db")
-         .config("spark.sql.catalog.ice.jdbc.schema-version", "V1")
-         .config("spark.sql.catalog.ice.warehouse", f"file:{root}/iceberg-warehouse").getOrCreate())
-spark.sparkContext.setLogLevel("ERROR")
-def timed(f):
-    t0 = time.perf_counter(); f(); return time.perf_counter() - t0
-def src(k):
-    return f"SELECT id, CAST(id % {k} AS STRING) AS p FROM range({k * 5})"
-out = {}
-spark.sql(control).collect()
-out["control"] = statistics.median(timed(lambda: spark.sql(control).collect()) for _ in range(3))
-spark.sql("CREATE NAMESPACE IF NOT EXISTS ice.b")
-for n in sizes:
-    t = f"ice.b.m{n}"
-    spark.sql(f"DROP TABLE IF EXISTS {t}")
-    spark.sql(f"CREATE TABLE {t} (id BIGINT, p STRING) USING iceberg PARTITIONED BY (p)")
-    if sample:
-        secs, counts = Sampler(pid_of(spark)).during(lambda: timed(lambda: spark.sql(f"INSERT INTO {t} {src(n)}")))
-        out[f"samples_{n}"] = describe(counts)
-    else:
-        secs = timed(lambda: spark.sql(f"INSERT INTO {t} {src(n)}"))
-    out[f"insert_{n}"] = secs
-    out[f"overwrite_{n}"] = timed(lambda: spark.sql(f"INSERT OVERWRITE {t} {src(n)}"))
-    spark.sql(f"DROP TABLE IF EXISTS ice.b.c{n}")
-    out[f"ctas_{n}"] = timed(lambda: spark.sql(f"CREATE TABLE ice.b.c{n} USING iceberg PARTITIONED BY (p) AS {src(n)}"))
-    print("  iceberg %d: %s" % (n, json.dumps({k: v for k, v in out.items() if k.endswith(str(n))})), flush=True)
-print("RESULT " + json.dumps(out))
-"""
+def side_main(spec: dict[str, Any]) -> dict[str, Any]:
+    """One side in this (fresh) process: ``spec`` = side, root, sizes, sample, memory[, jars, props]."""
+    root, side = Path(spec["root"]), spec["side"]
+    conf = {"spark.driver.memory": spec["memory"]}
+    if side.startswith("ushas"):
+        from _spark import ushas_session
+
+        props = f" TBLPROPERTIES ({USHAS_PROPS[side]})" if USHAS_PROPS[side] else ""
+        spark = ushas_session(f"many-{side}", root, conf=conf)
+        return statements(spark, root, "ushas.b", "USING parquet {by}" + props, spec["sizes"], spec["sample"])
+    if side == "iceberg-localfiles":
+        conf.update(local_files_conf(Path(spec["localfiles"])))
+    spark = iceberg_session(f"many-{side}", root, spec["jars"], conf)
+    jvm = spark.sparkContext._jvm
+    fs = jvm.org.apache.hadoop.fs.FileSystem.get(jvm.java.net.URI("file:///"), spark._jsc.hadoopConfiguration())
+    file_system = str(fs.getClass().getName())  # LocalFiles really is what Iceberg's writes open file: with
+    props = f" TBLPROPERTIES ({spec['props']})" if spec.get("props") else ""
+    return {"file_system": file_system,
+            **statements(spark, root, "ice.b", "USING iceberg {by}" + props, spec["sizes"], spec["sample"])}
 
 
-def _failure(stderr: str) -> str:
-    """Why the Iceberg process failed: its last exception line (not a stack frame) and the Caused-by lines."""
-    lines = [x.strip() for x in stderr.splitlines() if x.strip() and not x.startswith(("\t", " "))]
-    named = [x for x in lines if "Exception" in x or "Error" in x]
-    return " | ".join(named[-3:] or lines[-1:] or ["?"])[:1000]
-
-
-def iceberg_side(root: Path, sizes: list[int], sample: bool) -> dict[str, Any]:
-    python, jars = iceberg_setup()
-    script = root / "iceberg_many.py"
-    script.write_text(ICEBERG_SCRIPT)
-    out = subprocess.run([str(python), str(script), str(root), ",".join(map(str, jars)), ",".join(map(str, sizes)),
-                          "1" if sample else "0", str(HERE), CONTROL], capture_output=True, text=True, timeout=3600,
-                         env={k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SPARK_HOME")})
-    for line in out.stdout.splitlines():
-        if line.startswith("RESULT "):
-            return dict(json.loads(line[len("RESULT "):]))
-    raise RuntimeError("the Iceberg side failed: " + _failure(out.stderr))
+def run(side: str, sizes: list[int], sample: bool, memory: str, props: str, timeout: int) -> dict[str, Any]:
+    root = Path(tempfile.mkdtemp(prefix=f"ushas-many-{side}-"))
+    spec: dict[str, Any] = {"side": side, "root": str(root), "sizes": sizes, "sample": sample, "memory": memory,
+                            "props": props}
+    try:
+        if side.startswith("ushas"):
+            return run_side(side, sys.executable, [__file__, "--side", json.dumps(spec)], timeout,
+                            pythonpath=str(HERE.parent / "python"))
+        python, jars = iceberg_setup()
+        spec["jars"] = ",".join(map(str, jars))
+        if side == "iceberg-localfiles":
+            spec["localfiles"] = str(local_files_jar(root))
+        return run_side(side, python, [__file__, "--side", json.dumps(spec)], timeout)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--partitions", type=int, nargs="+", default=[2000])
-    ap.add_argument("--sample", action="store_true", help="jstack samples of both sides' INSERT task threads")
+    ap.add_argument("--partitions", type=int, nargs="+", help="partitions of each write (2000)")
+    ap.add_argument("--quick", action="store_true", help="500 partitions")
+    ap.add_argument("--rounds", type=int, default=1, help="rounds, each side in a fresh process per round")
+    ap.add_argument("--sides", nargs="+", choices=[*SIDES, "ushas-hash"], default=list(SIDES),
+                    help="ushas-hash: a ushas table with write.distribution-mode=hash (Iceberg's default)")
+    ap.add_argument("--driver-memory", default="3g", help="every side's spark.driver.memory")
+    ap.add_argument("--iceberg-props", default=MANY_PARTITIONS,
+                    help="the Iceberg tables' properties ('': Iceberg's defaults; default: the clustered writer)")
+    ap.add_argument("--sample", action="store_true", help="jstack samples of every side's INSERT task threads")
+    ap.add_argument("--timeout", type=int, default=1800, help="seconds per side and round")
+    ap.add_argument("--side", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    root = Path(tempfile.mkdtemp(prefix="ushas-many-iceberg-"))
-    try:
-        print("== ushas, Spark 4.3", flush=True)
-        mine = ushas_side(root, args.partitions, args.sample)
-        print(f"  ushas control {mine['control']:.2f} s", flush=True)
-        print("== Iceberg 1.12, Spark 4.1.4", flush=True)
-        ice = iceberg_side(root, args.partitions, args.sample)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
-    ratio = mine["control"] / ice["control"]
-    valid = 0.85 <= ratio <= 1.15
+    if args.side:
+        print("RESULT " + json.dumps(side_main(json.loads(args.side))), flush=True)
+        return 0
+    args.partitions = args.partitions or [500 if args.quick else 2000]
+    got: dict[str, list[dict[str, Any]]] = {s: [] for s in args.sides}
+    failed: dict[str, str] = {}
+    for r in range(args.rounds):
+        for side in (args.sides if r % 2 == 0 else list(reversed(args.sides))):
+            if side in failed:
+                continue
+            try:
+                got[side].append(run(side, args.partitions, args.sample, args.driver_memory, args.iceberg_props,
+                                     args.timeout))
+            except RuntimeError as e:
+                failed[side] = str(e)
+                print(f"  round {r + 1} {side}: {e}", flush=True)
+                continue
+            print(f"  round {r + 1} {side}: " + json.dumps(got[side][-1]), flush=True)
+
+    def med(side: str, key: str) -> float | None:
+        values = [x[key] for x in got.get(side, []) if key in x]
+        return statistics.median(values) if values else None
+
+    def cell(t: float | None) -> str:
+        return "—" if t is None else f"{t:.1f}"
+
+    def ratio(a: float | None, b: float | None) -> str:
+        return "—" if a is None or b is None else f"{a / b:.2f}x"
+
     print()
-    print("| operation | ushas s | Iceberg s | ushas ÷ Iceberg | goal |")
-    print("|---|---:|---:|---:|---|")
-    print(f"| control query (no catalog), Spark 4.3 ÷ 4.1.4 | {mine['control']:.2f} | {ice['control']:.2f} | "
-          f"{ratio:.2f}x | 0.85–1.15x{'' if valid else ' — NOT met: the ratios below are not valid'} |")
+    print(f"medians of {args.rounds} round(s), each side in its own process per round, driver memory "
+          f"{args.driver_memory}; Iceberg table properties: {args.iceberg_props or 'its defaults'}")
+    for side, why in failed.items():
+        print(f"  {side}: {why}")
+    print("| operation | ushas side | s | peer side | s | ushas ÷ peer | goal |")
+    print("|---|---|---:|---|---:|---:|---|")
+    pairs = (("ushas", "iceberg-localfiles", "≤ 0.8x (answers the goal: both without a forked chmod)"),
+             ("ushas-hash", "iceberg-localfiles", "(ushas clustering by partition too, no fork)"),
+             ("ushas", "iceberg", "(as shipped on file: without Hadoop's native library)"),
+             ("ushas-fork", "iceberg", "(both with a forked chmod per file)"))
+    for mine, peer, goal in pairs:
+        if not got.get(mine) or not got.get(peer):
+            continue
+        c = ratio(med(mine, "control"), med(peer, "control"))
+        ok = c != "—" and 0.85 <= float(c[:-1]) <= 1.15
+        print(f"| control query (no catalog), Spark 4.3 ÷ 4.1.4 | {mine} | {cell(med(mine, 'control'))} | {peer} | "
+              f"{cell(med(peer, 'control'))} | {c} | 0.85–1.15x{'' if ok else ' — NOT met: the rows below are not valid'} |")
+        for n in args.partitions:
+            for key, what in STATEMENTS:
+                u, i = med(mine, f"{key}_{n}"), med(peer, f"{key}_{n}")
+                print(f"| {what.format(n=n)} | {mine} | {cell(u)} | {peer} | {cell(i)} | {ratio(u, i)} | {goal} |")
     for n in args.partitions:
-        for key, what in (("insert", f"INSERT … SELECT creating {n:,} partitions"),
-                          ("overwrite", f"INSERT OVERWRITE of the {n:,} partitions"),
-                          ("ctas", f"CTAS of {n:,} partitions")):
-            u, i = mine[f"{key}_{n}"], ice[f"{key}_{n}"]
-            print(f"| {what} | {u:.1f} | {i:.1f} | {u / i:.2f}x | ≤ 0.8x |")
-        u, i = mine[f"insert_fork_{n}"], ice[f"insert_{n}"]
-        print(f"| INSERT of {n:,} partitions, ushas with forklessLocalFiles=false | {u:.1f} | {i:.1f} | "
-              f"{u / i:.2f}x | (no local-fs fix) |")
+        print(f"  files written by the INSERT of {n:,}: " + ", ".join(
+            f"{s} {med(s, f'files_{n}'):.0f}" for s in args.sides if med(s, f"files_{n}") is not None))
         if args.sample:
-            print(f"  samples {n}: ushas {mine.get(f'samples_{n}')}")
-            print(f"  samples {n}: Iceberg {ice.get(f'samples_{n}')}")
-    return 0
+            for s in args.sides:
+                for i, x in enumerate(got[s]):
+                    print(f"  samples {n}, {s}, round {i + 1}: {x.get(f'samples_{n}')}")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
