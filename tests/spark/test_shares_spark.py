@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 from pyspark.errors import AnalysisException
@@ -94,3 +94,73 @@ def test_a_share_is_read_in_spark_and_refuses_writes(spark: Any, db: str, spark_
                                               "DROP SHARE"]
     mounts = spark.sql(f"SELECT role, share, object FROM home_{tag}.system.shares").collect()
     assert [tuple(r) for r in mounts] == [("mount", share, mount)]
+
+
+def test_a_share_recipient_reaches_no_unshared_table_after_the_owners_checked_reads(
+        spark: Any, spark_dirs: dict[str, Path]) -> None:
+    """Hostile: the owner's own checked (authorization on) reads of every table come first in the same process;
+    then the recipient (authorization on, SELECT on its project) tries the unshared table of the shared
+    database and a table of an unshared database through the share's catalog, by plain names, case,
+    backticks and namespace paths, with SQL, DESCRIBE and DataFrames: all are not found, nothing is read."""
+    from ushas_catalog.metastore import Metastore
+    from user_catalogs import user_catalog
+
+    tag = uuid.uuid4().hex[:8]
+    own, rcp, uri = f"own_{tag}", f"rcp_{tag}", f"sqlite:///{spark_dirs['store']}"
+    owner_admin = Metastore.open(uri, project=own)
+    owner_admin.grant("OWN", "project", "user:alice")
+    o = user_catalog(spark, "own", uri=uri, project=own, warehouse=str(spark_dirs["warehouse"]), user="alice")
+    for sql in ("CREATE NAMESPACE {o}.d", "CREATE NAMESPACE {o}.hidden",
+                "CREATE TABLE {o}.d.`or.ders` (id INT) USING parquet", "INSERT INTO {o}.d.`or.ders` VALUES (1)",
+                "CREATE TABLE {o}.d.secret (x INT) USING parquet", "INSERT INTO {o}.d.secret VALUES (4242)",
+                "CREATE TABLE {o}.hidden.keys (k STRING) USING parquet", "INSERT INTO {o}.hidden.keys VALUES ('k9')"):
+        spark.sql(sql.format(o=o)).collect()
+    for t in ("d.`or.ders`", "d.secret", "hidden.keys"):  # the owner's checked lookups of every name
+        assert spark.sql(f"SELECT count(*) FROM {o}.{t}").collect()[0][0] == 1
+        spark.sql(f"DESCRIBE TABLE {o}.{t}").collect()
+    alice = Metastore.open(uri, project=own, user="alice")
+    recipient = Metastore.open(uri, project=rcp)  # no identity: the recipient store's administrator
+    try:
+        alice.shares.create("s", "d.`or.ders` only")
+        alice.shares.add("s", "main.d.`or.ders`")
+        alice.shares.grant("s", f"project:{rcp}")
+        for privilege in ("USE", "SELECT"):
+            recipient.grant(privilege, "project", "user:bob")
+        recipient.shares.mount(f"`{own}`.s", "partner")
+    finally:
+        alice.close()
+        recipient.close()
+        owner_admin.close()
+    p = f"pm_{tag}"
+    for key, value in {"": "io.ushas.spark.UshasCatalog", ".uri": uri, ".project": rcp, ".catalog": "partner",
+                       ".warehouse": str(spark_dirs["warehouse"]), ".user": "bob", ".authorization": "true"}.items():
+        spark.conf.set(f"spark.sql.catalog.{p}{key}", value)
+    assert [tuple(r) for r in spark.sql(f"SELECT id FROM {p}.d.`or.ders`").collect()] == [(1,)]  # the share reads
+    assert [r.namespace for r in spark.sql(f"SHOW NAMESPACES IN {p}").collect()] == ["d"]
+    assert [r.tableName for r in spark.sql(f"SHOW TABLES IN {p}.d").collect() if not r.isTemporary] == ["or.ders"]
+    not_found = ("TABLE_OR_VIEW_NOT_FOUND", "one namespace level (the database)", "SCHEMA_NOT_FOUND", "NO_SUCH_NAMESPACE", "NoSuchTable",
+                 "NoSuchNamespace", "NoSuchCatalog", "NON_EXISTENT_TABLE")
+    tries: list[tuple[str, Callable[[], Any]]] = []
+    for name in ("d.secret", "d.SECRET", "D.secret", "`d`.`secret`", "`d.secret`", "hidden.keys", "HIDDEN.`keys`",
+                 "main.d.secret", "d.secret.x", "`d`.`or.ders`.`..`.secret", "hidden.`keys`"):
+        t = f"{p}.{name}"
+        tries += [(f"SELECT {t}", lambda t=t: spark.sql(f"SELECT * FROM {t}").collect()),
+                  (f"DESCRIBE {t}", lambda t=t: spark.sql(f"DESCRIBE TABLE EXTENDED {t}").collect()),
+                  (f"table({t})", lambda t=t: spark.table(t).collect()),
+                  (f"table({t}).columns", lambda t=t: spark.table(t).columns),  # analysis only: no file listing
+                  (f"SHOW COLUMNS {t}", lambda t=t: spark.sql(f"SHOW COLUMNS IN {t}").collect()),
+                  (f"SHOW TBLPROPERTIES {t}", lambda t=t: spark.sql(f"SHOW TBLPROPERTIES {t}").collect()),
+                  (f"SHOW CREATE TABLE {t}", lambda t=t: spark.sql(f"SHOW CREATE TABLE {t}").collect())]
+    tries += [(f"SHOW TABLES {p}.hidden", lambda: spark.sql(f"SHOW TABLES IN {p}.hidden").collect()),
+              (f"DESCRIBE NAMESPACE {p}.hidden", lambda: spark.sql(f"DESCRIBE NAMESPACE {p}.hidden").collect())]
+    leaked = []
+    for what, attempt in tries:
+        try:
+            out = attempt()
+        except Exception as e:  # noqa: BLE001 - the error is checked just below
+            text = str(e)
+            if not any(error in text for error in not_found) or "4242" in text or "k9" in text:
+                leaked.append(f"{what}: {text[:300]}")
+        else:
+            leaked.append(f"{what}: answered {out[:3]}")
+    assert leaked == [], "\n".join(leaked)
