@@ -30,13 +30,15 @@ from __future__ import annotations
 import argparse
 import shutil
 import statistics
+import os
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
+if not any((Path(p) / "ushas_catalog").is_dir() for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))  # else: the tree PYTHONPATH names
 
 from _spark import ushas_session  # noqa: E402  (bench/ is the script's directory)
 

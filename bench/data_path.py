@@ -50,7 +50,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
+if not any((Path(p) / "ushas_catalog").is_dir() for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))  # else: the tree PYTHONPATH names
 
 from _spark import ushas_session  # noqa: E402  (bench/ is the script's directory)
 
