@@ -96,7 +96,7 @@ def test_a_dead_bridge_costs_at_most_the_statement_in_flight(spark_dirs: dict[st
     out = proc.stdout
     # spark-submit copies the Python driver's stderr (a traceback) to its stdout
     both = f"{out}\n--- stderr ---\n{proc.stderr}"
-    assert proc.returncode == 0, both[both.find("Traceback"):][:6000] if "Traceback" in both else both[-6000:]
+    assert proc.returncode == 0, both[both.index("Traceback"):][:6000] if "Traceback" in both else both[-6000:]
     assert "TABLES-AFTER-KILL 0" in out, out
     assert "DIE-NOW-SUCCEEDED" not in out
     line = next(ln for ln in out.splitlines() if ln.startswith("FAILED-IN-FLIGHT"))
