@@ -142,8 +142,8 @@ class Resolver:
             db = ResolvedObject("database", name.database_name, found.database_id, found.database_path, None)
             if found.relation == str(name):
                 return db, found.entry
-            return db, self.names(db.path.add(TABLE), "Table").load(tr, (name.name,))
-        db = self.database(tr, name.database_name, load=False)
+        else:
+            db = self.database(tr, name.database_name, load=False)
         return db, self.names(db.path.add(TABLE), "Table").load(tr, (name.name,))
 
     @staticmethod

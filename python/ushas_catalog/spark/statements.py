@@ -24,15 +24,14 @@ Call = Callable[[str, dict[str, Any]], dict[str, Any]]
 
 def drop_table_statement(request: dict[str, Any], call: Call) -> dict[str, Any]:
     """``DROP TABLE`` as the calls of Spark's ``DropTableExec`` (see the module docstring)."""
-    base = {k: v for k, v in request.items() if k not in ("purge", "kind", "deadline_ms")}
-    deadline = {"deadline_ms": request["deadline_ms"]} if "deadline_ms" in request else {}
-    table = call("relation_exists", {**base, **deadline, "kind": "table"})
+    base = {k: v for k, v in request.items() if k not in ("purge", "kind")}  # ctx, name, deadline_ms: every call's
+    table = call("relation_exists", {**base, "kind": "table"})
     if table.get("error") is not None:
         return table
     if table.get("exists"):
-        dropped = call("drop_table", {**base, **deadline, "purge": bool(request.get("purge"))})
+        dropped = call("drop_table", {**base, "purge": bool(request.get("purge"))})
         return {**dropped, "exists": True}
-    view = call("relation_exists", {**base, **deadline, "kind": "view"})
+    view = call("relation_exists", {**base, "kind": "view"})
     if view.get("error") is not None:
         return view
     return {"exists": False, "view": bool(view.get("exists"))}
