@@ -139,7 +139,186 @@ public final class Bridge {
         }
     }
 
+    /** One call on the calling thread (no hand-off to another thread and back: {@link Py4jCalls}); the
+     *  {@link #watchdog} checks the backend's liveness for a call running longer than
+     *  {@link #LIVENESS_PERIOD_MS} and ends it (closing its connection) when it is past its timeout, its
+     *  Python died or hangs, or its thread was interrupted. A backend Py4J cannot be called that way on is
+     *  called on a thread of {@link #CALLS}, the caller waiting and checking ({@link #callOnPoolThread}). */
     private static String call(PythonBackend b, String op, String payload, BridgeOptions options) {
+        Py4jCalls.Target direct = Py4jCalls.of(b);
+        if (direct == null) return callOnPoolThread(b, op, payload, options);
+        InFlight f = new InFlight(b, op, options, Thread.currentThread());
+        watch(f);
+        String answer;
+        try {
+            answer = Py4jCalls.call(direct, op, payload, f);
+        } catch (RuntimeException e) {
+            Errors.UshasBridgeException failure = f.failure;
+            if (failure != null) throw failure;  // the watchdog ended it and said why
+            Errors.UshasBridgeException died = relaunchIfDied(b, options, op, DEATH_GRACE_MS);
+            if (died != null) throw died;
+            dropIfDead(b, options);
+            throw new Errors.UshasBridgeException("Ushas catalog: the Python bridge failed on '" + op + "': "
+                    + reason(e) + logTail(), e);
+        } finally {
+            IN_FLIGHT.remove(f);
+        }
+        if (answer == null) {
+            dropIfDead(b, options);
+            throw new Errors.UshasBridgeException("Ushas catalog: the Python bridge returned nothing for '" + op + "'"
+                    + logTail());
+        }
+        return answer;  // an answer that came after the watchdog gave up is still the answer
+    }
+
+    /** A call in flight on its caller's thread, as the watchdog sees it. */
+    private static final class InFlight implements Py4jCalls.Watch {
+        final PythonBackend backend;
+        final String op;
+        final BridgeOptions options;
+        final Thread caller;
+        final long start = System.nanoTime();
+        final long deadline;
+        volatile long nextCheck;
+        volatile py4j.Py4JClientConnection connection;
+        volatile Errors.UshasBridgeException failure;
+
+        InFlight(PythonBackend backend, String op, BridgeOptions options, Thread caller) {
+            this.backend = backend;
+            this.op = op;
+            this.options = options;
+            this.caller = caller;
+            this.deadline = start + TimeUnit.SECONDS.toNanos(options.timeoutSeconds());
+            this.nextCheck = start + TimeUnit.MILLISECONDS.toNanos(LIVENESS_PERIOD_MS);
+        }
+
+        @Override
+        public void holding(py4j.Py4JClientConnection c) {
+            connection = c;
+            if (failure != null) close(c);  // the watchdog gave up before the call took its connection
+        }
+
+        @Override
+        public boolean abandoned() {
+            return failure != null;
+        }
+
+        /** Ends the call with {@code why}: its connection is closed, which unblocks the caller's read. A
+         *  PySpark driver thread's own connection is not (see {@link Py4jCalls#closable}): that call ends when
+         *  its Python does (Python bounds its own waits by the request's deadline). */
+        void fail(Errors.UshasBridgeException why) {
+            if (failure != null) return;
+            failure = why;
+            py4j.Py4JClientConnection c = connection;
+            if (c != null) close(c);
+        }
+
+        private static void close(py4j.Py4JClientConnection c) {
+            if (!Py4jCalls.closable(c)) return;
+            try {
+                c.shutdown();
+            } catch (RuntimeException ignored) {
+                // already closed
+            }
+        }
+    }
+
+    private static final java.util.Set<InFlight> IN_FLIGHT = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    /** Backends whose liveness check runs now (one at a time per backend). By identity: a Py4J proxy's
+     *  {@code hashCode} / {@code equals} would be calls into Python. */
+    private static final java.util.Set<PythonBackend> CHECKING =
+            java.util.Collections.synchronizedSet(java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>()));
+    /** How often the watchdog looks at the calls in flight: their timeouts and interrupts are seen this late
+     *  at most; liveness is checked every {@link #LIVENESS_PERIOD_MS} per call. */
+    private static final long WATCH_TICK_MS = 100;
+    private static volatile boolean watching;
+
+    private static void watch(InFlight f) {
+        IN_FLIGHT.add(f);
+        if (watching) return;
+        synchronized (IN_FLIGHT) {
+            if (watching) return;
+            Thread t = new Thread(Bridge::watchdog, "ushas-bridge-watchdog");
+            t.setDaemon(true);
+            t.start();
+            watching = true;
+        }
+    }
+
+    /** The one thread that watches calls in flight (it never waits on Python itself: liveness checks run on
+     *  a thread of {@link #CALLS}, so one hung check delays no other call's timeout). */
+    private static void watchdog() {
+        while (true) {
+            try {
+                Thread.sleep(WATCH_TICK_MS);
+            } catch (InterruptedException e) {
+                return;
+            }
+            try {
+                watchOnce();
+            } catch (RuntimeException | Error e) {  // the watchdog never dies: log and go on
+                System.err.println("Ushas catalog: the bridge watchdog failed: " + e);
+            }
+        }
+    }
+
+    private static void watchOnce() {
+        long now = System.nanoTime();
+        Map<PythonBackend, java.util.List<InFlight>> due = new java.util.IdentityHashMap<>();
+        for (InFlight f : IN_FLIGHT) {
+            if (f.failure != null) continue;
+            if (f.caller.isInterrupted()) {
+                f.fail(new Errors.UshasBridgeException("Ushas catalog: interrupted waiting for the Python bridge"));
+            } else if (now - f.deadline >= 0) {
+                f.fail(new Errors.UshasBridgeException("Ushas catalog: the Python bridge did not answer '" + f.op
+                        + "' within " + f.options.timeoutSeconds() + " s (spark.sql.catalog." + f.options.catalog()
+                        + ".bridge.timeout); it still answers liveness checks, so this call itself hangs"
+                        + logTail()));
+            } else if (now - f.nextCheck >= 0) {
+                due.computeIfAbsent(f.backend, k -> new java.util.ArrayList<>()).add(f);
+            }
+        }
+        for (Map.Entry<PythonBackend, java.util.List<InFlight>> e : due.entrySet()) {
+            if (!CHECKING.add(e.getKey())) continue;
+            try {
+                CALLS.submit(() -> {
+                    try {
+                        checkLiveness(e.getKey(), e.getValue());
+                    } finally {
+                        CHECKING.remove(e.getKey());
+                    }
+                });
+            } catch (RuntimeException rejected) {
+                CHECKING.remove(e.getKey());
+            }
+        }
+    }
+
+    /** The checks a waiting call made every period before: the launched process alive, a ping answered. */
+    private static void checkLiveness(PythonBackend b, java.util.List<InFlight> calls) {
+        for (InFlight f : calls) {
+            if (f.failure != null || !IN_FLIGHT.contains(f)) continue;
+            Errors.UshasBridgeException died = relaunchIfDied(b, f.options, f.op, 0);
+            if (died != null) {
+                f.fail(died);
+                continue;
+            }
+            String dead = livenessProblem(b, f.options);
+            if (dead != null && IN_FLIGHT.contains(f)) {
+                long waited = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - f.start);
+                String detail = describe(b);
+                f.fail(new Errors.UshasBridgeException("Ushas catalog: the Python bridge" + detail
+                        + " is not responding: no answer to '" + f.op + "' after " + waited + " ms and " + dead
+                        + " (spark.sql.catalog." + f.options.catalog() + ".bridge.livenessTimeout)" + logTail()));
+                abandon(b);
+                continue;
+            }
+            f.nextCheck = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(LIVENESS_PERIOD_MS);
+        }
+    }
+
+    /** The call on a thread of {@link #CALLS} while the caller waits for it, checking liveness every period. */
+    private static String callOnPoolThread(PythonBackend b, String op, String payload, BridgeOptions options) {
         Future<String> f = CALLS.submit(() -> b.call(op, payload));
         long start = System.nanoTime();
         long deadline = start + TimeUnit.SECONDS.toNanos(options.timeoutSeconds());
