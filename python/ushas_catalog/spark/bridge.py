@@ -77,28 +77,48 @@ def _answer(op: str, payload: str) -> str:
         statement = STATEMENTS.get(op)
         if statement is not None:  # one round trip for the calls Spark makes one by one (spark.statements)
             return json.dumps(statement(request, _answered), default=str)
-        extension_op = extensions().bridge_ops.get(op)
-        if extension_op is not None:  # an extension's op (the lineage listener's lineage.event): no metastore lock
-            return json.dumps(extension_op.load()(request, may_create()))
-        if remote.is_remote((request.get("ctx") or {}).get("uri")):  # remote mode: the service answers
-            return remote.forward_text(op, request)
-        return json.dumps(dispatch(op, request), default=str)
-    except OutcomeUnknown as exc:
+        if extensions().bridge_ops.get(op) is None and remote.is_remote((request.get("ctx") or {}).get("uri")):
+            return remote.forward_text(op, request)  # remote mode: the service's answer, as it sent it
+        return json.dumps(_run(op, request), default=str)
+    except Exception as exc:  # noqa: BLE001 - answered as an error object (or raised: _error_of)
+        return json.dumps({"error": _error_of(op, exc)})
+
+
+def _run(op: str, request: dict[str, Any]) -> dict[str, Any]:
+    """The answer to one parsed request (exceptions raised): an extension's op, the catalog service's
+    (remote mode), or this bridge's (:func:`dispatch`)."""
+    extension_op = extensions().bridge_ops.get(op)
+    if extension_op is not None:  # an extension's op (the lineage listener's lineage.event): no metastore lock
+        answer: dict[str, Any] = extension_op.load()(request, may_create())
+        return answer
+    if remote.is_remote((request.get("ctx") or {}).get("uri")):  # remote mode: the service answers
+        forwarded: dict[str, Any] = json.loads(remote.forward_text(op, request))
+        return forwarded
+    return dispatch(op, request)
+
+
+def _error_of(op: str, exc: Exception) -> dict[str, Any]:
+    """The ``error`` object answering ``op`` that raised ``exc``; re-raises what must reach the shim as a failed
+    call (a fenced commit whose outcome is unknown: the shim asks what became of the write)."""
+    if isinstance(exc, OutcomeUnknown):
         if op in remote.FENCED_COMMITS:
-            raise  # a failed call, not an answer: the shim asks what became of the write
-        return json.dumps({"error": exc.answer()})
-    except UshasError as exc:
-        return json.dumps({"error": exc.answer()})
-    except Exception as exc:  # noqa: BLE001 - anything else: a clear error, the trace on the bridge's stderr
-        traceback.print_exc(file=sys.stderr)
-        return json.dumps({"error": {"type": "BridgeError", "message": f"{type(exc).__name__}: {exc}"}})
+            raise exc
+        return exc.answer()
+    if isinstance(exc, UshasError):
+        return exc.answer()
+    traceback.print_exception(exc, file=sys.stderr)  # anything else: a clear error, the trace on stderr
+    return {"type": "BridgeError", "message": f"{type(exc).__name__}: {exc}"}
 
 
 def _answered(op: str, request: dict[str, Any]) -> dict[str, Any]:
     """One call of a statement (:mod:`ushas_catalog.spark.statements`), answered exactly as the shim's own call
-    of ``op`` with that request would be."""
-    answer: dict[str, Any] = json.loads(_answer(op, json.dumps(request)))
-    return answer
+    of ``op`` with that request would be: the same handler and errors, without encoding the request and the
+    answer as JSON text and parsing them back (a statement reads the answer's fields; the statement's own
+    answer is encoded once)."""
+    try:
+        return _run(op, request)
+    except Exception as exc:  # noqa: BLE001 - as _answer
+        return {"error": _error_of(op, exc)}
 
 
 def dispatch(op: str, request: dict[str, Any]) -> dict[str, Any]:
