@@ -147,6 +147,29 @@ def test_a_change_of_a_pending_object_moves_its_entries_into_the_index(db: Metas
     _ok(db)
 
 
+def test_dropping_a_pending_table_clears_its_entries_without_writing_them_into_the_index(
+        db: Metastore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A table dropped before its entries were merged: they are cleared with the pending key, not written
+    into the index and cleared again in the same transaction; UNDROP indexes it again."""
+    from ushas_catalog.metadata import writer
+
+    db.create_table("main.db.t", "customer_id BIGINT", properties={"ushas.tag.gold": "1"})
+    db.create_table("main.db.u", "customer_name STRING")
+    merged: list[int] = []
+    real = writer.write_index
+    monkeypatch.setattr(writer, "write_index", lambda tr, keys, rows: (merged.append(1), real(tr, keys, rows))[1])
+    db.drop_table("main.db.t")
+    assert merged == []  # nothing of the dropped table went into the index
+    assert _counts(db) == (3, 0)  # its pending key is gone (catalog, database, u remain)
+    assert _names(db, "customer_*") == ["main.db.u"] and _names(db, "tag:gold") == []
+    _ok(db)
+    db.alter_table("main.db.u", [SetProperty("ushas.meta.owner", "bob")])  # a change still merges first
+    assert merged == [1]
+    db.undrop_table("main.db.t")
+    assert _names(db, "customer_*") == ["main.db.t", "main.db.u"] and _names(db, "tag:gold") == ["main.db.t"]
+    _ok(db)
+
+
 def test_a_table_too_large_for_one_value_goes_straight_into_the_index(db: Metastore) -> None:
     columns = ", ".join(f"customer_attribute_number_{i:04d} STRING" for i in range(1500))
     db.create_table("main.db.wide", columns)

@@ -41,17 +41,22 @@ class MetadataWriter:
         self._saved: dict[uuid.UUID, bytes] = {}
 
     # -- state ------------------------------------------------------------------------------
-    def state(self, oid: uuid.UUID) -> ObjectState | None:
+    def state(self, oid: uuid.UUID, *, unindexing: bool = False) -> ObjectState | None:
         """The object's state record (split over several keys when longer than a value may be).
         The first time a stored object is read, its pending index entries (if any) move into
-        the index: whatever changes next changes them there."""
+        the index: whatever changes next changes them there -- unless ``unindexing`` (the caller
+        removes every index entry of the object next): then they are only cleared, not written
+        into the index to be cleared again."""
         if oid not in self._states:
             key = self.keys.state(oid)
             raw = b"".join(kv.value for kv in self.tr.get_range(key, key + b"\xff"))
             self._saved[oid] = raw
             self._states[oid] = ObjectState.from_bytes(raw) if raw else None
             if raw and self.index:
-                self._merge_pending_of(oid)
+                if unindexing:
+                    self.tr.clear(self.keys.pending_key(oid))
+                else:
+                    self._merge_pending_of(oid)
         return self._states[oid]
 
     def _merge_pending_of(self, oid: uuid.UUID) -> None:
@@ -240,7 +245,7 @@ class MetadataWriter:
 
     def set_indexed(self, oid: uuid.UUID, indexed: bool) -> None:
         """Remove (drop) or restore (undrop) every index entry of the object."""
-        state = self.state(oid)
+        state = self.state(oid, unindexing=not indexed)
         if state is None or state.indexed == indexed:
             return
         state.indexed = True  # so _index_entry / _unindex_entry compute the same keys
