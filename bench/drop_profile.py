@@ -1,6 +1,6 @@
 """Where the time of a DROP TABLE goes, inside Spark (issue 38): a profile, not a goal.
 
-    python bench/drop_profile.py [--rounds R] [--lineage]
+    python bench/drop_profile.py [--rounds R] [--lineage] [--calls N]
 
 One Spark 4.3 session (``bench/_spark.py``: local[2], the ``ushas`` catalog on SQLite; ``--lineage``: with the
 lineage listener) drops ``R`` one-row tables exactly as ``bench/first_hour.py --everyday`` does, alternating with
@@ -8,8 +8,9 @@ the same statement on a table of the in-memory ``spark_catalog`` (Spark's V1 pat
 on ``nul``, a V2 catalog that does nothing (``bench/java/NullCatalog.java``, compiled here): Spark's own cost of
 a V2 DROP TABLE, the floor any catalog's work adds to. Every bridge call is timed at the Python end (``bridge.handle``); the shim's
 two catalog calls are also timed one by one from Python (``tableExists``, ``dropTable`` through Py4J) next to an
-empty Py4J call, and one drop's transaction is counted (keys read, keys written, ranges cleared, its commit).
-Prints medians. No lock needed for a short run.
+empty Py4J call, then ``N`` (1,000) of each alternating (the bridge round trip's own cost); one drop's transaction
+is counted (keys read, keys written, ranges cleared, its commit); with ``--lineage`` the listener's
+``lineage.event`` calls are counted too (it hands every execution to Python, a DROP TABLE too). Prints medians. No lock needed for a short run.
 """
 from __future__ import annotations
 
@@ -92,16 +93,22 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--lineage", action="store_true", help="with the lineage listener")
+    ap.add_argument("--calls", type=int, default=1000,
+                    help="tableExists calls through Py4J (and as many empty Py4J calls), alternating, at the end")
     args = ap.parse_args()
     from ushas_catalog.spark import bridge
 
     calls: list[tuple[str, float]] = []
+    lineage_events: list[float] = []  # every lineage.event (the listener's, asynchronous), all statements
+    statements = [0]
     real = bridge.handle
 
     def handle(op: str, payload: str) -> str:
         t0 = time.perf_counter()
         out = real(op, payload)
         calls.append((op, time.perf_counter() - t0))
+        if op == "lineage.event":
+            lineage_events.append(time.perf_counter() - t0)
         return out
 
     bridge.handle = handle  # Backend.call looks it up at every call
@@ -130,6 +137,7 @@ def main() -> int:
         ops_per_drop: list[int] = []
 
         def make(table: str, using: str) -> None:
+            statements[0] += 3
             spark.sql(f"DROP TABLE IF EXISTS {table}")
             spark.sql(f"CREATE TABLE {table} (id BIGINT, p STRING) USING {using} PARTITIONED BY (p)")
             spark.sql(f"INSERT INTO {table} VALUES (1, 'a')")
@@ -145,6 +153,7 @@ def main() -> int:
                 t0 = time.perf_counter()
                 spark.sql(f"DROP TABLE {table}")
                 took = time.perf_counter() - t0
+                statements[0] += 2
                 made = [(op, t) for op, t in calls if op != "lineage.event"]  # the listener's, asynchronous
                 if side == "nul":
                     spark.sql(f"DROP TABLE spark_catalog.default.n{r}")
@@ -175,16 +184,33 @@ def main() -> int:
                 catalog.dropTable(ident)
                 wall["dropTable through Py4J"].append(time.perf_counter() - t0)
 
+        # one bridge round trip, many times: tableExists (Python -> JVM -> the bridge -> Python and back) next to
+        # an empty Py4J call (Python -> JVM and back): the difference is the bridge call's own cost
+        make("ushas.b.calls", "parquet")
+        ns = spark.sparkContext._gateway.new_array(jvm.java.lang.String, 1)
+        ns[0] = "b"
+        ident = jvm.org.apache.spark.sql.connector.catalog.Identifier.of(ns, "calls")
+        for _ in range(args.calls):
+            t0 = time.perf_counter()
+            jvm.java.lang.System.nanoTime()
+            t1 = time.perf_counter()
+            catalog.tableExists(ident)
+            wall["many: an empty Py4J call"].append(t1 - t0)
+            wall["many: tableExists through Py4J"].append(time.perf_counter() - t1)
         print(f"DROP TABLE of a one-row table, {args.rounds} rounds (medians), lineage "
               f"{'on' if args.lineage else 'off'}:")
         for side in ("ushas", "spark", "nul", "ushas, IF EXISTS of a missing table", "spark, IF EXISTS of a missing table",
                      "nul, IF EXISTS of a missing table",
-                     "an empty Py4J call", "tableExists through Py4J", "dropTable through Py4J"):
+                     "an empty Py4J call", "tableExists through Py4J", "dropTable through Py4J",
+                     "many: an empty Py4J call", "many: tableExists through Py4J"):
             print(f"  {side:38s} {_ms(wall[side])}")
         print(f"  bridge calls per ushas DROP TABLE: {statistics.median(ops_per_drop) if ops_per_drop else 0}")
         for op, ts in per_op.items():
             print(f"    {op:24s} x{len(ts) / max(1, len(ops_per_drop)):.1f}  {_ms(ts)} in Python")
 
+        if args.lineage:  # the listener hands every execution to Python, a DROP TABLE too
+            print(f"  lineage.event calls (the listener's worker thread, after each statement): "
+                  f"{len(lineage_events)} for ~{statements[0]} statements, {_ms(lineage_events)} in Python each")
         from ushas_catalog.spark.registry import REGISTRY
 
         ms = REGISTRY.get(f"sqlite:///{root / 'ushas.db'}", "default").metastore
