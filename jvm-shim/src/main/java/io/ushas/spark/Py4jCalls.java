@@ -8,6 +8,7 @@ import py4j.Py4JClientConnection;
 import py4j.Py4JException;
 import py4j.Py4JNetworkException;
 import py4j.Py4JPythonClient;
+import py4j.PythonClient;
 import py4j.reflection.PythonProxyHandler;
 
 import java.lang.reflect.Field;
@@ -22,7 +23,8 @@ import java.net.SocketTimeoutException;
  * closing that connection. It sends exactly what Py4J's own proxy ({@link PythonProxyHandler#invoke}) sends
  * for {@code backend.call(op, json)} — the same command, through the same client's connections (its pool in
  * classic mode; in pinned-thread mode the calling thread's connection, so a PySpark driver's own statement is
- * answered by its own Python thread) — and reads the answer the same way; only the connection is taken and
+ * answered by its own Python thread; a thread without one goes through the pool as before) — and reads the
+ * answer the same way; only the connection is taken and
  * given back here instead of inside {@code CallbackClient.sendCommand}.
  *
  * <p>Py4J offers no public way to do this: its {@code getConnectionLock} / {@code giveBackConnection} /
@@ -83,6 +85,11 @@ final class Py4jCalls {
             Gateway gateway = (Gateway) GATEWAY.get(handler);
             Py4JPythonClient client = gateway.getCallbackClient();
             if (!(client instanceof CallbackClient callbacks)) return null;
+            // pinned-thread mode (a PySpark driver): only a thread that already holds its own connection (the
+            // driver's thread running this statement, or one that called before); any other would open a
+            // connection (and a Python thread) of its own, per thread -- Spark Connect runs every statement on a
+            // new thread -- where the bridge's pool threads reuse theirs
+            if (client instanceof PythonClient pinned && pinned.getPerThreadConnection() == null) return null;
             return new Target((String) ID.get(handler), gateway, callbacks);
         } catch (IllegalAccessException | RuntimeException e) {
             return null;
