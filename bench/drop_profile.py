@@ -16,11 +16,8 @@ from __future__ import annotations
 
 import argparse
 import collections
-import hashlib
-import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -31,29 +28,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "python"))
 sys.path.insert(0, str(HERE))
 
-from _spark import ushas_session  # noqa: E402  (bench/ is the script's directory)
-
-
-def null_catalog_jar() -> Path:
-    """bench/java/NullCatalog.java compiled against pyspark's jars, cached by source hash."""
-    import pyspark
-
-    source = HERE / "java" / "NullCatalog.java"
-    jars = Path(pyspark.__file__).parent / "jars"
-    key = hashlib.sha256(source.read_bytes() + pyspark.__version__.encode()).hexdigest()[:12]
-    jar = Path(tempfile.gettempdir()) / f"ushas-bench-nullcatalog-{key}" / "nullcatalog.jar"
-    if jar.exists():
-        return jar
-    classes = Path(tempfile.mkdtemp(prefix="nullcatalog-"))
-    try:
-        subprocess.run(["javac", "-nowarn", "-d", str(classes), "-cp", f"{jars}/*", str(source)], check=True)
-        jar.parent.mkdir(parents=True, exist_ok=True)
-        tmp = jar.parent / f"nullcatalog.{os.getpid()}.jar"
-        subprocess.run(["jar", "cf", str(tmp), "-C", str(classes), "."], check=True)
-        tmp.replace(jar)
-    finally:
-        shutil.rmtree(classes, ignore_errors=True)
-    return jar
+from _nullcatalog import NUL_CATALOG, null_catalog_jar  # noqa: E402  (bench/ is the script's directory)
+from _spark import ushas_session  # noqa: E402
 
 
 def _ms(xs: list[float]) -> str:
@@ -124,7 +100,7 @@ def main() -> int:
 
     SqliteTransaction.commit = commit  # type: ignore[method-assign]
     root = Path(tempfile.mkdtemp(prefix="ushas-bench-drop-profile-"))
-    conf = {"spark.jars": str(null_catalog_jar()), "spark.sql.catalog.nul": "io.ushas.bench.NullCatalog"}
+    conf = {"spark.jars": str(null_catalog_jar()), **NUL_CATALOG}
     if args.lineage:
         conf["spark.sql.queryExecutionListeners"] = "io.ushas.spark.UshasLineageListener"
     try:

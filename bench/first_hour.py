@@ -19,7 +19,9 @@
 - ``--everyday``: only the control query and the everyday statements (DROP TABLE, a 1-row INSERT, a
   small-table count), ushas and Iceberg each in its own fresh process (no Hive, no many-partition writes
   before them), the two alternating for ``--rounds`` rounds, medians of all rounds: the control of both
-  sides is then measured minutes apart at most, on the same load.
+  sides is then measured minutes apart at most, on the same load. Each DROP TABLE is followed by one on
+  ``nul``, a catalog that does nothing (``bench/_nullcatalog.py``), on the same Spark build: Spark's own
+  cost of the statement on each side, and each side's DROP TABLE above it.
 
 Every row prints ushas's time, the peer's, the ratio ushas ÷ peer and the issue's goal for it. Times
 are seconds on the shared machine; only the ratios of one run compare.
@@ -166,9 +168,10 @@ def plan_once(spark: Any, table: str, i: int, big: int) -> float:
     return _timed(lambda: spark.sql(q)._jdf.queryExecution().executedPlan())
 
 
-def everyday(spark: Any, fresh: Callable[[str], str], commits: int) -> dict[str, float]:
+def everyday(spark: Any, fresh: Callable[[str], str], commits: int, floor: bool = False) -> dict[str, float]:
     """The everyday statements, timed the way the Iceberg script times them (medians): a warm
-    one-partition count of a small table (9), a 1-row INSERT (``commits``), DROP TABLE (5)."""
+    one-partition count of a small table (9), a 1-row INSERT (``commits``), DROP TABLE (5); with ``floor``,
+    each DROP TABLE is followed by one on ``nul`` (``_nullcatalog``: Spark's own cost of the statement)."""
     out: dict[str, float] = {}
     small = fresh("small")
     spark.sql(f"INSERT INTO {small} SELECT id, CAST(id % 4 AS STRING) FROM range(100)")
@@ -180,11 +183,16 @@ def everyday(spark: Any, fresh: Callable[[str], str], commits: int) -> dict[str,
     out["insert_one"] = statistics.median(_timed(lambda: spark.sql(f"INSERT INTO {one} VALUES (1, 'a')"))
                                           for _ in range(commits))
     drops = []
+    floors = []
     for i in range(5):
         table = fresh(f"drop{i}")
         spark.sql(f"INSERT INTO {table} VALUES (1, 'a')")
         drops.append(_timed(lambda: spark.sql(f"DROP TABLE {table}")))
+        if floor:
+            floors.append(_timed(lambda: spark.sql(f"DROP TABLE nul.b.drop{i}")))
     out["drop"] = statistics.median(drops)
+    if floor:
+        out["drop_nul"] = statistics.median(floors)
     return out
 
 
@@ -193,7 +201,10 @@ def everyday_side(root: Path, commits: int) -> dict[str, float]:
     the control query, then the everyday statements."""
     from _spark import ushas_session
 
-    spark = ushas_session("everyday", root, conf={"spark.driver.memory": "3g"})  # as the Iceberg side's
+    from _nullcatalog import NUL_CATALOG, null_catalog_jar
+
+    spark = ushas_session("everyday", root, conf={"spark.driver.memory": "3g",  # as the Iceberg side's
+                                                  "spark.jars": str(null_catalog_jar()), **NUL_CATALOG})
     spark.sql("CREATE NAMESPACE IF NOT EXISTS ushas.b")
 
     def fresh(name: str) -> str:
@@ -203,7 +214,27 @@ def everyday_side(root: Path, commits: int) -> dict[str, float]:
 
     spark.sql(CONTROL).collect()
     out = {"control": statistics.median(_timed(lambda: spark.sql(CONTROL).collect()) for _ in range(5))}
-    out.update(everyday(spark, fresh, commits))
+    out.update(everyday(spark, fresh, commits, floor=True))
+    spark.stop()
+    return out
+
+
+def iceberg_everyday_side(root: Path, jars: str, commits: int) -> dict[str, float]:
+    """Run by the virtualenv's python (``--iceberg-everyday-side``; imports nothing of ushas): the control
+    query and the everyday statements with the ``nul`` floor, as :func:`everyday_side` on ushas's side."""
+    from _nullcatalog import NUL_CATALOG, null_catalog_jar  # compiled against this virtualenv's Spark
+
+    spark = iceberg_session("iceberg", root, f"{jars},{null_catalog_jar()}", conf=NUL_CATALOG)
+
+    def fresh(name: str) -> str:
+        spark.sql(f"DROP TABLE IF EXISTS ice.b.{name}")
+        spark.sql(f"CREATE TABLE ice.b.{name} (id BIGINT, p STRING) USING iceberg PARTITIONED BY (p)")
+        return f"ice.b.{name}"
+
+    spark.sql(CONTROL).collect()
+    out = {"control": statistics.median(_timed(lambda: spark.sql(CONTROL).collect()) for _ in range(5))}
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS ice.b")
+    out.update(everyday(spark, fresh, commits, floor=True))
     spark.stop()
     return out
 
@@ -286,7 +317,9 @@ def everyday_main(commits: int, rounds: int) -> int:
                 if side == "ushas":
                     got[side].append(dict(_own_process(["--everyday-side", str(root), str(commits)], 900)))
                 else:
-                    got[side].append(iceberg(root, 0, 0, commits))
+                    python, jars = iceberg_setup()
+                    got[side].append(run_side("the Iceberg side", python, [
+                        __file__, "--iceberg-everyday-side", str(root), ",".join(map(str, jars)), str(commits)], 900))
             finally:
                 shutil.rmtree(root, ignore_errors=True)
             print(f"  round {r + 1} {side}: " + ", ".join(f"{k} {_s(v)}" for k, v in got[side][-1].items()),
@@ -299,6 +332,11 @@ def everyday_main(commits: int, rounds: int) -> int:
     rows.add("control query (no catalog), Spark 4.3 ÷ Spark 4.1.4", med("ushas", "control"),
              med("iceberg", "control"), "Spark 4.1.4", "0.85–1.15x")
     rows.add("DROP TABLE", med("ushas", "drop"), med("iceberg", "drop"), "Iceberg", "≤ 1x")
+    rows.add("DROP TABLE on `nul`, a catalog that does nothing: Spark 4.3's own cost ÷ Spark 4.1.4's",
+             med("ushas", "drop_nul"), med("iceberg", "drop_nul"), "Spark 4.1.4", "(the floor)")
+    rows.add("DROP TABLE above that floor (the catalog's own part, medians of per-round differences)",
+             statistics.median(x["drop"] - x["drop_nul"] for x in got["ushas"]),
+             statistics.median(x["drop"] - x["drop_nul"] for x in got["iceberg"]), "Iceberg", "≤ 1x")
     rows.add("small table: warm one-partition count", med("ushas", "count"), med("iceberg", "count"), "Iceberg",
              "≤ 1x")
     rows.add(f"1-row INSERT commit (median of {commits})", med("ushas", "insert_one"), med("iceberg", "insert_one"),
@@ -323,7 +361,12 @@ def main() -> int:
     ap.add_argument("--first-query", nargs=3, metavar=("SIDE", "ROOT", "PARTITIONS"), help=argparse.SUPPRESS)
     ap.add_argument("--everyday-side", nargs=2, metavar=("ROOT", "COMMITS"), help=argparse.SUPPRESS)
     ap.add_argument("--iceberg-side", nargs=5, metavar=("ROOT", "JARS", "N", "BIG", "COMMITS"), help=argparse.SUPPRESS)
+    ap.add_argument("--iceberg-everyday-side", nargs=3, metavar=("ROOT", "JARS", "COMMITS"), help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.iceberg_everyday_side:
+        root, jars, commits = args.iceberg_everyday_side
+        print("RESULT " + json.dumps(iceberg_everyday_side(Path(root), jars, int(commits))))
+        return 0
     if args.iceberg_side:
         root, jars, *sizes = args.iceberg_side
         print("RESULT " + json.dumps(iceberg_side(Path(root), jars, *map(int, sizes))))
