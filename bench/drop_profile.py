@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import os
 import shutil
 import statistics
 import sys
@@ -25,7 +26,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "python"))
+if not any((Path(p) / "ushas_catalog").is_dir() for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p):
+    sys.path.insert(0, str(HERE.parent / "python"))  # else: the tree PYTHONPATH names (before / after runs)
 sys.path.insert(0, str(HERE))
 
 from _nullcatalog import NUL_CATALOG, null_catalog_jar  # noqa: E402  (bench/ is the script's directory)
