@@ -33,6 +33,7 @@ COLUMNS = ("id INT, l BIGINT, s STRING, d DECIMAL(10,2), ts TIMESTAMP, dd DATE, 
 OPTIONS = {"compression": "gzip", "parquet.page.size.row.check.min": "2", "parquet.page.size.row.check.max": "2",
            "parquet.page.row.count.limit": "7", "parquet.enable.dictionary#s": "false",
            "parquet.statistics.truncate.length": "1"}
+SESSION = {"spark.sql.parquet.writeLegacyFormat": "true", "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS"}
 
 
 def footer(path: Path) -> tuple[Any, ...]:
@@ -71,15 +72,23 @@ def test_task_set_up_writes_the_files_spark_writes(spark: Any, db: str, ms: Any,
     t, name = f"ushas.{db}.tpw", ("ushas", db, "tpw")
     spark.sql(f"CREATE TABLE {t} ({COLUMNS}) USING parquet PARTITIONED BY (dt) TBLPROPERTIES ({options})")
     rows = spark.sql(ROWS_SQL)
-    before = probe(spark)
-    spark.sql(f"INSERT INTO {t} {ROWS_SQL}")
-    shared = probe(spark) - before
-    # Spark's own writer, every file: a path write of the same rows with the same options
     plain = tmp_path / "plain"
-    writer = rows.write.partitionBy("dt")
-    for k, v in OPTIONS.items():
-        writer = writer.option(k, v)
-    writer.parquet(str(plain))
+    try:
+        # session settings the write support reads from the configuration (decimals and lists in the legacy
+        # layout, timestamps as INT64 micros): the shared write supports must honour them as Spark's do
+        for k, v in SESSION.items():
+            spark.conf.set(k, v)
+        before = probe(spark)
+        spark.sql(f"INSERT INTO {t} {ROWS_SQL}")
+        shared = probe(spark) - before
+        # Spark's own writer, every file: a path write of the same rows with the same options
+        writer = rows.write.partitionBy("dt")
+        for k, v in OPTIONS.items():
+            writer = writer.option(k, v)
+        writer.parquet(str(plain))
+    finally:
+        for k in SESSION:
+            spark.conf.unset(k)
 
     root = Path(ms.get_table(name).location.removeprefix("file:"))
     ours, theirs = footers(root), footers(plain)
@@ -89,6 +98,8 @@ def test_task_set_up_writes_the_files_spark_writes(spark: Any, db: str, ms: Any,
     assert ours == theirs
     codecs = {c[1] for f in sum(ours.values(), []) for g in f[5] for c in g[1]}
     assert codecs == {"GZIP"}
+    schema = ours["dt=p0"][0][3]
+    assert "int64 field_id=-1 ts (Timestamp(" in schema and "fixed_len_byte_array(5) field_id=-1 d (Decimal(" in schema
     assert sorted(spark.table(t).collect()) == sorted(rows.collect())
 
     # turned off per table, and a table of another format: Spark's writer for every file
