@@ -348,9 +348,11 @@ final class UshasBatchWrite implements BatchWrite {
             }
             long bytes = 0;
             ArrayNode parts = r.putArray("written");
-            // an append into a partitioned table: the catalog needs what the directories held before only
-            // for partitions whose files it does not record; it asks for it (list_existing) then
-            boolean listExisting = !("append".equals(mode) && operation == null && replacing == null && staged == null
+            // an append into, or an INSERT OVERWRITE of, a partitioned table: the catalog needs what the
+            // directories held before only for partitions whose files it does not record; it asks for it
+            // (list_existing) then
+            boolean listExisting = !(("append".equals(mode) || "dynamic".equals(mode) || "overwrite".equals(mode))
+                    && operation == null && replacing == null && staged == null && streamQueryId == null
                     && !table.partitionSchema().isEmpty());
             if (!listExisting) r.put("existing_deferred", true);
             for (Placement.Placed p : Placement.place(fs, root, staging, written, placed, listExisting)) {
