@@ -13,6 +13,8 @@ ratio is valid only when ushas's control ÷ that side's is within 0.85–1.15×)
 - ``ushas-fork``: the same with ``option.ushas.write.forklessLocalFiles=false`` (a forked ``chmod`` per
   file create, as Hadoop does without its native library); ``ushas-hash`` (only when named in ``--sides``):
   a table with ``write.distribution-mode=hash``, rows clustered by partition as Iceberg's default;
+  ``ushas-spark-writer`` (only when named): a table with ``option.ushas.write.taskParquetWriters=false``,
+  Spark's Parquet writer set up per file (the write before wave 16's per-task set-up);
 - ``iceberg``: Iceberg (the virtualenv and jars of bench/_iceberg.py; JDBC catalog on SQLite) with its
   defaults — ``write.distribution-mode=hash`` for a partitioned table — but the clustered writer
   (``write.spark.fanout.enabled=false``, bench/_iceberg.py's ``MANY_PARTITIONS``): with its default for
@@ -48,7 +50,8 @@ from _iceberg import (  # noqa: E402  (bench/ is the script's directory; the vir
 SIDES = ("ushas", "ushas-fork", "iceberg", "iceberg-localfiles")
 #: table properties of the ushas sides
 USHAS_PROPS = {"ushas": "", "ushas-fork": "'option.ushas.write.forklessLocalFiles'='false'",
-               "ushas-hash": "'write.distribution-mode'='hash'"}
+               "ushas-hash": "'write.distribution-mode'='hash'",
+               "ushas-spark-writer": "'option.ushas.write.taskParquetWriters'='false'"}
 STATEMENTS = (("insert", "INSERT … SELECT creating {n:,} partitions"),
               ("overwrite", "INSERT OVERWRITE of the {n:,} partitions"),
               ("ctas", "CTAS of {n:,} partitions"))
@@ -127,8 +130,9 @@ def main() -> int:
     ap.add_argument("--partitions", type=int, nargs="+", help="partitions of each write (2000)")
     ap.add_argument("--quick", action="store_true", help="500 partitions")
     ap.add_argument("--rounds", type=int, default=1, help="rounds, each side in a fresh process per round")
-    ap.add_argument("--sides", nargs="+", choices=[*SIDES, "ushas-hash"], default=list(SIDES),
-                    help="ushas-hash: a ushas table with write.distribution-mode=hash (Iceberg's default)")
+    ap.add_argument("--sides", nargs="+", choices=[*SIDES, "ushas-hash", "ushas-spark-writer"], default=list(SIDES),
+                    help="ushas-hash: a ushas table with write.distribution-mode=hash (Iceberg's default); "
+                         "ushas-spark-writer: Spark's Parquet writer set up per file (the write before wave 16)")
     ap.add_argument("--driver-memory", default="3g", help="every side's spark.driver.memory")
     ap.add_argument("--iceberg-props", default=MANY_PARTITIONS,
                     help="the Iceberg tables' properties ('': Iceberg's defaults; default: the clustered writer)")
@@ -174,6 +178,8 @@ def main() -> int:
     print("|---|---|---:|---|---:|---:|---|")
     pairs = (("ushas", "iceberg-localfiles", "≤ 0.8x (answers the goal: both without a forked chmod)"),
              ("ushas-hash", "iceberg-localfiles", "(ushas clustering by partition too, no fork)"),
+             ("ushas-spark-writer", "iceberg-localfiles", "(ushas with Spark's per-file Parquet set-up, no fork)"),
+             ("ushas", "ushas-spark-writer", "(the per-task Parquet set-up against Spark's per file)"),
              ("ushas", "iceberg", "(as shipped on file: without Hadoop's native library)"),
              ("ushas-fork", "iceberg", "(both with a forked chmod per file)"))
     for mine, peer, goal in pairs:

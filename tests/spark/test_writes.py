@@ -322,6 +322,36 @@ def test_appends_list_a_partition_directory_only_when_its_files_are_not_recorded
     assert spark.sql(f"SELECT count(*) FROM {t} WHERE dt = 'a'").first()[0] == 3
 
 
+def test_overwrites_list_a_partition_directory_only_when_its_files_are_not_recorded(spark: Any, db: str,
+                                                                                    ms: Any) -> None:
+    """A dynamic INSERT OVERWRITE sends no listing of the directories it writes into (the replaced partitions'
+    files are recorded); when a partition it replaces has files no write recorded (ADD PARTITION, a file put
+    there by hand), the catalog asks the shim to list the directories and releases that file with the
+    replaced ones."""
+    import shutil
+
+    t = f"ushas.{db}.mixed_ow"
+    name = ("ushas", db, "mixed_ow")
+    spark.sql(f"CREATE TABLE {t} ({SCHEMA}) USING parquet PARTITIONED BY (dt)")
+    spark.createDataFrame([(1, "a"), (2, "h")], SCHEMA).writeTo(t).append()
+    spark.sql(f"ALTER TABLE {t} ADD PARTITION (dt='m')")  # files not recorded
+    loc = {p.values["dt"]: p.location.removeprefix("file:") for p in ms.list_partitions(name)}
+    old_a = {f.path for f in ms.get_partition(name, {"dt": "a"}).data_files or []}
+    by_hand = [f for f in data_files("file:" + loc["h"]) if f.endswith(".parquet")][0]
+    os.makedirs(loc["m"], exist_ok=True)
+    shutil.copy(os.path.join(loc["h"], by_hand), loc["m"])
+    spark.createDataFrame([(3, "a"), (4, "m")], SCHEMA).writeTo(t).overwritePartitions()
+    expect(spark, t, [(3, "a"), (2, "h"), (4, "m")])
+    released = {f.path for g in ms.garbage(name) for f in g.files}
+    assert old_a <= released and f"file:{os.path.join(loc['m'], by_hand)}" in released
+    parts = {p.values["dt"]: p for p in ms.list_partitions(name)}
+    assert len(parts["m"].data_files or []) == 1 and len(parts["a"].data_files or []) == 1
+    # every partition recorded now: the next overwrite is planned without a listing, as before
+    spark.createDataFrame([(5, "a"), (6, "n")], SCHEMA).writeTo(t).overwritePartitions()
+    expect(spark, t, [(5, "a"), (2, "h"), (4, "m"), (6, "n")])
+    assert {f.path for f in parts["a"].data_files or []} <= {f.path for g in ms.garbage(name) for f in g.files}
+
+
 @pytest.mark.slow  # four writes of 60-120 partitions: ~30 s on the loaded 2-core machine
 def test_writes_bigger_than_one_transaction_commit_whole(spark: Any, db: str, ms: Any,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:

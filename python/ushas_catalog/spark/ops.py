@@ -608,6 +608,8 @@ def _commit_write(ms: Any, name: tuple[str, str, str], info: Any, r: Request, fe
                 return done
         old_files = ms.table_data_files(name)
     existing = list(ms.list_partitions(name)) if partition_by else []
+    if r.get("existing_deferred") and any(p.data_files is None for p in existing):
+        return {"list_existing": True}  # an overwrite may replace a partition whose files are not recorded
     if mode == "replace_files":  # a row-level rewrite: its own check (the files it read are still there)
         check = None
         groups = list(r.get("replaced") or [])  # by partition read; "scanned_only": none of its files replaced

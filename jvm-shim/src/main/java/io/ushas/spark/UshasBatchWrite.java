@@ -180,8 +180,14 @@ final class UshasBatchWrite implements BatchWrite {
         // the job commits into its own staging directory; commit() moves the files into the partition
         // directories and registers them (file names carry the job id: unique per job)
         FileCommitProtocol committer = committer(conf, jobId, staging.toString());
-        OutputWriterFactory writerFactory = fileFormat.prepareWrite(spark, job, scalaOptions,
-                new StructType(dataFields.toArray(new StructField[0])));
+        StructType dataSchema = new StructType(dataFields.toArray(new StructField[0]));
+        OutputWriterFactory writerFactory = fileFormat.prepareWrite(spark, job, scalaOptions, dataSchema);
+        // parquet: the writer set-up (settings, compressor, write support) once per task, not per file
+        if (fileFormat.getClass() == org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat.class) {
+            writerFactory = TaskParquetWriters.wrap(writerFactory, dataSchema, options.entrySet().stream()
+                    .noneMatch(e -> e.getKey().equalsIgnoreCase(TaskParquetWriters.SWITCH)
+                            && "false".equalsIgnoreCase(e.getValue().trim())));
+        }
         SerializableConfiguration statsConf = new SerializableConfiguration(hadoopConf);
         WriteJobStatsTracker stats = new BasicWriteJobStatsTracker(statsConf, BasicWriteJobStatsTracker.metrics());
         String maxRecords = options.entrySet().stream().filter(e -> e.getKey().equalsIgnoreCase("maxRecordsPerFile"))
@@ -342,9 +348,11 @@ final class UshasBatchWrite implements BatchWrite {
             }
             long bytes = 0;
             ArrayNode parts = r.putArray("written");
-            // an append into a partitioned table: the catalog needs what the directories held before only
-            // for partitions whose files it does not record; it asks for it (list_existing) then
-            boolean listExisting = !("append".equals(mode) && operation == null && replacing == null && staged == null
+            // an append into, or an INSERT OVERWRITE of, a partitioned table: the catalog needs what the
+            // directories held before only for partitions whose files it does not record; it asks for it
+            // (list_existing) then
+            boolean listExisting = !(("append".equals(mode) || "dynamic".equals(mode) || "overwrite".equals(mode))
+                    && operation == null && replacing == null && staged == null && streamQueryId == null
                     && !table.partitionSchema().isEmpty());
             if (!listExisting) r.put("existing_deferred", true);
             for (Placement.Placed p : Placement.place(fs, root, staging, written, placed, listExisting)) {
