@@ -374,14 +374,15 @@ def test_a_broadcast_merge_keeps_the_cardinality_check_and_spark_keeps_its_plan_
         spark: Any, db: str, sized_src: str) -> None:
     """Two source rows matching one target row still fail with MERGE_CARDINALITY_VIOLATION (the target is
     streamed, never replicated) and nothing is written; a source too big to broadcast (the threshold), one
-    Spark cannot size (a local list's rows) and a condition without an equality keep Spark's full outer join
-    (the result is right either way); a non-deterministic source is Spark's refusal, as without the rule."""
+    Spark cannot size (a local list's rows), one calling a Python UDF and a condition without an equality keep
+    Spark's full outer join (the result is right either way); a non-deterministic source is Spark's refusal, as without the rule."""
     t = f"ushas.{db}.t"
     make(spark, t, "parquet", True)
     upsert = f"MERGE INTO {t} t USING {{s}} s ON {{on}} WHEN MATCHED THEN UPDATE SET v = s.v " \
              f"WHEN NOT MATCHED THEN INSERT *"
     values_view(spark, "dup", [(2, "A", "y"), (2, "B", "y"), (500, "N", "x")])
     spark.createDataFrame(SOURCE, COLS).createOrReplaceTempView("unsized")
+    spark.udf.register("rl_py_id", lambda i: i, "int")  # a source calling Python: dear to read three times
     try:
         dup = upsert.format(s="dup", on="t.id = s.id")
         assert "FullOuter" not in spark.sql(f"EXPLAIN {dup}").first()[0]
@@ -390,6 +391,7 @@ def test_a_broadcast_merge_keeps_the_cardinality_check_and_spark_keeps_its_plan_
         assert {tuple(r) for r in spark.sql(f"SELECT id, v, dt FROM {t}").collect()} == set(TARGET)
         kept = [(upsert.format(s="unsized", on="t.id = s.id"), None),
                 (upsert.format(s="src", on="t.id = s.id"), "1"),  # spark.sql.autoBroadcastJoinThreshold
+                (upsert.format(s="(SELECT rl_py_id(id) AS id, v, dt FROM src)", on="t.id = s.id"), None),
                 (upsert.format(s="src", on="t.id < s.id - 100"), None)]
         for sql, threshold in kept:
             if threshold:

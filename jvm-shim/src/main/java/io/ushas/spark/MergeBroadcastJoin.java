@@ -66,8 +66,9 @@ import java.util.Map;
  * ({@code __row_from_target}, {@code __row_from_source}) and row id. The target is still never broadcast or
  * replicated (Spark's {@code NO_BROADCAST_AND_REPLICATION} hint stays on it): every match of a target row comes
  * out of the one task that reads it, so {@code MergeRows}' cardinality check ({@code MERGE_CARDINALITY_VIOLATION})
- * is exact. Left as Spark planned it: a source Spark cannot size or that is too big, a condition without an equality (Spark already broadcasts a nested loop join), a non-deterministic source
- * or condition (the source is read three times), a condition on a hidden column, another catalog's table, and
+ * is exact. Left as Spark planned it: a source Spark cannot size or that is too big, a condition without an
+ * equality (Spark already broadcasts a nested loop join), a non-deterministic source or condition, a source
+ * calling Python (the source is read three times), a condition on a hidden column, another catalog's table, and
  * every plan when {@value #CONF} is {@code false}.
  */
 final class MergeBroadcastJoin extends Rule<LogicalPlan> {
@@ -140,7 +141,7 @@ final class MergeBroadcastJoin extends Rule<LogicalPlan> {
         if (j.condition().isEmpty()) return null;
         Expression cond = j.condition().get();
         LogicalPlan source = j.right();
-        if (!cond.deterministic() || !source.deterministic()) return null;
+        if (!cond.deterministic() || !source.deterministic() || callsPython(source)) return null;
         if (ExtractEquiJoinKeys$.MODULE$.unapply(j).isEmpty()) return null;  // no equality: not a hash join
         if (!broadcastable(source, j.hint().rightHint())) return null;
         // the second read of the table: the condition's columns of the target on a fresh copy of its relation
@@ -183,6 +184,25 @@ final class MergeBroadcastJoin extends Rule<LogicalPlan> {
         row.addAll(CollectionConverters.asJava(source.output()));
         LogicalPlan sourceOnly = new Project(CollectionConverters.asScala(row).toList(), unmatched);
         return new Union(CollectionConverters.asScala(List.<LogicalPlan>of(matched, sourceOnly)).toList(), false, false);
+    }
+
+    /** Whether the plan calls a Python function (a UDF, pandas or arrow): the rewrite reads the source three
+     *  times, and such a source is dear to compute however small its rows. */
+    static boolean callsPython(LogicalPlan plan) {
+        return plan.exists(new AbstractFunction1<LogicalPlan, Object>() {
+            @Override
+            public Object apply(LogicalPlan p) {
+                for (Expression e : CollectionConverters.asJava(p.expressions())) {
+                    if (e.exists(new AbstractFunction1<Expression, Object>() {
+                        @Override
+                        public Object apply(Expression x) {
+                            return x instanceof org.apache.spark.sql.catalyst.expressions.PythonFuncExpression;
+                        }
+                    })) return true;
+                }
+                return false;
+            }
+        });
     }
 
     /** Spark's rule for broadcasting a join side: a hint for or against it, else its estimated size at most
