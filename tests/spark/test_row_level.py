@@ -373,7 +373,8 @@ def test_a_merge_with_a_small_source_broadcasts_it_and_matches_the_reference(
 def test_a_broadcast_merge_keeps_the_cardinality_check_and_spark_keeps_its_plan_otherwise(
         spark: Any, db: str, sized_src: str) -> None:
     """Two source rows matching one target row still fail with MERGE_CARDINALITY_VIOLATION (the target is
-    streamed, never replicated) and nothing is written; a source too big to broadcast (the threshold), one
+    streamed, never replicated) and nothing is written; a source over the rule's limit (Spark's threshold bounds
+    it; ``spark.ushas.merge.broadcastSource.maxBytes``, a size, sets it; not a size: refused naming it), one
     Spark cannot size (a local list's rows), one calling a Python UDF and a condition without an equality keep
     Spark's full outer join (the result is right either way); a non-deterministic source is Spark's refusal, as without the rule."""
     t = f"ushas.{db}.t"
@@ -389,18 +390,30 @@ def test_a_broadcast_merge_keeps_the_cardinality_check_and_spark_keeps_its_plan_
         with pytest.raises(Exception, match="MERGE_CARDINALITY_VIOLATION"):
             spark.sql(dup)
         assert {tuple(r) for r in spark.sql(f"SELECT id, v, dt FROM {t}").collect()} == set(TARGET)
-        kept = [(upsert.format(s="unsized", on="t.id = s.id"), None),
-                (upsert.format(s="src", on="t.id = s.id"), "1"),  # spark.sql.autoBroadcastJoinThreshold
-                (upsert.format(s="(SELECT rl_py_id(id) AS id, v, dt FROM src)", on="t.id = s.id"), None),
-                (upsert.format(s="src", on="t.id < s.id - 100"), None)]
-        for sql, threshold in kept:
-            if threshold:
-                spark.conf.set("spark.sql.autoBroadcastJoinThreshold", threshold)
+        src = upsert.format(s="src", on="t.id = s.id")
+        kept: list[tuple[str, dict[str, str]]] = [
+            (upsert.format(s="unsized", on="t.id = s.id"), {}),
+            (src, {"spark.sql.autoBroadcastJoinThreshold": "1"}),  # Spark's threshold bounds the rule's
+            (src, {"spark.ushas.merge.broadcastSource.maxBytes": "100"}),  # the rule's own limit (bytes)
+            (upsert.format(s="(SELECT rl_py_id(id) AS id, v, dt FROM src)", on="t.id = s.id"), {}),
+            (upsert.format(s="src", on="t.id < s.id - 100"), {})]
+        for sql, conf in kept:
+            for k, v in conf.items():
+                spark.conf.set(k, v)
             try:
                 plan = spark.sql(f"EXPLAIN {sql}").first()[0]
             finally:
-                spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
-            assert "FullOuter" in plan, (sql, plan)
+                for k in conf:
+                    spark.conf.unset(k)
+            assert "FullOuter" in plan, (sql, conf, plan)
+        spark.conf.set("spark.ushas.merge.broadcastSource.maxBytes", "10k")
+        try:
+            assert "FullOuter" not in spark.sql(f"EXPLAIN {src}").first()[0]
+            spark.conf.set("spark.ushas.merge.broadcastSource.maxBytes", "lots")
+            with pytest.raises(Exception, match="spark.ushas.merge.broadcastSource.maxBytes: expected a size in bytes"):
+                spark.sql(src)
+        finally:
+            spark.conf.unset("spark.ushas.merge.broadcastSource.maxBytes")
         with pytest.raises(Exception, match="INVALID_NON_DETERMINISTIC_EXPRESSIONS"):  # Spark's refusal, as without
             spark.sql(upsert.format(s="(SELECT * FROM src WHERE rand() < 2)", on="t.id = s.id"))  # the rule
         spark.sql(kept[0][0])  # the unsized source's statement, through Spark's plan

@@ -47,9 +47,9 @@ import java.util.Map;
  * {@code ReplaceData}) joins the rows of the group it rewrites with the source by a <b>full outer join</b>, which
  * Spark never broadcasts: both sides are shuffled and sorted, a million target rows for a hundred source rows.
  * For a MERGE into a table of the catalog whose ON condition has an equality (a hash join) and whose source is
- * small enough to broadcast (Spark's own rule: its estimated size at most
- * {@code spark.sql.autoBroadcastJoinThreshold}; a strategy hint on the join decides instead, though Spark drops a
- * hint written in a MERGE's source before this join), this optimizer rule
+ * small (Spark's estimate of its size at most {@value #MAX_BYTES_CONF}: by default a tenth of
+ * {@code spark.sql.autoBroadcastJoinThreshold}, 1 MB; a strategy hint on the join decides instead, though Spark
+ * drops a hint written in a MERGE's source before this join), this optimizer rule
  * replaces {@code Join(T, S, FullOuter, cond)} under the statement's {@code MergeRows} by
  * <pre>
  *   Union( Join(T, S, LeftOuter, cond)             S broadcast, T streamed
@@ -66,7 +66,11 @@ import java.util.Map;
  * ({@code __row_from_target}, {@code __row_from_source}) and row id. The target is still never broadcast or
  * replicated (Spark's {@code NO_BROADCAST_AND_REPLICATION} hint stays on it): every match of a target row comes
  * out of the one task that reads it, so {@code MergeRows}' cardinality check ({@code MERGE_CARDINALITY_VIOLATION})
- * is exact. Left as Spark planned it: a source Spark cannot size or that is too big, a condition without an
+ * is exact. The rewrite reads the condition's columns of the group a second time and the source three times (two
+ * broadcasts with its columns, a shuffle for the anti join): it pays off when the source is small next to the
+ * group, hence a limit well under Spark's threshold (measured: a 40 kB source into a group of 10 million rows
+ * 0.63x of Spark's plan; a 2 MB source into a million rows costs more than it, docs/benchmarks.md).
+ * Left as Spark planned it: a source Spark cannot size or that is too big, a condition without an
  * equality (Spark already broadcasts a nested loop join), a non-deterministic source or condition, a source
  * calling Python (the source is read three times), a condition on a hidden column, another catalog's table, and
  * every plan when {@value #CONF} is {@code false}.
@@ -74,6 +78,9 @@ import java.util.Map;
 final class MergeBroadcastJoin extends Rule<LogicalPlan> {
     /** the session setting that turns the rule off ({@code false}) */
     static final String CONF = "spark.ushas.merge.broadcastSource";
+    /** the largest source (Spark's estimate, bytes or a size such as {@code 4m}) the rule broadcasts; by default a
+     *  tenth of {@code spark.sql.autoBroadcastJoinThreshold}, never more than it */
+    static final String MAX_BYTES_CONF = "spark.ushas.merge.broadcastSource.maxBytes";
 
     private final SparkSession session;
 
@@ -107,7 +114,7 @@ final class MergeBroadcastJoin extends Rule<LogicalPlan> {
             public <A1 extends LogicalPlan, B1> B1 applyOrElse(A1 p, Function1<A1, B1> fallback) {
                 if (!isDefinedAt(p)) return fallback.apply(p);
                 ReplaceData rd = (ReplaceData) p;
-                LogicalPlan query = rewriteQuery(rd.query(), (DataSourceV2Relation) rd.originalTable());
+                LogicalPlan query = rewriteQuery(rd.query(), (DataSourceV2Relation) rd.originalTable(), maxBytes());
                 @SuppressWarnings("unchecked")
                 B1 out = (B1) (query == rd.query() ? rd
                         : rd.withNewChildren(CollectionConverters.asScala(List.of(query)).toList()));
@@ -116,8 +123,23 @@ final class MergeBroadcastJoin extends Rule<LogicalPlan> {
         });
     }
 
+    /** {@value #MAX_BYTES_CONF}, at most Spark's broadcast threshold (negative: no source is broadcast). */
+    private long maxBytes() {
+        long threshold = SQLConf.get().autoBroadcastJoinThreshold();
+        String v = session.conf().get(MAX_BYTES_CONF, "").trim();
+        if (v.isEmpty()) return threshold < 0 ? -1 : threshold / 10;
+        long max;
+        try {
+            max = org.apache.spark.network.util.JavaUtils.byteStringAsBytes(v);
+        } catch (RuntimeException e) {
+            throw new IllegalArgumentException(MAX_BYTES_CONF + ": expected a size in bytes (such as 1048576 or 1m), got '"
+                    + v + "'");
+        }
+        return threshold < 0 ? -1 : Math.min(max, threshold);
+    }
+
     /** The statement's query with its {@code MergeRows}' full outer join rewritten, or the same plan. */
-    private static LogicalPlan rewriteQuery(LogicalPlan query, DataSourceV2Relation table) {
+    private static LogicalPlan rewriteQuery(LogicalPlan query, DataSourceV2Relation table, long maxBytes) {
         return query.transformDown(new AbstractPartialFunction<LogicalPlan, LogicalPlan>() {
             @Override
             public boolean isDefinedAt(LogicalPlan p) {
@@ -128,7 +150,7 @@ final class MergeBroadcastJoin extends Rule<LogicalPlan> {
             public <A1 extends LogicalPlan, B1> B1 applyOrElse(A1 p, Function1<A1, B1> fallback) {
                 if (!isDefinedAt(p)) return fallback.apply(p);
                 MergeRows m = (MergeRows) p;
-                LogicalPlan join = rewrite((Join) m.child(), table);
+                LogicalPlan join = rewrite((Join) m.child(), table, maxBytes);
                 @SuppressWarnings("unchecked")
                 B1 out = (B1) (join == null ? m : m.withNewChildren(CollectionConverters.asScala(List.of(join)).toList()));
                 return out;
@@ -137,13 +159,13 @@ final class MergeBroadcastJoin extends Rule<LogicalPlan> {
     }
 
     /** The union for {@code j} (target left, source right), or null when the join is left as it is. */
-    static LogicalPlan rewrite(Join j, DataSourceV2Relation table) {
+    static LogicalPlan rewrite(Join j, DataSourceV2Relation table, long maxBytes) {
         if (j.condition().isEmpty()) return null;
         Expression cond = j.condition().get();
         LogicalPlan source = j.right();
         if (!cond.deterministic() || !source.deterministic() || callsPython(source)) return null;
         if (ExtractEquiJoinKeys$.MODULE$.unapply(j).isEmpty()) return null;  // no equality: not a hash join
-        if (!broadcastable(source, j.hint().rightHint())) return null;
+        if (!broadcastable(source, j.hint().rightHint(), maxBytes)) return null;
         // the second read of the table: the condition's columns of the target on a fresh copy of its relation
         DataSourceV2Relation again = table.newInstance();
         List<AttributeReference> columns = CollectionConverters.asJava(table.output());
@@ -205,13 +227,13 @@ final class MergeBroadcastJoin extends Rule<LogicalPlan> {
         });
     }
 
-    /** Spark's rule for broadcasting a join side: a hint for or against it, else its estimated size at most
-     *  {@code spark.sql.autoBroadcastJoinThreshold} (negative: never); unknown (an RDD's rows) is too big. */
-    static boolean broadcastable(LogicalPlan source, Option<HintInfo> hint) {
+    /** Spark's rule for broadcasting a join side, with the rule's own limit: a hint for or against it, else its
+     *  estimated size at most {@code maxBytes} (negative: never); unknown (an RDD's rows) is too big. */
+    static boolean broadcastable(LogicalPlan source, Option<HintInfo> hint, long maxBytes) {
         if (hint.isDefined() && hint.get().strategy().isDefined()) {
             return hint.get().strategy().get() == BROADCAST$.MODULE$;
         }
-        long threshold = SQLConf.get().autoBroadcastJoinThreshold();
+        long threshold = maxBytes;
         if (threshold < 0) return false;
         BigInteger size;
         try {
