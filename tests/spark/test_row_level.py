@@ -48,11 +48,16 @@ def reference(spark: Any, name: str) -> set[tuple[Any, ...]]:
         out = t.selectExpr("id", "CASE WHEN id IN (1, 2) THEN concat(v, '!') ELSE v END",
                            "CASE WHEN id IN (1, 2) THEN 'w' ELSE dt END")
     else:
-        j = t.alias("t").join(s.alias("s"), on=t["id"] == s["id"], how="full_outer")
+        on = t["id"] == s["id"]
+        if name == "merge_upsert_partitions":
+            on = on & t["dt"].isin("x", "y")
+        j = t.alias("t").join(s.alias("s"), on=on, how="full_outer")
         matched, only_s, only_t = "t.id IS NOT NULL AND s.id IS NOT NULL", "t.id IS NULL", "s.id IS NULL"
         keep_t, keep_s = ("t.id", "t.v", "t.dt"), ("s.id", "s.v", "s.dt")
-        if name == "merge_upsert":
+        if name in ("merge_upsert", "merge_upsert_partitions"):
             rules = [(matched, ("t.id", "s.v", "t.dt")), (only_s, keep_s), (only_t, keep_t)]
+        elif name == "merge_delete_insert":
+            rules = [(matched, None), (only_s, keep_s), (only_t, keep_t)]
         elif name == "merge_all_clauses":
             rules = [(f"{matched} AND s.v = 'del'", None), (matched, keep_s), (f"{only_s} AND s.id > 100", keep_s),
                      (only_s, None), (f"{only_t} AND t.dt = 'x'", None), (only_t, keep_t)]
@@ -306,3 +311,114 @@ def test_a_merge_whose_source_hits_every_file_skips_the_group_filter(spark: Any,
         assert spark.sql(f"SELECT count(*) AS n FROM {t}").first().n == 100
     finally:
         spark.catalog.dropTempView("big")
+
+
+#: MERGEs with a source Spark can size (a VALUES view): the catalog's rule broadcasts it (MergeBroadcastJoin),
+#: the two forms it does not rewrite (no NOT MATCHED clause: Spark's join is already a left outer one; insert
+#: only: an append) checked for their results too
+BROADCAST_MERGES = [(n, q) for n, q in STATEMENTS if n.startswith("merge")] + [
+    ("merge_delete_insert", "MERGE INTO {t} t USING src s ON t.id = s.id "
+                            "WHEN MATCHED THEN DELETE WHEN NOT MATCHED THEN INSERT *"),
+    ("merge_upsert_partitions", "MERGE INTO {t} t USING src s ON t.id = s.id AND t.dt IN ('x', 'y') "
+                                "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *"),
+]
+
+
+def values_view(spark: Any, name: str, rows: list[tuple[int, str, str]]) -> None:
+    """A temporary view of ``rows`` whose size Spark knows (a local relation; a local list's it does not)."""
+    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW {name} AS SELECT * FROM VALUES "
+              + ", ".join(f"({i}, '{v}', '{dt}')" for i, v, dt in rows) + " AS s(id, v, dt)")
+
+
+def target_shuffled(plan: str) -> bool:
+    """Whether the physical plan shuffles the MERGE's target rows (an exchange right above the projection
+    that adds ``__row_from_target``)."""
+    lines = plan.splitlines()
+    return any("Exchange" in line and "__row_from_target" in nxt for line, nxt in zip(lines, lines[1:]))
+
+
+@pytest.fixture
+def sized_src(spark: Any) -> Any:
+    values_view(spark, "src", SOURCE)
+    yield "src"
+    spark.catalog.dropTempView("src")
+
+
+@pytest.mark.parametrize("name,sql", BROADCAST_MERGES, ids=[n for n, _ in BROADCAST_MERGES])
+def test_a_merge_with_a_small_source_broadcasts_it_and_matches_the_reference(
+        spark: Any, db: str, sized_src: str, name: str, sql: str) -> None:
+    """A MERGE with a WHEN NOT MATCHED clause is Spark's full outer join of the target with the source (both
+    shuffled); with a source small enough to broadcast the catalog's rule makes it a left outer join with the
+    source broadcast plus the source rows no target row matches: no full outer join, the target not shuffled,
+    the same rows as the DataFrame reference. ``spark.ushas.merge.broadcastSource=false`` keeps Spark's plan."""
+    t = f"ushas.{db}.t"
+    make(spark, t, "parquet", True)
+    statement = sql.format(t=t)
+    plan = spark.sql(f"EXPLAIN {statement}").first()[0]
+    # with a NOT MATCHED clause and another one (insert only is an append)
+    rewritten = name not in ("merge_by_source_update", "merge_insert_only")
+    assert "FullOuter" not in plan and not target_shuffled(plan), plan
+    if rewritten:
+        assert re.search(r"BroadcastHashJoin .*LeftOuter, BuildRight", plan) and "LeftAnti" in plan, plan
+        spark.conf.set("spark.ushas.merge.broadcastSource", "false")
+        try:
+            spark_plan = spark.sql(f"EXPLAIN {statement}").first()[0]
+        finally:
+            spark.conf.unset("spark.ushas.merge.broadcastSource")
+        assert "FullOuter" in spark_plan and target_shuffled(spark_plan), spark_plan
+    spark.sql(statement)
+    assert {tuple(r) for r in spark.sql(f"SELECT id, v, dt FROM {t}").collect()} == reference(spark, name)
+
+
+def test_a_broadcast_merge_keeps_the_cardinality_check_and_spark_keeps_its_plan_otherwise(
+        spark: Any, db: str, sized_src: str) -> None:
+    """Two source rows matching one target row still fail with MERGE_CARDINALITY_VIOLATION (the target is
+    streamed, never replicated) and nothing is written; a source over the rule's limit (Spark's threshold bounds
+    it; ``spark.ushas.merge.broadcastSource.maxBytes``, a size, sets it; not a size: refused naming it), one
+    Spark cannot size (a local list's rows), one calling a Python UDF and a condition without an equality keep
+    Spark's full outer join (the result is right either way); a non-deterministic source is Spark's refusal, as without the rule."""
+    t = f"ushas.{db}.t"
+    make(spark, t, "parquet", True)
+    upsert = f"MERGE INTO {t} t USING {{s}} s ON {{on}} WHEN MATCHED THEN UPDATE SET v = s.v " \
+             f"WHEN NOT MATCHED THEN INSERT *"
+    values_view(spark, "dup", [(2, "A", "y"), (2, "B", "y"), (500, "N", "x")])
+    spark.createDataFrame(SOURCE, COLS).createOrReplaceTempView("unsized")
+    spark.udf.register("rl_py_id", lambda i: i, "int")  # a source calling Python: dear to read three times
+    try:
+        dup = upsert.format(s="dup", on="t.id = s.id")
+        assert "FullOuter" not in spark.sql(f"EXPLAIN {dup}").first()[0]
+        with pytest.raises(Exception, match="MERGE_CARDINALITY_VIOLATION"):
+            spark.sql(dup)
+        assert {tuple(r) for r in spark.sql(f"SELECT id, v, dt FROM {t}").collect()} == set(TARGET)
+        src = upsert.format(s="src", on="t.id = s.id")
+        kept: list[tuple[str, dict[str, str]]] = [
+            (upsert.format(s="unsized", on="t.id = s.id"), {}),
+            (src, {"spark.sql.autoBroadcastJoinThreshold": "1"}),  # Spark's threshold bounds the rule's
+            (src, {"spark.ushas.merge.broadcastSource.maxBytes": "100"}),  # the rule's own limit (bytes)
+            (upsert.format(s="(SELECT rl_py_id(id) AS id, v, dt FROM src)", on="t.id = s.id"), {}),
+            (upsert.format(s="src", on="t.id < s.id - 100"), {})]
+        for sql, conf in kept:
+            for k, v in conf.items():
+                spark.conf.set(k, v)
+            try:
+                plan = spark.sql(f"EXPLAIN {sql}").first()[0]
+            finally:
+                for k in conf:
+                    spark.conf.unset(k)
+            assert "FullOuter" in plan, (sql, conf, plan)
+        spark.conf.set("spark.ushas.merge.broadcastSource.maxBytes", "10k")
+        try:
+            assert "FullOuter" not in spark.sql(f"EXPLAIN {src}").first()[0]
+            spark.conf.set("spark.ushas.merge.broadcastSource.maxBytes", "lots")
+            with pytest.raises(Exception, match="spark.ushas.merge.broadcastSource.maxBytes: expected a size in bytes"):
+                spark.sql(src)
+        finally:
+            spark.conf.unset("spark.ushas.merge.broadcastSource.maxBytes")
+        with pytest.raises(Exception, match="INVALID_NON_DETERMINISTIC_EXPRESSIONS"):  # Spark's refusal, as without
+            spark.sql(upsert.format(s="(SELECT * FROM src WHERE rand() < 2)", on="t.id = s.id"))  # the rule
+        spark.sql(kept[0][0])  # the unsized source's statement, through Spark's plan
+        assert {tuple(r) for r in spark.sql(f"SELECT id, v, dt FROM {t}").collect()} == \
+            reference(spark, "merge_upsert")
+    finally:
+        spark.catalog.dropTempView("dup")
+        spark.catalog.dropTempView("unsized")

@@ -38,6 +38,7 @@ public final class UshasExtensions extends AbstractFunction1<SparkSessionExtensi
         extensions.injectOptimizerRule(UshasStatistics.rule());  // analyze_table's statistics for the optimizer
         extensions.injectOptimizerRule(FooterCount.factory());  // count(*) of a few parquet files: no job
         extensions.injectOptimizerRule(MergeGroupFilter.factory());  // a MERGE's source size, for its group filter
+        extensions.injectOptimizerRule(MergeBroadcastJoin.factory());  // a MERGE's small source broadcast
         extensions.injectResolutionRule(RowPolicies.factory());  // row filters and column masks on every read
         extensions.injectPostHocResolutionRule(ViewSchemaSync.factory());  // views WITH SCHEMA [TYPE] EVOLUTION
         extensions.injectHintResolutionRule(FunctionStatements.factory());  // CREATE / DROP / DESCRIBE FUNCTION ...

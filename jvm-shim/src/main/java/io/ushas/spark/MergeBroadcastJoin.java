@@ -1,0 +1,246 @@
+package io.ushas.spark;
+
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.expressions.Alias;
+import org.apache.spark.sql.catalyst.expressions.Attribute;
+import org.apache.spark.sql.catalyst.expressions.AttributeReference;
+import org.apache.spark.sql.catalyst.expressions.ExprId;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.Literal;
+import org.apache.spark.sql.catalyst.expressions.NamedExpression;
+import org.apache.spark.sql.catalyst.planning.ExtractEquiJoinKeys$;
+import org.apache.spark.sql.catalyst.plans.FullOuter$;
+import org.apache.spark.sql.catalyst.plans.LeftAnti$;
+import org.apache.spark.sql.catalyst.plans.LeftOuter$;
+import org.apache.spark.sql.catalyst.plans.LeftSemi$;
+import org.apache.spark.sql.catalyst.plans.logical.BROADCAST$;
+import org.apache.spark.sql.catalyst.plans.logical.HintInfo;
+import org.apache.spark.sql.catalyst.plans.logical.Join;
+import org.apache.spark.sql.catalyst.plans.logical.JoinHint;
+import org.apache.spark.sql.catalyst.plans.logical.JoinStrategyHint;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.MergeRows;
+import org.apache.spark.sql.catalyst.plans.logical.Project;
+import org.apache.spark.sql.catalyst.plans.logical.ReplaceData;
+import org.apache.spark.sql.catalyst.plans.logical.Union;
+import org.apache.spark.sql.catalyst.rules.Rule;
+import org.apache.spark.sql.connector.write.RowLevelOperation;
+import org.apache.spark.sql.connector.write.RowLevelOperationTable;
+import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
+import org.apache.spark.sql.internal.SQLConf;
+import scala.Function1;
+import scala.Option;
+import scala.jdk.javaapi.CollectionConverters;
+import scala.runtime.AbstractFunction1;
+import scala.runtime.AbstractPartialFunction;
+
+import java.math.BigInteger;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * A MERGE with a small source joins it by broadcast, not by a shuffle of the table (docs/row-level.md).
+ *
+ * <p>With a {@code WHEN NOT MATCHED} clause Spark's {@code RewriteMergeIntoTable} (copy-on-write:
+ * {@code ReplaceData}) joins the rows of the group it rewrites with the source by a <b>full outer join</b>, which
+ * Spark never broadcasts: both sides are shuffled and sorted, a million target rows for a hundred source rows.
+ * For a MERGE into a table of the catalog whose ON condition has an equality (a hash join) and whose source is
+ * small (Spark's estimate of its size at most {@value #MAX_BYTES_CONF}: by default a tenth of
+ * {@code spark.sql.autoBroadcastJoinThreshold}, 1 MB; a strategy hint on the join decides instead, though Spark
+ * drops a hint written in a MERGE's source before this join), this optimizer rule
+ * replaces {@code Join(T, S, FullOuter, cond)} under the statement's {@code MergeRows} by
+ * <pre>
+ *   Union( Join(T, S, LeftOuter, cond)             S broadcast, T streamed
+ *          Project(nulls for T's columns, S's,
+ *                  Join(S, Join(T', S, LeftSemi, cond), LeftAnti, cond)) )
+ * </pre>
+ * where {@code T'} is a second read of the table as the statement loaded it (only the columns {@code cond} needs,
+ * the partitions its partition predicates select). It is the same rows: the first side is every target row of the
+ * group with its matches (a target row that matches nothing keeps nulls for the source, as in the full outer
+ * join); the second the source rows no target row matches (a source row matching a row of the group matches
+ * that row in {@code T'}, and conversely a row of {@code T} that matches a source row is in the group: the group
+ * is selected by predicates {@code cond} implies). The output keeps the join's attributes (the union's are its
+ * first side's, nullable as the full outer join's), so {@code MergeRows} reads the same presence columns
+ * ({@code __row_from_target}, {@code __row_from_source}) and row id. The target is still never broadcast or
+ * replicated (Spark's {@code NO_BROADCAST_AND_REPLICATION} hint stays on it): every match of a target row comes
+ * out of the one task that reads it, so {@code MergeRows}' cardinality check ({@code MERGE_CARDINALITY_VIOLATION})
+ * is exact. The rewrite reads the condition's columns of the group a second time and the source three times (two
+ * broadcasts with its columns, a shuffle for the anti join): it pays off when the source is small next to the
+ * group, hence a limit well under Spark's threshold (measured: a 40 kB source into a group of 10 million rows
+ * 0.63x of Spark's plan; a 2 MB source into a million rows costs more than it, docs/benchmarks.md).
+ * Left as Spark planned it: a source Spark cannot size or that is too big, a condition without an
+ * equality (Spark already broadcasts a nested loop join), a non-deterministic source or condition, a source
+ * calling Python (the source is read three times), a condition on a hidden column, another catalog's table, and
+ * every plan when {@value #CONF} is {@code false}.
+ */
+final class MergeBroadcastJoin extends Rule<LogicalPlan> {
+    /** the session setting that turns the rule off ({@code false}) */
+    static final String CONF = "spark.ushas.merge.broadcastSource";
+    /** the largest source (Spark's estimate, bytes or a size such as {@code 4m}) the rule broadcasts; by default a
+     *  tenth of {@code spark.sql.autoBroadcastJoinThreshold}, never more than it */
+    static final String MAX_BYTES_CONF = "spark.ushas.merge.broadcastSource.maxBytes";
+
+    private final SparkSession session;
+
+    MergeBroadcastJoin(SparkSession session) {
+        this.session = session;
+    }
+
+    static Function1<SparkSession, Rule<LogicalPlan>> factory() {
+        return new AbstractFunction1<>() {
+            @Override
+            public Rule<LogicalPlan> apply(SparkSession session) {
+                return new MergeBroadcastJoin(session);
+            }
+        };
+    }
+
+    @Override
+    public LogicalPlan apply(LogicalPlan plan) {
+        if (!Boolean.parseBoolean(session.conf().get(CONF, "true").trim())) return plan;
+        return plan.transformDown(new AbstractPartialFunction<LogicalPlan, LogicalPlan>() {
+            @Override
+            public boolean isDefinedAt(LogicalPlan p) {
+                return p instanceof ReplaceData rd && rd.table() instanceof DataSourceV2Relation r
+                        && r.table() instanceof RowLevelOperationTable t
+                        && t.operation() instanceof UshasRowLevel.Operation op
+                        && op.command() == RowLevelOperation.Command.MERGE
+                        && rd.originalTable() instanceof DataSourceV2Relation;
+            }
+
+            @Override
+            public <A1 extends LogicalPlan, B1> B1 applyOrElse(A1 p, Function1<A1, B1> fallback) {
+                if (!isDefinedAt(p)) return fallback.apply(p);
+                ReplaceData rd = (ReplaceData) p;
+                LogicalPlan query = rewriteQuery(rd.query(), (DataSourceV2Relation) rd.originalTable(), maxBytes());
+                @SuppressWarnings("unchecked")
+                B1 out = (B1) (query == rd.query() ? rd
+                        : rd.withNewChildren(CollectionConverters.asScala(List.of(query)).toList()));
+                return out;
+            }
+        });
+    }
+
+    /** {@value #MAX_BYTES_CONF}, at most Spark's broadcast threshold (negative: no source is broadcast). */
+    private long maxBytes() {
+        long threshold = SQLConf.get().autoBroadcastJoinThreshold();
+        String v = session.conf().get(MAX_BYTES_CONF, "").trim();
+        if (v.isEmpty()) return threshold < 0 ? -1 : threshold / 10;
+        long max;
+        try {
+            max = org.apache.spark.network.util.JavaUtils.byteStringAsBytes(v);
+        } catch (RuntimeException e) {
+            throw new IllegalArgumentException(MAX_BYTES_CONF + ": expected a size in bytes (such as 1048576 or 1m), got '"
+                    + v + "'");
+        }
+        return threshold < 0 ? -1 : Math.min(max, threshold);
+    }
+
+    /** The statement's query with its {@code MergeRows}' full outer join rewritten, or the same plan. */
+    private static LogicalPlan rewriteQuery(LogicalPlan query, DataSourceV2Relation table, long maxBytes) {
+        return query.transformDown(new AbstractPartialFunction<LogicalPlan, LogicalPlan>() {
+            @Override
+            public boolean isDefinedAt(LogicalPlan p) {
+                return p instanceof MergeRows m && m.child() instanceof Join j && j.joinType() == FullOuter$.MODULE$;
+            }
+
+            @Override
+            public <A1 extends LogicalPlan, B1> B1 applyOrElse(A1 p, Function1<A1, B1> fallback) {
+                if (!isDefinedAt(p)) return fallback.apply(p);
+                MergeRows m = (MergeRows) p;
+                LogicalPlan join = rewrite((Join) m.child(), table, maxBytes);
+                @SuppressWarnings("unchecked")
+                B1 out = (B1) (join == null ? m : m.withNewChildren(CollectionConverters.asScala(List.of(join)).toList()));
+                return out;
+            }
+        });
+    }
+
+    /** The union for {@code j} (target left, source right), or null when the join is left as it is. */
+    static LogicalPlan rewrite(Join j, DataSourceV2Relation table, long maxBytes) {
+        if (j.condition().isEmpty()) return null;
+        Expression cond = j.condition().get();
+        LogicalPlan source = j.right();
+        if (!cond.deterministic() || !source.deterministic() || callsPython(source)) return null;
+        if (ExtractEquiJoinKeys$.MODULE$.unapply(j).isEmpty()) return null;  // no equality: not a hash join
+        if (!broadcastable(source, j.hint().rightHint(), maxBytes)) return null;
+        // the second read of the table: the condition's columns of the target on a fresh copy of its relation
+        DataSourceV2Relation again = table.newInstance();
+        List<AttributeReference> columns = CollectionConverters.asJava(table.output());
+        List<AttributeReference> renewed = CollectionConverters.asJava(again.output());
+        Map<ExprId, Attribute> copies = new HashMap<>();
+        for (int i = 0; i < columns.size(); i++) copies.put(columns.get(i).exprId(), renewed.get(i));
+        for (Attribute a : CollectionConverters.asJava(cond.references().toSeq())) {
+            if (!source.outputSet().contains(a) && !copies.containsKey(a.exprId())) return null;  // a hidden column
+        }
+        Expression onCopy = cond.transform(new AbstractPartialFunction<Expression, Expression>() {
+            @Override
+            public boolean isDefinedAt(Expression e) {
+                return e instanceof AttributeReference a && copies.containsKey(a.exprId());
+            }
+
+            @Override
+            public <A1 extends Expression, B1> B1 applyOrElse(A1 e, Function1<A1, B1> fallback) {
+                if (!isDefinedAt(e)) return fallback.apply(e);
+                @SuppressWarnings("unchecked")
+                B1 out = (B1) copies.get(((AttributeReference) e).exprId());
+                return out;
+            }
+        });
+        Option<HintInfo> broadcast = Option.apply(new HintInfo(Option.apply((JoinStrategyHint) BROADCAST$.MODULE$)));
+        // every target row of the group with its matches: the source broadcast, the target streamed (its hint
+        // against broadcasting and replicating it stays)
+        Join matched = new Join(j.left(), source, LeftOuter$.MODULE$, j.condition(),
+                new JoinHint(j.hint().leftHint(), broadcast));
+        // the source rows no target row matches
+        Join hit = new Join(again, source, LeftSemi$.MODULE$, Option.apply(onCopy), new JoinHint(Option.empty(), broadcast));
+        Join unmatched = new Join(source, hit, LeftAnti$.MODULE$, Option.apply(onCopy), JoinHint.NONE());
+        List<NamedExpression> row = new ArrayList<>();
+        for (Attribute a : CollectionConverters.asJava(j.left().output())) {
+            row.add(new Alias(Literal.create(null, a.dataType()), a.name(), NamedExpression.newExprId(),
+                    scala.collection.immutable.List$.MODULE$.empty(), Option.empty(),
+                    scala.collection.immutable.List$.MODULE$.empty()));
+        }
+        row.addAll(CollectionConverters.asJava(source.output()));
+        LogicalPlan sourceOnly = new Project(CollectionConverters.asScala(row).toList(), unmatched);
+        return new Union(CollectionConverters.asScala(List.<LogicalPlan>of(matched, sourceOnly)).toList(), false, false);
+    }
+
+    /** Whether the plan calls a Python function (a UDF, pandas or arrow): the rewrite reads the source three
+     *  times, and such a source is dear to compute however small its rows. */
+    static boolean callsPython(LogicalPlan plan) {
+        return plan.exists(new AbstractFunction1<LogicalPlan, Object>() {
+            @Override
+            public Object apply(LogicalPlan p) {
+                for (Expression e : CollectionConverters.asJava(p.expressions())) {
+                    if (e.exists(new AbstractFunction1<Expression, Object>() {
+                        @Override
+                        public Object apply(Expression x) {
+                            return x instanceof org.apache.spark.sql.catalyst.expressions.PythonFuncExpression;
+                        }
+                    })) return true;
+                }
+                return false;
+            }
+        });
+    }
+
+    /** Spark's rule for broadcasting a join side, with the rule's own limit: a hint for or against it, else its
+     *  estimated size at most {@code maxBytes} (negative: never); unknown (an RDD's rows) is too big. */
+    static boolean broadcastable(LogicalPlan source, Option<HintInfo> hint, long maxBytes) {
+        if (hint.isDefined() && hint.get().strategy().isDefined()) {
+            return hint.get().strategy().get() == BROADCAST$.MODULE$;
+        }
+        long threshold = maxBytes;
+        if (threshold < 0) return false;
+        BigInteger size;
+        try {
+            size = source.stats().sizeInBytes().bigInteger();
+        } catch (RuntimeException e) {  // a relation that cannot estimate before its scan is planned: leave it
+            return false;
+        }
+        return size.signum() >= 0 && size.compareTo(BigInteger.valueOf(threshold)) <= 0;
+    }
+}
