@@ -41,7 +41,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "python"))
+if not any((Path(p) / "ushas_catalog").is_dir() for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p):
+    sys.path.insert(0, str(HERE.parent / "python"))  # else: the tree PYTHONPATH names (before/after pairs)
 sys.path.insert(0, str(HERE))
 
 from _iceberg import CONTROL, MANY_PARTITIONS, iceberg_session, iceberg_setup, run_side  # noqa: E402  (bench/ dir)
