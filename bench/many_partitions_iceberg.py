@@ -123,6 +123,7 @@ def run(side: str, sizes: list[int], sample: bool, memory: str, props: str, time
         return run_side(side, python, [__file__, "--side", json.dumps(spec)], timeout)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+        os.sync()  # the next side starts with this one's files written back and deleted, not still in flight
 
 
 def main() -> int:
