@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -90,6 +91,13 @@ def timed(fn: Callable[[], Any]) -> float:
     t0 = time.perf_counter()
     fn()
     return time.perf_counter() - t0
+
+
+def control_time(spark: Any, runs: int) -> float:
+    """The catalog-free :data:`CONTROL` query's median of ``runs`` timed runs after one untimed run (either Spark
+    build: the Iceberg ratios of a run are valid when the two sides' control times are within ±15%)."""
+    spark.sql(CONTROL).collect()
+    return statistics.median(timed(lambda: spark.sql(CONTROL).collect()) for _ in range(runs))
 
 
 def source(n: int) -> str:

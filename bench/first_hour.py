@@ -45,7 +45,7 @@ if not any((Path(p) / "ushas_catalog").is_dir() for p in os.environ.get("PYTHONP
     sys.path.insert(0, str(HERE.parent / "python"))  # else: the tree PYTHONPATH names (before/after pairs)
 sys.path.insert(0, str(HERE))
 
-from _iceberg import CONTROL, MANY_PARTITIONS, iceberg_session, iceberg_setup, run_side  # noqa: E402  (bench/ dir)
+from _iceberg import MANY_PARTITIONS, control_time, iceberg_session, iceberg_setup, run_side  # noqa: E402  (bench/ dir)
 from _iceberg import source as _source  # noqa: E402  (small data, n partitions: five rows each)
 from _iceberg import timed as _timed  # noqa: E402
 
@@ -90,8 +90,7 @@ def same_application(root: Path, n: int, big: int, repeats: int, commits: int, r
         spark.sql(f"CREATE TABLE {table} (id BIGINT, p STRING) USING parquet PARTITIONED BY (p)")
         return table
 
-    spark.sql(CONTROL).collect()  # warm both sides' code paths once
-    mine["control"] = statistics.median(_timed(lambda: spark.sql(CONTROL).collect()) for _ in range(3))
+    mine["control"] = control_time(spark, 3)  # warms both sides' code paths once first
 
     times: dict[str, list[float]] = {"ushas": [], "hive": []}
     for r in range(repeats):
@@ -213,8 +212,7 @@ def everyday_side(root: Path, commits: int) -> dict[str, float]:
         spark.sql(f"CREATE TABLE ushas.b.{name} (id BIGINT, p STRING) USING parquet PARTITIONED BY (p)")
         return f"ushas.b.{name}"
 
-    spark.sql(CONTROL).collect()
-    out = {"control": statistics.median(_timed(lambda: spark.sql(CONTROL).collect()) for _ in range(5))}
+    out = {"control": control_time(spark, 5)}
     out.update(everyday(spark, fresh, commits, floor=True))
     spark.stop()
     return out
@@ -232,8 +230,7 @@ def iceberg_everyday_side(root: Path, jars: str, commits: int) -> dict[str, floa
         spark.sql(f"CREATE TABLE ice.b.{name} (id BIGINT, p STRING) USING iceberg PARTITIONED BY (p)")
         return f"ice.b.{name}"
 
-    spark.sql(CONTROL).collect()
-    out = {"control": statistics.median(_timed(lambda: spark.sql(CONTROL).collect()) for _ in range(5))}
+    out = {"control": control_time(spark, 5)}
     spark.sql("CREATE NAMESPACE IF NOT EXISTS ice.b")
     out.update(everyday(spark, fresh, commits, floor=True))
     spark.stop()
@@ -276,8 +273,7 @@ def iceberg_side(root: Path, jars: str, n: int, big: int, commits: int) -> dict[
         spark.sql(f"CREATE TABLE ice.b.{name} (id BIGINT, p STRING) USING iceberg PARTITIONED BY (p){props}")
         return f"ice.b.{name}"
 
-    spark.sql(CONTROL).collect()
-    out = {"control": statistics.median(_timed(lambda: spark.sql(CONTROL).collect()) for _ in range(3 if n else 5))}
+    out = {"control": control_time(spark, 3 if n else 5)}
     spark.sql("CREATE NAMESPACE IF NOT EXISTS ice.b")
     for key, k in (("insert_many", n), ("insert_big", big)):
         if k:

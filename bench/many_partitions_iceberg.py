@@ -45,7 +45,7 @@ sys.path.insert(0, str(HERE.parent / "python"))
 sys.path.insert(0, str(HERE))
 
 from _iceberg import (  # noqa: E402  (bench/ is the script's directory; the virtualenv imports this module too)
-    CONTROL, MANY_PARTITIONS, iceberg_session, iceberg_setup, local_files_conf, local_files_jar, run_side, source, timed)
+    MANY_PARTITIONS, control_time, iceberg_session, iceberg_setup, local_files_conf, local_files_jar, run_side, source, timed)
 
 SIDES = ("ushas", "ushas-fork", "iceberg", "iceberg-localfiles")
 #: table properties of the ushas sides
@@ -64,8 +64,7 @@ def statements(spark: Any, root: Path, ns: str, using: str, sizes: list[int], sa
     from _sampler import Sampler, describe, pid_of
 
     out: dict[str, Any] = {"version": spark.version}
-    spark.sql(CONTROL).collect()
-    out["control"] = statistics.median(timed(lambda: spark.sql(CONTROL).collect()) for _ in range(3))
+    out["control"] = control_time(spark, 3)
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {ns}")
     for n in sizes:
         t = f"{ns}.m{n}"
