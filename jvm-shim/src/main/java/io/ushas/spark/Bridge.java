@@ -270,10 +270,7 @@ public final class Bridge {
             if (f.caller.isInterrupted()) {
                 f.fail(new Errors.UshasBridgeException("Ushas catalog: interrupted waiting for the Python bridge"));
             } else if (now - f.deadline >= 0) {
-                f.fail(new Errors.UshasBridgeException("Ushas catalog: the Python bridge did not answer '" + f.op
-                        + "' within " + f.options.timeoutSeconds() + " s (spark.sql.catalog." + f.options.catalog()
-                        + ".bridge.timeout); it still answers liveness checks, so this call itself hangs"
-                        + logTail()));
+                f.fail(timedOut(f.op, f.options));
             } else if (now - f.nextCheck >= 0) {
                 due.computeIfAbsent(f.backend, k -> new java.util.ArrayList<>()).add(f);
             }
@@ -305,16 +302,29 @@ public final class Bridge {
             }
             String dead = livenessProblem(b, f.options);
             if (dead != null && IN_FLIGHT.contains(f)) {
-                long waited = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - f.start);
-                String detail = describe(b);
-                f.fail(new Errors.UshasBridgeException("Ushas catalog: the Python bridge" + detail
-                        + " is not responding: no answer to '" + f.op + "' after " + waited + " ms and " + dead
-                        + " (spark.sql.catalog." + f.options.catalog() + ".bridge.livenessTimeout)" + logTail()));
+                f.fail(notResponding(b, f.op, f.start, dead, f.options));
                 abandon(b);
                 continue;
             }
             f.nextCheck = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(LIVENESS_PERIOD_MS);
         }
+    }
+
+    /** A call past its {@code bridge.timeout} while its backend still answers liveness checks. */
+    private static Errors.UshasBridgeException timedOut(String op, BridgeOptions options) {
+        return new Errors.UshasBridgeException("Ushas catalog: the Python bridge did not answer '" + op
+                + "' within " + options.timeoutSeconds() + " s (spark.sql.catalog." + options.catalog()
+                + ".bridge.timeout); it still answers liveness checks, so this call itself hangs" + logTail());
+    }
+
+    /** A call (started at {@code start}, nanoTime) whose backend failed its liveness check ({@code dead}: why);
+     *  made before the backend is abandoned, so that it names the process that did not answer. */
+    private static Errors.UshasBridgeException notResponding(PythonBackend b, String op, long start, String dead,
+                                                             BridgeOptions options) {
+        long waited = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+        return new Errors.UshasBridgeException("Ushas catalog: the Python bridge" + describe(b)
+                + " is not responding: no answer to '" + op + "' after " + waited + " ms and " + dead
+                + " (spark.sql.catalog." + options.catalog() + ".bridge.livenessTimeout)" + logTail());
     }
 
     /** The call on a thread of {@link #CALLS} while the caller waits for it, checking liveness every period. */
@@ -332,10 +342,7 @@ public final class Bridge {
             } catch (TimeoutException e) {
                 if (System.nanoTime() - deadline >= 0) {
                     f.cancel(true);
-                    throw new Errors.UshasBridgeException("Ushas catalog: the Python bridge did not answer '" + op
-                            + "' within " + options.timeoutSeconds() + " s (spark.sql.catalog." + options.catalog()
-                            + ".bridge.timeout); it still answers liveness checks, so this call itself hangs"
-                            + logTail());
+                    throw timedOut(op, options);
                 }
                 Errors.UshasBridgeException died = relaunchIfDied(b, options, op, 0);
                 if (died != null) {
@@ -345,12 +352,9 @@ public final class Bridge {
                 String dead = livenessProblem(b, options);
                 if (dead != null) {
                     f.cancel(true);
-                    long waited = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
-                    String detail = describe(b);
+                    Errors.UshasBridgeException failure = notResponding(b, op, start, dead, options);
                     abandon(b);
-                    throw new Errors.UshasBridgeException("Ushas catalog: the Python bridge" + detail
-                            + " is not responding: no answer to '" + op + "' after " + waited + " ms and " + dead
-                            + " (spark.sql.catalog." + options.catalog() + ".bridge.livenessTimeout)" + logTail());
+                    throw failure;
                 }
             } catch (InterruptedException e) {
                 f.cancel(true);
