@@ -100,7 +100,7 @@ final class TaskParquetWriters extends OutputWriterFactory {
             try {
                 return t.open(path, context);
             } catch (IOException | InterruptedException | ReflectiveOperationException e) {
-                throw sneak(e);
+                throw Errors.sneak(e);
             }
         }
         OutputWriter first = spark.newInstance(path, dataSchema, context);
@@ -200,7 +200,7 @@ final class TaskParquetWriters extends OutputWriterFactory {
                         wc.getExtraMetaData(), blockSize, compressor, validating, props);
                 Internals.ADD_WRITER.invokeExact(memory, rw, (Long) blockSize);
             } catch (Throwable e) {
-                throw sneak(e);
+                throw Errors.sneak(e);
             }
             return new OutputWriter() {
                 private boolean closed;
@@ -210,7 +210,7 @@ final class TaskParquetWriters extends OutputWriterFactory {
                     try {
                         Internals.WRITE.invokeExact(rw, (Object) row);
                     } catch (Throwable e) {
-                        throw sneak(e);
+                        throw Errors.sneak(e);
                     }
                 }
 
@@ -225,7 +225,7 @@ final class TaskParquetWriters extends OutputWriterFactory {
                             Internals.REMOVE_WRITER.invokeExact(memory, rw);
                         }
                     } catch (Throwable e) {
-                        throw sneak(e);
+                        throw Errors.sneak(e);
                     }
                     done(s);  // a file closed cleanly hands its write support to the next
                 }
@@ -244,12 +244,6 @@ final class TaskParquetWriters extends OutputWriterFactory {
             props = null;
             supports.clear();
         }
-    }
-
-    /** Throws {@code e} as it is (Spark's writer lets parquet-mr's exceptions through unwrapped). */
-    @SuppressWarnings("unchecked")
-    private static <E extends Throwable> RuntimeException sneak(Throwable e) throws E {
-        throw (E) e;
     }
 
     /**

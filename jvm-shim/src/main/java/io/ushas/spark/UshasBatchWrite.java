@@ -123,8 +123,7 @@ final class UshasBatchWrite implements BatchWrite {
         Configuration hadoopConf = spark.sessionState().newHadoopConfWithOptions(scalaOptions);
         // file: tables: permissions of the files and directories this write creates set without a forked
         // chmod per create (LocalFiles); the option ushas.write.forklessLocalFiles=false turns it off
-        LocalFiles.use(hadoopConf, options.entrySet().stream().noneMatch(e -> e.getKey().equalsIgnoreCase(LocalFiles.SWITCH)
-                && "false".equalsIgnoreCase(e.getValue().trim())));
+        LocalFiles.use(hadoopConf, !switchedOff(options, LocalFiles.SWITCH));
 
         String jobId = staged != null ? staged.writeId() : UUID.randomUUID().toString();
         Path root;
@@ -184,9 +183,8 @@ final class UshasBatchWrite implements BatchWrite {
         OutputWriterFactory writerFactory = fileFormat.prepareWrite(spark, job, scalaOptions, dataSchema);
         // parquet: the writer set-up (settings, compressor, write support) once per task, not per file
         if (fileFormat.getClass() == org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat.class) {
-            writerFactory = TaskParquetWriters.wrap(writerFactory, dataSchema, options.entrySet().stream()
-                    .noneMatch(e -> e.getKey().equalsIgnoreCase(TaskParquetWriters.SWITCH)
-                            && "false".equalsIgnoreCase(e.getValue().trim())));
+            writerFactory = TaskParquetWriters.wrap(writerFactory, dataSchema,
+                    !switchedOff(options, TaskParquetWriters.SWITCH));
         }
         SerializableConfiguration statsConf = new SerializableConfiguration(hadoopConf);
         WriteJobStatsTracker stats = new BasicWriteJobStatsTracker(statsConf, BasicWriteJobStatsTracker.metrics());
@@ -563,6 +561,12 @@ final class UshasBatchWrite implements BatchWrite {
 
     private static <T> scala.collection.immutable.Seq<T> seq(List<T> list) {
         return CollectionConverters.asScala(list).toSeq();
+    }
+
+    /** Whether the write option {@code key} (any case) is {@code false}: a switch of the shim's write turned off. */
+    private static boolean switchedOff(Map<String, String> options, String key) {
+        return options.entrySet().stream().anyMatch(e -> e.getKey().equalsIgnoreCase(key)
+                && "false".equalsIgnoreCase(e.getValue().trim()));
     }
 
     private static scala.collection.immutable.Map<String, String> scalaMap(Map<String, String> map) {
