@@ -25,7 +25,6 @@ import org.apache.spark.sql.catalyst.plans.logical.ReplaceData;
 import org.apache.spark.sql.catalyst.plans.logical.Union;
 import org.apache.spark.sql.catalyst.rules.Rule;
 import org.apache.spark.sql.connector.write.RowLevelOperation;
-import org.apache.spark.sql.connector.write.RowLevelOperationTable;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
 import org.apache.spark.sql.internal.SQLConf;
 import scala.Function1;
@@ -103,10 +102,9 @@ final class MergeBroadcastJoin extends Rule<LogicalPlan> {
         return plan.transformDown(new AbstractPartialFunction<LogicalPlan, LogicalPlan>() {
             @Override
             public boolean isDefinedAt(LogicalPlan p) {
-                return p instanceof ReplaceData rd && rd.table() instanceof DataSourceV2Relation r
-                        && r.table() instanceof RowLevelOperationTable t
-                        && t.operation() instanceof UshasRowLevel.Operation op
-                        && op.command() == RowLevelOperation.Command.MERGE
+                if (!(p instanceof ReplaceData rd)) return false;
+                UshasRowLevel.Operation op = UshasRowLevel.operationOf(rd);
+                return op != null && op.command() == RowLevelOperation.Command.MERGE
                         && rd.originalTable() instanceof DataSourceV2Relation;
             }
 
@@ -233,14 +231,13 @@ final class MergeBroadcastJoin extends Rule<LogicalPlan> {
         if (hint.isDefined() && hint.get().strategy().isDefined()) {
             return hint.get().strategy().get() == BROADCAST$.MODULE$;
         }
-        long threshold = maxBytes;
-        if (threshold < 0) return false;
+        if (maxBytes < 0) return false;
         BigInteger size;
         try {
             size = source.stats().sizeInBytes().bigInteger();
         } catch (RuntimeException e) {  // a relation that cannot estimate before its scan is planned: leave it
             return false;
         }
-        return size.signum() >= 0 && size.compareTo(BigInteger.valueOf(threshold)) <= 0;
+        return size.signum() >= 0 && size.compareTo(BigInteger.valueOf(maxBytes)) <= 0;
     }
 }

@@ -8,8 +8,6 @@ import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.ReplaceData;
 import org.apache.spark.sql.catalyst.plans.logical.Statistics;
 import org.apache.spark.sql.catalyst.rules.Rule;
-import org.apache.spark.sql.connector.write.RowLevelOperationTable;
-import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
 import org.apache.spark.sql.internal.SQLConf;
 import scala.Function1;
 import scala.jdk.javaapi.CollectionConverters;
@@ -52,11 +50,9 @@ final class MergeGroupFilter extends Rule<LogicalPlan> {
             @Override
             public BoxedUnit apply(LogicalPlan p) {
                 if (p instanceof ReplaceData rd && rd.groupFilterCondition().isDefined()
-                        && rd.groupFilterCondition().get() instanceof Exists e
-                        && rd.table() instanceof DataSourceV2Relation r
-                        && r.table() instanceof RowLevelOperationTable t
-                        && t.operation() instanceof UshasRowLevel.Operation op) {
-                    op.sourceRows(estimatedRows(e.plan()));
+                        && rd.groupFilterCondition().get() instanceof Exists e) {
+                    UshasRowLevel.Operation op = UshasRowLevel.operationOf(rd);
+                    if (op != null) op.sourceRows(estimatedRows(e.plan()));
                 }
                 return BoxedUnit.UNIT;
             }

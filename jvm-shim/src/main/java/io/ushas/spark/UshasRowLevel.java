@@ -221,6 +221,13 @@ final class UshasRowLevel {
     }
 
     /** One DELETE / UPDATE / MERGE: its scan (the group it replaces) and its write. */
+    /** The catalog's row-level operation a {@code ReplaceData} writes with, or null (another catalog's). */
+    static Operation operationOf(org.apache.spark.sql.catalyst.plans.logical.ReplaceData rd) {
+        return rd.table() instanceof org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation r
+                && r.table() instanceof org.apache.spark.sql.connector.write.RowLevelOperationTable t
+                && t.operation() instanceof Operation op ? op : null;
+    }
+
     static final class Operation implements RowLevelOperation {
         private final UshasTable table;
         private final Command command;
