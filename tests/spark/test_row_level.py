@@ -473,11 +473,13 @@ def test_a_broadcast_merge_finds_unmatched_source_rows_by_the_targets_distinct_k
                                    for r in KEYED_SOURCE)
     spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW ksrc AS SELECT CAST(id AS INT) AS id, v, dt "
               f"FROM {values} AS s(id, v, dt)")
+    t = f"ushas.{db}.k"
+    spark.sql(f"CREATE TABLE {t} ({COLS}) USING parquet PARTITIONED BY (dt)")
+    spark.createDataFrame(KEYED_TARGET, COLS).writeTo(t).append()
+    filled = spark.sql(f"SELECT max(version) FROM {t}.history").first()[0]
     try:
-        for i, (on, keyed) in enumerate(KEYED_CONDITIONS):
-            t = f"ushas.{db}.k{i}"
-            spark.sql(f"CREATE TABLE {t} ({COLS}) USING parquet PARTITIONED BY (dt)")
-            spark.createDataFrame(KEYED_TARGET, COLS).writeTo(t).append()
+        for on, keyed in KEYED_CONDITIONS:
+            spark.sql(f"CALL ushas.system.restore_table(table => '{db}.k', version => {filled})")
             sql = (f"MERGE INTO {t} t USING ksrc s ON {on} WHEN MATCHED THEN UPDATE SET v = s.v "
                    f"WHEN NOT MATCHED THEN INSERT * WHEN NOT MATCHED BY SOURCE AND t.dt = 'y' THEN DELETE")
             plan = spark.sql(f"EXPLAIN {sql}").first()[0]
@@ -492,8 +494,9 @@ def test_a_broadcast_merge_finds_unmatched_source_rows_by_the_targets_distinct_k
             spark.sql(sql)
             assert {tuple(r) for r in spark.sql(f"SELECT id, v, dt FROM {t}").collect()} == \
                 keyed_reference(spark, on), on
-        t = f"ushas.{db}.k0"
+        spark.sql(f"CALL ushas.system.restore_table(table => '{db}.k', version => {filled})")
         before = {tuple(r) for r in spark.sql(f"SELECT id, v, dt FROM {t}").collect()}
+        assert (3, "d", "y") in before  # matched by both source rows of key 3 below
         dup = (f"MERGE INTO {t} t USING (SELECT * FROM ksrc UNION ALL SELECT 3, 'again', 'y') s ON t.id = s.id "
                f"AND s.dt <> 'q' WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *")
         assert "__ushas_merge_key_0" in spark.sql(f"EXPLAIN {dup}").first()[0]
