@@ -463,6 +463,10 @@ def test_writes_append_but_never_remove_hidden_rows(spark: Any, rm: Any) -> None
         lambda: spark.sql(f"UPDATE {bob}.db.w SET id = id + 100"),
         lambda: spark.sql(f"MERGE INTO {bob}.db.w t USING (SELECT 2 AS id) s ON t.id = s.id "
                           f"WHEN MATCHED THEN DELETE"),
+        # an upsert with a small source: the plan the catalog's MERGE rule rewrites (MergeBroadcastJoin)
+        lambda: spark.sql(f"MERGE INTO {bob}.db.w t USING (SELECT * FROM VALUES (2, 'US'), (7, 'US') AS s(id, region)) s "
+                          f"ON t.id = s.id AND t.region = 'US' WHEN MATCHED THEN UPDATE SET id = 20 "
+                          f"WHEN NOT MATCHED THEN INSERT *"),
     ]
     for run in removals:
         text = denied(run)

@@ -422,3 +422,86 @@ def test_a_broadcast_merge_keeps_the_cardinality_check_and_spark_keeps_its_plan_
     finally:
         spark.catalog.dropTempView("dup")
         spark.catalog.dropTempView("unsized")
+
+
+#: target rows with a repeated key and NULL keys, and the source (a NULL key, a key the target repeats, a key
+#: in another partition of the target's, a new key) for the MERGEs whose unmatched source rows come from the
+#: distinct keys of the target (MergeBroadcastJoin.unmatchedByKeys)
+KEYED_TARGET = [(1, "a", "x"), (1, "b", "x"), (None, "n", "x"), (2, "c", "y"), (3, "d", "y"), (None, "m", "y"),
+                (5, "e", "z")]
+KEYED_SOURCE = [(1, "S1", "x"), (None, "SN", "x"), (3, "S3", "z"), (4, "S4", "y"), (5, "S5", "z")]
+#: (ON condition, whether the rule takes it apart into keys): equalities between the two sides, plain or
+#: null-safe, over expressions too, with conjuncts on the target alone and on the source alone; a conjunct
+#: comparing the two otherwise keeps the form with the anti join against the semi join's rows
+KEYED_CONDITIONS = [
+    ("t.id = s.id", True),
+    ("t.id <=> s.id", True),  # a NULL key matches a NULL key
+    ("t.id = s.id AND t.dt IN ('x', 'y')", True),  # 5 is in z: the source's 5 is inserted, the target's kept
+    ("s.id = t.id AND s.v <> 'S1'", True),  # the source's 1 matches nothing: inserted next to the target's 1s
+    ("t.id + 1 = s.id + 1 AND t.dt = s.dt", True),  # two keys, one an expression: 3 (y against z) unmatched
+    ("t.id = s.id AND t.v < s.v", False),
+]
+
+
+def keyed_reference(spark: Any, on: str) -> set[tuple[Any, ...]]:
+    """The upsert with ``WHEN NOT MATCHED BY SOURCE AND t.dt = 'y' THEN DELETE``, computed with a full outer
+    join of DataFrames on ``on``."""
+    spark.createDataFrame(KEYED_TARGET, COLS).selectExpr("*", "true AS in_t").createOrReplaceTempView("ref_t")
+    spark.createDataFrame(KEYED_SOURCE, COLS).selectExpr("*", "true AS in_s").createOrReplaceTempView("ref_s")
+    try:
+        rows = spark.sql(f"SELECT CASE WHEN t.in_t AND s.in_s THEN struct(t.id, s.v, t.dt) "
+                         f"WHEN s.in_s THEN struct(s.id, s.v, s.dt) "
+                         f"WHEN t.dt = 'y' THEN NULL ELSE struct(t.id, t.v, t.dt) END AS r "
+                         f"FROM ref_t t FULL OUTER JOIN ref_s s ON {on}").collect()
+    finally:
+        spark.catalog.dropTempView("ref_t")
+        spark.catalog.dropTempView("ref_s")
+    return {tuple(r.r) for r in rows if r.r is not None}
+
+
+def test_a_broadcast_merge_finds_unmatched_source_rows_by_the_targets_distinct_keys(
+        spark: Any, db: str) -> None:
+    """A broadcast MERGE whose ON condition is equalities between target and source plus conjuncts on either
+    side alone finds the source rows no target row matches by an anti join against the distinct keys of the
+    target rows the source matches, broadcast (at most the source's keys: bounded as the source is): no
+    shuffle of the target's rows, the keys aggregated before their broadcast. The same rows as a DataFrame
+    reference for repeated target keys, NULL keys (plain and null-safe equality), conjuncts on one side,
+    expressions, two keys; a condition comparing the sides otherwise keeps the anti join against the rows of
+    the semi join (shuffled). Two source rows with one key matching one target row still fail with
+    MERGE_CARDINALITY_VIOLATION, writing nothing."""
+    values = "VALUES " + ", ".join("(" + ", ".join("NULL" if x is None else repr(x) for x in r) + ")"
+                                   for r in KEYED_SOURCE)
+    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW ksrc AS SELECT CAST(id AS INT) AS id, v, dt "
+              f"FROM {values} AS s(id, v, dt)")
+    t = f"ushas.{db}.k"
+    spark.sql(f"CREATE TABLE {t} ({COLS}) USING parquet PARTITIONED BY (dt)")
+    spark.createDataFrame(KEYED_TARGET, COLS).writeTo(t).append()
+    filled = spark.sql(f"SELECT max(version) FROM {t}.history").first()[0]
+    try:
+        for on, keyed in KEYED_CONDITIONS:
+            spark.sql(f"CALL ushas.system.restore_table(table => '{db}.k', version => {filled})")
+            sql = (f"MERGE INTO {t} t USING ksrc s ON {on} WHEN MATCHED THEN UPDATE SET v = s.v "
+                   f"WHEN NOT MATCHED THEN INSERT * WHEN NOT MATCHED BY SOURCE AND t.dt = 'y' THEN DELETE")
+            plan = spark.sql(f"EXPLAIN {sql}").first()[0]
+            assert "FullOuter" not in plan and not target_shuffled(plan), (on, plan)
+            # the keys' broadcast: over their aggregate, built for the anti join of the source rows
+            by_keys = re.search(r"BroadcastHashJoin .*__ushas_merge_key_0.*LeftAnti, BuildRight", plan) is not None
+            assert by_keys == keyed, (on, plan)
+            if keyed:
+                below = plan[plan.index("LeftAnti, BuildRight"):]
+                assert re.search(r"BroadcastExchange .*\n\s*\+- HashAggregate\(keys=\[__ushas_merge_key_0", below), \
+                    (on, plan)
+            spark.sql(sql)
+            assert {tuple(r) for r in spark.sql(f"SELECT id, v, dt FROM {t}").collect()} == \
+                keyed_reference(spark, on), on
+        spark.sql(f"CALL ushas.system.restore_table(table => '{db}.k', version => {filled})")
+        before = {tuple(r) for r in spark.sql(f"SELECT id, v, dt FROM {t}").collect()}
+        assert (3, "d", "y") in before  # matched by both source rows of key 3 below
+        dup = (f"MERGE INTO {t} t USING (SELECT * FROM ksrc UNION ALL SELECT 3, 'again', 'y') s ON t.id = s.id "
+               f"AND s.dt <> 'q' WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *")
+        assert "__ushas_merge_key_0" in spark.sql(f"EXPLAIN {dup}").first()[0]
+        with pytest.raises(Exception, match="MERGE_CARDINALITY_VIOLATION"):
+            spark.sql(dup)
+        assert {tuple(r) for r in spark.sql(f"SELECT id, v, dt FROM {t}").collect()} == before
+    finally:
+        spark.catalog.dropTempView("ksrc")

@@ -4,6 +4,11 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.expressions.Alias;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.AttributeReference;
+import org.apache.spark.sql.catalyst.expressions.AttributeSet;
+import org.apache.spark.sql.catalyst.expressions.And;
+import org.apache.spark.sql.catalyst.expressions.BinaryComparison;
+import org.apache.spark.sql.catalyst.expressions.EqualNullSafe;
+import org.apache.spark.sql.catalyst.expressions.EqualTo;
 import org.apache.spark.sql.catalyst.expressions.ExprId;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.Literal;
@@ -13,6 +18,7 @@ import org.apache.spark.sql.catalyst.plans.FullOuter$;
 import org.apache.spark.sql.catalyst.plans.LeftAnti$;
 import org.apache.spark.sql.catalyst.plans.LeftOuter$;
 import org.apache.spark.sql.catalyst.plans.LeftSemi$;
+import org.apache.spark.sql.catalyst.plans.logical.Aggregate;
 import org.apache.spark.sql.catalyst.plans.logical.BROADCAST$;
 import org.apache.spark.sql.catalyst.plans.logical.HintInfo;
 import org.apache.spark.sql.catalyst.plans.logical.Join;
@@ -56,7 +62,11 @@ import java.util.Map;
  *                  Join(S, Join(T', S, LeftSemi, cond), LeftAnti, cond)) )
  * </pre>
  * where {@code T'} is a second read of the table as the statement loaded it (only the columns {@code cond} needs,
- * the partitions its partition predicates select). It is the same rows: the first side is every target row of the
+ * the partitions its partition predicates select). When {@code cond} is equalities between the target and the
+ * source ({@code =} or {@code <=>}) plus conjuncts on either side alone (the usual upsert), the second side is
+ * instead {@code Join(S, DISTINCT(keys of Join(T', S, LeftSemi, cond)), LeftAnti, keys and S's conjuncts)} with
+ * the distinct keys broadcast: they are at most the source's keys, so that broadcast is as bounded as the
+ * source's, and no side of it is shuffled but the keys' aggregate ({@link #unmatchedByKeys}). It is the same rows: the first side is every target row of the
  * group with its matches (a target row that matches nothing keeps nulls for the source, as in the full outer
  * join); the second the source rows no target row matches (a source row matching a row of the group matches
  * that row in {@code T'}, and conversely a row of {@code T} that matches a source row is in the group: the group
@@ -66,7 +76,7 @@ import java.util.Map;
  * replicated (Spark's {@code NO_BROADCAST_AND_REPLICATION} hint stays on it): every match of a target row comes
  * out of the one task that reads it, so {@code MergeRows}' cardinality check ({@code MERGE_CARDINALITY_VIOLATION})
  * is exact. The rewrite reads the condition's columns of the group a second time and the source three times (two
- * broadcasts with its columns, a shuffle for the anti join): it pays off when the source is small next to the
+ * broadcasts, the anti join's streamed side or shuffle): it pays off when the source is small next to the
  * group, hence a limit well under Spark's threshold (measured: a 40 kB source into a group of 10 million rows
  * 0.63x of Spark's plan; a 2 MB source into a million rows costs more than it, docs/benchmarks.md).
  * Left as Spark planned it: a source Spark cannot size or that is too big, a condition without an
@@ -194,7 +204,8 @@ final class MergeBroadcastJoin extends Rule<LogicalPlan> {
                 new JoinHint(j.hint().leftHint(), broadcast));
         // the source rows no target row matches
         Join hit = new Join(again, source, LeftSemi$.MODULE$, Option.apply(onCopy), new JoinHint(Option.empty(), broadcast));
-        Join unmatched = new Join(source, hit, LeftAnti$.MODULE$, Option.apply(onCopy), JoinHint.NONE());
+        Join unmatched = unmatchedByKeys(hit, source, split(onCopy, again.outputSet(), source.outputSet()), broadcast);
+        if (unmatched == null) unmatched = new Join(source, hit, LeftAnti$.MODULE$, Option.apply(onCopy), JoinHint.NONE());
         List<NamedExpression> row = new ArrayList<>();
         for (Attribute a : CollectionConverters.asJava(j.left().output())) {
             row.add(new Alias(Literal.create(null, a.dataType()), a.name(), NamedExpression.newExprId(),
@@ -204,6 +215,87 @@ final class MergeBroadcastJoin extends Rule<LogicalPlan> {
         row.addAll(CollectionConverters.asJava(source.output()));
         LogicalPlan sourceOnly = new Project(CollectionConverters.asScala(row).toList(), unmatched);
         return new Union(CollectionConverters.asScala(List.<LogicalPlan>of(matched, sourceOnly)).toList(), false, false);
+    }
+
+    /** An equality of the ON condition between an expression of the target's and one of the source's. */
+    record KeyPair(Expression target, Expression source, boolean nullSafe) {
+    }
+
+    /** The ON condition as equalities between the target and the source, conjuncts on the target alone and
+     *  conjuncts on the source alone (or on neither); null when a conjunct is anything else (a range between
+     *  the two, an OR across them...) or no equality is found. */
+    record Split(List<KeyPair> keys, List<Expression> targetOnly, List<Expression> sourceOnly) {
+    }
+
+    static Split split(Expression cond, AttributeSet target, AttributeSet source) {
+        List<KeyPair> keys = new ArrayList<>();
+        List<Expression> targetOnly = new ArrayList<>();
+        List<Expression> sourceOnly = new ArrayList<>();
+        List<Expression> todo = new ArrayList<>(List.of(cond));
+        while (!todo.isEmpty()) {
+            Expression e = todo.remove(todo.size() - 1);
+            if (e instanceof And and) {
+                todo.add(and.left());
+                todo.add(and.right());
+            } else if (e.references().subsetOf(source)) {  // the source alone, or a constant
+                sourceOnly.add(e);
+            } else if (e.references().subsetOf(target)) {
+                targetOnly.add(e);
+            } else if (e instanceof BinaryComparison c && (c instanceof EqualTo || c instanceof EqualNullSafe)) {
+                Expression l = c.left();
+                Expression r = c.right();
+                boolean nullSafe = c instanceof EqualNullSafe;
+                if (sides(l, target) && sides(r, source)) keys.add(new KeyPair(l, r, nullSafe));
+                else if (sides(r, target) && sides(l, source)) keys.add(new KeyPair(r, l, nullSafe));
+                else return null;
+            } else {
+                return null;
+            }
+        }
+        return keys.isEmpty() ? null : new Split(keys, targetOnly, sourceOnly);
+    }
+
+    /** Whether {@code e} reads columns of {@code side} and no others. */
+    private static boolean sides(Expression e, AttributeSet side) {
+        return !e.references().isEmpty() && e.references().subsetOf(side);
+    }
+
+    /**
+     * The source rows no target row matches, for a condition {@link #split} takes apart (null otherwise):
+     * {@code S LEFT ANTI JOIN DISTINCT(keys of hit)} on the key equalities and the source's own conjuncts, the
+     * distinct keys broadcast. {@code hit} is {@code T' LEFT SEMI JOIN S} on the whole condition (on the target
+     * copy {@code T'}): a source row matches a target row iff its own conjuncts hold and the target row, which
+     * satisfies the target's conjuncts, has its keys; such a target row's keys are among those of {@code hit},
+     * and every key of {@code hit} is one of a row of {@code T'} satisfying the target's conjuncts. The distinct
+     * keys of {@code hit} are at most the source's distinct keys (each is equal, or null-safe equal, to a
+     * source row's), so broadcasting them is as bounded as broadcasting the source; the equalities keep their
+     * kind, so a NULL key matches as in Spark's join (never for {@code =}, a NULL for {@code <=>}).
+     */
+    private static Join unmatchedByKeys(Join hit, LogicalPlan source, Split split, Option<HintInfo> broadcast) {
+        if (split == null) return null;
+        List<NamedExpression> keys = new ArrayList<>();
+        Expression on = null;
+        int i = 0;
+        for (KeyPair k : split.keys()) {
+            Alias key = new Alias(k.target(), "__ushas_merge_key_" + i++, NamedExpression.newExprId(),
+                    scala.collection.immutable.List$.MODULE$.empty(), Option.empty(),
+                    scala.collection.immutable.List$.MODULE$.empty());
+            keys.add(key);
+            Expression eq = k.nullSafe() ? new EqualNullSafe(key.toAttribute(), k.source())
+                    : new EqualTo(key.toAttribute(), k.source());
+            on = on == null ? eq : new And(on, eq);
+        }
+        for (Expression e : split.sourceOnly()) on = new And(on, e);
+        List<Expression> grouping = new ArrayList<>();
+        List<NamedExpression> attrs = new ArrayList<>();
+        for (NamedExpression k : keys) {
+            grouping.add(k.toAttribute());
+            attrs.add(k.toAttribute());
+        }
+        LogicalPlan distinct = new Aggregate(CollectionConverters.asScala(grouping).toList(),
+                CollectionConverters.asScala(attrs).toList(),
+                new Project(CollectionConverters.asScala(keys).toList(), hit), Option.empty());
+        return new Join(source, distinct, LeftAnti$.MODULE$, Option.apply(on), new JoinHint(Option.empty(), broadcast));
     }
 
     /** Whether the plan calls a Python function (a UDF, pandas or arrow): the rewrite reads the source three
