@@ -13,6 +13,7 @@ from typing import Any
 
 from ..data.garbage import Garbage
 from ..errors import Conflict, InvalidArgument, WriteConflict
+from .one_transaction import in_one_transaction
 from .tables import SparkCtx, table_name
 from .writes import matches
 
@@ -36,7 +37,9 @@ def row_level_operation(command: Any) -> str | None:
 def delete_where(ms: Any, r: Request) -> Answer:
     """``DELETE FROM t WHERE <partition predicates>``: the partitions every filter holds for are dropped
     in ONE commit (``DELETE``), their files kept until purge; nothing is read or written. A partition
-    changed since ``base_version`` (the version the statement planned with) is a WriteConflict naming it."""
+    changed since ``base_version`` (the version the statement planned with) is a WriteConflict naming it.
+    The shim's op runs it in one transaction (:data:`OPS`): the table, its partitions and the commit read one
+    snapshot, so the retries below only matter when it runs call by call (too big for one transaction)."""
     ctx = SparkCtx.of(r)
     name = table_name(ctx, r)
     filters = list(r.get("filters") or [])
@@ -65,4 +68,5 @@ def delete_where(ms: Any, r: Request) -> Answer:
     raise AssertionError("unreachable")
 
 
-OPS = {"delete_where": delete_where}
+#: one transaction for the whole DELETE (the table, its partitions, the commit): one snapshot, one commit
+OPS = {"delete_where": in_one_transaction(delete_where)}
