@@ -107,3 +107,24 @@ def test_lineage_and_a_cached_table_as_sparks_path(spark: Any, pair: dict[str, A
         assert edges == {(table, None, table, "dt", "INDIRECT", "FILTER")}, (t, edges)
         seen[t] = (access, edges)
     assert seen["a"][1] and len(seen["a"][1]) == len(seen["b"][1])
+
+
+@pytest.mark.parametrize("filters,prefix", [
+    ([{"op": "eq", "column": "dt", "value": "x"}], {"dt": "x"}),  # one key range read
+    ([{"op": "eq", "column": "id", "value": "x"}], None),  # not a partition column
+    ([{"op": "eq", "column": "d", "value": "2024-01-01"}], None),  # a DATE: its values compare as dates
+    ([{"op": "eq", "column": "dt", "value": "1"}], None),  # a number's text matches '1.0' and '01' too
+    ([{"op": "eq", "column": "dt", "value": "NaN"}], None),
+    ([{"op": "in", "column": "dt", "values": ["x"]}], None),
+    ([{"op": "is_null", "column": "dt"}, {"op": "eq", "column": "dt", "value": "y"}], {"dt": "y"}),
+], ids=["string", "data-column", "date", "number-text", "nan", "in", "second-filter"])
+def test_the_partitions_read_are_narrowed_only_where_the_match_is_exact(filters: list[dict[str, Any]],
+                                                                        prefix: dict[str, str] | None) -> None:
+    """delete_where reads only the partitions of ``column = 'value'`` when its filter evaluation is exact string
+    equality there (a string partition column, a value that is not a number); every partition otherwise."""
+    from ushas_catalog.model.schema import parse_schema
+    from ushas_catalog.spark.row_level import partition_prefix
+
+    info = type("Info", (), {"partition_columns": ["dt", "d"],
+                             "schema": parse_schema("id INT, v STRING, dt STRING, d DATE")})
+    assert partition_prefix(info, filters) == prefix
