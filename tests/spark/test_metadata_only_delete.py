@@ -70,6 +70,15 @@ def test_each_condition_matches_sparks_own_path(spark: Any, pair: dict[str, Any]
         assert b_plan == "ReplaceData", condition
         # taken: Spark's path is metadata-only too (or, when no partition matches, commits nothing either)
         assert not taken or b_commit in (("DELETE", True), ("RESTORE", False)), condition
+        if condition == "dt = 'x'":  # Spark's own rule excluded: Spark's path never deletes by filters, nor this
+            spark.conf.set(CONF, "true")
+            spark.conf.set("spark.sql.optimizer.excludedRules",
+                           "org.apache.spark.sql.execution.datasources.v2.OptimizeMetadataOnlyDeleteFromTable")
+            try:
+                plan = spark.sql(f"EXPLAIN EXTENDED DELETE FROM ushas.{db}.a WHERE {condition}").first()[0]
+            finally:
+                spark.conf.unset("spark.sql.optimizer.excludedRules")
+            assert "DeleteFromTableWithFilters" not in plan, plan
         for t in "ab":
             spark.sql(f"CALL ushas.system.restore_table(table => '{db}.{t}', version => {filled[t]})")
 

@@ -17,6 +17,7 @@ import org.apache.spark.sql.connector.write.RowLevelOperation;
 import org.apache.spark.sql.execution.datasources.DataSourceStrategy$;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Strategy$;
+import org.apache.spark.sql.internal.SQLConf;
 import scala.Function1;
 import scala.Option;
 import scala.jdk.javaapi.CollectionConverters;
@@ -48,8 +49,8 @@ import java.util.List;
  * predicate ({@code DataSourceV2Strategy.translateFilterV2}, as Spark) and {@link UshasRowLevel.Target#canDeleteWhere}
  * accepting them (a Java-only check: every predicate on partition columns and one Python can evaluate). Anything
  * else is left to Spark's path, which may still find it metadata-only after its other optimizations: this rule never
- * makes a DELETE metadata-only that Spark's would not, and keeps Spark's path for the rest. Off with
- * {@value #CONF}{@code =false}.
+ * makes a DELETE metadata-only that Spark's would not, and keeps Spark's path for the rest (every DELETE when
+ * {@code spark.sql.optimizer.excludedRules} names Spark's rule). Off with {@value #CONF}{@code =false}.
  */
 final class MetadataOnlyDelete extends Rule<LogicalPlan> {
     /** the session setting that turns the rule off ({@code false}): Spark's own path for every DELETE */
@@ -79,6 +80,9 @@ final class MetadataOnlyDelete extends Rule<LogicalPlan> {
         if (!(rd.originalTable() instanceof DataSourceV2Relation relation)
                 || !(relation.table() instanceof UshasRowLevel.Target target)) return plan;
         if (!Boolean.parseBoolean(session.conf().get(CONF, "true").trim())) return plan;
+        // Spark's own rule excluded (spark.sql.optimizer.excludedRules): Spark's path never deletes by filters then
+        Option<String> excluded = SQLConf.get().optimizerExcludedRules();
+        if (excluded.isDefined() && excluded.get().contains("OptimizeMetadataOnlyDeleteFromTable")) return plan;
         Predicate[] predicates = predicates(rd.condition(), relation);
         if (predicates == null || !target.canDeleteWhere(predicates)) return plan;
         // with the statement's origin (its SQL text: what the lineage listener records), as a rule's transform sets it
