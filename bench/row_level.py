@@ -12,7 +12,11 @@ goes first), results checked equal (count and sums of the columns and of the row
 - MERGE of 1% of the rows (updates of existing ids and as many new ids) into the two newest partitions
   (``ON t.id = s.id AND t.dt IN (…)``, the usual upsert of a late batch);
 - DELETE of one whole partition (metadata-only here; by hand: ALTER TABLE DROP PARTITION, since an
-  INSERT OVERWRITE of a partition with no rows leaves its rows in place here: see docs/benchmarks.md);
+  INSERT OVERWRITE of a partition with no rows leaves its rows in place here: see docs/benchmarks.md). One
+  such statement takes 15-30 ms, which one run cannot time against the machine's noise: each round times
+  :data:`REPEATS` of them per side (partitions d000, d001, …, the two sides alternating statement by
+  statement), takes each side's median, then restores the tables to the version before and deletes d000
+  again, untimed, so that the rows after it see the tables as before;
 - DELETE of 10 ids, each in another partition (a GDPR request; by hand: INSERT OVERWRITE of the
   partitions holding them);
 - DELETE of scattered rows (``id % 100 = 7``, every partition);
@@ -62,6 +66,8 @@ from _iceberg import CONTROL, cause, iceberg_session, iceberg_setup  # noqa: E40
 
 #: the appends that fill each table (each partition gets a file per append at least)
 APPENDS = 5
+#: changes timed over several statements per round (partitions d000, d001, …): the median per side is the round's
+REPEATS = {"DELETE one partition": 10}
 #: Iceberg's table properties: copy-on-write, and no shuffle before its writes (as ushas's default)
 ICEBERG_PROPERTIES = ", ".join(f"'{k}' = '{v}'" for k, v in {
     "format-version": "2", "write.delete.mode": "copy-on-write", "write.update.mode": "copy-on-write",
@@ -112,7 +118,8 @@ def _when(stamp: str | None) -> float:
 
 
 def changes(partitions: int, rows: int) -> list[tuple[str, str, str]]:
-    """(name, row-level statement on {t}, the same change by hand on {t}); ``src``: the MERGE's rows."""
+    """(name, row-level statement on {t}, the same change by hand on {t}); ``src``: the MERGE's rows; ``{d}``:
+    the partition of the changes of :data:`REPEATS` (d000 when run once)."""
     last = [f"d{p:03d}" for p in (partitions - 2, partitions - 1)]
     inlist = ", ".join(f"'{d}'" for d in last)
     gdpr = ", ".join(str(rows * k // 10 + 11) for k in range(10))  # one id in each of 10 partitions
@@ -123,8 +130,8 @@ def changes(partitions: int, rows: int) -> list[tuple[str, str, str]]:
          f"INSERT OVERWRITE {{t}} SELECT id, v, dt FROM (SELECT t.* FROM {{t}} t LEFT ANTI JOIN src s ON t.id = s.id "
          f"WHERE t.dt IN ({inlist}) UNION ALL SELECT * FROM src)"),
         ("DELETE one partition",
-         "DELETE FROM {t} WHERE dt = 'd000'",
-         "ALTER TABLE {t} DROP PARTITION (dt = 'd000')"),
+         "DELETE FROM {t} WHERE dt = '{d}'",
+         "ALTER TABLE {t} DROP PARTITION (dt = '{d}')"),
         ("DELETE 10 ids (GDPR)",
          f"DELETE FROM {{t}} WHERE id IN ({gdpr})",
          f"INSERT OVERWRITE {{t}} SELECT id, v, dt FROM {{t}} "
@@ -174,14 +181,14 @@ def warm_up(spark: Any, create: str, tables: dict[str, str], parts: int) -> None
     fill(spark, [f"{t}_warm" for t in tables], create, WARM_ROWS, parts)
     for _, statement, by_hand in changes(parts, WARM_ROWS):
         for t, which in tables.items():
-            spark.sql((statement if which == "statement" else by_hand).format(t=f"{t}_warm"))
+            spark.sql((statement if which == "statement" else by_hand).format(t=f"{t}_warm", d="d000"))
     # the warm-up's MERGE source (2 kB) is under the catalog's broadcast limit, the timed one (2 MB) over it: run
     # the MERGE once more with the catalog's rule off, so that Spark's plan is warm too (another catalog ignores it)
     _, merge, by_hand = changes(parts, WARM_ROWS)[0]
     spark.conf.set("spark.ushas.merge.broadcastSource", "false")
     try:
         for t, which in tables.items():
-            spark.sql((merge if which == "statement" else by_hand).format(t=f"{t}_warm"))
+            spark.sql((merge if which == "statement" else by_hand).format(t=f"{t}_warm", d="d000"))
     finally:
         spark.conf.unset("spark.ushas.merge.broadcastSource")
 
@@ -237,8 +244,11 @@ def ushas_side(args: argparse.Namespace, rows: int, parts: int, first: int = 0) 
                 runs = [("a", statement), ("b", by_hand)]
                 if (i + r) % 2:
                     runs.reverse()
-                for t, sql in runs:
-                    text = sql.format(t=f"ushas.bench.{t}")
+                if name in REPEATS and profile is None:
+                    for t, s in repeated(spark, runs, min(REPEATS[name], parts)).items():
+                        took.setdefault(name, {}).setdefault(t, []).append(s)
+                for t, sql in runs if name not in REPEATS or profile is not None else ():
+                    text = sql.format(t=f"ushas.bench.{t}", d="d000")
                     s = timed(lambda: spark.sql(text)) if profile is None else profile.run(f"{r}.{i}{t}", text)
                     took.setdefault(name, {}).setdefault(t, []).append(s)
                 same = checksum(spark, "ushas.bench.a") == checksum(spark, "ushas.bench.b")
@@ -254,6 +264,23 @@ def ushas_side(args: argparse.Namespace, rows: int, parts: int, first: int = 0) 
     finally:
         spark.stop()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def repeated(spark: Any, runs: list[tuple[str, str]], n: int) -> dict[str, float]:
+    """A change of :data:`REPEATS` on ``ushas.bench.{a,b}``: ``n`` statements per side on partitions d000, d001, …,
+    the sides alternating (``runs``: (table, statement) in the round's order, swapped every statement); then the
+    tables restored to their version before and the d000 statement run again, untimed (the state the rows after
+    it expect). Answers each side's median time."""
+    before = {t: spark.sql(f"SELECT max(version) FROM ushas.bench.{t}.history").first()[0] for t, _ in runs}
+    times: dict[str, list[float]] = {t: [] for t, _ in runs}
+    for k in range(n):
+        for t, sql in runs if k % 2 == 0 else runs[::-1]:
+            text = sql.format(t=f"ushas.bench.{t}", d=f"d{k:03d}")
+            times[t].append(timed(lambda: spark.sql(text)))
+    for t, sql in runs:
+        spark.sql(f"CALL ushas.system.restore_table(table => 'bench.{t}', version => {before[t]})")
+        spark.sql(sql.format(t=f"ushas.bench.{t}", d="d000"))
+    return {t: statistics.median(ts) for t, ts in times.items()}
 
 
 # ---- Iceberg (Spark 4.1.4, its own virtualenv): the same statements ------------------------------------
@@ -274,7 +301,17 @@ def iceberg_side(root: Path, jars: str, rows: int, parts: int, rounds: int) -> d
             if r:
                 spark.sql(f"CALL ice.system.rollback_to_snapshot('bench.a', {filled})")
             for name, statement, _ in changes(parts, rows):
-                took.setdefault(name, []).append(timed(lambda: spark.sql(statement.format(t="ice.bench.a"))))
+                if name not in REPEATS:
+                    took.setdefault(name, []).append(timed(lambda: spark.sql(statement.format(t="ice.bench.a"))))
+                    continue
+                # as ushas's (repeated): REPEATS[name] statements, their median; rolled back, d000 again untimed
+                snap = spark.sql("SELECT snapshot_id FROM ice.bench.a.snapshots ORDER BY committed_at DESC "
+                                 "LIMIT 1").first()[0]
+                times = [timed(lambda: spark.sql(statement.format(t="ice.bench.a", d=f"d{k:03d}")))
+                         for k in range(min(REPEATS[name], parts))]
+                spark.sql(f"CALL ice.system.rollback_to_snapshot('bench.a', {snap})")
+                spark.sql(statement.format(t="ice.bench.a", d="d000"))
+                took.setdefault(name, []).append(statistics.median(times))
             sums.append(checksum(spark, "ice.bench.a"))
         return {"version": spark.version, "took": took, "sums": sums,
                 "control": statistics.median(before + control(spark))}

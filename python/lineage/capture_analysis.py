@@ -59,6 +59,8 @@ def default_relations(doc: Any) -> tuple[tuple[Dataset, ...], tuple[Dataset, ...
             target = plan_datasets.write_target(p, node)  # type: ignore[arg-type]
             if target is not None:
                 writes.setdefault(target)
+        elif node.kind == "DeleteFromTableWithFilters" and node.plans.get("table") in p.datasets:
+            writes.setdefault(p.datasets[node.plans["table"]])  # a metadata-only DELETE: its table is written
         elif node.children and node.children[0] in p.datasets and node.kind == "SubqueryAlias":
             p.datasets[node.index] = p.datasets[node.children[0]]
     for target in writes:

@@ -176,4 +176,6 @@ def relations(doc: PlanDocument) -> tuple[tuple[Dataset, ...], tuple[Dataset, ..
                 writes.setdefault(target)
         elif node.kind in ROW_LEVEL and node.children and node.children[0] in p.datasets:
             writes.setdefault(p.datasets[node.children[0]])
+        elif node.kind == "DeleteFromTableWithFilters" and node.plans.get("table") in p.datasets:
+            writes.setdefault(p.datasets[node.plans["table"]])  # the target is read too (its partitions)
     return tuple(reads), tuple(writes)

@@ -28,7 +28,7 @@ from .resolve_pass import ROOT_SCOPE, TRANSFORMATION, Pass, attribute_refs, merg
 from .resolve_python import KINDS as PYTHON_FUNCTIONS
 from .resolve_python import opaque_function
 from .resolve_row_level import REWRITE_KINDS, merge_rows, rewritten_row_level
-from .resolve_writes import create_view, identifier_only, row_level, write
+from .resolve_writes import create_view, delete_with_filters, identifier_only, row_level, write
 from .views import TEMP_VIEW_COLUMN, VIEW_COLUMN, VIEW_KINDS
 
 # Operators that do not change the attributes flowing through them (their output is a subset
@@ -362,6 +362,7 @@ HANDLERS: Mapping[str, Handler] = {
     "MergeIntoTable": row_level,
     "UpdateTable": row_level,
     "DeleteFromTable": row_level,
+    "DeleteFromTableWithFilters": delete_with_filters,
     **{k: opaque_function for k in PYTHON_FUNCTIONS},
     **{k: write for k in WRITE_KINDS},
     **{k: create_view for k in VIEW_KINDS},

@@ -63,6 +63,27 @@ def _assignments(e: Expr) -> tuple[list[tuple[Expr, Expr, Expr]], list[Expr]]:
     return pairs, conditions
 
 
+def delete_with_filters(p: Pass, node: PlanNode) -> None:
+    """A metadata-only DELETE as the catalog plans it at analysis (``DeleteFromTableWithFilters``: the target
+    table in ``plans["table"]``, the condition as V2 predicates): the same lineage as the statement's rewrite, a
+    write of the target (``DeleteFromTable``, no column written) and its WHERE columns as INDIRECT FILTER."""
+    table_idx = node.plans.get("table")
+    target = p.datasets.get(table_idx) if table_idx is not None else None
+    if target is None or table_idx is None:
+        p.report(node.kind, "target table not found")
+        return
+    columns = {a.name.lower(): a for a in p.doc.nodes[table_idx].output}
+    where: list[Expr] = []
+    for predicate in node.args.get("condition") or ():
+        if not isinstance(predicate, dict) or predicate.get("t") != "Predicate":
+            continue
+        refs = tuple(Expr("AttributeReference", expr_id=a.expr_id, name=a.name)
+                     for c in predicate.get("columns") or () if (a := columns.get(str(c).lower())) is not None)
+        where.append(Expr("Predicate", refs, text=str(predicate.get("sql") or "")))
+    p.add_dep(node, EdgeSubtype.FILTER, where)
+    p.writes[node.index] = Write(target, "DeleteFromTable", ())
+
+
 def row_level(p: Pass, node: PlanNode) -> None:
     """MERGE INTO / UPDATE / DELETE (as analyzed, before any row-level rewrite)."""
     target_idx = node.children[0] if node.children else None

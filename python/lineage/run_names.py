@@ -37,6 +37,7 @@ COMMANDS: Mapping[str, str] = {
     "AlterViewAsCommand": "alter_view",
     "MergeIntoTable": "merge_into",
     "DeleteFromTable": "delete_from",
+    "DeleteFromTableWithFilters": "delete_from",  # a metadata-only DELETE (io.ushas.spark.MetadataOnlyDelete)
     "UpdateTable": "update",
     "CreateTable": "create_table",
     "CreateDataSourceTableCommand": "create_table",

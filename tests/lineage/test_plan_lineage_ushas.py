@@ -44,6 +44,7 @@ MERGE_B = (f"merge into {B} t using {A} s on t.k = s.k when matched and s.w = 'x
            "when not matched then insert (k, w) values (s.k + 1, s.w)")
 UPDATE_P = f"update {P} set id = id * 10 where dt = 'x' and id > 1"
 DELETE_B = f"delete from {B} where k = 1 and w = 'z'"
+DELETE_P = f"delete from {P} where dt = 'gone'"  # whole partitions: planned at analysis (MetadataOnlyDelete)
 
 
 def _w_merge(spark: Any, tmp: Path) -> None:
@@ -56,6 +57,10 @@ def _w_update(spark: Any, tmp: Path) -> None:
 
 def _w_delete(spark: Any, tmp: Path) -> None:
     spark.sql(DELETE_B)
+
+
+def _w_delete_partitions(spark: Any, tmp: Path) -> None:
+    spark.sql(DELETE_P)
 
 
 def _p_overwrite_by_expression(spark: Any) -> Any:
@@ -142,6 +147,12 @@ CASES: list[PlanCase] = [
              fs("FILTER:ushas.linq.p.dt", "FILTER:ushas.linq.p.id"), target="ushas.linq.p"),
     PlanCase("ushas_delete", "Write (V2 ReplaceData)", DELETE_B, {},
              fs("FILTER:ushas.linq.b.k", "FILTER:ushas.linq.b.w"), target="ushas.linq.b"),
+    # a DELETE of whole partitions: DeleteFromTableWithFilters from the analysis on (io.ushas.spark.MetadataOnlyDelete),
+    # the same lineage as the rewrite's: the WHERE columns FILTER, nothing written column by column
+    PlanCase("ushas_delete_partitions", "Write (V2 DeleteFromTableWithFilters)", DELETE_P, {},
+             fs("FILTER:ushas.linq.p.dt"), target="ushas.linq.p"),
+    PlanCase("ushas_delete_partitions_executed", "Write (V2 DeleteFromTableWithFilters)", _w_delete_partitions, {},
+             fs("FILTER:ushas.linq.p.dt"), target="ushas.linq.p", mode="capture"),
     PlanCase("ushas_merge_executed", "Write (V2 ReplaceData)", _w_merge,
              {"w": {"ushas.linq.a.w": "T"}, "k": {"ushas.linq.a.k": "T"}},
              fs("JOIN:ushas.linq.a.k", "JOIN:ushas.linq.b.k"), scoped={"w": fs("CONDITIONAL:ushas.linq.a.w")},

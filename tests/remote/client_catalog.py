@@ -52,6 +52,15 @@ def main(url: str, db: str, app: str) -> dict[str, Any]:
         "namespace_exists": lambda: spark.sql(f"CREATE NAMESPACE ushas.{db}"),
         "bad_column": lambda: spark.table(t).select("no_such_column").collect(),
     }.items()}
+    # a DELETE of whole partitions: planned at analysis by the server's extension (MetadataOnlyDelete), metadata-only
+    dd = f"ushas.{db}.dd"
+    spark.sql(f"CREATE TABLE {dd} (id INT, dt STRING) USING parquet PARTITIONED BY (dt)")
+    spark.sql(f"INSERT INTO {dd} VALUES (1, 'a'), (2, 'b')")
+    out["delete_plan"] = spark.sql(f"EXPLAIN EXTENDED DELETE FROM {dd} WHERE dt = 'b'").collect()[0][0]
+    spark.sql(f"DELETE FROM {dd} WHERE dt = 'b'")
+    out["deleted"] = sorted([r.id, r.dt] for r in spark.table(dd).collect())
+    last = spark.sql(f"SELECT operation, detail FROM {dd}.history ORDER BY version DESC LIMIT 1").collect()[0]
+    out["delete_commit"] = [last.operation, '"metadata_only":true' in (last.detail or "")]
     out["ushas_catalog_imported"] = "ushas_catalog" in sys.modules
     spark.stop()
     return out

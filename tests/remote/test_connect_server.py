@@ -70,6 +70,8 @@ def test_two_clients_at_once(connect: SparkServer, tmp_path: Path) -> None:
         assert r["ctas"] == [[1, "a"], [5, "a"]] and r["sat"] == [[9, "f"]] and r["wc"] == [[10, "g"]]
         assert r["tables"] == ["ck", "ctas", "sat", "t", "wc"]
         assert r["pruned"] == [1, 5]
+        assert "Analyzed Logical Plan ==\nDeleteFromTableWithFilters" in r["delete_plan"], r["delete_plan"]
+        assert r["deleted"] == [[1, "a"]] and r["delete_commit"] == ["DELETE", True]
         assert "UshasFileIndex" in r["explain"] and "PartitionFilters: [isnotnull(dt" in r["explain"]
         assert r["errors"] == {"missing_table": "TABLE_OR_VIEW_NOT_FOUND", "missing_namespace": "SCHEMA_NOT_FOUND",
                                "table_exists": "TABLE_OR_VIEW_ALREADY_EXISTS",

@@ -82,6 +82,26 @@ def test_the_catalog_works_through_the_service(spark: Any, svc: Any) -> None:
         ms.close()
 
 
+def test_a_partitions_delete_goes_through_the_service_as_the_tokens_user(spark: Any, svc: Any) -> None:
+    """A DELETE of whole partitions (decided at analysis: io.ushas.spark.MetadataOnlyDelete) through the service:
+    refused to bob (SELECT only) before anything is written, dropped for admin and recorded as its DELETE."""
+    adm, bob = svc.adm, svc.bob
+    spark.sql(f"CREATE TABLE {adm}.db.gone (id INT, region STRING) USING parquet PARTITIONED BY (region)")
+    spark.sql(f"INSERT INTO {adm}.db.gone VALUES (1, 'EU'), (2, 'US'), (3, 'APAC')")
+    with pytest.raises(Exception, match=r"INSUFFICIENT_PERMISSIONS"):
+        spark.sql(f"DELETE FROM {bob}.db.gone WHERE region = 'US'")
+    df = spark.sql(f"DELETE FROM {adm}.db.gone WHERE region = 'US'")
+    assert df._jdf.queryExecution().analyzed().nodeName() == "DeleteFromTableWithFilters"
+    assert {r.id for r in spark.table(f"{adm}.db.gone").collect()} == {1, 3}
+    ms = Metastore.open(svc.uri, create=False)
+    try:
+        newest, before = ms.history(("main", "db", "gone"))[:2]
+        assert (newest.operation, newest.user, newest.detail.get("metadata_only")) == ("DELETE", "admin", True)
+        assert before.operation == "APPEND"  # bob's refused DELETE wrote nothing
+    finally:
+        ms.close()
+
+
 def test_row_filter_and_mask_hold_for_the_tokens_user(spark: Any, svc: Any) -> None:
     assert rows(spark.table(f"{svc.bob}.db.people")) == BOB
     assert spark.sql(f"SELECT id FROM {svc.bob}.db.people WHERE ssn = '111-22-3333'").collect() == []

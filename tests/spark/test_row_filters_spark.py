@@ -801,3 +801,33 @@ def test_streaming_path_reads_and_writes_are_checked(spark: Any, rm: Any, tmp_pa
         assert sorted(r.id for r in spark.read.parquet(str(lake / "out")).collect()) == [0, 1]
     finally:
         rm.ms.drop_location("lake")
+
+
+def test_a_partitions_delete_decided_at_analysis_is_refused_as_sparks_path(spark: Any, rm: Any) -> None:
+    """A DELETE of whole partitions taken at analysis (io.ushas.spark.MetadataOnlyDelete) is refused exactly as on
+    Spark's path (the rule off): without MODIFY the same error, audited once per attempt, nothing written; with
+    MODIFY it drops the partition, recorded as the caller's DELETE."""
+    adm, bob = rm.adm, rm.bob
+    spark.sql(f"CREATE TABLE {adm}.db.dw (id INT, region STRING) USING parquet PARTITIONED BY (region)")
+    spark.sql(f"INSERT INTO {adm}.db.dw VALUES (1, 'EU'), (2, 'US'), (3, 'APAC')")
+    name = ("main", "db", "dw")
+    version = rm.ms.get_table(name).version
+    texts, audited = {}, {}
+    try:
+        for on in ("true", "false"):
+            spark.conf.set("spark.ushas.delete.metadataOnlyAtAnalysis", on)
+            before = sum(1 for c in rm.ms.changes() if c.change == "ACCESS_DENIED" and c.user == "bob")
+            texts[on] = denied(lambda: spark.sql(f"DELETE FROM {bob}.db.dw WHERE region = 'US'"))
+            audited[on] = sum(1 for c in rm.ms.changes() if c.change == "ACCESS_DENIED" and c.user == "bob") - before
+        assert "[INSUFFICIENT_PERMISSIONS]" in texts["true"] and "MODIFY" in texts["true"], texts["true"]
+        assert texts["true"].split("\n")[0] == texts["false"].split("\n")[0]
+        assert audited == {"true": 1, "false": 1}
+        assert rm.ms.get_table(name).version == version  # nothing written
+        rm.ms.grant("MODIFY", name, "user:bob")
+        spark.conf.set("spark.ushas.delete.metadataOnlyAtAnalysis", "true")
+        spark.sql(f"DELETE FROM {bob}.db.dw WHERE region = 'US'")
+    finally:
+        spark.conf.unset("spark.ushas.delete.metadataOnlyAtAnalysis")
+    assert {r.id for r in spark.table(f"{adm}.db.dw").collect()} == {1, 3}
+    last = spark.sql(f"SELECT operation, user, detail FROM {adm}.db.dw.history ORDER BY version DESC LIMIT 1").first()
+    assert (last.operation, last.user) == ("DELETE", "bob") and '"metadata_only":true' in last.detail, last

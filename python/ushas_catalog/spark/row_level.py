@@ -9,10 +9,12 @@ is metadata-only: :func:`delete_where` drops the partitions it selects in one co
 """
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 from ..data.garbage import Garbage
 from ..errors import Conflict, InvalidArgument, WriteConflict
+from .one_transaction import in_one_transaction
 from .tables import SparkCtx, table_name
 from .writes import matches
 
@@ -36,7 +38,9 @@ def row_level_operation(command: Any) -> str | None:
 def delete_where(ms: Any, r: Request) -> Answer:
     """``DELETE FROM t WHERE <partition predicates>``: the partitions every filter holds for are dropped
     in ONE commit (``DELETE``), their files kept until purge; nothing is read or written. A partition
-    changed since ``base_version`` (the version the statement planned with) is a WriteConflict naming it."""
+    changed since ``base_version`` (the version the statement planned with) is a WriteConflict naming it.
+    The shim's op runs it in one transaction (:data:`OPS`): the table, its partitions and the commit read one
+    snapshot, so the retries below only matter when it runs call by call (too big for one transaction)."""
     ctx = SparkCtx.of(r)
     name = table_name(ctx, r)
     filters = list(r.get("filters") or [])
@@ -45,7 +49,8 @@ def delete_where(ms: Any, r: Request) -> Answer:
         info = ms.get_table(name)
         if not info.partition_columns:
             raise InvalidArgument(f"{'.'.join(name)} is not partitioned: a DELETE cannot be metadata-only")
-        gone = [p for p in ms.list_partitions(name) if all(matches(f, p.values) is True for f in filters)]
+        gone = [p for p in ms.list_partitions(name, prefix=partition_prefix(info, filters))
+                if all(matches(f, p.values) is True for f in filters)]
         garbage = Garbage()
         if not info.external:
             for p in gone:
@@ -65,4 +70,27 @@ def delete_where(ms: Any, r: Request) -> Answer:
     raise AssertionError("unreachable")
 
 
-OPS = {"delete_where": delete_where}
+def partition_prefix(info: Any, filters: list[dict[str, Any]]) -> dict[str, str] | None:
+    """A partial spec every partition the filters select has, for :meth:`list_partitions` to read only those keys:
+    a filter ``column = 'value'`` on a partition column of type ``string`` whose value is not a number (for such a
+    value :func:`matches` is exact string equality; a number's text also matches its other spellings, ``'1'`` and
+    ``'1.0'``). None: every partition is read. The filters are still evaluated on each partition read."""
+    types = {f.name: f.data_type for f in info.schema.fields}
+    for f in filters:
+        column, value = f.get("column"), f.get("value")
+        if f.get("op") != "eq" or not isinstance(column, str) or column not in info.partition_columns \
+                or not isinstance(value, str):
+            continue
+        if getattr(types.get(column), "name", None) != "string":
+            continue
+        try:
+            Decimal(value)
+        except ArithmeticError:
+            return {column: value}
+    return None
+
+
+#: one transaction for the whole DELETE (the table, its partitions, the commit): one snapshot, one commit
+OPS = {"delete_where": in_one_transaction(delete_where)}
+
+__all__ = ["OPS", "OPERATIONS", "delete_where", "partition_prefix", "row_level_operation"]

@@ -573,6 +573,13 @@ public final class PlanJson {
             a.ch('{').key("t").str("CatalogStorageFormat").ch(',').key("location").str(loc.isDefined() ? loc.get().toString() : null).ch('}');
         } else if (v instanceof DataSourceRegister) {
             a.ch('{').key("t").str("DataSource").ch(',').key("format").str(((DataSourceRegister) v).shortName()).ch('}');
+        } else if (v instanceof org.apache.spark.sql.connector.expressions.filter.Predicate pr) {
+            // a V2 predicate (DeleteFromTableWithFilters' condition): its SQL and the columns it reads
+            a.ch('{').key("t").str("Predicate").ch(',').key("sql").str(pr.toString()).ch(',').key("columns").ch('[');
+            for (org.apache.spark.sql.connector.expressions.NamedReference r : pr.references()) {
+                a.str(String.join(".", r.fieldNames())).ch(',');
+            }
+            a.trim().ch(']').ch('}');
         } else if (v instanceof org.apache.spark.sql.SaveMode) {
             a.str(v.toString());
         } else if (v instanceof scala.Enumeration.Value) {

@@ -1,0 +1,130 @@
+package io.ushas.spark;
+
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.expressions.And;
+import org.apache.spark.sql.catalyst.expressions.Attribute;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.SubqueryExpression$;
+import org.apache.spark.sql.catalyst.optimizer.ConstantFolding$;
+import org.apache.spark.sql.catalyst.plans.logical.DeleteFromTableWithFilters;
+import org.apache.spark.sql.catalyst.plans.logical.Filter;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.ReplaceData;
+import org.apache.spark.sql.catalyst.rules.Rule;
+import org.apache.spark.sql.catalyst.trees.CurrentOrigin$;
+import org.apache.spark.sql.connector.expressions.filter.Predicate;
+import org.apache.spark.sql.connector.write.RowLevelOperation;
+import org.apache.spark.sql.execution.datasources.DataSourceStrategy$;
+import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
+import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Strategy$;
+import org.apache.spark.sql.internal.SQLConf;
+import scala.Function1;
+import scala.Option;
+import scala.jdk.javaapi.CollectionConverters;
+import scala.runtime.AbstractFunction0;
+import scala.runtime.AbstractFunction1;
+
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.List;
+
+/**
+ * {@code DELETE FROM t WHERE <partition predicates>} of an Ushas table decided during analysis, not after it
+ * (docs/row-level.md). Spark 4.3 rewrites every DELETE of a row-level table into its copy-on-write plan
+ * ({@code RewriteDeleteFromTable}, rule 68 of the analyzer's fixed-point {@code Resolution} batch: a
+ * {@code ReplaceData} over the catalog's operation and a read relation with the file column), analyzes that plan
+ * to the end, runs the whole optimizer over it, and only then, in the optimizer's {@code Pre CBO Rules} batch,
+ * {@code OptimizeMetadataOnlyDeleteFromTable} asks the table {@code canDeleteWhere} and replaces the plan with
+ * {@code DeleteFromTableWithFilters} (planned as Spark's {@code DeleteFromTableExec}: {@code deleteWhere}, then the
+ * table's cached data refreshed). This resolution rule (an extension rule: the same {@code Resolution} batch, after
+ * Spark's own rules, so in the same iteration as the rewrite) makes that same decision on the rewritten DELETE at
+ * once and answers the same {@code DeleteFromTableWithFilters}: the rest of the analysis and the optimizer then
+ * see one leaf command instead of the row-level plan. Same exec, same bridge calls ({@code load_table} when Spark
+ * resolves the target with write privileges, {@code delete_where}), privileges, row-filter refusal (the rewrite,
+ * which still runs first, refuses a filtered user), audit, history, cache refresh and answer.
+ *
+ * <p>It decides exactly as Spark's rule, on a subset: a deterministic condition without subqueries, constant
+ * folded ({@code ConstantFolding}: Spark's optimizer folds before its rule), every conjunct translated to a V2
+ * predicate ({@code DataSourceV2Strategy.translateFilterV2}, as Spark) and {@link UshasRowLevel.Target#canDeleteWhere}
+ * accepting them (a Java-only check: every predicate on partition columns and one Python can evaluate). Anything
+ * else is left to Spark's path, which may still find it metadata-only after its other optimizations: this rule never
+ * makes a DELETE metadata-only that Spark's would not, and keeps Spark's path for the rest (every DELETE when
+ * {@code spark.sql.optimizer.excludedRules} names Spark's rule). Off with {@value #CONF}{@code =false}.
+ */
+final class MetadataOnlyDelete extends Rule<LogicalPlan> {
+    /** the session setting that turns the rule off ({@code false}): Spark's own path for every DELETE */
+    static final String CONF = "spark.ushas.delete.metadataOnlyAtAnalysis";
+
+    private final SparkSession session;
+
+    MetadataOnlyDelete(SparkSession session) {
+        this.session = session;
+    }
+
+    static Function1<SparkSession, Rule<LogicalPlan>> factory() {
+        return new AbstractFunction1<>() {
+            @Override
+            public Rule<LogicalPlan> apply(SparkSession session) {
+                return new MetadataOnlyDelete(session);
+            }
+        };
+    }
+
+    @Override
+    public LogicalPlan apply(LogicalPlan plan) {
+        // a statement's command is its plan's root: nothing else to look at for every other plan analyzed
+        if (!(plan instanceof ReplaceData rd)) return plan;
+        UshasRowLevel.Operation op = UshasRowLevel.operationOf(rd);
+        if (op == null || op.command() != RowLevelOperation.Command.DELETE) return plan;
+        if (!(rd.originalTable() instanceof DataSourceV2Relation relation)
+                || !(relation.table() instanceof UshasRowLevel.Target target)) return plan;
+        if (!Boolean.parseBoolean(session.conf().get(CONF, "true").trim())) return plan;
+        // Spark's own rule excluded (spark.sql.optimizer.excludedRules): Spark's path never deletes by filters then
+        Option<String> excluded = SQLConf.get().optimizerExcludedRules();
+        if (excluded.isDefined() && excluded.get().contains("OptimizeMetadataOnlyDeleteFromTable")) return plan;
+        Predicate[] predicates = predicates(rd.condition(), relation);
+        if (predicates == null || !target.canDeleteWhere(predicates)) return plan;
+        // with the statement's origin (its SQL text: what the lineage listener records), as a rule's transform sets it
+        return CurrentOrigin$.MODULE$.withOrigin(rd.origin(), new AbstractFunction0<LogicalPlan>() {
+            @Override
+            public LogicalPlan apply() {
+                return new DeleteFromTableWithFilters(relation,
+                        CollectionConverters.asScala(List.of(predicates)).toList(), relation.options());
+            }
+        });
+    }
+
+    /** The V2 predicates of {@code condition} as Spark's {@code OptimizeMetadataOnlyDeleteFromTable} makes them, or
+     *  null when Spark's rule would not get all of them here (non-deterministic, a subquery, a conjunct that does
+     *  not translate). */
+    static Predicate[] predicates(Expression condition, DataSourceV2Relation relation) {
+        if (!condition.deterministic() || SubqueryExpression$.MODULE$.hasSubquery(condition)) return null;
+        if (!condition.resolved()) return null;
+        Expression folded = ((Filter) ConstantFolding$.MODULE$.apply(new Filter(condition, relation))).condition();
+        List<Expression> conjuncts = new ArrayList<>();
+        Deque<Expression> todo = new ArrayDeque<>();
+        todo.push(folded);
+        while (!todo.isEmpty()) {
+            Expression e = todo.pop();
+            if (e instanceof And and) {
+                todo.push(and.right());
+                todo.push(and.left());
+            } else {
+                conjuncts.add(e);
+            }
+        }
+        @SuppressWarnings("unchecked")
+        scala.collection.immutable.Seq<Attribute> output =
+                (scala.collection.immutable.Seq<Attribute>) (scala.collection.immutable.Seq<?>) relation.output();
+        scala.collection.immutable.Seq<Expression> normalized = DataSourceStrategy$.MODULE$.normalizeExprs(
+                CollectionConverters.asScala(conjuncts).toList(), output);
+        List<Predicate> out = new ArrayList<>();
+        for (Expression e : CollectionConverters.asJava(normalized)) {
+            Option<Predicate> p = DataSourceV2Strategy$.MODULE$.translateFilterV2(e);
+            if (p.isEmpty()) return null;
+            out.add(p.get());
+        }
+        return out.toArray(new Predicate[0]);
+    }
+}
