@@ -20,6 +20,7 @@ from typing import Any, Iterable
 from .. import records as rec
 from ..model.data_files import DataFile
 from .garbage import delete_garbage, scan_garbage
+from .direct_writes import has_manifests, manifest_files, of_running_write, running_writes
 from .staged import leftovers, staged_write
 from ..keyspace.tree import KeySpacePath, RecordSubspace, Subspace
 from ..kv import Transaction
@@ -172,9 +173,11 @@ def _remove_crc(local: str) -> None:
         pass
 
 
-def sweep_directory(directory: str, before_micros: int, keep: set[str], report: DeleteReport) -> None:
+def sweep_directory(directory: str, before_micros: int, keep: set[str], report: DeleteReport,
+                    running: frozenset[str] = frozenset()) -> None:
     """A partition that recorded no file list, let go at ``before_micros``: its data files (directly
-    in it) older than that and in no live file list (``keep``, local paths) are deleted."""
+    in it) older than that and in no live file list (``keep``, local paths) are deleted, but not the
+    files of a write that has not committed yet (``running``: their write ids)."""
     local = local_path(directory)
     if local is None:
         report.unreachable.append(directory)
@@ -185,7 +188,7 @@ def sweep_directory(directory: str, before_micros: int, keep: set[str], report: 
         report.missing += 1
         return
     for e in entries:
-        if not e.is_file() or e.name.startswith(("_", ".")) or e.path in keep:
+        if not e.is_file() or e.name.startswith(("_", ".")) or e.path in keep or of_running_write(e.name, running):
             continue
         if e.stat().st_mtime * 1_000_000 < before_micros:
             os.remove(e.path)
@@ -361,8 +364,9 @@ def purge(ms: Any, name: Any = None, older_than: dt.timedelta | None = None) -> 
             continue  # a tagged version still reads some: the entry stays until the tag is dropped
         if e.directories and table is not None:
             keep = live_files(_table_files(ms, table))
+            running = running_writes(table.location) if table.location else frozenset()
             for d in e.directories:
-                sweep_directory(d, e.time_micros, keep, out.report)
+                sweep_directory(d, e.time_micros, keep, out.report, running)
         elif e.directories:
             continue  # a dropped table's partitions: purging the table deletes them
         if len(out.report.unreachable) == before:
@@ -375,9 +379,24 @@ def purge(ms: Any, name: Any = None, older_than: dt.timedelta | None = None) -> 
     for t in live:
         if t.location:
             stale = stale_staging(t.location)
+            for s in stale:
+                _end_direct_write(ms, s, ".".join((t.catalog, t.database, t.name)), out.report)
             delete_local(stale, out.report)
             out.staging += len(stale)
     return out
+
+
+def _end_direct_write(ms: Any, staging: str, table: str, report: DeleteReport) -> None:
+    """A dead direct write's staging directory (:mod:`ushas_catalog.data.direct_writes`): the write is
+    recorded ABORTED unless it COMMITTED, and its files (its manifests list them) are deleted unless it
+    COMMITTED (then they are the table's)."""
+    from .write_fence import COMMITTED, abort_write
+
+    if not has_manifests(staging):
+        return
+    write_id = staging.rstrip("/").rsplit("/", 1)[-1]
+    if abort_write(ms, write_id, "its driver is gone (found by ushas purge)", table).state != COMMITTED:
+        delete_local(manifest_files(staging), report)
 
 
 #: the table property that keeps a table's replaced files (and so its old versions) at least this long

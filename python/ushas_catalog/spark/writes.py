@@ -9,6 +9,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from ..model.data_files import DataFile, merge, total_size
+from ..data.direct_writes import running_writes
 from ..data.garbage import Garbage
 from ..errors import InvalidArgument
 from ..model.partitions import NULL_PARTITION, Partition
@@ -209,10 +210,14 @@ def _files(items: list[dict[str, Any]] | None) -> list[DataFile]:
     return [DataFile.from_json(d) for d in items or []]
 
 
-def list_local_files(location: str) -> list[DataFile] | None:
+def list_local_files(location: str, running: frozenset[str] = frozenset()) -> list[DataFile] | None:
     """The data files directly in a local directory (``file:`` or a plain path), None for other
-    file systems: a partition at its own location whose files were never recorded."""
+    file systems: a partition at its own location whose files were never recorded. The files of the
+    writes in ``running`` (write ids that have not committed: :func:`~ushas_catalog.data.direct_writes.running_writes`
+    of the table's location) are not data yet: skipped."""
     import os
+
+    from ..data.direct_writes import of_running_write
 
     if "://" in location or (":" in location.split("/", 1)[0] and not location.startswith("file:")):
         return None
@@ -225,7 +230,7 @@ def list_local_files(location: str) -> list[DataFile] | None:
     except FileNotFoundError:
         return []
     for e in entries:
-        if e.is_file() and not e.name.startswith(("_", ".")):
+        if e.is_file() and not e.name.startswith(("_", ".")) and not of_running_write(e.name, running):
             st = e.stat()
             out.append(DataFile("file:" + os.path.join(path, e.name), st.st_size, int(st.st_mtime * 1000)))
     return out
@@ -312,7 +317,7 @@ def plan_write(location: str, partition_by: list[str], existing: list[Any], old_
             elif where.rstrip("/") == target:
                 data_files = None if there else new  # keep listing the directory unless it was empty
             else:
-                found = list_local_files(where)
+                found = list_local_files(where, running_writes(location))
                 if found is None:
                     raise InvalidArgument(f"cannot append to partition {w['path']} of the table: it lives at "
                                           f"{where}, whose files were never recorded; overwrite it instead")
@@ -429,7 +434,7 @@ def plan_file_replacement(location: str, partition_by: list[str], existing: list
     def files_of(p: Any) -> list[DataFile]:
         if p.data_files is not None:
             return list(p.data_files)
-        found = list_local_files(p.location or location)
+        found = list_local_files(p.location or location, running_writes(location))
         if found is None:
             raise InvalidArgument(f"partition {p.spec} of the table lives at {p.location}, whose files were never "
                                   f"recorded: rewrite it with INSERT OVERWRITE instead")
@@ -530,7 +535,8 @@ def check_nothing_added(base: Any, location: str, partition_by: list[str], exist
         scanned.update(i for i, p in enumerate(existing) if _spec_matches(spec, p))
     for i in sorted(scanned):
         p = existing[i]
-        current = p.data_files if p.data_files is not None else list_local_files(p.location or location)
+        current = p.data_files if p.data_files is not None else list_local_files(p.location or location,
+                                                                                 running_writes(location))
         record = then.get(tuple(sorted(p.spec.items())))
         if current is None or (record is not None and not record.files_recorded):
             continue  # files never recorded: nothing to compare

@@ -122,13 +122,14 @@ public class UshasCommitProtocol extends SQLHadoopMapReduceCommitProtocol {
             for (String d : deleted) del.add(relative(qualifiedRoot, strip(d)));
         }
         ArrayNode written = r.putArray("partitions");
+        java.util.Set<String> running = Staging.running(fs, root);  // uncommitted batch writes: not counted
         for (String p : partitions) {
             ObjectNode w = written.addObject().put("path", p);
             ArrayNode mine = w.putArray("job_files");
-            long[] counts = list(fs, new Path(root, p), mine, p);
+            long[] counts = list(fs, new Path(root, p), mine, p, running);
             w.put("files", counts[0]).put("bytes", counts[1]);
         }
-        if (partitions.isEmpty()) list(fs, root, r.putArray("root_files"), "");
+        if (partitions.isEmpty()) list(fs, root, r.putArray("root_files"), "", running);
         // the write's identity and the moment this JVM stops waiting: Python never commits it after that
         r.put("write_id", writeJobId);
         r.put("deadline_ms", System.currentTimeMillis() + 1000L * target.catalog().bridgeOptions().timeoutSeconds());
@@ -138,14 +139,14 @@ public class UshasCommitProtocol extends SQLHadoopMapReduceCommitProtocol {
 
     /** Counts the data files directly in {@code dir} (files, bytes) and adds this job's to {@code mine}
      *  (path, size, mtime): what the catalog records as the write's files. */
-    private long[] list(FileSystem fs, Path dir, ArrayNode mine, String what) {
+    private long[] list(FileSystem fs, Path dir, ArrayNode mine, String what, java.util.Set<String> running) {
         long files = 0;
         long bytes = 0;
         try {
             if (fs.exists(dir)) {
                 for (FileStatus s : fs.listStatus(dir)) {
                     String n = s.getPath().getName();
-                    if (s.isFile() && !DataFileNames.hidden(n)) {
+                    if (s.isFile() && !DataFileNames.hidden(n) && !DataFileNames.ofRunningWrite(n, running)) {
                         files++;
                         bytes += s.getLen();
                         if (n.contains(writeJobId)) {

@@ -173,9 +173,12 @@ final class UshasFileIndex implements FileIndex {
             }
             out.add(statuses);
         }
+        // the writes into this table that have not committed: a listing skips the files they create at their
+        // final names (DirectCommitProtocol); one listing of the table's staging directory
+        java.util.Set<String> running = unlisted.isEmpty() ? java.util.Set.of() : running();
         if (unlisted.size() == 1) {
             int i = unlisted.get(0);
-            out.set(i, listDirectory(locations.get(i)));
+            out.set(i, listDirectory(locations.get(i), running));
         } else if (!unlisted.isEmpty()) {
             ExecutorService pool = Executors.newFixedThreadPool(Math.min(LIST_THREADS, unlisted.size()), r -> {
                 Thread t = new Thread(r, "ushas-list-files");
@@ -186,7 +189,7 @@ final class UshasFileIndex implements FileIndex {
                 List<Future<List<FileStatusWithMetadata>>> futures = new ArrayList<>();
                 for (int i : unlisted) {
                     String location = locations.get(i);
-                    futures.add(pool.submit(() -> listDirectory(location)));
+                    futures.add(pool.submit(() -> listDirectory(location, running)));
                 }
                 for (int k = 0; k < unlisted.size(); k++) out.set(unlisted.get(k), futures.get(k).get());
             } catch (InterruptedException e) {
@@ -206,13 +209,21 @@ final class UshasFileIndex implements FileIndex {
 
     /** The data files under one partition directory (recursively; hidden names skipped, as Spark
      *  does); a missing directory has none. */
-    private List<FileStatusWithMetadata> listDirectory(String location) {
+    private java.util.Set<String> running() {
+        try {
+            return Staging.running(root.getFileSystem(hadoopConf), root);
+        } catch (IOException e) {
+            return java.util.Set.of();
+        }
+    }
+
+    private List<FileStatusWithMetadata> listDirectory(String location, java.util.Set<String> running) {
         List<FileStatusWithMetadata> out = new ArrayList<>();
         if (location == null) return out;
         Path dir = new Path(location);
         try {
             FileSystem fs = dir.getFileSystem(hadoopConf);
-            collect(fs, dir, out);
+            collect(fs, dir, out, running);
         } catch (FileNotFoundException e) {
             return out;
         } catch (IOException e) {
@@ -222,12 +233,15 @@ final class UshasFileIndex implements FileIndex {
         return out;
     }
 
-    private static void collect(FileSystem fs, Path dir, List<FileStatusWithMetadata> out) throws IOException {
+    private static void collect(FileSystem fs, Path dir, List<FileStatusWithMetadata> out, java.util.Set<String> running)
+            throws IOException {
         for (FileStatus s : fs.listStatus(dir)) {
             String name = s.getPath().getName();
             if (DataFileNames.hidden(name)) continue;
             if (s.isDirectory()) {
-                collect(fs, s.getPath(), out);
+                collect(fs, s.getPath(), out, running);
+            } else if (DataFileNames.ofRunningWrite(name, running)) {
+                continue;  // a file of a write that has not committed
             } else {
                 out.add(new FileStatusWithMetadata(s, scala.collection.immutable.Map$.MODULE$.empty()));
             }

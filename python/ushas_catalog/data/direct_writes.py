@@ -1,0 +1,78 @@
+"""Writes whose tasks create their files at their final names (the shim's ``DirectCommitProtocol``).
+
+A ``file:`` table's batch write has each task create ``<root>/<partition dir>/part-<split>-<write id>-<attempt>…``
+directly; only the write's fenced commit (``commit_write``) makes the files part of the table. While the
+write runs (or after its driver died, until the next write or ``ushas purge`` cleans up) its staging
+directory ``<root>/_ushas_staging/<write id>`` exists, with one manifest per task attempt
+(``files-<attempt>``: the paths the task created, one a line, written before each file is). Hence:
+
+- a listing of a directory whose files the catalog does not record skips the files of the writes that
+  have a staging directory (:func:`running_writes`, :func:`of_running_write`);
+- a dead write's files are what its manifests list (:func:`manifest_files`); they are deleted unless the
+  write COMMITTED (its commit may have gone through just before its driver died).
+
+Only local (``file:``) locations are seen here; the shim applies the same rules on any file system
+(``Staging.running``, ``Staging.removeStale``).
+"""
+from __future__ import annotations
+
+import os
+
+from .locations import local_path
+
+#: staging directories of writes (``<table root>/_ushas_staging/<write id>``)
+STAGING_DIR = "_ushas_staging"
+#: the manifests' name prefix in a staging directory
+MANIFEST = "files-"
+
+
+def running_writes(location: str) -> frozenset[str]:
+    """The write ids that have a staging directory under the (local) table location ``location``."""
+    local = local_path(location)
+    if local is None:
+        return frozenset()
+    try:
+        with os.scandir(os.path.join(local, STAGING_DIR)) as it:
+            return frozenset(e.name for e in it if e.is_dir())
+    except (FileNotFoundError, NotADirectoryError):
+        return frozenset()
+
+
+def of_running_write(name: str, running: frozenset[str]) -> bool:
+    """Whether the file name ``name`` is one a running (uncommitted) write created."""
+    return any(w in name for w in running)
+
+
+def manifest_files(staging: str) -> list[str]:
+    """The files the manifests of a (local) staging directory list, as ``file:`` paths."""
+    local = local_path(staging)
+    if local is None:
+        return []
+    out: list[str] = []
+    try:
+        entries = list(os.scandir(local))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    for e in entries:
+        if e.is_file() and e.name.startswith(MANIFEST):
+            try:
+                with open(e.path, encoding="utf-8") as f:
+                    out.extend(line.strip() for line in f if line.strip())
+            except FileNotFoundError:
+                continue
+    return out
+
+
+def has_manifests(staging: str) -> bool:
+    """Whether a (local) staging directory is a direct write's (holds manifests)."""
+    local = local_path(staging)
+    if local is None:
+        return False
+    try:
+        with os.scandir(local) as it:
+            return any(e.name.startswith(MANIFEST) for e in it)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+
+
+__all__ = ["MANIFEST", "STAGING_DIR", "has_manifests", "manifest_files", "of_running_write", "running_writes"]
