@@ -383,7 +383,16 @@ def purge(ms: Any, name: Any = None, older_than: dt.timedelta | None = None) -> 
                 _end_direct_write(ms, s, ".".join((t.catalog, t.database, t.name)), out.report)
             delete_local(stale, out.report)
             out.staging += len(stale)
+            if stale:
+                _remove_if_empty(os.path.join(local_path(t.location) or "", STAGING_DIR))
     return out
+
+
+def _remove_if_empty(directory: str) -> None:
+    try:
+        os.rmdir(directory)
+    except OSError:
+        pass  # not empty (a running write's), or gone
 
 
 def _end_direct_write(ms: Any, staging: str, table: str, report: DeleteReport) -> None:
