@@ -173,6 +173,7 @@ final class DirectCommitProtocol extends FileCommitProtocol implements Serializa
         TaskFiles t = forget(taskContext);
         ArrayList<Written> out = new ArrayList<>();
         if (t == null) return new TaskCommitMessage(out);
+        long bytes = 0;
         try {
             closeManifest(t);
             FileSystem fs = new Path(root).getFileSystem(taskContext.getConfiguration());
@@ -180,10 +181,13 @@ final class DirectCommitProtocol extends FileCommitProtocol implements Serializa
                 Path f = fs.makeQualified(t.files.get(i));
                 long[] sizeAndTime = sizeAndTime(fs, f);
                 out.add(new Written(t.dirs.get(i), f.toString(), sizeAndTime[0], sizeAndTime[1]));
+                bytes += sizeAndTime[0];
             }
         } catch (IOException e) {
             throw new Errors.UshasBridgeException("Ushas catalog: cannot commit a task of write " + jobId + ": " + e, e);
         }
+        org.apache.spark.TaskContext task = org.apache.spark.TaskContext.get();
+        if (task != null) task.taskMetrics().outputMetrics().setBytesWritten(bytes);  // as Spark's stats tracker
         return new TaskCommitMessage(out);
     }
 

@@ -54,8 +54,10 @@ import java.util.UUID;
 
 /**
  * A V2 batch write made of Spark's own file writing parts: {@link FileWriterFactory} writes each task's
- * rows with the format's {@code OutputWriterFactory} (from {@code FileFormat.prepareWrite}) through
- * Spark's SQL commit protocol into this job's own staging directory,
+ * rows with the format's {@code OutputWriterFactory} (from {@code FileFormat.prepareWrite}). On a
+ * {@code file:} table with Spark's commit protocol the tasks write straight to their final names
+ * ({@link DirectCommitProtocol}: no staging of the files, no move; the task messages list them). Otherwise
+ * they write through Spark's SQL commit protocol into this job's own staging directory,
  * {@code <table root>/_ushas_staging/<job id>} (so Hadoop's {@code _temporary} is per job). At commit:
  * the job's files are committed into the staging directory, moved into the partition directories
  * ({@code <root>/dt=x/}, names unique per job; a new partition's directory is moved whole, in parallel:
@@ -64,7 +66,8 @@ import java.util.UUID;
  * metadata transaction: only then are the files part of the table (reads use the recorded lists).
  * Nothing is deleted here: the files an overwrite replaces are kept until purge. If the metadata
  * commit fails (an overwrite that lost a race included), this job's files are removed; the staging
- * directory always is. Staging directories of writes that died are removed by the next write.
+ * directory always is (but for a direct write whose outcome is unknown: its manifests name its files).
+ * Staging directories of writes that died are removed by the next write.
  */
 final class UshasBatchWrite implements BatchWrite {
     private final UshasTable table;
@@ -199,7 +202,9 @@ final class UshasBatchWrite implements BatchWrite {
                     !switchedOff(options, TaskParquetWriters.SWITCH));
         }
         SerializableConfiguration statsConf = new SerializableConfiguration(hadoopConf);
-        WriteJobStatsTracker stats = new BasicWriteJobStatsTracker(statsConf, BasicWriteJobStatsTracker.metrics());
+        // a direct write's file sizes come with its task messages: no file-system call per closed file
+        WriteJobStatsTracker stats = direct ? new RowCounts()
+                : new BasicWriteJobStatsTracker(statsConf, BasicWriteJobStatsTracker.metrics());
         String maxRecords = options.entrySet().stream().filter(e -> e.getKey().equalsIgnoreCase("maxRecordsPerFile"))
                 .map(Map.Entry::getValue).findFirst().orElse(null);
         String timeZone = options.entrySet().stream().filter(e -> e.getKey().equalsIgnoreCase("timeZone"))
