@@ -94,6 +94,9 @@ def test_direct_write_visible_only_once_committed(spark: Any, db: str, ms: Any) 
     assert spark.sql(f"SELECT count(*) FROM {t} WHERE dt = 'c'").first()[0] == 0
     assert spark.sql(f"SELECT count(*) FROM {t}").first()[0] == 3
     assert running in running_writes(str(root))
+    (root / "_ushas_staging" / "a").mkdir()  # a directory not named by a write id hides nothing
+    assert running_writes(str(root)) == {running}
+    (root / "_ushas_staging" / "a").rmdir()
     assert list_local_files(f"file:{root / 'dt=c'}", running_writes(str(root))) == []
     # purge leaves a running write alone
     purge(ms, TableName.parse(f"ushas.{db}.d"))

@@ -17,6 +17,7 @@ Only local (``file:``) locations are seen here; the shim applies the same rules 
 from __future__ import annotations
 
 import os
+import re
 
 from .locations import local_path
 
@@ -24,6 +25,8 @@ from .locations import local_path
 STAGING_DIR = "_ushas_staging"
 #: the manifests' name prefix in a staging directory
 MANIFEST = "files-"
+#: a staging directory's name: its write id, a UUID (a directory named otherwise hides no file)
+WRITE_ID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
 def running_writes(location: str) -> frozenset[str]:
@@ -33,7 +36,7 @@ def running_writes(location: str) -> frozenset[str]:
         return frozenset()
     try:
         with os.scandir(os.path.join(local, STAGING_DIR)) as it:
-            return frozenset(e.name for e in it if e.is_dir())
+            return frozenset(e.name for e in it if e.is_dir() and WRITE_ID.fullmatch(e.name))
     except (FileNotFoundError, NotADirectoryError):
         return frozenset()
 
@@ -75,4 +78,4 @@ def has_manifests(staging: str) -> bool:
         return False
 
 
-__all__ = ["MANIFEST", "STAGING_DIR", "has_manifests", "manifest_files", "of_running_write", "running_writes"]
+__all__ = ["MANIFEST", "STAGING_DIR", "WRITE_ID", "has_manifests", "manifest_files", "of_running_write", "running_writes"]

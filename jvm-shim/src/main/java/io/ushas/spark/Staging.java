@@ -33,6 +33,9 @@ final class Staging {
     static final String DIR = "_ushas_staging";
     /** a staging directory whose owner cannot be checked (another machine) is removed after this long */
     static final long GRACE_MS = 24L * 3600 * 1000;
+    /** the name of a write's staging directory: its write id, a UUID (anything else there hides no file) */
+    static final java.util.regex.Pattern WRITE_ID =
+            java.util.regex.Pattern.compile("[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}");
 
     private Staging() {}
 
@@ -96,7 +99,8 @@ final class Staging {
         java.util.Set<String> out = new java.util.HashSet<>();
         try {
             for (FileStatus s : fs.listStatus(new Path(root, DIR))) {
-                if (s.isDirectory()) out.add(s.getPath().getName());
+                String name = s.getPath().getName();
+                if (s.isDirectory() && WRITE_ID.matcher(name).matches()) out.add(name);
             }
         } catch (IOException gone) {
             // no staging directory: no write running
