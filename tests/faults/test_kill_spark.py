@@ -348,7 +348,7 @@ def test_driver_killed_mid_direct_write_leaves_nothing(tmp_path: Path) -> None:
         # a partition read by listing (its files not recorded) does not show the dead write's file
         first = Path(files[0]).parent
         ms.add_partitions("ushas.k.many", [{"dt": first.name.split("=", 1)[1]}])
-        assert list_local_files(f"file:{first}", running_writes(str(root))) == []
+        assert list_local_files(f"file:{first}", str(root)) == []
         summary = purge(ms)
         assert summary.staging == 1, summary.to_json()
         assert get_outcome(ms, write_id).state == "ABORTED"

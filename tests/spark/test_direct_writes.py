@@ -97,7 +97,7 @@ def test_direct_write_visible_only_once_committed(spark: Any, db: str, ms: Any) 
     (root / "_ushas_staging" / "a").mkdir()  # a directory not named by a write id hides nothing
     assert running_writes(str(root)) == {running}
     (root / "_ushas_staging" / "a").rmdir()
-    assert list_local_files(f"file:{root / 'dt=c'}", running_writes(str(root))) == []
+    assert list_local_files(f"file:{root / 'dt=c'}", str(root)) == []
     # purge leaves a running write alone
     purge(ms, TableName.parse(f"ushas.{db}.d"))
     assert stray.exists() and live.exists()
@@ -150,3 +150,81 @@ def test_failed_direct_write_leaves_no_file(spark: Any, db: str, ms: Any) -> Non
     assert not (root / "_ushas_staging").exists()
     assert ms.get_table(name).version == version
     assert spark.sql(f"SELECT count(*) FROM {t}").first()[0] == 1
+    # the partition directory the failed write created is gone: repair finds no partition it never committed
+    # (review defect 5)
+    assert not (root / "dt=b").exists()
+    spark.sql(f"MSCK REPAIR TABLE {t}")
+    assert [r[0] for r in spark.sql(f"SHOW PARTITIONS {t}").collect()] == ["dt=a"]
+
+
+def test_direct_append_records_a_listed_partition(spark: Any, db: str, ms: Any) -> None:
+    """A direct append into a partition read by listing (ADD PARTITION) records what the directory held plus
+    its own files; so when the committed write's staging directory is still there (between the commit and
+    its removal; kept when the outcome was unknown; after a driver crash), a read and a DELETE of that
+    partition still see its rows: nothing is lost (review defect 1)."""
+    t = f"ushas.{db}.l"
+    spark.sql(f"CREATE TABLE {t} (id INT, dt STRING) USING parquet PARTITIONED BY (dt)")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'a')")
+    name = ("ushas", db, "l")
+    root = Path(ms.get_table(name).location.removeprefix("file:"))
+    spark.sql(f"ALTER TABLE {t} ADD PARTITION (dt = 'c')")
+    (root / "dt=c").mkdir(exist_ok=True)
+    manual = root / "dt=c" / "part-00000-by-hand.parquet"  # a file put there by hand: data by listing
+    shutil.copy(next((root / "dt=a").glob("part-*.parquet")), manual)
+    assert spark.sql(f"SELECT count(*) FROM {t} WHERE dt = 'c'").first()[0] == 1
+
+    spark.sql(f"INSERT INTO {t} VALUES (5, 'c'), (6, 'c')")
+    (c,) = [p for p in ms.list_partitions(name) if p.spec == {"dt": "c"}]
+    assert c.data_files is not None, "the listed partition is recorded by the direct write"
+    recorded = sorted(os.path.basename(f.path) for f in c.data_files)
+    mine = [n for n in recorded if n != manual.name]
+    assert manual.name in recorded and mine, recorded
+    (write_id,) = {NAME.match(n).group(1) for n in mine}  # type: ignore[union-attr]
+
+    # the committed write's staging directory still there (a live owner: nobody removes it meanwhile)
+    left = _staging(root, write_id, os.getpid(), [root / "dt=c" / n for n in mine])
+    try:
+        assert spark.sql(f"SELECT id FROM {t} WHERE dt = 'c' ORDER BY id").collect() == [(1,), (5,), (6,)]
+        spark.sql(f"DELETE FROM {t} WHERE dt = 'c' AND id = 5")
+        assert sorted(r[0] for r in spark.sql(f"SELECT id FROM {t} WHERE dt = 'c'").collect()) == [1, 6]
+        spark.sql(f"INSERT OVERWRITE {t} PARTITION (dt = 'c') SELECT 7")
+        assert spark.sql(f"SELECT id FROM {t} WHERE dt = 'c'").collect() == [(7,)]
+    finally:
+        shutil.rmtree(left)
+    assert spark.sql(f"SELECT count(*) FROM {t}").first()[0] == 2
+
+
+def test_extra_attempt_files_removed_at_commit(spark: Any, db: str, ms: Any, tmp_path: Path) -> None:
+    """A task attempt whose result Spark did not keep (a speculative copy, a duplicate) wrote its files at
+    their final names and listed them in its manifest: the commit deletes every manifest file it did not
+    register before it removes the staging directory (review defect 3)."""
+    t = f"ushas.{db}.x"
+    spark.sql(f"CREATE TABLE {t} (id INT, dt STRING) USING parquet PARTITIONED BY (dt)")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'a')")
+    name = ("ushas", db, "x")
+    root = Path(ms.get_table(name).location.removeprefix("file:"))
+    sample = next((root / "dt=a").glob("part-*.parquet"))
+    done = tmp_path / "extra"
+
+    def extra(i: int) -> int:  # runs in the write's task: plays a second attempt of it
+        import glob as g
+        import os as o
+        import shutil as sh
+
+        if not o.path.exists(str(done)):
+            for staging in g.glob(f"{root}/_ushas_staging/*-*-*-*-*"):
+                wid = o.path.basename(staging)
+                f = f"{root}/dt=a/part-00000-{wid}-99999.c000.snappy.parquet"
+                with open(f"{staging}/files-99999", "w") as m:
+                    m.write(f"file:{f}\n")
+                sh.copy(str(sample), f)
+                with open(str(done), "w") as d:
+                    d.write(f)
+        return i
+
+    spark.udf.register(f"extra_{db}", extra, "int")
+    spark.sql(f"INSERT INTO {t} SELECT extra_{db}(id), dt FROM VALUES (2, 'a') AS v(id, dt)")
+    stray = Path(done.read_text())
+    assert not stray.exists(), "the extra attempt's file is removed"
+    assert not (root / "_ushas_staging").exists()
+    assert sorted(r[0] for r in spark.sql(f"SELECT id FROM {t}").collect()) == [1, 2]

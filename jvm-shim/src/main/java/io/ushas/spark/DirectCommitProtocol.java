@@ -49,6 +49,8 @@ final class DirectCommitProtocol extends FileCommitProtocol implements Serializa
     static final String SWITCH = "ushas.write.direct";
     /** the manifests' name prefix in the staging directory */
     static final String MANIFEST = "files-";
+    /** a manifest line naming a directory the task created (a new partition's), not a file */
+    static final String CREATED_DIR = "dir\t";
 
     /** One file a task committed: its partition directory relative to the root ("" for the root), path,
      *  size and modification time. */
@@ -76,6 +78,9 @@ final class DirectCommitProtocol extends FileCommitProtocol implements Serializa
     private static final class TaskFiles {
         final List<Path> files = new ArrayList<>();
         final List<String> dirs = new ArrayList<>();
+        /** the partition directories this attempt looked at, and those it created (deepest first) */
+        final Set<String> checked = new java.util.HashSet<>();
+        final List<Path> createdDirs = new ArrayList<>();
         FSDataOutputStream manifest;
         Path manifestPath;
     }
@@ -124,7 +129,7 @@ final class DirectCommitProtocol extends FileCommitProtocol implements Serializa
     public String newTaskTempFile(TaskAttemptContext taskContext, Option<String> dir, FileNameSpec spec) {
         String rel = dir.isDefined() ? dir.get() : "";
         Path parent = rel.isEmpty() ? new Path(root) : new Path(new Path(root), rel);
-        return created(taskContext, rel, new Path(parent, name(taskContext, spec)));
+        return created(taskContext, rel, new Path(parent, name(taskContext, spec)), true);
     }
 
     @Override
@@ -134,7 +139,7 @@ final class DirectCommitProtocol extends FileCommitProtocol implements Serializa
 
     @Override
     public String newTaskTempFileAbsPath(TaskAttemptContext taskContext, String absoluteDir, FileNameSpec spec) {
-        return created(taskContext, absoluteDir, new Path(absoluteDir, name(taskContext, spec)));
+        return created(taskContext, absoluteDir, new Path(absoluteDir, name(taskContext, spec)), false);
     }
 
     /** Spark's name ({@code part-<split>-<job id><suffix>}) with the task attempt after the job id. */
@@ -144,8 +149,11 @@ final class DirectCommitProtocol extends FileCommitProtocol implements Serializa
                 attempt.getId(), spec.suffix());
     }
 
-    /** Records {@code file} in the task's manifest (flushed) before the writer creates it. */
-    private String created(TaskAttemptContext ctx, String rel, Path file) {
+    /** Records {@code file} in the task's manifest (flushed) before the writer creates it; the first time
+     *  the attempt writes into a partition directory under the root ({@code underRoot}) that does not exist
+     *  yet, that directory (and its missing parents below the root) too: an abort removes them again when
+     *  empty, so that no partition directory of a write that did not commit is left for repair to find. */
+    private String created(TaskAttemptContext ctx, String rel, Path file, boolean underRoot) {
         TaskFiles t = task(ctx);
         try {
             synchronized (t) {
@@ -154,6 +162,15 @@ final class DirectCommitProtocol extends FileCommitProtocol implements Serializa
                     FileSystem fs = raw(dir.getFileSystem(ctx.getConfiguration()));
                     t.manifestPath = new Path(dir, MANIFEST + ctx.getTaskAttemptID().getId());
                     t.manifest = fs.create(t.manifestPath, true);
+                }
+                if (underRoot && !rel.isEmpty() && t.checked.add(rel)) {
+                    Path top = new Path(root);
+                    FileSystem fs = top.getFileSystem(ctx.getConfiguration());
+                    for (Path d = file.getParent(); d != null && d.depth() > top.depth() && !isDirectory(fs, d);
+                         d = d.getParent()) {
+                        t.manifest.write((CREATED_DIR + d + "\n").getBytes(StandardCharsets.UTF_8));
+                        t.createdDirs.add(d);
+                    }
                 }
                 t.manifest.write((file + "\n").getBytes(StandardCharsets.UTF_8));
                 t.manifest.hflush();
@@ -203,7 +220,13 @@ final class DirectCommitProtocol extends FileCommitProtocol implements Serializa
         return new long[] {s.getLen(), s.getModificationTime()};
     }
 
-    /** Deletes the task attempt's own files and manifest. */
+    /** Whether {@code d} is a directory: on {@code file:} one {@code stat}. */
+    private static boolean isDirectory(FileSystem fs, Path d) throws IOException {
+        if ("file".equals(d.toUri().getScheme())) return java.nio.file.Files.isDirectory(java.nio.file.Paths.get(d.toUri()));
+        return fs.isDirectory(d);
+    }
+
+    /** Deletes the task attempt's own files, the directories it created (if empty) and its manifest. */
     @Override
     public void abortTask(TaskAttemptContext taskContext) {
         TaskFiles t = forget(taskContext);
@@ -212,6 +235,7 @@ final class DirectCommitProtocol extends FileCommitProtocol implements Serializa
             closeManifest(t);
             FileSystem fs = new Path(root).getFileSystem(taskContext.getConfiguration());
             for (Path f : t.files) fs.delete(f, false);
+            removeEmpty(fs, t.createdDirs);
             if (t.manifestPath != null) raw(fs).delete(t.manifestPath, false);
         } catch (IOException ignored) {
             // the manifest (if left) names them: abortJob, the next write or ushas purge removes them
@@ -227,8 +251,29 @@ final class DirectCommitProtocol extends FileCommitProtocol implements Serializa
         }
     }
 
+    /** Deletes the directories {@code dirs} (deepest first) that are empty: never a directory with
+     *  anything in it (another write's file included); best effort. */
+    private static void removeEmpty(FileSystem fs, java.util.Collection<Path> dirs) {
+        List<Path> deepestFirst = new ArrayList<>(new LinkedHashSet<>(dirs));
+        deepestFirst.sort((a, b) -> Integer.compare(b.depth(), a.depth()));
+        for (Path d : deepestFirst) {
+            try {
+                FileStatus[] in = fs.listStatus(d);
+                if (in.length == 0) fs.delete(d, false);
+            } catch (IOException ignored) {
+                // gone, or not empty any more: kept
+            }
+        }
+    }
+
     /** The files listed in the manifests of a staging directory. */
     static Set<Path> listed(FileSystem fs, Path stagingDir) throws IOException {
+        return listed(fs, stagingDir, false);
+    }
+
+    /** The files (or, with {@code dirs}, the directories the tasks created) the manifests of a staging
+     *  directory list. */
+    private static Set<Path> listed(FileSystem fs, Path stagingDir, boolean dirs) throws IOException {
         Set<Path> out = new LinkedHashSet<>();
         FileStatus[] entries;
         try {
@@ -241,7 +286,9 @@ final class DirectCommitProtocol extends FileCommitProtocol implements Serializa
             if (!s.isFile() || !s.getPath().getName().startsWith(MANIFEST)) continue;
             try (FSDataInputStream in = raw.open(s.getPath())) {
                 for (String line : new String(in.readAllBytes(), StandardCharsets.UTF_8).split("\n")) {
-                    if (!line.isBlank()) out.add(new Path(line));
+                    if (line.isBlank()) continue;
+                    boolean dir = line.startsWith(CREATED_DIR);
+                    if (dir == dirs) out.add(new Path(dir ? line.substring(CREATED_DIR.length()) : line));
                 }
             } catch (java.io.FileNotFoundException gone) {
                 // an aborted task removed it meanwhile
@@ -250,14 +297,38 @@ final class DirectCommitProtocol extends FileCommitProtocol implements Serializa
         return out;
     }
 
-    /** Deletes the files the manifests of {@code stagingDir} list (a file already gone is no error). */
+    /** Deletes the files the manifests of {@code stagingDir} list (a file already gone is no error), then the
+     *  partition directories the tasks created if they are empty. Only a file whose name carries the write id
+     *  (the staging directory's name) is deleted, never a directory: a torn manifest line removes nothing. */
     static void removeListed(FileSystem fs, Path stagingDir) throws IOException {
-        for (Path f : listed(fs, stagingDir)) fs.delete(f, false);
+        removeUnregistered(fs, stagingDir, Set.of());
+        removeEmpty(fs, listed(fs, stagingDir, true));
     }
 
-    /** Whether a staging directory holds manifests (a direct write's). */
+    /** Deletes the files the manifests of {@code stagingDir} list but {@code registered} (paths) does not:
+     *  after a commit, the files of attempts whose results Spark did not keep (speculative or duplicate
+     *  attempts, a lost task result). Only files whose name carries the write id; never a directory. */
+    static void removeUnregistered(FileSystem fs, Path stagingDir, Set<String> registered) throws IOException {
+        String writeId = stagingDir.getName();
+        for (Path f : listed(fs, stagingDir)) {
+            if (!f.getName().contains(writeId) || registered.contains(f.toUri().getPath())) continue;
+            try {
+                if (fs.getFileStatus(f).isFile()) fs.delete(f, false);
+            } catch (java.io.FileNotFoundException gone) {
+                // never created, or already removed
+            }
+        }
+    }
+
+    /** Whether a staging directory holds manifests (a direct write's); a directory gone meanwhile has none. */
     static boolean hasManifests(FileSystem fs, Path stagingDir) throws IOException {
-        for (FileStatus s : fs.listStatus(stagingDir)) {
+        FileStatus[] entries;
+        try {
+            entries = fs.listStatus(stagingDir);
+        } catch (java.io.FileNotFoundException gone) {
+            return false;
+        }
+        for (FileStatus s : entries) {
             if (s.getPath().getName().startsWith(MANIFEST)) return true;
         }
         return false;

@@ -95,11 +95,12 @@ final class Placement {
 
     /** A direct write's files ({@link DirectCommitProtocol}), already at their final paths ({@code written}:
      *  relative directory -> files): nothing is moved; each file is added to {@code placed}. {@code listExisting}:
-     *  list the data files each directory holds besides the running writes' (else {@link Placed#existing}
+     *  list the data files each directory holds (the caller drops the running writes' files with
+     *  {@link #withoutRunning}, reading that set after this listing; else {@link Placed#existing}
      *  is null, as {@link #place}; {@code nothingBefore}: the table's location was empty before the write, so
      *  the lists are empty, no directory is listed). */
     static List<Placed> inPlace(FileSystem fs, Path root, Map<String, List<FileStatus>> written, List<Path> placed,
-                                boolean listExisting, boolean nothingBefore, Set<String> running) {
+                                boolean listExisting, boolean nothingBefore) {
         List<Placed> out = new ArrayList<>();
         for (Map.Entry<String, List<FileStatus>> e : written.entrySet()) {
             Path dir = e.getKey().isEmpty() ? root : new Path(root, e.getKey());
@@ -108,7 +109,7 @@ final class Placement {
                 files.put(s.getPath(), s);
                 placed.add(s.getPath());
             }
-            out.add(new Placed(e.getKey(), !listExisting ? null : nothingBefore ? List.of() : dataFiles(fs, dir, running),
+            out.add(new Placed(e.getKey(), !listExisting ? null : nothingBefore ? List.of() : dataFiles(fs, dir),
                     files));
         }
         return out;
@@ -120,7 +121,7 @@ final class Placement {
      *  list the data files each directory had before (else {@link Placed#existing} is null: an append into
      *  partitions whose files the catalog records needs no listing, see {@link #existingBesides}). */
     static List<Placed> place(FileSystem fs, Path root, Path staging, Map<String, List<FileStatus>> written,
-                              List<Path> placed, boolean listExisting, Set<String> running) throws IOException {
+                              List<Path> placed, boolean listExisting) throws IOException {
         Set<String> present = present(fs, root, written.keySet());
         // parents of new multi-level partitions, made once each before the moves
         Set<String> parents = new TreeSet<>();
@@ -135,8 +136,7 @@ final class Placement {
         Map<String, Placed> done = new HashMap<>();
         if (items.size() <= 1) {
             for (Map.Entry<String, List<FileStatus>> e : items) {
-                done.put(e.getKey(), one(fs, root, staging, e.getKey(), e.getValue(), present, placed, listExisting,
-                        running));
+                done.put(e.getKey(), one(fs, root, staging, e.getKey(), e.getValue(), present, placed, listExisting));
             }
         } else {
             ExecutorService pool = Executors.newFixedThreadPool(Math.min(THREADS, items.size()), r -> {
@@ -148,7 +148,7 @@ final class Placement {
                 Map<String, Future<Placed>> futures = new LinkedHashMap<>();
                 for (Map.Entry<String, List<FileStatus>> e : items) {
                     futures.put(e.getKey(), pool.submit(() -> one(fs, root, staging, e.getKey(), e.getValue(), present,
-                            placed, listExisting, running)));
+                            placed, listExisting)));
                 }
                 IOException failed = null;
                 for (Map.Entry<String, Future<Placed>> f : futures.entrySet()) {
@@ -175,8 +175,7 @@ final class Placement {
     }
 
     private static Placed one(FileSystem fs, Path root, Path staging, String rel, List<FileStatus> files,
-                              Set<String> present, List<Path> placed, boolean listExisting, Set<String> running)
-            throws IOException {
+                              Set<String> present, List<Path> placed, boolean listExisting) throws IOException {
         Path dir = rel.isEmpty() ? root : new Path(root, rel);
         Map<Path, FileStatus> moved = new LinkedHashMap<>();
         if (!rel.isEmpty() && !present.contains(rel) && !files.isEmpty()) {
@@ -196,19 +195,19 @@ final class Placement {
                 Path nested = new Path(dir, from.getName());
                 List<FileStatus> again = new ArrayList<>();
                 for (FileStatus s : files) again.add(fs.getFileStatus(new Path(nested, s.getPath().getName())));
-                Placed p = each(fs, rel, dir, again, true, placed, listExisting, running);
+                Placed p = each(fs, rel, dir, again, true, placed, listExisting);
                 fs.delete(nested, true);
                 return p;
             }
             // the directory appeared meanwhile: move the files one by one below
         }
-        return each(fs, rel, dir, files, rel.isEmpty() || present.contains(rel), placed, listExisting, running);
+        return each(fs, rel, dir, files, rel.isEmpty() || present.contains(rel), placed, listExisting);
     }
 
     /** Into an existing directory: its data files before, then this job's files moved one by one. */
     private static Placed each(FileSystem fs, String rel, Path dir, List<FileStatus> files, boolean exists,
-                               List<Path> placed, boolean listExisting, Set<String> running) throws IOException {
-        List<FileStatus> existing = listExisting ? dataFiles(fs, dir, running) : null;
+                               List<Path> placed, boolean listExisting) throws IOException {
+        List<FileStatus> existing = listExisting ? dataFiles(fs, dir) : null;
         Map<Path, FileStatus> moved = new LinkedHashMap<>();
         if (!files.isEmpty() && !exists) fs.mkdirs(dir);
         for (FileStatus s : files) {
@@ -222,26 +221,37 @@ final class Placement {
 
     /** The data files directly in {@code dir} other than {@code besides} (the ones a job placed there): what
      *  was there before the job, listed after the moves. */
-    static List<FileStatus> existingBesides(FileSystem fs, Path dir, java.util.Collection<Path> besides,
-                                            Set<String> running) {
+    static List<FileStatus> existingBesides(FileSystem fs, Path dir, java.util.Collection<Path> besides) {
         Set<String> mine = new HashSet<>();
         for (Path p : besides) mine.add(p.getName() + "\u0000" + p.getParent().toUri().getPath());
         List<FileStatus> out = new ArrayList<>();
-        for (FileStatus s : dataFiles(fs, dir, running)) {
+        for (FileStatus s : dataFiles(fs, dir)) {
             Path p = s.getPath();
             if (!mine.contains(p.getName() + "\u0000" + p.getParent().toUri().getPath())) out.add(s);
         }
         return out;
     }
 
-    /** The data files directly in a directory (not hidden, not Spark's markers, not a file of one of the
-     *  {@code running} writes: {@link Staging#running}). */
-    static List<FileStatus> dataFiles(FileSystem fs, Path dir, Set<String> running) {
+    /** {@code files} but the files of the {@code running} writes ({@link Staging#running}, read AFTER the
+     *  listing that found {@code files}: a write's staging directory exists before its first file and goes
+     *  only after the write ended, so no file of a running write slips through). */
+    static List<FileStatus> withoutRunning(List<FileStatus> files, Set<String> running) {
+        if (running.isEmpty()) return files;
+        List<FileStatus> out = new ArrayList<>(files.size());
+        for (FileStatus s : files) {
+            if (!DataFileNames.ofRunningWrite(s.getPath().getName(), running)) out.add(s);
+        }
+        return out;
+    }
+
+    /** The data files directly in a directory (not hidden, not Spark's markers; the running writes' files
+     *  are dropped by the caller: {@link #withoutRunning}). */
+    static List<FileStatus> dataFiles(FileSystem fs, Path dir) {
         List<FileStatus> out = new ArrayList<>();
         try {
             for (FileStatus s : fs.listStatus(dir)) {
                 String n = s.getPath().getName();
-                if (s.isFile() && !DataFileNames.hidden(n) && !DataFileNames.ofRunningWrite(n, running)) out.add(s);
+                if (s.isFile() && !DataFileNames.hidden(n)) out.add(s);
             }
         } catch (FileNotFoundException gone) {
             return out;

@@ -393,15 +393,21 @@ final class UshasBatchWrite implements BatchWrite {
                     && operation == null && replacing == null && staged == null && streamQueryId == null
                     && !table.partitionSchema().isEmpty());
             if (!listExisting) r.put("existing_deferred", true);
-            java.util.Set<String> running = Staging.running(fs, root);  // their files are no partition's yet
+            // a direct write's partitions read by listing get recorded (what they held plus its files), so
+            // that its committed files never depend on a listing (Python: plan_write's record_listed)
+            if (direct) r.put("direct", true);
             List<Placement.Placed> done = direct
-                    ? Placement.inPlace(fs, root, written, placed, listExisting, freshRoot, running)
-                    : Placement.place(fs, root, staging, written, placed, listExisting, running);
+                    ? Placement.inPlace(fs, root, written, placed, listExisting, freshRoot)
+                    : Placement.place(fs, root, staging, written, placed, listExisting);
+            // the writes that have not committed, read AFTER the listings: their files are no partition's yet
+            java.util.Set<String> running = Staging.running(fs, root);
             for (Placement.Placed p : done) {
                 ObjectNode part = parts.addObject().put("path", p.path());
                 if (p.existing() != null) {
                     ArrayNode existing = part.putArray("existing");
-                    for (FileStatus s : p.existing()) existing.add(file(fs, s.getPath(), s));
+                    for (FileStatus s : Placement.withoutRunning(p.existing(), running)) {
+                        existing.add(file(fs, s.getPath(), s));
+                    }
                 }
                 ArrayNode files = part.putArray("files");
                 for (Map.Entry<Path, FileStatus> f : p.files().entrySet()) {
@@ -414,11 +420,16 @@ final class UshasBatchWrite implements BatchWrite {
                 registered = true;
             } else {
                 registered = register(catalog, r, () -> {  // what the directories held besides this job's files
+                    List<Map.Entry<JsonNode, List<FileStatus>>> listed = new ArrayList<>();
                     for (JsonNode part : parts) {
                         String rel = part.get("path").asText();
-                        ArrayNode existing = ((ObjectNode) part).putArray("existing");
-                        for (FileStatus s : Placement.existingBesides(fs, rel.isEmpty() ? root : new Path(root, rel),
-                                placed, running)) {
+                        listed.add(Map.entry(part, Placement.existingBesides(fs,
+                                rel.isEmpty() ? root : new Path(root, rel), placed)));
+                    }
+                    java.util.Set<String> runningNow = Staging.running(fs, root);  // after the listings
+                    for (Map.Entry<JsonNode, List<FileStatus>> e : listed) {
+                        ArrayNode existing = ((ObjectNode) e.getKey()).putArray("existing");
+                        for (FileStatus s : Placement.withoutRunning(e.getValue(), runningNow)) {
                             existing.add(file(fs, s.getPath(), s));
                         }
                     }
@@ -446,6 +457,18 @@ final class UshasBatchWrite implements BatchWrite {
                     } catch (IOException ignored) {
                         // left unregistered: reads ignore it, purge does not know it
                     }
+                }
+            }
+            if (registered && direct && !outcomeUnknown) {
+                // files of attempts Spark did not keep (speculative, duplicate): their manifests name them
+                java.util.Set<String> mine = new java.util.HashSet<>();
+                synchronized (placed) {
+                    for (Path p : placed) mine.add(p.toUri().getPath());
+                }
+                try {
+                    DirectCommitProtocol.removeUnregistered(fs, staging, mine);
+                } catch (IOException ignored) {
+                    // best effort: they are in no recorded list (a listed partition's recorded now, see "direct")
                 }
             }
             // a staged write's goes after the table's commit; a direct write's whose outcome is unknown stays:

@@ -173,12 +173,9 @@ final class UshasFileIndex implements FileIndex {
             }
             out.add(statuses);
         }
-        // the writes into this table that have not committed: a listing skips the files they create at their
-        // final names (DirectCommitProtocol); one listing of the table's staging directory
-        java.util.Set<String> running = unlisted.isEmpty() ? java.util.Set.of() : running();
         if (unlisted.size() == 1) {
             int i = unlisted.get(0);
-            out.set(i, listDirectory(locations.get(i), running));
+            out.set(i, listDirectory(locations.get(i)));
         } else if (!unlisted.isEmpty()) {
             ExecutorService pool = Executors.newFixedThreadPool(Math.min(LIST_THREADS, unlisted.size()), r -> {
                 Thread t = new Thread(r, "ushas-list-files");
@@ -189,7 +186,7 @@ final class UshasFileIndex implements FileIndex {
                 List<Future<List<FileStatusWithMetadata>>> futures = new ArrayList<>();
                 for (int i : unlisted) {
                     String location = locations.get(i);
-                    futures.add(pool.submit(() -> listDirectory(location, running)));
+                    futures.add(pool.submit(() -> listDirectory(location)));
                 }
                 for (int k = 0; k < unlisted.size(); k++) out.set(unlisted.get(k), futures.get(k).get());
             } catch (InterruptedException e) {
@@ -202,6 +199,19 @@ final class UshasFileIndex implements FileIndex {
                         + cause, cause);
             } finally {
                 pool.shutdownNow();
+            }
+        }
+        // the writes into this table that have not committed: the listings skip the files they create at their
+        // final names (DirectCommitProtocol). One listing of the table's staging directory, AFTER the
+        // partitions': a write's staging directory exists before its first file and goes only after it ended
+        java.util.Set<String> running = unlisted.isEmpty() ? java.util.Set.of() : running();
+        if (!running.isEmpty()) {
+            for (int i : unlisted) {
+                List<FileStatusWithMetadata> kept = new ArrayList<>();
+                for (FileStatusWithMetadata f : out.get(i)) {
+                    if (!DataFileNames.ofRunningWrite(f.getPath().getName(), running)) kept.add(f);
+                }
+                out.set(i, kept);
             }
         }
         return out;
@@ -217,13 +227,13 @@ final class UshasFileIndex implements FileIndex {
         }
     }
 
-    private List<FileStatusWithMetadata> listDirectory(String location, java.util.Set<String> running) {
+    private List<FileStatusWithMetadata> listDirectory(String location) {
         List<FileStatusWithMetadata> out = new ArrayList<>();
         if (location == null) return out;
         Path dir = new Path(location);
         try {
             FileSystem fs = dir.getFileSystem(hadoopConf);
-            collect(fs, dir, out, running);
+            collect(fs, dir, out);
         } catch (FileNotFoundException e) {
             return out;
         } catch (IOException e) {
@@ -233,15 +243,12 @@ final class UshasFileIndex implements FileIndex {
         return out;
     }
 
-    private static void collect(FileSystem fs, Path dir, List<FileStatusWithMetadata> out, java.util.Set<String> running)
-            throws IOException {
+    private static void collect(FileSystem fs, Path dir, List<FileStatusWithMetadata> out) throws IOException {
         for (FileStatus s : fs.listStatus(dir)) {
             String name = s.getPath().getName();
             if (DataFileNames.hidden(name)) continue;
             if (s.isDirectory()) {
-                collect(fs, s.getPath(), out, running);
-            } else if (DataFileNames.ofRunningWrite(name, running)) {
-                continue;  // a file of a write that has not committed
+                collect(fs, s.getPath(), out);
             } else {
                 out.add(new FileStatusWithMetadata(s, scala.collection.immutable.Map$.MODULE$.empty()));
             }
