@@ -20,7 +20,7 @@ from typing import Any, Iterable
 from .. import records as rec
 from ..model.data_files import DataFile
 from .garbage import delete_garbage, scan_garbage
-from .direct_writes import has_manifests, manifest_files, of_running_write, running_writes
+from .direct_writes import has_manifests, manifest_files, of_running_write, remove_created_dirs, running_writes
 from .staged import leftovers, staged_write
 from ..keyspace.tree import KeySpacePath, RecordSubspace, Subspace
 from ..kv import Transaction
@@ -405,7 +405,8 @@ def _end_direct_write(ms: Any, staging: str, table: str, report: DeleteReport) -
         return
     write_id = staging.rstrip("/").rsplit("/", 1)[-1]
     if abort_write(ms, write_id, "its driver is gone (found by ushas purge)", table).state != COMMITTED:
-        delete_local(manifest_files(staging), report)
+        delete_local(manifest_files(staging), report)  # regular files only (never a directory: rmtree)
+        remove_created_dirs(staging)
 
 
 #: the table property that keeps a table's replaced files (and so its old versions) at least this long
