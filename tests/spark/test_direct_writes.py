@@ -150,3 +150,32 @@ def test_failed_direct_write_leaves_no_file(spark: Any, db: str, ms: Any) -> Non
     assert not (root / "_ushas_staging").exists()
     assert ms.get_table(name).version == version
     assert spark.sql(f"SELECT count(*) FROM {t}").first()[0] == 1
+
+
+def test_committed_write_removes_files_of_attempts_that_died(spark: Any, db: str, ms: Any) -> None:
+    """A task attempt whose executor died leaves files its manifest names and no task message lists: the
+    committed write removes them before its staging directory (which hides them from listings) goes."""
+    from pyspark.sql.types import IntegerType
+
+    t = f"ushas.{db}.x"
+    spark.sql(f"CREATE TABLE {t} (id INT, dt STRING) USING parquet PARTITIONED BY (dt)")
+    spark.sql(f"INSERT INTO {t} VALUES (0, 'a')")
+    name = ("ushas", db, "x")
+    root = Path(ms.get_table(name).location.removeprefix("file:"))
+    sample = next((root / "dt=a").glob("part-*.parquet"))
+
+    def plant(x: int) -> int:  # in the task, while the write runs: what a dead attempt would have left
+        for staging in (root / "_ushas_staging").glob("*"):
+            dead = root / "dt=a" / f"part-00009-{staging.name}-999.c000.snappy.parquet"
+            if not dead.exists():
+                shutil.copy(sample, dead)
+                (staging / "files-999").write_text(f"file:{dead}\n")
+        return x
+
+    spark.udf.register(f"plant_{db}", plant, IntegerType())
+    spark.sql(f"INSERT INTO {t} SELECT plant_{db}(id), dt FROM VALUES (1, 'a'), (2, 'b') AS v(id, dt)")
+    on_disk = sorted(str(root / d / n) for d, names in _files(root).items() for n in names)
+    recorded = sorted(f.path.removeprefix("file:") for p in ms.list_partitions(name) for f in p.data_files or [])
+    assert on_disk == recorded and len(recorded) == 3, (on_disk, recorded)
+    assert not any("-999." in p for p in on_disk)
+    assert spark.sql(f"SELECT count(*) FROM {t}").first()[0] == 3

@@ -255,6 +255,20 @@ final class DirectCommitProtocol extends FileCommitProtocol implements Serializa
         for (Path f : listed(fs, stagingDir)) fs.delete(f, false);
     }
 
+    /** Deletes the files the manifests of {@code stagingDir} list that are not in {@code registered} (the
+     *  files a committed write registered): those of task attempts that died without aborting. */
+    static void removeUnregistered(FileSystem fs, Path stagingDir, java.util.Collection<Path> registered) {
+        try {
+            Set<String> kept = new java.util.HashSet<>();
+            for (Path p : registered) kept.add(p.toUri().getPath());
+            for (Path f : listed(fs, stagingDir)) {
+                if (!kept.contains(f.toUri().getPath())) fs.delete(f, false);
+            }
+        } catch (IOException ignored) {
+            // left unregistered: the next write or ushas purge does not know them (the staging directory goes)
+        }
+    }
+
     /** Whether a staging directory holds manifests (a direct write's). */
     static boolean hasManifests(FileSystem fs, Path stagingDir) throws IOException {
         for (FileStatus s : fs.listStatus(stagingDir)) {

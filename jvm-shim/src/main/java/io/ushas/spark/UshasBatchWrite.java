@@ -426,6 +426,11 @@ final class UshasBatchWrite implements BatchWrite {
                 });
             }
             if (registered && owner != null) owner.committed(rows, bytes, placed.size());
+            if (registered && direct && staged == null) {
+                // a task attempt whose executor died left files its manifest names and no message lists:
+                // never registered, removed before the staging directory (which hides them) goes
+                DirectCommitProtocol.removeUnregistered(fs, staging, placed);
+            }
         } catch (IOException e) {
             throw new Errors.UshasBridgeException("Ushas catalog: the write into " + table.name() + " failed: " + e
                     + "; nothing was registered", e);
