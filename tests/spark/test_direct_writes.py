@@ -194,37 +194,31 @@ def test_direct_append_records_a_listed_partition(spark: Any, db: str, ms: Any) 
     assert spark.sql(f"SELECT count(*) FROM {t}").first()[0] == 2
 
 
-def test_extra_attempt_files_removed_at_commit(spark: Any, db: str, ms: Any, tmp_path: Path) -> None:
-    """A task attempt whose result Spark did not keep (a speculative copy, a duplicate) wrote its files at
-    their final names and listed them in its manifest: the commit deletes every manifest file it did not
-    register before it removes the staging directory (review defect 3)."""
+
+def test_committed_write_removes_files_of_attempts_that_died(spark: Any, db: str, ms: Any) -> None:
+    """A task attempt whose executor died leaves files its manifest names and no task message lists: the
+    committed write removes them before its staging directory (which hides them from listings) goes."""
+    from pyspark.sql.types import IntegerType
+
     t = f"ushas.{db}.x"
     spark.sql(f"CREATE TABLE {t} (id INT, dt STRING) USING parquet PARTITIONED BY (dt)")
-    spark.sql(f"INSERT INTO {t} VALUES (1, 'a')")
+    spark.sql(f"INSERT INTO {t} VALUES (0, 'a')")
     name = ("ushas", db, "x")
     root = Path(ms.get_table(name).location.removeprefix("file:"))
     sample = next((root / "dt=a").glob("part-*.parquet"))
-    done = tmp_path / "extra"
 
-    def extra(i: int) -> int:  # runs in the write's task: plays a second attempt of it
-        import glob as g
-        import os as o
-        import shutil as sh
+    def plant(x: int) -> int:  # in the task, while the write runs: what a dead attempt would have left
+        for staging in (root / "_ushas_staging").glob("*"):
+            dead = root / "dt=a" / f"part-00009-{staging.name}-999.c000.snappy.parquet"
+            if not dead.exists():
+                shutil.copy(sample, dead)
+                (staging / "files-999").write_text(f"file:{dead}\n")
+        return x
 
-        if not o.path.exists(str(done)):
-            for staging in g.glob(f"{root}/_ushas_staging/*-*-*-*-*"):
-                wid = o.path.basename(staging)
-                f = f"{root}/dt=a/part-00000-{wid}-99999.c000.snappy.parquet"
-                with open(f"{staging}/files-99999", "w") as m:
-                    m.write(f"file:{f}\n")
-                sh.copy(str(sample), f)
-                with open(str(done), "w") as d:
-                    d.write(f)
-        return i
-
-    spark.udf.register(f"extra_{db}", extra, "int")
-    spark.sql(f"INSERT INTO {t} SELECT extra_{db}(id), dt FROM VALUES (2, 'a') AS v(id, dt)")
-    stray = Path(done.read_text())
-    assert not stray.exists(), "the extra attempt's file is removed"
-    assert not (root / "_ushas_staging").exists()
-    assert sorted(r[0] for r in spark.sql(f"SELECT id FROM {t}").collect()) == [1, 2]
+    spark.udf.register(f"plant_{db}", plant, IntegerType())
+    spark.sql(f"INSERT INTO {t} SELECT plant_{db}(id), dt FROM VALUES (1, 'a'), (2, 'b') AS v(id, dt)")
+    on_disk = sorted(str(root / d / n) for d, names in _files(root).items() for n in names)
+    recorded = sorted(f.path.removeprefix("file:") for p in ms.list_partitions(name) for f in p.data_files or [])
+    assert on_disk == recorded and len(recorded) == 3, (on_disk, recorded)
+    assert not any("-999." in p for p in on_disk)
+    assert spark.sql(f"SELECT count(*) FROM {t}").first()[0] == 3

@@ -460,7 +460,8 @@ final class UshasBatchWrite implements BatchWrite {
                 }
             }
             if (registered && direct && !outcomeUnknown) {
-                // files of attempts Spark did not keep (speculative, duplicate): their manifests name them
+                // files of attempts Spark did not keep (speculative, duplicate, an attempt whose executor died):
+                // their manifests name them, no task message does; never registered
                 java.util.Set<String> mine = new java.util.HashSet<>();
                 synchronized (placed) {
                     for (Path p : placed) mine.add(p.toUri().getPath());
