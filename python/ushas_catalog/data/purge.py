@@ -174,10 +174,11 @@ def _remove_crc(local: str) -> None:
 
 
 def sweep_directory(directory: str, before_micros: int, keep: set[str], report: DeleteReport,
-                    running: frozenset[str] = frozenset()) -> None:
+                    table_root: str | None = None) -> None:
     """A partition that recorded no file list, let go at ``before_micros``: its data files (directly
     in it) older than that and in no live file list (``keep``, local paths) are deleted, but not the
-    files of a write that has not committed yet (``running``: their write ids)."""
+    files of a write into the table at ``table_root`` that has not committed yet (its staging directory
+    is there; read after the listing: :func:`~ushas_catalog.data.direct_writes.running_writes`)."""
     local = local_path(directory)
     if local is None:
         report.unreachable.append(directory)
@@ -187,6 +188,7 @@ def sweep_directory(directory: str, before_micros: int, keep: set[str], report: 
     except FileNotFoundError:
         report.missing += 1
         return
+    running = running_writes(table_root) if table_root else frozenset()
     for e in entries:
         if not e.is_file() or e.name.startswith(("_", ".")) or e.path in keep or of_running_write(e.name, running):
             continue
@@ -364,9 +366,8 @@ def purge(ms: Any, name: Any = None, older_than: dt.timedelta | None = None) -> 
             continue  # a tagged version still reads some: the entry stays until the tag is dropped
         if e.directories and table is not None:
             keep = live_files(_table_files(ms, table))
-            running = running_writes(table.location) if table.location else frozenset()
             for d in e.directories:
-                sweep_directory(d, e.time_micros, keep, out.report, running)
+                sweep_directory(d, e.time_micros, keep, out.report, table.location)
         elif e.directories:
             continue  # a dropped table's partitions: purging the table deletes them
         if len(out.report.unreachable) == before:
