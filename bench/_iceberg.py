@@ -100,6 +100,33 @@ def control_time(spark: Any, runs: int) -> float:
     return statistics.median(timed(lambda: spark.sql(CONTROL).collect()) for _ in range(runs))
 
 
+def fs_control_time(root: Path, files: int = 300, runs: int = 3) -> float:
+    """A fixed small file-system workload timed in the calling side's own process (no Spark): ``files``
+    files of 1 KiB created, renamed and deleted in a fresh directory under ``root``; the median of ``runs``.
+    Two sides' figures differ when the disk (or the page cache's write-back) is throttled in one side's
+    round and not the other's: a round whose writes slowed for that reason shows it here, next to the CPU
+    control (:func:`control_time`)."""
+    import shutil
+    import time
+
+    payload = b"x" * 1024
+    times = []
+    for r in range(runs):
+        d = Path(root) / f"_fs_control_{r}"
+        d.mkdir(parents=True, exist_ok=True)
+        start = time.perf_counter()
+        for i in range(files):
+            with open(d / f"f{i}", "wb") as f:
+                f.write(payload)
+        for i in range(files):
+            os.rename(d / f"f{i}", d / f"g{i}")
+        for i in range(files):
+            os.remove(d / f"g{i}")
+        times.append(time.perf_counter() - start)
+        shutil.rmtree(d, ignore_errors=True)
+    return statistics.median(times)
+
+
 def source(n: int) -> str:
     """The many-partition writes' query: small data, ``n`` partitions of five rows each."""
     return f"SELECT id, CAST(id % {n} AS STRING) AS p FROM range({n * 5})"

@@ -6,7 +6,9 @@ For each N: one INSERT … SELECT creating N partitions (five rows each) into a 
 OVERWRITE of that table with the same rows, and a CTAS of N partitions. Four sides, **each in a fresh
 process per round** (same ``--driver-memory`` for all), alternating their order from round to round,
 medians of the rounds; each runs the catalog-free control query first (bench/_iceberg.py: an Iceberg
-ratio is valid only when ushas's control ÷ that side's is within 0.85–1.15×):
+ratio is valid only when ushas's control ÷ that side's is within 0.85–1.15×), and a file-system control
+(300 small files created, renamed and deleted by the side's Python process, before and after the writes:
+a round whose disk was throttled shows it there; each round's figures are printed):
 
 - ``ushas``: the catalog as shipped; on ``file:`` its writes create files without a forked ``chmod``
   (``io.ushas.spark.LocalFiles``);
@@ -45,7 +47,7 @@ sys.path.insert(0, str(HERE.parent / "python"))
 sys.path.insert(0, str(HERE))
 
 from _iceberg import (  # noqa: E402  (bench/ is the script's directory; the virtualenv imports this module too)
-    MANY_PARTITIONS, control_time, iceberg_session, iceberg_setup, local_files_conf, local_files_jar, run_side, source, timed)
+    MANY_PARTITIONS, control_time, fs_control_time, iceberg_session, iceberg_setup, local_files_conf, local_files_jar, run_side, source, timed)
 
 SIDES = ("ushas", "ushas-fork", "iceberg", "iceberg-localfiles")
 #: table properties of the ushas sides
@@ -65,6 +67,7 @@ def statements(spark: Any, root: Path, ns: str, using: str, sizes: list[int], sa
 
     out: dict[str, Any] = {"version": spark.version}
     out["control"] = control_time(spark, 3)
+    out["fs_before"] = fs_control_time(root)
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {ns}")
     for n in sizes:
         t = f"{ns}.m{n}"
@@ -82,6 +85,7 @@ def statements(spark: Any, root: Path, ns: str, using: str, sizes: list[int], sa
         spark.sql(f"DROP TABLE IF EXISTS {ns}.c{n}")
         out[f"ctas_{n}"] = timed(lambda: spark.sql(
             f"CREATE TABLE {ns}.c{n} {using.replace('{by}', 'PARTITIONED BY (p)')} AS {source(n)}"))
+    out["fs_after"] = fs_control_time(root)
     spark.stop()
     return out
 
@@ -189,6 +193,11 @@ def main() -> int:
         ok = c != "—" and 0.85 <= float(c[:-1]) <= 1.15
         print(f"| control query (no catalog), Spark 4.3 ÷ 4.1.4 | {mine} | {cell(med(mine, 'control'))} | {peer} | "
               f"{cell(med(peer, 'control'))} | {c} | 0.85–1.15x{'' if ok else ' — NOT met: the rows below are not valid'} |")
+        for key, what in (("fs_before", "before"), ("fs_after", "after")):
+            u, i = med(mine, key), med(peer, key)
+            if u is not None and i is not None:
+                print(f"| file-system control {what} the writes (300 files created, renamed, deleted; ms) | {mine} | "
+                      f"{u * 1000:.0f} | {peer} | {i * 1000:.0f} | {ratio(u, i)} | (a side whose disk was throttled) |")
         for n in args.partitions:
             for key, what in STATEMENTS:
                 u, i = med(mine, f"{key}_{n}"), med(peer, f"{key}_{n}")

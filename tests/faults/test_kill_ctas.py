@@ -2,10 +2,10 @@
 
 One driver creates table ``old`` (two rows), then runs, in two threads, a CTAS of ``new`` and an RTAS
 of ``old`` whose tasks sleep per row; it is killed once both writes have their staging directories
-(their tasks are writing). Afterwards: ``new`` does not exist, ``old`` is exactly as before (id,
+and the RTAS's tasks are writing (their files at their final names, listed in the manifests). Afterwards: ``new`` does not exist, ``old`` is exactly as before (id,
 version, schema, rows, files), ``ushas check`` reports the two staged writes (named in the data
 garbage) and nothing else, and ``ushas purge`` removes what they left (staging directories) and
-records them ABORTED, without touching ``old``'s files. (One driver start: ~20-30 s on a loaded
+records them ABORTED, without touching ``old``'s files; the files the writes created are gone. (One driver start: ~20-30 s on a loaded
 machine.)
 """
 from __future__ import annotations
@@ -72,9 +72,9 @@ def test_killed_ctas_and_rtas_leave_the_previous_state(tmp_path: Path) -> None:
         old_files = sorted(f.path for p in old_parts for f in p.data_files or [])
         deadline = time.monotonic() + 180
         staging = []
-        while time.monotonic() < deadline:  # both writes' tasks are writing
-            staging = glob.glob(f"{warehouse}/k.db/*/_ushas_staging/*/_temporary")
-            if len(staging) == 2:
+        while time.monotonic() < deadline:  # both writes started, the RTAS's tasks are writing their files
+            staging = glob.glob(f"{warehouse}/k.db/*/_ushas_staging/*/_owner")  # (at their final names: the
+            if len(staging) == 2 and glob.glob(f"{warehouse}/k.db/*/_ushas_staging/*/files-*"):  # manifests)
                 break
             assert proc.poll() is None, proc.stderr.read()[-3000:] if proc.stderr else ""
             time.sleep(0.1)
@@ -101,4 +101,7 @@ def test_killed_ctas_and_rtas_leave_the_previous_state(tmp_path: Path) -> None:
         assert {get_outcome(ms, str(staged_write(e))).state for e in staged} == {"ABORTED"}
         assert glob.glob(f"{warehouse}/k.db/*/_ushas_staging/*") == []
         assert all(os.path.exists(p.removeprefix("file:")) for p in old_files)  # the old table's data stays
+        # and nothing else: the files the killed writes created at their final names are gone
+        left = sorted("file:" + p for p in glob.glob(f"{warehouse}/k.db/**/part-*", recursive=True))
+        assert left == old_files, left
     assert check_store(uri).ok

@@ -284,3 +284,73 @@ def test_killed_bridge_fails_only_the_statement_in_flight(tmp_path: Path) -> Non
             actual = observed(ms, prefix)
             allowed = (model(prefix, int(done)), model(prefix, int(done) + 1))
             assert actual in allowed, (prefix, done, actual, allowed)
+
+
+#: a driver whose INSERT creates many partitions (one task: its files appear one by one at their final names)
+_MANY = """
+import sys
+from pyspark.sql import SparkSession
+from ushas_catalog.spark import configure
+uri, warehouse = sys.argv[1], sys.argv[2]
+builder = (SparkSession.builder.master("local[1]").appName("killed-mid-write")
+           .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+           .config("spark.sql.shuffle.partitions", "1"))
+spark = configure(builder, name="ushas", uri=uri, warehouse=warehouse).getOrCreate()
+spark.sparkContext.setLogLevel("ERROR")
+spark.sql("CREATE NAMESPACE IF NOT EXISTS ushas.k")
+spark.sql("CREATE TABLE ushas.k.many (id BIGINT, dt STRING) USING parquet PARTITIONED BY (dt)")
+print("WRITING", flush=True)
+spark.sql("INSERT INTO ushas.k.many SELECT id, CAST(id AS STRING) FROM range(4000)")
+print("FINISHED", flush=True)
+"""
+
+
+def test_driver_killed_mid_direct_write_leaves_nothing(tmp_path: Path) -> None:
+    """kill -9 of a driver while its tasks create files at their final names (issue 38): nothing of the
+    write is visible (no partition registered; a listing skips its files while its staging directory
+    is there) and ``ushas purge`` removes every file it created (its manifests list them)."""
+    from ushas_catalog.data.direct_writes import manifest_files, running_writes
+    from ushas_catalog.data.purge import purge
+    from ushas_catalog.data.write_fence import get_outcome
+    from ushas_catalog.spark.writes import list_local_files
+
+    store = tmp_path / "ushas.db"
+    uri = f"sqlite:///{store}"
+    warehouse = tmp_path / "warehouse"
+    script = tmp_path / "driver.py"
+    script.write_text(_MANY)
+    root = warehouse / "k.db" / "many"
+    staging = root / "_ushas_staging"
+    proc = subprocess.Popen([sys.executable, str(script), uri, str(warehouse)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=_env(), start_new_session=True)
+    listed: list[str] = []
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and proc.poll() is None:  # kill once the task created 50 files
+            listed = [m for d in (staging.iterdir() if staging.exists() else []) for m in manifest_files(str(d))]
+            if len(listed) >= 50:
+                break
+            time.sleep(0.05)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate(timeout=60)
+    assert len(listed) >= 50 and "FINISHED" not in out, (len(listed), out[-2000:], err[-3000:])
+    files = sorted(str(p) for p in root.rglob("part-*"))
+    assert files, "the killed write had created no file"
+    (write_id,) = running_writes(str(root))
+    assert all(write_id in f for f in files)
+
+    assert check_store(uri).ok
+    with Metastore.open(uri, create=False) as ms:
+        assert list(ms.list_partitions("ushas.k.many")) == []  # nothing registered
+        assert get_outcome(ms, write_id).state != "COMMITTED"
+        # a partition read by listing (its files not recorded) does not show the dead write's file
+        first = Path(files[0]).parent
+        ms.add_partitions("ushas.k.many", [{"dt": first.name.split("=", 1)[1]}])
+        assert list_local_files(f"file:{first}", str(root)) == []
+        summary = purge(ms)
+        assert summary.staging == 1, summary.to_json()
+        assert get_outcome(ms, write_id).state == "ABORTED"
+    left = sorted(str(p) for p in root.rglob("*") if p.is_file())
+    assert left == [] and not staging.exists(), left[:20]

@@ -4,6 +4,7 @@ retried without applying the write twice; ``ushas write`` / ``ushas writes`` tel
 from __future__ import annotations
 
 import json
+import os
 import time
 
 import pytest
@@ -158,13 +159,41 @@ def test_cli_write_and_writes(orders: Metastore, store_uri: str, capsys: pytest.
     assert main([*base, "writes", "--trim-older-than", "7d", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == {"trimmed": 0}
     assert main([*base, "writes", "--trim-older-than", "0s"]) == 0
-    assert "removed 2 write outcome(s)" in capsys.readouterr().out
+    # the COMMITTED outcome is younger than the staging grace: kept (issue 38, review defect 6)
+    assert "removed 1 write outcome(s)" in capsys.readouterr().out
+    assert [o.write_id for o in list_outcomes(orders)] == ["w-c"]
     assert main([*base, "writes", "--trim-older-than", "soon"]) == 2
 
 
 def test_trim_outcomes(orders: Metastore) -> None:
     abort_write(orders, "old", "x", T)
     cut = time.time_ns() // 1000 + 1
+    assert trim_outcomes(orders, cut) == 1
+    assert list_outcomes(orders) == []
+
+
+def test_trim_keeps_committed_outcomes_a_staging_directory_may_still_ask_for(
+        orders: Metastore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A committed direct write's staging directory may outlive its commit; whoever ends it asks the outcome:
+    trimmed, the write would be taken for ABORTED and its committed files deleted (issue 38, defect 6)."""
+    from ushas_catalog.data import write_fence
+    from ushas_catalog.data.locations import local_path
+
+    orders.replace_partitions(T, [], [Partition({"dt": "a"})], write_id="w-young")
+    orders.replace_partitions(T, [], [Partition({"dt": "b"})], write_id="w-staged")
+    orders.replace_partitions(T, [], [Partition({"dt": "c"})], write_id="w-done")
+    abort_write(orders, "w-gone", "x", T)
+    location = local_path(orders.get_table(T).location or "")
+    assert location is not None
+    staged = os.path.join(location, "_ushas_staging", "w-staged")
+    os.makedirs(staged)
+    cut = time.time_ns() // 1000 + 1
+    assert trim_outcomes(orders, cut) == 1  # within the grace: every COMMITTED outcome stays
+    assert {o.write_id for o in list_outcomes(orders)} == {"w-young", "w-staged", "w-done"}
+    monkeypatch.setattr(write_fence, "STAGING_GRACE_MICROS", 0)  # as if recorded more than 24 h ago
+    assert trim_outcomes(orders, cut) == 2  # w-staged's staging directory is still there: kept
+    assert [o.write_id for o in list_outcomes(orders)] == ["w-staged"]
+    os.rmdir(staged)
     assert trim_outcomes(orders, cut) == 1
     assert list_outcomes(orders) == []
 

@@ -296,7 +296,9 @@ def test_appends_list_a_partition_directory_only_when_its_files_are_not_recorded
     """An append into partitions whose files are recorded sends no listing of their directories and adds the
     new files to the recorded lists; one into a partition whose files were never recorded (ADD PARTITION)
     makes the catalog ask the shim to list it, then keeps what was there: files put there by hand are still
-    read (the directory stays listed), an empty one records its files from then on."""
+    read; a direct write (the default on file: tables) records them with its own from then on (its
+    committed files never depend on a listing, issue 38), the staged path keeps the directory listed; an
+    empty one records its files from then on."""
     import shutil
 
     t = f"ushas.{db}.mixed"
@@ -312,7 +314,9 @@ def test_appends_list_a_partition_directory_only_when_its_files_are_not_recorded
     expect(spark, t, [(1, "a"), (2, "h"), (3, "e"), (4, "a"), (5, "m"), (2, "m"), (6, "n")])
     parts = {p.values["dt"]: p for p in ms.list_partitions(name)}
     assert len(parts["a"].data_files or []) == 2 and parts["a"].files == 2
-    assert parts["m"].data_files is None and parts["m"].files == 2  # still listed: a file no write recorded
+    # a file no write recorded, found at commit: recorded with the direct write's
+    assert by_hand in {os.path.basename(f.path) for f in parts["m"].data_files or []}
+    assert parts["m"].files == 2 and len(parts["m"].data_files or []) == 2
     assert len(parts["n"].data_files or []) == 1
     history = ms.history(name)
     assert history[0].operation == "APPEND" and history[0].detail.get("replaced") == 3
@@ -320,6 +324,15 @@ def test_appends_list_a_partition_directory_only_when_its_files_are_not_recorded
     a = ms.get_partition(name, {"dt": "a"})
     assert (len(a.data_files or []), a.files, a.rows) == (3, 3, None)
     assert spark.sql(f"SELECT count(*) FROM {t} WHERE dt = 'a'").first()[0] == 3
+    # the staged path (ushas.write.direct=false) keeps a directory with files no write recorded listed
+    spark.sql(f"ALTER TABLE {t} ADD PARTITION (dt='p')")
+    p_dir = ms.get_partition(name, {"dt": "p"}).location.removeprefix("file:")
+    os.makedirs(p_dir, exist_ok=True)
+    shutil.copy(os.path.join(loc["h"].removeprefix("file:"), by_hand), p_dir)
+    spark.createDataFrame([(8, "p")], SCHEMA).writeTo(t).option("ushas.write.direct", "false").append()
+    p = ms.get_partition(name, {"dt": "p"})
+    assert p.data_files is None and p.files == 2
+    assert spark.sql(f"SELECT count(*) FROM {t} WHERE dt = 'p'").first()[0] == 2
 
 
 def test_overwrites_list_a_partition_directory_only_when_its_files_are_not_recorded(spark: Any, db: str,

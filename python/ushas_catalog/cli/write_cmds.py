@@ -22,7 +22,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("writes", help="recent fenced writes and their outcomes, newest first")
     p.add_argument("--limit", type=int, default=50, help="at most this many (default 50; 0: all)")
     p.add_argument("--trim-older-than", metavar="AGE", help="instead: remove the outcomes recorded more than AGE "
-                                                            "ago (7d, 12h, 30m, 45s)")
+                                                            "ago (7d, 12h, 30m, 45s); a COMMITTED one is kept "
+                                                            "for 24 h and while its staging directory exists")
     p.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output")
     p.set_defaults(func=cmd_writes)
 
@@ -45,7 +46,9 @@ def cmd_writes(ctx: Context, args: argparse.Namespace) -> int:
 
         age = parse_age(args.trim_older_than)
         removed = trim_outcomes(ctx.metastore, time.time_ns() // 1000 - int(age.total_seconds() * 1_000_000))
-        ctx.emit({"trimmed": removed}, f"removed {removed} write outcome(s) older than {args.trim_older_than}")
+        ctx.emit({"trimmed": removed}, f"removed {removed} write outcome(s) older than {args.trim_older_than} "
+                                       f"(COMMITTED ones are kept for 24 h, and while the write's staging "
+                                       f"directory exists)")
         return 0
     if args.limit < 0:
         raise InvalidArgument(f"--limit must be >= 0, not {args.limit}")

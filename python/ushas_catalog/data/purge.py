@@ -20,6 +20,7 @@ from typing import Any, Iterable
 from .. import records as rec
 from ..model.data_files import DataFile
 from .garbage import delete_garbage, scan_garbage
+from .direct_writes import has_manifests, manifest_files, of_running_write, remove_created_dirs, running_writes
 from .staged import leftovers, staged_write
 from ..keyspace.tree import KeySpacePath, RecordSubspace, Subspace
 from ..kv import Transaction
@@ -172,9 +173,12 @@ def _remove_crc(local: str) -> None:
         pass
 
 
-def sweep_directory(directory: str, before_micros: int, keep: set[str], report: DeleteReport) -> None:
+def sweep_directory(directory: str, before_micros: int, keep: set[str], report: DeleteReport,
+                    table_root: str | None = None) -> None:
     """A partition that recorded no file list, let go at ``before_micros``: its data files (directly
-    in it) older than that and in no live file list (``keep``, local paths) are deleted."""
+    in it) older than that and in no live file list (``keep``, local paths) are deleted, but not the
+    files of a write into the table at ``table_root`` that has not committed yet (its staging directory
+    is there; read after the listing: :func:`~ushas_catalog.data.direct_writes.running_writes`)."""
     local = local_path(directory)
     if local is None:
         report.unreachable.append(directory)
@@ -184,8 +188,9 @@ def sweep_directory(directory: str, before_micros: int, keep: set[str], report: 
     except FileNotFoundError:
         report.missing += 1
         return
+    running = running_writes(table_root) if table_root else frozenset()
     for e in entries:
-        if not e.is_file() or e.name.startswith(("_", ".")) or e.path in keep:
+        if not e.is_file() or e.name.startswith(("_", ".")) or e.path in keep or of_running_write(e.name, running):
             continue
         if e.stat().st_mtime * 1_000_000 < before_micros:
             os.remove(e.path)
@@ -362,7 +367,7 @@ def purge(ms: Any, name: Any = None, older_than: dt.timedelta | None = None) -> 
         if e.directories and table is not None:
             keep = live_files(_table_files(ms, table))
             for d in e.directories:
-                sweep_directory(d, e.time_micros, keep, out.report)
+                sweep_directory(d, e.time_micros, keep, out.report, table.location)
         elif e.directories:
             continue  # a dropped table's partitions: purging the table deletes them
         if len(out.report.unreachable) == before:
@@ -375,9 +380,34 @@ def purge(ms: Any, name: Any = None, older_than: dt.timedelta | None = None) -> 
     for t in live:
         if t.location:
             stale = stale_staging(t.location)
+            for s in stale:
+                _end_direct_write(ms, s, ".".join((t.catalog, t.database, t.name)), out.report)
             delete_local(stale, out.report)
             out.staging += len(stale)
+            if stale:
+                _remove_if_empty(os.path.join(local_path(t.location) or "", STAGING_DIR))
     return out
+
+
+def _remove_if_empty(directory: str) -> None:
+    try:
+        os.rmdir(directory)
+    except OSError:
+        pass  # not empty (a running write's), or gone
+
+
+def _end_direct_write(ms: Any, staging: str, table: str, report: DeleteReport) -> None:
+    """A dead direct write's staging directory (:mod:`ushas_catalog.data.direct_writes`): the write is
+    recorded ABORTED unless it COMMITTED, and its files (its manifests list them) are deleted unless it
+    COMMITTED (then they are the table's)."""
+    from .write_fence import COMMITTED, abort_write
+
+    if not has_manifests(staging):
+        return
+    write_id = staging.rstrip("/").rsplit("/", 1)[-1]
+    if abort_write(ms, write_id, "its driver is gone (found by ushas purge)", table).state != COMMITTED:
+        delete_local(manifest_files(staging), report)  # regular files only (never a directory: rmtree)
+        remove_created_dirs(staging)
 
 
 #: the table property that keeps a table's replaced files (and so its old versions) at least this long

@@ -100,6 +100,7 @@ def leftovers(ms: Any, entry: GarbageEntry, owner_alive: Callable[[str], bool], 
     docstring); None: the write may still run, keep the entry. ``owner_alive(staging_dir)``: whether
     the process that owns a staging directory may still run. A write found over but not yet ended
     is recorded ABORTED first, so it can never commit."""
+    from .direct_writes import manifest_files
     from .write_fence import ABORTED, COMMITTED, abort_write, get_outcome
 
     write_id = staged_write(entry)
@@ -117,7 +118,8 @@ def leftovers(ms: Any, entry: GarbageEntry, owner_alive: Callable[[str], bool], 
             return None
         if abort_write(ms, write_id, "its writer is gone (found by ushas purge)", entry.table).state != ABORTED:
             return paths[:1]
-    return paths
+    # a direct write's files not yet named in the entry: its manifests (in the staging directory) list them
+    return (manifest_files(paths[0]) if paths else []) + paths
 
 
 __all__ = ["STAGED", "add_staged_files", "forget_staged", "leftovers", "staged_id", "staged_operation",

@@ -307,19 +307,61 @@ def list_outcomes(ms: Any, limit: int = 50) -> list[WriteOutcome]:
     return found[:limit] if limit else found
 
 
-def trim_outcomes(ms: Any, older_than_micros: int, batch: int = 1000) -> int:
-    """Removes the outcomes recorded before ``older_than_micros`` (bounded transactions); returns how many."""
-    store = outcome_store(ms.project_path)
-    total = 0
-    while True:
-        def fn(tr: Transaction) -> int:
-            begin, end = store.range()
-            old = [r.key for r in store.scan(tr, begin, end) if r.record.time_micros < older_than_micros][:batch]
-            for key in old:
-                store.delete(tr, tuple(key))
-            return len(old)
+#: a COMMITTED outcome younger than this (the shim's ``Staging.GRACE_MS``) is never trimmed: a direct write's
+#: staging directory may outlive its commit, and whoever ends it (the next write, ``ushas purge``) asks the
+#: outcome: without the record the write would be taken for ABORTED and its committed files deleted
+STAGING_GRACE_MICROS = 24 * 3600 * 1_000_000
 
-        n = ms.db.run(fn)
-        total += n
-        if n < batch:
-            return total
+
+def still_staged(ms: Any, outcome: WriteOutcome) -> bool:
+    """Whether the write's staging directory (``<table location>/_ushas_staging/<write id>``) may still
+    exist: it does, or the table's location cannot be looked at (not found: a dropped table has none)."""
+    import os
+
+    from ..errors import NotFound
+    from .direct_writes import STAGING_DIR
+    from .locations import local_path
+
+    if not outcome.table:
+        return False
+    try:
+        location = ms.get_table(outcome.table).location
+    except NotFound:
+        return False
+    except Exception:  # noqa: BLE001 - an unreadable name or table: kept, to be safe
+        return True
+    local = local_path(location) if location else None
+    if local is None:
+        return False  # only file: tables write directly (no manifests elsewhere: nothing asks the outcome)
+    return os.path.lexists(os.path.join(local, STAGING_DIR, outcome.write_id))
+
+
+def trim_outcomes(ms: Any, older_than_micros: int, batch: int = 1000) -> int:
+    """Removes the outcomes recorded before ``older_than_micros`` (bounded transactions); returns how many.
+    A COMMITTED outcome is kept while its write's staging directory may still exist: recorded less than
+    :data:`STAGING_GRACE_MICROS` ago, or its staging directory still there (:func:`still_staged`)."""
+    store = outcome_store(ms.project_path)
+
+    def scan(tr: Transaction) -> list[WriteOutcome]:
+        begin, end = store.range()
+        return [_outcome(r.key[0], r.record) for r in store.scan(tr, begin, end)
+                if r.record.time_micros < older_than_micros]
+
+    grace = _now_micros() - STAGING_GRACE_MICROS
+    doomed = [o.write_id for o in ms.db.run(scan)
+              if o.state != COMMITTED or (o.time_micros < grace and not still_staged(ms, o))]
+    total = 0
+    for i in range(0, len(doomed), batch):
+        chunk = doomed[i:i + batch]
+
+        def fn(tr: Transaction) -> int:
+            n = 0
+            for write_id in chunk:
+                r = store.load(tr, (write_id,))
+                if r is not None and r.time_micros < older_than_micros:  # still the record scanned
+                    store.delete(tr, (write_id,))
+                    n += 1
+            return n
+
+        total += ms.db.run(fn)
+    return total

@@ -622,7 +622,7 @@ def _commit_write(ms: Any, name: tuple[str, str, str], info: Any, r: Request, fe
     else:
         plan = plan_write(r["location"], partition_by, existing, old_files, old_stats, mode,
                           list(r.get("filters") or []), list(r.get("written") or []), r.get("rows"),
-                          managed=not info.external)
+                          managed=not info.external, record_listed=bool(r.get("direct")))
     operation = row_level_operation(r.get("operation")) or write_operation(mode, bool(partition_by))
     big = getattr(ms, "big", None)
     if partition_by and big is not None and getattr(ms.db, "nested", False) \

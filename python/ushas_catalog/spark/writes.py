@@ -9,6 +9,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from ..model.data_files import DataFile, merge, total_size
+from ..data.direct_writes import running_writes
 from ..data.garbage import Garbage
 from ..errors import InvalidArgument
 from ..model.partitions import NULL_PARTITION, Partition
@@ -209,10 +210,16 @@ def _files(items: list[dict[str, Any]] | None) -> list[DataFile]:
     return [DataFile.from_json(d) for d in items or []]
 
 
-def list_local_files(location: str) -> list[DataFile] | None:
+def list_local_files(location: str, table_root: str | None = None) -> list[DataFile] | None:
     """The data files directly in a local directory (``file:`` or a plain path), None for other
-    file systems: a partition at its own location whose files were never recorded."""
+    file systems: a partition at its own location whose files were never recorded. With ``table_root``
+    (the table's location), the files of the writes that have not committed (their staging directories:
+    :func:`~ushas_catalog.data.direct_writes.running_writes`) are not data yet: skipped. That set is read
+    AFTER the directory is listed: a write's staging directory exists before its first file does and is
+    removed only after the write ended, so a file listed here whose write is running is always caught."""
     import os
+
+    from ..data.direct_writes import of_running_write
 
     if "://" in location or (":" in location.split("/", 1)[0] and not location.startswith("file:")):
         return None
@@ -224,8 +231,9 @@ def list_local_files(location: str) -> list[DataFile] | None:
         entries = list(os.scandir(path))
     except FileNotFoundError:
         return []
+    running = running_writes(table_root) if table_root is not None else frozenset()
     for e in entries:
-        if e.is_file() and not e.name.startswith(("_", ".")):
+        if e.is_file() and not e.name.startswith(("_", ".")) and not of_running_write(e.name, running):
             st = e.stat()
             out.append(DataFile("file:" + os.path.join(path, e.name), st.st_size, int(st.st_mtime * 1000)))
     return out
@@ -233,7 +241,8 @@ def list_local_files(location: str) -> list[DataFile] | None:
 
 def plan_write(location: str, partition_by: list[str], existing: list[Any], old_files: list[DataFile] | None,
                old_stats: dict[str, int | None], mode: str, filters: list[dict[str, Any]],
-               written: list[dict[str, Any]], rows: int | None, *, managed: bool = True) -> WritePlan:
+               written: list[dict[str, Any]], rows: int | None, *, managed: bool = True,
+               record_listed: bool = False) -> WritePlan:
     """The metadata side of a committed V2 write.
 
     ``mode``: ``append``, ``truncate`` (replace everything), ``overwrite`` (replace the partitions
@@ -243,7 +252,10 @@ def plan_write(location: str, partition_by: list[str], existing: list[Any], old_
     (``existing``); ``rows``: the rows the job wrote. ``old_files``: an unpartitioned table's
     recorded files (None: not recorded). A partition (or table) whose files were not recorded keeps
     being listed after an append unless it was empty; a replaced one gives its files (recorded or
-    found there) to the garbage, kept until purge, unless the table is external."""
+    found there) to the garbage, kept until purge, unless the table is external. ``record_listed``: a
+    direct write (its files at their final names, hidden from listings only while its staging directory
+    exists): an append into a partition (or table) read by listing records what the directory held
+    (``existing``, listed at commit) plus the new files, so the committed files never depend on a listing."""
     if mode not in ("append", "truncate", "overwrite", "dynamic"):
         raise InvalidArgument(f"unknown write mode {mode!r}")
     plan = WritePlan()
@@ -255,8 +267,10 @@ def plan_write(location: str, partition_by: list[str], existing: list[Any], old_
         if mode == "append":
             if old_files is not None:
                 plan.table_files = merge(old_files, new)
-            elif not there:
-                plan.table_files = new  # nothing there to keep listing: from now on the list is the table
+            elif not there or record_listed:
+                # nothing there to keep listing (or a direct write: recorded, see above): from now on the
+                # list is the table
+                plan.table_files = merge(there, new)
             listed = plan.table_files if plan.table_files is not None else there + new
             old_rows = old_stats.get("rows")
             plan.stats = {"files": len(listed), "bytes": total_size(listed),
@@ -310,9 +324,10 @@ def plan_write(location: str, partition_by: list[str], existing: list[Any], old_
             if old.data_files is not None:
                 data_files = merge(old.data_files, new)
             elif where.rstrip("/") == target:
-                data_files = None if there else new  # keep listing the directory unless it was empty
+                # keep listing the directory unless it was empty; a direct write records it (see above)
+                data_files = merge(there, new) if record_listed else None if there else new
             else:
-                found = list_local_files(where)
+                found = list_local_files(where, location)
                 if found is None:
                     raise InvalidArgument(f"cannot append to partition {w['path']} of the table: it lives at "
                                           f"{where}, whose files were never recorded; overwrite it instead")
@@ -429,7 +444,7 @@ def plan_file_replacement(location: str, partition_by: list[str], existing: list
     def files_of(p: Any) -> list[DataFile]:
         if p.data_files is not None:
             return list(p.data_files)
-        found = list_local_files(p.location or location)
+        found = list_local_files(p.location or location, location)
         if found is None:
             raise InvalidArgument(f"partition {p.spec} of the table lives at {p.location}, whose files were never "
                                   f"recorded: rewrite it with INSERT OVERWRITE instead")
@@ -530,7 +545,7 @@ def check_nothing_added(base: Any, location: str, partition_by: list[str], exist
         scanned.update(i for i, p in enumerate(existing) if _spec_matches(spec, p))
     for i in sorted(scanned):
         p = existing[i]
-        current = p.data_files if p.data_files is not None else list_local_files(p.location or location)
+        current = p.data_files if p.data_files is not None else list_local_files(p.location or location, location)
         record = then.get(tuple(sorted(p.spec.items())))
         if current is None or (record is not None and not record.files_recorded):
             continue  # files never recorded: nothing to compare

@@ -12,4 +12,15 @@ final class DataFileNames {
     static boolean hidden(String name) {
         return (name.startsWith("_") && !name.contains("=")) || name.startsWith(".") || name.endsWith("._COPYING_");
     }
+
+    /** Whether {@code name} is a file of one of the {@code running} writes (their write ids,
+     *  {@link Staging#running}): created at its final name by a write that has not committed
+     *  ({@link DirectCommitProtocol}), so not data for a listing. */
+    static boolean ofRunningWrite(String name, java.util.Set<String> running) {
+        if (running.isEmpty()) return false;
+        for (String id : running) {
+            if (name.contains(id)) return true;
+        }
+        return false;
+    }
 }

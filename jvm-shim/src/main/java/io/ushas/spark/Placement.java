@@ -93,6 +93,28 @@ final class Placement {
         return out;
     }
 
+    /** A direct write's files ({@link DirectCommitProtocol}), already at their final paths ({@code written}:
+     *  relative directory -> files): nothing is moved; each file is added to {@code placed}. {@code listExisting}:
+     *  list the data files each directory holds (the caller drops the running writes' files with
+     *  {@link #withoutRunning}, reading that set after this listing; else {@link Placed#existing}
+     *  is null, as {@link #place}; {@code nothingBefore}: the table's location was empty before the write, so
+     *  the lists are empty, no directory is listed). */
+    static List<Placed> inPlace(FileSystem fs, Path root, Map<String, List<FileStatus>> written, List<Path> placed,
+                                boolean listExisting, boolean nothingBefore) {
+        List<Placed> out = new ArrayList<>();
+        for (Map.Entry<String, List<FileStatus>> e : written.entrySet()) {
+            Path dir = e.getKey().isEmpty() ? root : new Path(root, e.getKey());
+            Map<Path, FileStatus> files = new LinkedHashMap<>();
+            for (FileStatus s : e.getValue()) {
+                files.put(s.getPath(), s);
+                placed.add(s.getPath());
+            }
+            out.add(new Placed(e.getKey(), !listExisting ? null : nothingBefore ? List.of() : dataFiles(fs, dir),
+                    files));
+        }
+        return out;
+    }
+
     /** Moves the job's files ({@code written}: relative directory -> files in the staging directory) into
      *  place under {@code root}, adding each placed file to {@code placed} as it lands (the caller removes
      *  them if the commit then fails). Returns the partitions in {@code written}'s order. {@code listExisting}:
@@ -210,7 +232,20 @@ final class Placement {
         return out;
     }
 
-    /** The data files directly in a directory (not hidden, not Spark's markers). */
+    /** {@code files} but the files of the {@code running} writes ({@link Staging#running}, read AFTER the
+     *  listing that found {@code files}: a write's staging directory exists before its first file and goes
+     *  only after the write ended, so no file of a running write slips through). */
+    static List<FileStatus> withoutRunning(List<FileStatus> files, Set<String> running) {
+        if (running.isEmpty()) return files;
+        List<FileStatus> out = new ArrayList<>(files.size());
+        for (FileStatus s : files) {
+            if (!DataFileNames.ofRunningWrite(s.getPath().getName(), running)) out.add(s);
+        }
+        return out;
+    }
+
+    /** The data files directly in a directory (not hidden, not Spark's markers; the running writes' files
+     *  are dropped by the caller: {@link #withoutRunning}). */
     static List<FileStatus> dataFiles(FileSystem fs, Path dir) {
         List<FileStatus> out = new ArrayList<>();
         try {

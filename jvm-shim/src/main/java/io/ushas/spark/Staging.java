@@ -33,6 +33,9 @@ final class Staging {
     static final String DIR = "_ushas_staging";
     /** a staging directory whose owner cannot be checked (another machine) is removed after this long */
     static final long GRACE_MS = 24L * 3600 * 1000;
+    /** the name of a write's staging directory: its write id, a UUID (anything else there hides no file) */
+    static final java.util.regex.Pattern WRITE_ID =
+            java.util.regex.Pattern.compile("[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}");
 
     private Staging() {}
 
@@ -61,8 +64,13 @@ final class Staging {
         }
     }
 
-    /** Removes the staging directories under {@code root} whose write is over. */
-    static void removeStale(FileSystem fs, Path root) {
+    /** Removes the staging directories under {@code root} whose write is over. A direct write's
+     *  ({@link DirectCommitProtocol}: its files are at their final names, listed in its manifests) is ended
+     *  first: {@code outcome} (write id -> COMMITTED / ABORTED, null when it cannot be asked) records it
+     *  ABORTED unless it committed; the manifests' files are removed unless it COMMITTED (the commit may
+     *  have gone through just before its driver died), and nothing is removed while the outcome is
+     *  unknown. */
+    static void removeStale(FileSystem fs, Path root, java.util.function.Function<String, String> outcome) {
         Path parent = new Path(root, DIR);
         try {
             if (!fs.exists(parent)) return;
@@ -70,11 +78,34 @@ final class Staging {
             for (FileStatus s : fs.listStatus(parent)) {
                 if (!s.isDirectory()) continue;
                 boolean old = now - s.getModificationTime() > GRACE_MS;
-                if (old || !alive(fs, new Path(s.getPath(), "_owner"))) fs.delete(s.getPath(), true);
+                if (old || !alive(fs, new Path(s.getPath(), "_owner"))) {
+                    if (DirectCommitProtocol.hasManifests(fs, s.getPath())) {
+                        String state = outcome.apply(s.getPath().getName());
+                        if (state == null) continue;  // not known: kept (its files stay hidden from listings)
+                        if (!"COMMITTED".equals(state)) DirectCommitProtocol.removeListed(fs, s.getPath());
+                    }
+                    fs.delete(s.getPath(), true);
+                }
             }
         } catch (IOException ignored) {
             // best effort: a later write or ushas purge removes them
         }
+    }
+
+    /** The write ids of the writes under {@code root} that have a staging directory (running, or died and
+     *  not yet cleaned up): listings of directories whose files the catalog does not record skip the files
+     *  these writes create at their final names ({@link DataFileNames#ofRunningWrite}). One listing. */
+    static java.util.Set<String> running(FileSystem fs, Path root) {
+        java.util.Set<String> out = new java.util.HashSet<>();
+        try {
+            for (FileStatus s : fs.listStatus(new Path(root, DIR))) {
+                String name = s.getPath().getName();
+                if (s.isDirectory() && WRITE_ID.matcher(name).matches()) out.add(name);
+            }
+        } catch (IOException gone) {
+            // no staging directory: no write running
+        }
+        return out;
     }
 
     private static boolean alive(FileSystem fs, Path ownerFile) throws IOException {

@@ -54,8 +54,10 @@ import java.util.UUID;
 
 /**
  * A V2 batch write made of Spark's own file writing parts: {@link FileWriterFactory} writes each task's
- * rows with the format's {@code OutputWriterFactory} (from {@code FileFormat.prepareWrite}) through
- * Spark's SQL commit protocol into this job's own staging directory,
+ * rows with the format's {@code OutputWriterFactory} (from {@code FileFormat.prepareWrite}). On a
+ * {@code file:} table with Spark's commit protocol the tasks write straight to their final names
+ * ({@link DirectCommitProtocol}: no staging of the files, no move; the task messages list them). Otherwise
+ * they write through Spark's SQL commit protocol into this job's own staging directory,
  * {@code <table root>/_ushas_staging/<job id>} (so Hadoop's {@code _temporary} is per job). At commit:
  * the job's files are committed into the staging directory, moved into the partition directories
  * ({@code <root>/dt=x/}, names unique per job; a new partition's directory is moved whole, in parallel:
@@ -64,7 +66,8 @@ import java.util.UUID;
  * metadata transaction: only then are the files part of the table (reads use the recorded lists).
  * Nothing is deleted here: the files an overwrite replaces are kept until purge. If the metadata
  * commit fails (an overwrite that lost a race included), this job's files are removed; the staging
- * directory always is. Staging directories of writes that died are removed by the next write.
+ * directory always is (but for a direct write whose outcome is unknown: its manifests name its files).
+ * Staging directories of writes that died are removed by the next write.
  */
 final class UshasBatchWrite implements BatchWrite {
     private final UshasTable table;
@@ -128,12 +131,19 @@ final class UshasBatchWrite implements BatchWrite {
         String jobId = staged != null ? staged.writeId() : UUID.randomUUID().toString();
         Path root;
         Path staging;
+        boolean freshRoot = false;
         try {
             Path path = new Path(answer.get("location").asText());
             FileSystem fs = path.getFileSystem(hadoopConf);
             root = fs.makeQualified(path);
-            if (!fs.exists(root)) fs.mkdirs(root);
-            Staging.removeStale(fs, root);
+            if (!fs.exists(root)) {
+                fs.mkdirs(root);
+                freshRoot = true;
+            } else if (staged != null) {  // a CTAS / RTAS into an empty location: no partition had files before
+                freshRoot = java.util.Arrays.stream(fs.listStatus(root))
+                        .allMatch(s -> s.getPath().getName().equals(Staging.DIR));
+            }
+            Staging.removeStale(fs, root, id -> outcome(table, id));
             staging = Staging.create(fs, root, jobId);
         } catch (IOException e) {
             throw new Errors.UshasBridgeException("Ushas catalog: cannot prepare " + answer.get("location") + ": " + e, e);
@@ -176,9 +186,14 @@ final class UshasBatchWrite implements BatchWrite {
         // out and the directory goes (two file creates less per write: a 1-row INSERT's fixed cost)
         job.getConfiguration().setBoolean(FileOutputCommitter.SUCCESSFUL_JOB_OUTPUT_DIR_MARKER, false);
         FileOutputFormat.setOutputPath(job, staging);
-        // the job commits into its own staging directory; commit() moves the files into the partition
-        // directories and registers them (file names carry the job id: unique per job)
-        FileCommitProtocol committer = committer(conf, jobId, staging.toString());
+        // file: tables with Spark's commit protocol: the tasks write straight to their final names, which only
+        // the fenced commit makes part of the table (DirectCommitProtocol); otherwise the job commits into
+        // its own staging directory and commit() moves the files into the partition directories (file
+        // names carry the job id: unique per job). Either way commit() registers them.
+        boolean direct = DirectCommitProtocol.usable(root, defaultCommitter(conf),
+                switchedOff(options, DirectCommitProtocol.SWITCH));
+        FileCommitProtocol committer = direct ? new DirectCommitProtocol(jobId, root.toString(), staging.toString())
+                : committer(conf, jobId, staging.toString());
         StructType dataSchema = new StructType(dataFields.toArray(new StructField[0]));
         OutputWriterFactory writerFactory = fileFormat.prepareWrite(spark, job, scalaOptions, dataSchema);
         // parquet: the writer set-up (settings, compressor, write support) once per task, not per file
@@ -187,7 +202,9 @@ final class UshasBatchWrite implements BatchWrite {
                     !switchedOff(options, TaskParquetWriters.SWITCH));
         }
         SerializableConfiguration statsConf = new SerializableConfiguration(hadoopConf);
-        WriteJobStatsTracker stats = new BasicWriteJobStatsTracker(statsConf, BasicWriteJobStatsTracker.metrics());
+        // a direct write's file sizes come with its task messages: no file-system call per closed file
+        WriteJobStatsTracker stats = direct ? new RowCounts()
+                : new BasicWriteJobStatsTracker(statsConf, BasicWriteJobStatsTracker.metrics());
         String maxRecords = options.entrySet().stream().filter(e -> e.getKey().equalsIgnoreCase("maxRecordsPerFile"))
                 .map(Map.Entry::getValue).findFirst().orElse(null);
         String timeZone = options.entrySet().stream().filter(e -> e.getKey().equalsIgnoreCase("timeZone"))
@@ -209,6 +226,8 @@ final class UshasBatchWrite implements BatchWrite {
         UshasBatchWrite write = new UshasBatchWrite(table, mode, filters, job, description, committer, jobId, root,
                 staging, baseVersion, stringPartitions.stream().mapToInt(Integer::intValue).toArray());
         write.staged = staged;
+        write.direct = direct;
+        write.freshRoot = freshRoot;
         write.dataSchema = info.schema().json();
         // a batch write that commits once per (stream id, batch id): foreachBatch's idempotent writes
         // (options ushas.streamId / ushas.batchId, as Delta's txnAppId / txnVersion)
@@ -234,6 +253,18 @@ final class UshasBatchWrite implements BatchWrite {
         write.operation = info.options().get(UshasRowLevel.OPERATION_OPTION);
         return write;
     }
+
+    /** Whether the session uses Spark's own SQL commit protocol (or ours, which this write replaces). */
+    private static boolean defaultCommitter(SQLConf conf) {
+        String cls = conf.fileCommitProtocolClass();
+        return cls == null || cls.equals(UshasCommitProtocol.class.getName())
+                || cls.equals(SQLHadoopMapReduceCommitProtocol.class.getName());
+    }
+
+    /** The tasks write their files at their final names ({@link DirectCommitProtocol}), not in staging. */
+    private boolean direct;
+    /** the table's location had no data before this write (a CTAS into a new location): nothing to list */
+    private boolean freshRoot;
 
     /** Spark's SQL commit protocol; a user's own protocol class is kept, ours (which registers V1-path
      *  writes) is not: this write registers its partitions itself. */
@@ -314,12 +345,21 @@ final class UshasBatchWrite implements BatchWrite {
                     if (s instanceof BasicWriteTaskStats b) rows += b.numRows();
                 }
             }
-            committer.commitJob(job, seq(taskMessages));
-
-            // the job's files, by partition directory (relative to the staging directory)
+            // the job's files, by partition directory (relative to the staging directory / the table root)
             TreeMap<String, List<FileStatus>> written = new TreeMap<>();
             if (table.partitionSchema().isEmpty()) written.put("", new ArrayList<>());
-            Placement.walk(fs, staging, "", written);
+            if (direct) {  // at their final names, listed by the task messages: nothing to walk or move
+                for (FileCommitProtocol.TaskCommitMessage m : taskMessages) {
+                    for (Object o : (List<?>) m.obj()) {
+                        DirectCommitProtocol.Written w = (DirectCommitProtocol.Written) o;
+                        written.computeIfAbsent(w.dir(), k -> new ArrayList<>())
+                                .add(new FileStatus(w.size(), false, 1, 0, w.mtime(), new Path(w.path())));
+                    }
+                }
+            } else {
+                committer.commitJob(job, seq(taskMessages));
+                Placement.walk(fs, staging, "", written);
+            }
             ObjectNode r = catalog.request(table.ident());
             r.put("location", root.toString());
             r.put("mode", mode);
@@ -353,11 +393,21 @@ final class UshasBatchWrite implements BatchWrite {
                     && operation == null && replacing == null && staged == null && streamQueryId == null
                     && !table.partitionSchema().isEmpty());
             if (!listExisting) r.put("existing_deferred", true);
-            for (Placement.Placed p : Placement.place(fs, root, staging, written, placed, listExisting)) {
+            // a direct write's partitions read by listing get recorded (what they held plus its files), so
+            // that its committed files never depend on a listing (Python: plan_write's record_listed)
+            if (direct) r.put("direct", true);
+            List<Placement.Placed> done = direct
+                    ? Placement.inPlace(fs, root, written, placed, listExisting, freshRoot)
+                    : Placement.place(fs, root, staging, written, placed, listExisting);
+            // the writes that have not committed, read AFTER the listings: their files are no partition's yet
+            java.util.Set<String> running = Staging.running(fs, root);
+            for (Placement.Placed p : done) {
                 ObjectNode part = parts.addObject().put("path", p.path());
                 if (p.existing() != null) {
                     ArrayNode existing = part.putArray("existing");
-                    for (FileStatus s : p.existing()) existing.add(file(fs, s.getPath(), s));
+                    for (FileStatus s : Placement.withoutRunning(p.existing(), running)) {
+                        existing.add(file(fs, s.getPath(), s));
+                    }
                 }
                 ArrayNode files = part.putArray("files");
                 for (Map.Entry<Path, FileStatus> f : p.files().entrySet()) {
@@ -370,11 +420,16 @@ final class UshasBatchWrite implements BatchWrite {
                 registered = true;
             } else {
                 registered = register(catalog, r, () -> {  // what the directories held besides this job's files
+                    List<Map.Entry<JsonNode, List<FileStatus>>> listed = new ArrayList<>();
                     for (JsonNode part : parts) {
                         String rel = part.get("path").asText();
-                        ArrayNode existing = ((ObjectNode) part).putArray("existing");
-                        for (FileStatus s : Placement.existingBesides(fs, rel.isEmpty() ? root : new Path(root, rel),
-                                placed)) {
+                        listed.add(Map.entry(part, Placement.existingBesides(fs,
+                                rel.isEmpty() ? root : new Path(root, rel), placed)));
+                    }
+                    java.util.Set<String> runningNow = Staging.running(fs, root);  // after the listings
+                    for (Map.Entry<JsonNode, List<FileStatus>> e : listed) {
+                        ArrayNode existing = ((ObjectNode) e.getKey()).putArray("existing");
+                        for (FileStatus s : Placement.withoutRunning(e.getValue(), runningNow)) {
                             existing.add(file(fs, s.getPath(), s));
                         }
                     }
@@ -388,6 +443,12 @@ final class UshasBatchWrite implements BatchWrite {
         } finally {
             if (outcomeUnknown) {
                 kept.addAll(placed);  // abort() removes them if the write is then known ABORTED
+            } else if (!registered && direct) {
+                try {  // every file of the job (its manifests list them, placed or not): none was registered
+                    DirectCommitProtocol.removeListed(fs, staging);
+                } catch (IOException ignored) {
+                    // the staging directory stays (below): the next write or ushas purge removes them
+                }
             } else if (!registered) {
                 // nothing registered: take this job's files back out (no reader uses them: no list names them)
                 for (Path p : placed) {
@@ -398,7 +459,23 @@ final class UshasBatchWrite implements BatchWrite {
                     }
                 }
             }
-            if (staged == null) Staging.remove(fs, staging);  // a staged write's goes after the table's commit
+            if (registered && direct && !outcomeUnknown) {
+                // files of attempts Spark did not keep (speculative, duplicate, an attempt whose executor died):
+                // their manifests name them, no task message does; never registered
+                java.util.Set<String> mine = new java.util.HashSet<>();
+                synchronized (placed) {
+                    for (Path p : placed) mine.add(p.toUri().getPath());
+                }
+                try {
+                    DirectCommitProtocol.removeUnregistered(fs, staging, mine);
+                } catch (IOException ignored) {
+                    // best effort: they are in no recorded list (a listed partition's recorded now, see "direct")
+                }
+            }
+            // a staged write's goes after the table's commit; a direct write's whose outcome is unknown stays:
+            // its manifests name its files (abort(), the next write or ushas purge removes them if ABORTED),
+            // and its write id hides them from listings meanwhile
+            if (staged == null && !(direct && outcomeUnknown)) Staging.remove(fs, staging);
             catalog.invalidateTable(table.ident());
         }
     }
@@ -479,17 +556,38 @@ final class UshasBatchWrite implements BatchWrite {
 
     @Override
     public void abort(WriterCommitMessage[] messages) {
+        String state = null;
         try {
             // the write is over: a commit of it that arrives later is refused (a committed one stays)
-            String state = endWrite(table.catalog(), "Spark aborted the write");
+            state = endWrite(table.catalog(), "Spark aborted the write");
             if ("ABORTED".equals(state)) removeKept();
-            committer.abortJob(job);
+            // a direct write's files are at their final names: removed (all its manifests list) only when the
+            // write is known never to commit
+            if (!direct || "ABORTED".equals(state)) committer.abortJob(job);
         } finally {
             try {
-                Staging.remove(root.getFileSystem(job.getConfiguration()), staging);
+                // a direct write whose outcome is unknown keeps its staging directory: its manifests name its
+                // files for the next write / ushas purge (which ask what became of it), its id hides them
+                if (!direct || state != null) Staging.remove(root.getFileSystem(job.getConfiguration()), staging);
             } catch (IOException ignored) {
                 // the next write or ushas purge removes it
             }
+        }
+    }
+
+    /** {@code abort_write} of another (dead) write into {@code table}, found by {@link Staging#removeStale}:
+     *  its state (COMMITTED / ABORTED), null when the bridge could not answer. */
+    private static String outcome(UshasTable table, String writeId) {
+        UshasCatalog catalog = table.catalog();
+        ObjectNode r = catalog.request(table.ident());
+        r.put("write_id", writeId);
+        r.put("reason", "its driver is gone (found by the next write)");
+        try {
+            JsonNode answer = Bridge.call("abort_write", r, catalog.bridgeOptions());
+            JsonNode state = answer.get("state");
+            return state == null || state.isNull() ? null : state.asText();
+        } catch (RuntimeException e) {
+            return null;
         }
     }
 

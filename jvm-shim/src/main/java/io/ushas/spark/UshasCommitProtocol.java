@@ -122,13 +122,19 @@ public class UshasCommitProtocol extends SQLHadoopMapReduceCommitProtocol {
             for (String d : deleted) del.add(relative(qualifiedRoot, strip(d)));
         }
         ArrayNode written = r.putArray("partitions");
+        List<List<FileStatus>> listed = new ArrayList<>();
+        for (String p : partitions) listed.add(list(fs, new Path(root, p), p));
+        List<FileStatus> rootFiles = partitions.isEmpty() ? list(fs, root, "") : List.of();
+        // uncommitted batch writes' files are not counted; their set is read AFTER the listings (a write's
+        // staging directory exists before its first file and goes only after the write ended)
+        java.util.Set<String> running = Staging.running(fs, root);
+        int k = 0;
         for (String p : partitions) {
             ObjectNode w = written.addObject().put("path", p);
-            ArrayNode mine = w.putArray("job_files");
-            long[] counts = list(fs, new Path(root, p), mine, p);
+            long[] counts = count(fs, listed.get(k++), w.putArray("job_files"), running);
             w.put("files", counts[0]).put("bytes", counts[1]);
         }
-        if (partitions.isEmpty()) list(fs, root, r.putArray("root_files"), "");
+        if (partitions.isEmpty()) count(fs, rootFiles, r.putArray("root_files"), running);
         // the write's identity and the moment this JVM stops waiting: Python never commits it after that
         r.put("write_id", writeJobId);
         r.put("deadline_ms", System.currentTimeMillis() + 1000L * target.catalog().bridgeOptions().timeoutSeconds());
@@ -136,29 +142,37 @@ public class UshasCommitProtocol extends SQLHadoopMapReduceCommitProtocol {
         target.catalog().invalidateTable(target.ident());
     }
 
-    /** Counts the data files directly in {@code dir} (files, bytes) and adds this job's to {@code mine}
+    /** Counts the data files {@code listed} (files, bytes) but the running writes', and adds this job's to {@code mine}
      *  (path, size, mtime): what the catalog records as the write's files. */
-    private long[] list(FileSystem fs, Path dir, ArrayNode mine, String what) {
+    private long[] count(FileSystem fs, List<FileStatus> listed, ArrayNode mine, java.util.Set<String> running) {
         long files = 0;
         long bytes = 0;
+        for (FileStatus s : listed) {
+            String n = s.getPath().getName();
+            if (DataFileNames.ofRunningWrite(n, running)) continue;
+            files++;
+            bytes += s.getLen();
+            if (n.contains(writeJobId)) {
+                mine.addObject().put("path", fs.makeQualified(s.getPath()).toString())
+                        .put("size", s.getLen()).put("mtime", s.getModificationTime());
+            }
+        }
+        return new long[] {files, bytes};
+    }
+
+    /** The data files directly in {@code dir} (none when it is missing). */
+    private static List<FileStatus> list(FileSystem fs, Path dir, String what) {
+        List<FileStatus> out = new ArrayList<>();
         try {
             if (fs.exists(dir)) {
                 for (FileStatus s : fs.listStatus(dir)) {
-                    String n = s.getPath().getName();
-                    if (s.isFile() && !DataFileNames.hidden(n)) {
-                        files++;
-                        bytes += s.getLen();
-                        if (n.contains(writeJobId)) {
-                            mine.addObject().put("path", fs.makeQualified(s.getPath()).toString())
-                                    .put("size", s.getLen()).put("mtime", s.getModificationTime());
-                        }
-                    }
+                    if (s.isFile() && !DataFileNames.hidden(s.getPath().getName())) out.add(s);
                 }
             }
         } catch (IOException e) {
             throw new Errors.UshasBridgeException("Ushas catalog: cannot list written partition " + what + ": " + e, e);
         }
-        return new long[] {files, bytes};
+        return out;
     }
 
     private static String relative(String root, String path) {

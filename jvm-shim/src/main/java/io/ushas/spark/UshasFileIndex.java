@@ -201,11 +201,32 @@ final class UshasFileIndex implements FileIndex {
                 pool.shutdownNow();
             }
         }
+        // the writes into this table that have not committed: the listings skip the files they create at their
+        // final names (DirectCommitProtocol). One listing of the table's staging directory, AFTER the
+        // partitions': a write's staging directory exists before its first file and goes only after it ended
+        java.util.Set<String> running = unlisted.isEmpty() ? java.util.Set.of() : running();
+        if (!running.isEmpty()) {
+            for (int i : unlisted) {
+                List<FileStatusWithMetadata> kept = new ArrayList<>();
+                for (FileStatusWithMetadata f : out.get(i)) {
+                    if (!DataFileNames.ofRunningWrite(f.getPath().getName(), running)) kept.add(f);
+                }
+                out.set(i, kept);
+            }
+        }
         return out;
     }
 
     /** The data files under one partition directory (recursively; hidden names skipped, as Spark
      *  does); a missing directory has none. */
+    private java.util.Set<String> running() {
+        try {
+            return Staging.running(root.getFileSystem(hadoopConf), root);
+        } catch (IOException e) {
+            return java.util.Set.of();
+        }
+    }
+
     private List<FileStatusWithMetadata> listDirectory(String location) {
         List<FileStatusWithMetadata> out = new ArrayList<>();
         if (location == null) return out;

@@ -200,9 +200,21 @@ final class UshasStagedTable implements StagedTable, SupportsWrite {
                 }
             }
         }
-        removed &= removeStaging();
+        removed &= removeListed() & removeStaging();
         end("Spark aborted the statement", removed);
         catalog.invalidateTable(ident);
+    }
+
+    /** A direct write's files not yet placed (its manifests in the staging directory list them). */
+    private boolean removeListed() {
+        Path root = new Path(table.answer().get("location").asText());
+        try {
+            FileSystem fs = root.getFileSystem(catalog.hadoopConf());
+            DirectCommitProtocol.removeListed(fs, new Path(new Path(root, Staging.DIR), writeId));
+            return true;
+        } catch (IOException e) {
+            return false;
+        }
     }
 
     private boolean removeStaging() {
