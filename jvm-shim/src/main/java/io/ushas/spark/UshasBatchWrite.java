@@ -143,7 +143,7 @@ final class UshasBatchWrite implements BatchWrite {
                 freshRoot = java.util.Arrays.stream(fs.listStatus(root))
                         .allMatch(s -> s.getPath().getName().equals(Staging.DIR));
             }
-            Staging.removeStale(fs, root, id -> outcome(table, id));
+            Staging.removeStale(fs, root, id -> endWrite(table, id, "its driver is gone (found by the next write)"));
             staging = Staging.create(fs, root, jobId);
         } catch (IOException e) {
             throw new Errors.UshasBridgeException("Ushas catalog: cannot prepare " + answer.get("location") + ": " + e, e);
@@ -499,7 +499,7 @@ final class UshasBatchWrite implements BatchWrite {
         try {
             answer = Bridge.call("commit_write", r, options);
         } catch (RuntimeException unknown) {
-            String state = endWrite(catalog, "the commit_write call failed: " + firstLine(unknown));
+            String state = endWrite(table, jobId, "the commit_write call failed: " + firstLine(unknown));
             if ("COMMITTED".equals(state)) return true;
             if ("ABORTED".equals(state)) {
                 throw new Errors.UshasBridgeException("Ushas catalog: the write into " + table.name() + " failed: "
@@ -525,21 +525,6 @@ final class UshasBatchWrite implements BatchWrite {
         return true;
     }
 
-    /** {@code abort_write}: ends this write unless it committed; its state (COMMITTED / ABORTED), or null
-     *  when the bridge could not answer. */
-    private String endWrite(UshasCatalog catalog, String reason) {
-        ObjectNode r = catalog.request(table.ident());
-        r.put("write_id", jobId);
-        r.put("reason", reason);
-        try {
-            JsonNode answer = Bridge.call("abort_write", r, catalog.bridgeOptions());
-            JsonNode state = answer.get("state");
-            return state == null || state.isNull() ? null : state.asText();
-        } catch (RuntimeException e) {
-            return null;
-        }
-    }
-
     private static String firstLine(Throwable t) {
         String m = String.valueOf(t.getMessage());
         int nl = m.indexOf('\n');
@@ -559,7 +544,7 @@ final class UshasBatchWrite implements BatchWrite {
         String state = null;
         try {
             // the write is over: a commit of it that arrives later is refused (a committed one stays)
-            state = endWrite(table.catalog(), "Spark aborted the write");
+            state = endWrite(table, jobId, "Spark aborted the write");
             if ("ABORTED".equals(state)) removeKept();
             // a direct write's files are at their final names: removed (all its manifests list) only when the
             // write is known never to commit
@@ -575,13 +560,14 @@ final class UshasBatchWrite implements BatchWrite {
         }
     }
 
-    /** {@code abort_write} of another (dead) write into {@code table}, found by {@link Staging#removeStale}:
-     *  its state (COMMITTED / ABORTED), null when the bridge could not answer. */
-    private static String outcome(UshasTable table, String writeId) {
+    /** {@code abort_write}: ends the write {@code writeId} into {@code table} unless it committed (this one, or
+     *  another, dead write found by {@link Staging#removeStale}); its state (COMMITTED / ABORTED), or null when the
+     *  bridge could not answer. */
+    private static String endWrite(UshasTable table, String writeId, String reason) {
         UshasCatalog catalog = table.catalog();
         ObjectNode r = catalog.request(table.ident());
         r.put("write_id", writeId);
-        r.put("reason", "its driver is gone (found by the next write)");
+        r.put("reason", reason);
         try {
             JsonNode answer = Bridge.call("abort_write", r, catalog.bridgeOptions());
             JsonNode state = answer.get("state");
