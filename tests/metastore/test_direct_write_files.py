@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ushas_catalog.data.direct_writes import CREATED_DIR, manifest_files, remove_created_dirs
+from ushas_catalog.data.direct_writes import CREATED_DIR, manifest_files, remove_created_dirs, running_writes
 from ushas_catalog.model.partitions import Partition
 from ushas_catalog.spark.writes import list_local_files, plan_write
 
@@ -76,6 +76,8 @@ def test_running_writes_are_read_after_the_listing(tmp_path: Path, monkeypatch: 
     def scandir(path: Any = ".") -> Any:
         if str(path) == str(custom) and not (root / "_ushas_staging" / racing).exists():
             (root / "_ushas_staging" / racing).mkdir(parents=True)
+            # a task writes its manifest before its first file (a staging directory without one is a staged write's)
+            (root / "_ushas_staging" / racing / "files-0").write_text(f"file:{custom}/part-00000-{racing}-0.c000.parquet\n")
             (custom / f"part-00000-{racing}-0.c000.parquet").write_bytes(b"new")
         return real(path)
 
@@ -113,3 +115,17 @@ def test_direct_append_into_a_listed_partition_records_it(there: list[dict[str, 
             assert [f.path for f in table.table_files or []] == [f["path"] for f in there] + [new["path"]]
         else:
             assert table.table_files is None
+
+
+def test_only_a_direct_writes_staging_directory_hides_files(tmp_path: Path) -> None:
+    """A staged write's staging directory (no manifest: its files move into place just before it registers
+    them) hides nothing, so its committed files are never skipped by a listing while the directory is still
+    there; a direct write's (a manifest, written before its first file) hides its files."""
+    root = tmp_path / "tbl"
+    staged, direct = str(uuid.uuid4()), str(uuid.uuid4())
+    (root / "_ushas_staging" / staged / "_temporary").mkdir(parents=True)
+    (root / "_ushas_staging" / staged / "_owner").write_text("host=x\n")
+    (root / "_ushas_staging" / direct).mkdir(parents=True)
+    (root / "_ushas_staging" / direct / "files-3").write_text("")
+    assert running_writes(str(root)) == {direct}
+    assert running_writes(f"file:{root}") == {direct}

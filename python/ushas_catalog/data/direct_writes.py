@@ -33,13 +33,16 @@ WRITE_ID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]
 
 
 def running_writes(location: str) -> frozenset[str]:
-    """The write ids that have a staging directory under the (local) table location ``location``."""
+    """The write ids of the direct writes that have a staging directory with a manifest under the (local)
+    table location ``location``: a task writes its manifest before its first file, and a staged write's
+    directory has none (its files, moved into place just before it registers them, are never hidden)."""
     local = local_path(location)
     if local is None:
         return frozenset()
     try:
         with os.scandir(os.path.join(local, STAGING_DIR)) as it:
-            return frozenset(e.name for e in it if e.is_dir() and WRITE_ID.fullmatch(e.name))
+            return frozenset(e.name for e in it if e.is_dir() and WRITE_ID.fullmatch(e.name)
+                             and has_manifests(e.path))
     except (FileNotFoundError, NotADirectoryError):
         return frozenset()
 

@@ -92,20 +92,33 @@ final class Staging {
         }
     }
 
-    /** The write ids of the writes under {@code root} that have a staging directory (running, or died and
-     *  not yet cleaned up): listings of directories whose files the catalog does not record skip the files
-     *  these writes create at their final names ({@link DataFileNames#ofRunningWrite}). One listing. */
+    /** The write ids of the direct writes under {@code root} that have a staging directory with a manifest
+     *  (running, or died and not yet cleaned up): listings of directories whose files the catalog does not
+     *  record skip the files these writes create at their final names ({@link DataFileNames#ofRunningWrite}).
+     *  A task writes its manifest before its first file, so a direct write has one before any file of it
+     *  exists; a staged write's directory has none, and its files, moved into place just before it registers
+     *  them, are never hidden. One listing, and one per staging directory. */
     static java.util.Set<String> running(FileSystem fs, Path root) {
         java.util.Set<String> out = new java.util.HashSet<>();
         try {
             for (FileStatus s : fs.listStatus(new Path(root, DIR))) {
                 String name = s.getPath().getName();
-                if (s.isDirectory() && WRITE_ID.matcher(name).matches()) out.add(name);
+                if (s.isDirectory() && WRITE_ID.matcher(name).matches() && direct(fs, s.getPath())) out.add(name);
             }
         } catch (IOException gone) {
             // no staging directory: no write running
         }
         return out;
+    }
+
+    /** Whether a staging directory is a direct write's (it has a manifest); one that cannot be listed counts
+     *  as one (its files stay hidden). */
+    private static boolean direct(FileSystem fs, Path staging) {
+        try {
+            return DirectCommitProtocol.hasManifests(fs, staging);
+        } catch (IOException unreadable) {
+            return true;
+        }
     }
 
     private static boolean alive(FileSystem fs, Path ownerFile) throws IOException {
