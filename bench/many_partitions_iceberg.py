@@ -8,13 +8,18 @@ process per round** (same ``--driver-memory`` for all), alternating their order 
 medians of the rounds; each runs the catalog-free control query first (bench/_iceberg.py: an Iceberg
 ratio is valid only when ushas's control ÷ that side's is within 0.85–1.15×), and a file-system control
 (300 small files created, renamed and deleted by the side's Python process, before and after the writes:
-a round whose disk was throttled shows it there; each round's figures are printed):
+a round whose disk was throttled shows it there; each round's figures are printed). Every side's directory
+is removed only after the last round (``--dir``: where they go, e.g. ``/dev/shm``): ext4 scans past the
+inodes deleted in the last minutes when it allocates one, so files deleted between sides slowed the next
+side's creates fourfold (docs/benchmarks.md, "recently deleted inodes"):
 
 - ``ushas``: the catalog as shipped; on ``file:`` its writes create files without a forked ``chmod``
   (``io.ushas.spark.LocalFiles``);
 - ``ushas-fork``: the same with ``option.ushas.write.forklessLocalFiles=false`` (a forked ``chmod`` per
-  file create, as Hadoop does without its native library); ``ushas-hash`` (only when named in ``--sides``):
-  a table with ``write.distribution-mode=hash``, rows clustered by partition as Iceberg's default;
+  file create, as Hadoop does without its native library); ``ushas-hash`` / ``ushas-none`` (only when
+  named in ``--sides``): a table with ``write.distribution-mode=hash`` (rows clustered by partition: the
+  default since wave 18, as Iceberg's) / ``none`` (each task's rows written where they are, a file per
+  task and partition: the default before);
   ``ushas-spark-writer`` (only when named): a table with ``option.ushas.write.taskParquetWriters=false``,
   Spark's Parquet writer set up per file (the write before wave 16's per-task set-up);
 - ``iceberg``: Iceberg (the virtualenv and jars of bench/_iceberg.py; JDBC catalog on SQLite) with its
@@ -52,7 +57,7 @@ from _iceberg import (  # noqa: E402  (bench/ is the script's directory; the vir
 SIDES = ("ushas", "ushas-fork", "iceberg", "iceberg-localfiles")
 #: table properties of the ushas sides
 USHAS_PROPS = {"ushas": "", "ushas-fork": "'option.ushas.write.forklessLocalFiles'='false'",
-               "ushas-hash": "'write.distribution-mode'='hash'",
+               "ushas-hash": "'write.distribution-mode'='hash'", "ushas-none": "'write.distribution-mode'='none'",
                "ushas-spark-writer": "'option.ushas.write.taskParquetWriters'='false'"}
 STATEMENTS = (("insert", "INSERT … SELECT creating {n:,} partitions"),
               ("overwrite", "INSERT OVERWRITE of the {n:,} partitions"),
@@ -111,8 +116,10 @@ def side_main(spec: dict[str, Any]) -> dict[str, Any]:
             **statements(spark, root, "ice.b", "USING iceberg {by}" + props, spec["sizes"], spec["sample"])}
 
 
-def run(side: str, sizes: list[int], sample: bool, memory: str, props: str, timeout: int) -> dict[str, Any]:
-    root = Path(tempfile.mkdtemp(prefix=f"ushas-many-{side}-"))
+def run(side: str, root: Path, sizes: list[int], sample: bool, memory: str, props: str,
+        timeout: int) -> dict[str, Any]:
+    """One side in its own process, writing under ``root`` (a fresh directory, removed by the caller only
+    after every round: see :func:`main`)."""
     spec: dict[str, Any] = {"side": side, "root": str(root), "sizes": sizes, "sample": sample, "memory": memory,
                             "props": props}
     try:
@@ -125,8 +132,7 @@ def run(side: str, sizes: list[int], sample: bool, memory: str, props: str, time
             spec["localfiles"] = str(local_files_jar(root))
         return run_side(side, python, [__file__, "--side", json.dumps(spec)], timeout)
     finally:
-        shutil.rmtree(root, ignore_errors=True)
-        os.sync()  # the next side starts with this one's files written back and deleted, not still in flight
+        os.sync()  # the next side starts with this one's files written back, not still in flight
 
 
 def main() -> int:
@@ -134,7 +140,8 @@ def main() -> int:
     ap.add_argument("--partitions", type=int, nargs="+", help="partitions of each write (2000)")
     ap.add_argument("--quick", action="store_true", help="500 partitions")
     ap.add_argument("--rounds", type=int, default=1, help="rounds, each side in a fresh process per round")
-    ap.add_argument("--sides", nargs="+", choices=[*SIDES, "ushas-hash", "ushas-spark-writer"], default=list(SIDES),
+    ap.add_argument("--sides", nargs="+", choices=[*SIDES, "ushas-hash", "ushas-none", "ushas-spark-writer"],
+                    default=list(SIDES),
                     help="ushas-hash: a ushas table with write.distribution-mode=hash (Iceberg's default); "
                          "ushas-spark-writer: Spark's Parquet writer set up per file (the write before wave 16)")
     ap.add_argument("--driver-memory", default="3g", help="every side's spark.driver.memory")
@@ -142,6 +149,8 @@ def main() -> int:
                     help="the Iceberg tables' properties ('': Iceberg's defaults; default: the clustered writer)")
     ap.add_argument("--sample", action="store_true", help="jstack samples of every side's INSERT task threads")
     ap.add_argument("--timeout", type=int, default=1800, help="seconds per side and round")
+    ap.add_argument("--dir", help="where the sides' directories go (default: the temporary directory; e.g. "
+                                  "/dev/shm: memory, no disk and no ext4 inode allocation)")
     ap.add_argument("--side", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.side:
@@ -150,18 +159,26 @@ def main() -> int:
     args.partitions = args.partitions or [500 if args.quick else 2000]
     got: dict[str, list[dict[str, Any]]] = {s: [] for s in args.sides}
     failed: dict[str, str] = {}
-    for r in range(args.rounds):
-        for side in (args.sides if r % 2 == 0 else list(reversed(args.sides))):
-            if side in failed:
-                continue
-            try:
-                got[side].append(run(side, args.partitions, args.sample, args.driver_memory, args.iceberg_props,
-                                     args.timeout))
-            except RuntimeError as e:
-                failed[side] = str(e)
-                print(f"  round {r + 1} {side}: {e}", flush=True)
-                continue
-            print(f"  round {r + 1} {side}: " + json.dumps(got[side][-1]), flush=True)
+    roots: list[Path] = []
+    try:
+        for r in range(args.rounds):
+            for side in (args.sides if r % 2 == 0 else list(reversed(args.sides))):
+                if side in failed:
+                    continue
+                roots.append(Path(tempfile.mkdtemp(prefix=f"ushas-many-{side}-", dir=args.dir)))
+                try:
+                    got[side].append(run(side, roots[-1], args.partitions, args.sample, args.driver_memory,
+                                         args.iceberg_props, args.timeout))
+                except RuntimeError as e:
+                    failed[side] = str(e)
+                    print(f"  round {r + 1} {side}: {e}", flush=True)
+                    continue
+                print(f"  round {r + 1} {side}: " + json.dumps(got[side][-1]), flush=True)
+    finally:
+        # removed only now: files deleted between sides would slow the next side's creates (ext4 scans
+        # past recently deleted inodes when it allocates one: docs/benchmarks.md, "recently deleted inodes")
+        for root in roots:
+            shutil.rmtree(root, ignore_errors=True)
 
     def med(side: str, key: str) -> float | None:
         values = [x[key] for x in got.get(side, []) if key in x]
@@ -181,7 +198,8 @@ def main() -> int:
     print("| operation | ushas side | s | peer side | s | ushas ÷ peer | goal |")
     print("|---|---|---:|---|---:|---:|---|")
     pairs = (("ushas", "iceberg-localfiles", "≤ 0.8x (answers the goal: both without a forked chmod)"),
-             ("ushas-hash", "iceberg-localfiles", "(ushas clustering by partition too, no fork)"),
+             ("ushas-hash", "iceberg-localfiles", "(ushas clustering by partition, no fork)"),
+             ("ushas-none", "iceberg-localfiles", "(ushas not clustering: a file per task and partition, no fork)"),
              ("ushas-spark-writer", "iceberg-localfiles", "(ushas with Spark's per-file Parquet set-up, no fork)"),
              ("ushas", "ushas-spark-writer", "(the per-task Parquet set-up against Spark's per file)"),
              ("ushas", "iceberg", "(as shipped on file: without Hadoop's native library)"),

@@ -68,7 +68,7 @@ from _iceberg import CONTROL, cause, iceberg_session, iceberg_setup  # noqa: E40
 APPENDS = 5
 #: changes timed over several statements per round (partitions d000, d001, …): the median per side is the round's
 REPEATS = {"DELETE one partition": 10}
-#: Iceberg's table properties: copy-on-write, and no shuffle before its writes (as ushas's default)
+#: Iceberg's table properties: copy-on-write, and no shuffle before its writes (as ushas's tables: TABLE)
 ICEBERG_PROPERTIES = ", ".join(f"'{k}' = '{v}'" for k, v in {
     "format-version": "2", "write.delete.mode": "copy-on-write", "write.update.mode": "copy-on-write",
     "write.merge.mode": "copy-on-write", "write.distribution-mode": "none", "write.delete.distribution-mode": "none",
@@ -208,7 +208,10 @@ def control(spark: Any, runs: int = 3) -> list[float]:
 # ---- ushas (Spark 4.3): the statements and the changes by hand, interleaved ------------------------------
 #: the session settings both sides share (the Iceberg side's, bench/_iceberg.py: a 3 GB driver)
 SAME = {"spark.driver.memory": "3g"}
-TABLE = "CREATE TABLE {t} (id INT, v BIGINT, dt STRING) USING parquet PARTITIONED BY (dt)"
+#: ushas's tables: no shuffle before a write, like the Iceberg side's (since wave 18 a write's default is
+#: ``hash``; the by-hand INSERT OVERWRITE would otherwise shuffle where the row-level statement does not)
+TABLE = ("CREATE TABLE {t} (id INT, v BIGINT, dt STRING) USING parquet PARTITIONED BY (dt) "
+         "TBLPROPERTIES ('write.distribution-mode' = 'none')")
 
 
 def ushas_side(args: argparse.Namespace, rows: int, parts: int, first: int = 0) -> dict[str, Any]:

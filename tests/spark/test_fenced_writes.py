@@ -124,19 +124,27 @@ def test_write_failed_past_bridge_timeout_never_lands(spark: Any, fenced: tuple[
 
 def test_spark_writes_record_their_outcome(spark: Any, db: str, ms: Any) -> None:
     """A committed write is recorded COMMITTED with the version it made; a write whose tasks failed
-    is recorded ABORTED by Spark's abort (a late commit of it would be refused)."""
+    is recorded ABORTED by Spark's abort (a late commit of it would be refused). A clustered write
+    (the default for a partitioned table) whose query fails in its shuffle, before the write starts,
+    leaves nothing: no outcome, no staging directory."""
     from ushas_catalog.data.write_fence import list_outcomes
 
-    table = f"ushas.{db}.w"
-    spark.sql(f"CREATE TABLE {table} (id BIGINT, dt STRING) USING parquet PARTITIONED BY (dt)")
-    spark.sql(f"INSERT INTO {table} SELECT id, 'a' FROM range(2)")
-    mine = [o for o in list_outcomes(ms, 0) if o.table == f"ushas.{db}.w"]
-    assert [(o.state, o.version) for o in mine] == [("COMMITTED", ms.get_table(("ushas", db, "w")).version)]
+    failing = "SELECT if(id = 1, raise_error('boom'), id), 'b' FROM range(2)"
+    for mode, failed in (("none", ["ABORTED", "COMMITTED"]), ("hash", ["COMMITTED"])):
+        table = f"ushas.{db}.w_{mode}"
+        spark.sql(f"CREATE TABLE {table} (id BIGINT, dt STRING) USING parquet PARTITIONED BY (dt)"
+                  + ("" if mode == "hash" else f" TBLPROPERTIES ('write.distribution-mode' = '{mode}')"))
+        spark.sql(f"INSERT INTO {table} SELECT id, 'a' FROM range(2)")
+        mine = [o for o in list_outcomes(ms, 0) if o.table == table]
+        assert [(o.state, o.version) for o in mine] == [("COMMITTED", ms.get_table(("ushas", db, f"w_{mode}")).version)]
 
-    with pytest.raises(Exception, match="boom"):
-        spark.sql(f"INSERT INTO {table} SELECT if(id = 1, raise_error('boom'), id), 'b' FROM range(2)")
-    mine = [o for o in list_outcomes(ms, 0) if o.table == f"ushas.{db}.w"]
-    assert sorted(o.state for o in mine) == ["ABORTED", "COMMITTED"]
-    aborted = next(o for o in mine if o.state == "ABORTED")
-    assert "Spark aborted" in aborted.reason
-    assert [r[0] for r in spark.sql(f"SHOW PARTITIONS {table}").collect()] == ["dt=a"]
+        with pytest.raises(Exception, match="boom"):
+            spark.sql(f"INSERT INTO {table} {failing}")
+        mine = [o for o in list_outcomes(ms, 0) if o.table == table]
+        assert sorted(o.state for o in mine) == failed, mode
+        if mode == "none":
+            aborted = next(o for o in mine if o.state == "ABORTED")
+            assert "Spark aborted" in aborted.reason
+        assert [r[0] for r in spark.sql(f"SHOW PARTITIONS {table}").collect()] == ["dt=a"]
+        root = Path(str(ms.get_table(("ushas", db, f"w_{mode}")).location).removeprefix("file:"))
+        assert not list(root.glob("_ushas_staging/*")), mode

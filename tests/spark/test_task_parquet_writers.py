@@ -70,7 +70,9 @@ def probe(spark: Any) -> int:
 def test_task_set_up_writes_the_files_spark_writes(spark: Any, db: str, ms: Any, tmp_path: Path) -> None:
     options = ", ".join(f"'option.{k}'='{v}'" for k, v in OPTIONS.items())
     t, name = f"ushas.{db}.tpw", ("ushas", db, "tpw")
-    spark.sql(f"CREATE TABLE {t} ({COLUMNS}) USING parquet PARTITIONED BY (dt) TBLPROPERTIES ({options})")
+    # not clustered: each task writes its rows where they are, as Spark's own path write below
+    spark.sql(f"CREATE TABLE {t} ({COLUMNS}) USING parquet PARTITIONED BY (dt) "
+              f"TBLPROPERTIES ({options}, 'write.distribution-mode'='none')")
     rows = spark.sql(ROWS_SQL)
     plain = tmp_path / "plain"
     try:

@@ -266,15 +266,16 @@ def test_rename_moves_managed_data_keeps_external(spark: Any, db: str, ms: Any, 
     expect(spark, f"ushas.{db}.e2", [(3, "c")])
 
 
-def test_many_partition_writes_place_whole_directories_and_cluster_on_request(spark: Any, db: str, ms: Any) -> None:
+def test_many_partition_writes_place_whole_directories_and_cluster_by_default(spark: Any, db: str, ms: Any) -> None:
     """New partitions (two levels, some parents already there) are moved into place whole, existing ones
     file by file: every partition lists exactly its files, every file on disk is registered. With
-    ``write.distribution-mode=hash`` each partition of a write is one file; without it, one per task."""
+    ``write.distribution-mode=hash``, and without the property (Iceberg's default), each partition of a
+    write is one file; with ``none``, one per task."""
     src = "SELECT id, CAST(id % 3 AS STRING) AS dt, CAST(id % 4 AS INT) AS h FROM range(0, {n}, 1, 2)"
     files = {}
-    for mode in ("none", "hash"):
+    for mode in ("none", "hash", "default"):
         table = f"ushas.{db}.spread_{mode}"
-        props = "" if mode == "none" else " TBLPROPERTIES ('write.distribution-mode' = 'hash')"
+        props = "" if mode == "default" else f" TBLPROPERTIES ('write.distribution-mode' = '{mode}')"
         spark.sql(f"CREATE TABLE {table} (id BIGINT, dt STRING, h INT) USING parquet PARTITIONED BY (dt, h){props}")
         spark.sql(f"INSERT INTO {table} " + src.format(n=24))  # 12 partitions, each from both tasks
         spark.sql(f"INSERT INTO {table} " + src.format(n=48).replace("id % 4", "id % 8"))  # 12 more, 12 again
@@ -284,6 +285,7 @@ def test_many_partition_writes_place_whole_directories_and_cluster_on_request(sp
         assert spark.sql(f"SELECT count(*), sum(id) FROM {table}").collect()[0] == (72, sum(range(24)) + sum(range(48)))
         files[mode] = {k: p.files for k, p in parts.items()}
     assert files["hash"]["0/0"] == 2 and files["hash"]["0/4"] == 1  # one file per write
+    assert files["default"] == files["hash"]
     assert files["none"]["0/0"] == 4 and files["none"]["0/4"] == 2  # one per task per write
 
 

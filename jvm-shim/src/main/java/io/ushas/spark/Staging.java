@@ -39,8 +39,13 @@ final class Staging {
 
     private Staging() {}
 
+    /** A write's staging directory under its table root (not created). */
+    static Path path(Path root, String jobId) {
+        return new Path(new Path(root, DIR), jobId);
+    }
+
     static Path create(FileSystem fs, Path root, String jobId) throws IOException {
-        Path dir = new Path(new Path(root, DIR), jobId);
+        Path dir = path(root, jobId);
         fs.mkdirs(dir);
         ProcessHandle self = ProcessHandle.current();
         String owner = "host=" + host() + "\nboot=" + bootId() + "\npid=" + self.pid() + "\nstart="

@@ -92,6 +92,8 @@ final class UshasBatchWrite implements BatchWrite {
     private final int[] emptyToNull;
     /** commit() could not learn whether its commit_write went through: its files are {@link #kept}. */
     private volatile boolean outcomeUnknown;
+    /** the staging directory exists and the committer is set up ({@link #prepare}) */
+    private boolean prepared;
     private final List<Path> kept = java.util.Collections.synchronizedList(new ArrayList<>());
 
     private UshasBatchWrite(UshasTable table, String mode, Filter[] filters, Job job, WriteJobDescription description,
@@ -143,8 +145,7 @@ final class UshasBatchWrite implements BatchWrite {
                 freshRoot = java.util.Arrays.stream(fs.listStatus(root))
                         .allMatch(s -> s.getPath().getName().equals(Staging.DIR));
             }
-            Staging.removeStale(fs, root, id -> endWrite(table, id, "its driver is gone (found by the next write)"));
-            staging = Staging.create(fs, root, jobId);
+            staging = Staging.path(root, jobId);  // created when the job starts (prepare)
         } catch (IOException e) {
             throw new Errors.UshasBridgeException("Ushas catalog: cannot prepare " + answer.get("location") + ": " + e, e);
         }
@@ -222,7 +223,6 @@ final class UshasBatchWrite implements BatchWrite {
                 maxRecords != null ? Long.parseLong(maxRecords) : conf.maxRecordsPerFile(),
                 timeZone,
                 seq(List.of(stats)));
-        committer.setupJob(job);
         UshasBatchWrite write = new UshasBatchWrite(table, mode, filters, job, description, committer, jobId, root,
                 staging, baseVersion, stringPartitions.stream().mapToInt(Integer::intValue).toArray());
         write.staged = staged;
@@ -312,8 +312,27 @@ final class UshasBatchWrite implements BatchWrite {
         return this;
     }
 
+    /** The job's staging directory (with its {@code _owner}), the committer's set-up and the removal of dead
+     *  writes' staging directories, once, when the job starts: Spark asks for the writer factory after it has
+     *  run the query's shuffles (adaptive execution runs them first), so a query that fails before its write
+     *  starts (in the shuffle of a clustered write, {@link UshasWrite#requiredDistribution}) leaves nothing
+     *  behind and is not recorded: it never wrote. */
+    private synchronized void prepare() {
+        if (prepared) return;
+        try {
+            FileSystem fs = root.getFileSystem(job.getConfiguration());
+            Staging.removeStale(fs, root, id -> endWrite(table, id, "its driver is gone (found by the next write)"));
+            Staging.create(fs, root, jobId);
+        } catch (IOException e) {
+            throw new Errors.UshasBridgeException("Ushas catalog: cannot prepare " + root + ": " + e, e);
+        }
+        committer.setupJob(job);
+        prepared = true;
+    }
+
     @Override
     public DataWriterFactory createBatchWriterFactory(PhysicalWriteInfo info) {
+        prepare();
         DataWriterFactory files = description.bucketSpec().isDefined()
                 ? new BucketedWriterFactory(description, committer) : new FileWriterFactory(description, committer);
         return emptyToNull.length == 0 ? files : new EmptyToNull(files, emptyToNull);

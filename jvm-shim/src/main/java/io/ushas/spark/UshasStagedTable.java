@@ -210,7 +210,7 @@ final class UshasStagedTable implements StagedTable, SupportsWrite {
         Path root = new Path(table.answer().get("location").asText());
         try {
             FileSystem fs = root.getFileSystem(catalog.hadoopConf());
-            DirectCommitProtocol.removeListed(fs, new Path(new Path(root, Staging.DIR), writeId));
+            DirectCommitProtocol.removeListed(fs, Staging.path(root, writeId));
             return true;
         } catch (IOException e) {
             return false;
@@ -221,7 +221,7 @@ final class UshasStagedTable implements StagedTable, SupportsWrite {
         Path root = new Path(table.answer().get("location").asText());
         try {
             FileSystem fs = root.getFileSystem(catalog.hadoopConf());
-            Path staging = new Path(new Path(root, Staging.DIR), writeId);
+            Path staging = Staging.path(root, writeId);
             if (fs.exists(staging)) Staging.remove(fs, staging);
             return !fs.exists(staging);
         } catch (IOException e) {

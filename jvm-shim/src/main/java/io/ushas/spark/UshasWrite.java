@@ -53,15 +53,17 @@ final class UshasWrite implements Write, RequiresDistributionAndOrdering {
     }
 
     /** The table property that clusters a partitioned table's written rows by partition (Iceberg's name and
-     *  values: {@code hash}, or {@code none}, the default here). Not the default: the shuffle it adds runs
-     *  before the write starts, so a query that fails there never reaches the write's abort (nothing is
-     *  recorded ABORTED) and leaves the write's staging directory for {@code ushas purge}. */
+     *  values: {@code hash} or {@code none}). Unset, a write into a partitioned table is clustered ({@code
+     *  hash}, Iceberg's default: one file per partition instead of one per task and partition) and a
+     *  row-level rewrite (DELETE / UPDATE / MERGE, which rewrites a few files where they are) is not. A query
+     *  that fails in the shuffle never reaches the write's abort: its staging directory, which holds no
+     *  manifest and so hides nothing, stays for the next write or {@code ushas purge}. */
     static final String DISTRIBUTION_MODE = "write.distribution-mode";
 
     /** A bucketed table's rows are clustered by the bucket columns into exactly as many tasks as buckets
      *  (Spark's hash partitioning: task i holds bucket i, as Spark's own bucketed writes compute it). A
      *  partitioned table with {@code write.distribution-mode=hash} has its rows clustered by the partition
-     *  columns (as Iceberg's {@code hash} mode): each partition is written by one task, so a write of N
+     *  columns (Iceberg's {@code hash} mode, the default): each partition is written by one task, so a write of N
      *  partitions makes N files, not N per task (Spark may still split a skewed partition or merge small
      *  ones: not strictly required). */
     @Override
@@ -78,7 +80,8 @@ final class UshasWrite implements Write, RequiresDistributionAndOrdering {
 
     private boolean clusteredByPartition() {
         if (table.partitionSchema().isEmpty()) return false;
-        String mode = table.properties().getOrDefault(DISTRIBUTION_MODE, "none");
+        String mode = table.properties().get(DISTRIBUTION_MODE);
+        if (mode == null) return replacing == null;
         return "hash".equalsIgnoreCase(mode.trim());
     }
 
