@@ -19,8 +19,8 @@
   jstack samples of each statement by kind (bench/_sampler.py). Without ``--sizes`` the registration
   rows are not run.
 - **--flat SIZES**: one INSERT of N partitions through Spark into a new ushas table per size (two rows a
-  partition, each partition written by one task: one file per partition); prints ms per partition and
-  its ratio to the first size's (flat = 1.00x).
+  partition, clustered by partition: one file per partition), an INSERT OVERWRITE of them and a CTAS of N
+  partitions; prints ms per partition of each and its ratio to the first size's (flat = 1.00x).
 - **--commit-write N**: the shim's ``commit_write`` request of an INSERT of N new partitions, then of a
   dynamic INSERT OVERWRITE of them (what the JVM sends; no Spark), on this tree and, with ``--against``,
   on another checkout (before / after a change), each in its own process.
@@ -166,24 +166,31 @@ def spark_side(root: Path, n: int, before: bool = False, sample: bool = False) -
     return out
 
 
-def flat(root: Path, sizes: list[int]) -> dict[int, float]:
-    """Seconds of one INSERT creating N partitions into a new ushas table, for each N: tiny data (two rows
-    a partition, each partition's rows in one task: one file per partition), the per-partition cost."""
+def flat(root: Path, sizes: list[int]) -> dict[int, dict[str, float]]:
+    """Seconds of one INSERT creating N partitions into a new ushas table, of an INSERT OVERWRITE of them and
+    of a CTAS of N partitions, for each N: tiny data (two rows a partition, clustered by partition: one file
+    per partition), the per-partition cost of each."""
     from _spark import ushas_session
 
     spark = ushas_session("many-partitions-flat", root)
     spark.sql("CREATE NAMESPACE IF NOT EXISTS ushas.b")
     spark.sql("CREATE TABLE ushas.b.warm (id BIGINT, p STRING) USING parquet PARTITIONED BY (p)")
     spark.sql("INSERT INTO ushas.b.warm SELECT id, CAST(id % 20 AS STRING) FROM range(100)")
-    out: dict[int, float] = {}
+    out: dict[int, dict[str, float]] = {}
     for n in sizes:
         table = f"ushas.b.flat{n}"
+        source = f"SELECT id, CAST(id DIV 2 AS STRING) AS p FROM range({2 * n})"
         spark.sql(f"CREATE TABLE {table} (id BIGINT, p STRING) USING parquet PARTITIONED BY (p)")
-        t0 = time.perf_counter()
-        spark.sql(f"INSERT INTO {table} SELECT id, CAST(id DIV 2 AS STRING) AS p FROM range({2 * n})")
-        out[n] = time.perf_counter() - t0
-        print(f"  INSERT of {n:,} partitions: {out[n]:.1f} s, {out[n] / n * 1000:.2f} ms/partition", flush=True)
-        assert spark.sql(f"SELECT count(*) FROM {table}").collect()[0][0] == 2 * n
+        out[n] = {}
+        for op, sql in (("insert", f"INSERT INTO {table} {source}"), ("overwrite", f"INSERT OVERWRITE {table} {source}"),
+                        ("ctas", f"CREATE TABLE {table}_ctas USING parquet PARTITIONED BY (p) AS {source}")):
+            t0 = time.perf_counter()
+            spark.sql(sql)
+            out[n][op] = time.perf_counter() - t0
+            print(f"  {op} of {n:,} partitions: {out[n][op]:.1f} s, {out[n][op] / n * 1000:.2f} ms/partition",
+                  flush=True)
+        for t in (table, f"{table}_ctas"):
+            assert spark.sql(f"SELECT count(*) FROM {t}").collect()[0][0] == 2 * n
     spark.stop()
     return out
 
@@ -202,8 +209,10 @@ def main() -> int:
                     help="only the shim's commit_write of N partitions (append, then dynamic overwrite)")
     ap.add_argument("--against", metavar="TREE", help="with --commit-write: also run it on another checkout's "
                                                       "python/ (e.g. /work/main), in its own process")
+    ap.add_argument("--dir", help="where the tables go (default: the temporary directory; /dev/shm: memory, "
+                                  "no ext4 inode allocation, docs/benchmarks.md \"recently deleted inodes\")")
     args = ap.parse_args()
-    root = Path(tempfile.mkdtemp(prefix="ushas-many-"))
+    root = Path(tempfile.mkdtemp(prefix="ushas-many-", dir=args.dir))
     if args.commit_write:
         import json
         import subprocess
@@ -229,12 +238,15 @@ def main() -> int:
     try:
         if args.flat:
             sizes = [int(x) for x in args.flat.split(",")]
-            got = flat(root, sizes)
-            base = got[sizes[0]] / sizes[0]
-            print(f"| partitions | INSERT s | ms/partition | ÷ at {sizes[0]:,} |")
-            print("|---:|---:|---:|---:|")
-            for n, t in got.items():
-                print(f"| {n:,} | {t:.1f} | {t / n * 1000:.2f} | {t / n / base:.2f}x |")
+            flats = flat(root, sizes)
+            first = sizes[0]
+            print(f"| partitions | statement | s | ms/partition | ÷ at {first:,} |")
+            print("|---:|---|---:|---:|---:|")
+            for op in ("insert", "overwrite", "ctas"):
+                base = flats[first][op] / first
+                for n, times in flats.items():
+                    t = times[op]
+                    print(f"| {n:,} | {op} | {t:.1f} | {t / n * 1000:.2f} | {t / n / base:.2f}x |")
             return 0
         if not args.spark or args.sizes != ap.get_default("sizes"):
             sizes = [int(s) for s in args.sizes.split(",")]
