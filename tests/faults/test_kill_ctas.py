@@ -38,9 +38,12 @@ spark.sql("CREATE NAMESPACE IF NOT EXISTS ushas.k")
 spark.sql("CREATE TABLE ushas.k.old (id BIGINT, dt STRING) USING parquet PARTITIONED BY (dt)")
 spark.sql("INSERT INTO ushas.k.old VALUES (1, 'a'), (2, 'b')")
 print("READY", flush=True)
-slow = ("SELECT /*+ REPARTITION(2) */ id, CAST(id % 2 AS STRING) AS dt, "
-        "reflect('java.lang.Thread', 'sleep', CAST(500 AS BIGINT)) AS pause FROM range(400)")
-threads = [threading.Thread(target=spark.sql, args=(f"CREATE TABLE ushas.k.new USING parquet PARTITIONED BY (dt) AS {slow}",)),
+# the pause in the write's own tasks (after the shuffle; the CTAS not clustered by partition, which would
+# shuffle again after it): a write's staging directory appears when its job starts
+slow = ("SELECT id, dt, reflect('java.lang.Thread', 'sleep', CAST(500 AS BIGINT)) AS pause FROM "
+        "(SELECT /*+ REPARTITION(2) */ id, CAST(id % 2 AS STRING) AS dt FROM range(400))")
+threads = [threading.Thread(target=spark.sql, args=(f"CREATE TABLE ushas.k.new USING parquet PARTITIONED BY (dt) "
+                                                    f"TBLPROPERTIES ('write.distribution-mode' = 'none') AS {slow}",)),
            threading.Thread(target=spark.sql, args=(f"CREATE OR REPLACE TABLE ushas.k.old USING parquet AS {slow}",))]
 for t in threads:
     t.start()

@@ -20,7 +20,8 @@ _ERROR_CLASS = re.compile(r"^\s*\[([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\]")
 _LOCATION = re.compile(r"(?:file|hdfs|s3a?|gs|abfss?):/[^\s'\"`,)\]}]*")
 _TIME = re.compile(r"\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} [ \d]?\d \d\d:\d\d:\d\d \S+ \d{4}\b"
                    r"|\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z\b|\bUNKNOWN\b")
-_BYTES = re.compile(r"\b\d+ bytes\b|(?<=totalSize=)\d+")
+#: sizes, and file counts (a write here makes one file per partition, Spark's one per task: compatibility.py)
+_BYTES = re.compile(r"\b\d+ bytes\b|(?<=totalSize=)\d+|(?<=numFiles=)\d+")
 _TIME_ROWS = {"Created Time", "Last Access", "Partition Created Time", "Partition Last Access"}
 _LOCATION_ROWS = {"Location"}
 #: what a Hive metastore adds to every object (its serde, a DDL time, storage details): the session
