@@ -289,6 +289,23 @@ def test_many_partition_writes_place_whole_directories_and_cluster_by_default(sp
     assert files["none"]["0/0"] == 4 and files["none"]["0/4"] == 2  # one per task per write
 
 
+def test_rows_the_driver_holds_are_written_without_a_shuffle(spark: Any, db: str, ms: Any) -> None:
+    """INSERT … VALUES into a table clustered by partition (the default): no shuffle (the local rows go to one
+    task, io.ushas.spark.LocalRowsWrite), still one file per partition; rows from a query are shuffled."""
+    table, name = f"ushas.{db}.local_rows", ("ushas", db, "local_rows")
+    spark.sql(f"CREATE TABLE {table} (id BIGINT, dt STRING) USING parquet PARTITIONED BY (dt)")
+    values = "VALUES (1, 'a'), (2, 'b'), (3, 'a'), (4, 'c'), (5, 'b')"
+    plan = "\n".join(r[0] for r in spark.sql(f"EXPLAIN INSERT INTO {table} {values}").collect())
+    assert "Exchange" not in plan and "Coalesce 1" in plan, plan
+    queried = "\n".join(r[0] for r in spark.sql(
+        f"EXPLAIN INSERT INTO {table} SELECT id, CAST(id % 3 AS STRING) FROM range(0, 6, 1, 2)").collect())
+    assert "REBALANCE_PARTITIONS_BY_COL" in queried, queried
+    spark.sql(f"INSERT INTO {table} {values}")
+    parts = check_registered(ms, name, location_of_table(ms, name))
+    assert {k: p.files for k, p in parts.items()} == {"a": 1, "b": 1, "c": 1}
+    assert sorted(spark.sql(f"SELECT id FROM {table}").toPandas()["id"]) == [1, 2, 3, 4, 5]
+
+
 def location_of_table(ms: Any, name: tuple[str, str, str]) -> str:
     return str(ms.get_table(name).location)
 

@@ -39,6 +39,7 @@ public final class UshasExtensions extends AbstractFunction1<SparkSessionExtensi
         extensions.injectOptimizerRule(FooterCount.factory());  // count(*) of a few parquet files: no job
         extensions.injectOptimizerRule(MergeGroupFilter.factory());  // a MERGE's source size, for its group filter
         extensions.injectOptimizerRule(MergeBroadcastJoin.factory());  // a MERGE's small source broadcast
+        extensions.injectQueryPostPlannerStrategyRule(LocalRowsWrite.factory());  // VALUES written: no shuffle
         extensions.injectResolutionRule(RowPolicies.factory());  // row filters and column masks on every read
         extensions.injectResolutionRule(MetadataOnlyDelete.factory());  // a partitions' DELETE decided at analysis
         extensions.injectPostHocResolutionRule(ViewSchemaSync.factory());  // views WITH SCHEMA [TYPE] EVOLUTION
