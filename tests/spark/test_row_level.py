@@ -537,21 +537,23 @@ def test_a_broadcast_merge_finds_unmatched_source_rows_by_the_targets_keys(spark
         spark.catalog.dropTempView("ksrc")
 
 
-def test_the_unmatched_source_forms_have_their_own_limits_and_a_bad_form_is_refused(
+def test_the_unmatched_source_form_is_a_setting_under_the_rules_limit_and_a_bad_form_is_refused(
         spark: Any, db: str, sized_src: str) -> None:
-    """A source of 2.6 MB by Spark's estimate (100,000 rows of a range: no row is computed for EXPLAIN) is
-    broadcast with the ``scan`` form (its limit: Spark's threshold, 10 MB) but not with the ``join`` form (a tenth
-    of it), nor with a key ``scan`` cannot compare as bytes (a DOUBLE: the joins' form and its limit). Another
-    value of ``spark.ushas.merge.unmatchedSource`` is refused naming the setting, before anything is written."""
+    """A source of 2.6 MB by Spark's estimate (100,000 rows of a range: no row is computed for EXPLAIN) is over
+    the rule's default limit (a tenth of Spark's threshold, for either form): Spark's plan. With the limit raised
+    it is broadcast and its unmatched rows found by the ``scan`` form, by the ``join`` form when the session asks
+    for it, or when the key is one ``scan`` cannot compare as bytes (a DOUBLE). Another value of
+    ``spark.ushas.merge.unmatchedSource`` is refused naming the setting, before anything is written."""
     t = f"ushas.{db}.t"
     make(spark, t, "parquet", True)
     big = "(SELECT CAST(id AS INT) AS id, 'x' AS v, 'y' AS dt FROM range(100000))"
     merge = (f"MERGE INTO {t} t USING {{s}} s ON {{on}} WHEN MATCHED THEN UPDATE SET v = s.v "
              f"WHEN NOT MATCHED THEN INSERT *")
-    cases = [("t.id = s.id", {}, True), ("t.id = s.id", {"spark.ushas.merge.unmatchedSource": "join"}, False),
-             ("CAST(t.id AS DOUBLE) = CAST(s.id AS DOUBLE)", {}, False),
-             ("t.id = s.id", {"spark.ushas.merge.broadcastSource.maxBytes": "2m"}, False)]
-    for on, conf, broadcast in cases:
+    raised = {"spark.ushas.merge.broadcastSource.maxBytes": "10m"}
+    cases = [("t.id = s.id", {}, "spark"), ("t.id = s.id", raised, "scan"),
+             ("t.id = s.id", {**raised, "spark.ushas.merge.unmatchedSource": "join"}, "join"),
+             ("CAST(t.id AS DOUBLE) = CAST(s.id AS DOUBLE)", raised, "join")]
+    for on, conf, form in cases:
         for k, v in conf.items():
             spark.conf.set(k, v)
         try:
@@ -559,7 +561,9 @@ def test_the_unmatched_source_forms_have_their_own_limits_and_a_bad_form_is_refu
         finally:
             for k in conf:
                 spark.conf.unset(k)
-        assert ("FullOuter" not in plan) == broadcast and ("MergeUnmatchedSource" in plan) == broadcast, \
+        assert ("FullOuter" in plan) == (form == "spark"), (on, conf, plan)
+        assert ("MergeUnmatchedSource" in plan) == (form == "scan"), (on, conf, plan)
+        assert (re.search(r"BroadcastHashJoin .*__ushas_merge_key_0.*LeftAnti", plan) is not None) == (form == "join"), \
             (on, conf, plan)
     spark.conf.set("spark.ushas.merge.unmatchedSource", "hash")
     try:

@@ -81,9 +81,11 @@ import java.util.Map;
  * out of the one task that reads it, so {@code MergeRows}' cardinality check ({@code MERGE_CARDINALITY_VIOLATION})
  * is exact. The joins' form reads the condition's columns of the group a second time and the source three times
  * (two broadcasts, the anti join's streamed side or shuffle): it pays off when the source is small next to the
- * group, hence a limit well under Spark's threshold for it (a tenth; measured: a 40 kB source into a group of
+ * group, hence a limit well under Spark's threshold (a tenth; measured: a 40 kB source into a group of
  * 10 million rows 0.63x of Spark's plan; a 2 MB source into a million rows costs more than it,
- * docs/benchmarks.md); the scan's form reads the key columns once and the source twice, up to Spark's threshold.
+ * docs/benchmarks.md); the scan's form reads the key columns once and the source twice, in four jobs: level with
+ * Spark's plan for a 40 kB source into a million rows, 1.11x its CPU for a 2 MB one (its driver's work on the
+ * source), so the same limit.
  * Left as Spark planned it: a source Spark cannot size or that is too big, a condition without an
  * equality (Spark already broadcasts a nested loop join), a non-deterministic source or condition, a source
  * calling Python (the source is read three times), a condition on a hidden column, another catalog's table, and
@@ -132,8 +134,9 @@ final class MergeBroadcastJoin extends Rule<LogicalPlan> {
                 if (!isDefinedAt(p)) return fallback.apply(p);
                 ReplaceData rd = (ReplaceData) p;
                 boolean scan = scanForm();
-                LogicalPlan query = rewriteQuery(rd.query(), (DataSourceV2Relation) rd.originalTable(), maxBytes(scan),
-                        scan ? maxBytes(false) : -1);
+                long max = maxBytes();
+                LogicalPlan query = rewriteQuery(rd.query(), (DataSourceV2Relation) rd.originalTable(), max,
+                        scan ? max : -1);
                 @SuppressWarnings("unchecked")
                 B1 out = (B1) (query == rd.query() ? rd
                         : rd.withNewChildren(CollectionConverters.asScala(List.of(query)).toList()));
@@ -154,11 +157,12 @@ final class MergeBroadcastJoin extends Rule<LogicalPlan> {
     }
 
     /** {@value #MAX_BYTES_CONF}, at most Spark's broadcast threshold (negative: no source is broadcast); by default
-     *  the threshold itself for the {@code scan} form, a tenth of it for the {@code join} form. */
-    private long maxBytes(boolean scan) {
+     *  a tenth of it, for either form (measured, docs/benchmarks.md "Wave 18": the scan's form level with Spark's
+     *  plan for a 40 kB source into a million rows, 1.11x its CPU for the bench's 2 MB source). */
+    private long maxBytes() {
         long threshold = SQLConf.get().autoBroadcastJoinThreshold();
         String v = session.conf().get(MAX_BYTES_CONF, "").trim();
-        if (v.isEmpty()) return threshold < 0 ? -1 : scan ? threshold : threshold / 10;
+        if (v.isEmpty()) return threshold < 0 ? -1 : threshold / 10;
         long max;
         try {
             max = org.apache.spark.network.util.JavaUtils.byteStringAsBytes(v);
