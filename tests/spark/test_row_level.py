@@ -510,8 +510,9 @@ def test_a_broadcast_merge_finds_unmatched_source_rows_by_the_targets_keys(spark
             assert "FullOuter" not in plan and not target_shuffled(plan), (on, plan)
             scanned = "MergeUnmatchedSource" in plan
             assert scanned == (form == "scan" and by_bytes), (on, plan)
-            if scanned:
+            if scanned:  # the node checks the cardinality: MergeRows needs no row id
                 assert "LeftAnti" not in plan and "LeftSemi" not in plan, (on, plan)
+                assert "checking cardinality" in plan and "__row_id" not in plan, (on, plan)
                 assert not [line for line in subtree(plan, "MergeUnmatchedSource") if "Exchange" in line], (on, plan)
             # the keys' broadcast: over their aggregate, built for the anti join of the source rows
             by_keys = re.search(r"BroadcastHashJoin .*__ushas_merge_key_0.*LeftAnti, BuildRight", plan) is not None
