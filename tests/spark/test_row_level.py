@@ -337,6 +337,22 @@ def target_shuffled(plan: str) -> bool:
     return any("Exchange" in line and "__row_from_target" in nxt for line, nxt in zip(lines, lines[1:]))
 
 
+def subtree(plan: str, node: str) -> list[str]:
+    """The lines of the physical plan's first node whose line contains ``node``, and of the nodes under it."""
+    lines = plan.splitlines()
+    at = next(i for i, line in enumerate(lines) if node in line)
+
+    def column(line: str) -> int:
+        return len(line) - len(re.sub(r"^[\s:|+-]*", "", line))
+
+    out = [lines[at]]
+    for line in lines[at + 1:]:
+        if not line.strip() or column(line) <= column(lines[at]):
+            break
+        out.append(line)
+    return out
+
+
 @pytest.fixture
 def sized_src(spark: Any) -> Any:
     values_view(spark, "src", SOURCE)
@@ -359,7 +375,9 @@ def test_a_merge_with_a_small_source_broadcasts_it_and_matches_the_reference(
     rewritten = name not in ("merge_by_source_update", "merge_insert_only")
     assert "FullOuter" not in plan and not target_shuffled(plan), plan
     if rewritten:
-        assert re.search(r"BroadcastHashJoin .*LeftOuter, BuildRight", plan) and "LeftAnti" in plan, plan
+        # the unmatched source rows by one scan of the target's keys (MergeUnmatchedSource): no join, no exchange
+        assert re.search(r"BroadcastHashJoin .*LeftOuter, BuildRight", plan) and "LeftAnti" not in plan, plan
+        assert not [line for line in subtree(plan, "MergeUnmatchedSource") if "Exchange" in line], plan
         spark.conf.set("spark.ushas.merge.broadcastSource", "false")
         try:
             spark_plan = spark.sql(f"EXPLAIN {statement}").first()[0]
@@ -430,16 +448,18 @@ def test_a_broadcast_merge_keeps_the_cardinality_check_and_spark_keeps_its_plan_
 KEYED_TARGET = [(1, "a", "x"), (1, "b", "x"), (None, "n", "x"), (2, "c", "y"), (3, "d", "y"), (None, "m", "y"),
                 (5, "e", "z")]
 KEYED_SOURCE = [(1, "S1", "x"), (None, "SN", "x"), (3, "S3", "z"), (4, "S4", "y"), (5, "S5", "z")]
-#: (ON condition, whether the rule takes it apart into keys): equalities between the two sides, plain or
-#: null-safe, over expressions too, with conjuncts on the target alone and on the source alone; a conjunct
-#: comparing the two otherwise keeps the form with the anti join against the semi join's rows
+#: (ON condition, whether the rule takes it apart into keys, whether those keys compare as their bytes):
+#: equalities between the two sides, plain or null-safe, over expressions too, with conjuncts on the target alone
+#: and on the source alone; a conjunct comparing the two otherwise keeps the form with the anti join against the
+#: semi join's rows; a floating point key (-0.0 = 0.0) keeps the joins' form of the keys
 KEYED_CONDITIONS = [
-    ("t.id = s.id", True),
-    ("t.id <=> s.id", True),  # a NULL key matches a NULL key
-    ("t.id = s.id AND t.dt IN ('x', 'y')", True),  # 5 is in z: the source's 5 is inserted, the target's kept
-    ("s.id = t.id AND s.v <> 'S1'", True),  # the source's 1 matches nothing: inserted next to the target's 1s
-    ("t.id + 1 = s.id + 1 AND t.dt = s.dt", True),  # two keys, one an expression: 3 (y against z) unmatched
-    ("t.id = s.id AND t.v < s.v", False),
+    ("t.id = s.id", True, True),
+    ("t.id <=> s.id", True, True),  # a NULL key matches a NULL key
+    ("t.id = s.id AND t.dt IN ('x', 'y')", True, True),  # 5 is in z: the source's 5 is inserted, the target's kept
+    ("s.id = t.id AND s.v <> 'S1'", True, True),  # the source's 1 matches nothing: inserted next to the target's 1s
+    ("t.id + 1 = s.id + 1 AND t.dt = s.dt", True, True),  # two keys, one an expression: 3 (y against z) unmatched
+    ("t.id = s.id AND t.v < s.v", False, False),
+    ("CAST(t.id AS DOUBLE) = CAST(s.id AS DOUBLE)", True, False),
 ]
 
 
@@ -459,15 +479,18 @@ def keyed_reference(spark: Any, on: str) -> set[tuple[Any, ...]]:
     return {tuple(r.r) for r in rows if r.r is not None}
 
 
-def test_a_broadcast_merge_finds_unmatched_source_rows_by_the_targets_distinct_keys(
-        spark: Any, db: str) -> None:
+@pytest.mark.parametrize("form", ["scan", "join"])
+def test_a_broadcast_merge_finds_unmatched_source_rows_by_the_targets_keys(spark: Any, db: str, form: str) -> None:
     """A broadcast MERGE whose ON condition is equalities between target and source plus conjuncts on either
-    side alone finds the source rows no target row matches by an anti join against the distinct keys of the
-    target rows the source matches, broadcast (at most the source's keys: bounded as the source is): no
-    shuffle of the target's rows, the keys aggregated before their broadcast. The same rows as a DataFrame
-    reference for repeated target keys, NULL keys (plain and null-safe equality), conjuncts on one side,
-    expressions, two keys; a condition comparing the sides otherwise keeps the anti join against the rows of
-    the semi join (shuffled). Two source rows with one key matching one target row still fail with
+    side alone finds the source rows no target row matches from the target's keys. ``scan`` (the default of
+    ``spark.ushas.merge.unmatchedSource``): one scan of the target's key columns marks the source keys it meets
+    (``MergeUnmatchedSource``: no join, no exchange under it) when the keys compare as their bytes, else the
+    joins' form; ``join``: an anti join against the distinct keys of the target rows the source matches,
+    broadcast (at most the source's keys: bounded as the source is), the keys aggregated before their broadcast.
+    Either way no shuffle of the target's rows and the same rows as a DataFrame reference for repeated target
+    keys, NULL keys (plain and null-safe equality), conjuncts on one side, expressions, two keys, a floating
+    point key; a condition comparing the sides otherwise keeps the anti join against the rows of the semi join
+    (shuffled). Two source rows with one key matching one target row still fail with
     MERGE_CARDINALITY_VIOLATION, writing nothing."""
     values = "VALUES " + ", ".join("(" + ", ".join("NULL" if x is None else repr(x) for x in r) + ")"
                                    for r in KEYED_SOURCE)
@@ -477,17 +500,24 @@ def test_a_broadcast_merge_finds_unmatched_source_rows_by_the_targets_distinct_k
     spark.sql(f"CREATE TABLE {t} ({COLS}) USING parquet PARTITIONED BY (dt)")
     spark.createDataFrame(KEYED_TARGET, COLS).writeTo(t).append()
     filled = spark.sql(f"SELECT max(version) FROM {t}.history").first()[0]
+    spark.conf.set("spark.ushas.merge.unmatchedSource", form)
     try:
-        for on, keyed in KEYED_CONDITIONS:
+        for on, keyed, by_bytes in KEYED_CONDITIONS:
             spark.sql(f"CALL ushas.system.restore_table(table => '{db}.k', version => {filled})")
             sql = (f"MERGE INTO {t} t USING ksrc s ON {on} WHEN MATCHED THEN UPDATE SET v = s.v "
                    f"WHEN NOT MATCHED THEN INSERT * WHEN NOT MATCHED BY SOURCE AND t.dt = 'y' THEN DELETE")
             plan = spark.sql(f"EXPLAIN {sql}").first()[0]
             assert "FullOuter" not in plan and not target_shuffled(plan), (on, plan)
+            scanned = "MergeUnmatchedSource" in plan
+            assert scanned == (form == "scan" and by_bytes), (on, plan)
+            if scanned:  # the node checks the cardinality: MergeRows needs no row id
+                assert "LeftAnti" not in plan and "LeftSemi" not in plan, (on, plan)
+                assert "checking cardinality" in plan and "__row_id" not in plan, (on, plan)
+                assert not [line for line in subtree(plan, "MergeUnmatchedSource") if "Exchange" in line], (on, plan)
             # the keys' broadcast: over their aggregate, built for the anti join of the source rows
             by_keys = re.search(r"BroadcastHashJoin .*__ushas_merge_key_0.*LeftAnti, BuildRight", plan) is not None
-            assert by_keys == keyed, (on, plan)
-            if keyed:
+            assert by_keys == (keyed and not scanned), (on, plan)
+            if by_keys:
                 below = plan[plan.index("LeftAnti, BuildRight"):]
                 assert re.search(r"BroadcastExchange .*\n\s*\+- HashAggregate\(keys=\[__ushas_merge_key_0", below), \
                     (on, plan)
@@ -504,4 +534,42 @@ def test_a_broadcast_merge_finds_unmatched_source_rows_by_the_targets_distinct_k
             spark.sql(dup)
         assert {tuple(r) for r in spark.sql(f"SELECT id, v, dt FROM {t}").collect()} == before
     finally:
+        spark.conf.unset("spark.ushas.merge.unmatchedSource")
         spark.catalog.dropTempView("ksrc")
+
+
+def test_the_unmatched_source_form_is_a_setting_under_the_rules_limit_and_a_bad_form_is_refused(
+        spark: Any, db: str, sized_src: str) -> None:
+    """A source of 2.6 MB by Spark's estimate (100,000 rows of a range: no row is computed for EXPLAIN) is over
+    the rule's default limit (a tenth of Spark's threshold, for either form): Spark's plan. With the limit raised
+    it is broadcast and its unmatched rows found by the ``scan`` form, by the ``join`` form when the session asks
+    for it, or when the key is one ``scan`` cannot compare as bytes (a DOUBLE). Another value of
+    ``spark.ushas.merge.unmatchedSource`` is refused naming the setting, before anything is written."""
+    t = f"ushas.{db}.t"
+    make(spark, t, "parquet", True)
+    big = "(SELECT CAST(id AS INT) AS id, 'x' AS v, 'y' AS dt FROM range(100000))"
+    merge = (f"MERGE INTO {t} t USING {{s}} s ON {{on}} WHEN MATCHED THEN UPDATE SET v = s.v "
+             f"WHEN NOT MATCHED THEN INSERT *")
+    raised = {"spark.ushas.merge.broadcastSource.maxBytes": "10m"}
+    cases = [("t.id = s.id", {}, "spark"), ("t.id = s.id", raised, "scan"),
+             ("t.id = s.id", {**raised, "spark.ushas.merge.unmatchedSource": "join"}, "join"),
+             ("CAST(t.id AS DOUBLE) = CAST(s.id AS DOUBLE)", raised, "join")]
+    for on, conf, form in cases:
+        for k, v in conf.items():
+            spark.conf.set(k, v)
+        try:
+            plan = spark.sql(f"EXPLAIN {merge.format(s=big, on=on)}").first()[0]
+        finally:
+            for k in conf:
+                spark.conf.unset(k)
+        assert ("FullOuter" in plan) == (form == "spark"), (on, conf, plan)
+        assert ("MergeUnmatchedSource" in plan) == (form == "scan"), (on, conf, plan)
+        assert (re.search(r"BroadcastHashJoin .*__ushas_merge_key_0.*LeftAnti", plan) is not None) == (form == "join"), \
+            (on, conf, plan)
+    spark.conf.set("spark.ushas.merge.unmatchedSource", "hash")
+    try:
+        with pytest.raises(Exception, match="spark.ushas.merge.unmatchedSource: expected scan or join, got 'hash'"):
+            spark.sql(merge.format(s=sized_src, on="t.id = s.id"))
+    finally:
+        spark.conf.unset("spark.ushas.merge.unmatchedSource")
+    assert {tuple(r) for r in spark.sql(f"SELECT id, v, dt FROM {t}").collect()} == set(TARGET)

@@ -64,7 +64,11 @@ import java.util.Map;
  * where {@code T'} is a second read of the table as the statement loaded it (only the columns {@code cond} needs,
  * the partitions its partition predicates select). When {@code cond} is equalities between the target and the
  * source ({@code =} or {@code <=>}) plus conjuncts on either side alone (the usual upsert), the second side is
- * instead {@code Join(S, DISTINCT(keys of Join(T', S, LeftSemi, cond)), LeftAnti, keys and S's conjuncts)} with
+ * instead, by default ({@value #UNMATCHED_CONF} {@code scan}, keys whose equality is their bytes'),
+ * {@code MergeUnmatchedSource(keys of T' under T's conjuncts, S, keys and S's conjuncts)}: one job over the
+ * target's key columns marks the source keys it meets, no join, no exchange ({@link #unmatchedByScan},
+ * {@link MergeUnmatchedSourceExec}); otherwise ({@code join}, or other key types)
+ * {@code Join(S, DISTINCT(keys of Join(T', S, LeftSemi, cond)), LeftAnti, keys and S's conjuncts)} with
  * the distinct keys broadcast: they are at most the source's keys, so that broadcast is as bounded as the
  * source's, and no side of it is shuffled but the keys' aggregate ({@link #unmatchedByKeys}). It is the same rows: the first side is every target row of the
  * group with its matches (a target row that matches nothing keeps nulls for the source, as in the full outer
@@ -75,10 +79,13 @@ import java.util.Map;
  * ({@code __row_from_target}, {@code __row_from_source}) and row id. The target is still never broadcast or
  * replicated (Spark's {@code NO_BROADCAST_AND_REPLICATION} hint stays on it): every match of a target row comes
  * out of the one task that reads it, so {@code MergeRows}' cardinality check ({@code MERGE_CARDINALITY_VIOLATION})
- * is exact. The rewrite reads the condition's columns of the group a second time and the source three times (two
- * broadcasts, the anti join's streamed side or shuffle): it pays off when the source is small next to the
- * group, hence a limit well under Spark's threshold (measured: a 40 kB source into a group of 10 million rows
- * 0.63x of Spark's plan; a 2 MB source into a million rows costs more than it, docs/benchmarks.md).
+ * is exact. The joins' form reads the condition's columns of the group a second time and the source three times
+ * (two broadcasts, the anti join's streamed side or shuffle): it pays off when the source is small next to the
+ * group, hence a limit well under Spark's threshold (a tenth; measured: a 40 kB source into a group of
+ * 10 million rows 0.63x of Spark's plan; a 2 MB source into a million rows costs more than it,
+ * docs/benchmarks.md); the scan's form reads the key columns once and the source twice, in four jobs: level with
+ * Spark's plan for a 40 kB source into a million rows, 1.11x its CPU for a 2 MB one (its driver's work on the
+ * source), so the same limit.
  * Left as Spark planned it: a source Spark cannot size or that is too big, a condition without an
  * equality (Spark already broadcasts a nested loop join), a non-deterministic source or condition, a source
  * calling Python (the source is read three times), a condition on a hidden column, another catalog's table, and
@@ -90,6 +97,10 @@ final class MergeBroadcastJoin extends Rule<LogicalPlan> {
     /** the largest source (Spark's estimate, bytes or a size such as {@code 4m}) the rule broadcasts; by default a
      *  tenth of {@code spark.sql.autoBroadcastJoinThreshold}, never more than it */
     static final String MAX_BYTES_CONF = "spark.ushas.merge.broadcastSource.maxBytes";
+
+    /** how the source rows no target row matches are found: {@code scan} ({@link MergeUnmatchedSource}: one job
+     *  over the target's key columns, the default) or {@code join} (the semi join, distinct keys and anti join) */
+    static final String UNMATCHED_CONF = "spark.ushas.merge.unmatchedSource";
 
     private final SparkSession session;
 
@@ -122,7 +133,10 @@ final class MergeBroadcastJoin extends Rule<LogicalPlan> {
             public <A1 extends LogicalPlan, B1> B1 applyOrElse(A1 p, Function1<A1, B1> fallback) {
                 if (!isDefinedAt(p)) return fallback.apply(p);
                 ReplaceData rd = (ReplaceData) p;
-                LogicalPlan query = rewriteQuery(rd.query(), (DataSourceV2Relation) rd.originalTable(), maxBytes());
+                boolean scan = scanForm();
+                long max = maxBytes();
+                LogicalPlan query = rewriteQuery(rd.query(), (DataSourceV2Relation) rd.originalTable(), max,
+                        scan ? max : -1);
                 @SuppressWarnings("unchecked")
                 B1 out = (B1) (query == rd.query() ? rd
                         : rd.withNewChildren(CollectionConverters.asScala(List.of(query)).toList()));
@@ -131,7 +145,20 @@ final class MergeBroadcastJoin extends Rule<LogicalPlan> {
         });
     }
 
-    /** {@value #MAX_BYTES_CONF}, at most Spark's broadcast threshold (negative: no source is broadcast). */
+    /** Whether the source rows no target row matches come from {@link MergeUnmatchedSource} ({@value #UNMATCHED_CONF}
+     *  {@code scan}, the default) or from the joins of wave 17 ({@code join}); another value is refused naming it. */
+    private boolean scanForm() {
+        String v = session.conf().get(UNMATCHED_CONF, "scan").trim().toLowerCase(java.util.Locale.ROOT);
+        return switch (v) {
+            case "scan" -> true;
+            case "join" -> false;
+            default -> throw new IllegalArgumentException(UNMATCHED_CONF + ": expected scan or join, got '" + v + "'");
+        };
+    }
+
+    /** {@value #MAX_BYTES_CONF}, at most Spark's broadcast threshold (negative: no source is broadcast); by default
+     *  a tenth of it, for either form (measured, docs/benchmarks.md "Wave 18": the scan's form level with Spark's
+     *  plan for a 40 kB source into a million rows, 1.11x its CPU for the bench's 2 MB source). */
     private long maxBytes() {
         long threshold = SQLConf.get().autoBroadcastJoinThreshold();
         String v = session.conf().get(MAX_BYTES_CONF, "").trim();
@@ -147,7 +174,8 @@ final class MergeBroadcastJoin extends Rule<LogicalPlan> {
     }
 
     /** The statement's query with its {@code MergeRows}' full outer join rewritten, or the same plan. */
-    private static LogicalPlan rewriteQuery(LogicalPlan query, DataSourceV2Relation table, long maxBytes) {
+    private static LogicalPlan rewriteQuery(LogicalPlan query, DataSourceV2Relation table, long maxBytes,
+                                            long joinMaxBytes) {
         return query.transformDown(new AbstractPartialFunction<LogicalPlan, LogicalPlan>() {
             @Override
             public boolean isDefinedAt(LogicalPlan p) {
@@ -158,16 +186,28 @@ final class MergeBroadcastJoin extends Rule<LogicalPlan> {
             public <A1 extends LogicalPlan, B1> B1 applyOrElse(A1 p, Function1<A1, B1> fallback) {
                 if (!isDefinedAt(p)) return fallback.apply(p);
                 MergeRows m = (MergeRows) p;
-                LogicalPlan join = rewrite((Join) m.child(), table, maxBytes);
+                LogicalPlan join = rewrite((Join) m.child(), table, maxBytes, joinMaxBytes, m.checkCardinality());
+                LogicalPlan out = m;
+                if (join != null && checksCardinality(join)) {  // the scan checks it: MergeRows need not, nor the row id
+                    out = new MergeRows(m.isSourceRowPresent(), m.isTargetRowPresent(), m.matchedInstructions(),
+                            m.notMatchedInstructions(), m.notMatchedBySourceInstructions(), false, m.output(), join);
+                    out.copyTagsFrom(m);
+                } else if (join != null) {
+                    out = m.withNewChildren(CollectionConverters.asScala(List.of(join)).toList());
+                }
                 @SuppressWarnings("unchecked")
-                B1 out = (B1) (join == null ? m : m.withNewChildren(CollectionConverters.asScala(List.of(join)).toList()));
-                return out;
+                B1 b = (B1) out;
+                return b;
             }
         });
     }
 
-    /** The union for {@code j} (target left, source right), or null when the join is left as it is. */
-    static LogicalPlan rewrite(Join j, DataSourceV2Relation table, long maxBytes) {
+    /** The union for {@code j} (target left, source right), or null when the join is left as it is. The source
+     *  rows no target row matches come from {@link #unmatchedByScan} when {@code joinMaxBytes} is not negative
+     *  (the source within {@code maxBytes}), else, or when the condition does not suit it, from the joins (the
+     *  source within {@code joinMaxBytes} when that is not negative). */
+    static LogicalPlan rewrite(Join j, DataSourceV2Relation table, long maxBytes, long joinMaxBytes,
+                               boolean checkCardinality) {
         if (j.condition().isEmpty()) return null;
         Expression cond = j.condition().get();
         LogicalPlan source = j.right();
@@ -203,9 +243,16 @@ final class MergeBroadcastJoin extends Rule<LogicalPlan> {
         Join matched = new Join(j.left(), source, LeftOuter$.MODULE$, j.condition(),
                 new JoinHint(j.hint().leftHint(), broadcast));
         // the source rows no target row matches
-        Join hit = new Join(again, source, LeftSemi$.MODULE$, Option.apply(onCopy), new JoinHint(Option.empty(), broadcast));
-        Join unmatched = unmatchedByKeys(hit, source, split(onCopy, again.outputSet(), source.outputSet()), broadcast);
-        if (unmatched == null) unmatched = new Join(source, hit, LeftAnti$.MODULE$, Option.apply(onCopy), JoinHint.NONE());
+        Split keyed = split(onCopy, again.outputSet(), source.outputSet());
+        LogicalPlan unmatched = joinMaxBytes >= 0 ? unmatchedByScan(again, source, keyed, checkCardinality) : null;
+        if (unmatched == null) {
+            // the joins' form, under its own limit when the scan's was the one checked above
+            if (joinMaxBytes >= 0 && !broadcastable(source, j.hint().rightHint(), joinMaxBytes)) return null;
+            Join hit = new Join(again, source, LeftSemi$.MODULE$, Option.apply(onCopy),
+                    new JoinHint(Option.empty(), broadcast));
+            unmatched = unmatchedByKeys(hit, source, keyed, broadcast);
+            if (unmatched == null) unmatched = new Join(source, hit, LeftAnti$.MODULE$, Option.apply(onCopy), JoinHint.NONE());
+        }
         List<NamedExpression> row = new ArrayList<>();
         for (Attribute a : CollectionConverters.asJava(j.left().output())) {
             row.add(new Alias(Literal.create(null, a.dataType()), a.name(), NamedExpression.newExprId(),
@@ -296,6 +343,63 @@ final class MergeBroadcastJoin extends Rule<LogicalPlan> {
                 CollectionConverters.asScala(attrs).toList(),
                 new Project(CollectionConverters.asScala(keys).toList(), hit), Option.empty());
         return new Join(source, distinct, LeftAnti$.MODULE$, Option.apply(on), new JoinHint(Option.empty(), broadcast));
+    }
+
+    /**
+     * The source rows no target row matches as {@link MergeUnmatchedSource}, for a condition {@link #split} takes
+     * apart whose keys compare as their bytes (null otherwise): the node's left side is {@code again} filtered by
+     * the target's conjuncts, projected to the keys; its condition the key equalities (their kind kept) and the
+     * source's conjuncts. A source row matches a target row iff its own conjuncts hold and the target row, which
+     * satisfies the target's conjuncts, has its keys: exactly the rows the node does not answer.
+     */
+    private static LogicalPlan unmatchedByScan(DataSourceV2Relation again, LogicalPlan source, Split split,
+                                               boolean checkCardinality) {
+        if (split == null) return null;
+        for (KeyPair k : split.keys()) {
+            if (!k.target().dataType().sameType(k.source().dataType()) || !bytesEquality(k.target().dataType())) {
+                return null;
+            }
+        }
+        List<NamedExpression> keys = new ArrayList<>();
+        Expression on = null;
+        int i = 0;
+        for (KeyPair k : split.keys()) {
+            Alias key = new Alias(k.target(), "__ushas_merge_key_" + i++, NamedExpression.newExprId(),
+                    scala.collection.immutable.List$.MODULE$.empty(), Option.empty(),
+                    scala.collection.immutable.List$.MODULE$.empty());
+            keys.add(key);
+            Expression eq = k.nullSafe() ? new EqualNullSafe(key.toAttribute(), k.source())
+                    : new EqualTo(key.toAttribute(), k.source());
+            on = on == null ? eq : new And(on, eq);
+        }
+        for (Expression e : split.sourceOnly()) on = new And(on, e);
+        LogicalPlan rows = again;
+        if (!split.targetOnly().isEmpty()) rows = new org.apache.spark.sql.catalyst.plans.logical.Filter(
+                split.targetOnly().stream().reduce(And::new).get(), again);
+        return new MergeUnmatchedSource(new Project(CollectionConverters.asScala(keys).toList(), rows), source, on,
+                checkCardinality);
+    }
+
+    /** Whether the union {@link #rewrite} made finds its unmatched source rows by {@link MergeUnmatchedSource}
+     *  checking the MERGE's cardinality. */
+    private static boolean checksCardinality(LogicalPlan union) {
+        return union.children().size() == 2 && union.children().apply(1) instanceof Project p
+                && p.child() instanceof MergeUnmatchedSource u && u.checkCardinality();
+    }
+
+    /** Whether two values of the type are equal ({@code =}) exactly when their bytes in an {@code UnsafeRow} are:
+     *  integers, decimals of at most 18 digits (a long), dates, timestamps, booleans, binary, strings without a
+     *  collation other than binary; not floating point (-0.0 = 0.0, NaN) nor nested types. */
+    static boolean bytesEquality(org.apache.spark.sql.types.DataType t) {
+        return t instanceof org.apache.spark.sql.types.IntegralType
+                || t instanceof org.apache.spark.sql.types.BooleanType
+                || t instanceof org.apache.spark.sql.types.DateType
+                || t instanceof org.apache.spark.sql.types.TimestampType
+                || t instanceof org.apache.spark.sql.types.TimestampNTZType
+                || t instanceof org.apache.spark.sql.types.BinaryType
+                || (t instanceof org.apache.spark.sql.types.DecimalType d && d.precision() <= 18)
+                || (t instanceof org.apache.spark.sql.types.StringType s && s.supportsBinaryEquality()
+                    && !s.usesTrimCollation());
     }
 
     /** Whether the plan calls a Python function (a UDF, pandas or arrow): the rewrite reads the source three

@@ -83,12 +83,16 @@ public final class UshasExtensions extends AbstractFunction1<SparkSessionExtensi
 
     /** RepairTable / RecoverPartitions of an Ushas table -> {@link RepairTableExec}; AnalyzeTable /
      *  AnalyzeColumn -> {@link AnalyzeTableExec}; SET SERDEPROPERTIES (no SERDE class, no partition) ->
-     *  {@link AlterTableExec} setting {@code OPTIONS}; DropTable -> {@link DropTableExec}. */
+     *  {@link AlterTableExec} setting {@code OPTIONS}; DropTable -> {@link DropTableExec}; {@link MergeUnmatchedSource}
+     *  -> {@link MergeUnmatchedSourceExec}. */
     static final class Strategy extends SparkStrategy {
         @Override
         public scala.collection.immutable.Seq<SparkPlan> apply(LogicalPlan plan) {
             SparkPlan exec = null;
-            if (plan instanceof DropTable d && d.child() instanceof ResolvedIdentifier id
+            if (plan instanceof MergeUnmatchedSource m) {  // a MERGE's unmatched source rows (MergeBroadcastJoin)
+                exec = new MergeUnmatchedSourceExec(planLater(m.left()), planLater(m.right()), m.condition(),
+                        m.checkCardinality());
+            } else if (plan instanceof DropTable d && d.child() instanceof ResolvedIdentifier id
                     && id.catalog() instanceof UshasCatalog c) {
                 exec = new DropTableExec(c, id.identifier(), d.ifExists(), d.purge(), id);
             } else if (plan instanceof RepairTable r && ushas(r.child()) != null) {
