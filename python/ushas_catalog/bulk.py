@@ -486,8 +486,11 @@ def replace_partitions(ms: "Metastore", tn: TableName, drop_specs: Sequence[Mapp
                 return fn(tr)
             return ms.run(each)
 
+        late = _garbage_count(garbage) > GARBAGE_IN_PUBLISH  # recorded after the publish, in chunks
+
         def publish(tr: Transaction) -> MutationResult:
-            result = _publish_write(ms, work, t, tr, operation, added, replaced, dropped, garbage, detail)
+            result = _publish_write(ms, work, t, tr, operation, added, replaced, dropped, None if late else garbage,
+                                    detail)
             ran.append(True)
             return result
 
@@ -500,6 +503,8 @@ def replace_partitions(ms: "Metastore", tn: TableName, drop_specs: Sequence[Mapp
     if not ran:  # another attempt of this fenced write committed first: this one's staging is undone
         _rollback_in_call(ms, work)
         return result
+    if late:
+        _record_late_garbage(ms, t, operation, garbage)
     if replaced or marked:
         try:
             resume(ms, work.op, work)  # the cleanup chunks
@@ -508,6 +513,26 @@ def replace_partitions(ms: "Metastore", tn: TableName, drop_specs: Sequence[Mapp
 
             logging.getLogger(__name__).warning("cleanup of write %s left pending: %s", work.op, e)
     return result
+
+
+#: a write's garbage of more files and directories than this is recorded after its publishing transaction, in
+#: transactions of this many (~100 bytes a path: 100,000 replaced files alone would pass the 10 MB limit). A
+#: crash between the two leaves those files unrecorded: kept (old versions read them), never deleted by purge
+GARBAGE_IN_PUBLISH = 20_000
+
+
+def _garbage_count(garbage: Any) -> int:
+    return len(garbage.files) + len(garbage.directories) if garbage else 0
+
+
+def _record_late_garbage(ms: "Metastore", t: _TableAt, operation: str, garbage: Any) -> None:
+    from .data.garbage import Garbage, record_garbage
+
+    now, n = now_micros(), GARBAGE_IN_PUBLISH
+    for i in range(0, max(len(garbage.files), len(garbage.directories)), n):
+        part = Garbage(files=garbage.files[i:i + n], directories=garbage.directories[i:i + n])
+        ms.db.run(lambda tr, part=part: record_garbage(tr, ms.project_path, t.path.value, str(t.name), operation,
+                                                       part, now))
 
 
 def _rollback_in_call(ms: "Metastore", work: Work) -> None:

@@ -403,3 +403,19 @@ def test_chunked_writes_over_partitions_grown_by_appends(small: Metastore, monke
     assert _files_of(small)["00000"] == before["00000"] + paths(0, "f")
     report = run_checks(small)
     assert report.ok, report.lines()
+
+
+def test_a_big_writes_garbage_is_recorded_after_its_publish_in_chunks(small: Metastore,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Garbage over ``GARBAGE_IN_PUBLISH`` files stays out of the publishing transaction (100,000 replaced
+    files would pass the 10 MB limit alone) and is recorded right after it, in entries of that many."""
+    monkeypatch.setattr(bulk, "GARBAGE_IN_PUBLISH", 40)
+    small.replace_partitions(T, [], _puts(0, 100, "a"), operation="APPEND")
+    old = Garbage(files=[f for i in range(100) for f in _files(i, "a")])
+    r = small.replace_partitions(T, [_spec(i) for i in range(100)], _puts(0, 100, "b"), garbage=old,
+                                 operation="OVERWRITE PARTITIONS")
+    assert (r.added, r.replaced) == (0, 100)
+    entries = small.garbage(T)
+    assert len(entries) == -(-len(old.files) // 40) and {g.operation for g in entries} == {"OVERWRITE PARTITIONS"}
+    assert sorted(f.path for g in entries for f in g.files) == sorted(f.path for f in old.files)
+    assert _files_of(small)["00007"] == [f.path for f in _files(7, "b")]
