@@ -274,6 +274,29 @@ final class MergeBroadcastJoin extends Rule<LogicalPlan> {
     record Split(List<KeyPair> keys, List<Expression> targetOnly, List<Expression> sourceOnly) {
     }
 
+    /** The target's side of {@code split}'s equalities as named key columns ({@code keys}), and the condition
+     *  matching a source row with them ({@code on}): the equalities on those columns, each of its kind (a NULL
+     *  key matches as in Spark's join: never for {@code =}, a NULL for {@code <=>}), and the source's conjuncts. */
+    record KeyedOn(List<NamedExpression> keys, Expression on) {
+    }
+
+    private static KeyedOn keyedOn(Split split) {
+        List<NamedExpression> keys = new ArrayList<>();
+        Expression on = null;
+        int i = 0;
+        for (KeyPair k : split.keys()) {
+            Alias key = new Alias(k.target(), "__ushas_merge_key_" + i++, NamedExpression.newExprId(),
+                    scala.collection.immutable.List$.MODULE$.empty(), Option.empty(),
+                    scala.collection.immutable.List$.MODULE$.empty());
+            keys.add(key);
+            Expression eq = k.nullSafe() ? new EqualNullSafe(key.toAttribute(), k.source())
+                    : new EqualTo(key.toAttribute(), k.source());
+            on = on == null ? eq : new And(on, eq);
+        }
+        for (Expression e : split.sourceOnly()) on = new And(on, e);
+        return new KeyedOn(keys, on);
+    }
+
     static Split split(Expression cond, AttributeSet target, AttributeSet source) {
         List<KeyPair> keys = new ArrayList<>();
         List<Expression> targetOnly = new ArrayList<>();
@@ -320,19 +343,9 @@ final class MergeBroadcastJoin extends Rule<LogicalPlan> {
      */
     private static Join unmatchedByKeys(Join hit, LogicalPlan source, Split split, Option<HintInfo> broadcast) {
         if (split == null) return null;
-        List<NamedExpression> keys = new ArrayList<>();
-        Expression on = null;
-        int i = 0;
-        for (KeyPair k : split.keys()) {
-            Alias key = new Alias(k.target(), "__ushas_merge_key_" + i++, NamedExpression.newExprId(),
-                    scala.collection.immutable.List$.MODULE$.empty(), Option.empty(),
-                    scala.collection.immutable.List$.MODULE$.empty());
-            keys.add(key);
-            Expression eq = k.nullSafe() ? new EqualNullSafe(key.toAttribute(), k.source())
-                    : new EqualTo(key.toAttribute(), k.source());
-            on = on == null ? eq : new And(on, eq);
-        }
-        for (Expression e : split.sourceOnly()) on = new And(on, e);
+        KeyedOn keyed = keyedOn(split);
+        List<NamedExpression> keys = keyed.keys();
+        Expression on = keyed.on();
         List<Expression> grouping = new ArrayList<>();
         List<NamedExpression> attrs = new ArrayList<>();
         for (NamedExpression k : keys) {
@@ -360,19 +373,9 @@ final class MergeBroadcastJoin extends Rule<LogicalPlan> {
                 return null;
             }
         }
-        List<NamedExpression> keys = new ArrayList<>();
-        Expression on = null;
-        int i = 0;
-        for (KeyPair k : split.keys()) {
-            Alias key = new Alias(k.target(), "__ushas_merge_key_" + i++, NamedExpression.newExprId(),
-                    scala.collection.immutable.List$.MODULE$.empty(), Option.empty(),
-                    scala.collection.immutable.List$.MODULE$.empty());
-            keys.add(key);
-            Expression eq = k.nullSafe() ? new EqualNullSafe(key.toAttribute(), k.source())
-                    : new EqualTo(key.toAttribute(), k.source());
-            on = on == null ? eq : new And(on, eq);
-        }
-        for (Expression e : split.sourceOnly()) on = new And(on, e);
+        KeyedOn keyed = keyedOn(split);
+        List<NamedExpression> keys = keyed.keys();
+        Expression on = keyed.on();
         LogicalPlan rows = again;
         if (!split.targetOnly().isEmpty()) rows = new org.apache.spark.sql.catalyst.plans.logical.Filter(
                 split.targetOnly().stream().reduce(And::new).get(), again);
