@@ -142,7 +142,8 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=1, help="rounds, each side in a fresh process per round")
     ap.add_argument("--sides", nargs="+", choices=[*SIDES, "ushas-hash", "ushas-none", "ushas-spark-writer"],
                     default=list(SIDES),
-                    help="ushas-hash: a ushas table with write.distribution-mode=hash (Iceberg's default); "
+                    help="ushas-hash / ushas-none: a ushas table with write.distribution-mode=hash (the default, "
+                         "as Iceberg's) / none (a file per task and partition); "
                          "ushas-spark-writer: Spark's Parquet writer set up per file (the write before wave 16)")
     ap.add_argument("--driver-memory", default="3g", help="every side's spark.driver.memory")
     ap.add_argument("--iceberg-props", default=MANY_PARTITIONS,

@@ -182,9 +182,8 @@ def warm_up(spark: Any, create: str, tables: dict[str, str], parts: int) -> None
     for _, statement, by_hand in changes(parts, WARM_ROWS):
         for t, which in tables.items():
             spark.sql((statement if which == "statement" else by_hand).format(t=f"{t}_warm", d="d000"))
-    # the MERGE once more with the catalog's rule off, so that Spark's plan is warm too whichever plan the timed
-    # MERGE gets (its 2 MB source is under the rule's limit since wave 18, was over it before; another catalog
-    # ignores the setting)
+    # the warm-up's MERGE source (2 kB) is under the catalog's broadcast limit, the timed one (2 MB) over it: run
+    # the MERGE once more with the catalog's rule off, so that Spark's plan is warm too (another catalog ignores it)
     _, merge, by_hand = changes(parts, WARM_ROWS)[0]
     spark.conf.set("spark.ushas.merge.broadcastSource", "false")
     try:

@@ -56,8 +56,8 @@ final class UshasWrite implements Write, RequiresDistributionAndOrdering {
      *  values: {@code hash} or {@code none}). Unset, a write into a partitioned table is clustered ({@code
      *  hash}, Iceberg's default: one file per partition instead of one per task and partition) and a
      *  row-level rewrite (DELETE / UPDATE / MERGE, which rewrites a few files where they are) is not. A query
-     *  that fails in the shuffle never reaches the write's abort: its staging directory, which holds no
-     *  manifest and so hides nothing, stays for the next write or {@code ushas purge}. */
+     *  that fails in the shuffle never reaches the write's abort, and leaves nothing: the write's staging
+     *  directory is made only when its job starts ({@link UshasBatchWrite}'s {@code prepare}). */
     static final String DISTRIBUTION_MODE = "write.distribution-mode";
 
     /** A bucketed table's rows are clustered by the bucket columns into exactly as many tasks as buckets
