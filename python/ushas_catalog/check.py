@@ -659,11 +659,16 @@ def check_staged_writes(ms: "Metastore") -> Iterator[Finding]:
     from .data.staged import staged_write, writer_gone
 
     now = int(time.time() * 1e6)
+    gone: dict[str, list[Any]] = {}  # write id -> its entries (a write of very many files has several)
     for e in ms.garbage():
-        if staged_write(e) is not None and writer_gone(ms, e, staging_owner_alive,
-                                                       int(STAGING_GRACE.total_seconds() * 1e6), now):
-            yield Finding("staged-writes", f"{e.operation} left {len(e.files)} path(s) and will never commit: "
-                                           f"run `ushas purge`", e.table)
+        write_id = staged_write(e)
+        if write_id is not None and writer_gone(ms, e, staging_owner_alive,
+                                                int(STAGING_GRACE.total_seconds() * 1e6), now):
+            gone.setdefault(write_id, []).append(e)
+    for entries in gone.values():
+        paths = len({f.path for e in entries for f in e.files})
+        yield Finding("staged-writes", f"{entries[0].operation} left {paths} path(s) and will never commit: "
+                                       f"run `ushas purge`", entries[0].table)
 
 
 for _check in (

@@ -124,3 +124,47 @@ def test_check_reports_a_dead_staged_write_until_purge(store_uri: str, tmp_path:
     assert [(f.where, "ushas purge" in f.problem) for f in found] == [("c.d.t", True)]
     purge_module.purge(ms)
     assert run_checks(ms, ["staged-writes"]).ok
+
+
+def test_a_staged_write_of_many_files_records_them_in_entries_purge_and_check_read_alone(
+        store_uri: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A staged write placing more files than one entry takes (a CTAS of 100,000 partitions would write
+    over 10 MB into one transaction) records them in several entries, each starting with the staging
+    directory: ``check`` reports the write once, ``purge`` deletes every file and forgets every entry,
+    and a commit's ``forget_staged`` removes them all."""
+    import socket
+
+    from ushas_catalog.check import run_checks
+    from ushas_catalog.data import purge as purge_module
+    from ushas_catalog.data import staged as staged_module
+    from ushas_catalog.data.staged import add_staged_files, forget_staged, staged_write
+    from ushas_catalog.model.data_files import DataFile
+
+    monkeypatch.setattr(socket, "gethostname", lambda: "x")
+    monkeypatch.setattr(purge_module, "_boot_id", lambda: None)
+    monkeypatch.setattr(staged_module, "FILES_PER_ENTRY", 3)
+    ms = Metastore.open(store_uri)
+    staging, first = _staged(ms, tmp_path / "dead", "w-dead", 2 ** 22 + 12345)  # no such process
+    more = []
+    for i in range(7):
+        f = tmp_path / "dead" / "t" / f"dt={i}" / "part-0.parquet"
+        f.parent.mkdir(parents=True)
+        f.write_bytes(b"x")
+        more.append(f)
+    add_staged_files(ms, "w-dead", [DataFile(f"file:{f}", 1, 0) for f in more])
+    entries = [e for e in ms.garbage() if staged_write(e) == "w-dead"]
+    # the first entry: its staging directory, the first file and 3 more; then two new entries
+    assert sorted(len(e.files) for e in entries) == [2, 4, 5]
+    assert all(e.files[0].path == f"file:{staging}" for e in entries)
+    found = run_checks(ms, ["staged-writes"]).findings
+    assert len(found) == 1 and "left 9 path(s)" in found[0].problem
+    purge_module.purge(ms)
+    assert not staging.exists() and not first.exists() and not any(f.exists() for f in more)
+    assert [e for e in ms.garbage() if staged_write(e) == "w-dead"] == []
+    assert run_checks(ms, ["staged-writes"]).ok
+
+    _staged(ms, tmp_path / "live", "w-live", os.getpid())
+    add_staged_files(ms, "w-live", [DataFile(f"file:/x/{i}", 1, 0) for i in range(7)])
+    assert len([e for e in ms.garbage() if staged_write(e) == "w-live"]) == 3
+    forget_staged(ms, "w-live")
+    assert [e for e in ms.garbage() if staged_write(e) == "w-live"] == []

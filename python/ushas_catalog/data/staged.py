@@ -3,7 +3,8 @@
 A staged table does not exist until its commit, so no table holds its files while the query runs.
 Its stage records a ``DataGarbage`` entry under an id of its own (:func:`staged_id`, derived from the
 write id) naming the write's staging directory, and, before the write places its files into the
-table's directories, those files (:func:`add_staged_files`). The commit removes the entry in its own
+table's directories, those files (:func:`add_staged_files`; a write of very many files in several
+entries under the same id, each starting with the staging directory). The commit removes the entry in its own
 transaction (:func:`forget_staged`); an abort removes it once the shim deleted the files. An entry left
 behind (the driver was killed, the commit failed and the files could not be removed) is deleted by
 ``ushas purge`` once its write is over (:func:`leftovers`): recorded ABORTED, or never committed and its
@@ -18,7 +19,7 @@ from typing import Any, Callable
 
 from ..kv import Transaction
 from ..model.data_files import DataFile
-from .garbage import GarbageEntry, data_file_records, garbage_store
+from .garbage import Garbage, GarbageEntry, data_file_records, garbage_store, record_garbage
 
 #: the operation of a staged write's entry starts with this
 STAGED = "STAGED"
@@ -49,22 +50,40 @@ def _entries(tr: Transaction, project: Any, write_id: str) -> list[Any]:
     return list(store.scan(tr, *store.prefix_range((staged_id(write_id),))))
 
 
+#: the most files one entry of a staged write takes: a write placing more (a CTAS of 100,000 partitions)
+#: records them in several entries, one transaction each, every entry starting with the staging directory
+#: (so :func:`leftovers` and :func:`writer_gone` read each entry alone)
+FILES_PER_ENTRY = 20_000
+
+
 def add_staged_files(ms: Any, write_id: str, files: list[DataFile]) -> None:
-    """Adds ``files`` to the staged write's entry (one transaction)."""
+    """Adds ``files`` to the staged write's entries: up to :data:`FILES_PER_ENTRY` to its first entry,
+    the rest in new entries of that many, one transaction each. Every transaction checks the write is
+    not over; a failure part-way leaves recorded only files not yet placed (the caller places them
+    after this returns)."""
     store = garbage_store(ms.project_path)
+    chunks = [files[i:i + FILES_PER_ENTRY] for i in range(0, len(files), FILES_PER_ENTRY)] or [[]]
 
-    def fn(tr: Transaction) -> None:
-        found = _entries(tr, ms.project_path, write_id)
-        if not found:
-            from ..errors import WriteAborted
+    def add(chunk: list[DataFile], first: bool) -> Callable[[Transaction], None]:
+        def fn(tr: Transaction) -> None:
+            found = _entries(tr, ms.project_path, write_id)
+            if not found:
+                from ..errors import WriteAborted
 
-            raise WriteAborted(f"staged write {write_id} is over (aborted, or its leftovers purged): its files "
-                               f"are not placed", write_id=write_id, table="")
-        r = found[0]
-        r.record.files.extend(data_file_records(files))
-        store.save(tr, tuple(r.key), r.record)
+                raise WriteAborted(f"staged write {write_id} is over (aborted, or its leftovers purged): its "
+                                   f"files are not placed", write_id=write_id, table="")
+            r = found[0]
+            if first:
+                r.record.files.extend(data_file_records(chunk))
+                store.save(tr, tuple(r.key), r.record)
+                return
+            staging = DataFile(r.record.files[0].path, 0, 0)  # the entry's time: when the write was staged
+            record_garbage(tr, ms.project_path, staged_id(write_id), r.record.table, r.record.operation,
+                           Garbage(files=[staging, *chunk]), r.record.time_micros)
+        return fn
 
-    ms.db.run(fn)
+    for i, chunk in enumerate(chunks):
+        ms.db.run(add(chunk, i == 0))
 
 
 def forget_staged(ms: Any, write_id: str) -> None:
@@ -122,5 +141,5 @@ def leftovers(ms: Any, entry: GarbageEntry, owner_alive: Callable[[str], bool], 
     return (manifest_files(paths[0]) if paths else []) + paths
 
 
-__all__ = ["STAGED", "add_staged_files", "forget_staged", "leftovers", "staged_id", "staged_operation",
+__all__ = ["FILES_PER_ENTRY", "STAGED", "add_staged_files", "forget_staged", "leftovers", "staged_id", "staged_operation",
            "staged_write", "writer_gone"]
