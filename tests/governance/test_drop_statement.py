@@ -86,3 +86,83 @@ def test_one_call_gives_bob_nothing_the_calls_one_by_one_would_not(store: Any, p
                 assert got["error"]["type"] == "PermissionDenied" and audited == 1
                 assert ms.get_table(("main", "db", "t")).version == version
     assert ms.view_exists(("main", "db", "v"))  # DROP TABLE never drops a view
+
+
+def store_db(store: Any) -> Any:
+    """The bridge's own opened store of ``store`` (what the shim's calls run on)."""
+    from ushas_catalog.spark.registry import REGISTRY
+
+    return REGISTRY.get(store.uri, store.project).metastore.db
+
+
+def counted(store: Any, monkeypatch: pytest.MonkeyPatch, fail_writes: bool = False) -> list[str]:
+    """Each transaction the bridge's store begins from now on, as ``write`` or ``read`` at its commit; with
+    ``fail_writes`` a transaction that wrote fails at its commit (nothing of it stored)."""
+    from ushas_catalog.errors import StoreUnavailable
+
+    db = store_db(store)
+    real = db.create_transaction
+    log: list[str] = []
+
+    def create() -> Any:
+        tr = real()
+        wrote: list[bool] = []
+        for name in ("set", "clear", "clear_range"):
+            def noted(*a: Any, _o: Any = getattr(tr, name), **k: Any) -> Any:
+                wrote.append(True)
+                return _o(*a, **k)
+
+            setattr(tr, name, noted)
+        commit = tr.commit
+
+        def committed() -> None:
+            log.append("write" if wrote else "read")
+            if wrote and fail_writes:
+                raise StoreUnavailable("the disk went away at the commit")
+            commit()
+
+        tr.commit = committed
+        return tr
+
+    monkeypatch.setattr(db, "create_transaction", create)
+    return log
+
+
+def test_drop_table_statement_is_one_transaction(store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The statement's calls (the table's existence, then its drop; a missing table's view check) share ONE
+    transaction of the store, not one each; the answers and what is stored are the calls' own."""
+    ms = store.ms
+    ms.create_table(("main", "db", "t"), SCHEMA)
+    ms.create_view(("main", "db", "v"), "SELECT 1 AS a", SCHEMA)
+    admin = {**ctx(store, "admin"), "authorization": False}
+    call("open", {"ctx": admin, "cache_options": {}})
+    log = counted(store, monkeypatch)
+    got = call("drop_table_statement", {"ctx": admin, "namespace": ["db"], "name": "t", "purge": False})
+    assert got == {"dropped": True, "delete_paths": [], "exists": True}
+    assert log == ["write"]
+    assert not ms.table_exists(("main", "db", "t"))
+    assert [d.name for d in ms.list_dropped_tables(("main", "db"), "t")] == ["main.db.t"]  # kept for UNDROP
+    for name, answer in (("missing", {"exists": False, "view": False}), ("v", {"exists": False, "view": True})):
+        log.clear()
+        assert call("drop_table_statement", {"ctx": admin, "namespace": ["db"], "name": name}) == answer
+        assert log == ["read"]
+    assert ms.view_exists(("main", "db", "v"))
+
+
+def test_a_failed_commit_is_the_drops_error_and_stores_nothing(store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The statement's one transaction fails at its commit: the answer is the one the calls one by one give
+    (the table existed; the drop's error), and nothing of the drop is stored: the table stays, at its version,
+    with no dropped record; the next DROP drops it."""
+    ms = store.ms
+    version = ms.create_table(("main", "db", "t"), SCHEMA).version
+    admin = {**ctx(store, "admin"), "authorization": False}
+    call("open", {"ctx": admin, "cache_options": {}})
+    log = counted(store, monkeypatch, fail_writes=True)
+    got = call("drop_table_statement", {"ctx": admin, "namespace": ["db"], "name": "t", "purge": False})
+    assert got["exists"] is True and got["error"]["type"] == "StoreUnavailable", got
+    assert "went away" in got["error"]["message"] and "dropped" not in got
+    assert log == ["write"]  # the one transaction; the answer is made without another
+    assert ms.get_table(("main", "db", "t")).version == version
+    assert ms.list_dropped_tables(("main", "db"), "t") == []
+    monkeypatch.undo()
+    assert call("drop_table_statement", {"ctx": admin, "namespace": ["db"], "name": "t"})["dropped"] is True

@@ -22,12 +22,11 @@ import tempfile
 import traceback
 from typing import Any, Callable
 
-from ..errors import BridgeError, CallAbandoned, OutcomeUnknown, UshasError
+from ..errors import BridgeError, OutcomeUnknown, UshasError
 from ..extensions import extensions
-from ..kv import deadline
-from . import remote, shares
+from . import remote, shares, statement_transaction
 from .authorization import run_op
-from .registry import REGISTRY
+from .registry import REGISTRY, Opened
 from .statements import STATEMENTS
 
 #: an op handler: (opened metastore, request) -> JSON-able answer
@@ -76,7 +75,11 @@ def _answer(op: str, payload: str) -> str:
             raise BridgeError("a bridge request is a JSON object")
         statement = STATEMENTS.get(op)
         if statement is not None:  # one round trip for the calls Spark makes one by one (spark.statements)
-            return json.dumps(statement(request, _answered), default=str)
+            if remote.is_remote((request.get("ctx") or {}).get("uri")):  # each call the service's
+                return json.dumps(statement(request, _answered), default=str)
+            # a local store: the calls in one transaction (spark.statement_transaction)
+            return json.dumps(statement_transaction.run(op, statement, request, opened_for(request), _answered,
+                                                        _error_of), default=str)
         if extensions().bridge_ops.get(op) is None and remote.is_remote((request.get("ctx") or {}).get("uri")):
             return remote.forward_text(op, request)  # remote mode: the service's answer, as it sent it
         return json.dumps(_run(op, request), default=str)
@@ -130,25 +133,22 @@ def dispatch(op: str, request: dict[str, Any]) -> dict[str, Any]:
     handler = spark_ops.OPS.get(op)
     if handler is None:
         raise BridgeError(f"unknown bridge operation {op!r}")
+    opened = opened_for(request)
+    with opened.held(op, request.get("deadline_ms")):
+        answer: dict[str, Any] = shares.handle(opened, op, lambda ms, r: run_op(handler, op, ms, r),
+                                               request)  # a share catalog: its read-only view; as the caller
+    return answer
+
+
+def opened_for(request: dict[str, Any]) -> Opened:
+    """The store (and branch) a request's ``ctx`` names, opened at its first call."""
     ctx = request.get("ctx") or {}
     if not ctx.get("uri"):
         raise BridgeError("the request carries no store uri")
     create = ctx.get("create")
-    opened = REGISTRY.get(ctx["uri"], ctx.get("project") or "default",
-                          create=may_create() if create is None else bool(create),
-                          spark_catalog=ctx.get("spark_catalog")).on_branch(ctx.get("branch"))
-    with deadline.until(request.get("deadline_ms")):
-        # the caller's deadline bounds the wait for the store's lock too: an abandoned call ends
-        left = deadline.remaining()
-        if not opened.lock.acquire(timeout=-1 if left is None else max(0.0, left)):
-            raise CallAbandoned(f"the caller stopped waiting: '{op}' was abandoned while the calls before "
-                                f"it on this store still ran")
-        try:
-            answer: dict[str, Any] = shares.handle(opened, op, lambda ms, r: run_op(handler, op, ms, r),
-                                                   request)  # a share catalog: its read-only view; as the caller
-        finally:
-            opened.lock.release()
-    return answer
+    return REGISTRY.get(ctx["uri"], ctx.get("project") or "default",
+                        create=may_create() if create is None else bool(create),
+                        spark_catalog=ctx.get("spark_catalog")).on_branch(ctx.get("branch"))
 
 
 class Backend:

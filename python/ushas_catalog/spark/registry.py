@@ -3,10 +3,11 @@ caches (:class:`ushas_catalog.spark.cache.BridgeCache`, one per Spark catalog in
 extensions' services of this process (the lineage capture hub: :data:`ushas_catalog.extensions.Extensions.process_services`)."""
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 
 @dataclass
@@ -25,6 +26,24 @@ class Opened:
         if found is None:
             found = self.branches[name] = Opened(self.metastore.branch(name), self.lock)
         return found
+
+    @contextlib.contextmanager
+    def held(self, op: str, deadline_ms: Any) -> Iterator[None]:
+        """The body under the caller's deadline (``deadline_ms``, epoch ms), holding this store's lock: one
+        bridge call at a time per store. The deadline bounds the wait for the lock too: an abandoned call ends
+        (:class:`~ushas_catalog.errors.CallAbandoned`) without running."""
+        from ..errors import CallAbandoned
+        from ..kv import deadline
+
+        with deadline.until(deadline_ms):
+            left = deadline.remaining()
+            if not self.lock.acquire(timeout=-1 if left is None else max(0.0, left)):
+                raise CallAbandoned(f"the caller stopped waiting: '{op}' was abandoned while the calls before "
+                                    f"it on this store still ran")
+            try:
+                yield
+            finally:
+                self.lock.release()
 
     def cache(self, spark_catalog: str) -> Any:
         """The bridge-side cache of one Spark catalog instance on this store (its own settings)."""

@@ -69,6 +69,18 @@ def handle(opened: Any, op: str, handler: Handler, request: dict[str, Any]) -> d
     raise AssertionError("unreachable")
 
 
+def plain(opened: Any, request: dict[str, Any]) -> bool:
+    """Whether the request's catalog is one of the project's own, not a share's mount (what :func:`handle`
+    remembers of it, read once per opened store and catalog)."""
+    catalog = (request.get("ctx") or {}).get("catalog")
+    if not isinstance(catalog, str) or not catalog:
+        return True
+    known = _KNOWN.setdefault(opened.metastore, {})
+    if catalog not in known:
+        known[catalog] = _view_of(opened.metastore, catalog)
+    return known[catalog] is None
+
+
 def _view_of(ms: Any, catalog: str) -> Any:
     ref = ms.db.run(lambda tr: mounted(tr, ms.layout, ms.project, catalog.lower()))  # unchecked: no secret
     return open_view(ms, catalog.lower(), ref) if ref is not None else None
@@ -135,4 +147,4 @@ def refused(ref: ShareRef, mount: str, op: str, r: dict[str, Any]) -> ShareReadO
                          f"{ref.project!r}, read-only (SELECT only)", share=str(ref), object=shown, operation=op)
 
 
-__all__ = ["READS", "handle", "refused"]
+__all__ = ["READS", "handle", "plain", "refused"]

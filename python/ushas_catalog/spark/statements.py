@@ -3,9 +3,10 @@
 Each bridge call is a Py4J round trip between the JVM and this process (thread hand-offs on both sides,
 which a loaded machine makes cost milliseconds). For a statement whose catalog calls Spark makes one after
 the other with nothing in between but its own branching, the shim sends one request and Python runs those
-same calls here, in Spark's order, each through the bridge's ordinary entry (``call``: the op and its
-request, answered as if the shim had sent it alone): the same privilege checks, transactions, share and
-remote handling as before, one round trip instead of two or three.
+same calls here, in Spark's order (``call``: the op and its request, answered as if the shim had sent it
+alone): the same privilege checks, share and remote handling as before, one round trip instead of two or
+three. On a local store the calls share ONE transaction (:mod:`ushas_catalog.spark.statement_transaction`);
+through the catalog service, or on a share's read-only view, each is the bridge's ordinary call.
 
 - ``drop_table_statement`` (``DROP TABLE [IF EXISTS] t [PURGE]``, ``io.ushas.spark.DropTableExec``): Spark's
   ``DropTableExec`` asks ``tableExists`` (``relation_exists`` of kind ``table``), then ``dropTable`` /
