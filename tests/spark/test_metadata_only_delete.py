@@ -140,17 +140,10 @@ def _rewrites(spark: Any) -> int:
     return int(m.group(1)) if m else 0
 
 
-@pytest.mark.parametrize("condition,before", BEFORE_REWRITE, ids=[c for c, _ in BEFORE_REWRITE])
-def test_a_plain_partitions_delete_skips_sparks_rewrite_with_one_load(spark: Any, pair: dict[str, Any],
-                                                                       monkeypatch: pytest.MonkeyPatch,
-                                                                       condition: str, before: bool) -> None:
-    """A DELETE whose condition compares partition columns with literals is taken before Spark's Resolution batch:
-    Spark's RewriteDeleteFromTable never runs, the bridge sees one load_table (with write privileges: Spark's own
-    ResolveRelations) and one delete_where, and the table keeps the rows Spark's path keeps. Any other condition
-    goes on as before (the rewrite, then the rule after it or Spark's row-level plan), its table loaded once."""
+def _counted(spark: Any, monkeypatch: pytest.MonkeyPatch, sql: str) -> tuple[int, list[str]]:
+    """Runs ``sql``: the times Spark's rewrite changed a plan, and the bridge calls (the lineage listener's aside)."""
     from ushas_catalog.spark import bridge
 
-    db = pair["db"]
     ops: list[str] = []
     real = bridge.handle
 
@@ -159,16 +152,35 @@ def test_a_plain_partitions_delete_skips_sparks_rewrite_with_one_load(spark: Any
             ops.append(op)
         return real(op, payload)
 
-    executor = spark.sparkContext._jvm.org.apache.spark.sql.catalyst.rules.RuleExecutor
+    spark.sparkContext._jvm.org.apache.spark.sql.catalyst.rules.RuleExecutor.resetMetrics()
+    with monkeypatch.context() as m:
+        m.setattr(bridge, "handle", counted)  # Backend.call looks it up at every call
+        spark.sql(sql)
+    return _rewrites(spark), ops
+
+
+def test_the_current_catalogs_table_is_taken_before_the_rewrite_too(spark: Any, pair: dict[str, Any],
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """``USE ushas.db`` then ``DELETE FROM a WHERE dt = 'x'``: the name is the current catalog's, taken early."""
+    spark.sql(f"USE ushas.{pair['db']}")
+    assert _counted(spark, monkeypatch, "DELETE FROM a WHERE dt = 'x'") == (0, ["load_table", "delete_where"])
+    assert {r.dt for r in spark.table("a").collect()} == {"y", "z"}
+
+
+@pytest.mark.parametrize("condition,before", BEFORE_REWRITE, ids=[c for c, _ in BEFORE_REWRITE])
+def test_a_plain_partitions_delete_skips_sparks_rewrite_with_one_load(spark: Any, pair: dict[str, Any],
+                                                                       monkeypatch: pytest.MonkeyPatch,
+                                                                       condition: str, before: bool) -> None:
+    """A DELETE whose condition compares partition columns with literals is taken before Spark's Resolution batch:
+    Spark's RewriteDeleteFromTable never runs, the bridge sees one load_table (with write privileges: Spark's own
+    ResolveRelations) and one delete_where, and the table keeps the rows Spark's path keeps. Any other condition
+    goes on as before (the rewrite, then the rule after it or Spark's row-level plan), its table loaded once."""
+    db = pair["db"]
     spark.conf.set(CONF, "false")
     spark.sql(f"DELETE FROM ushas.{db}.b t WHERE {condition}")
     spark.conf.set(CONF, "true")
-    monkeypatch.setattr(bridge, "handle", counted)  # Backend.call looks it up at every call
-    executor.resetMetrics()
-    spark.sql(f"DELETE FROM ushas.{db}.a t WHERE {condition}")
-    rewrites = _rewrites(spark)
-    monkeypatch.undo()
-    assert rewrites == (0 if before else 1), (condition, executor.dumpTimeSpent())
+    rewrites, ops = _counted(spark, monkeypatch, f"DELETE FROM ushas.{db}.a t WHERE {condition}")
+    assert rewrites == (0 if before else 1), condition
     assert ops.count("load_table") == 1 and ops.count("load_relation") == 0, (condition, ops)
     if before:
         assert ops == ["load_table", "delete_where"], (condition, ops)

@@ -159,7 +159,7 @@ final class MetadataOnlyDelete extends Rule<LogicalPlan> {
 
         @Override
         public LogicalPlan apply(LogicalPlan plan) {
-            if (!(plan instanceof DeleteFromTable d) || !unresolvedTarget(d.table())) return plan;
+            if (!(plan instanceof DeleteFromTable d) || !ushasTarget(d.table())) return plan;
             if (!plain(d.condition()) || d.condition().references().isEmpty()) return plan;
             if (!enabled(session) || session.sessionState().catalogManager().transaction().isDefined()) return plan;
             LogicalPlan resolved = session.sessionState().analyzer().ResolveRelations().apply(d);
@@ -174,10 +174,16 @@ final class MetadataOnlyDelete extends Rule<LogicalPlan> {
             return withFilters(d, relation, predicates);
         }
 
-        /** {@code t} or {@code t AS alias}, not yet resolved. */
-        private static boolean unresolvedTarget(LogicalPlan table) {
+        /** {@code t} or {@code t AS alias}, not yet resolved, whose name is in an Ushas catalog (its first part a
+         *  catalog's name, else the current catalog, as Spark resolves it): the others are not even loaded here. A
+         *  temporary view of the name is still found first by {@code ResolveRelations}. */
+        private boolean ushasTarget(LogicalPlan table) {
             LogicalPlan t = table instanceof org.apache.spark.sql.catalyst.plans.logical.SubqueryAlias a ? a.child() : table;
-            return t instanceof UnresolvedRelation u && !u.isStreaming();
+            if (!(t instanceof UnresolvedRelation u) || u.isStreaming()) return false;
+            org.apache.spark.sql.connector.catalog.CatalogManager m = session.sessionState().catalogManager();
+            scala.collection.immutable.Seq<String> parts = u.multipartIdentifier();
+            return (parts.size() > 1 && m.isCatalogRegistered(parts.head()) ? m.catalog(parts.head())
+                    : m.currentCatalog()) instanceof UshasCatalog;
         }
 
         /** Columns compared with literals, combined by AND / OR / NOT: nothing Spark's analysis would change once
