@@ -7,8 +7,8 @@ One Spark 4.3 session (``bench/_spark.py``: local[2], the ``ushas`` catalog on S
 ``DELETE FROM a WHERE dt = '…'`` (the catalog's one-call statement, ``io.ushas.spark.DeleteWhereExec``),
 the same DELETE on ``b`` with ``spark.ushas.delete.metadataOnlyAtAnalysis=false`` (Spark's own path: the row-level plan, then
 ``OptimizeMetadataOnlyDeleteFromTable`` and ``deleteWhere``) and ``ALTER TABLE c DROP PARTITION (dt = '…')``
-(the bench's by-hand side). Per side: the wall time of ``spark.sql(…)``, the bridge calls counted at the Python end
-(``bridge.handle``) with their time in Python, the time of Spark's query planning phases (``QueryPlanningTracker``:
+(the bench's cheapest by-hand side). Per side: the wall time of ``spark.sql(…)``, the bridge calls counted at the
+Python end (``bridge.handle``) with their time in Python, the store's transactions (``Database.run``), the time of Spark's query planning phases (``QueryPlanningTracker``:
 a command runs in the analysis phase) and of its rule executors (``RuleExecutor``'s metrics, reset before each
 statement); then the ``K`` (12) rules that cost a side most. Prints medians. No lock needed for a short run.
 """
@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 if not any((Path(p) / "ushas_catalog").is_dir() for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p):
@@ -49,9 +50,18 @@ def main() -> int:
     ap.add_argument("--partitions", type=int, default=200)
     ap.add_argument("--rules", type=int, default=12)
     args = ap.parse_args()
+    from ushas_catalog.kv.base import Database
     from ushas_catalog.spark import bridge
 
     calls: list[tuple[str, float]] = []
+    transactions: list[str] = []
+    run = Database.run
+
+    def counted_run(db: Database, fn: Any) -> Any:
+        transactions.append(type(db).__name__)
+        return run(db, fn)
+
+    Database.run = counted_run  # type: ignore[method-assign]  # every transaction of the store (not joined ones)
     real = bridge.handle
 
     def handle(op: str, payload: str) -> str:
@@ -75,6 +85,7 @@ def main() -> int:
         python: dict[str, list[float]] = collections.defaultdict(list)
         ops: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
         op_time: dict[tuple[str, str], list[float]] = collections.defaultdict(list)
+        txs: dict[str, list[int]] = collections.defaultdict(list)
         phases: dict[tuple[str, str], list[float]] = collections.defaultdict(list)
         rules_total: dict[str, list[float]] = collections.defaultdict(list)
         per_rule: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
@@ -87,6 +98,7 @@ def main() -> int:
             spark.conf.set("spark.ushas.delete.metadataOnlyAtAnalysis", one_call)
             executor.resetMetrics()
             calls.clear()
+            transactions.clear()
             t0 = time.perf_counter()
             df = spark.sql(text)
             took = time.perf_counter() - t0
@@ -94,6 +106,7 @@ def main() -> int:
                 continue
             wall[side].append(took)
             python[side].append(sum(t for _, t in calls))
+            txs[side].append(len(transactions))
             ops[side].update(op for op, _ in calls)
             for op, t in calls:
                 op_time[(side, op)].append(t)
@@ -116,6 +129,8 @@ def main() -> int:
             ", ".join(f"{op} x{c / n[s]:.1f} ({_ms(op_time[(s, op)]).strip()})" for op, c in ops[s].items())
             for s in names) + " |")
         print("| their time in Python | " + " | ".join(_ms(python[s]) for s in names) + " |")
+        print("| the store's transactions (mean) | " + " | ".join(f"{statistics.mean(txs[s]):.1f}" for s in names)
+              + " |")
         for phase in ("parsing", "analysis", "optimization", "planning"):
             print(f"| phase {phase} | " + " | ".join(_ms(phases[(s, phase)]) for s in names) + " |")
         print("| rule executors, all rules | " + " | ".join(_ms(rules_total[s]) for s in names) + " |")

@@ -1,6 +1,7 @@
 """DELETE / UPDATE / MERGE INTO against the same change done by hand, and against Apache Iceberg, in one run.
 
     python bench/row_level.py [--quick] [--rows N] [--partitions P] [--rounds R] [--profile] [--no-iceberg]
+                              [--only TEXT]
 
 Two identical partitioned parquet tables (filled by 5 appends: several files per partition) of the ``ushas``
 catalog (N rows, default 1,000,000; 100,000 with --quick; P partitions ``dt``, default 20): on ``a`` each
@@ -11,12 +12,18 @@ goes first), results checked equal (count and sums of the columns and of the row
 
 - MERGE of 1% of the rows (updates of existing ids and as many new ids) into the two newest partitions
   (``ON t.id = s.id AND t.dt IN (…)``, the usual upsert of a late batch);
-- DELETE of one whole partition (metadata-only here; by hand: ALTER TABLE DROP PARTITION, since an
-  INSERT OVERWRITE of a partition with no rows leaves its rows in place here: see docs/benchmarks.md). One
-  such statement takes 15-30 ms, which one run cannot time against the machine's noise: each round times
-  :data:`REPEATS` of them per side (partitions d000, d001, …, the two sides alternating statement by
-  statement), takes each side's median, then restores the tables to the version before and deletes d000
-  again, untimed, so that the rows after it see the tables as before;
+- DELETE of one whole partition (metadata-only here), twice: by hand as the other rows, an overwrite of the
+  affected partition with its new rows computed by a query (none), written ``INSERT INTO t REPLACE WHERE dt = …
+  SELECT …`` (Spark's overwrite by a condition: with the bench's dynamic partition overwrite an ``INSERT
+  OVERWRITE`` of no rows, even ``PARTITION (dt = …)``, replaces no partition), and by hand as ``ALTER TABLE DROP
+  PARTITION`` (the cheapest way by hand: no query, no write). One such statement takes
+  10-30 ms, which one run cannot time against the machine's noise: each round times :data:`REPEATS` of them
+  per side, the two sides interleaved (statement k of each side on partition d(1 + k mod (P - 1)) of its
+  table, which goes first alternating with k; both tables restored to the version before the row, untimed, each
+  time the partitions run out), takes each side's median, then restores the tables (and after the first of the
+  two deletes d000, untimed, so that the rows after it see the tables as before). Every statement's time is
+  kept: the summary prints each side's median and spread over all rounds and the median of the per-repetition
+  ratios. ``--profile`` runs the first of the two once, on d000;
 - DELETE of 10 ids, each in another partition (a GDPR request; by hand: INSERT OVERWRITE of the
   partitions holding them);
 - DELETE of scattered rows (``id % 100 = 7``, every partition);
@@ -42,6 +49,7 @@ run in this process, both tables restored to their filled version before each ro
 the same files).
 
 ``--profile`` prints each ushas statement's Spark jobs (tasks, executor seconds) and its driver time.
+``--only TEXT`` runs only the changes whose name contains TEXT (e.g. ``--only "one partition"``), Iceberg's too.
 """
 from __future__ import annotations
 
@@ -67,7 +75,7 @@ from _iceberg import CONTROL, cause, iceberg_session, iceberg_setup  # noqa: E40
 #: the appends that fill each table (each partition gets a file per append at least)
 APPENDS = 5
 #: changes timed over several statements per round (partitions d000, d001, …): the median per side is the round's
-REPEATS = {"DELETE one partition": 10}
+REPEATS = {"DELETE one partition": 30, "DELETE one partition vs DROP PARTITION": 30}
 #: Iceberg's table properties: copy-on-write, and no shuffle before its writes (as ushas's tables: TABLE)
 ICEBERG_PROPERTIES = ", ".join(f"'{k}' = '{v}'" for k, v in {
     "format-version": "2", "write.delete.mode": "copy-on-write", "write.update.mode": "copy-on-write",
@@ -131,6 +139,9 @@ def changes(partitions: int, rows: int) -> list[tuple[str, str, str]]:
          f"WHERE t.dt IN ({inlist}) UNION ALL SELECT * FROM src)"),
         ("DELETE one partition",
          "DELETE FROM {t} WHERE dt = '{d}'",
+         "INSERT INTO {t} REPLACE WHERE dt = '{d}' SELECT * FROM {t} WHERE dt = '{d}' AND NOT (dt = '{d}')"),
+        ("DELETE one partition vs DROP PARTITION",
+         "DELETE FROM {t} WHERE dt = '{d}'",
          "ALTER TABLE {t} DROP PARTITION (dt = '{d}')"),
         ("DELETE 10 ids (GDPR)",
          f"DELETE FROM {{t}} WHERE id IN ({gdpr})",
@@ -179,9 +190,11 @@ def warm_up(spark: Any, create: str, tables: dict[str, str], parts: int) -> None
     ``statement`` or ``by_hand``, which of the two it runs), so that no timed statement is its JVM's first of
     its kind. Run before :func:`fill` of the timed tables (it makes its own ``src``, which that replaces)."""
     fill(spark, [f"{t}_warm" for t in tables], create, WARM_ROWS, parts)
-    for _, statement, by_hand in changes(parts, WARM_ROWS):
+    for name, statement, by_hand in changes(parts, WARM_ROWS):
+        # d000 for each change, but a second change of REPEATS another partition (the first deleted d000)
+        d = repeat_partition(0, parts) if name in REPEATS and name != next(iter(REPEATS)) else "d000"
         for t, which in tables.items():
-            spark.sql((statement if which == "statement" else by_hand).format(t=f"{t}_warm", d="d000"))
+            spark.sql((statement if which == "statement" else by_hand).format(t=f"{t}_warm", d=d))
     # the warm-up's MERGE source (2 kB) is under the catalog's broadcast limit, the timed one (2 MB) over it: run
     # the MERGE once more with the catalog's rule off, so that Spark's plan is warm too (another catalog ignores it)
     _, merge, by_hand = changes(parts, WARM_ROWS)[0]
@@ -238,56 +251,95 @@ def ushas_side(args: argparse.Namespace, rows: int, parts: int, first: int = 0) 
                   f"parquet, local[2], Spark {spark.version}, {files // 2} files per table, {args.rounds} round(s)",
                   flush=True)
         took: dict[str, dict[str, list[float]]] = {}
+        reps: dict[str, dict[str, list[float]]] = {}
         sums: list[list[int]] = []
         for r in range(first, first + args.rounds):
             if r > first:
                 for t in "ab":
                     spark.sql(f"CALL ushas.system.restore_table(table => 'bench.{t}', version => {filled[t]})")
             for i, (name, statement, by_hand) in enumerate(changes(parts, rows)):
+                if args.only and args.only.lower() not in name.lower():
+                    continue
                 runs = [("a", statement), ("b", by_hand)]
                 if (i + r) % 2:
                     runs.reverse()
+                if name in REPEATS and profile is not None and name != next(iter(REPEATS)):
+                    continue  # --profile: one DELETE of d000 (the first of them), not one per way by hand
                 if name in REPEATS and profile is None:
-                    for t, s in repeated(spark, runs, min(REPEATS[name], parts)).items():
-                        took.setdefault(name, {}).setdefault(t, []).append(s)
+                    for t, ts in repeated(spark, runs, REPEATS[name], parts, name == next(iter(REPEATS))).items():
+                        took.setdefault(name, {}).setdefault(t, []).append(statistics.median(ts))
+                        reps.setdefault(name, {}).setdefault(t, []).extend(ts)
                 for t, sql in runs if name not in REPEATS or profile is not None else ():
                     text = sql.format(t=f"ushas.bench.{t}", d="d000")
                     s = timed(lambda: spark.sql(text)) if profile is None else profile.run(f"{r}.{i}{t}", text)
                     took.setdefault(name, {}).setdefault(t, []).append(s)
                 same = checksum(spark, "ushas.bench.a") == checksum(spark, "ushas.bench.b")
                 a, b = took[name]["a"][-1], took[name]["b"][-1]
-                print(f"  round {r + 1} {name:<28} row-level {a:6.2f} s  by hand {b:6.2f} s  {a / b:5.2f}x"
+                print(f"  round {r + 1} {name:<28} row-level {a:6.3f} s  by hand {b:6.3f} s  {a / b:5.2f}x"
                       + ("" if same else "  RESULTS DIFFER"), flush=True)
                 if profile is not None:
                     for t in "ab":
                         print(profile.report(f"{r}.{i}{t}", took[name][t][-1]), flush=True)
             sums.append(checksum(spark, "ushas.bench.a"))
-        return {"version": spark.version, "took": took, "sums": sums,
+        return {"version": spark.version, "took": took, "reps": reps, "sums": sums,
                 "control": statistics.median(before + control(spark))}
     finally:
         spark.stop()
         shutil.rmtree(root, ignore_errors=True)
 
 
-def repeated(spark: Any, runs: list[tuple[str, str]], n: int) -> dict[str, float]:
-    """A change of :data:`REPEATS` on ``ushas.bench.{a,b}``: ``n`` statements per side on partitions d000, d001, …,
-    the sides alternating (``runs``: (table, statement) in the round's order, swapped every statement); then the
-    tables restored to their version before and the d000 statement run again, untimed (the state the rows after
-    it expect). Answers each side's median time."""
+def repeat_partition(k: int, parts: int) -> str:
+    """The partition of repetition ``k`` of a change of :data:`REPEATS`: d001 … d(P-1), then again (d000 is the one
+    the first of them leaves deleted)."""
+    return f"d{1 + k % (parts - 1):03d}"
+
+
+def repeated(spark: Any, runs: list[tuple[str, str]], n: int, parts: int, then_d000: bool) -> dict[str, list[float]]:
+    """A change of :data:`REPEATS` on ``ushas.bench.{a,b}``: ``n`` statements per side, interleaved: repetition k
+    runs each side's statement on partition :func:`repeat_partition` of its table (``runs``: (table, statement) in
+    the round's order, swapped every repetition); both tables restored to their version before, untimed, whenever
+    the partitions run out; at the end restored again and, with ``then_d000``, the d000 statement run, untimed (the
+    state the rows after it expect). Answers each side's times, in repetition order."""
     before = {t: spark.sql(f"SELECT max(version) FROM ushas.bench.{t}.history").first()[0] for t, _ in runs}
+
+    def restore() -> None:
+        for t, _ in runs:
+            spark.sql(f"CALL ushas.system.restore_table(table => 'bench.{t}', version => {before[t]})")
+
     times: dict[str, list[float]] = {t: [] for t, _ in runs}
     for k in range(n):
+        if k and k % (parts - 1) == 0:
+            restore()
         for t, sql in runs if k % 2 == 0 else runs[::-1]:
-            text = sql.format(t=f"ushas.bench.{t}", d=f"d{k:03d}")
+            text = sql.format(t=f"ushas.bench.{t}", d=repeat_partition(k, parts))
             times[t].append(timed(lambda: spark.sql(text)))
-    for t, sql in runs:
-        spark.sql(f"CALL ushas.system.restore_table(table => 'bench.{t}', version => {before[t]})")
+    restore()
+    for t, sql in runs if then_d000 else ():
         spark.sql(sql.format(t=f"ushas.bench.{t}", d="d000"))
-    return {t: statistics.median(ts) for t, ts in times.items()}
+    return times
+
+
+def spread(name: str, reps: dict[str, list[float]]) -> str:
+    """One line on a change of :data:`REPEATS` over all rounds: each side's median and 10th-90th percentiles (ms), and
+    the per-repetition ratios (row-level ÷ by hand of the same repetition k: the two ran back to back)."""
+    a, b = reps["a"], reps["b"]
+    ratios = sorted(x / y for x, y in zip(a, b))
+
+    def pct(xs: list[float], q: float) -> float:
+        xs = sorted(xs)
+        return xs[min(len(xs) - 1, int(q * len(xs)))]
+
+    def side(xs: list[float]) -> str:
+        return f"{statistics.median(xs) * 1000:.1f} ms (p10-p90 {pct(xs, 0.1) * 1000:.1f}-{pct(xs, 0.9) * 1000:.1f})"
+
+    return (f"  {name}: {len(a)} statements per side, interleaved: row-level {side(a)}, by hand {side(b)}; "
+            f"median ÷ median {statistics.median(a) / statistics.median(b):.2f}x; per-repetition ratio median "
+            f"{statistics.median(ratios):.2f}x (quartiles {pct(ratios, 0.25):.2f}-{pct(ratios, 0.75):.2f}x, "
+            f"{sum(r <= 1 for r in ratios)} of {len(ratios)} ≤ 1x)")
 
 
 # ---- Iceberg (Spark 4.1.4, its own virtualenv): the same statements ------------------------------------
-def iceberg_side(root: Path, jars: str, rows: int, parts: int, rounds: int) -> dict[str, Any]:
+def iceberg_side(root: Path, jars: str, rows: int, parts: int, rounds: int, only: str | None = None) -> dict[str, Any]:
     """Run by the virtualenv's python (``--side iceberg``); imports nothing of ushas."""
     spark = iceberg_session("iceberg-bench-row-level", root, jars, conf=SAME)
     create = ("CREATE TABLE {t} (id INT, v BIGINT, dt STRING) USING iceberg "
@@ -304,16 +356,19 @@ def iceberg_side(root: Path, jars: str, rows: int, parts: int, rounds: int) -> d
             if r:
                 spark.sql(f"CALL ice.system.rollback_to_snapshot('bench.a', {filled})")
             for name, statement, _ in changes(parts, rows):
+                if only and only.lower() not in name.lower():
+                    continue
                 if name not in REPEATS:
                     took.setdefault(name, []).append(timed(lambda: spark.sql(statement.format(t="ice.bench.a"))))
                     continue
-                # as ushas's (repeated): REPEATS[name] statements, their median; rolled back, d000 again untimed
+                # as ushas's (repeated): the same partitions, their median; rolled back (then d000 again, untimed, after the first)
                 snap = spark.sql("SELECT snapshot_id FROM ice.bench.a.snapshots ORDER BY committed_at DESC "
                                  "LIMIT 1").first()[0]
-                times = [timed(lambda: spark.sql(statement.format(t="ice.bench.a", d=f"d{k:03d}")))
-                         for k in range(min(REPEATS[name], parts))]
+                times = [timed(lambda: spark.sql(statement.format(t="ice.bench.a", d=repeat_partition(k, parts))))
+                         for k in range(min(REPEATS[name], parts - 1))]
                 spark.sql(f"CALL ice.system.rollback_to_snapshot('bench.a', {snap})")
-                spark.sql(statement.format(t="ice.bench.a", d="d000"))
+                if name == next(iter(REPEATS)):
+                    spark.sql(statement.format(t="ice.bench.a", d="d000"))
                 took.setdefault(name, []).append(statistics.median(times))
             sums.append(checksum(spark, "ice.bench.a"))
         return {"version": spark.version, "took": took, "sums": sums,
@@ -322,7 +377,8 @@ def iceberg_side(root: Path, jars: str, rows: int, parts: int, rounds: int) -> d
         spark.stop()
 
 
-def own_process(side: str, python: Path, jars: str, rows: int, parts: int, first: int) -> dict[str, Any]:
+def own_process(side: str, python: Path, jars: str, rows: int, parts: int, first: int,
+                only: str | None = None) -> dict[str, Any]:
     """One round of ``side`` (``ushas`` / ``iceberg``) in a fresh process (a new JVM); its progress lines
     are echoed."""
     root = Path(tempfile.mkdtemp(prefix=f"{side}-bench-rowlevel-"))
@@ -330,7 +386,8 @@ def own_process(side: str, python: Path, jars: str, rows: int, parts: int, first
                                                     if k not in ("PYTHONPATH", "SPARK_HOME")}
     try:
         out = subprocess.run([str(python), __file__, "--side", side, str(root), jars, "--rows", str(rows),
-                              "--partitions", str(parts), "--rounds", "1", "--first-round", str(first)],
+                              "--partitions", str(parts), "--rounds", "1", "--first-round", str(first)]
+                             + (["--only", only] if only else []),
                              capture_output=True, text=True, timeout=3600, env=env)
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -341,20 +398,23 @@ def own_process(side: str, python: Path, jars: str, rows: int, parts: int, first
     raise RuntimeError(f"the {side} side failed: " + cause(out.stderr))
 
 
-def fresh_rounds(rows: int, parts: int, rounds: int) -> tuple[dict[str, Any], dict[str, Any]]:
+def fresh_rounds(rows: int, parts: int, rounds: int, only: str | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """Each round: ushas and Iceberg each in a fresh process, alternating which goes first; the rounds'
     results joined (``control``: each round's, a list)."""
     python, jar_paths = iceberg_setup()
     jars = ",".join(map(str, jar_paths))
-    mine: dict[str, Any] = {"took": {}, "sums": [], "control": []}
+    mine: dict[str, Any] = {"took": {}, "reps": {}, "sums": [], "control": []}
     ice: dict[str, Any] = {"took": {}, "sums": [], "control": []}
     for r in range(rounds):
         for side in ("ushas", "iceberg") if r % 2 == 0 else ("iceberg", "ushas"):
-            got = own_process(side, Path(sys.executable) if side == "ushas" else python, jars, rows, parts, r)
+            got = own_process(side, Path(sys.executable) if side == "ushas" else python, jars, rows, parts, r, only)
             into = mine if side == "ushas" else ice
             into["version"] = got["version"]
             into["sums"] += got["sums"]
             into["control"].append(got["control"])
+            for name, times in got.get("reps", {}).items():
+                for t, ts in times.items():
+                    into["reps"].setdefault(name, {}).setdefault(t, []).extend(ts)
             for name, took in got["took"].items():
                 if side == "ushas":
                     for t, times in took.items():
@@ -376,6 +436,7 @@ def main() -> None:
     ap.add_argument("--profile", action="store_true",
                     help="print each ushas statement's Spark jobs (tasks, executor seconds) and its driver time")
     ap.add_argument("--no-iceberg", action="store_true", help="skip the Iceberg side")
+    ap.add_argument("--only", metavar="TEXT", help="only the changes whose name contains TEXT (case-insensitive)")
     ap.add_argument("--side", nargs=3, metavar=("SIDE", "ROOT", "JARS"), help=argparse.SUPPRESS)
     ap.add_argument("--first-round", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -385,7 +446,7 @@ def main() -> None:
     if args.side:
         side, root, jars = args.side
         got = (ushas_side(args, rows, parts, args.first_round) if side == "ushas"
-               else iceberg_side(Path(root), jars, rows, parts, args.rounds))
+               else iceberg_side(Path(root), jars, rows, parts, args.rounds, args.only))
         print("RESULT " + json.dumps(got))
         return
     ice: dict[str, Any] | None = None
@@ -399,7 +460,7 @@ def main() -> None:
         print(f"== ushas (Spark 4.3) and Iceberg 1.12 (Spark 4.1.4, own virtualenv), {rows:,} rows, {parts} "
               f"partitions, {args.rounds} round(s), each side in a fresh process per round", flush=True)
         try:
-            mine, ice = fresh_rounds(rows, parts, args.rounds)
+            mine, ice = fresh_rounds(rows, parts, args.rounds, args.only)
         except (RuntimeError, OSError, subprocess.SubprocessError) as e:
             print(f"Iceberg side not run ({e}): the ushas side alone, in this process", flush=True)
             reason = str(e)
@@ -415,9 +476,11 @@ def main() -> None:
     for name, sides in mine["took"].items():
         a, b = statistics.median(sides["a"]), statistics.median(sides["b"])
         i = None if ice is None else statistics.median(ice["took"][name])
-        print(f"| {name} | {a:.2f} | {b:.2f} | {a / b:.2f}x | {'—' if i is None else f'{i:.2f}'} | "
+        print(f"| {name} | {a:.3f} | {b:.3f} | {a / b:.2f}x | {'—' if i is None else f'{i:.3f}'} | "
               f"{'—' if i is None else f'{a / i:.2f}x'} | "
               f"{'—' if i is None or ratio is None else f'{a / i / ratio:.2f}x'} |")
+    for name, times in mine.get("reps", {}).items():
+        print(spread(name, times))
     if ice is None or ratio is None:
         print(f"Iceberg: not run ({reason})")
         return

@@ -7,6 +7,7 @@ filter's removal rule: tests/spark/test_row_filters_spark.py) are those of Spark
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Iterator
 
 import pytest
@@ -116,6 +117,93 @@ def test_lineage_and_a_cached_table_as_sparks_path(spark: Any, pair: dict[str, A
         assert edges == {(table, None, table, "dt", "INDIRECT", "FILTER")}, (t, edges)
         seen[t] = (access, edges)
     assert seen["a"][1] and len(seen["a"][1]) == len(seen["b"][1])
+
+
+#: (condition, taken before Spark's rewrite: columns compared with literals, MetadataOnlyDelete.BeforeResolution)
+BEFORE_REWRITE = [
+    ("dt = 'x'", True),
+    ("dt IN ('y', 'z')", True),
+    ("t.dt = 'x' AND d = DATE'2024-01-01'", True),  # the statement's alias
+    ("DT IS NULL OR dt = 'nope'", True),  # the session's resolver: case-insensitive
+    ("NOT (dt <> 'z')", True),
+    ("dt = concat('x', '')", False),  # a function: the rule after the rewrite folds it
+    ("d = '2024-01-02'", False),  # a DATE compared with a string: Spark's coercion first
+    ("dt = 'x' AND id > 10", False),  # a data column: rows rewritten
+    ("dt IN (SELECT c FROM VALUES ('y') AS s(c))", False),
+]
+
+
+def _rewrites(spark: Any) -> int:
+    """How many times Spark's RewriteDeleteFromTable changed a plan since the rules' metrics were reset."""
+    dump = spark.sparkContext._jvm.org.apache.spark.sql.catalyst.rules.RuleExecutor.dumpTimeSpent()
+    m = re.search(r"\.RewriteDeleteFromTable\s+\d+\s*/\s*\d+\s+(\d+)\s*/\s*\d+", dump)
+    return int(m.group(1)) if m else 0
+
+
+def _counted(spark: Any, monkeypatch: pytest.MonkeyPatch, sql: str) -> tuple[int, list[str]]:
+    """Runs ``sql``: the times Spark's rewrite changed a plan, and the bridge calls (the lineage listener's aside)."""
+    from ushas_catalog.spark import bridge
+
+    ops: list[str] = []
+    real = bridge.handle
+
+    def counted(op: str, payload: str) -> str:
+        if not op.startswith("lineage."):  # the listener's events, sent from its own thread
+            ops.append(op)
+        return real(op, payload)
+
+    spark.sparkContext._jvm.org.apache.spark.sql.catalyst.rules.RuleExecutor.resetMetrics()
+    with monkeypatch.context() as m:
+        m.setattr(bridge, "handle", counted)  # Backend.call looks it up at every call
+        spark.sql(sql)
+    return _rewrites(spark), ops
+
+
+def test_the_current_catalogs_table_is_taken_before_the_rewrite_too(spark: Any, pair: dict[str, Any],
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """``USE ushas.db`` then ``DELETE FROM a WHERE dt = 'x'``: the name is the current catalog's, taken early."""
+    spark.sql(f"USE ushas.{pair['db']}")
+    assert _counted(spark, monkeypatch, "DELETE FROM a WHERE dt = 'x'") == (0, ["load_table", "delete_where"])
+    assert {r.dt for r in spark.table("a").collect()} == {"y", "z"}
+
+
+@pytest.mark.parametrize("condition,before", BEFORE_REWRITE, ids=[c for c, _ in BEFORE_REWRITE])
+def test_a_plain_partitions_delete_skips_sparks_rewrite_with_one_load(spark: Any, pair: dict[str, Any],
+                                                                       monkeypatch: pytest.MonkeyPatch,
+                                                                       condition: str, before: bool) -> None:
+    """A DELETE whose condition compares partition columns with literals is taken before Spark's Resolution batch:
+    Spark's RewriteDeleteFromTable never runs, the bridge sees one load_table (with write privileges: Spark's own
+    ResolveRelations) and one delete_where, and the table keeps the rows Spark's path keeps. Any other condition
+    goes on as before (the rewrite, then the rule after it or Spark's row-level plan), its table loaded once."""
+    db = pair["db"]
+    spark.conf.set(CONF, "false")
+    spark.sql(f"DELETE FROM ushas.{db}.b t WHERE {condition}")
+    spark.conf.set(CONF, "true")
+    rewrites, ops = _counted(spark, monkeypatch, f"DELETE FROM ushas.{db}.a t WHERE {condition}")
+    assert rewrites == (0 if before else 1), condition
+    assert ops.count("load_table") == 1 and ops.count("load_relation") == 0, (condition, ops)
+    if before:
+        assert ops == ["load_table", "delete_where"], (condition, ops)
+    assert rows(spark, f"ushas.{db}.a") == rows(spark, f"ushas.{db}.b"), condition
+
+
+def test_a_temporary_view_of_the_name_is_still_the_view(spark: Any, pair: dict[str, Any]) -> None:
+    """The early path resolves the name as Spark does: a temporary view named as the table (the current namespace's)
+    is what ``DELETE FROM a`` names, refused as on Spark's path (the rule off), the table behind it untouched."""
+    db = pair["db"]
+    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW a AS SELECT * FROM ushas.{db}.a")
+    errors = {}
+    try:
+        spark.sql(f"USE ushas.{db}")
+        for on in ("true", "false"):
+            spark.conf.set(CONF, on)
+            with pytest.raises(Exception, match="DELETE") as e:  # noqa: PT011 - the same error either way
+                spark.sql("DELETE FROM a WHERE dt = 'x'")
+            errors[on] = str(e.value).split("\n")[0]
+    finally:
+        spark.sql("DROP VIEW IF EXISTS a")
+    assert errors["true"] == errors["false"], errors
+    assert len(rows(spark, f"ushas.{db}.a")) == 12
 
 
 @pytest.mark.parametrize("filters,prefix", [

@@ -495,6 +495,26 @@ def test_a_masked_user_may_not_update_delete_or_merge(spark: Any, rm: Any) -> No
     assert [tuple(r) for r in spark.sql(f"SELECT note, ssn FROM {rm.carol}.db.m").collect()] == [("n", "111-22-3333")]
 
 
+def test_a_masked_user_may_not_delete_whole_partitions_before_sparks_rewrite(spark: Any, rm: Any) -> None:
+    """A DELETE of whole partitions taken before Spark's rewrite (MetadataOnlyDelete.BeforeResolution: columns
+    compared with literals) is refused to a user under column masks as Spark's path refuses it, however the
+    statement is written (an alias, another case, IN, NOT); nothing is written; the exempt member may."""
+    adm, bob = rm.adm, rm.bob
+    spark.sql(f"CREATE TABLE {adm}.db.pm (id INT, ssn STRING, region STRING) USING parquet PARTITIONED BY (region)")
+    spark.sql(f"INSERT INTO {adm}.db.pm VALUES (1, '111-22-3333', 'EU'), (2, '222-33-4444', 'US')")
+    spark.sql(f"CALL {adm}.system.set_column_mask('db.pm', 'ssn', \"'***'\", 'role:auditors')").collect()
+    for user in ("user:bob", "user:carol"):
+        rm.ms.grant("MODIFY", ("main", "db", "pm"), user)
+    version = rm.ms.get_table(("main", "db", "pm")).version
+    for sql in (f"DELETE FROM {bob}.db.pm WHERE region = 'US'", f"DELETE FROM {bob}.db.pm AS x WHERE x.REGION IN ('US')",
+                f"DELETE FROM {bob}.db.pm WHERE NOT (region <> 'US') OR region IS NULL"):
+        text = denied(lambda: spark.sql(sql))
+        assert "[USHAS_RowPolicy]" in text and "column masks" in text, (sql, text)
+    assert rm.ms.get_table(("main", "db", "pm")).version == version  # nothing written
+    spark.sql(f"DELETE FROM {rm.carol}.db.pm WHERE region = 'US'")  # carol is in the exempt role
+    assert [r.id for r in spark.table(f"{adm}.db.pm").collect()] == [1]
+
+
 def test_statistics_of_hidden_rows_are_withheld(spark: Any, rm: Any) -> None:
     """After the exempt member runs ANALYZE … FOR ALL COLUMNS, bob (under the row filter) sees no column
     statistics (min / max / distinct counts over hidden rows) and no row count; carol sees them."""

@@ -44,6 +44,7 @@ public final class UshasExtensions extends AbstractFunction1<SparkSessionExtensi
         extensions.injectResolutionRule(MetadataOnlyDelete.factory());  // a partitions' DELETE decided at analysis
         extensions.injectPostHocResolutionRule(ViewSchemaSync.factory());  // views WITH SCHEMA [TYPE] EVOLUTION
         extensions.injectHintResolutionRule(FunctionStatements.factory());  // CREATE / DROP / DESCRIBE FUNCTION ...
+        extensions.injectHintResolutionRule(MetadataOnlyDelete.BeforeResolution.factory());  // ... before its rewrite
         extensions.injectPlannerStrategy(new AbstractFunction1<SparkSession, SparkStrategy>() {
             @Override
             public SparkStrategy apply(SparkSession session) {
