@@ -51,9 +51,7 @@ def handle(opened: Any, op: str, handler: Handler, request: dict[str, Any]) -> d
         return handler(opened.metastore, request)
     known = _KNOWN.setdefault(opened.metastore, {})
     for attempt in (1, 2):
-        if catalog not in known:
-            known[catalog] = _view_of(opened.metastore, catalog)
-        view = known[catalog]
+        view = _known_view(opened, catalog)
         try:
             if view is None:
                 return handler(opened.metastore, request)
@@ -75,10 +73,15 @@ def plain(opened: Any, request: dict[str, Any]) -> bool:
     catalog = (request.get("ctx") or {}).get("catalog")
     if not isinstance(catalog, str) or not catalog:
         return True
+    return _known_view(opened, catalog) is None
+
+
+def _known_view(opened: Any, catalog: str) -> Any:
+    """The share view ``catalog`` mounts on ``opened``'s store (None: a plain catalog), read once and remembered."""
     known = _KNOWN.setdefault(opened.metastore, {})
     if catalog not in known:
         known[catalog] = _view_of(opened.metastore, catalog)
-    return known[catalog] is None
+    return known[catalog]
 
 
 def _view_of(ms: Any, catalog: str) -> Any:
