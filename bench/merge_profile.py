@@ -9,9 +9,11 @@ source ``src`` as there (1% of the rows: half existing ids of the two newest par
 is the whole table). Each round runs every mode once, in turn (the order rotating), the table restored to its
 filled version before each statement (``restore_table``: the same files):
 
+- ``probe``: the catalog's default (``MergeProbe``, wave 20: one pass over the target, the unmatched source rows
+  written after it in the same commit, the files no source key can be in skipped by their footers);
 - ``scan``: the catalog's rule (``MergeBroadcastJoin``) applied whatever the source's size (its limit lifted to
   Spark's broadcast threshold), the source rows no target row matches found by one scan of the target's keys
-  (``MergeUnmatchedSource``, wave 18, ``spark.ushas.merge.unmatchedSource=scan``: the default);
+  (``MergeUnmatchedSource``, wave 18, ``spark.ushas.merge.unmatchedSource=scan``);
 - ``join``: the same rule with wave 17's form of those rows (a semi join, the distinct keys, an anti join);
 - ``spark``: the rule off (``spark.ushas.merge.broadcastSource=false``): Spark's full outer join;
 - ``by hand``: bench/row_level.py's INSERT OVERWRITE.
@@ -42,6 +44,7 @@ from row_level import TABLE, Profile, changes, fill  # noqa: E402  (bench/ is th
 PARTS = 20
 #: mode -> session settings while it runs
 MODES: dict[str, dict[str, str]] = {
+    "probe": {"spark.ushas.merge.unmatchedSource": "probe"},
     "scan": {"spark.ushas.merge.broadcastSource.maxBytes": "10m", "spark.ushas.merge.unmatchedSource": "scan"},
     "join": {"spark.ushas.merge.broadcastSource.maxBytes": "10m", "spark.ushas.merge.unmatchedSource": "join"},
     "spark": {"spark.ushas.merge.broadcastSource": "false"},

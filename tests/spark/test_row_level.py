@@ -364,9 +364,11 @@ def sized_src(spark: Any) -> Any:
 def test_a_merge_with_a_small_source_broadcasts_it_and_matches_the_reference(
         spark: Any, db: str, sized_src: str, name: str, sql: str) -> None:
     """A MERGE with a WHEN NOT MATCHED clause is Spark's full outer join of the target with the source (both
-    shuffled); with a source small enough to broadcast the catalog's rule makes it a left outer join with the
-    source broadcast plus the source rows no target row matches: no full outer join, the target not shuffled,
-    the same rows as the DataFrame reference. ``spark.ushas.merge.broadcastSource=false`` keeps Spark's plan."""
+    shuffled); with a source small enough to broadcast the catalog's rule makes it one pass over the target
+    (``MergeProbe``: no join, no exchange, no ``MergeRows``; the unmatched source rows written after it), or, with
+    ``spark.ushas.merge.unmatchedSource=scan``, a left outer join with the source broadcast plus the source rows no
+    target row matches: no full outer join, the target not shuffled, the same rows as the DataFrame reference
+    either way. ``spark.ushas.merge.broadcastSource=false`` keeps Spark's plan."""
     t = f"ushas.{db}.t"
     make(spark, t, "parquet", True)
     statement = sql.format(t=t)
@@ -375,9 +377,18 @@ def test_a_merge_with_a_small_source_broadcasts_it_and_matches_the_reference(
     rewritten = name not in ("merge_by_source_update", "merge_insert_only")
     assert "FullOuter" not in plan and not target_shuffled(plan), plan
     if rewritten:
-        # the unmatched source rows by one scan of the target's keys (MergeUnmatchedSource): no join, no exchange
-        assert re.search(r"BroadcastHashJoin .*LeftOuter, BuildRight", plan) and "LeftAnti" not in plan, plan
-        assert not [line for line in subtree(plan, "MergeUnmatchedSource") if "Exchange" in line], plan
+        # one pass over the target's rows (MergeProbe): no join (the group filter's subquery aside), no exchange,
+        # no MergeRows
+        assert "MergeProbe" in plan and "LeftOuter" not in plan and "MergeRowsExec" not in plan, plan
+        lines = plan.splitlines()  # nor the source shuffled or broadcast: the node collects it
+        assert not any("Exchange" in a and "__row_from_source" in b for a, b in zip(lines, lines[1:])), plan
+        spark.conf.set("spark.ushas.merge.unmatchedSource", "scan")
+        try:  # the unmatched source rows by one scan of the target's keys (MergeUnmatchedSource): no exchange
+            scan = spark.sql(f"EXPLAIN {statement}").first()[0]
+        finally:
+            spark.conf.unset("spark.ushas.merge.unmatchedSource")
+        assert re.search(r"BroadcastHashJoin .*LeftOuter, BuildRight", scan) and "LeftAnti" not in scan, scan
+        assert not [line for line in subtree(scan, "MergeUnmatchedSource") if "Exchange" in line], scan
         spark.conf.set("spark.ushas.merge.broadcastSource", "false")
         try:
             spark_plan = spark.sql(f"EXPLAIN {statement}").first()[0]
@@ -413,7 +424,8 @@ def test_a_broadcast_merge_keeps_the_cardinality_check_and_spark_keeps_its_plan_
             (upsert.format(s="unsized", on="t.id = s.id"), {}),
             (src, {"spark.sql.autoBroadcastJoinThreshold": "1"}),  # Spark's threshold bounds the rule's
             (src, {"spark.ushas.merge.broadcastSource.maxBytes": "100"}),  # the rule's own limit (bytes)
-            (upsert.format(s="(SELECT rl_py_id(id) AS id, v, dt FROM src)", on="t.id = s.id"), {}),
+            (upsert.format(s="(SELECT rl_py_id(id) AS id, v, dt FROM src)", on="t.id = s.id"),
+             {"spark.ushas.merge.unmatchedSource": "scan"}),  # the union's forms read the source three times
             (upsert.format(s="src", on="t.id < s.id - 100"), {})]
         for sql, conf in kept:
             for k, v in conf.items():
@@ -424,6 +436,8 @@ def test_a_broadcast_merge_keeps_the_cardinality_check_and_spark_keeps_its_plan_
                 for k in conf:
                     spark.conf.unset(k)
             assert "FullOuter" in plan, (sql, conf, plan)
+        python = upsert.format(s="(SELECT rl_py_id(id) AS id, v, dt FROM src)", on="t.id = s.id")
+        assert "MergeProbe" in spark.sql(f"EXPLAIN {python}").first()[0]  # the probe reads the source once
         spark.conf.set("spark.ushas.merge.broadcastSource.maxBytes", "10k")
         try:
             assert "FullOuter" not in spark.sql(f"EXPLAIN {src}").first()[0]
@@ -479,7 +493,7 @@ def keyed_reference(spark: Any, on: str) -> set[tuple[Any, ...]]:
     return {tuple(r.r) for r in rows if r.r is not None}
 
 
-@pytest.mark.parametrize("form", ["scan", "join"])
+@pytest.mark.parametrize("form", ["probe", "scan", "join"])
 def test_a_broadcast_merge_finds_unmatched_source_rows_by_the_targets_keys(spark: Any, db: str, form: str) -> None:
     """A broadcast MERGE whose ON condition is equalities between target and source plus conjuncts on either
     side alone finds the source rows no target row matches from the target's keys. ``scan`` (the default of
@@ -508,6 +522,10 @@ def test_a_broadcast_merge_finds_unmatched_source_rows_by_the_targets_keys(spark
                    f"WHEN NOT MATCHED THEN INSERT * WHEN NOT MATCHED BY SOURCE AND t.dt = 'y' THEN DELETE")
             plan = spark.sql(f"EXPLAIN {sql}").first()[0]
             assert "FullOuter" not in plan and not target_shuffled(plan), (on, plan)
+            probed = "MergeProbe" in plan
+            assert probed == (form == "probe" and by_bytes), (on, plan)
+            if probed:  # one pass: no join at all, the cardinality checked by the node, no row id
+                assert "Join" not in plan and "checking cardinality" in plan and "__row_id" not in plan, (on, plan)
             scanned = "MergeUnmatchedSource" in plan
             assert scanned == (form == "scan" and by_bytes), (on, plan)
             if scanned:  # the node checks the cardinality: MergeRows needs no row id
@@ -516,7 +534,7 @@ def test_a_broadcast_merge_finds_unmatched_source_rows_by_the_targets_keys(spark
                 assert not [line for line in subtree(plan, "MergeUnmatchedSource") if "Exchange" in line], (on, plan)
             # the keys' broadcast: over their aggregate, built for the anti join of the source rows
             by_keys = re.search(r"BroadcastHashJoin .*__ushas_merge_key_0.*LeftAnti, BuildRight", plan) is not None
-            assert by_keys == (keyed and not scanned), (on, plan)
+            assert by_keys == (keyed and not scanned and not probed), (on, plan)
             if by_keys:
                 below = plan[plan.index("LeftAnti, BuildRight"):]
                 assert re.search(r"BroadcastExchange .*\n\s*\+- HashAggregate\(keys=\[__ushas_merge_key_0", below), \
@@ -529,7 +547,7 @@ def test_a_broadcast_merge_finds_unmatched_source_rows_by_the_targets_keys(spark
         assert (3, "d", "y") in before  # matched by both source rows of key 3 below
         dup = (f"MERGE INTO {t} t USING (SELECT * FROM ksrc UNION ALL SELECT 3, 'again', 'y') s ON t.id = s.id "
                f"AND s.dt <> 'q' WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *")
-        assert "__ushas_merge_key_0" in spark.sql(f"EXPLAIN {dup}").first()[0]
+        assert ("MergeProbe" if form == "probe" else "__ushas_merge_key_0") in spark.sql(f"EXPLAIN {dup}").first()[0]
         with pytest.raises(Exception, match="MERGE_CARDINALITY_VIOLATION"):
             spark.sql(dup)
         assert {tuple(r) for r in spark.sql(f"SELECT id, v, dt FROM {t}").collect()} == before
@@ -540,18 +558,22 @@ def test_a_broadcast_merge_finds_unmatched_source_rows_by_the_targets_keys(spark
 
 def test_the_unmatched_source_form_is_a_setting_under_the_rules_limit_and_a_bad_form_is_refused(
         spark: Any, db: str, sized_src: str) -> None:
-    """A source of 2.6 MB by Spark's estimate (100,000 rows of a range: no row is computed for EXPLAIN) is over
-    the rule's default limit (a tenth of Spark's threshold, for either form): Spark's plan. With the limit raised
-    it is broadcast and its unmatched rows found by the ``scan`` form, by the ``join`` form when the session asks
-    for it, or when the key is one ``scan`` cannot compare as bytes (a DOUBLE). Another value of
-    ``spark.ushas.merge.unmatchedSource`` is refused naming the setting, before anything is written."""
+    """A source of 2.6 MB by Spark's estimate (100,000 rows of a range: no row is computed for EXPLAIN) is under
+    the probe's default limit (Spark's threshold: it reads and broadcasts the source once, as Spark's broadcast
+    join) and over the union's forms' (a tenth of it): ``MergeProbe`` by default, Spark's plan with ``scan``. With
+    the limit raised the union's forms take it: its unmatched rows found by the ``scan`` form, by the ``join`` form
+    when the session asks for it, or when the key is one neither the probe nor ``scan`` can compare as bytes (a
+    DOUBLE). Another value of ``spark.ushas.merge.unmatchedSource`` is refused naming the setting, before
+    anything is written."""
     t = f"ushas.{db}.t"
     make(spark, t, "parquet", True)
     big = "(SELECT CAST(id AS INT) AS id, 'x' AS v, 'y' AS dt FROM range(100000))"
     merge = (f"MERGE INTO {t} t USING {{s}} s ON {{on}} WHEN MATCHED THEN UPDATE SET v = s.v "
              f"WHEN NOT MATCHED THEN INSERT *")
     raised = {"spark.ushas.merge.broadcastSource.maxBytes": "10m"}
-    cases = [("t.id = s.id", {}, "spark"), ("t.id = s.id", raised, "scan"),
+    scan = {"spark.ushas.merge.unmatchedSource": "scan"}
+    cases = [("t.id = s.id", {}, "probe"), ("t.id = s.id", scan, "spark"), ("t.id = s.id", {**raised, **scan}, "scan"),
+             ("CAST(t.id AS DOUBLE) = CAST(s.id AS DOUBLE)", {}, "spark"),
              ("t.id = s.id", {**raised, "spark.ushas.merge.unmatchedSource": "join"}, "join"),
              ("CAST(t.id AS DOUBLE) = CAST(s.id AS DOUBLE)", raised, "join")]
     for on, conf, form in cases:
@@ -564,11 +586,12 @@ def test_the_unmatched_source_form_is_a_setting_under_the_rules_limit_and_a_bad_
                 spark.conf.unset(k)
         assert ("FullOuter" in plan) == (form == "spark"), (on, conf, plan)
         assert ("MergeUnmatchedSource" in plan) == (form == "scan"), (on, conf, plan)
+        assert ("MergeProbe" in plan) == (form == "probe"), (on, conf, plan)
         assert (re.search(r"BroadcastHashJoin .*__ushas_merge_key_0.*LeftAnti", plan) is not None) == (form == "join"), \
             (on, conf, plan)
     spark.conf.set("spark.ushas.merge.unmatchedSource", "hash")
     try:
-        with pytest.raises(Exception, match="spark.ushas.merge.unmatchedSource: expected scan or join, got 'hash'"):
+        with pytest.raises(Exception, match="spark.ushas.merge.unmatchedSource: expected probe, scan or join, got 'hash'"):
             spark.sql(merge.format(s=sized_src, on="t.id = s.id"))
     finally:
         spark.conf.unset("spark.ushas.merge.unmatchedSource")

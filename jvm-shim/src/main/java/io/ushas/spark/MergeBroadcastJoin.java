@@ -12,6 +12,7 @@ import org.apache.spark.sql.catalyst.expressions.EqualTo;
 import org.apache.spark.sql.catalyst.expressions.ExprId;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.Literal;
+import org.apache.spark.sql.catalyst.expressions.MonotonicallyIncreasingID;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
 import org.apache.spark.sql.catalyst.planning.ExtractEquiJoinKeys$;
 import org.apache.spark.sql.catalyst.plans.FullOuter$;
@@ -47,6 +48,14 @@ import java.util.Map;
 
 /**
  * A MERGE with a small source joins it by broadcast, not by a shuffle of the table (docs/row-level.md).
+ *
+ * <p>By default ({@value #UNMATCHED_CONF} {@code probe}) the statement's {@code MergeRows} over its full outer join
+ * becomes {@link MergeProbe}: one pass over the group's rows with the source collected once and broadcast, the
+ * clauses applied in the same pass, the source rows no target row matches written after the target's tasks in
+ * the same commit ({@link MergeLateRows}), the files no source key can be in skipped ({@link MergeFileSkipping}).
+ * It takes a deterministic ON condition with key equalities whose values compare as their bytes, a deterministic
+ * source Spark would broadcast ({@code spark.sql.autoBroadcastJoinThreshold}, or {@value #MAX_BYTES_CONF} when
+ * set), a table that is not bucketed. Otherwise, or with {@code scan} / {@code join}, the forms below.
  *
  * <p>With a {@code WHEN NOT MATCHED} clause Spark's {@code RewriteMergeIntoTable} (copy-on-write:
  * {@code ReplaceData}) joins the rows of the group it rewrites with the source by a <b>full outer join</b>, which
@@ -133,10 +142,13 @@ final class MergeBroadcastJoin extends Rule<LogicalPlan> {
             public <A1 extends LogicalPlan, B1> B1 applyOrElse(A1 p, Function1<A1, B1> fallback) {
                 if (!isDefinedAt(p)) return fallback.apply(p);
                 ReplaceData rd = (ReplaceData) p;
-                boolean scan = scanForm();
-                long max = maxBytes();
-                LogicalPlan query = rewriteQuery(rd.query(), (DataSourceV2Relation) rd.originalTable(), max,
-                        scan ? max : -1);
+                String form = form();
+                LogicalPlan query = "probe".equals(form) ? probeQuery(rd, probeMaxBytes()) : rd.query();
+                if (query == rd.query()) {  // not the probe's form, or not a MERGE it takes: the union's forms
+                    long max = maxBytes();
+                    query = rewriteQuery(rd.query(), (DataSourceV2Relation) rd.originalTable(), max,
+                            "join".equals(form) ? -1 : max);
+                }
                 @SuppressWarnings("unchecked")
                 B1 out = (B1) (query == rd.query() ? rd
                         : rd.withNewChildren(CollectionConverters.asScala(List.of(query)).toList()));
@@ -145,15 +157,23 @@ final class MergeBroadcastJoin extends Rule<LogicalPlan> {
         });
     }
 
-    /** Whether the source rows no target row matches come from {@link MergeUnmatchedSource} ({@value #UNMATCHED_CONF}
-     *  {@code scan}, the default) or from the joins of wave 17 ({@code join}); another value is refused naming it. */
-    private boolean scanForm() {
-        String v = session.conf().get(UNMATCHED_CONF, "scan").trim().toLowerCase(java.util.Locale.ROOT);
+    /** How the source rows no target row matches are found ({@value #UNMATCHED_CONF}): {@code probe} (the default:
+     *  {@link MergeProbe}, by the tasks that read the target, written after them), {@code scan}
+     *  ({@link MergeUnmatchedSource}) or {@code join} (wave 17's joins); another value is refused naming it. */
+    private String form() {
+        String v = session.conf().get(UNMATCHED_CONF, "probe").trim().toLowerCase(java.util.Locale.ROOT);
         return switch (v) {
-            case "scan" -> true;
-            case "join" -> false;
-            default -> throw new IllegalArgumentException(UNMATCHED_CONF + ": expected scan or join, got '" + v + "'");
+            case "probe", "scan", "join" -> v;
+            default -> throw new IllegalArgumentException(UNMATCHED_CONF + ": expected probe, scan or join, got '" + v
+                    + "'");
         };
+    }
+
+    /** The probe's form's limit: {@value #MAX_BYTES_CONF} when set, else Spark's broadcast threshold (it reads the
+     *  source once and broadcasts it once, as Spark's broadcast join does); negative: never. */
+    private long probeMaxBytes() {
+        long threshold = SQLConf.get().autoBroadcastJoinThreshold();
+        return session.conf().get(MAX_BYTES_CONF, "").trim().isEmpty() ? (threshold < 0 ? -1 : threshold) : maxBytes();
     }
 
     /** {@value #MAX_BYTES_CONF}, at most Spark's broadcast threshold (negative: no source is broadcast); by default
@@ -171,6 +191,65 @@ final class MergeBroadcastJoin extends Rule<LogicalPlan> {
                     + v + "'");
         }
         return threshold < 0 ? -1 : Math.min(max, threshold);
+    }
+
+    /** The statement's query with its {@code MergeRows} over a full outer join replaced by {@link MergeProbe}, or
+     *  the same plan when the MERGE is not one the probe takes ({@link #probes}). */
+    private static LogicalPlan probeQuery(ReplaceData rd, long maxBytes) {
+        UshasRowLevel.Operation op = UshasRowLevel.operationOf(rd);
+        if (op == null || op.bucketed()) return rd.query();  // a bucket a task: rows written after them break it
+        return rd.query().transformDown(new AbstractPartialFunction<LogicalPlan, LogicalPlan>() {
+            @Override
+            public boolean isDefinedAt(LogicalPlan p) {
+                return p instanceof MergeRows m && m.child() instanceof Join j && j.joinType() == FullOuter$.MODULE$
+                        && probes(j, maxBytes);
+            }
+
+            @Override
+            public <A1 extends LogicalPlan, B1> B1 applyOrElse(A1 p, Function1<A1, B1> fallback) {
+                if (!isDefinedAt(p)) return fallback.apply(p);
+                MergeRows m = (MergeRows) p;
+                Join j = (Join) m.child();
+                LogicalPlan out = new MergeProbe(withoutRowId(j.left()), j.right(), j.condition().get(),
+                        m.matchedInstructions(), m.notMatchedInstructions(), m.notMatchedBySourceInstructions(),
+                        m.checkCardinality(), m.output(), op, rd.projections().rowProjection());
+                out.copyTagsFrom(m);
+                @SuppressWarnings("unchecked")
+                B1 b = (B1) out;
+                return b;
+            }
+        });
+    }
+
+    /** Whether {@link MergeProbe} takes the join: a deterministic condition with key equalities between the target
+     *  and the source whose values compare as their bytes ({@link #split}, {@link #bytesEquality}), and a
+     *  deterministic source Spark would broadcast within {@code maxBytes}. */
+    private static boolean probes(Join j, long maxBytes) {
+        if (j.condition().isEmpty()) return false;
+        Expression cond = j.condition().get();
+        if (!cond.deterministic() || !j.right().deterministic()) return false;
+        if (!broadcastable(j.right(), j.hint().rightHint(), maxBytes)) return false;
+        Split keyed = split(cond, j.left().outputSet(), j.right().outputSet());
+        if (keyed == null) return false;
+        for (KeyPair k : keyed.keys()) {
+            if (!k.target().dataType().sameType(k.source().dataType()) || !bytesEquality(k.target().dataType())) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** The target's side of the join without the row id Spark adds for the cardinality check ({@link MergeProbe}
+     *  checks it by itself, each target row's matches in hand). */
+    private static LogicalPlan withoutRowId(LogicalPlan left) {
+        if (!(left instanceof Project p)) return left;
+        List<NamedExpression> kept = new ArrayList<>();
+        for (NamedExpression e : CollectionConverters.asJava(p.projectList())) {
+            if (e instanceof Alias a && a.child() instanceof MonotonicallyIncreasingID) continue;
+            kept.add(e);
+        }
+        return kept.size() == p.projectList().size() ? left
+                : new Project(CollectionConverters.asScala(kept).toList(), p.child());
     }
 
     /** The statement's query with its {@code MergeRows}' full outer join rewritten, or the same plan. */
@@ -272,6 +351,22 @@ final class MergeBroadcastJoin extends Rule<LogicalPlan> {
      *  conjuncts on the source alone (or on neither); null when a conjunct is anything else (a range between
      *  the two, an OR across them...) or no equality is found. */
     record Split(List<KeyPair> keys, List<Expression> targetOnly, List<Expression> sourceOnly) {
+        /** the target's side of each key equality */
+        List<Expression> targetKeys() {
+            return keys.stream().map(KeyPair::target).toList();
+        }
+
+        /** the source's side of each key equality */
+        List<Expression> sourceKeys() {
+            return keys.stream().map(KeyPair::source).toList();
+        }
+
+        /** whether each key equality is {@code <=>} (a NULL matches a NULL) */
+        boolean[] nullSafe() {
+            boolean[] out = new boolean[keys.size()];
+            for (int i = 0; i < out.length; i++) out[i] = keys.get(i).nullSafe();
+            return out;
+        }
     }
 
     /** The target's side of {@code split}'s equalities as named key columns ({@code keys}), and the condition

@@ -65,15 +65,9 @@ public final class MergeUnmatchedSourceExec extends SparkPlan {
         if (split == null || !split.targetOnly().isEmpty()) {
             throw new IllegalStateException("MergeUnmatchedSource: not a condition of keys: " + condition.sql());
         }
-        List<Expression> targetKeys = new ArrayList<>();
-        List<Expression> sourceKeys = new ArrayList<>();
-        boolean[] nullSafe = new boolean[split.keys().size()];
-        for (int i = 0; i < nullSafe.length; i++) {
-            MergeBroadcastJoin.KeyPair k = split.keys().get(i);
-            targetKeys.add(k.target());
-            sourceKeys.add(k.source());
-            nullSafe[i] = k.nullSafe();
-        }
+        List<Expression> targetKeys = split.targetKeys();
+        List<Expression> sourceKeys = split.sourceKeys();
+        boolean[] nullSafe = split.nullSafe();
         InternalRow[] rows = right.executeCollect();
         UnsafeProjection keyOf = UnsafeProjection.create(CollectionConverters.asScala(sourceKeys).toList(), right.output());
         BasePredicate own = null;
@@ -163,7 +157,7 @@ public final class MergeUnmatchedSourceExec extends SparkPlan {
     }
 
     /** Whether a key has a NULL in a plain equality (which never holds). */
-    private static boolean neverMatches(UnsafeRow key, boolean[] nullSafe) {
+    static boolean neverMatches(UnsafeRow key, boolean[] nullSafe) {
         for (int i = 0; i < nullSafe.length; i++) {
             if (!nullSafe[i] && key.isNullAt(i)) return true;
         }

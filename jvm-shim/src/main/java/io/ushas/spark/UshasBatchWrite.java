@@ -78,6 +78,14 @@ final class UshasBatchWrite implements BatchWrite {
     /** a row-level rewrite: the files its commit replaces (null: not one) */
     private java.util.function.Supplier<JsonNode> replacing;
 
+    /** a MERGE planned as {@link MergeProbe}: the rows written after its tasks, before the commit (null: none) */
+    private java.util.function.Supplier<MergeLateRows> late;
+
+    UshasBatchWrite withLateRows(java.util.function.Supplier<MergeLateRows> late) {
+        this.late = late;
+        return this;
+    }
+
     UshasBatchWrite replacing(java.util.function.Supplier<JsonNode> replacing) {
         this.replacing = replacing;
         return this;
@@ -345,6 +353,8 @@ final class UshasBatchWrite implements BatchWrite {
 
     @Override
     public void commit(WriterCommitMessage[] messages) {
+        MergeLateRows after = late == null ? null : late.get();
+        if (after != null) messages = after.written(messages, this);  // the MERGE's unmatched source rows
         FileSystem fs;
         try {
             fs = root.getFileSystem(job.getConfiguration());

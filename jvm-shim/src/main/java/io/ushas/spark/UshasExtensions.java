@@ -85,12 +85,16 @@ public final class UshasExtensions extends AbstractFunction1<SparkSessionExtensi
     /** RepairTable / RecoverPartitions of an Ushas table -> {@link RepairTableExec}; AnalyzeTable /
      *  AnalyzeColumn -> {@link AnalyzeTableExec}; SET SERDEPROPERTIES (no SERDE class, no partition) ->
      *  {@link AlterTableExec} setting {@code OPTIONS}; DropTable -> {@link DropTableExec}; {@link MergeUnmatchedSource}
-     *  -> {@link MergeUnmatchedSourceExec}. */
+     *  -> {@link MergeUnmatchedSourceExec}; {@link MergeProbe} -> {@link MergeProbeExec}. */
     static final class Strategy extends SparkStrategy {
         @Override
         public scala.collection.immutable.Seq<SparkPlan> apply(LogicalPlan plan) {
             SparkPlan exec = null;
-            if (plan instanceof MergeUnmatchedSource m) {  // a MERGE's unmatched source rows (MergeBroadcastJoin)
+            if (plan instanceof MergeProbe m) {  // a MERGE's join and MergeRows in one pass (MergeBroadcastJoin)
+                exec = new MergeProbeExec(planLater(m.left()), planLater(m.right()), m.condition(), m.matched(),
+                        m.notMatched(), m.notMatchedBySource(), m.checkCardinality(), m.output(), m.operation(),
+                        m.rowProjection());
+            } else if (plan instanceof MergeUnmatchedSource m) {  // a MERGE's unmatched source rows (MergeBroadcastJoin)
                 exec = new MergeUnmatchedSourceExec(planLater(m.left()), planLater(m.right()), m.condition(),
                         m.checkCardinality());
             } else if (plan instanceof DropTable d && d.child() instanceof ResolvedIdentifier id

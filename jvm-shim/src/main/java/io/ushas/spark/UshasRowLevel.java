@@ -240,6 +240,38 @@ final class UshasRowLevel {
             sourceRows = rows;
         }
 
+        /** a MERGE planned as {@link MergeProbe}: the rows its write writes after its tasks, set when it runs */
+        private volatile MergeLateRows late;
+
+        void late(MergeLateRows rows) {
+            late = rows;
+        }
+
+        MergeLateRows late() {
+            return late;
+        }
+
+        /** the table's partition columns */
+        List<String> partitionColumns() {
+            return Arrays.asList(table.partitionSchema().fieldNames());
+        }
+
+        /** Skips the group's files no row of which the keys can match, by their parquet footers
+         *  ({@link MergeFileSkipping}; a MERGE planned as {@link MergeProbe}): the files skipped. */
+        Set<String> skipUnmatched(String column, long[] keys, boolean nullKey) {
+            GroupScan read = scan;
+            if (read == null || !"parquet".equalsIgnoreCase(table.answer().path("format").asText())) return Set.of();
+            Set<String> skipped = MergeFileSkipping.unmatched(read.groupFiles(),
+                    hadoopConf(SparkSession.active(), table), column, keys, nullKey);
+            read.skipped.set(skipped);
+            return skipped;
+        }
+
+        /** whether the table is bucketed (a bucket a task: rows written after the tasks would break it) */
+        boolean bucketed() {
+            return Bucketing.of(table.answer()) != null;
+        }
+
         Operation(UshasTable table, Command command) {
             this.table = table;
             this.command = command;
@@ -274,7 +306,8 @@ final class UshasRowLevel {
                 throw new IllegalStateException("Ushas catalog: the " + command + " of " + table.name()
                         + " was planned without its scan");
             }
-            return new UshasWrite.Builder(table, new Info(info, command.name())).replacingFiles(read::replaced);
+            return new UshasWrite.Builder(table, new Info(info, command.name())).replacingFiles(read::replaced)
+                    .withLateRows(this::late);
         }
     }
 
@@ -414,6 +447,8 @@ final class UshasRowLevel {
         private final boolean withFile;
         /** the files of the group (by their path), null: every file of {@link #directories} */
         private volatile Set<Long> selected;
+        /** files of the group a MERGE found no match in ({@link MergeFileSkipping}): neither read nor replaced */
+        private final MergeFileSkipping.Skipped skipped = new MergeFileSkipping.Skipped();
 
         /** filters the format may use to skip data (never to drop single rows: Spark filters them) */
         private final List<Filter> dataFilters;
@@ -500,7 +535,18 @@ final class UshasRowLevel {
 
         private boolean inGroup(FileStatusWithMetadata f) {
             Set<Long> s = selected;
-            return s == null || s.contains(fileId(f.getPath().toString()));
+            return (s == null || s.contains(fileId(f.getPath().toString()))) && !skipped.contains(f.getPath().toString());
+        }
+
+        /** The group's files. */
+        List<org.apache.hadoop.fs.FileStatus> groupFiles() {
+            List<org.apache.hadoop.fs.FileStatus> out = new ArrayList<>();
+            for (PartitionDirectory d : directories) {
+                for (FileStatusWithMetadata f : CollectionConverters.asJava(d.files())) {
+                    if (inGroup(f)) out.add(f.fileStatus());
+                }
+            }
+            return out;
         }
 
         /** The files the statement replaces, by partition: {@code [{"values": {...}, "files": [path, ...]}]}; a
@@ -631,7 +677,7 @@ final class UshasRowLevel {
                     format.buildReaderWithPartitionValues(spark, dataSchema, constants, readDataSchema,
                             CollectionConverters.asScala(dataFilters).toList(), scalaMap(options),
                             hadoopConf(spark, table));
-            return new Reader(read, columnar);
+            return new Reader(read, columnar, skipped);
         }
     }
 
@@ -659,12 +705,15 @@ final class UshasRowLevel {
     private static final class Chained implements java.util.Iterator<Object>, java.io.Closeable {
         private final scala.Function1<PartitionedFile, scala.collection.Iterator<InternalRow>> read;
         private final PartitionedFile[] files;
+        private final MergeFileSkipping.Skipped skipped;
         private int next;
         private scala.collection.Iterator<?> current = scala.collection.Iterator$.MODULE$.empty();
 
-        Chained(scala.Function1<PartitionedFile, scala.collection.Iterator<InternalRow>> read, PartitionedFile[] files) {
+        Chained(scala.Function1<PartitionedFile, scala.collection.Iterator<InternalRow>> read, PartitionedFile[] files,
+                MergeFileSkipping.Skipped skipped) {
             this.read = read;
             this.files = files;
+            this.skipped = skipped;
         }
 
         @Override
@@ -672,7 +721,12 @@ final class UshasRowLevel {
             while (!current.hasNext()) {
                 if (next == files.length) return false;
                 closeCurrent();
-                current = read.apply(files[next++]);
+                PartitionedFile f = files[next++];
+                if (skipped.contains(f.toPath().toString())) {  // no row of it matches (MergeFileSkipping)
+                    current = scala.collection.Iterator$.MODULE$.empty();
+                    continue;
+                }
+                current = read.apply(f);
             }
             return true;
         }
@@ -704,10 +758,13 @@ final class UshasRowLevel {
     private static final class Reader implements PartitionReaderFactory, Serializable {
         private final scala.Function1<PartitionedFile, scala.collection.Iterator<InternalRow>> read;
         private final boolean columnar;
+        private final MergeFileSkipping.Skipped skipped;
 
-        Reader(scala.Function1<PartitionedFile, scala.collection.Iterator<InternalRow>> read, boolean columnar) {
+        Reader(scala.Function1<PartitionedFile, scala.collection.Iterator<InternalRow>> read, boolean columnar,
+               MergeFileSkipping.Skipped skipped) {
             this.read = read;
             this.columnar = columnar;
+            this.skipped = skipped;
         }
 
         @Override
@@ -718,7 +775,7 @@ final class UshasRowLevel {
         /** The format's reader returns its batches through its row iterator (Spark's FileScanRDD does the same). */
         @Override
         public PartitionReader<org.apache.spark.sql.vectorized.ColumnarBatch> createColumnarReader(InputPartition partition) {
-            Chained batches = new Chained(read, ((FilePart) partition).files());
+            Chained batches = new Chained(read, ((FilePart) partition).files(), skipped);
             return new PartitionReader<>() {
                 private org.apache.spark.sql.vectorized.ColumnarBatch current;
 
@@ -743,7 +800,7 @@ final class UshasRowLevel {
 
         @Override
         public PartitionReader<InternalRow> createReader(InputPartition partition) {
-            Chained rows = new Chained(read, ((FilePart) partition).files());
+            Chained rows = new Chained(read, ((FilePart) partition).files(), skipped);
             return new PartitionReader<>() {
                 private InternalRow current;
 

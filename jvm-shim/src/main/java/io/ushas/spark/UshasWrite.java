@@ -36,9 +36,14 @@ final class UshasWrite implements Write, RequiresDistributionAndOrdering {
     /** a row-level rewrite: the files it replaces, known once its scan ran (null: not one) */
     private final java.util.function.Supplier<com.fasterxml.jackson.databind.JsonNode> replacing;
 
+    /** a MERGE planned as {@link MergeProbe}: the rows written after its tasks, known once it ran (null: not one) */
+    private final java.util.function.Supplier<MergeLateRows> late;
+
     private UshasWrite(UshasTable table, LogicalWriteInfo info, String mode, Filter[] filters,
                        UshasStagedTable staged,
-                       java.util.function.Supplier<com.fasterxml.jackson.databind.JsonNode> replacing) {
+                       java.util.function.Supplier<com.fasterxml.jackson.databind.JsonNode> replacing,
+                       java.util.function.Supplier<MergeLateRows> late) {
+        this.late = late;
         this.table = table;
         this.info = info;
         this.mode = mode;
@@ -132,7 +137,8 @@ final class UshasWrite implements Write, RequiresDistributionAndOrdering {
 
     @Override
     public BatchWrite toBatch() {
-        return UshasBatchWrite.create(table, info, mode, filters, staged).replacing(replacing).reportingTo(this);
+        return UshasBatchWrite.create(table, info, mode, filters, staged).replacing(replacing).withLateRows(late)
+                .reportingTo(this);
     }
 
     static final class Builder implements WriteBuilder, SupportsTruncate, SupportsOverwrite, SupportsDynamicOverwrite {
@@ -142,6 +148,13 @@ final class UshasWrite implements Write, RequiresDistributionAndOrdering {
         private Filter[] filters = new Filter[0];
         private UshasStagedTable staged;
         private java.util.function.Supplier<com.fasterxml.jackson.databind.JsonNode> replacing;
+        private java.util.function.Supplier<MergeLateRows> late;
+
+        /** A MERGE planned as {@link MergeProbe}: the rows its commit writes after its tasks. */
+        Builder withLateRows(java.util.function.Supplier<MergeLateRows> late) {
+            this.late = late;
+            return this;
+        }
 
         Builder(UshasTable table, LogicalWriteInfo info) {
             this.table = table;
@@ -206,7 +219,7 @@ final class UshasWrite implements Write, RequiresDistributionAndOrdering {
         @Override
         public Write build() {
             if (!"append".equals(mode) && staged == null) table.refuseRowRemoval("INSERT OVERWRITE");
-            return new UshasWrite(table, info, mode, filters, staged, replacing);
+            return new UshasWrite(table, info, mode, filters, staged, replacing, late);
         }
     }
 }

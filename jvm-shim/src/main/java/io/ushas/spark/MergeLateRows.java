@@ -1,0 +1,186 @@
+package io.ushas.spark;
+
+import org.apache.spark.SparkContext;
+import org.apache.spark.TaskContext;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.ProjectingInternalRow;
+import org.apache.spark.sql.catalyst.expressions.Attribute;
+import org.apache.spark.sql.catalyst.expressions.BoundReference;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.catalyst.expressions.JoinedRow;
+import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
+import org.apache.spark.sql.catalyst.plans.logical.MergeRows;
+import org.apache.spark.sql.connector.write.BatchWrite;
+import org.apache.spark.sql.connector.write.DataWriter;
+import org.apache.spark.sql.connector.write.DataWriterFactory;
+import org.apache.spark.sql.connector.write.WriterCommitMessage;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.util.CollectionAccumulator;
+import scala.collection.immutable.Seq;
+import scala.jdk.javaapi.CollectionConverters;
+import scala.runtime.AbstractFunction2;
+
+import java.io.Serializable;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.BitSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * The rows a MERGE planned as {@link MergeProbe} writes for the source rows no target row matched, once the tasks
+ * that read the target are done: {@link MergeProbeExec} hands this to the statement's operation, and the write's
+ * commit ({@link UshasBatchWrite#commit}) calls {@link #written} before it registers anything. The source rows no
+ * task marked in the accumulator go through the {@code WHEN NOT MATCHED} instructions (their target side NULL, as
+ * the full outer join gives them), projected to the table's columns as the statement's write projects its rows,
+ * grouped by partition (each writer writes one partition's rows at a time), and written by a small job with the
+ * write's own writer factory; its tasks' messages join the others, so the one commit registers them all, and a
+ * failure removes what the job wrote before the statement's write is aborted.
+ */
+final class MergeLateRows {
+    private final UnsafeRow[] source;
+    private final CollectionAccumulator<BitSet> marks;
+    private final Seq<MergeRows.Instruction> notMatched;
+    private final Seq<Attribute> left;
+    private final Seq<Attribute> right;
+    private final ProjectingInternalRow rowProjection;
+    private final List<String> partitionColumns;
+
+    MergeLateRows(UnsafeRow[] source, CollectionAccumulator<BitSet> marks, Seq<MergeRows.Instruction> notMatched,
+                  Seq<Attribute> left, Seq<Attribute> right, ProjectingInternalRow rowProjection,
+                  List<String> partitionColumns) {
+        this.source = source;
+        this.marks = marks;
+        this.notMatched = notMatched;
+        this.left = left;
+        this.right = right;
+        this.rowProjection = rowProjection;
+        this.partitionColumns = partitionColumns;
+    }
+
+    /** The table rows of the source rows no task matched, grouped by partition. */
+    List<UnsafeRow> rows() {
+        BitSet seen = new BitSet(source.length);
+        for (BitSet b : marks.value()) seen.or(b);
+        Seq<Attribute> joined = left.$plus$plus(right).toSeq();
+        MergeProbeExec.Bound insert = new MergeProbeExec.Bound(notMatched, joined);
+        List<StructField> fields = List.of(rowProjection.schema().fields());
+        List<Expression> columns = new ArrayList<>();
+        List<Expression> partition = new ArrayList<>();
+        for (int i = 0; i < fields.size(); i++) {
+            int at = (Integer) rowProjection.colOrdinals().apply(i);
+            columns.add(new BoundReference(at, fields.get(i).dataType(), fields.get(i).nullable()));
+        }
+        for (String p : partitionColumns) {
+            for (int i = 0; i < fields.size(); i++) {
+                if (fields.get(i).name().toLowerCase(Locale.ROOT).equals(p.toLowerCase(Locale.ROOT))) {
+                    partition.add(new BoundReference(i, fields.get(i).dataType(), fields.get(i).nullable()));
+                }
+            }
+        }
+        UnsafeProjection toTable = UnsafeProjection.create(CollectionConverters.asScala(columns).toList());
+        UnsafeProjection partitionOf = UnsafeProjection.create(CollectionConverters.asScala(partition).toList());
+        Map<UnsafeRow, List<UnsafeRow>> byPartition = new LinkedHashMap<>();
+        InternalRow nulls = new GenericInternalRow(left.size());
+        JoinedRow row = new JoinedRow();
+        ArrayDeque<InternalRow> given = new ArrayDeque<>();
+        for (int i = 0; i < source.length; i++) {
+            if (seen.get(i)) continue;
+            insert.apply(row.apply(nulls, source[i]), given, true);
+            for (InternalRow r : given) {
+                UnsafeRow table = toTable.apply(r).copy();
+                byPartition.computeIfAbsent(partitionOf.apply(table).copy(), k -> new ArrayList<>()).add(table);
+            }
+            given.clear();
+        }
+        List<UnsafeRow> all = new ArrayList<>();
+        for (List<UnsafeRow> rows : byPartition.values()) all.addAll(rows);
+        return all;
+    }
+
+    /** {@code messages} with those of the job writing {@link #rows} (none: {@code messages} as they are). */
+    WriterCommitMessage[] written(WriterCommitMessage[] messages, BatchWrite write) {
+        List<UnsafeRow> rows = rows();
+        if (rows.isEmpty()) return messages;
+        SparkContext sc = SparkSession.active().sparkContext();
+        int tasks = Math.max(1, Math.min(sc.defaultParallelism(), rows.size() / 50_000));
+        List<byte[]> chunks = new ArrayList<>();
+        for (int c = 0; c < tasks; c++) {
+            chunks.add(MergeUnmatchedSourceExec.pack(rows.subList(rows.size() * c / tasks, rows.size() * (c + 1) / tasks)));
+        }
+        DataWriterFactory factory = write.createBatchWriterFactory(() -> tasks);
+        WriterCommitMessage[] late = new WriterCommitMessage[tasks];
+        int[] partitions = new int[tasks];
+        for (int c = 0; c < tasks; c++) partitions[c] = c;
+        try {
+            sc.runJob(sc.parallelize(CollectionConverters.asScala(chunks).toSeq(), tasks,
+                            scala.reflect.ClassTag$.MODULE$.apply(byte[].class)),
+                    new WriteTask(factory, messages.length, rowProjection.schema().size()),
+                    CollectionConverters.asScala(java.util.Arrays.stream(partitions).boxed().map(p -> (Object) p)
+                            .toList()).toSeq(),
+                    new AbstractFunction2<Object, WriterCommitMessage, scala.runtime.BoxedUnit>() {
+                        @Override
+                        public scala.runtime.BoxedUnit apply(Object index, WriterCommitMessage m) {
+                            late[(Integer) index] = m;
+                            return scala.runtime.BoxedUnit.UNIT;
+                        }
+                    },
+                    scala.reflect.ClassTag$.MODULE$.apply(WriterCommitMessage.class));
+        } catch (RuntimeException e) {
+            List<WriterCommitMessage> done = new ArrayList<>();
+            for (WriterCommitMessage m : late) if (m != null) done.add(m);
+            try {
+                write.abort(done.toArray(new WriterCommitMessage[0]));
+            } catch (RuntimeException s) {
+                e.addSuppressed(s);
+            }
+            throw e;
+        }
+        WriterCommitMessage[] all = java.util.Arrays.copyOf(messages, messages.length + tasks);
+        System.arraycopy(late, 0, all, messages.length, tasks);
+        return all;
+    }
+
+    /** A task of the late job: its rows (packed) written by a writer numbered after the statement's tasks. */
+    private static final class WriteTask extends AbstractFunction2<TaskContext, scala.collection.Iterator<byte[]>,
+            WriterCommitMessage> implements Serializable {
+        private final DataWriterFactory factory;
+        private final int first;
+        private final int fields;
+
+        WriteTask(DataWriterFactory factory, int first, int fields) {
+            this.factory = factory;
+            this.first = first;
+            this.fields = fields;
+        }
+
+        @Override
+        public WriterCommitMessage apply(TaskContext context, scala.collection.Iterator<byte[]> chunks) {
+            DataWriter<InternalRow> writer = factory.createWriter(first + context.partitionId(), context.taskAttemptId());
+            try {
+                java.util.Iterator<InternalRow> rows = MergeUnmatchedSourceExec.unpack(
+                        CollectionConverters.asJava(chunks), fields);
+                while (rows.hasNext()) writer.write(rows.next());
+                return writer.commit();
+            } catch (Throwable e) {
+                try {
+                    writer.abort();
+                } catch (Throwable s) {
+                    e.addSuppressed(s);
+                }
+                throw e instanceof RuntimeException r ? r : new IllegalStateException(e);
+            } finally {
+                try {
+                    writer.close();
+                } catch (java.io.IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,348 @@
+package io.ushas.spark;
+
+import org.apache.spark.api.java.function.FlatMapFunction;
+import org.apache.spark.broadcast.Broadcast;
+import org.apache.spark.rdd.RDD;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.ProjectingInternalRow;
+import org.apache.spark.sql.catalyst.expressions.Attribute;
+import org.apache.spark.sql.catalyst.expressions.BasePredicate;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.catalyst.expressions.JoinedRow;
+import org.apache.spark.sql.catalyst.expressions.Predicate;
+import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
+import org.apache.spark.sql.catalyst.plans.logical.MergeRows;
+import org.apache.spark.sql.execution.SparkPlan;
+import org.apache.spark.sql.internal.SQLConf;
+import org.apache.spark.util.CollectionAccumulator;
+import scala.collection.immutable.IndexedSeq;
+import scala.collection.immutable.Seq;
+import scala.jdk.javaapi.CollectionConverters;
+
+import java.io.Serializable;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.BitSet;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * {@link MergeProbe} planned: one pass over the group's rows, no exchange and no {@code MergeRows} operator. It
+ * collects the source (small: the rule only makes this node for a source Spark would broadcast), indexes its rows
+ * by the ON condition's key equalities, broadcasts them, and maps every target row to the rows {@code MergeRows}
+ * would give it: its matches (the whole condition evaluated on each source row with its keys) through the
+ * {@code WHEN MATCHED} instructions, or none through {@code WHEN NOT MATCHED BY SOURCE} (the carry-over of a
+ * copy-on-write). A target row with two matches is Spark's {@code MERGE_CARDINALITY_VIOLATION} when the statement
+ * checks it (every match of a target row comes out of the task that reads it: exact). Each task marks the source
+ * rows it matched in a bit set, added to an accumulator when its rows are done; the statement's write reads it
+ * after its tasks and writes the source rows no task marked through the {@code WHEN NOT MATCHED} instructions, in
+ * the same commit ({@link MergeLateRows}, handed to the write through the statement's operation).
+ */
+public final class MergeProbeExec extends SparkPlan {
+    private final SparkPlan left;
+    private final SparkPlan right;
+    private final Expression condition;
+    private final Seq<MergeRows.Instruction> matched;
+    private final Seq<MergeRows.Instruction> notMatched;
+    private final Seq<MergeRows.Instruction> notMatchedBySource;
+    private final boolean checkCardinality;
+    private final Seq<Attribute> output;
+    private final transient UshasRowLevel.Operation operation;  // the driver's (a plan may be serialized)
+    private final ProjectingInternalRow rowProjection;
+    private transient RDD<InternalRow> result;
+
+    /** Public, with the product elements as parameters: Spark copies plans through this constructor. */
+    public MergeProbeExec(SparkPlan left, SparkPlan right, Expression condition, Seq<MergeRows.Instruction> matched,
+                          Seq<MergeRows.Instruction> notMatched, Seq<MergeRows.Instruction> notMatchedBySource,
+                          boolean checkCardinality, Seq<Attribute> output, UshasRowLevel.Operation operation,
+                          ProjectingInternalRow rowProjection) {
+        this.left = left;
+        this.right = right;
+        this.condition = condition;
+        this.matched = matched;
+        this.notMatched = notMatched;
+        this.notMatchedBySource = notMatchedBySource;
+        this.checkCardinality = checkCardinality;
+        this.output = output;
+        this.operation = operation;
+        this.rowProjection = rowProjection;
+    }
+
+    @Override
+    public synchronized RDD<InternalRow> doExecute() {
+        if (result == null) result = probe();
+        return result;
+    }
+
+    private RDD<InternalRow> probe() {
+        MergeBroadcastJoin.Split split = MergeBroadcastJoin.split(condition, left.outputSet(), right.outputSet());
+        if (split == null) throw new IllegalStateException("MergeProbe: not a condition with keys: " + condition.sql());
+        List<Expression> targetKeys = split.targetKeys();
+        List<Expression> sourceKeys = split.sourceKeys();
+        boolean[] nullSafe = split.nullSafe();
+        InternalRow[] collected = right.executeCollect();
+        UnsafeProjection unsafe = UnsafeProjection.create(right.schema());
+        UnsafeRow[] rows = new UnsafeRow[collected.length];
+        for (int i = 0; i < rows.length; i++) {
+            rows[i] = collected[i] instanceof UnsafeRow u ? u : unsafe.apply(collected[i]).copy();
+        }
+        UnsafeProjection keyOf = UnsafeProjection.create(CollectionConverters.asScala(sourceKeys).toList(), right.output());
+        boolean oneWord = targetKeys.size() == 1 && UnsafeRow.isFixedLength(targetKeys.get(0).dataType());
+        MergeUnmatchedSourceExec.KeyIndex index = oneWord ? new MergeUnmatchedSourceExec.WordIndex(rows.length)
+                : new MergeUnmatchedSourceExec.RowIndex();
+        int[] next = new int[rows.length];
+        int[] first = new int[rows.length];
+        Arrays.fill(first, -1);
+        for (int i = 0; i < rows.length; i++) {
+            next[i] = -1;
+            UnsafeRow key = keyOf.apply(rows[i]);
+            if (MergeUnmatchedSourceExec.neverMatches(key, nullSafe)) continue;  // a NULL in a plain equality
+            int slot = index.add(key);
+            next[i] = first[slot];
+            first[slot] = i;
+        }
+        skipUnmatchedFiles(split, rows);
+        Source source = new Source(index, first, next, MergeUnmatchedSourceExec.pack(Arrays.asList(rows)),
+                right.output().size(), rows.length);
+        CollectionAccumulator<BitSet> marks = sparkContext().collectionAccumulator("ushas MERGE: source rows matched");
+        operation.late(new MergeLateRows(rows, marks, notMatched, left.output(), right.output(), rowProjection,
+                operation.partitionColumns()));
+        Broadcast<Source> shared = sparkContext().broadcast(source, scala.reflect.ClassTag$.MODULE$.apply(Source.class));
+        Task task = new Task(CollectionConverters.asScala(targetKeys).toList(), nullSafe, left.output(), right.output(),
+                condition, matched, notMatchedBySource, checkCardinality);
+        return left.execute().toJavaRDD().mapPartitions(
+                (FlatMapFunction<Iterator<InternalRow>, InternalRow>) it -> task.run(it, shared.value(), marks)).rdd();
+    }
+
+    /** Has the scan skip the group's files no source row can match ({@link MergeFileSkipping}), by the first key
+     *  equality on a plain integer (or date) column of the target's, when the statement only carries unmatched target
+     *  rows over (its only {@code WHEN NOT MATCHED BY SOURCE} instruction the carry-over Spark adds): such a file's rows
+     *  would be written back as they are. */
+    private void skipUnmatchedFiles(MergeBroadcastJoin.Split split, UnsafeRow[] rows) {
+        if (!Boolean.parseBoolean(SQLConf.get().getConfString(MergeFileSkipping.CONF, "true").trim())) return;
+        List<MergeRows.Instruction> bySource = CollectionConverters.asJava(notMatchedBySource);
+        if (bySource.size() != 1 || !(bySource.get(0) instanceof MergeRows.Keep keep)
+                || !(keep.condition() instanceof org.apache.spark.sql.catalyst.expressions.Literal l)
+                || !Boolean.TRUE.equals(l.value())) {
+            return;
+        }
+        for (MergeBroadcastJoin.KeyPair k : split.keys()) {
+            if (!(k.target() instanceof org.apache.spark.sql.catalyst.expressions.AttributeReference column)) continue;
+            org.apache.spark.sql.types.DataType type = column.dataType();
+            boolean wide = type instanceof org.apache.spark.sql.types.LongType;
+            if (!wide && !(type instanceof org.apache.spark.sql.types.IntegerType)
+                    && !(type instanceof org.apache.spark.sql.types.ShortType)
+                    && !(type instanceof org.apache.spark.sql.types.ByteType)
+                    && !(type instanceof org.apache.spark.sql.types.DateType)) {
+                continue;
+            }
+            UnsafeProjection valueOf = UnsafeProjection.create(
+                    CollectionConverters.asScala(List.of(k.source())).toList(), right.output());
+            long[] keys = new long[rows.length];
+            int n = 0;
+            boolean nullKey = false;
+            for (UnsafeRow r : rows) {
+                UnsafeRow v = valueOf.apply(r);
+                if (v.isNullAt(0)) {
+                    nullKey |= k.nullSafe();
+                    continue;
+                }
+                keys[n++] = wide ? v.getLong(0) : type instanceof org.apache.spark.sql.types.ShortType ? v.getShort(0)
+                        : type instanceof org.apache.spark.sql.types.ByteType ? v.getByte(0) : v.getInt(0);
+            }
+            keys = Arrays.copyOf(keys, n);
+            Arrays.sort(keys);
+            operation.skipUnmatched(column.name(), keys, nullKey);
+            return;
+        }
+    }
+
+    /** The source as the tasks read it: its key index, each key's rows as a chain ({@code first} by key, then
+     *  {@code next}; -1 ends it), the rows packed. */
+    static final class Source implements Serializable {
+        final MergeUnmatchedSourceExec.KeyIndex index;
+        final int[] first;
+        final int[] next;
+        final byte[] packed;
+        final int fields;
+        final int count;
+        private transient UnsafeRow[] rows;
+
+        Source(MergeUnmatchedSourceExec.KeyIndex index, int[] first, int[] next, byte[] packed, int fields, int count) {
+            this.index = index;
+            this.first = first;
+            this.next = next;
+            this.packed = packed;
+            this.fields = fields;
+            this.count = count;
+        }
+
+        /** The rows, unpacked once per executor (each row points into the packed bytes). */
+        synchronized UnsafeRow[] rows() {
+            if (rows == null) {
+                UnsafeRow[] out = new UnsafeRow[count];
+                Iterator<InternalRow> it = MergeUnmatchedSourceExec.unpack(List.of(packed).iterator(), fields);
+                for (int i = 0; i < count; i++) out[i] = ((UnsafeRow) it.next()).copy();
+                rows = out;
+            }
+            return rows;
+        }
+    }
+
+    /** The instructions of one case, bound to the joined row: the first whose condition holds gives its rows. */
+    static final class Bound {
+        private final BasePredicate[] when;
+        private final UnsafeProjection[][] outputs;
+
+        Bound(Seq<MergeRows.Instruction> instructions, Seq<Attribute> schema) {
+            List<MergeRows.Instruction> list = CollectionConverters.asJava(instructions);
+            when = new BasePredicate[list.size()];
+            outputs = new UnsafeProjection[list.size()][];
+            for (int i = 0; i < list.size(); i++) {
+                when[i] = Predicate.create(list.get(i).condition(), schema);
+                when[i].initialize(0);
+                List<Seq<Expression>> outs = CollectionConverters.asJava(list.get(i).outputs());
+                outputs[i] = new UnsafeProjection[outs.size()];
+                for (int j = 0; j < outs.size(); j++) outputs[i][j] = UnsafeProjection.create(outs.get(j), schema);
+            }
+        }
+
+        /** Adds the rows of {@code row} to {@code out} (copies when {@code copy}: the projections reuse a row). */
+        void apply(InternalRow row, ArrayDeque<InternalRow> out, boolean copy) {
+            for (int i = 0; i < when.length; i++) {
+                if (!when[i].eval(row)) continue;
+                for (UnsafeProjection p : outputs[i]) {
+                    UnsafeRow r = p.apply(row);
+                    out.add(copy ? r.copy() : r);
+                }
+                return;
+            }
+        }
+    }
+
+    /** What a task runs over its target rows (serializable: expressions and schemas, bound in the task). */
+    record Task(Seq<Expression> targetKeys, boolean[] nullSafe, Seq<Attribute> left, Seq<Attribute> right,
+                Expression condition, Seq<MergeRows.Instruction> matched,
+                Seq<MergeRows.Instruction> notMatchedBySource, boolean checkCardinality) implements Serializable {
+
+        Iterator<InternalRow> run(Iterator<InternalRow> targets, Source source, CollectionAccumulator<BitSet> marks) {
+            Seq<Attribute> joined = left.$plus$plus(right).toSeq();
+            UnsafeProjection keyOf = UnsafeProjection.create(targetKeys, left);
+            BasePredicate on = Predicate.create(condition, joined);
+            on.initialize(0);
+            Bound whenMatched = new Bound(matched, joined);
+            Bound whenNotMatched = new Bound(notMatchedBySource, joined);
+            UnsafeRow[] rows = source.rows();
+            InternalRow nulls = new GenericInternalRow(right.size());
+            JoinedRow row = new JoinedRow();
+            BitSet seen = new BitSet(source.count);
+            ArrayDeque<InternalRow> pending = new ArrayDeque<>();
+            boolean copy = !checkCardinality;  // several matches of one target row each give rows
+            return new Iterator<>() {
+                private boolean reported;
+
+                @Override
+                public boolean hasNext() {
+                    while (pending.isEmpty() && targets.hasNext()) probe(targets.next());
+                    if (pending.isEmpty() && !reported) {
+                        reported = true;
+                        marks.add(seen);
+                    }
+                    return !pending.isEmpty();
+                }
+
+                @Override
+                public InternalRow next() {
+                    if (!hasNext()) throw new java.util.NoSuchElementException();
+                    return pending.poll();
+                }
+
+                private void probe(InternalRow target) {
+                    UnsafeRow key = keyOf.apply(target);
+                    int slot = MergeUnmatchedSourceExec.neverMatches(key, nullSafe) ? -1 : source.index.get(key);
+                    int matches = 0;
+                    for (int i = slot < 0 ? -1 : source.first[slot]; i >= 0; i = source.next[i]) {
+                        row.apply(target, rows[i]);
+                        if (!on.eval(row)) continue;
+                        if (++matches > 1 && checkCardinality) {
+                            throw org.apache.spark.sql.errors.QueryExecutionErrors.mergeCardinalityViolationError();
+                        }
+                        seen.set(i);
+                        whenMatched.apply(row, pending, copy);
+                    }
+                    if (matches == 0) whenNotMatched.apply(row.apply(target, nulls), pending, false);
+                }
+            };
+        }
+    }
+
+    @Override
+    public Seq<Attribute> output() {
+        return output;
+    }
+
+    @Override
+    public Seq<SparkPlan> children() {
+        return CollectionConverters.asScala(List.of(left, right)).toList();
+    }
+
+    @Override
+    public SparkPlan withNewChildrenInternal(IndexedSeq<SparkPlan> children) {
+        return new MergeProbeExec(children.apply(0), children.apply(1), condition, matched, notMatched,
+                notMatchedBySource, checkCardinality, output, operation, rowProjection);
+    }
+
+    @Override
+    public String simpleString(int maxFields) {
+        return "MergeProbe " + condition.sql() + (checkCardinality ? ", checking cardinality" : "");
+    }
+
+    @Override
+    public String nodeName() {
+        return "MergeProbe";
+    }
+
+    @Override
+    public int productArity() {
+        return 10;
+    }
+
+    @Override
+    public Object productElement(int n) {
+        return switch (n) {
+            case 0 -> left;
+            case 1 -> right;
+            case 2 -> condition;
+            case 3 -> matched;
+            case 4 -> notMatched;
+            case 5 -> notMatchedBySource;
+            case 6 -> checkCardinality;
+            case 7 -> output;
+            case 8 -> operation;
+            case 9 -> rowProjection;
+            default -> throw new IndexOutOfBoundsException(n);
+        };
+    }
+
+    @Override
+    public boolean canEqual(Object that) {
+        return that instanceof MergeProbeExec;
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof MergeProbeExec m && left.equals(m.left) && right.equals(m.right)
+                && condition.equals(m.condition) && matched.equals(m.matched) && notMatched.equals(m.notMatched)
+                && notMatchedBySource.equals(m.notMatchedBySource) && checkCardinality == m.checkCardinality
+                && output.equals(m.output) && operation == m.operation;
+    }
+
+    @Override
+    public int hashCode() {
+        return Objects.hash(left, right, condition, matched, notMatched, notMatchedBySource, checkCardinality, output);
+    }
+}
