@@ -121,16 +121,25 @@ class Killed:
 def run_and_kill(cmd: list[str], delay_s: float, env: dict[str, str] | None = None, *,
                  group: bool = False, ready: str | None = None, timeout_s: float = 120) -> Killed:
     """Start ``cmd``, SIGKILL it ``delay_s`` after it printed ``ready`` (after its start when None),
-    and collect what it printed. ``group``: kill its whole process group (a driver and its JVM)."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env, start_new_session=group)
-    lines: list[str] = []
+    and collect what it printed. ``group``: kill its whole process group (a driver and its JVM).
+
+    Everything it printed counts, however far ahead of this process it was: its output is read from the
+    pipe's descriptor, here and by ``communicate`` alike (an iteration of a text-mode pipe reads ahead into a
+    buffer ``communicate`` never sees, so the lines after ``ready`` that a lagging reader got in the same read
+    were lost: on a loaded machine the writer ran ahead and its last reported operation was undercounted)."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, bufsize=0,
+                            start_new_session=group)
+    seen = b""
     deadline = time.monotonic() + timeout_s
     if ready is not None:
         assert proc.stdout is not None
-        for line in proc.stdout:
-            lines.append(line)
-            if line.strip() == ready or time.monotonic() > deadline:
+        wanted = ready.encode()
+        while time.monotonic() <= deadline:
+            chunk = os.read(proc.stdout.fileno(), 65536)
+            if not chunk:
+                break
+            seen += chunk
+            if any(line.strip() == wanted for line in seen.split(b"\n")[:-1]):  # complete lines only
                 break
     time.sleep(delay_s)
     try:
@@ -141,9 +150,9 @@ def run_and_kill(cmd: list[str], delay_s: float, env: dict[str, str] | None = No
     except ProcessLookupError:
         pass
     out, err = proc.communicate(timeout=timeout_s)
-    text = "".join(lines) + out
+    text = (seen + out).decode(errors="replace")
     done = max([int(ln.split()[1]) for ln in text.splitlines() if ln.startswith("DONE ")] or [0])
-    return Killed(0, delay_s, done, "FINISHED" in text, text, err)
+    return Killed(0, delay_s, done, "FINISHED" in text, text, err.decode(errors="replace"))
 
 
 def seeded(name: str) -> random.Random:

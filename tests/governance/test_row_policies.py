@@ -1,7 +1,7 @@
 """Row filters and column masks as stored policy (docs/governance.md): set / drop through the Python API and
 the CLI, each one commit of the table (history, change feed, ``as_of``), MANAGE required, bad input refused
 with nothing written, what a reader's Spark is told to apply (``for_reader``). Reads through Spark:
-tests/spark/test_row_filters_spark.py."""
+tests/spark/test_row_filters_*.py."""
 from __future__ import annotations
 
 from typing import Any

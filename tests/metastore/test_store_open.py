@@ -214,3 +214,38 @@ def test_repair_counter_is_routed_past_the_global_options() -> None:
     assert route_counter(["--uri=sqlite:///x", "repair", "main.db.t", "--dry-run"]) == \
         ["--uri=sqlite:///x", "repair", "main.db.t", "--dry-run"]  # the partition repair's own command
     assert route_counter(["tables", "repair", "--counter"]) == ["tables", "repair", "--counter"]
+
+
+def test_the_counter_scan_reads_again_a_batch_that_outlasted_the_transaction_time(tmp_path: Path) -> None:
+    """``ushas check``'s counter check and ``ushas repair --counter`` scan every key in read transactions of
+    5,000 keys; on a starved process one such transaction can outlast the 5 s limit (seen at load 11: "transaction
+    is 6.95 s old"). The scan reads that batch again in smaller ones and gives the same answer."""
+    from ushas_catalog.errors import LimitExceeded
+
+    uri = f"sqlite://{tmp_path / 'u.db'}"
+    fill(uri)
+    with Metastore.open(uri, project="acme") as ms:  # enough keys for several batches of 78
+        ms.create_table("main.sales.many", "id INT, dt STRING", partition_by=["dt"])
+        ms.add_partitions("main.sales.many", [{"dt": str(i)} for i in range(60)])
+    db = open_database(uri)
+    try:
+        expected = max_recorded_version(db)
+        assert expected[1] > 150 and expected[0] > 0
+        real = db.run
+        sizes: list[int] = []
+
+        class Slow:  # a transaction whose read of more than 100 keys outlasts the time limit
+            def __init__(self, tr: object) -> None:
+                self.tr = tr
+
+            def get_range(self, begin: bytes, end: bytes, limit: int) -> object:
+                sizes.append(limit)
+                if limit > 100:
+                    raise LimitExceeded("transaction is 6.95 s old", limit="transaction_seconds")
+                return self.tr.get_range(begin, end, limit=limit)  # type: ignore[attr-defined]
+
+        db.run = lambda fn: real(lambda tr: fn(Slow(tr)))  # type: ignore[method-assign]
+        assert max_recorded_version(db) == expected
+        assert sizes[:3] == [5_000, 1_250, 312] and set(sizes[3:]) == {78}
+    finally:
+        db.close()

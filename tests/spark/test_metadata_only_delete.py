@@ -3,7 +3,7 @@ compared with Spark's own path (the rule off: ``spark.ushas.delete.metadataOnlyA
 filled alike: for each condition the same rows are left, the same history (operation, metadata-only or not), the
 same answer of ``spark.sql``; the rule takes only DELETEs Spark would also run metadata-only, and the others keep
 Spark's row-level plan. The captured lineage, the refresh of a cached table, and the refusals (no MODIFY, the row
-filter's removal rule: tests/spark/test_row_filters_spark.py) are those of Spark's path."""
+filter's removal rule: tests/spark/test_row_filters_changes.py) are those of Spark's path."""
 from __future__ import annotations
 
 import json

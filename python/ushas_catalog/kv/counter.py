@@ -21,11 +21,13 @@ from typing import Any
 
 import fdb.tuple as fdbtuple
 
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, LimitExceeded
 from .base import Database, KeyValue
 
 #: keys read per transaction while scanning
 SCAN_BATCH = 5_000
+#: the fewest keys a scan's read transaction takes when a bigger batch outlasted the transaction time limit
+MIN_SCAN_BATCH = 50
 #: the change feed's record of the last trimmed versionstamp ends its key with this element
 TRIMMED = "trimmed"
 
@@ -78,10 +80,18 @@ def versions_in(kv: KeyValue) -> list[int]:
 
 def max_recorded_version(db: Database, batch: int = SCAN_BATCH) -> tuple[int, int]:
     """(largest commit version recorded in ``db``'s keys, keys scanned), one read transaction
-    per ``batch`` keys (each well within the 5 s limit)."""
+    per ``batch`` keys (each well within the 5 s limit). A batch whose read transaction outlasts the
+    transaction time limit anyway (a starved process on a loaded machine) is read again in batches a
+    quarter as big (down to :data:`MIN_SCAN_BATCH`): the scan's answer does not depend on the machine's load."""
     best, scanned, begin = 0, 0, b""
     while True:
-        rows = db.run(lambda tr: list(tr.get_range(begin, b"\xff", limit=batch)))
+        try:
+            rows = db.run(lambda tr: list(tr.get_range(begin, b"\xff", limit=batch)))
+        except LimitExceeded as exc:
+            if exc.limit != "transaction_seconds" or batch <= MIN_SCAN_BATCH:
+                raise
+            batch = max(MIN_SCAN_BATCH, batch // 4)
+            continue
         for kv in rows:
             for v in versions_in(kv):
                 best = max(best, v)
