@@ -401,7 +401,9 @@ def replace_partitions(ms: "Metastore", tn: TableName, drop_specs: Sequence[Mapp
                 return fn(tr)
             return ms.run(each)
 
-        late = _garbage_count(garbage) > GARBAGE_IN_PUBLISH  # recorded after the publish, in chunks
+        late = _garbage_count(garbage) > GARBAGE_IN_PUBLISH  # recorded in chunks: before the publish, bound
+        if late and fence is not None:                        # to the write; unfenced, after it
+            _record_bound_garbage(ms, work, t, operation, garbage, fence.write_id)
 
         def publish(tr: Transaction) -> MutationResult:
             result = publish_write(ms, work, t, tr, operation, added, replaced, dropped, None if late else garbage,
@@ -418,7 +420,7 @@ def replace_partitions(ms: "Metastore", tn: TableName, drop_specs: Sequence[Mapp
     if not ran:  # another attempt of this fenced write committed first: this one's staging is undone
         _rollback_in_call(ms, work)
         return result
-    if late:
+    if late and fence is None:
         _record_late_garbage(ms, t, operation, garbage)
     if replaced or marked:
         try:
@@ -430,9 +432,11 @@ def replace_partitions(ms: "Metastore", tn: TableName, drop_specs: Sequence[Mapp
     return result
 
 
-#: a write's garbage of more files and directories than this is recorded after its publishing transaction, in
-#: transactions of this many (~100 bytes a path: 100,000 replaced files alone would pass the 10 MB limit). A
-#: crash between the two leaves those files unrecorded: kept (old versions read them), never deleted by purge
+#: a write's garbage of more files and directories than this is recorded outside its publishing transaction, in
+#: transactions of this many (~100 bytes a path: 100,000 replaced files alone would pass the 10 MB limit): a
+#: fenced write's before its publish, in entries bound to its write id (garbage once it is COMMITTED, forgotten
+#: once it is ABORTED: :mod:`ushas_catalog.data.garbage`); an unfenced one's after it (a crash between the two
+#: leaves those files unrecorded: kept, never deleted by purge)
 GARBAGE_IN_PUBLISH = 20_000
 
 
@@ -450,6 +454,40 @@ def _record_late_garbage(ms: "Metastore", t: TableAt, operation: str, garbage: A
                                                        part, now))
 
 
+def _record_bound_garbage(ms: "Metastore", work: Work, t: TableAt, operation: str, garbage: Any,
+                          write_id: str) -> None:
+    """A fenced write's garbage, before its publish, in entries bound to its write id, one transaction each;
+    their keys (table id, time, ``uuid5(operation id, i)``) are named in the work record
+    (``bound_garbage``: time, count) so that a roll-back removes them (:func:`forget_bound_garbage`)."""
+    from .data.garbage import Garbage, bound_operation, record_garbage
+
+    now, n = now_micros(), GARBAGE_IN_PUBLISH
+    for count, i in enumerate(range(0, max(len(garbage.files), len(garbage.directories)), n), start=1):
+        part = Garbage(files=garbage.files[i:i + n], directories=garbage.directories[i:i + n])
+
+        def fn(tr: Transaction, part: Any = part, count: int = count) -> None:
+            w = work.load(tr)
+            d = json.loads(w.detail_json or "{}")
+            d["bound_garbage"] = [now, count]
+            w.detail_json = json.dumps(d, separators=(",", ":"))
+            work.save(tr, w)
+            record_garbage(tr, ms.project_path, t.path.value, str(t.name), bound_operation(operation, write_id),
+                           part, now, entry_id=uuid.uuid5(work.op, str(count - 1)))
+
+        ms.db.run(fn)
+
+
+def forget_bound_garbage(tr: Transaction, ms: "Metastore", op: uuid.UUID, table_id: uuid.UUID,
+                         detail: Mapping[str, Any]) -> None:
+    """Removes the bound garbage entries a write's work recorded (its staging is rolled back: the write let
+    nothing go)."""
+    from .data.garbage import delete_garbage
+
+    time_micros, count = detail.get("bound_garbage") or (0, 0)
+    for i in range(count):
+        delete_garbage(tr, ms.project_path, (table_id, time_micros, uuid.uuid5(op, str(i))))
+
+
 def _rollback_in_call(ms: "Metastore", work: Work) -> None:
     """Undo a write's staging from the call that staged it: the caller sees the error and may retry the
     same fenced write, so the write is not ended and its files are not handed to purge."""
@@ -457,6 +495,10 @@ def _rollback_in_call(ms: "Metastore", work: Work) -> None:
         w = work.load(tr)
         d = json.loads(w.detail_json or "{}")
         d.pop("write_id", None)
+        path = table_path(ms, w.object_key)
+        if path is not None:
+            forget_bound_garbage(tr, ms, work.op, path.value, d)
+        d.pop("bound_garbage", None)
         w.detail_json = json.dumps(d, separators=(",", ":"))
         work.save(tr, w)
 
@@ -688,6 +730,8 @@ def _partition_chunks(ms: "Metastore", work: Work, r: rec.PendingWork) -> None:
 
     def finish(tr: Transaction) -> None:
         work.load(tr)
+        if path is not None and rolling_back:  # a write's garbage recorded before its publish: never let go
+            forget_bound_garbage(tr, ms, work.op, path.value, detail)
         if path is not None:
             refs = RecordStore.at(path.add("TableReference"))
             ref = refs.load(tr, ())
