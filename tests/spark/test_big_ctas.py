@@ -240,3 +240,58 @@ def test_a_ctas_too_big_for_one_transaction_is_staged_hidden_too(spark: Any, db:
     assert seen == [False]  # staged, hidden: the name did not resolve
     assert spark.table(t).count() == PARTS and len(list(ms.list_partitions(name))) == PARTS
     assert [h.operation for h in ms.history(name)] == ["APPEND", "CREATE TABLE"]
+
+
+def test_spark_sql_sees_nothing_of_a_ctas_staged_by_another_process(spark: Any, db: str, ms: Any,
+                                                                    spark_dirs: dict[str, Any]) -> None:
+    """Another process (another driver) has staged every partition of a big CTAS and not published it yet:
+    this session's SHOW TABLES, system.tables, a read of the name and DESCRIBE see nothing of it; killed,
+    ``ushas repair --pending`` rolls it back and the name is free for a CTAS of this session."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import textwrap
+    import time
+
+    from ushas_catalog.bulk import pending_work
+    from ushas_catalog.cli import main as cli_main
+
+    code = textwrap.dedent(f"""
+        import time
+        from ushas_catalog import bulk, bulk_ctas
+        from ushas_catalog.metastore import Metastore
+        from ushas_catalog.model.data_files import DataFile
+        from ushas_catalog.model.names import TableName
+        from ushas_catalog.model.partitions import Partition
+        bulk.WRITE_CHUNK = 16
+        ms = Metastore.open({ms.db.uri!r}, project="default", user="other")
+        root = {str(spark_dirs['warehouse'])!r} + "/elsewhere_{db}"
+        items = [Partition(values={{"dt": str(i)}}, data_files=[DataFile(f"file:{{root}}/dt={{i}}/x.parquet", 1, 1)])
+                 for i in range({PARTS})]
+        bulk_ctas.stage(ms, TableName.parse("ushas.{db}.hid"), "id BIGINT, dt STRING", ["dt"], "file:" + root,
+                        items, None)
+        time.sleep(600)
+    """)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    child = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 300  # a bound, not a timing assertion
+        while not [w for w in pending_work(ms) if w.kind == "CTAS" and w.done >= PARTS]:
+            assert child.poll() is None, child.communicate()[1].decode()
+            assert time.monotonic() < deadline, "the other process never staged its CTAS"
+            time.sleep(0.05)
+        assert [r.tableName for r in spark.sql(f"SHOW TABLES IN ushas.{db}").collect()] == []
+        assert spark.sql(f"SELECT count(*) FROM ushas.system.tables WHERE database = '{db}'").first()[0] == 0
+        for read in (f"SELECT * FROM ushas.{db}.hid", f"DESCRIBE TABLE ushas.{db}.hid",
+                     f"SHOW PARTITIONS ushas.{db}.hid"):
+            with pytest.raises(AnalysisException) as missing:
+                spark.sql(read).collect()
+            assert missing.value.getCondition() == "TABLE_OR_VIEW_NOT_FOUND", read
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=60)
+    assert cli_main(["--uri", ms.db.uri, "--json", "repair", "--pending"]) == 0
+    assert pending_work(ms) == []
+    spark.sql(f"CREATE TABLE ushas.{db}.hid USING parquet PARTITIONED BY (dt) AS SELECT 1 AS id, 'x' AS dt")
+    assert spark.table(f"ushas.{db}.hid").count() == 1
