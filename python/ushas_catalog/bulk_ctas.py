@@ -1,5 +1,5 @@
-"""A CTAS / RTAS bigger than one transaction (more than ``bulk.WRITE_BULK_AT`` partitions, or one that did not
-fit), atomic for readers like the small one (:mod:`ushas_catalog.spark.staged`).
+"""A CTAS / RTAS bigger than one transaction (a partitioned one whose one-transaction commit did not fit: tens of
+thousands of partitions), atomic for readers like the small one (:mod:`ushas_catalog.spark.staged`).
 
 The new table is staged **hidden**: its partitions are written in chunks (:func:`ushas_catalog.bulk.stage_writes`,
 ``added_version = 2``) under a table id of its own, ``Layout.table(database, id)``, that no name points to, so

@@ -219,7 +219,10 @@ def test_a_big_ctas_needs_the_privileges_a_small_one_needs(store_uri: str, tmp_p
 
     from ushas_catalog import bulk_ctas
 
-    monkeypatch.setattr(bulk, "WRITE_BULK_AT", 5)
+    from ushas_catalog.kv.base import Limits
+    from ushas_catalog.kv.sqlite import SqliteDatabase
+
+    monkeypatch.setattr(bulk, "WRITE_CHUNK", 16)
     stage, hidden = bulk_ctas.stage, []
     monkeypatch.setattr(bulk_ctas, "stage", lambda *a, **k: hidden.append(stage(*a, **k)) or hidden[-1])
     admin = Metastore.open(store_uri, project="p")
@@ -235,9 +238,10 @@ def test_a_big_ctas_needs_the_privileges_a_small_one_needs(store_uri: str, tmp_p
     staged = OPS["stage_table"](bob, request)
     location = staged["table"]["location"]
     written = [{"path": f"dt={i}", "existing": [], "files": [{"path": f"{location}/dt={i}/part-0.parquet",
-                                                               "size": 1, "mtime": 1}]} for i in range(12)]
+                                                               "size": 1, "mtime": 1}]} for i in range(120)]
     commit = {**request, "write_id": staged["write_id"], "deadline_ms": time.time_ns() // 1_000_000 + 60_000,
-              "location": location, "write": {"written": written, "rows": 12}}
+              "location": location, "write": {"written": written, "rows": 120}}
+    monkeypatch.setattr(SqliteDatabase, "limits", Limits(transaction_bytes=20_000))  # the one transaction fails
     admin.revoke("CREATE", ("c", "d"), "user:bob")
     with pytest.raises(PermissionDenied):
         OPS["commit_staged"](bob, commit)
@@ -245,7 +249,7 @@ def test_a_big_ctas_needs_the_privileges_a_small_one_needs(store_uri: str, tmp_p
     assert admin.db.run(lambda tr: [r.record.kind for r in work_store(admin.project_path).scan(tr)]) == []
     admin.grant("CREATE", ("c", "d"), "user:bob")
     answer = OPS["commit_staged"](bob, commit)
-    assert answer["version"] == 2 and len(list(admin.list_partitions(("c", "d", "t")))) == 12
+    assert answer["version"] == 2 and len(list(admin.list_partitions(("c", "d", "t")))) == 120
     assert len(hidden) == 1 and str(hidden[0].table_id) == admin.get_table(("c", "d", "t")).id
     assert [(h.operation, h.detail.get("bulk")) for h in admin.history(("c", "d", "t"))] == [
         ("APPEND", True), ("CREATE TABLE", None)]

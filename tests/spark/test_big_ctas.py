@@ -1,5 +1,5 @@
-"""A CTAS / RTAS of more partitions than one transaction takes (``bulk.WRITE_BULK_AT``, lowered here; the
-bridge runs in this process) is as atomic for readers as a small one: its partitions are staged in a
+"""A CTAS / RTAS of more partitions than one transaction takes (the engine's transaction size limit and the
+chunk size lowered here; the bridge runs in this process) is as atomic for readers as a small one: its partitions are staged in a
 hidden table (:mod:`ushas_catalog.bulk_ctas`) and one transaction publishes it. A reader polling every
 surface while the staging runs sees no new table (CTAS) or the whole old one (RTAS); a concurrent
 CREATE of the name makes the CTAS fail cleanly."""
@@ -20,12 +20,16 @@ PARTS = 120
 
 
 def _staged_then(monkeypatch: pytest.MonkeyPatch, then: Callable[[], None]) -> list[int]:
-    """Lowers the thresholds; ``then`` runs when a hidden CTAS has staged every partition, before its publish.
+    """Lowers the thresholds (the engine's transaction size too); ``then`` runs when a hidden CTAS has staged every partition, before its publish.
     Returns the staging chunks run (one item each)."""
     from ushas_catalog import bulk, bulk_ctas
 
+    from ushas_catalog.kv.base import Limits
+    from ushas_catalog.kv.sqlite import SqliteDatabase
+
     monkeypatch.setattr(bulk, "WRITE_BULK_AT", 50)
     monkeypatch.setattr(bulk, "WRITE_CHUNK", 16)
+    monkeypatch.setattr(SqliteDatabase, "limits", Limits(transaction_bytes=20_000))  # the one transaction fails
     values, stage, chunks = bulk._values, bulk_ctas.stage_writes, []
 
     def counted(*a: Any) -> Any:
@@ -217,8 +221,8 @@ def test_a_create_during_a_big_ctas_wins_and_the_ctas_leaves_nothing(spark: Any,
 
 def test_a_ctas_too_big_for_one_transaction_is_staged_hidden_too(spark: Any, db: str, ms: Any,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    """Under ``WRITE_BULK_AT`` but over the engine's transaction size (lowered): the one-transaction commit
-    fails with ``LimitExceeded`` and the CTAS goes the hidden way, not step by step."""
+    """Under ``WRITE_BULK_AT`` (5,000) but over the engine's transaction size (lowered): the one-transaction
+    commit fails with ``LimitExceeded`` and the CTAS goes the hidden way, not step by step."""
     from ushas_catalog import bulk, bulk_ctas
     from ushas_catalog.kv.base import Limits
     from ushas_catalog.kv.sqlite import SqliteDatabase

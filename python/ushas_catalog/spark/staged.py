@@ -20,9 +20,9 @@ query into it, then commits (``commitStagedChanges``) or aborts. Here:
 - :func:`abort_staged`: records the write ABORTED (unless it committed) and, when the shim removed the
   files, forgets the staged entry.
 
-A partitioned write of more than ``bulk.WRITE_BULK_AT`` partitions (or one that does not fit one
-transaction: FoundationDB's 5 s / 10 MB) stages its partitions in a hidden table first
-(:mod:`ushas_catalog.bulk_ctas`); its commit is still one transaction, with the same before and after.
+A partitioned write that does not fit one transaction (FoundationDB's 5 s / 10 MB; tried first at any
+size, as before) stages its partitions in a hidden table first (:mod:`ushas_catalog.bulk_ctas`); its
+commit is still one transaction, with the same before and after.
 An unpartitioned write too big for one transaction falls back to a transaction per step
 (:mod:`ushas_catalog.spark.one_transaction`).
 """
@@ -209,9 +209,9 @@ def _partitioned(r: Request) -> bool:
 
 def commit_staged(ms: Any, r: Request) -> Answer:
     """``commitStagedChanges``: drop the replaced table, create the new one, register the write's
-    files and forget the staged entry, in ONE transaction (see the module docstring). A write of more
-    than ``WRITE_BULK_AT`` partitions, or one that does not fit, stages them hidden first
-    (:func:`_commit_in_chunks`)."""
+    files and forget the staged entry, in ONE transaction (see the module docstring). A partitioned write
+    that does not fit (FoundationDB's 5 s / 10 MB: a CTAS of tens of thousands of partitions) stages its
+    partitions hidden first (:func:`_commit_in_chunks`)."""
     from ..data.staged import forget_staged
     from ..data.write_fence import WriteFence, check_fence
     from ..errors import LimitExceeded
@@ -241,10 +241,9 @@ def commit_staged(ms: Any, r: Request) -> Answer:
         return {"version": version, "write_id": fence.write_id, "replaced": old is not None,
                 "table": table_answer(ctx, m.get_table(name))}
 
-    big = getattr(ms, "big", None)
-    chunked = r.get("write") is not None and _partitioned(r) and big is not None
-    if chunked and len(r["write"].get("written") or []) > getattr(big, "WRITE_BULK_AT", 0):
-        return _commit_in_chunks(ms, r, ctx, kind, name, fence)
+    # tried in one transaction first, at any size (as fast as it gets when it fits); a partitioned write that
+    # does not fit then stages hidden, never step by step
+    chunked = r.get("write") is not None and _partitioned(r) and getattr(ms, "big", None) is not None
     try:
         return run_in_one_transaction(ms, fn, per_call=not chunked)
     except LimitExceeded as e:
