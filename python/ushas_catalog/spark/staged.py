@@ -139,7 +139,7 @@ def stage_table(ms: Any, r: Request) -> Answer:
         raise _Planned({"table": _planned(ctx, args), "write_id": write_id, "replaces": old is not None})
 
     try:
-        run_in_one_transaction(ms, plan)
+        run_in_one_transaction(ms, plan, per_call=False)  # never for real, step by step
     except _Planned as planned:
         answer = planned.answer
     else:  # pragma: no cover - plan always raises
@@ -282,7 +282,7 @@ def _commit_in_chunks(ms: Any, r: Request, ctx: SparkCtx, kind: str, name: tuple
         raise _Planned({})
 
     try:
-        run_in_one_transaction(ms, check)
+        run_in_one_transaction(ms, check, per_call=False)  # never for real, step by step
     except _Planned:
         pass
     plan = _plan(args["location"], list(args["partition_by"]), dict(r["write"]))
