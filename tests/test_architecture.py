@@ -27,10 +27,11 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("ushas_catalog.governance",),                                # identity, roles, privileges, audit
     ("ushas_catalog.catalog",),                                   # the operations, resolver, commit hook
     ("ushas_catalog.metadata", "ushas_catalog.changes"),          # commit-hook subscribers
-    ("ushas_catalog.bulk_work",),                                 # pending work: records, owners, resuming
+    ("ushas_catalog.bulk_work", "ushas_catalog.bulk_records"),    # pending work: records, owners, resuming;
+                                                                  # partition records read and written in bulk
     ("ushas_catalog.bulk_objects",),                              # big drops and purges, in chunks
     ("ushas_catalog.metastore", "ushas_catalog.bulk",             # the facade, operations in chunks,
-     "ushas_catalog.check"),                                      # the store's integrity check
+     "ushas_catalog.bulk_ctas", "ushas_catalog.check"),           # a hidden CTAS, the integrity check                                      # the store's integrity check
     ("ushas_catalog.hooks",),                                     # change hooks: delivery worker
     ("lineage",),                                                 # plan, resolve, capture, store, query
     ("ushas_catalog.spark", "ushas_catalog.bridge",               # the Python side of the shim, session,

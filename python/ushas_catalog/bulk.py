@@ -1,7 +1,8 @@
 """Operations bigger than one transaction, done the FoundationDB way.
 
 The protocol (pending work records, owners, resuming) is :mod:`ushas_catalog.bulk_work`; the big drops
-and purges are :mod:`ushas_catalog.bulk_objects`; this module holds the partition operations and is what
+and purges are :mod:`ushas_catalog.bulk_objects`; reading and writing partition records in bulk is
+:mod:`ushas_catalog.bulk_records`; this module holds the partition operations and is what
 ``Metastore.big`` is (every call of :class:`~ushas_catalog.catalog.visibility.BigOperations`). It sits above :mod:`ushas_catalog.metadata` (it also un-indexes and re-indexes in chunks), so the catalog
 operations reach it through ``Metastore.big`` (:class:`~ushas_catalog.catalog.visibility.BigOperations`).
 
@@ -70,11 +71,12 @@ from .catalog.visibility import TooBig, bulk_pending, check_no_pending, visible,
 from .errors import Conflict, FilesNotRecorded, InvalidArgument, NoSuchPartition, PartitionAlreadyExists
 from .keyspace.tree import KeySpacePath
 from .kv import Transaction
-from .kv.base import FDB_LIMITS
 from .model.names import TableName
 from .model.objects import MutationResult
 from .model.partitions import Partition, PartitionScheme
-from .records.store import Joined, RecordStore, split_elements
+from .bulk_records import existing as _existing, put as _put, remove as _remove
+from .bulk_records import size as _size, values as _values
+from .records.store import Joined, RecordStore
 
 #: the facade (:class:`ushas_catalog.metastore.Metastore`), which wires this module in as ``Metastore.big``:
 #: not imported here, so the two do not import each other
@@ -82,7 +84,7 @@ Metastore = Any
 
 
 @dataclass
-class _TableAt:
+class TableAt:
     name: TableName
     path: KeySpacePath
     scheme: PartitionScheme
@@ -97,11 +99,11 @@ class _TableAt:
 
 
 def _begin(ms: "Metastore", tn: TableName, kind: str, expected_version: int | None, total: int,
-           detail: Mapping[str, Any]) -> tuple[Work, _TableAt]:
+           detail: Mapping[str, Any]) -> tuple[Work, TableAt]:
     op = uuid.uuid4()
     work = Work(ms, op)
 
-    def fn(tr: Transaction) -> _TableAt:
+    def fn(tr: Transaction) -> TableAt:
         t = ms.resolver.table(tr, tn)
         if expected_version is not None and t.ref.version != expected_version:
             raise Conflict(f"table {tn} is at version {t.ref.version}, not the expected {expected_version}",
@@ -118,7 +120,7 @@ def _begin(ms: "Metastore", tn: TableName, kind: str, expected_version: int | No
         t.store("TableReference").save(tr, (), ref)
         v = t.ref.version + 1
         work.store.save(tr, (op,), new_work(kind, str(tn), t.path.key(), v, total, detail), new=True)
-        return _TableAt(tn, t.path, scheme, storage, v)
+        return TableAt(tn, t.path, scheme, storage, v)
 
     return work, ms.run(fn)
 
@@ -146,7 +148,7 @@ def add_partitions(ms: "Metastore", tn: TableName, items: Sequence[Partition], i
         raise
 
 
-def _stage_adds(ms: "Metastore", work: Work, t: _TableAt, items: Sequence[Partition],
+def _stage_adds(ms: "Metastore", work: Work, t: TableAt, items: Sequence[Partition],
                 if_not_exists: bool) -> tuple[int, int]:
     scheme, store, history = t.scheme, t.partitions(), t.history()
     version_prefix = fdbtuple.pack((t.version,))
@@ -200,32 +202,6 @@ def _stage_adds(ms: "Metastore", work: Work, t: _TableAt, items: Sequence[Partit
     return added, skipped
 
 
-def _existing(tr: Transaction, store: RecordStore[rec.Partition], packed: list[bytes]) -> set[bytes]:
-    """Which of these packed keys are stored: one key-range read over their span when it is
-    dense, else point reads."""
-    if not packed:
-        return set()
-    if len(packed) < 32:
-        return {k for k in packed if store.exists_packed(tr, k)}
-    wanted = set(packed)
-    plen, limit = len(store.prefix), 4 * len(packed)
-    found: set[bytes] = set()
-    count = 0
-    for kv in tr.get_range(store.prefix + min(packed), store.prefix + max(packed) + b"\xff", limit=limit + 1):
-        count += 1
-        suffix = kv.key[plen:]
-        if suffix in wanted:
-            found.add(suffix)
-        else:
-            for k in wanted:  # a split record's chunk key: (pk..., i)
-                if suffix.startswith(k) and k not in found:
-                    found.add(k)
-                    break
-    if count > limit:
-        return {k for k in packed if store.exists_packed(tr, k)}
-    return found
-
-
 def drop_partitions(ms: "Metastore", tn: TableName, specs: Sequence[Mapping[str, Any]], if_exists: bool,
                     expected_version: int | None, release_data: bool) -> MutationResult:
     """``Metastore.drop_partitions`` too big for one transaction: marked in chunks, published in one
@@ -245,7 +221,7 @@ def drop_partitions(ms: "Metastore", tn: TableName, specs: Sequence[Mapping[str,
     return result
 
 
-def _mark_drops(ms: "Metastore", work: Work, t: _TableAt, specs: Sequence[Mapping[str, Any]],
+def _mark_drops(ms: "Metastore", work: Work, t: TableAt, specs: Sequence[Mapping[str, Any]],
                 if_exists: bool) -> tuple[int, int]:
     """Mark the partitions the specs match, chunk by chunk (each chunk reads everything it needs
     first, then writes: reads after writes are slow on the write buffer)."""
@@ -322,69 +298,8 @@ def _mark_drops(ms: "Metastore", work: Work, t: _TableAt, specs: Sequence[Mappin
     return dropped, missing
 
 
-def _values(tr: Transaction, store: RecordStore[rec.Partition], packed: list[bytes]) -> dict[bytes, bytes]:
-    """The serialized records at these packed keys (absent: not stored): one range read over their
-    span when it is dense, else point reads."""
-    if not packed:
-        return {}
-    wanted = set(packed)
-    plen, limit, arity = len(store.prefix), 4 * len(packed) + 64, store.arity
-    out: dict[bytes, bytes] = {}
-    split: set[bytes] = set()
-    count = 0
-    for kv in tr.get_range(store.prefix + min(packed), store.prefix + max(packed) + b"\xff", limit=limit + 1):
-        count += 1
-        suffix = kv.key[plen:]
-        if suffix in wanted:
-            out[suffix] = kv.value
-        else:
-            k = b"".join(split_elements(suffix)[:arity])
-            if k in wanted:
-                split.add(k)
-    if count > limit:
-        found = {k: _load_packed(tr, store, k) for k in packed}
-        return {k: v for k, v in found.items() if v is not None}
-    for k in split:  # a record split over several keys (big file lists): joined
-        data = _load_packed(tr, store, k)
-        if data is not None:
-            out[k] = data
-    return out
 
-
-def _put(tr: Transaction, store: RecordStore[rec.Partition], packed: bytes, record: rec.Partition,
-         old_size: int) -> None:
-    """Rewrite a partition record: one set when neither it nor the one it replaces is split
-    (a clear_range per key would make the write buffer sort itself each time)."""
-    data = record.SerializeToString(deterministic=True)
-    if old_size <= store.chunk_bytes and len(data) <= store.chunk_bytes:
-        tr.set(store.prefix + packed, data)
-    else:
-        store.save_packed(tr, packed, record)
-
-
-def _remove(tr: Transaction, key: bytes, size: int) -> None:
-    if size <= FDB_LIMITS.value_bytes:
-        tr.clear(key)
-    else:
-        tr.clear_range(key, key + b"\xff")
-
-
-def _load_packed(tr: Transaction, store: RecordStore[rec.Partition], packed: bytes) -> bytes | None:
-    key = store.prefix + packed
-    parts: list[bytes] = []
-    for kv in tr.get_range(key, key + b"\xff"):
-        if kv.key == key:
-            return kv.value
-        parts.append(kv.value)
-    return Joined(b"".join(parts)) if parts else None
-
-
-def _size(data: bytes) -> int:
-    """The size :func:`_put` / :func:`_remove` go by: a joined record counts as split."""
-    return FDB_LIMITS.value_bytes + 1 + len(data) if isinstance(data, Joined) else len(data)
-
-
-def _live_at(ms: "Metastore", tr: Transaction, t: _TableAt, operation: str,
+def _live_at(ms: "Metastore", tr: Transaction, t: TableAt, operation: str,
              work: Work) -> tuple[ResolvedTable, rec.TableReference]:
     """The table a staged operation publishes into, still the one it staged at the version before its own,
     and a copy of its reference to update (a Conflict otherwise: the table is blocked while it runs)."""
@@ -396,7 +311,7 @@ def _live_at(ms: "Metastore", tr: Transaction, t: _TableAt, operation: str,
     return live, ref
 
 
-def _publish(ms: "Metastore", work: Work, t: _TableAt, operation: str, counts: Mapping[str, int],
+def _publish(ms: "Metastore", work: Work, t: TableAt, operation: str, counts: Mapping[str, int],
              result: MutationResult) -> MutationResult:
     """The one transaction that makes a staged partition operation visible (its commit)."""
     from .catalog.commits import Mutation
@@ -476,7 +391,7 @@ def replace_partitions(ms: "Metastore", tn: TableName, drop_specs: Sequence[Mapp
         drops = [s for s in drop_specs if (sel := t.scheme.selection(s))[1] or len(sel[0]) != len(t.scheme.columns)
                  or sel[0] not in puts]  # a partition both dropped and written is replaced: not marked first
         marked = _mark_drops(ms, work, t, drops, True)[0] if drops else 0
-        added, replaced, kept = _stage_writes(ms, work, t, items, append)
+        added, replaced, kept = stage_writes(ms, work, t, items, append)
         dropped = marked - kept
         ran: list[bool] = []
 
@@ -486,10 +401,12 @@ def replace_partitions(ms: "Metastore", tn: TableName, drop_specs: Sequence[Mapp
                 return fn(tr)
             return ms.run(each)
 
-        late = _garbage_count(garbage) > GARBAGE_IN_PUBLISH  # recorded after the publish, in chunks
+        late = _garbage_count(garbage) > GARBAGE_IN_PUBLISH  # recorded in chunks: before the publish, bound
+        if late and fence is not None:                        # to the write; unfenced, after it
+            _record_bound_garbage(ms, work, t, operation, garbage, fence.write_id)
 
         def publish(tr: Transaction) -> MutationResult:
-            result = _publish_write(ms, work, t, tr, operation, added, replaced, dropped, None if late else garbage,
+            result = publish_write(ms, work, t, tr, operation, added, replaced, dropped, None if late else garbage,
                                     detail)
             ran.append(True)
             return result
@@ -503,7 +420,7 @@ def replace_partitions(ms: "Metastore", tn: TableName, drop_specs: Sequence[Mapp
     if not ran:  # another attempt of this fenced write committed first: this one's staging is undone
         _rollback_in_call(ms, work)
         return result
-    if late:
+    if late and fence is None:
         _record_late_garbage(ms, t, operation, garbage)
     if replaced or marked:
         try:
@@ -515,9 +432,11 @@ def replace_partitions(ms: "Metastore", tn: TableName, drop_specs: Sequence[Mapp
     return result
 
 
-#: a write's garbage of more files and directories than this is recorded after its publishing transaction, in
-#: transactions of this many (~100 bytes a path: 100,000 replaced files alone would pass the 10 MB limit). A
-#: crash between the two leaves those files unrecorded: kept (old versions read them), never deleted by purge
+#: a write's garbage of more files and directories than this is recorded outside its publishing transaction, in
+#: transactions of this many (~100 bytes a path: 100,000 replaced files alone would pass the 10 MB limit): a
+#: fenced write's before its publish, in entries bound to its write id (garbage once it is COMMITTED, forgotten
+#: once it is ABORTED: :mod:`ushas_catalog.data.garbage`); an unfenced one's after it (a crash between the two
+#: leaves those files unrecorded: kept, never deleted by purge)
 GARBAGE_IN_PUBLISH = 20_000
 
 
@@ -525,7 +444,7 @@ def _garbage_count(garbage: Any) -> int:
     return len(garbage.files) + len(garbage.directories) if garbage else 0
 
 
-def _record_late_garbage(ms: "Metastore", t: _TableAt, operation: str, garbage: Any) -> None:
+def _record_late_garbage(ms: "Metastore", t: TableAt, operation: str, garbage: Any) -> None:
     from .data.garbage import Garbage, record_garbage
 
     now, n = now_micros(), GARBAGE_IN_PUBLISH
@@ -535,6 +454,40 @@ def _record_late_garbage(ms: "Metastore", t: _TableAt, operation: str, garbage: 
                                                        part, now))
 
 
+def _record_bound_garbage(ms: "Metastore", work: Work, t: TableAt, operation: str, garbage: Any,
+                          write_id: str) -> None:
+    """A fenced write's garbage, before its publish, in entries bound to its write id, one transaction each;
+    their keys (table id, time, ``uuid5(operation id, i)``) are named in the work record
+    (``bound_garbage``: time, count) so that a roll-back removes them (:func:`forget_bound_garbage`)."""
+    from .data.garbage import Garbage, bound_operation, record_garbage
+
+    now, n = now_micros(), GARBAGE_IN_PUBLISH
+    for count, i in enumerate(range(0, max(len(garbage.files), len(garbage.directories)), n), start=1):
+        part = Garbage(files=garbage.files[i:i + n], directories=garbage.directories[i:i + n])
+
+        def fn(tr: Transaction, part: Any = part, count: int = count) -> None:
+            w = work.load(tr)
+            d = json.loads(w.detail_json or "{}")
+            d["bound_garbage"] = [now, count]
+            w.detail_json = json.dumps(d, separators=(",", ":"))
+            work.save(tr, w)
+            record_garbage(tr, ms.project_path, t.path.value, str(t.name), bound_operation(operation, write_id),
+                           part, now, entry_id=uuid.uuid5(work.op, str(count - 1)))
+
+        ms.db.run(fn)
+
+
+def forget_bound_garbage(tr: Transaction, ms: "Metastore", op: uuid.UUID, table_id: uuid.UUID,
+                         detail: Mapping[str, Any]) -> None:
+    """Removes the bound garbage entries a write's work recorded (its staging is rolled back: the write let
+    nothing go)."""
+    from .data.garbage import delete_garbage
+
+    time_micros, count = detail.get("bound_garbage") or (0, 0)
+    for i in range(count):
+        delete_garbage(tr, ms.project_path, (table_id, time_micros, uuid.uuid5(op, str(i))))
+
+
 def _rollback_in_call(ms: "Metastore", work: Work) -> None:
     """Undo a write's staging from the call that staged it: the caller sees the error and may retry the
     same fenced write, so the write is not ended and its files are not handed to purge."""
@@ -542,6 +495,10 @@ def _rollback_in_call(ms: "Metastore", work: Work) -> None:
         w = work.load(tr)
         d = json.loads(w.detail_json or "{}")
         d.pop("write_id", None)
+        path = table_path(ms, w.object_key)
+        if path is not None:
+            forget_bound_garbage(tr, ms, work.op, path.value, d)
+        d.pop("bound_garbage", None)
         w.detail_json = json.dumps(d, separators=(",", ":"))
         work.save(tr, w)
 
@@ -552,7 +509,7 @@ def _rollback_in_call(ms: "Metastore", work: Work) -> None:
     rollback_quietly(ms, work.op)
 
 
-def _check_unchanged_since(tr: Transaction, t: _TableAt, since: int, items: Sequence[Partition],
+def _check_unchanged_since(tr: Transaction, t: TableAt, since: int, items: Sequence[Partition],
                            drop_specs: Sequence[Mapping[str, Any]]) -> None:
     """:class:`WriteConflict` if a commit after ``since`` (up to the reserved version: nothing else can
     commit now) changed a partition this write puts or drops."""
@@ -574,7 +531,7 @@ def _check_unchanged_since(tr: Transaction, t: _TableAt, since: int, items: Sequ
                                 partition=t.scheme.spec(key))
 
 
-def _stage_writes(ms: "Metastore", work: Work, t: _TableAt, items: Sequence[Partition],
+def stage_writes(ms: "Metastore", work: Work, t: TableAt, items: Sequence[Partition],
                   append: bool = False) -> tuple[int, int, int]:
     """Write the partitions of a write for version ``t.version``, chunk by chunk: (added, replaced, and of
     those replaced how many this write's drop had marked). ``append``: each item's files are added to the
@@ -654,7 +611,7 @@ def _appended(old: rec.Partition, new: rec.Partition, what: str) -> rec.Partitio
     return out
 
 
-def _publish_write(ms: "Metastore", work: Work, t: _TableAt, tr: Transaction, operation: str, added: int,
+def publish_write(ms: "Metastore", work: Work, t: TableAt, tr: Transaction, operation: str, added: int,
                    replaced: int, dropped: int, garbage: Any, detail: Mapping[str, Any]) -> MutationResult:
     """The transaction that commits a staged write (inside its fence)."""
     from .catalog.commits import Mutation
@@ -773,6 +730,8 @@ def _partition_chunks(ms: "Metastore", work: Work, r: rec.PendingWork) -> None:
 
     def finish(tr: Transaction) -> None:
         work.load(tr)
+        if path is not None and rolling_back:  # a write's garbage recorded before its publish: never let go
+            forget_bound_garbage(tr, ms, work.op, path.value, detail)
         if path is not None:
             refs = RecordStore.at(path.add("TableReference"))
             ref = refs.load(tr, ())

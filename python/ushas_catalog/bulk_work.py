@@ -87,7 +87,7 @@ class PendingWork:
     """One operation bigger than one transaction that is not finished."""
 
     operation_id: str
-    kind: str            # ADD PARTITIONS, DROP PARTITIONS, WRITE, UNINDEX, PURGE
+    kind: str            # ADD PARTITIONS, DROP PARTITIONS, WRITE, CTAS, UNINDEX, PURGE
     object: str          # the object's name
     state: str           # STAGING, PUBLISHED, ROLLING_BACK
     done: int            # items processed

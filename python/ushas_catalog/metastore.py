@@ -30,7 +30,7 @@ import logging
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from . import bulk
+from . import bulk, bulk_ctas  # noqa: F401 - bulk_ctas registers how a dead hidden CTAS rolls back
 from .catalog import partition_tags
 from .catalog.authorization import guard_methods
 from .catalog.commits import Mutation

@@ -115,20 +115,20 @@ def test_a_failure_between_chunks_leaves_the_table_as_before_and_the_write_retry
         small: Metastore, monkeypatch: pytest.MonkeyPatch) -> None:
     small.replace_partitions(T, [], _puts(0, 100, "a"), operation="APPEND")
     before = _files_of(small)
-    real = bulk._stage_writes
+    real = bulk.stage_writes
 
     def fail_after_some(ms: Metastore, work: Any, t: Any, items: Any, append: bool = False) -> Any:
         real(ms, work, t, items[:60], append)  # 4 chunks staged, then the process "fails"
         raise OSError("injected failure between chunks")
 
-    monkeypatch.setattr(bulk, "_stage_writes", fail_after_some)
+    monkeypatch.setattr(bulk, "stage_writes", fail_after_some)
     write = str(uuid.uuid4())
     with pytest.raises(OSError, match="injected failure between chunks"):
         small.replace_partitions(T, [{"h": 1}], _puts(0, 200, "b"), operation="OVERWRITE PARTITIONS", write_id=write)
     assert _files_of(small) == before and small.get_table(T).version == 2 and bulk.pending_work(small) == []
     assert not any(r.HasField("replaced") or r.added_version > 2 or r.dropped_version for r in _raw_records(small))
     assert get_outcome(small, write).state == "UNKNOWN"  # not ended: the caller may retry it
-    monkeypatch.setattr(bulk, "_stage_writes", real)
+    monkeypatch.setattr(bulk, "stage_writes", real)
     r = small.replace_partitions(T, [{"h": 1}], _puts(0, 200, "b"), operation="OVERWRITE PARTITIONS", write_id=write)
     assert r.version == 3 and len(_files_of(small)) == 200
     assert run_checks(small).ok
@@ -145,7 +145,7 @@ def test_a_crash_mid_commit_is_invisible_and_repair_rolls_it_back(small: Metasto
     work, t = bulk._begin(small, TableName.parse(T), "WRITE", None, 200, {"operation": "OVERWRITE PARTITIONS",
                                                                           "write_id": write})
     bulk._mark_drops(small, work, t, [{"h": 1}], True)
-    bulk._stage_writes(small, work, t, _puts(0, 60, "b"))
+    bulk.stage_writes(small, work, t, _puts(0, 60, "b"))
     # readers: listings, scans, one partition, keys
     assert _files_of(small) == before
     assert {k[0] for k, _ in small.scan_partitions(T)[1]} == set(before)
@@ -357,14 +357,14 @@ def test_chunked_writes_over_partitions_grown_by_appends(small: Metastore, monke
     append(0, 20, "x"), append(0, 20, "y")  # v3, v4: one transaction each, a chunk per partition each
     grown = _files_of(small)
     assert grown["00003"] == paths(3, "a", "x", "y") and _extra_keys(small) > 0
-    real, seen = bulk._stage_writes, []
+    real, seen = bulk.stage_writes, []
 
     def look(ms: Metastore, work: Any, t: Any, items: Any, append: bool = False) -> Any:
         out = real(ms, work, t, items, append)
         seen.append(_files_of(ms))  # a reader of the table's version while the write is staged
         return out
 
-    monkeypatch.setattr(bulk, "_stage_writes", look)
+    monkeypatch.setattr(bulk, "stage_writes", look)
     r = small.replace_partitions(T, [], _puts(0, 100, "b"), operation="OVERWRITE PARTITIONS")
     assert (r.version, r.replaced, seen) == (5, 100, [grown])
     assert _files_of(small)["00003"] == paths(3, "b") and _extra_keys(small) == 0  # no chunk left to merge in
@@ -389,11 +389,11 @@ def test_chunked_writes_over_partitions_grown_by_appends(small: Metastore, monke
         real(ms, work, t, items[:40], append)
         raise OSError("injected failure between chunks")
 
-    monkeypatch.setattr(bulk, "_stage_writes", fail)
+    monkeypatch.setattr(bulk, "stage_writes", fail)
     with pytest.raises(OSError, match="injected failure"):
         small.replace_partitions(T, [], _puts(0, 100, "d"), operation="APPEND", append=True)
     assert _files_of(small) == before and small.get_table(T).version == 8 and bulk.pending_work(small) == []
-    monkeypatch.setattr(bulk, "_stage_writes", real)
+    monkeypatch.setattr(bulk, "stage_writes", real)
     small.add_partitions(T, [Partition(values=_spec(500))])  # v9: files not recorded
     with pytest.raises(FilesNotRecorded, match="00500"):
         small.replace_partitions(T, [], _puts(0, 60, "e") + _puts(500, 501, "e"), operation="APPEND", append=True)

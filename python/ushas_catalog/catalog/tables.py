@@ -1,9 +1,11 @@
 """Tables: create, replace, get (now or as of a version), list, alter, rename, drop, undrop, purge."""
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import datetime as dt
 import uuid
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from google.protobuf.message import Message
 
@@ -30,6 +32,22 @@ from .row_policies import keep_policies
 from .history import HistoryOps
 from .table_data import TableDataOps, init_table_files
 from ..keyspace.layout import DATABASE_RECORD, TABLE, TABLE_ID, TABLE_STORAGE
+
+
+#: (table name, id) while :func:`creating_at` runs: the create of that name takes that id
+_AT: contextvars.ContextVar[tuple[str, uuid.UUID] | None] = contextvars.ContextVar("ushas_create_at", default=None)
+
+
+@contextlib.contextmanager
+def creating_at(name: TableName, table_id: uuid.UUID) -> Iterator[None]:
+    """Inside it, creating table ``name`` gives it id ``table_id``: the publish of a CTAS bigger than one
+    transaction (:mod:`ushas_catalog.bulk_ctas`) creates its table where its partitions were staged, with
+    the same checks as any create. In-process only: no surface (SQL, REST, CLI) can name an id."""
+    token = _AT.set((str(name), table_id))
+    try:
+        yield
+    finally:
+        _AT.reset(token)
 
 
 class TableOps(TableDataOps, HistoryOps, DropOps):
@@ -163,7 +181,8 @@ class TableOps(TableDataOps, HistoryOps, DropOps):
         records = self._table_records(tn, db_record, *args, 1, now, bucketing)
         if default_location:
             self._check_location_free(tr, db, tn, records[1].location)
-        tid = uuid.uuid4()
+        at = _AT.get()
+        tid = at[1] if at is not None and at[0] == str(tn) else uuid.uuid4()
         path = Layout.table(db.path, tid)
         self.resolver.names(db.path.add(TABLE), "Table").save(tr, (tn.name,), rec.ObjectName(
             id=tid.bytes, kind=rec.ObjectKind.TABLE, created_at_micros=now), new=True)

@@ -2,11 +2,17 @@
 unreachable, recorded (``DataGarbage``, project level, keyed by table id and time) in the
 transaction of the change that let them go, and deleted only by a purge.
 
+A write too big to record its garbage in its publish transaction (:mod:`ushas_catalog.bulk`) records it
+*before* the publish, in entries **bound** to its write id (:func:`bound_operation`): purge treats them as
+garbage only once the write is COMMITTED, forgets them (the files stay: the write never let them go) once
+it is ABORTED, and keeps them while it may still commit.
+
 A dropped table needs no entry: its metadata (partitions with their file lists) stays until the
 table is purged, and that is what purging it deletes (:mod:`ushas_catalog.data.purge`).
 """
 from __future__ import annotations
 
+import re
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
@@ -62,11 +68,12 @@ def garbage_store(project: KeySpacePath) -> RecordStore[rec.DataGarbage]:
 
 
 def record_garbage(tr: Transaction, project: KeySpacePath, table_id: uuid.UUID, table: str, operation: str,
-                   garbage: Garbage, time_micros: int) -> None:
-    """Records ``garbage`` (nothing when empty) in ``tr``: the change's own transaction."""
+                   garbage: Garbage, time_micros: int, *, entry_id: uuid.UUID | None = None) -> None:
+    """Records ``garbage`` (nothing when empty) in ``tr``: the change's own transaction (``entry_id``: the
+    entry's id, default a new one)."""
     if not garbage:
         return
-    garbage_store(project).save(tr, (table_id, time_micros, uuid.uuid4()), rec.DataGarbage(
+    garbage_store(project).save(tr, (table_id, time_micros, entry_id or uuid.uuid4()), rec.DataGarbage(
         table=table, operation=operation, files=data_file_records(garbage.files),
         directories=list(garbage.directories), time_micros=time_micros), new=True)
 
@@ -85,3 +92,17 @@ def scan_garbage(tr: Transaction, project: KeySpacePath, table_id: uuid.UUID | N
 
 def delete_garbage(tr: Transaction, project: KeySpacePath, key: tuple[Any, ...]) -> None:
     garbage_store(project).delete(tr, key)
+
+
+_BOUND = re.compile(r" \(once write (\S+) commits\)$")
+
+
+def bound_operation(operation: str, write_id: str) -> str:
+    """The operation of an entry that is garbage only once write ``write_id`` is COMMITTED."""
+    return f"{operation} (once write {write_id} commits)"
+
+
+def bound_write(entry: GarbageEntry) -> str | None:
+    """The write id an entry is bound to (:func:`bound_operation`); None for other entries."""
+    m = _BOUND.search(entry.operation)
+    return m.group(1) if m else None

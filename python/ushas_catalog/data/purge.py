@@ -19,9 +19,10 @@ from typing import Any, Iterable
 
 from .. import records as rec
 from ..model.data_files import DataFile
-from .garbage import delete_garbage, scan_garbage
+from .garbage import bound_write, delete_garbage, scan_garbage
 from .direct_writes import has_manifests, manifest_files, of_running_write, remove_created_dirs, running_writes
 from .staged import leftovers, staged_write
+from .write_fence import ABORTED, COMMITTED, get_outcome
 from ..keyspace.tree import KeySpacePath, RecordSubspace, Subspace
 from ..kv import Transaction
 from ..keyspace.layout import (DATABASE, DATABASE_ID, DATABASE_OBJECT_NAME, DROPPED_DATABASE_OBJECT_NAME,
@@ -342,6 +343,14 @@ def purge(ms: Any, name: Any = None, older_than: dt.timedelta | None = None) -> 
     through: dict[str, int] = {}  # table id -> the newest replaced files deleted (catalog.time_travel)
     for e in entries:
         before = len(out.report.unreachable)
+        bound = bound_write(e)
+        if bound is not None:  # recorded before its write's publish (ushas_catalog.data.garbage)
+            state = get_outcome(ms, bound).state
+            if state == ABORTED:  # the write let nothing go: the entry goes, the files stay
+                done.append(e.key)
+                continue
+            if state != COMMITTED:  # it may still commit
+                continue
         if staged_write(e) is not None:  # a staged CTAS / RTAS that did not commit (ushas_catalog.data.staged)
             gone = leftovers(ms, e, staging_owner_alive, int(STAGING_GRACE.total_seconds() * 1e6),
                              int(time.time() * 1e6))
@@ -400,7 +409,7 @@ def _end_direct_write(ms: Any, staging: str, table: str, report: DeleteReport) -
     """A dead direct write's staging directory (:mod:`ushas_catalog.data.direct_writes`): the write is
     recorded ABORTED unless it COMMITTED, and its files (its manifests list them) are deleted unless it
     COMMITTED (then they are the table's)."""
-    from .write_fence import COMMITTED, abort_write
+    from .write_fence import abort_write
 
     if not has_manifests(staging):
         return

@@ -32,7 +32,7 @@ from ..kv.base import Database, Transaction
 T = TypeVar("T")
 
 #: the limits whose excess sends an operation back to one transaction per call
-_TOO_BIG = ("transaction_seconds", "transaction_bytes", "transaction_items")
+TOO_BIG = ("transaction_seconds", "transaction_bytes", "transaction_items")
 
 
 class _Joined(Database):
@@ -56,9 +56,10 @@ class _Joined(Database):
         pass
 
 
-def run_in_one_transaction(ms: Any, fn: Callable[[Any], T]) -> T:
+def run_in_one_transaction(ms: Any, fn: Callable[[Any], T], *, per_call: bool = True) -> T:
     """``fn(metastore)`` with every metastore call it makes in one transaction (see the module
-    docstring for when it falls back to a transaction per call)."""
+    docstring for when it falls back to a transaction per call). ``per_call=False``: an operation that
+    does not fit fails with the ``LimitExceeded`` instead (one that must stay atomic)."""
     if getattr(ms.db, "nested", False):
         return fn(ms)
     merges: list[bool] = []
@@ -79,7 +80,7 @@ def run_in_one_transaction(ms: Any, fn: Callable[[Any], T]) -> T:
     try:
         result = ms.db.run(attempt)
     except LimitExceeded as e:
-        if e.limit not in _TOO_BIG:
+        if e.limit not in TOO_BIG or not per_call:
             raise
         return fn(ms)
     except WriteEnded:
@@ -112,4 +113,4 @@ def in_one_transaction(op: Callable[[Any, dict[str, Any]], T]) -> Callable[[Any,
     return run
 
 
-__all__ = ["in_one_transaction", "run_in_one_transaction"]
+__all__ = ["TOO_BIG", "in_one_transaction", "run_in_one_transaction"]

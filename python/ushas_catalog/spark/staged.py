@@ -20,8 +20,11 @@ query into it, then commits (``commitStagedChanges``) or aborts. Here:
 - :func:`abort_staged`: records the write ABORTED (unless it committed) and, when the shim removed the
   files, forgets the staged entry.
 
-Operations bigger than one transaction (FoundationDB's 10 MB: a CTAS of hundreds of thousands of
-partitions) fall back to a transaction per step (:mod:`ushas_catalog.spark.one_transaction`).
+A partitioned write that does not fit one transaction (FoundationDB's 5 s / 10 MB; tried first at any
+size, as before) stages its partitions in a hidden table first (:mod:`ushas_catalog.bulk_ctas`); its
+commit is still one transaction, with the same before and after.
+An unpartitioned write too big for one transaction falls back to a transaction per step
+(:mod:`ushas_catalog.spark.one_transaction`).
 """
 from __future__ import annotations
 
@@ -136,7 +139,7 @@ def stage_table(ms: Any, r: Request) -> Answer:
         raise _Planned({"table": _planned(ctx, args), "write_id": write_id, "replaces": old is not None})
 
     try:
-        run_in_one_transaction(ms, plan)
+        run_in_one_transaction(ms, plan, per_call=False)  # never for real, step by step
     except _Planned as planned:
         answer = planned.answer
     else:  # pragma: no cover - plan always raises
@@ -170,17 +173,20 @@ def stage_files(ms: Any, r: Request) -> Answer:
     return {"staged": len(files)}
 
 
-def _register(ms: Any, name: tuple[str, str, str], info: Any, w: Request, fence: Any) -> int:
-    """The write's files become the new table's data (fenced: records the write COMMITTED)."""
-    partition_by = list(info.partition_columns)
+def _plan(location: str, partition_by: list[str], w: Request) -> Any:
+    """The write's files as the new table's data: its partitions (``put``), or its files and stats."""
     written = list(w.get("written") or [])
-    rows = w.get("rows")
     # the new table's data is exactly what this write produced (what else is in its directories
     # belongs to a replaced or dropped table: kept by that table until purge)
     for d in written:
         d["existing"] = []
-    plan = plan_write(info.location, partition_by, [], None, {}, "truncate", [], written, rows,
-                      managed=False)
+    return plan_write(location, partition_by, [], None, {}, "truncate", [], written, w.get("rows"), managed=False)
+
+
+def _register(ms: Any, name: tuple[str, str, str], info: Any, w: Request, fence: Any) -> int:
+    """The write's files become the new table's data (fenced: records the write COMMITTED)."""
+    partition_by = list(info.partition_columns)
+    plan = _plan(info.location, partition_by, w)
     fenced = {"write_id": fence.write_id, "deadline_ms": fence.deadline_ms}
     detail = {"job_id": fence.write_id, "mode": "create"}
     if partition_by:
@@ -191,11 +197,25 @@ def _register(ms: Any, name: tuple[str, str, str], info: Any, w: Request, fence:
                                     expected_version=info.version, detail=detail, **fenced))
 
 
+def _check_location(args: dict[str, Any], r: Request, shown: str) -> None:
+    if args["location"].rstrip("/") != qualify(str(r["location"])).rstrip("/"):
+        raise InvalidArgument(f"{shown} would now be at {args['location']}, not at {r['location']} where the "
+                              f"write put its files: nothing was committed")
+
+
+def _partitioned(r: Request) -> bool:
+    return any(t.get("transform") == "identity" for t in r.get("partitioning") or [])
+
+
 def commit_staged(ms: Any, r: Request) -> Answer:
     """``commitStagedChanges``: drop the replaced table, create the new one, register the write's
-    files and forget the staged entry, in ONE transaction (see the module docstring)."""
+    files and forget the staged entry, in ONE transaction (see the module docstring). A partitioned write
+    that does not fit (FoundationDB's 5 s / 10 MB: a CTAS of tens of thousands of partitions) stages its
+    partitions hidden first (:func:`_commit_in_chunks`)."""
     from ..data.staged import forget_staged
     from ..data.write_fence import WriteFence, check_fence
+    from ..errors import LimitExceeded
+    from .one_transaction import TOO_BIG
 
     ctx = SparkCtx.of(r)
     kind = _kind(r)
@@ -210,9 +230,7 @@ def commit_staged(ms: Any, r: Request) -> Answer:
             return {"version": done.version, "write_id": fence.write_id, "already_committed": True}
         old = _current(m, name, kind)
         args = _arguments(m, ctx, name, r, old, check_location=False)
-        if args["location"].rstrip("/") != qualify(str(r["location"])).rstrip("/"):
-            raise InvalidArgument(f"{shown} would now be at {args['location']}, not at {r['location']} where the "
-                                  f"write put its files: nothing was committed")
+        _check_location(args, r, shown)
         if old is not None:
             m.drop_table(name)  # kept (with its data) until purge: UNDROP restores it
         info = m.create_table(name, **args)
@@ -223,7 +241,79 @@ def commit_staged(ms: Any, r: Request) -> Answer:
         return {"version": version, "write_id": fence.write_id, "replaced": old is not None,
                 "table": table_answer(ctx, m.get_table(name))}
 
-    return run_in_one_transaction(ms, fn)
+    # tried in one transaction first, at any size (as fast as it gets when it fits); a partitioned write that
+    # does not fit then stages hidden, never step by step
+    chunked = r.get("write") is not None and _partitioned(r) and getattr(ms, "big", None) is not None
+    try:
+        return run_in_one_transaction(ms, fn, per_call=not chunked)
+    except LimitExceeded as e:
+        if not chunked or e.limit not in TOO_BIG:
+            raise
+        return _commit_in_chunks(ms, r, ctx, kind, name, fence)
+
+
+def _commit_in_chunks(ms: Any, r: Request, ctx: SparkCtx, kind: str, name: tuple[str, str, str],
+                      fence: Any) -> Answer:
+    """``commitStagedChanges`` of a partitioned write too big for one transaction, as atomic for readers:
+    its partitions are staged in a hidden table (:mod:`ushas_catalog.bulk_ctas`), then ONE transaction drops
+    the replaced table, creates the new one where they are, commits them (fenced) and forgets the staged
+    entry. Before it nothing of the new table is visible and the replaced one is whole; an error on the way
+    rolls the hidden table back (the caller aborts the write, removing its files)."""
+    from ..bulk_ctas import publish, roll_back, stage
+    from ..catalog.tables import creating_at
+    from ..data.staged import forget_staged
+    from ..data.write_fence import check_fence, run_fenced
+    from ..errors import Conflict
+    from ..model.objects import MutationResult
+
+    shown = ".".join(name)
+    tn = new_table_name(name)
+    done = check_fence(ms, fence, shown)
+    if done is not None:  # a retry of a commit that went through
+        return {"version": done.version, "write_id": fence.write_id, "already_committed": True}
+    old = _current(ms, name, kind)
+    args = _arguments(ms, ctx, name, r, old, check_location=False)
+    _check_location(args, r, shown)
+
+    def check(m: Any) -> Answer:  # what the publish will check (privileges too), before the staging
+        if old is not None:
+            m.drop_table(name)
+        m.create_table(name, **args)
+        raise _Planned({})
+
+    try:
+        run_in_one_transaction(ms, check, per_call=False)  # never for real, step by step
+    except _Planned:
+        pass
+    plan = _plan(args["location"], list(args["partition_by"]), dict(r["write"]))
+    staged = stage(ms, tn, args["schema"], args["partition_by"], args["location"], plan.put, fence.write_id)
+    detail = {"job_id": fence.write_id, "mode": "create"}
+
+    def fn(m: Any) -> Answer:
+        done = check_fence(m, fence, shown)  # a write that ended: WriteAborted / WriteExpired (recorded)
+        if done is not None:  # pragma: no cover - only this publish commits it
+            raise Conflict(f"write {fence.write_id} of {shown} was committed by another call")
+        if not getattr(m.db, "nested", False):  # never step by step: the one transaction or nothing
+            raise Conflict(f"the publish of {shown} did not run in one transaction: nothing was committed")
+        now = _current(m, name, kind)
+        args = _arguments(m, ctx, name, r, now, check_location=False)
+        _check_location(args, r, shown)
+        if now is not None:
+            m.drop_table(name)  # kept (with its data) until purge: UNDROP restores it
+        with creating_at(tn, staged.table_id):
+            m.create_table(name, **args)
+        result = run_fenced(m.db.run, m.project_path, fence, shown, lambda tr: publish(m, staged, detail),
+                            lambda res: (res.to_json(), res.version),
+                            lambda a: MutationResult(a.get("version"), added=a.get("added", 0)))
+        forget_staged(m, fence.write_id)
+        return {"version": result.version, "write_id": fence.write_id, "replaced": now is not None,
+                "table": table_answer(ctx, m.get_table(name))}
+
+    try:
+        return run_in_one_transaction(ms, fn, per_call=False)
+    except BaseException:
+        roll_back(ms, staged)  # nothing if it committed (its work record went with the publish)
+        raise
 
 
 def abort_staged(ms: Any, r: Request) -> Answer:

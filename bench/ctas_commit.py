@@ -1,0 +1,65 @@
+"""The shim's commit of a CTAS too big for one transaction (no Spark): ``stage_table``, then ``commit_staged``
+with N written partition directories (one file each), timed; the store in ``--dir``.
+
+    python bench/ctas_commit.py --partitions 60000 --dir /dev/shm
+    PYTHONPATH=/other/tree/python python bench/ctas_commit.py ...   # another tree's code, to compare
+
+The commit is tried in one transaction first; at tens of thousands of partitions that does not fit, and
+the write is staged in chunks (hidden, ``ushas_catalog.bulk_ctas``) and published in one transaction.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import tempfile
+import time
+import uuid
+
+from ushas_catalog.metastore import Metastore
+from ushas_catalog.spark.staged import OPS
+
+SCHEMA = json.dumps({"type": "struct", "fields": [
+    {"name": "id", "type": "long", "nullable": True, "metadata": {}},
+    {"name": "dt", "type": "string", "nullable": True, "metadata": {}}]})
+
+
+def commit_seconds(n: int, where: str | None) -> float:
+    """Seconds of ``commit_staged`` of a CTAS of ``n`` partitions into a fresh store under ``where``."""
+    d = tempfile.mkdtemp(dir=where)
+    try:
+        uri = f"sqlite:///{d}/ushas.db"
+        ms = Metastore.open(uri, project="p")
+        ms.create_catalog("c")
+        ms.create_database(("c", "d"), location=f"file:{d}/wh")
+        request = {"ctx": {"uri": uri, "project": "p", "catalog": "c", "warehouse": d}, "namespace": ["d"],
+                   "name": "t", "kind": "create", "schema": SCHEMA, "properties": {},
+                   "partitioning": [{"transform": "identity", "columns": ["dt"], "text": "dt"}]}
+        staged = OPS["stage_table"](ms, request)
+        location = staged["table"]["location"]
+        written = [{"path": f"dt={i}", "existing": [],
+                    "files": [{"path": f"{location}/dt={i}/part-00000-{uuid.uuid4()}.c000.snappy.parquet",
+                               "size": 1000, "mtime": 1}]} for i in range(n)]
+        commit = {**request, "write_id": staged["write_id"], "deadline_ms": time.time_ns() // 1_000_000 + 600_000,
+                  "location": location, "write": {"written": written, "rows": n}}
+        start = time.perf_counter()
+        OPS["commit_staged"](ms, commit)
+        seconds = time.perf_counter() - start
+        listed = sum(1 for _ in ms.list_partitions(("c", "d", "t")))
+        assert listed == n, f"{listed} partitions listed, not {n}"
+        ms.close()
+        return seconds
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--partitions", type=int, default=60_000)
+    ap.add_argument("--dir", help="where the store goes (default: the temporary directory)")
+    args = ap.parse_args()
+    print(f"commit_staged of {args.partitions:,} partitions: {commit_seconds(args.partitions, args.dir):.1f} s")
+
+
+if __name__ == "__main__":
+    main()
