@@ -632,6 +632,13 @@ final class UshasRowLevel {
             long maxSplit = org.apache.spark.sql.execution.datasources.FilePartition$.MODULE$.maxSplitBytes(spark,
                     CollectionConverters.asScala(group).toList());
             long openCost = SQLConf.get().filesOpenCostInBytes();
+            if (op.command == RowLevelOperation.Command.MERGE) {  // tasks for a few files each: the files a MERGE
+                long total = 0;  // finds no match in (MergeFileSkipping) leave the others spread over the cores
+                for (PartitionDirectory d : group) {
+                    for (FileStatusWithMetadata f : CollectionConverters.asJava(d.files())) total += f.getLen() + openCost;
+                }
+                maxSplit = Math.min(maxSplit, Math.max(openCost, total / (4L * spark.sparkContext().defaultParallelism())));
+            }
             List<InputPartition> out = new ArrayList<>();
             List<PartitionedFile> current = new ArrayList<>();
             long size = 0;
