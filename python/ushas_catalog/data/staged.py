@@ -54,15 +54,33 @@ def _entries(tr: Transaction, project: Any, write_id: str) -> list[Any]:
 #: records them in several entries, one transaction each, every entry starting with the staging directory
 #: (so :func:`leftovers` and :func:`writer_gone` read each entry alone)
 FILES_PER_ENTRY = 20_000
+#: the most bytes of paths one entry takes, as a share of the engine's transaction size limit (long paths
+#: fill an entry before its count does: 2.5 MB of FoundationDB's 10 MB)
+ENTRY_SHARE_OF_TRANSACTION = 4
+
+
+def _chunks(files: list[DataFile], budget: int) -> list[list[DataFile]]:
+    """``files`` in runs of at most :data:`FILES_PER_ENTRY` files and ``budget`` bytes of paths (a file
+    counted with 64 bytes of its record's other fields; at least one file a run)."""
+    out: list[list[DataFile]] = [[]]
+    size = 0
+    for f in files:
+        cost = len(f.path.encode()) + 64
+        if out[-1] and (len(out[-1]) == FILES_PER_ENTRY or size + cost > budget):
+            out.append([])
+            size = 0
+        out[-1].append(f)
+        size += cost
+    return out
 
 
 def add_staged_files(ms: Any, write_id: str, files: list[DataFile]) -> None:
-    """Adds ``files`` to the staged write's entries: up to :data:`FILES_PER_ENTRY` to its first entry,
-    the rest in new entries of that many, one transaction each. Every transaction checks the write is
-    not over; a failure part-way leaves recorded only files not yet placed (the caller places them
-    after this returns)."""
+    """Adds ``files`` to the staged write's entries: up to :data:`FILES_PER_ENTRY` (and a quarter of the
+    engine's transaction size in paths) to its first entry, the rest in new entries of as many, one
+    transaction each. Every transaction checks the write is not over; a failure part-way leaves recorded
+    only files not yet placed (the caller places them after this returns)."""
     store = garbage_store(ms.project_path)
-    chunks = [files[i:i + FILES_PER_ENTRY] for i in range(0, len(files), FILES_PER_ENTRY)] or [[]]
+    chunks = _chunks(files, ms.db.limits.transaction_bytes // ENTRY_SHARE_OF_TRANSACTION)
 
     def add(chunk: list[DataFile], first: bool) -> Callable[[Transaction], None]:
         def fn(tr: Transaction) -> None:
