@@ -23,7 +23,6 @@ import scala.jdk.javaapi.CollectionConverters;
 
 import java.io.Serializable;
 import java.util.ArrayDeque;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.BitSet;
 import java.util.Iterator;
@@ -91,9 +90,7 @@ public final class MergeProbeExec extends SparkPlan {
             rows[i] = collected[i] instanceof UnsafeRow u ? u : unsafe.apply(collected[i]).copy();
         }
         UnsafeProjection keyOf = UnsafeProjection.create(CollectionConverters.asScala(sourceKeys).toList(), right.output());
-        boolean oneWord = targetKeys.size() == 1 && UnsafeRow.isFixedLength(targetKeys.get(0).dataType());
-        MergeUnmatchedSourceExec.KeyIndex index = oneWord ? new MergeUnmatchedSourceExec.WordIndex(rows.length)
-                : new MergeUnmatchedSourceExec.RowIndex();
+        MergeUnmatchedSourceExec.KeyIndex index = MergeUnmatchedSourceExec.KeyIndex.forKeys(targetKeys, rows.length);
         int[] next = new int[rows.length];
         int[] first = new int[rows.length];
         Arrays.fill(first, -1);

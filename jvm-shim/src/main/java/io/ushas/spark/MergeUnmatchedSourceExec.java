@@ -76,8 +76,7 @@ public final class MergeUnmatchedSourceExec extends SparkPlan {
             own = Predicate.create(all, right.output());
             own.initialize(0);
         }
-        boolean oneWord = targetKeys.size() == 1 && UnsafeRow.isFixedLength(targetKeys.get(0).dataType());
-        KeyIndex index = oneWord ? new WordIndex(rows.length) : new RowIndex();
+        KeyIndex index = KeyIndex.forKeys(targetKeys, rows.length);
         int[] slot = new int[rows.length];
         BitSet repeated = new BitSet();  // the keys of more than one source row
         for (int i = 0; i < rows.length; i++) {
@@ -187,6 +186,13 @@ public final class MergeUnmatchedSourceExec extends SparkPlan {
 
     /** The source's distinct keys, each with its index (0, 1, …, in the order added). Broadcast: serializable. */
     interface KeyIndex extends Serializable {
+        /** An empty index for ``keys`` (one fixed-width key: {@link WordIndex}, else {@link RowIndex}) of about
+         *  {@code capacity} keys. */
+        static KeyIndex forKeys(List<Expression> keys, int capacity) {
+            return keys.size() == 1 && UnsafeRow.isFixedLength(keys.get(0).dataType()) ? new WordIndex(capacity)
+                    : new RowIndex();
+        }
+
         /** the key's index, added if new (the row may be reused by the caller) */
         int add(UnsafeRow key);
 
