@@ -299,3 +299,34 @@ def test_many_clients_at_once(svc: Live) -> None:
     for i in range(8):
         parts = remote.forward("list_partitions", {**shim_request(svc, admin), "namespace": ["many"], "name": f"t{i}"})
         assert len(parts["rows"]) == 100, parts
+
+
+def test_a_client_cannot_make_a_chosen_location_the_catalogs_own(svc: Live, tmp_path: Path, store_uri: str) -> None:
+    """A table's default location skips the check of a chosen one, so what makes it default is the catalog's: on the
+    old code a client placed a managed table in external location ``lake`` without CREATE EXTERNAL TABLE on it by
+    marking its LOCATION ``is_managed_location`` (Spark's mark of a derived location), or by stating a ``warehouse``
+    inside the lake (the managed location derives from it). Both are refused now; nothing is created."""
+    admin = Metastore.open(store_uri, user="admin", authorization=True)
+    admin.create_catalog("main")
+    admin.create_database("main.db")
+    admin.create_location("lake", str(tmp_path / "lake"))
+    for privilege, on in (("USE", "main"), ("USE", "main.db"), ("CREATE", "main.db")):
+        admin.grant(privilege, on, "user:bob")
+    schema = json.dumps({"type": "struct", "fields": [{"name": "id", "type": "integer", "nullable": True,
+                                                         "metadata": {}}]})
+    base = {"namespace": ["db"], "schema": schema}
+    for name, c, props in (
+            ("t1", ctx(svc), {"location": str(tmp_path / "lake" / "a")}),
+            ("t2", ctx(svc), {"location": str(tmp_path / "lake" / "b"), "is_managed_location": "true"}),
+            ("t3", ctx(svc, warehouse=str(tmp_path / "lake")), {})):
+        status, answer = op(svc, "create_table", {**base, "ctx": c, "name": name,
+                                                  "properties": {"provider": "parquet", **props}}, "bob")
+        assert status == 403 and "CREATE EXTERNAL TABLE on location lake" in answer["error"]["message"], (name, answer)
+    assert [t.name for t in admin.list_tables("main.db")] == []
+    status, answer = op(svc, "create_table", {**base, "ctx": ctx(svc, warehouse=str(tmp_path / "wh")), "name": "ok",
+                                              "properties": {"provider": "parquet"}}, "bob")
+    assert status == 200 and answer["table"]["location"] == f"file:{tmp_path}/wh/db.db/ok", answer
+    admin.grant("CREATE EXTERNAL TABLE", "location:lake", "user:bob")
+    assert op(svc, "create_table", {**base, "ctx": ctx(svc), "name": "t2", "properties": {
+        "provider": "parquet", "location": str(tmp_path / "lake" / "b"), "is_managed_location": "true"}}, "bob")[0] == 200
+    admin.close()

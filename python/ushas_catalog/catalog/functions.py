@@ -17,6 +17,7 @@ from typing import Iterator
 
 from .. import records as rec
 from ..errors import FunctionAlreadyExists, InvalidArgument, NoSuchCatalog, NoSuchFunction, NoSuchNamespace
+from ..governance.privileges import MANAGE
 from ..keyspace.layout import (DROPPED_FUNCTION_OBJECT_NAME, FUNCTION, FUNCTION_COMMIT, FUNCTION_ID,
                                FUNCTION_OBJECT_NAME, FUNCTION_RECORD)
 from ..keyspace.tree import KeySpacePath
@@ -109,6 +110,7 @@ class FunctionOps(MetastoreBase):
                     return function_info(fn, fid, old)
                 if not replace:
                     raise FunctionAlreadyExists(f"function {fn} already exists", function=str(fn))
+                self.authorize(tr, MANAGE, "function", fn)  # type: ignore[attr-defined]  # replacing it alters it
                 new.created_at_micros = old.created_at_micros
                 self._commit_function(tr, fn, path, "REPLACE FUNCTION", new, old)
                 return function_info(fn, fid, new)

@@ -274,6 +274,24 @@ class LocationOps(MetastoreBase):
                 raise _refused(user, CREATE_EXTERNAL_TABLE, doing, "it overlaps the location of another table",
                                str(location))
 
+    def _check_default_placement(self, tr: Transaction, location: str, table: Any) -> None:
+        """In a create's transaction: a table's default location (the catalog's choice, from its database's location
+        or a Spark catalog's warehouse — which a remote client states) in a declared external location needs CREATE
+        EXTERNAL TABLE on it, and may not hold one, as a chosen one (:meth:`check_placement`)."""
+        caller = self.caller()
+        if not location or not caller.authorization:
+            return
+        p = policies.load(tr, self.layout, self.project)
+        if not p.locations:
+            return
+        doing = f"place the table {TableName.parse(table)} at {location}"
+        held = locs.holding(p, location)
+        if held is not None:
+            authorize(tr, self.layout, self.project, caller.user, CREATE_EXTERNAL_TABLE, held.securable(), policy=p)
+        for inner in locs.within(p, location):
+            raise _refused(caller.user, CREATE_EXTERNAL_TABLE, doing, f"it holds external location {inner.name}",
+                           inner.name)
+
     def check_paths(self, reads: list[str] | None = None, writes: list[str] | None = None,
                     roots: list[str] | None = None, read_only: bool = False) -> None:
         """Refuse (PermissionDenied) what one statement does to files by path (see the module): writing at

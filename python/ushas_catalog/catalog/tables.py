@@ -13,7 +13,7 @@ from .. import records as rec
 from ..errors import Conflict, InvalidArgument, InvalidPolicy, NoSuchCatalog, NoSuchNamespace, NoSuchTable, TableAlreadyExists
 from ..keyspace.layout import Layout
 from ..kv import Transaction
-from ..data.locations import location_in_use, overlaps
+from ..data.locations import location_in_use, normalized, overlaps
 from ..model.bucketing import Bucketing
 from ..model.names import DatabaseName, NameLike, TableName, new_table_name
 from ..model.objects import DroppedObject, RelationSummary, TableInfo
@@ -128,6 +128,8 @@ class TableOps(TableDataOps, HistoryOps, DropOps):
         tn = new_table_name(name)
         schema = parse_schema(schema)  # outside the transaction
         check_expected(expected_version)
+        placed = location or (properties or {}).get("location")
+        checked = bool(placed and self.caller().authorization)  # a chosen location: as create_table checks it
 
         def fn(tr: Transaction) -> TableInfo:
             db, entry = self.resolver.relation(tr, tn)
@@ -143,6 +145,8 @@ class TableOps(TableDataOps, HistoryOps, DropOps):
             db_record = RecordStore.at(db.path.add(DATABASE_RECORD)).load(tr, ())
             now = now_micros()
             old = {sub: t.store(sub).load(tr, ()) for sub in ("TableSchema", "TableStorage", "TableProperties")}
+            if checked and normalized(str(placed)) != normalized(old["TableStorage"].location or ""):
+                self._check_placement(tr, placed, tn)  # type: ignore[attr-defined]  # moved: catalog.locations
             records = self._table_records(tn, db_record, schema, partition_by, format, location, properties, comment,
                                           owner, external, old["TableSchema"].schema_id + 1, now, bucketing)
             keep_policies(old["TableProperties"], records[2])  # they stay with the table, like its grants
@@ -166,6 +170,8 @@ class TableOps(TableDataOps, HistoryOps, DropOps):
             if info is not None:
                 return info
             db, _ = self.resolver.relation(tr, tn)
+            if checked:  # after the call's CREATE check, in its transaction, as create_table
+                self._check_placement(tr, placed, tn)  # type: ignore[attr-defined]
             return self._create_in(tr, tn, db, schema, partition_by, format, location, properties, comment, owner,
                                    external, bucketing=bucketing,
                                    default_location=not location and "location" not in (properties or {}))
@@ -181,6 +187,7 @@ class TableOps(TableDataOps, HistoryOps, DropOps):
         records = self._table_records(tn, db_record, *args, 1, now, bucketing)
         if default_location:
             self._check_location_free(tr, db, tn, records[1].location)
+            self._check_default_placement(tr, records[1].location, tn)  # type: ignore[attr-defined]
         at = _AT.get()
         tid = at[1] if at is not None and at[0] == str(tn) else uuid.uuid4()
         path = Layout.table(db.path, tid)

@@ -6,6 +6,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from .. import records as rec
 from ..errors import Conflict, InvalidArgument, NoSuchCatalog, NoSuchNamespace, TableAlreadyExists, ViewAlreadyExists
+from ..governance.privileges import MANAGE
 from ..keyspace.layout import Layout
 from ..kv import Transaction
 from ..model.names import NameLike, TableName, new_table_name
@@ -53,6 +54,7 @@ class ViewOps(MetastoreBase):
                     raise TableAlreadyExists(exists_message(tn, entry), table=str(tn))
                 if not replace:
                     raise ViewAlreadyExists(f"view {tn} already exists", view=str(tn))
+                self.authorize(tr, MANAGE, "relation", tn)  # type: ignore[attr-defined]  # replacing it alters it
                 view = self.resolver.view(tr, tn)
                 expect_version("view", tn, view.record.version, expected_version)
                 new.created_at_micros = view.record.created_at_micros

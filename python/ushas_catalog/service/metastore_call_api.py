@@ -6,6 +6,10 @@ encoding); answer ``{"result": ...}`` or ``{"error": {"type", "message", "detail
 authorization checks (:data:`ushas_catalog.catalog.authorization.RULES`, the grant methods that check
 themselves) are offered, always run as the bearer token's user with authorization on; a read token runs only
 those that need no more than USE or SELECT. An answer that is an iterator is sent as a list.
+
+A client sends only the parameters a client may set (:func:`client_arguments`): a method's parameters minus its
+:data:`CATALOG_ONLY` ones, which the catalog's own code sets (docs/service.md, "What a client may send"); a positional
+argument counts as the parameter it lands on. Anything else is one ``InvalidArgument`` (HTTP 400) before the call runs.
 """
 from __future__ import annotations
 
@@ -52,26 +56,53 @@ def offered(method: str, access: str) -> None:
         raise Forbidden(f"this token may only read: {method} needs a write token")
 
 
-#: the checks of paths a statement reads and writes (``catalog.locations``): ``read_only`` is the token's, never the
-#: client's
-PATH_CHECKS = frozenset({"check_paths", "check_path_read", "check_path_write"})
+#: the parameters of offered methods that only the catalog's own code sets: a client's call naming one (by keyword or
+#: by position) is refused. ``default_location``: the location is the catalog's default one, whose placement is not
+#: checked; ``garbage``: files the next purge deletes; ``own``: the table's own location, inside which any placement
+#: passes; ``all_projects`` / ``batch``: every project of the store, and the scan's size; ``read_only``: the token's.
+#: Every other parameter of an offered method is the client's (the table in docs/service.md says why).
+CATALOG_ONLY: dict[str, frozenset[str]] = {
+    "create_table": frozenset({"default_location"}),
+    "write_table_files": frozenset({"garbage"}),
+    "replace_partitions": frozenset({"garbage"}),
+    "check_placement": frozenset({"own"}),
+    "stats": frozenset({"all_projects", "batch"}),
+    "check_paths": frozenset({"read_only"}),
+}
 
 
-def path_check_call(ms: Any, method: str, args: list[Any], kwargs: dict[str, Any],
-                    access: str) -> tuple[str, list[Any], dict[str, Any]]:
-    """(method, args, kwargs) to run for a client's call: a path check runs with ``read_only`` set by the service
-    from the token (a read token's governed writes are refused, as on ``/catalog/ops/check_paths``); a client that
-    sends ``read_only`` itself, by keyword or by position, is refused (InvalidArgument), and a read token's
-    ``check_path_write`` is its ``check_paths`` of writes, read only. Other methods pass unchanged."""
-    if method not in PATH_CHECKS:
-        return method, args, kwargs
+def client_parameters(ms: Any, method: str) -> frozenset[str]:
+    """The parameters of ``method`` a client may set: its signature's, minus its :data:`CATALOG_ONLY` ones."""
+    params = inspect.signature(getattr(ms, method)).parameters
+    return frozenset(params) - CATALOG_ONLY.get(method, frozenset())
+
+
+def client_arguments(ms: Any, method: str, args: list[Any], kwargs: dict[str, Any]) -> inspect.BoundArguments:
+    """``args`` and ``kwargs`` bound to ``method``'s parameters, each one a client may set (:func:`client_parameters`):
+    else InvalidArgument naming the method and the parameter (arguments the method does not take: the same)."""
     try:
         bound = inspect.signature(getattr(ms, method)).bind(*args, **kwargs)
     except TypeError as exc:
         raise InvalidArgument(f"{method}: {exc}") from None
-    if "read_only" in bound.arguments:
-        raise InvalidArgument(f"{method}: read_only is set by the catalog service from the token, not by a client")
-    if access == "write":
+    allowed = client_parameters(ms, method)
+    for name in bound.arguments:
+        if name not in allowed:
+            raise InvalidArgument(f"{method}: {name} is set by the catalog service, not by a client")
+    return bound
+
+
+#: the checks of paths a statement reads and writes (``catalog.locations``): ``read_only`` is the token's, never the
+#: client's (:data:`CATALOG_ONLY`)
+PATH_CHECKS = frozenset({"check_paths", "check_path_read", "check_path_write"})
+
+
+def path_check_call(method: str, args: list[Any], kwargs: dict[str, Any], bound: inspect.BoundArguments,
+                    access: str) -> tuple[str, list[Any], dict[str, Any]]:
+    """(method, args, kwargs) to run for a client's call (``bound``: its arguments, checked by
+    :func:`client_arguments`, which refuses a client's ``read_only``): a path check runs with ``read_only`` set by the
+    service from the token (a read token's governed writes are refused, as on ``/catalog/ops/check_paths``), and a
+    read token's ``check_path_write`` is its ``check_paths`` of writes, read only. Other methods pass unchanged."""
+    if method not in PATH_CHECKS or access == "write":
         return method, args, kwargs
     if method == "check_path_write":
         return "check_paths", [], {"writes": bound.arguments.get("paths"), "read_only": True}
@@ -111,7 +142,8 @@ def register(bp: Blueprint, state: ServiceState) -> None:
                 branch = body.get("branch")
                 if branch:
                     ms = ms.branch(str(branch))
-                method, args, kwargs = path_check_call(ms, method, args, kwargs, str(access))
+                bound = client_arguments(ms, method, args, kwargs)
+                method, args, kwargs = path_check_call(method, args, kwargs, bound, str(access))
                 out = getattr(ms, method)(*args, **kwargs)
                 if inspect.isgenerator(out) or hasattr(out, "__next__"):
                     out = [x for _, x in zip(range(MAX_ITEMS), out)]
@@ -127,4 +159,4 @@ def register(bp: Blueprint, state: ServiceState) -> None:
             return json_response({"error": BridgeError(state.redact(f"{type(exc).__name__}: {exc}")).to_json()}, 500)
 
 
-__all__ = ["offered", "offered_methods", "register"]
+__all__ = ["CATALOG_ONLY", "client_arguments", "client_parameters", "offered", "offered_methods", "register"]

@@ -9,7 +9,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from ..errors import InvalidArgument
-from ..data.locations import check_free
+from ..data.locations import check_free, normalized
 from ..model.names import new_table_name
 
 #: file formats Spark's V1 file path reads and writes for a catalog table
@@ -98,7 +98,8 @@ def create_arguments(ctx: SparkCtx, database: str, table: str, request: dict[str
     external = bool(location) and props.get("is_managed_location", "false").lower() != "true"
     if props.get("external", "").lower() == "true" and location:
         external = True
-    location = qualify(location) if location else managed_location(ctx, db_location, database, table)
+    managed = managed_location(ctx, db_location, database, table)
+    location = qualify(location) if location else managed
     if not external and not kept_data:
         check_free((ctx.spark_catalog, database, table), location)
     user = {k: v for k, v in props.items() if k not in RESERVED and k != TBLPROPERTIES_MARKER}
@@ -108,7 +109,9 @@ def create_arguments(ctx: SparkCtx, database: str, table: str, request: dict[str
         user = {k: v for k, v in user.items() if k not in opts or k in kept}
     return {"schema": request["schema"], "partition_by": partition_by, "format": fmt, "location": location,
             "properties": user, "comment": props.get("comment"), "owner": props.get("owner"),
-            "external": external, "default_location": not external, "bucketing": bucketing}
+            "external": external, "bucketing": bucketing,
+            # Spark's is_managed_location marks the catalog's own location: only when it is (a client states it)
+            "default_location": not external and normalized(location) == normalized(managed)}
 
 
 def partition_columns_last(schema: str, partition_by: list[str]) -> str:
