@@ -3,6 +3,7 @@ files no source key can be in are neither read nor replaced, the unmatched sourc
 target's tasks in the same commit, and the results equal a DataFrame reference."""
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
@@ -140,5 +141,84 @@ def test_a_merge_refuses_two_source_rows_for_one_target_row_and_writes_nothing(s
                   "(100, 'N100', 'b') AS s(id, v, dt)")
         spark.sql(sql.replace(t, orc))
         assert rows(spark, orc) == reference(before, [(12, "A", "a"), (100, "N100", "b")])
+    finally:
+        spark.catalog.dropTempView("probe_src")
+
+
+def merge_jobs(spark: Any, sql: str) -> int:
+    """Runs ``sql``; the number of Spark jobs it ran."""
+    sc = spark.sparkContext
+    group = f"merge-jobs-{uuid.uuid4().hex}"
+    sc.setJobGroup(group, "a MERGE's jobs, counted")
+    try:
+        spark.sql(sql)
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+        sc.setLocalProperty("spark.job.description", None)
+    return len(sc.statusTracker().getJobIdsForGroup(group))
+
+
+@pytest.fixture
+def gapped(spark: Any, db: str) -> Any:
+    """Partition 'a': one file of ids 1, 5, 9 (bounds [1, 9], with gaps); 'b': one file of ids 20, 30."""
+    t = f"ushas.{db}.gapped"
+    spark.sql(f"CREATE TABLE {t} ({COLS}) USING parquet PARTITIONED BY (dt)")
+    spark.createDataFrame([(1, "v1", "a"), (5, "v5", "a"), (9, "v9", "a")], COLS).coalesce(1).writeTo(t).append()
+    spark.createDataFrame([(20, "v20", "b"), (30, "v30", "b")], COLS).coalesce(1).writeTo(t).append()
+    spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('ushas.row-level.group-filter' = 'never')")
+    yield t
+
+
+def test_source_rows_no_file_can_match_are_written_by_the_statements_own_job(spark: Any, gapped: str) -> None:
+    """New keys outside every file's bounds (100; a NULL key of a plain ``=``, which never matches) are written
+    by the MERGE's own job beside the rewritten files: one job fewer than when a new key falls inside a file's
+    bounds (3: between 1 and 9), whose row the write's commit writes after the job. Both in one commit (one MERGE
+    in history), a ``WHEN NOT MATCHED AND`` condition applied to both kinds, the rows equal to the reference."""
+    t = gapped
+    filled = spark.sql(f"SELECT max(version) FROM {t}.history").first()[0]
+    before = rows(spark, t)
+    merge = (f"MERGE INTO {t} t USING probe_src s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v "
+             f"WHEN NOT MATCHED AND s.v <> 'skip' THEN INSERT *")
+    outside = [(5, "S5", "a"), (100, "N100", "b"), (None, "NN", "b"), (200, "skip", "b")]
+    inside = outside + [(3, "N3", "a"), (4, "skip", "a")]
+    jobs = {}
+    try:
+        for name, source in (("outside", outside), ("inside", inside)):
+            values = ", ".join(f"({'CAST(NULL AS INT)' if i is None else i}, '{v}', '{d}')" for i, v, d in source)
+            spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW probe_src AS SELECT * FROM VALUES {values} AS s(id, v, dt)")
+            assert "MergeProbe" in spark.sql(f"EXPLAIN {merge}").first()[0]
+            jobs[name] = merge_jobs(spark, merge)
+            kept = [s for s in source if s[1] != "skip"]
+            assert rows(spark, t) == reference(before, kept), name
+            history = spark.sql(f"SELECT operation FROM {t}.history WHERE version > {filled}").collect()
+            assert [r.operation for r in history] == ["MERGE"], (name, history)
+            spark.sql(f"CALL ushas.system.restore_table(table => '{t.split('.', 1)[1]}', version => {filled})")
+            filled = spark.sql(f"SELECT max(version) FROM {t}.history").first()[0]
+    finally:
+        spark.catalog.dropTempView("probe_src")
+    assert jobs["inside"] == jobs["outside"] + 1, jobs
+
+
+def test_a_failure_writing_the_rows_no_file_can_match_leaves_the_table_as_it_was(spark: Any, gapped: str) -> None:
+    """An error raised while the statement's own job makes an unmatched source row (``raise_error`` in the INSERT
+    of key 100, outside every file's bounds) fails the MERGE: the table's rows and files as they were, the matched
+    file's rewrite undone with it; then a MERGE into an empty table (every source row is such a row) equals the
+    reference."""
+    t = gapped
+    before, kept = rows(spark, t), files(spark, t)
+    spark.sql("CREATE OR REPLACE TEMPORARY VIEW probe_src AS SELECT * FROM VALUES (5, 'S5', 'a'), (100, 'N100', 'b') "
+              "AS s(id, v, dt)")
+    try:
+        sql = (f"MERGE INTO {t} t USING probe_src s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v "
+               f"WHEN NOT MATCHED THEN INSERT (id, v, dt) VALUES (s.id, "
+               f"CASE WHEN s.id = 100 THEN raise_error('no row 100 here') ELSE s.v END, s.dt)")
+        assert "MergeProbe" in spark.sql(f"EXPLAIN {sql}").first()[0]
+        with pytest.raises(Exception, match="no row 100 here"):
+            spark.sql(sql)
+        assert rows(spark, t) == before and files(spark, t) == kept
+        empty = f"{t}_empty"
+        spark.sql(f"CREATE TABLE {empty} ({COLS}) USING parquet PARTITIONED BY (dt)")
+        spark.sql(sql.replace(t, empty).replace("raise_error('no row 100 here')", "'big'"))
+        assert rows(spark, empty) == {(5, "S5", "a"), (100, "big", "b")}
     finally:
         spark.catalog.dropTempView("probe_src")

@@ -24,8 +24,44 @@ class MergeFileSkippingTest {
     }
 
     @Test
-    void noFilesOrTooManyReadNoFooter() {
-        assertEquals(Set.of(), MergeFileSkipping.unmatched(List.of(), null, "id", new long[] {1}, false));
+    void tooManyFilesReadNoFooterAndAGroupOfNoFileHoldsNoKey() {
+        List<org.apache.hadoop.fs.FileStatus> many = java.util.Collections.nCopies(MergeFileSkipping.MAX_FILES + 1,
+                new org.apache.hadoop.fs.FileStatus());
+        assertEquals(null, MergeFileSkipping.read(many, null, "id"));
+        MergeFileSkipping.Bounds none = MergeFileSkipping.read(List.of(), null, "id").get();
+        assertFalse(none.mayHold(1L));
+        assertFalse(none.mayHold(null));
+        assertEquals(Set.of(), none.unmatched(new long[] {1}, true));
+    }
+
+    @Test
+    void keysOutsideEveryRowGroupAreHeldByNoFile() {
+        MergeFileSkipping.Bounds bounds = new MergeFileSkipping.Bounds(List.of(
+                new MergeFileSkipping.FileBounds("a", new long[] {1, 20}, new long[] {9, 30}, false),
+                new MergeFileSkipping.FileBounds("b", new long[] {5}, new long[] {12}, true),
+                new MergeFileSkipping.FileBounds("c", new long[] {100}, new long[] {100}, false)));
+        for (long k : new long[] {1, 5, 9, 10, 12, 20, 25, 30, 100}) assertTrue(bounds.mayHold(k), "holds " + k);
+        for (long k : new long[] {0, 13, 19, 31, 99, 101, Long.MIN_VALUE, Long.MAX_VALUE}) {
+            assertFalse(bounds.mayHold(k), "does not hold " + k);
+        }
+        assertTrue(bounds.mayHold(null));  // b may hold a NULL
+        assertEquals(Set.of("b", "c"), bounds.unmatched(new long[] {3, 25}, false));
+        assertEquals(Set.of("c"), bounds.unmatched(new long[] {3, 25}, true));  // a NULL key: b may match it
+        assertEquals(Set.of("a", "b"), bounds.unmatched(new long[] {100}, false));
+    }
+
+    @Test
+    void aFileWithoutBoundsMayHoldAnyKeyAndIsNeverSkipped() {
+        MergeFileSkipping.Bounds bounds = new MergeFileSkipping.Bounds(List.of(
+                new MergeFileSkipping.FileBounds("a", new long[] {1}, new long[] {9}, false),
+                MergeFileSkipping.FileBounds.unknown("u")));
+        assertTrue(bounds.mayHold(1_000L));
+        assertTrue(bounds.mayHold(null));
+        assertEquals(Set.of("a"), bounds.unmatched(new long[] {50}, false));
+        MergeFileSkipping.Bounds nullsOnly = new MergeFileSkipping.Bounds(List.of(
+                new MergeFileSkipping.FileBounds("n", new long[0], new long[0], true)));
+        assertFalse(nullsOnly.mayHold(7L));
+        assertTrue(nullsOnly.mayHold(null));
     }
 
     @Test

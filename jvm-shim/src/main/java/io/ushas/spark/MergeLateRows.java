@@ -5,101 +5,66 @@ import org.apache.spark.TaskContext;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.ProjectingInternalRow;
-import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.BoundReference;
 import org.apache.spark.sql.catalyst.expressions.Expression;
-import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
-import org.apache.spark.sql.catalyst.expressions.JoinedRow;
 import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
-import org.apache.spark.sql.catalyst.plans.logical.MergeRows;
 import org.apache.spark.sql.connector.write.BatchWrite;
 import org.apache.spark.sql.connector.write.DataWriter;
 import org.apache.spark.sql.connector.write.DataWriterFactory;
 import org.apache.spark.sql.connector.write.WriterCommitMessage;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.util.CollectionAccumulator;
-import scala.collection.immutable.Seq;
 import scala.jdk.javaapi.CollectionConverters;
 import scala.runtime.AbstractFunction2;
 
 import java.io.Serializable;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.BitSet;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
-import java.util.Map;
 
 /**
  * The rows a MERGE planned as {@link MergeProbe} writes for the source rows no target row matched, once the tasks
  * that read the target are done: {@link MergeProbeExec} hands this to the statement's operation, and the write's
  * commit ({@link UshasBatchWrite#commit}) calls {@link #written} before it registers anything. The source rows no
- * task marked in the accumulator go through the {@code WHEN NOT MATCHED} instructions (their target side NULL, as
- * the full outer join gives them), projected to the table's columns as the statement's write projects its rows,
- * grouped by partition (each writer writes one partition's rows at a time), and written by a small job with the
- * write's own writer factory; its tasks' messages join the others, so the one commit registers them all, and a
+ * task marked in the accumulator (and the statement's tasks did not write already: those no file of the group could
+ * match) go through the {@code WHEN NOT MATCHED} instructions ({@link MergeInserts}), projected to the table's
+ * columns as the statement's write projects its rows, and written by a small job with the write's own writer
+ * factory; its tasks' messages join the others, so the one commit registers them all, and a
  * failure removes what the job wrote before the statement's write is aborted.
  */
 final class MergeLateRows {
     private final UnsafeRow[] source;
+    private final BitSet early;
     private final CollectionAccumulator<BitSet> marks;
-    private final Seq<MergeRows.Instruction> notMatched;
-    private final Seq<Attribute> left;
-    private final Seq<Attribute> right;
+    private final MergeInserts inserts;
     private final ProjectingInternalRow rowProjection;
-    private final List<String> partitionColumns;
 
-    MergeLateRows(UnsafeRow[] source, CollectionAccumulator<BitSet> marks, Seq<MergeRows.Instruction> notMatched,
-                  Seq<Attribute> left, Seq<Attribute> right, ProjectingInternalRow rowProjection,
-                  List<String> partitionColumns) {
+    /** {@code early}: the source rows the statement's own tasks wrote (no file of the group could match them). */
+    MergeLateRows(UnsafeRow[] source, BitSet early, CollectionAccumulator<BitSet> marks, MergeInserts inserts,
+                  ProjectingInternalRow rowProjection) {
         this.source = source;
+        this.early = early;
         this.marks = marks;
-        this.notMatched = notMatched;
-        this.left = left;
-        this.right = right;
+        this.inserts = inserts;
         this.rowProjection = rowProjection;
-        this.partitionColumns = partitionColumns;
     }
 
-    /** The table rows of the source rows no task matched, grouped by partition. */
+    /** The table rows of the source rows no task matched nor wrote, grouped by partition. */
     List<UnsafeRow> rows() {
-        BitSet seen = new BitSet(source.length);
+        BitSet seen = (BitSet) early.clone();
         for (BitSet b : marks.value()) seen.or(b);
-        Seq<Attribute> joined = left.$plus$plus(right).toSeq();
-        MergeProbeExec.Bound insert = new MergeProbeExec.Bound(notMatched, joined);
+        int[] unmatched = new int[source.length - seen.cardinality()];
+        for (int i = seen.nextClearBit(0), n = 0; i < source.length; i = seen.nextClearBit(i + 1)) unmatched[n++] = i;
         List<StructField> fields = List.of(rowProjection.schema().fields());
         List<Expression> columns = new ArrayList<>();
-        List<Expression> partition = new ArrayList<>();
         for (int i = 0; i < fields.size(); i++) {
             int at = (Integer) rowProjection.colOrdinals().apply(i);
             columns.add(new BoundReference(at, fields.get(i).dataType(), fields.get(i).nullable()));
         }
-        for (String p : partitionColumns) {
-            for (int i = 0; i < fields.size(); i++) {
-                if (fields.get(i).name().toLowerCase(Locale.ROOT).equals(p.toLowerCase(Locale.ROOT))) {
-                    partition.add(new BoundReference(i, fields.get(i).dataType(), fields.get(i).nullable()));
-                }
-            }
-        }
         UnsafeProjection toTable = UnsafeProjection.create(CollectionConverters.asScala(columns).toList());
-        UnsafeProjection partitionOf = UnsafeProjection.create(CollectionConverters.asScala(partition).toList());
-        Map<UnsafeRow, List<UnsafeRow>> byPartition = new LinkedHashMap<>();
-        InternalRow nulls = new GenericInternalRow(left.size());
-        JoinedRow row = new JoinedRow();
-        ArrayDeque<InternalRow> given = new ArrayDeque<>();
-        for (int i = 0; i < source.length; i++) {
-            if (seen.get(i)) continue;
-            insert.apply(row.apply(nulls, source[i]), given, true);
-            for (InternalRow r : given) {
-                UnsafeRow table = toTable.apply(r).copy();
-                byPartition.computeIfAbsent(partitionOf.apply(table).copy(), k -> new ArrayList<>()).add(table);
-            }
-            given.clear();
-        }
         List<UnsafeRow> all = new ArrayList<>();
-        for (List<UnsafeRow> rows : byPartition.values()) all.addAll(rows);
+        for (InternalRow r : inserts.rows(source, unmatched, 0, unmatched.length)) all.add(toTable.apply(r).copy());
         return all;
     }
 

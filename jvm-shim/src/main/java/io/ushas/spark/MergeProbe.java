@@ -16,10 +16,10 @@ import java.util.List;
  * {@code left} is the group's rows as the statement reads them (Spark's projection marking them
  * {@code __row_from_target}), {@code right} the source (marked {@code __row_from_source}), {@code condition} the ON
  * condition, the instructions and output those of the statement's {@code MergeRows}. Its rows are the rows
- * {@code MergeRows(Join(left, right, FullOuter, condition))} gives for every target row; the rows of the source
- * rows no target row matches ({@code WHEN NOT MATCHED}) are not among them: {@link MergeProbeExec} learns which
- * those are from the tasks that read the target, and the statement's write writes them after those tasks, in the
- * same commit ({@link MergeLateRows}). Made by {@link MergeBroadcastJoin} under the statement's
+ * {@code MergeRows(Join(left, right, FullOuter, condition))} gives for every target row, and those of the source rows
+ * no file of the group can match ({@code WHEN NOT MATCHED}); the rows of the other source rows no target row matches
+ * are not among them: {@link MergeProbeExec} learns which those are from the tasks that read the target, and the
+ * statement's write writes them after those tasks, in the same commit ({@link MergeLateRows}). Made by {@link MergeBroadcastJoin} under the statement's
  * {@code ReplaceData} (whose write it hands them to through {@code operation}), planned by {@link UshasExtensions}.
  */
 public final class MergeProbe extends LogicalPlan {

@@ -1,15 +1,19 @@
 package io.ushas.spark;
 
+import org.apache.spark.api.java.JavaRDD;
+import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.api.java.function.FlatMapFunction;
 import org.apache.spark.broadcast.Broadcast;
 import org.apache.spark.rdd.RDD;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.ProjectingInternalRow;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
+import org.apache.spark.sql.catalyst.expressions.AttributeReference;
 import org.apache.spark.sql.catalyst.expressions.BasePredicate;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 import org.apache.spark.sql.catalyst.expressions.JoinedRow;
+import org.apache.spark.sql.catalyst.expressions.Literal;
 import org.apache.spark.sql.catalyst.expressions.Predicate;
 import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
@@ -23,7 +27,6 @@ import scala.jdk.javaapi.CollectionConverters;
 
 import java.io.Serializable;
 import java.util.ArrayDeque;
-import java.util.Arrays;
 import java.util.BitSet;
 import java.util.Iterator;
 import java.util.List;
@@ -36,10 +39,13 @@ import java.util.Objects;
  * would give it: its matches (the whole condition evaluated on each source row with its keys) through the
  * {@code WHEN MATCHED} instructions, or none through {@code WHEN NOT MATCHED BY SOURCE} (the carry-over of a
  * copy-on-write). A target row with two matches is Spark's {@code MERGE_CARDINALITY_VIOLATION} when the statement
- * checks it (every match of a target row comes out of the task that reads it: exact). Each task marks the source
- * rows it matched in a bit set, added to an accumulator when its rows are done; the statement's write reads it
- * after its tasks and writes the source rows no task marked through the {@code WHEN NOT MATCHED} instructions, in
- * the same commit ({@link MergeLateRows}, handed to the write through the statement's operation).
+ * checks it (every match of a target row comes out of the task that reads it: exact). The source rows no target
+ * row can match (a NULL in a plain equality; a key outside the footer bounds of every file of the group:
+ * {@link MergeSourceIndex}, {@link MergeFileSkipping}) go through the {@code WHEN NOT MATCHED} instructions in tasks
+ * of their own, in the same job ({@link MergeInserts}). Each task marks the source rows it matched in a bit set,
+ * added to an accumulator when its rows are done; the statement's write reads it after its tasks and writes the
+ * other source rows no task marked through the {@code WHEN NOT MATCHED} instructions, in the same commit
+ * ({@link MergeLateRows}, handed to the write through the statement's operation).
  */
 public final class MergeProbeExec extends SparkPlan {
     private final SparkPlan left;
@@ -81,113 +87,79 @@ public final class MergeProbeExec extends SparkPlan {
         MergeBroadcastJoin.Split split = MergeBroadcastJoin.split(condition, left.outputSet(), right.outputSet());
         if (split == null) throw new IllegalStateException("MergeProbe: not a condition with keys: " + condition.sql());
         List<Expression> targetKeys = split.targetKeys();
-        List<Expression> sourceKeys = split.sourceKeys();
         boolean[] nullSafe = split.nullSafe();
-        InternalRow[] collected = right.executeCollect();
-        UnsafeProjection unsafe = UnsafeProjection.create(right.schema());
-        UnsafeRow[] rows = new UnsafeRow[collected.length];
-        for (int i = 0; i < rows.length; i++) {
-            rows[i] = collected[i] instanceof UnsafeRow u ? u : unsafe.apply(collected[i]).copy();
+        MergeBroadcastJoin.KeyPair bounded = footersOn() ? boundedKey(split) : null;
+        // the footers are read while the source is collected: neither needs the other until both are done
+        MergeFileSkipping.Reading reading = bounded == null ? null
+                : operation.readKeyBounds(((AttributeReference) bounded.target()).name());
+        try {
+            MergeSource source = MergeSource.collect(right);
+            UnsafeRow[] rows = source.rows();
+            MergeFileSkipping.Bounds bounds = reading == null ? null : reading.get();
+            reading = null;
+            MergeSourceIndex indexed = MergeSourceIndex.of(rows, split, right.output(), bounded, bounds);
+            if (bounds != null && carriesOverOnly()) {
+                operation.skip(bounds.unmatched(indexed.keys(), indexed.nullBoundedKey()));
+            }
+            BitSet early = indexed.early;
+            int[] earlyRows = early.stream().toArray();
+            Source shared = new Source(indexed.index, indexed.first, indexed.next, earlyRows, source);
+            CollectionAccumulator<BitSet> marks = sparkContext().collectionAccumulator("ushas MERGE: source rows matched");
+            MergeInserts inserts = MergeInserts.of(notMatched, left.output(), right.output(), rowProjection,
+                    operation.partitionColumns());
+            operation.late(new MergeLateRows(rows, early, marks, inserts, rowProjection));
+            Broadcast<Source> broadcast = sparkContext().broadcast(shared,
+                    scala.reflect.ClassTag$.MODULE$.apply(Source.class));
+            Task task = new Task(CollectionConverters.asScala(targetKeys).toList(), nullSafe, left.output(),
+                    right.output(), condition, matched, notMatchedBySource, checkCardinality);
+            JavaRDD<InternalRow> probed = left.execute().toJavaRDD().mapPartitions(
+                    (FlatMapFunction<Iterator<InternalRow>, InternalRow>) it -> task.run(it, broadcast.value(), marks));
+            if (earlyRows.length == 0) return probed.rdd();
+            // the rows no file can match are the statement's own tasks', beside the target's: a task per 20,000
+            int slices = Math.max(1, Math.min(sparkContext().defaultParallelism(), earlyRows.length / 20_000));
+            List<Integer> numbers = new java.util.ArrayList<>();
+            for (int i = 0; i < slices; i++) numbers.add(i);
+            JavaRDD<InternalRow> written = JavaSparkContext.fromSparkContext(sparkContext())
+                    .parallelize(numbers, slices)
+                    .mapPartitions((FlatMapFunction<Iterator<Integer>, InternalRow>) it -> {
+                        Source s = broadcast.value();
+                        int slice = it.next();
+                        int from = (int) ((long) s.early().length * slice / slices);
+                        int to = (int) ((long) s.early().length * (slice + 1) / slices);
+                        return inserts.rows(s.source().rows(), s.early(), from, to).iterator();
+                    });
+            return probed.union(written).rdd();
+        } finally {
+            if (reading != null) reading.cancel();
         }
-        UnsafeProjection keyOf = UnsafeProjection.create(CollectionConverters.asScala(sourceKeys).toList(), right.output());
-        MergeUnmatchedSourceExec.KeyIndex index = MergeUnmatchedSourceExec.KeyIndex.forKeys(targetKeys, rows.length);
-        int[] next = new int[rows.length];
-        int[] first = new int[rows.length];
-        Arrays.fill(first, -1);
-        for (int i = 0; i < rows.length; i++) {
-            next[i] = -1;
-            UnsafeRow key = keyOf.apply(rows[i]);
-            if (MergeUnmatchedSourceExec.neverMatches(key, nullSafe)) continue;  // a NULL in a plain equality
-            int slot = index.add(key);
-            next[i] = first[slot];
-            first[slot] = i;
-        }
-        skipUnmatchedFiles(split, rows);
-        Source source = new Source(index, first, next, MergeUnmatchedSourceExec.pack(Arrays.asList(rows)),
-                right.output().size(), rows.length);
-        CollectionAccumulator<BitSet> marks = sparkContext().collectionAccumulator("ushas MERGE: source rows matched");
-        operation.late(new MergeLateRows(rows, marks, notMatched, left.output(), right.output(), rowProjection,
-                operation.partitionColumns()));
-        Broadcast<Source> shared = sparkContext().broadcast(source, scala.reflect.ClassTag$.MODULE$.apply(Source.class));
-        Task task = new Task(CollectionConverters.asScala(targetKeys).toList(), nullSafe, left.output(), right.output(),
-                condition, matched, notMatchedBySource, checkCardinality);
-        return left.execute().toJavaRDD().mapPartitions(
-                (FlatMapFunction<Iterator<InternalRow>, InternalRow>) it -> task.run(it, shared.value(), marks)).rdd();
     }
 
-    /** Has the scan skip the group's files no source row can match ({@link MergeFileSkipping}), by the first key
-     *  equality on a plain integer (or date) column of the target's, when the statement only carries unmatched target
-     *  rows over (its only {@code WHEN NOT MATCHED BY SOURCE} instruction the carry-over Spark adds): such a file's rows
-     *  would be written back as they are. */
-    private void skipUnmatchedFiles(MergeBroadcastJoin.Split split, UnsafeRow[] rows) {
-        if (!Boolean.parseBoolean(SQLConf.get().getConfString(MergeFileSkipping.CONF, "true").trim())) return;
-        List<MergeRows.Instruction> bySource = CollectionConverters.asJava(notMatchedBySource);
-        if (bySource.size() != 1 || !(bySource.get(0) instanceof MergeRows.Keep keep)
-                || !(keep.condition() instanceof org.apache.spark.sql.catalyst.expressions.Literal l)
-                || !Boolean.TRUE.equals(l.value())) {
-            return;
-        }
+    private static boolean footersOn() {
+        return Boolean.parseBoolean(SQLConf.get().getConfString(MergeFileSkipping.CONF, "true").trim());
+    }
+
+    /** The first key equality on a plain integer (or date) column of the target's, whose bounds a parquet footer
+     *  has: null if none. */
+    private static MergeBroadcastJoin.KeyPair boundedKey(MergeBroadcastJoin.Split split) {
         for (MergeBroadcastJoin.KeyPair k : split.keys()) {
-            if (!(k.target() instanceof org.apache.spark.sql.catalyst.expressions.AttributeReference column)) continue;
-            org.apache.spark.sql.types.DataType type = column.dataType();
-            boolean wide = type instanceof org.apache.spark.sql.types.LongType;
-            if (!wide && !(type instanceof org.apache.spark.sql.types.IntegerType)
-                    && !(type instanceof org.apache.spark.sql.types.ShortType)
-                    && !(type instanceof org.apache.spark.sql.types.ByteType)
-                    && !(type instanceof org.apache.spark.sql.types.DateType)) {
-                continue;
-            }
-            UnsafeProjection valueOf = UnsafeProjection.create(
-                    CollectionConverters.asScala(List.of(k.source())).toList(), right.output());
-            long[] keys = new long[rows.length];
-            int n = 0;
-            boolean nullKey = false;
-            for (UnsafeRow r : rows) {
-                UnsafeRow v = valueOf.apply(r);
-                if (v.isNullAt(0)) {
-                    nullKey |= k.nullSafe();
-                    continue;
-                }
-                keys[n++] = wide ? v.getLong(0) : type instanceof org.apache.spark.sql.types.ShortType ? v.getShort(0)
-                        : type instanceof org.apache.spark.sql.types.ByteType ? v.getByte(0) : v.getInt(0);
-            }
-            keys = Arrays.copyOf(keys, n);
-            Arrays.sort(keys);
-            operation.skipUnmatched(column.name(), keys, nullKey);
-            return;
+            if (!(k.target() instanceof AttributeReference column)) continue;
+            if (MergeSourceIndex.IntegerKey.integral(column.dataType())) return k;
         }
+        return null;
+    }
+
+    /** Whether the statement's only {@code WHEN NOT MATCHED BY SOURCE} instruction is Spark's carry-over. */
+    private boolean carriesOverOnly() {
+        List<MergeRows.Instruction> bySource = CollectionConverters.asJava(notMatchedBySource);
+        return bySource.size() == 1 && bySource.get(0) instanceof MergeRows.Keep keep
+                && keep.condition() instanceof Literal l && Boolean.TRUE.equals(l.value());
     }
 
     /** The source as the tasks read it: its key index, each key's rows as a chain ({@code first} by key, then
-     *  {@code next}; -1 ends it), the rows packed. */
-    static final class Source implements Serializable {
-        final MergeUnmatchedSourceExec.KeyIndex index;
-        final int[] first;
-        final int[] next;
-        final byte[] packed;
-        final int fields;
-        final int count;
-        private transient UnsafeRow[] rows;
-
-        Source(MergeUnmatchedSourceExec.KeyIndex index, int[] first, int[] next, byte[] packed, int fields, int count) {
-            this.index = index;
-            this.first = first;
-            this.next = next;
-            this.packed = packed;
-            this.fields = fields;
-            this.count = count;
-        }
-
-        /** The rows, unpacked once per executor (each row points into the packed bytes). */
-        synchronized UnsafeRow[] rows() {
-            if (rows == null) {
-                UnsafeRow[] out = new UnsafeRow[count];
-                Iterator<InternalRow> it = MergeUnmatchedSourceExec.unpack(List.of(packed).iterator(), fields);
-                for (int i = 0; i < count; i++) out[i] = ((UnsafeRow) it.next()).copy();
-                rows = out;
-            }
-            return rows;
-        }
+     *  {@code next}; -1 ends it), the rows no target row can match ({@code early}: their {@code WHEN NOT MATCHED}
+     *  rows are written by tasks of their own), the rows. */
+    record Source(MergeUnmatchedSourceExec.KeyIndex index, int[] first, int[] next, int[] early, MergeSource source)
+            implements Serializable {
     }
 
     /** The instructions of one case, bound to the joined row: the first whose condition holds gives its rows. */
@@ -233,10 +205,10 @@ public final class MergeProbeExec extends SparkPlan {
             on.initialize(0);
             Bound whenMatched = new Bound(matched, joined);
             Bound whenNotMatched = new Bound(notMatchedBySource, joined);
-            UnsafeRow[] rows = source.rows();
+            UnsafeRow[] rows = source.source().rows();
             InternalRow nulls = new GenericInternalRow(right.size());
             JoinedRow row = new JoinedRow();
-            BitSet seen = new BitSet(source.count);
+            BitSet seen = new BitSet(rows.length);
             ArrayDeque<InternalRow> pending = new ArrayDeque<>();
             boolean copy = !checkCardinality;  // several matches of one target row each give rows
             return new Iterator<>() {
@@ -260,9 +232,9 @@ public final class MergeProbeExec extends SparkPlan {
 
                 private void probe(InternalRow target) {
                     UnsafeRow key = keyOf.apply(target);
-                    int slot = MergeUnmatchedSourceExec.neverMatches(key, nullSafe) ? -1 : source.index.get(key);
+                    int slot = MergeUnmatchedSourceExec.neverMatches(key, nullSafe) ? -1 : source.index().get(key);
                     int matches = 0;
-                    for (int i = slot < 0 ? -1 : source.first[slot]; i >= 0; i = source.next[i]) {
+                    for (int i = slot < 0 ? -1 : source.first()[slot]; i >= 0; i = source.next()[i]) {
                         row.apply(target, rows[i]);
                         if (!on.eval(row)) continue;
                         if (++matches > 1 && checkCardinality) {

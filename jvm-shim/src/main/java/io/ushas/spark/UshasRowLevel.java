@@ -256,15 +256,18 @@ final class UshasRowLevel {
             return Arrays.asList(table.partitionSchema().fieldNames());
         }
 
-        /** Skips the group's files no row of which the keys can match, by their parquet footers
-         *  ({@link MergeFileSkipping}; a MERGE planned as {@link MergeProbe}): the files skipped. */
-        Set<String> skipUnmatched(String column, long[] keys, boolean nullKey) {
+        /** Starts reading the parquet footers' bounds of {@code column} in the group's files ({@link MergeFileSkipping};
+         *  a MERGE planned as {@link MergeProbe}): null when the table is not parquet or the group too big. */
+        MergeFileSkipping.Reading readKeyBounds(String column) {
             GroupScan read = scan;
-            if (read == null || !"parquet".equalsIgnoreCase(table.answer().path("format").asText())) return Set.of();
-            Set<String> skipped = MergeFileSkipping.unmatched(read.groupFiles(),
-                    hadoopConf(SparkSession.active(), table), column, keys, nullKey);
-            read.skipped.set(skipped);
-            return skipped;
+            if (read == null || !"parquet".equalsIgnoreCase(table.answer().path("format").asText())) return null;
+            return MergeFileSkipping.read(read.groupFiles(), hadoopConf(SparkSession.active(), table), column);
+        }
+
+        /** Has the group's scan skip {@code files} (no source key can be in them): it neither reads nor replaces them. */
+        void skip(Set<String> files) {
+            GroupScan read = scan;
+            if (read != null) read.skipped.set(files);
         }
 
         /** whether the table is bucketed (a bucket a task: rows written after the tasks would break it) */
