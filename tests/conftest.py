@@ -24,6 +24,22 @@ ON_POSTGRESQL = frozenset({
 })
 
 
+#: the JVM options of every Spark JVM the tests start in a subprocess (spark-submit, spark-sql, PySpark
+#: drivers, the Thrift and Connect servers, the CLI's Spark commands): they live seconds, and C2's compiling
+#: costs them more than it gains (a spark-sql start + 4 statements: ~34 s of CPU, ~21 s with C1 alone, on
+#: this 2-core machine: docs/benchmarks.md, "The test suite's time"). The shared session (fixture ``spark``,
+#: thousands of statements over the whole run) keeps the JVM's defaults.
+SHORT_JVM_OPTS = "-XX:TieredStopAtLevel=1"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Subprocess Spark JVMs get :data:`SHORT_JVM_OPTS` (``SPARK_SUBMIT_OPTS``, read by Spark's launcher for
+    the driver JVM), unless the environment already sets JIT options."""
+    opts = os.environ.get("SPARK_SUBMIT_OPTS", "")
+    if "TieredStopAtLevel" not in opts:
+        os.environ["SPARK_SUBMIT_OPTS"] = f"{opts} {SHORT_JVM_OPTS}".strip()
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     module = Path(metafunc.module.__file__).resolve().relative_to(Path(__file__).resolve().parent).as_posix()
     if "engine" in metafunc.fixturenames and module in ON_POSTGRESQL:
@@ -100,7 +116,12 @@ def spark(spark_dirs: dict[str, Path]):
 
     builder = configure(builder, name="ushas", uri=f"sqlite:///{spark_dirs['store']}",
                         warehouse=str(spark_dirs["warehouse"]), lineage=True)
-    session = builder.getOrCreate()
+    submit_opts = os.environ.get("SPARK_SUBMIT_OPTS", "")
+    os.environ["SPARK_SUBMIT_OPTS"] = submit_opts.replace(SHORT_JVM_OPTS, "").strip()  # the JVM's defaults
+    try:
+        session = builder.getOrCreate()
+    finally:
+        os.environ["SPARK_SUBMIT_OPTS"] = submit_opts
     session.sparkContext.setLogLevel("ERROR")
     check_configured(session, CATALOG_CLASS, LISTENER_CLASS)
     yield session

@@ -12,9 +12,16 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable, TypeVar
+
+T = TypeVar("T")
+
+#: killed processes running at once in :func:`in_lanes` (the machine's two cores: one starts while another runs)
+LANES = 2
 
 #: partitions each table gets in one operation
 PARTS = 40
@@ -165,3 +172,28 @@ def seeded(name: str) -> random.Random:
 def runs() -> int:
     """Kills per test (``USHAS_FAULT_RUNS``, default 20)."""
     return int(os.environ.get("USHAS_FAULT_RUNS") or 20)
+
+
+def in_lanes(count: int, run: Callable[[int], T], lanes: int = LANES) -> list[T]:
+    """``run(i)`` for every i in ``range(count)``, on ``lanes`` threads: lane ``i % lanes`` runs its share in
+    order, the lanes at once. For kills independent of each other: the caller gives each lane its own store,
+    so one lane's process starts (a driver's JVM: seconds) while another's runs or is checked. Results in the
+    order of i; a failure stops every lane at its next run and is raised here."""
+    stop = threading.Event()
+    results: dict[int, T] = {}
+
+    def lane(first: int) -> None:
+        for i in range(first, count, lanes):
+            if stop.is_set():
+                return
+            try:
+                results[i] = run(i)
+            except BaseException:
+                stop.set()
+                raise
+
+    with ThreadPoolExecutor(max_workers=lanes) as pool:
+        futures = [pool.submit(lane, first) for first in range(min(lanes, count))]
+    for future in futures:
+        future.result()
+    return [results[i] for i in range(count)]

@@ -4,7 +4,8 @@ replays it).
 - A PySpark driver (the driver and its JVM, one process group) running a short statement sequence
   (CREATE TABLE, INSERT into two partitions, ADD PARTITION, DROP TABLE, ...) is killed 20 times, each
   run a new driver, at a random time (< 1 s) after a random one of its first six statements returned.
-  (About 25 s per run on a loaded 2-core machine, mostly the driver's start.)
+  (About 25 s per run on a loaded 2-core machine, mostly the driver's start; two drivers at a time, each
+  lane of kills on its own store, so that one driver starts while the other runs.)
 - In one configuration-only driver (spark-submit: the shim launched ``python -m ushas_catalog.bridge``)
   running 20 rounds of that sequence, the bridge is killed from outside once per round at a random
   time (mostly between two calls: costs nothing) and kills itself at random calls (1 % before the op
@@ -30,7 +31,7 @@ import pytest
 from ushas_catalog.check import check_store
 from ushas_catalog.metastore import Metastore
 
-from faults.killing import run_and_kill, runs, seeded
+from faults.killing import LANES, in_lanes, run_and_kill, runs, seeded
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -112,19 +113,20 @@ def _env() -> dict[str, str]:
 
 def test_killed_spark_drivers_leave_whole_tables(tmp_path: Path) -> None:
     rng = seeded("spark driver")
-    store = tmp_path / "ushas.db"
-    uri = f"sqlite:///{store}"
-    warehouse = tmp_path / "warehouse"
     script = tmp_path / "driver.py"
     script.write_text(_DRIVER.format(statements=textwrap.dedent(_STATEMENTS)))
-    started = time.monotonic()
-    points = []
-    for run in range(runs()):
+    # kill a random time (< 1 s) after the after-th statement returned; drawn up front: the seed replays the run
+    plan = [(rng.randrange(0, 6), rng.uniform(0.0, 1.0)) for _ in range(runs())]
+    for lane in range(LANES):
+        (tmp_path / f"lane{lane}").mkdir()
+
+    def kill_one(run: int) -> int:
+        lane = tmp_path / f"lane{run % LANES}"  # each lane its own store: its kills and checks alone on it
+        uri = f"sqlite:///{lane / 'ushas.db'}"
         prefix = f"r{run}"
-        after = rng.randrange(0, 6)  # kill a random time (< 1 s) after the after-th statement returned
-        delay = rng.uniform(0.0, 1.0)
-        k = run_and_kill([sys.executable, str(script), uri, str(warehouse), prefix], delay, _env(), group=True,
-                         ready=f"DONE {after}" if after else "READY", timeout_s=180)
+        after, delay = plan[run]
+        k = run_and_kill([sys.executable, str(script), uri, str(lane / "warehouse"), prefix], delay, _env(),
+                         group=True, ready=f"DONE {after}" if after else "READY", timeout_s=180)
         assert "READY" in k.stdout, k.stderr[-3000:]
         report = check_store(uri)
         assert report.ok, (run, delay, report.lines())
@@ -132,9 +134,12 @@ def test_killed_spark_drivers_leave_whole_tables(tmp_path: Path) -> None:
             actual = observed(ms, prefix)
         allowed = (model(prefix, k.done), model(prefix, k.done + 1))
         assert actual in allowed, (run, delay, k.done, actual, allowed)
-        points.append(k.done)
-    print(f"{runs()} killed drivers in {time.monotonic() - started:.0f} s; statements done: {points}",
-          file=sys.stderr)
+        return k.done
+
+    started = time.monotonic()
+    points = in_lanes(runs(), kill_one)
+    print(f"{runs()} killed drivers in {time.monotonic() - started:.0f} s, {LANES} at a time; statements done: "
+          f"{points}", file=sys.stderr)
     assert len(set(points)) > 1, points
 
 

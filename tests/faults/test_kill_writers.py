@@ -1,5 +1,5 @@
 """SIGKILL of a Python API writer and of CLI writers at random points, 20 runs each (seed printed:
-``USHAS_FAULT_SEED`` replays it). After each: ``ushas check`` passes and every object is as the writer's
+``USHAS_FAULT_SEED`` replays it; the API writers two at a time, each lane of kills on its own store). After each: ``ushas check`` passes and every object is as the writer's
 last reported operation or the one in flight left it, never in between."""
 from __future__ import annotations
 
@@ -13,33 +13,52 @@ import pytest
 from ushas_catalog.check import check_store
 from ushas_catalog.metastore import Metastore
 
-from faults.killing import WRITER, model, observed, run_and_kill, runs, seeded
+from faults.killing import LANES, WRITER, in_lanes, model, observed, run_and_kill, runs, seeded
 
 pytestmark = pytest.mark.slow
 
 
-def test_killed_api_writer_leaves_whole_objects(store_uri: str, tmp_path: Path) -> None:
+def test_killed_api_writer_leaves_whole_objects(store_uri: str, engine: str, tmp_path: Path,
+                                                request: pytest.FixtureRequest) -> None:
     rng = seeded("api writer")
     script = tmp_path / "writer.py"
     script.write_text(WRITER)
-    outcomes = []
-    for run in range(runs()):
-        # kill at a random point of the program, whatever the machine's speed: a few ms after its
-        # n-th operation (n random; 0: right after it is ready)
-        target, delay = rng.randrange(0, 130), rng.uniform(0.0, 0.02)
-        k = run_and_kill([sys.executable, str(script), store_uri, str(run)], delay,
+    # kill at a random point of the program, whatever the machine's speed: a few ms after its n-th operation
+    # (n random; 0: right after it is ready); drawn up front, so that the seed replays the run
+    plan = [(rng.randrange(0, 130), rng.uniform(0.0, 0.02)) for _ in range(runs())]
+    # a store per lane of kills (two writers at a time, each checked alone on its store)
+    stores = [store_uri] + [_another_store(engine, tmp_path / f"lane{lane}.db", request) for lane in range(1, LANES)]
+
+    def kill_one(run: int) -> int:
+        uri = stores[run % LANES]
+        target, delay = plan[run]
+        k = run_and_kill([sys.executable, str(script), uri, str(run)], delay,
                          ready=f"DONE {target}" if target else "READY")
-        report = check_store(store_uri, "acme")
+        report = check_store(uri, "acme")
         assert report.ok, (run, delay, report.lines())
-        with Metastore.open(store_uri, project="acme", create=False) as ms:
+        with Metastore.open(uri, project="acme", create=False) as ms:
             actual = observed(ms, run)
         allowed = (model(run, k.done), model(run, k.done + 1))
         assert actual in allowed, (run, delay, k.done, actual, allowed[0])
-        outcomes.append(k.done)
+        return k.done
+
+    outcomes = in_lanes(runs(), kill_one)
     # the kills landed at different points, most of them mid-program
     assert len(set(outcomes)) > runs() // 4, outcomes
-    with Metastore.open(store_uri, project="acme") as ms:  # and the store takes writes after all that
-        ms.create_table("main.w.after", "id INT")
+    for uri in stores:
+        with Metastore.open(uri, project="acme") as ms:  # and the stores take writes after all that
+            ms.create_table("main.w.after", "id INT")
+
+
+def _another_store(engine: str, path: Path, request: pytest.FixtureRequest) -> str:
+    """A second fresh store on ``engine``: a SQLite file, or a fresh schema on the session's PostgreSQL
+    (dropped after the test)."""
+    if engine == "sqlite":
+        return f"sqlite:///{path}"
+    server = request.getfixturevalue("postgres")
+    uri: str = server.fresh_uri()
+    request.addfinalizer(lambda: server.drop_schema(uri))
+    return uri
 
 
 def _ushas(uri: str, *argv: str) -> list[str]:
