@@ -24,15 +24,21 @@ SCHEMA = json.dumps({"type": "struct", "fields": [
     {"name": "dt", "type": "string", "nullable": True, "metadata": {}}]})
 
 
-def commit_seconds(n: int, where: str | None) -> float:
-    """Seconds of ``commit_staged`` of a CTAS of ``n`` partitions into a fresh store under ``where``."""
+def commit_seconds(n: int, where: str | None, governed: bool = False) -> float:
+    """Seconds of ``commit_staged`` of a CTAS of ``n`` partitions into a fresh store under ``where``;
+    ``governed``: as a user whose calls are checked (the project's owner)."""
     d = tempfile.mkdtemp(dir=where)
     try:
         uri = f"sqlite:///{d}/ushas.db"
         ms = Metastore.open(uri, project="p")
         ms.create_catalog("c")
         ms.create_database(("c", "d"), location=f"file:{d}/wh")
-        request = {"ctx": {"uri": uri, "project": "p", "catalog": "c", "warehouse": d}, "namespace": ["d"],
+        if governed:
+            ms.grant("OWN", "project", "user:bench")
+            ms.close()
+            ms = Metastore.open(uri, project="p", user="bench", authorization=True)
+        who = {"user": "bench", "authorization": True} if governed else {}
+        request = {"ctx": {"uri": uri, "project": "p", "catalog": "c", "warehouse": d, **who}, "namespace": ["d"],
                    "name": "t", "kind": "create", "schema": SCHEMA, "properties": {},
                    "partitioning": [{"transform": "identity", "columns": ["dt"], "text": "dt"}]}
         staged = OPS["stage_table"](ms, request)
@@ -57,8 +63,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--partitions", type=int, default=60_000)
     ap.add_argument("--dir", help="where the store goes (default: the temporary directory)")
+    ap.add_argument("--governed", action="store_true", help="as a user whose calls are checked (authorization on)")
     args = ap.parse_args()
-    print(f"commit_staged of {args.partitions:,} partitions: {commit_seconds(args.partitions, args.dir):.1f} s")
+    seconds = commit_seconds(args.partitions, args.dir, args.governed)
+    print(f"commit_staged of {args.partitions:,} partitions{' (governed)' if args.governed else ''}: {seconds:.2f} s")
 
 
 if __name__ == "__main__":

@@ -221,12 +221,14 @@ def _purge_table_step(ms: "Metastore", tr: Transaction, tpath: KeySpacePath, aft
     delete, where to continue (None: the table is gone) and the items used."""
     from .metadata import sync as metadata_sync
     from .data.garbage import delete_garbage, scan_garbage
+    from .data.purge import bounded
 
     storage = RecordStore.at(tpath.add("TableStorage")).load(tr, ())
     schema = RecordStore.at(tpath.add("TableSchema")).load(tr, ())
     managed = storage is not None and not storage.external and bool(storage.location)
     location = storage.location.rstrip("/") if managed else ""
     paths: list[str] = []
+    kept = getattr(ms, "kept_paths", None)  # recorded files outside the table: never deleted (data.purge)
     used = 0
     if schema is not None and schema.partition_columns:
         prefix = tpath.add("TablePartition").key()
@@ -240,7 +242,8 @@ def _purge_table_step(ms: "Metastore", tr: Transaction, tpath: KeySpacePath, aft
             except Exception:  # noqa: BLE001 - one piece of a split record
                 continue
             if r.files_recorded:
-                paths.extend(f.path for f in r.data_files if shared or not _under(f.path, location))
+                paths.extend(f for f in bounded((f.path for f in r.data_files), [location, r.location], kept)
+                             if shared or not _under(f, location))
             elif shared and r.location and not _under(location, r.location):
                 paths.append(r.location)
         used = len(rows)
@@ -250,12 +253,15 @@ def _purge_table_step(ms: "Metastore", tr: Transaction, tpath: KeySpacePath, aft
     elif managed:
         listed = RecordStore.at(tpath.add("TableDataFiles")).load(tr, ())
         if listed is not None:
-            paths.extend(f.path for f in listed.files if shared or not _under(f.path, location))
+            paths.extend(f for f in bounded((f.path for f in listed.files), [location], kept)
+                         if shared or not _under(f, location))
     for e in list(scan_garbage(tr, ms.project_path, tpath.value)):
         delete_garbage(tr, ms.project_path, e.key)
         if managed:
-            paths.extend(f.path for f in e.files if shared or not _under(f.path, location))
-            paths.extend(d for d in e.directories if shared and not _under(location, d))
+            released = bounded(e.directories, [location], kept)
+            paths.extend(f for f in bounded((f.path for f in e.files), [location] + released, kept)
+                         if shared or not _under(f, location))
+            paths.extend(d for d in released if shared and not _under(location, d))
     if managed and not shared:
         paths.insert(0, location)
     metadata_sync.on_purge(ms, tr, tpath)

@@ -50,10 +50,11 @@ def flat_at(ms: Metastore, version: int) -> list[str]:
 
 
 @pytest.fixture
-def table(sales: Metastore, files) -> Metastore:
+def table(sales: Metastore, files, tmp_path: Path) -> Metastore:
     """Partitioned T: 1 created; 2 a, b; 3 a column; 4 a overwritten, c added, b dropped.
-    Unpartitioned F: 1 created; 2 x1; 3 overwritten by x2; 4 appended x3."""
-    sales.create_table(T, SCHEMA, partition_by=["dt"], location="/wh/sales/t")
+    Unpartitioned F: 1 created; 2 x1; 3 overwritten by x2; 4 appended x3. T's files lie in its location
+    (a purge deletes only those: data.purge.bounded)."""
+    sales.create_table(T, SCHEMA, partition_by=["dt"], location=str(tmp_path))
     sales.replace_partitions(T, [], [Partition({"dt": "a"}, data_files=files("a1")),
                                      Partition({"dt": "b"}, data_files=files("b1"))])
     sales.alter_table(T, [AddColumn(("c",), parse_type("STRING")), SetProperty("k", "v")])

@@ -46,6 +46,9 @@ class MetastoreBase:
         #: operations bigger than one transaction (:mod:`ushas_catalog.bulk`, which sits above the
         #: metadata layer it also maintains, so the facade wires it in); None: every operation in one
         self.big: BigOperations | None = None
+        #: recorded data files purges found outside their table's and partitions' locations: kept, never
+        #: deleted (:func:`ushas_catalog.data.purge.bounded`); ``ushas purge`` reports and clears them
+        self.kept_paths: list[str] = []
 
     @classmethod
     def open(cls: type[T], uri: str, project: str = "default", *, root_prefix: bytes = b"",

@@ -90,7 +90,7 @@ class DropOps(MetastoreBase):
         from ..data.purge import table_data_paths, tables_under
 
         for table_path, tid, db_path in tables_under(tr, path, kind):
-            found = table_data_paths(tr, self.project_path, table_path, tid, db_path)
+            found = table_data_paths(tr, self.project_path, table_path, tid, db_path, kept=self.kept_paths)
             if data_paths is not None:
                 data_paths.extend(found)
 

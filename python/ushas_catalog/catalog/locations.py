@@ -26,10 +26,10 @@ import threading
 import uuid
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from .. import records as rec
-from ..data.locations import normalized, overlaps
+from ..data.locations import dotted, normalized, outside, overlaps
 from ..errors import InvalidArgument, PermissionDenied, UshasError
 from ..governance import locations as locs
 from ..governance import policy as policies
@@ -353,6 +353,40 @@ class LocationOps(MetastoreBase):
                 raise _refused(user, SELECT, doing, "it lies in the catalog's managed storage, which only the "
                                "catalog reads", path, "project")
 
+
+    def _check_registered(self, tr: Transaction, table: Any, roots: list[str], paths: Iterable[str],
+                          what: str = "data file") -> None:
+        """Refuse (PermissionDenied, in ``tr``) registering ``paths`` (data files, or what a write lets go) in
+        table ``table`` when one lies outside ``roots`` (the table's location, then its partition's): purging
+        the table deletes them, so a file elsewhere needs what deleting it needs, WRITE FILES on the declared
+        external location holding it, and what reading it by path needs (the table serves its rows). A path in
+        no declared location is refused: nobody can be granted it. A string prefix check per path; the policy
+        is read only when one lies outside. Nothing when the caller is not governed."""
+        caller = self.caller()
+        if not caller.authorization:
+            return
+        far = outside(paths, roots)
+        if not far:
+            return
+        p = policies.load(tr, self.layout, self.project)
+        user = caller.user
+        holders = of_policy(p, user)
+        tables: list[PlacedTable] | None = None
+        where = " or ".join(r for r in roots if r) or "(none)"
+        for path in far:
+            doing = f"register {what} {path} in table {table}"
+            if dotted(normalized(path)):
+                raise InvalidArgument(f"cannot {doing}: a path with a '.' or '..' segment is not a data file's "
+                                      f"path (give it without them)")
+            held = locs.holding(p, path)
+            if held is None or not allowed(p, holders, WRITE_FILES, held.securable()):
+                why = "it lies in no declared external location" if held is None else \
+                    f"you do not hold WRITE FILES on external location {held.name} holding it"
+                raise _refused(user, WRITE_FILES, doing, f"it lies outside the table's location {where}, and {why} "
+                               f"(purging the table would delete it)", str(table), "table")
+            if tables is None:
+                tables = indexed_tables(tr, self, properties=True)
+            self._check_one_read(tr, p, holders, user, normalized(path), tables, [])
 
     def check_path_write(self, paths: list[str]) -> None:
         """Refuse (PermissionDenied) writing files at ``paths`` by path: :meth:`check_paths` of writes."""

@@ -25,6 +25,7 @@ from ..model.partition_tags import check_tags
 from ..model.partitions import KeyDecoder, Partition, PartitionScheme
 from ..records.store import RecordStore, split_elements
 from .base import MetastoreBase
+from .registered_files import check_before_chunks, check_partitions
 from .row_policies import refuse_row_removal
 from .commits import Mutation
 from .partition_appends import append_files, current_fields
@@ -92,6 +93,7 @@ class PartitionOps(MetastoreBase):
             if any(p.tags for p in items):
                 raise InvalidArgument(f"tags on more than {self.big.BULK_AT} partitions added at once: add them, "
                                       f"then tag them with set_partition_tags", table=str(tn))
+            check_before_chunks(self, tn, items, placement_checked=True)
             return self.big.add_partitions(self, tn, items, if_not_exists, expected_version)
 
         def fn(tr: Transaction) -> MutationResult:
@@ -122,6 +124,7 @@ class PartitionOps(MetastoreBase):
                 location = p.location if p.location is not None else _default_location(storage, scheme, key)
                 new.append((packed, self.partition_record(p, location, now)))
                 keys.append(key)
+            check_partitions(self, tr, tn, storage.location, [(r, None) for _, r in new], placement_checked=True)
             added_change = rec.PartitionChange(action=rec.PartitionChange.ADDED)
             version_prefix = fdbtuple.pack((v,))
             for packed, record in new:
@@ -238,6 +241,7 @@ class PartitionOps(MetastoreBase):
             from ..data.write_fence import WriteFence
 
             assert big is not None
+            check_before_chunks(self, tn, items, garbage)
             if drop_list:
                 self.run(lambda tr: refuse_row_removal(tr, self, self.resolver.table(tr, tn), tn, operation))
             return big.replace_partitions(self, tn, drop_list, items, expected_version=expected_version,
@@ -276,6 +280,8 @@ class PartitionOps(MetastoreBase):
                 existing = {key: current_fields(tr, store, key) for key in new}
             else:
                 existing = {key: to_drop.pop(key, None) or store.load(tr, key) for key in new}  # reads first
+            check_partitions(self, tr, tn, storage.location, [(r, existing[key]) for key, r in new.items()], garbage,
+                             to_drop.values())
             if unchanged_since is not None:
                 _check_unchanged(tr, tn, scheme, history, unchanged_since, t.ref.version,
                                  set(new) | set(to_drop))

@@ -16,6 +16,7 @@ from ..model.data_files import DataFile, from_records
 from ..model.names import NameLike, TableName
 from ..records.store import RecordStore
 from .base import MetastoreBase
+from .registered_files import check_table_files
 from .row_policies import refuse_row_removal
 from .commits import Mutation
 from .resolver import ResolvedTable
@@ -148,6 +149,7 @@ class TableDataOps(MetastoreBase):
         def fn(tr: Transaction) -> int:
             t = self.resolver.table(tr, tn)
             expect_version("table", tn, t.ref.version, expected_version)
+            _check_files(self, tr, t, tn, file_list, garbage)
             store = t.store("TableDataFiles")
             old_files = store.load(tr, ())
             kept = {f.path for f in file_list or ()}
@@ -193,6 +195,7 @@ class TableDataOps(MetastoreBase):
         def fn(tr: Transaction) -> int:
             t = self.resolver.table(tr, tn)
             expect_version("table", tn, t.ref.version, expected_version)
+            _check_files(self, tr, t, tn, files)
             store = t.store("TableDataFiles")
             head = store.last_appended(tr, ()) or store.load(tr, ())
             if head is None:
@@ -208,6 +211,14 @@ class TableDataOps(MetastoreBase):
                                              detail=dict(detail or {})))
 
         return self._fenced(write_id, deadline_ms, tn, fn, version_answer, version_of)
+
+
+def _check_files(ms: Any, tr: Transaction, t: ResolvedTable, tn: TableName, files: Sequence[DataFile] | None,
+                 garbage: Garbage | None = None) -> None:
+    """The write's files and what it lets go lie in the table (:mod:`.registered_files`), before any write."""
+    if ms.caller().authorization:
+        storage = t.store("TableStorage").load(tr, ())
+        check_table_files(ms, tr, tn, storage.location if storage is not None else "", files, garbage)
 
 
 def _list_chunks(files: list[Any], version: int, limit: int) -> list[Any]:

@@ -328,6 +328,9 @@ def cmd_purge(ctx: Context, args: argparse.Namespace) -> int:
     if summary.report.unreachable:
         text += (f"; {len(summary.report.unreachable)} path(s) not on this machine's file system were kept: "
                  + ", ".join(summary.report.unreachable[:3]))
+    if summary.report.outside:
+        text += (f"; {len(summary.report.outside)} recorded file(s) outside their table's location were kept: "
+                 + ", ".join(summary.report.outside[:3]))
     ctx.emit(data, text)
     return 0
 

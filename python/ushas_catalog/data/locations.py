@@ -12,6 +12,7 @@ table of that name keeps its data there (until purge). A location the user gives
 from __future__ import annotations
 
 import os
+from typing import Iterable
 from urllib.parse import unquote, urlparse
 
 from ..errors import LocationInUse, SparkError, spark_id
@@ -37,6 +38,24 @@ def overlaps(a: str, b: str) -> bool:
         return False
     x, y = normalized(a), normalized(b)
     return x == y or x.startswith(y.rstrip("/") + "/") or y.startswith(x.rstrip("/") + "/")
+
+
+def dotted(path: str) -> bool:
+    """Whether ``path`` has a ``.`` or ``..`` segment (a prefix check would misplace it: never a registered file)."""
+    return "/../" in path or "/./" in path or path.endswith(("/..", "/."))
+
+
+def outside(paths: Iterable[str], roots: Iterable[str]) -> list[str]:
+    """The ``paths`` that lie under none of ``roots`` (a table's, a partition's location), or have a ``.`` /
+    ``..`` segment: a prefix check per path, both sides :func:`normalized`."""
+    exact = {normalized(r) for r in roots if r}
+    prefixes = tuple(r.rstrip("/") + "/" for r in exact)
+    out = []
+    for p in paths:
+        n = normalized(p)
+        if not (n in exact or n.startswith(prefixes)) or dotted(n):
+            out.append(p)
+    return out
 
 
 def local_path(location: str) -> str | None:

@@ -20,6 +20,7 @@ from typing import Any, Iterable
 from .. import records as rec
 from ..model.data_files import DataFile
 from .garbage import bound_write, delete_garbage, scan_garbage
+from .locations import outside
 from .direct_writes import has_manifests, manifest_files, of_running_write, remove_created_dirs, running_writes
 from .staged import leftovers, staged_write
 from .write_fence import ABORTED, COMMITTED, get_outcome
@@ -41,12 +42,27 @@ def _under(path: str, root: str) -> bool:
     return path == root or path.startswith(root + "/")
 
 
+def bounded(paths: Iterable[str], roots: list[str], kept: list[str] | None) -> list[str]:
+    """The ``paths`` under one of ``roots`` (a table's, its partitions' locations): a purge deletes only
+    those; the others (registered before registrations were bounded, :mod:`ushas_catalog.catalog.registered_files`)
+    go to ``kept``, never deleted."""
+    path_list = list(paths)
+    far = set(outside(path_list, roots))
+    if not far:
+        return path_list
+    if kept is not None:
+        kept.extend(p for p in path_list if p in far)
+    return [p for p in path_list if p not in far]
+
+
 def table_data_paths(tr: Transaction, project: KeySpacePath, table_path: KeySpacePath, table_id: uuid.UUID,
-                     database_path: KeySpacePath, *, forget_garbage: bool = True) -> list[str]:
+                     database_path: KeySpacePath, *, forget_garbage: bool = True,
+                     kept: list[str] | None = None) -> list[str]:
     """The paths to delete when the table at ``table_path`` is purged (read in ``tr``, the purge's
     own transaction; its DataGarbage entries are removed there too): a managed table's location
     (recursively) when no live table of its database shares it, else exactly its recorded files;
-    nothing of an external table."""
+    nothing of an external table. A recorded file outside the table's and its partition's locations is
+    not deleted: it goes to ``kept``."""
     storage = RecordStore.of(table_path, TABLE_STORAGE).load(tr, ())
     entries = list(scan_garbage(tr, project, table_id))
     if forget_garbage:
@@ -56,21 +72,27 @@ def table_data_paths(tr: Transaction, project: KeySpacePath, table_path: KeySpac
         return []
     location = storage.location.rstrip("/")
     schema = RecordStore.of(table_path, TABLE_SCHEMA).load(tr, ())
-    files: list[str] = [f.path for e in entries for f in e.files]
-    unrecorded: list[str] = list(d for e in entries for d in e.directories)
+    files: list[str] = []
+    unrecorded: list[str] = []
+    roots = [location]  # what the garbage may name: the table's and its partitions' locations
     if schema is not None and schema.partition_columns:
         parts = RecordStore.of(table_path, TABLE_PARTITION, tuple(schema.partition_columns))
         for sr in parts.scan(tr):
+            if sr.record.location:
+                roots.append(sr.record.location)
             if sr.record.files_recorded:
-                files.extend(f.path for f in sr.record.data_files)
+                files.extend(bounded((f.path for f in sr.record.data_files), [location, sr.record.location], kept))
             elif sr.record.location:
                 unrecorded.append(sr.record.location)
     else:
         listed = RecordStore.of(table_path, TABLE_DATA_FILES).load(tr, ())
         if listed is not None:
-            files.extend(f.path for f in listed.files)
+            files.extend(bounded((f.path for f in listed.files), [location], kept))
         else:
             unrecorded.append(location)
+    released = bounded((d for e in entries for d in e.directories), roots, kept)
+    unrecorded.extend(released)
+    files.extend(bounded((f.path for e in entries for f in e.files), roots + released, kept))
     shared = False
     names = RecordStore.of(database_path.add(TABLE), TABLE_OBJECT_NAME)
     for sr in names.scan(tr):
@@ -142,6 +164,8 @@ class DeleteReport:
     missing: int = 0
     #: paths on a file system the CLI cannot reach (delete them with Spark: DROP … PURGE)
     unreachable: list[str] = field(default_factory=list)
+    #: recorded files outside their table's and partitions' locations: kept, never deleted (:func:`bounded`)
+    outside: list[str] = field(default_factory=list)
 
 
 def delete_local(paths: Iterable[str], report: DeleteReport | None = None) -> DeleteReport:
@@ -279,7 +303,7 @@ class PurgeSummary:
     def to_json(self) -> dict[str, Any]:
         return {"purged_objects": self.objects, "garbage_entries": self.garbage, "staging_dirs": self.staging,
                 "deleted": self.report.deleted, "missing": self.report.missing,
-                "unreachable": list(self.report.unreachable)}
+                "unreachable": list(self.report.unreachable), "kept_outside": list(self.report.outside)}
 
 
 def parse_age(text: str) -> dt.timedelta:
@@ -303,6 +327,9 @@ def purge(ms: Any, name: Any = None, older_than: dt.timedelta | None = None) -> 
 
     out = PurgeSummary()
     live: list[Any] = []
+    kept: list[str] | None = getattr(ms, "kept_paths", None)  # what the purges below find outside their table
+    if kept is not None:
+        del kept[:]
     if name is not None:
         paths: list[str] = []
         live_table = isinstance(name, TableName) and ms.table_exists(name)
@@ -356,7 +383,9 @@ def purge(ms: Any, name: Any = None, older_than: dt.timedelta | None = None) -> 
                              int(time.time() * 1e6))
             if gone is None:
                 continue
-            delete_local(gone, out.report)
+            staging = e.files[0].path.rstrip("/") if e.files else ""  # <the new table's location>/_ushas_staging/<id>
+            delete_local(bounded(gone, [staging.rsplit("/" + STAGING_DIR + "/", 1)[0]], out.report.outside),
+                         out.report)
             if len(out.report.unreachable) == before:
                 done.append(e.key)
             continue
@@ -368,20 +397,33 @@ def purge(ms: Any, name: Any = None, older_than: dt.timedelta | None = None) -> 
             if table.id not in tagged:
                 tagged[table.id] = ms.tagged_files((table.catalog, table.database, table.name))
             keep = tagged[table.id]
+        if table is None:
+            if e.files or e.directories:
+                continue  # a dropped table's: purging the table deletes them (within its locations)
+            directories = list(e.directories)
+        else:  # within the table's location (or a partition directory in it): else kept, and the entry with them
+            directories = bounded(e.directories, [table.location], out.report.outside)
+            far = set(outside([f.path for f in e.files], [table.location, *directories]))
+            if far:
+                out.report.outside.extend(f.path for f in e.files if f.path in far)
+                keep = keep | far
         delete_local([f.path for f in e.files if f.path not in keep], out.report)
         if table is not None and (e.files or e.directories):
             through[table.id] = max(through.get(table.id, 0), e.time_micros)
         if keep and any(f.path in keep for f in e.files):
             continue  # a tagged version still reads some: the entry stays until the tag is dropped
-        if e.directories and table is not None:
+        if directories and table is not None:
             keep = live_files(_table_files(ms, table))
-            for d in e.directories:
+            for d in directories:
                 sweep_directory(d, e.time_micros, keep, out.report, table.location)
-        elif e.directories:
+        elif e.directories and table is None:
             continue  # a dropped table's partitions: purging the table deletes them
-        if len(out.report.unreachable) == before:
+        if len(out.report.unreachable) == before and len(directories) == len(e.directories):
             done.append(e.key)
     ms.forget_garbage(done)
+    if kept:
+        out.report.outside.extend(dict.fromkeys(kept))  # the dropped tables' (a retried transaction: once each)
+        del kept[:]
     out.garbage = len(done)
     for tid, micros in through.items():
         t = by_id[tid]
@@ -390,7 +432,7 @@ def purge(ms: Any, name: Any = None, older_than: dt.timedelta | None = None) -> 
         if t.location:
             stale = stale_staging(t.location)
             for s in stale:
-                _end_direct_write(ms, s, ".".join((t.catalog, t.database, t.name)), out.report)
+                _end_direct_write(ms, s, ".".join((t.catalog, t.database, t.name)), out.report, t.location)
             delete_local(stale, out.report)
             out.staging += len(stale)
             if stale:
@@ -405,7 +447,7 @@ def _remove_if_empty(directory: str) -> None:
         pass  # not empty (a running write's), or gone
 
 
-def _end_direct_write(ms: Any, staging: str, table: str, report: DeleteReport) -> None:
+def _end_direct_write(ms: Any, staging: str, table: str, report: DeleteReport, location: str) -> None:
     """A dead direct write's staging directory (:mod:`ushas_catalog.data.direct_writes`): the write is
     recorded ABORTED unless it COMMITTED, and its files (its manifests list them) are deleted unless it
     COMMITTED (then they are the table's)."""
@@ -415,7 +457,8 @@ def _end_direct_write(ms: Any, staging: str, table: str, report: DeleteReport) -
         return
     write_id = staging.rstrip("/").rsplit("/", 1)[-1]
     if abort_write(ms, write_id, "its driver is gone (found by ushas purge)", table).state != COMMITTED:
-        delete_local(manifest_files(staging), report)  # regular files only (never a directory: rmtree)
+        # regular files only (never a directory: rmtree), and only the table's (bounded)
+        delete_local(bounded(manifest_files(staging), [location], report.outside), report)
         remove_created_dirs(staging)
 
 

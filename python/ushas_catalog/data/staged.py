@@ -91,6 +91,9 @@ def add_staged_files(ms: Any, write_id: str, files: list[DataFile]) -> None:
                 raise WriteAborted(f"staged write {write_id} is over (aborted, or its leftovers purged): its "
                                    f"files are not placed", write_id=write_id, table="")
             r = found[0]
+            if getattr(ms, "caller", None) is not None and ms.caller().authorization:  # the new table's files
+                root = r.record.files[0].path.rstrip("/").rsplit("/_ushas_staging/", 1)[0] if r.record.files else ""
+                ms._check_registered(tr, r.record.table, [root], [f.path for f in chunk], what="staged file")
             if first:
                 r.record.files.extend(data_file_records(chunk))
                 store.save(tr, tuple(r.key), r.record)

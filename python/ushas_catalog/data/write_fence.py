@@ -247,6 +247,12 @@ def release_files(ms: Any, table: Any, write_id: str, files: list[Any]) -> None:
     if not files:
         return
     info = ms.get_table(table)
+    from .locations import outside
+
+    far = set(outside([f.path for f in files], [info.location or ""]))  # only the table's go at purge
+    files = [f for f in files if f.path not in far]
+    if not files:
+        return
 
     def fn(tr: Transaction) -> None:
         record_garbage(tr, ms.project_path, uuid.UUID(str(info.id)), ".".join(table) if isinstance(table, tuple)

@@ -41,7 +41,9 @@ def older_than(call: Call) -> dt.timedelta | None:
             Column("staging_dirs", "BIGINT", "staging directories of dead writes deleted"),
             Column("deleted_paths", "BIGINT", "files and directories deleted"),
             Column("missing_paths", "BIGINT", "paths already gone"),
-            Column("unreachable", "ARRAY<STRING>", "paths not on this machine's file system: Spark deletes them")],
+            Column("unreachable", "ARRAY<STRING>", "paths not on this machine's file system: Spark deletes them"),
+            Column("kept_outside", "ARRAY<STRING>", "recorded files outside their table's and partition's "
+                                                    "locations: kept, never deleted")],
            one_transaction=False)
 def purge(call: Call) -> Outcome:
     """One transaction per dropped object, then its files are deleted (as ``ushas purge``): never a
@@ -59,4 +61,4 @@ def purge(call: Call) -> Outcome:
     summary = purge_now(call.ms, name, older_than(call))
     report = summary.report
     return Outcome([[summary.objects, summary.garbage, summary.staging, report.deleted, report.missing,
-                     list(report.unreachable)]], delete_paths=list(report.unreachable))
+                     list(report.unreachable), list(report.outside)]], delete_paths=list(report.unreachable))

@@ -260,6 +260,7 @@ def _commit_in_chunks(ms: Any, r: Request, ctx: SparkCtx, kind: str, name: tuple
     entry. Before it nothing of the new table is visible and the replaced one is whole; an error on the way
     rolls the hidden table back (the caller aborts the write, removing its files)."""
     from ..bulk_ctas import publish, roll_back, stage
+    from ..catalog.registered_files import check_planned
     from ..catalog.tables import creating_at
     from ..data.staged import forget_staged
     from ..data.write_fence import check_fence, run_fenced
@@ -286,6 +287,7 @@ def _commit_in_chunks(ms: Any, r: Request, ctx: SparkCtx, kind: str, name: tuple
     except _Planned:
         pass
     plan = _plan(args["location"], list(args["partition_by"]), dict(r["write"]))
+    check_planned(ms, tn, args["location"], plan.put)  # the files lie in the new table (catalog.registered_files)
     staged = stage(ms, tn, args["schema"], args["partition_by"], args["location"], plan.put, fence.write_id)
     detail = {"job_id": fence.write_id, "mode": "create"}
 
