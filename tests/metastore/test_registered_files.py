@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
+from bob_may_create import admin_with_bob
 
 from ushas_catalog.data.garbage import Garbage
 from ushas_catalog.data.purge import purge
@@ -20,14 +21,7 @@ from ushas_catalog.model.partitions import Partition
 @pytest.fixture
 def world(store_uri: str, tmp_path: Path) -> Iterator[dict[str, Any]]:
     """admin owns the project; bob may create tables in main.db; admin's file lies outside every table."""
-    ms = Metastore.open(store_uri)
-    ms.grant("OWN", "project", "user:admin")
-    ms.close()
-    admin = Metastore.open(store_uri, user="admin", authorization=True)
-    admin.create_catalog("main")
-    admin.create_database("main.db", location=str(tmp_path / "wh" / "db"))
-    for privilege, on in (("USE", "main"), ("USE", "main.db"), ("CREATE", "main.db")):
-        admin.grant(privilege, on, "user:bob")
+    admin = admin_with_bob(store_uri, str(tmp_path / "wh" / "db"))
     victim = tmp_path / "admin" / "part-0.parquet"
     victim.parent.mkdir(parents=True)
     victim.write_bytes(b"admin's data")

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
+from bob_may_create import admin_with_bob
 
 from ushas_catalog.errors import InvalidArgument, ServiceUnreachable
 from ushas_catalog.metastore import Metastore
@@ -306,12 +307,8 @@ def test_a_client_cannot_make_a_chosen_location_the_catalogs_own(svc: Live, tmp_
     old code a client placed a managed table in external location ``lake`` without CREATE EXTERNAL TABLE on it by
     marking its LOCATION ``is_managed_location`` (Spark's mark of a derived location), or by stating a ``warehouse``
     inside the lake (the managed location derives from it). Both are refused now; nothing is created."""
-    admin = Metastore.open(store_uri, user="admin", authorization=True)
-    admin.create_catalog("main")
-    admin.create_database("main.db")
+    admin = admin_with_bob(store_uri, own=False)
     admin.create_location("lake", str(tmp_path / "lake"))
-    for privilege, on in (("USE", "main"), ("USE", "main.db"), ("CREATE", "main.db")):
-        admin.grant(privilege, on, "user:bob")
     schema = json.dumps({"type": "struct", "fields": [{"name": "id", "type": "integer", "nullable": True,
                                                          "metadata": {}}]})
     base = {"namespace": ["db"], "schema": schema}

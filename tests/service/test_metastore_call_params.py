@@ -9,6 +9,7 @@ import os
 from typing import Any, Iterator
 
 import pytest
+from bob_may_create import admin_with_bob
 
 from ushas_catalog.data.garbage import Garbage
 from ushas_catalog.errors import InvalidArgument, PermissionDenied
@@ -26,15 +27,8 @@ from .live import Live, running
 def svc(store_uri: str, tmp_path: Any) -> Iterator[Any]:
     """admin (OWN on the project) made catalog main, database main.db (CREATE and USE for bob) and the
     external location ``lake`` (no privilege on it for bob); bob owns table main.db.mine."""
-    ms = Metastore.open(store_uri)
-    ms.grant("OWN", "project", "user:admin")
-    ms.close()
-    admin = Metastore.open(store_uri, user="admin", authorization=True)
-    admin.create_catalog("main")
-    admin.create_database("main.db")
+    admin = admin_with_bob(store_uri)
     admin.create_location("lake", str(tmp_path / "lake"))
-    for privilege, on in (("USE", "main"), ("USE", "main.db"), ("CREATE", "main.db")):
-        admin.grant(privilege, on, "user:bob")
     admin.close()
     tokens = {name: make_token(store_uri, access, name)[1] for name, access in (("admin", "write"), ("bob", "write"))}
     for live in running(store_uri):

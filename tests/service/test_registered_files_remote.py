@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
+from bob_may_create import admin_with_bob
 
 from remote_service import make_token
 
@@ -22,14 +23,7 @@ from .live import Live, running
 
 @pytest.fixture
 def svc(store_uri: str, tmp_path: Path) -> Iterator[Any]:
-    ms = Metastore.open(store_uri)
-    ms.grant("OWN", "project", "user:admin")
-    ms.close()
-    admin = Metastore.open(store_uri, user="admin", authorization=True)
-    admin.create_catalog("main")
-    admin.create_database("main.db", location=str(tmp_path / "wh" / "db"))
-    for privilege, on in (("USE", "main"), ("USE", "main.db"), ("CREATE", "main.db")):
-        admin.grant(privilege, on, "user:bob")
+    admin = admin_with_bob(store_uri, str(tmp_path / "wh" / "db"))
     admin.close()
     victim = tmp_path / "admin" / "part-0.parquet"
     victim.parent.mkdir(parents=True)
