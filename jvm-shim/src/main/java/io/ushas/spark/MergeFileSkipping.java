@@ -56,7 +56,7 @@ final class MergeFileSkipping {
     }
 
     /** One file's bounds of the key: its row groups' [min, max] (those with a non-NULL value), whether one may hold a
-     *  NULL; {@code null} bounds ({@link #UNKNOWN}): any key. */
+     *  NULL; {@code null} bounds ({@link #unknown}): any key. */
     record FileBounds(String path, long[] mins, long[] maxs, boolean mayHoldNull) {
         static FileBounds unknown(String path) {
             return new FileBounds(path, null, null, true);
