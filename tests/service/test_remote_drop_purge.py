@@ -151,3 +151,22 @@ def test_sql_drop_purge_through_the_service_answers_only_the_tables_own_data(svc
     assert answer.status == 200, answer.json
     assert answer.json["dropped"] is True and answer.json["delete_paths"] == [location]
     assert str(outside) not in json.dumps(answer.json) and all(p.is_file() for p in files)
+
+
+def test_remote_drop_database_cascade_purge_removes_its_tables_data(svc: Live, store_uri: str, tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    admin = Metastore.open(store_uri, user="admin", authorization=True)
+    admin.grant("CREATE", "main", "user:bob")
+    admin.close()
+    bob = Metastore.open(svc.base, token=svc.tokens["bob"])  # type: ignore[attr-defined]
+    bob.create_database("main.bobs", location=str(tmp_path / "wh" / "bobs"))
+    flat = bob.create_table("main.bobs.flat", "id INT")
+    bob.write_table_files("main.bobs.flat", [_file(f"{flat.location}/part-0.parquet")], "APPEND")
+    parts = bob.create_table("main.bobs.parts", "id INT, k INT", partition_by=["k"])
+    bob.add_partitions("main.bobs.parts", [Partition({"k": 1}, data_files=[_file(f"{parts.location}/k=1/p.parquet")])])
+    files = [Path(local_path(p) or p) for p in (f"{flat.location}/part-0.parquet", f"{parts.location}/k=1/p.parquet")]
+    assert all(p.is_file() for p in files)
+    code, out = _ushas("--uri", svc.base, "--token", svc.tokens["bob"], "--json", "drop", "--purge", "--cascade",  # type: ignore[attr-defined]
+                       "main.bobs", capsys=capsys)
+    assert code == 0 and json.loads(out) == {"dropped": "main.bobs", "purged": True}, out
+    assert not [p for p in files if p.exists()] and not bob.database_exists("main.bobs")
