@@ -170,3 +170,23 @@ def test_remote_drop_database_cascade_purge_removes_its_tables_data(svc: Live, s
                        "main.bobs", capsys=capsys)
     assert code == 0 and json.loads(out) == {"dropped": "main.bobs", "purged": True}, out
     assert not [p for p in files if p.exists()] and not bob.database_exists("main.bobs")
+
+
+def test_drop_partition_purge_answers_only_files_inside_the_table(svc: Live, store_uri: str, tmp_path: Path) -> None:
+    """``ALTER TABLE … DROP PARTITION … PURGE`` (``catalog/ops/drop_partitions``, the op embedded and remote Spark
+    send): the shim deletes the partition's files the purge rules allow, not one registered from outside the table."""
+    bob = Metastore.open(svc.base, token=svc.tokens["bob"])  # type: ignore[attr-defined]
+    parts = bob.create_table("main.db.p_parts", "id INT, k INT", partition_by=["k"])
+    inside = _file(f"{parts.location}/k=3/part-0.parquet")
+    outside = _file(str(tmp_path / "elsewhere" / "part-7.parquet"))
+    store_admin = Metastore.open(store_uri)
+    store_admin.add_partitions("main.db.p_parts", [Partition({"k": 3}, data_files=[inside, outside])])
+    store_admin.close()
+    ctx = {"uri": svc.base, "project": "default", "catalog": "main", "spark_catalog": "rem", "branch": "main",
+           "warehouse": "file:/tmp/wh"}
+    answer = svc.request("POST", "/api/v1/catalog/ops/drop_partitions",
+                         {"ctx": ctx, "namespace": ["db"], "name": "p_parts", "partitions": [{"k": 3}], "purge": True},
+                         headers={"Authorization": f"Bearer {svc.tokens['bob']}"})  # type: ignore[attr-defined]
+    assert answer.status == 200, answer.json
+    assert answer.json == {"dropped": True, "delete_paths": [inside.path]}
+    assert list(bob.list_partitions("main.db.p_parts")) == []
