@@ -1,8 +1,8 @@
 """Search shows a caller only the objects it could list (``catalog.listing.listed``): alice's table
 ``hr.secret.t`` — its comment, column names, tags, properties, creator — is found by no search of bob, who holds
 nothing on it, through any surface (the embedded API, the service's metastore call, ``GET /api/v1/search`` with its
-totals and facets, ``ushas --uri http://… search``), until alice grants him SELECT on it, and no longer once she
-revokes it."""
+totals and facets, ``ushas --uri http://… search``, ``ushas --user bob search``), until alice grants him SELECT on
+it, and no longer once she revokes it."""
 from __future__ import annotations
 
 import json
@@ -95,9 +95,19 @@ def _cli(svc: Live, capsys: pytest.CaptureFixture[str]) -> Callable[[str], list[
     return names
 
 
+def _local_cli(store_uri: str, capsys: pytest.CaptureFixture[str]) -> Callable[[str], list[str]]:
+    def names(q: str) -> list[str]:
+        capsys.readouterr()
+        assert main(["--uri", store_uri, "--user", "bob", "--json", "search", q]) == 0, capsys.readouterr().err
+        page = json.loads(capsys.readouterr().out)
+        assert page["total"] == len(page["hits"])
+        return [h["name"] for h in page["hits"]]
+    return names
+
+
 def _surfaces(svc: Live, store_uri: str, capsys: pytest.CaptureFixture[str]) -> dict[str, Callable[[str], list[str]]]:
     return {"embedded": _embedded(store_uri), "metastore call": _metastore_call(svc), "REST": _rest(svc),
-            "CLI --uri": _cli(svc, capsys)}
+            "CLI --uri": _cli(svc, capsys), "CLI --user": _local_cli(store_uri, capsys)}
 
 
 def test_bob_finds_nothing_of_alices_table_on_any_surface(svc: Live, store_uri: str,
