@@ -1,7 +1,7 @@
 """Metadata search: the index against a full scan of the same store, and what keeping the index
 costs table creation, measured in the same run.
 
-    python bench/search.py [--quick] [--tables N] [--rounds R] [--writes W] [--options Q] [--candidate Q]
+    python bench/search.py [--quick] [--tables N] [--rounds R] [--writes W] [--options Q] [--candidate Q] [--governed]
 
 - Load and write cost: ``--tables`` tables (10,000; 1,000 with ``--quick``) of ~20 columns
   each, names drawn from 5,000 column names, with 3 tags (from 300) and an ``owner`` (from
@@ -41,6 +41,9 @@ costs table creation, measured in the same run.
   (``Metastore.search``) and by a full scan (``search.scan_search``: every table's schema,
   comments and metadata read and matched), on the ``index`` store. Both return the same page
   (checked). Figures are medians over ``--rounds``; the ratio is scan / index (goal >= 50x).
+  ``--governed``: the same searches, through the index, as a reader with authorization on who holds SELECT on the
+  database (every hit is checked, none hidden: the pages must be equal), alternating with the ungoverned ones; the
+  ratio is governed / ungoverned.
 - ``synchronous=full`` (the engine's default): ``--writes`` tables (500; 150 with
   ``--quick``) created in three fresh stores the same way.
 """
@@ -216,6 +219,35 @@ def wal_sizes(tmp: Path, tag: str) -> str:
                      for p in sorted(tmp.glob(f"{tag}-*.db-wal")))
 
 
+def governed_reader(ms: Metastore) -> Metastore:
+    """A reader of ``ms``'s store with authorization on and SELECT on ``main.db``: it sees every table, so each hit of
+    its searches is checked (``catalog.authorization.listed``) and the pages equal the ungoverned ones."""
+    ms.grant("SELECT", "main.db", "user:reader")
+    return Metastore(ms.db, ms.project, user="reader", authorization=True)
+
+
+def governed_table(ms: Metastore, rounds: int) -> bool:
+    """Times every query through the index, ungoverned and as :func:`governed_reader`, alternating which goes first;
+    False when their pages differ."""
+    reader, ok = governed_reader(ms), True
+    print(f"{'search':<22} {'query':<18} {'hits':>6} {'open ms':>10} {'governed ms':>12} {'governed/open':>14}")
+    for label, q, _ in QUERIES:
+        times: dict[str, list[float]] = {"open": [], "governed": []}
+        pages = {}
+        for r in range(rounds):
+            order = [("open", ms), ("governed", reader)]
+            for who, m in order if r % 2 == 0 else order[::-1]:
+                t = time.perf_counter()
+                pages[who] = m.search(q, limit=20)
+                times[who].append(time.perf_counter() - t)
+        if pages["open"].to_json() != pages["governed"].to_json():
+            print(f"  MISMATCH for {q!r}: the governed reader's page differs")
+            ok = False
+        o, g = statistics.median(times["open"]), statistics.median(times["governed"])
+        print(f"{label:<22} {q:<18} {pages['open'].total:>6} {o * 1000:>10.2f} {g * 1000:>12.2f} {g / o:>13.2f}x")
+    return ok
+
+
 def search_table(ms: Metastore, rounds: int, scan: bool = True) -> bool:
     """Times every query through the index (and the full scan); False if a goal is missed."""
     ok = True
@@ -247,6 +279,8 @@ def main() -> int:
                         help="engine options of every store, e.g. wal_autocheckpoint=4000&page_size=8192")
     parser.add_argument("--candidate", metavar="QUERY",
                         help="also load an index / no index pair with these engine options, interleaved")
+    parser.add_argument("--governed", action="store_true",
+                        help="also time each search as a reader with authorization on, who sees every hit")
     args = parser.parse_args()
     n = args.tables or (1_000 if args.quick else 10_000)
     rounds = args.rounds or (3 if args.quick else 5)
@@ -273,6 +307,9 @@ def main() -> int:
             report_writes(f"C, 0 -> {n:,} tables", timings, suffix=key)
             report_writes(f"C, {tenth:,} -> {n:,}", timings, tenth, key)
         print(f"WAL files at the end: {wal_sizes(tmp, 'load')}\n")
+        if args.governed:
+            ok &= governed_table(stores["index"], rounds)
+            print()
         ok &= search_table(stores.pop("index"), rounds)
         if args.candidate:
             print(f"search on the index store of C ({args.candidate}), through the index:")

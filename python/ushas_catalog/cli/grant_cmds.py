@@ -177,7 +177,6 @@ def cmd_whoami(ctx: Context, args: argparse.Namespace) -> int:
 #: commands that read or change the store outside the metastore's checked calls, and what they need
 COMMAND_RULES: dict[str, Requirement] = {
     "lineage": Requirement(SELECT, PROJECT, covers=True),
-    "search": Requirement(SELECT, PROJECT, covers=True),
     **{c: Requirement(MANAGE, PROJECT, covers=True) for c in ("write", "writes", "repair-pending", "purge")},
     **{c: Requirement(OWN, PROJECT, covers=True) for c in ("check", "repair-counter", "tokens", "stats",
                                                             "import-hive", "demo", "init", "serve", "ui")},

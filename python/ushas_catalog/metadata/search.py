@@ -58,6 +58,7 @@ from ..kv.base import Transaction
 from .store import (F_FIELD, F_KEY_VALUE, F_TAG, F_VALUE, INDEX_SCOPES, INDEX_TYPES, VALUE_ONLY_SYSTEM_KEYS,
                     MetadataKeys, ObjectType, Scope, decode_pending, field_terms, fold, index_value, pack_element,
                     pending_rows, pending_values, shown, unpack_index_value)
+from .search_visibility import visible_hits
 
 if TYPE_CHECKING:
     from ..catalog.core import CatalogCore as Metastore
@@ -294,8 +295,10 @@ def search(ms: "Metastore", query: str, *, types: Iterable[ObjectType | str] | O
     limit, fp = _limit(limit), filters.fingerprint(q)
     after = decode_cursor(cursor, fp) if cursor is not None else None
 
+    caller = ms.caller()
+
     def fn(tr: Transaction) -> list[SearchHit]:
-        hits = _index_hits(tr, keys, q, filters)
+        hits = visible_hits(tr, ms, caller, _index_hits(tr, keys, q, filters))
         usage.score(tr, hits)
         return hits
 

@@ -111,6 +111,41 @@ def path_check_call(method: str, args: list[Any], kwargs: dict[str, Any], bound:
     return method, args, kwargs  # check_path_read: reads only
 
 
+#: the answer list of the drops and purges (``drop_table(..., purge=True, data_paths=[])``): the data their purge frees
+DATA_PATHS = "data_paths"
+
+
+def own_data_paths(ms: Any, method: str, bound: inspect.BoundArguments) -> list[str] | None:
+    """For a method that answers the data its purge frees in ``data_paths``: the service's own list, put in the
+    call's arguments in place of the client's (which must be empty: a client never names a path), and deleted by
+    the service once the call committed (:func:`delete_purged_data`). None for other methods."""
+    if DATA_PATHS not in inspect.signature(getattr(ms, method)).parameters:
+        return None
+    sent = bound.arguments.get(DATA_PATHS)
+    if sent is not None and sent != []:
+        raise InvalidArgument(f"{method}: {DATA_PATHS} is an answer list (the data the purge frees, which the "
+                              f"catalog service deletes): send an empty list or none")
+    found: list[str] = []
+    bound.arguments[DATA_PATHS] = found
+    return found
+
+
+def delete_purged_data(ms: Any, found: list[str], kept_before: int) -> None:
+    """Deletes what a drop or purge answered in :data:`DATA_PATHS` (the purge rules chose it: a managed table's
+    location or its recorded files inside it, ``data.purge.bounded``), as ``ushas drop --purge`` does on a local store;
+    recorded files outside their table were kept (``ms.kept_paths``: dropped from the service's list here, which
+    otherwise grows call after call). Paths on a file system this host cannot reach are logged and left."""
+    from ..data.purge import delete_local
+
+    kept = getattr(ms, "kept_paths", None)
+    if isinstance(kept, list):
+        del kept[kept_before:]
+    report = delete_local(found)
+    if report.unreachable:
+        LOG.warning("purge: %d path(s) not on the service's file system were not deleted: %s",
+                    len(report.unreachable), ", ".join(report.unreachable[:3]))
+
+
 def register(bp: Blueprint, state: ServiceState) -> None:
     stores = state.stores
 
@@ -144,7 +179,14 @@ def register(bp: Blueprint, state: ServiceState) -> None:
                     ms = ms.branch(str(branch))
                 bound = client_arguments(ms, method, args, kwargs)
                 method, args, kwargs = path_check_call(method, args, kwargs, bound, str(access))
+                found = own_data_paths(ms, method, bound)
+                kept_before = 0
+                if found is not None:
+                    args, kwargs = list(bound.args), dict(bound.kwargs)
+                    kept_before = len(getattr(ms, "kept_paths", None) or [])
                 out = getattr(ms, method)(*args, **kwargs)
+                if found is not None:
+                    delete_purged_data(ms, found, kept_before)
                 if inspect.isgenerator(out) or hasattr(out, "__next__"):
                     out = [x for _, x in zip(range(MAX_ITEMS), out)]
                 return json_response({"result": wire.encode(out)})
@@ -159,4 +201,5 @@ def register(bp: Blueprint, state: ServiceState) -> None:
             return json_response({"error": BridgeError(state.redact(f"{type(exc).__name__}: {exc}")).to_json()}, 500)
 
 
-__all__ = ["CATALOG_ONLY", "client_arguments", "client_parameters", "offered", "offered_methods", "register"]
+__all__ = ["CATALOG_ONLY", "DATA_PATHS", "client_arguments", "client_parameters", "delete_purged_data", "offered",
+           "offered_methods", "own_data_paths", "register"]

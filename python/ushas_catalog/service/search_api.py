@@ -49,7 +49,10 @@ def _offset(cursor: str | None) -> int:
 def describe_hits(ms: Any, hits: list[Any]) -> list[dict[str, Any]]:
     """Each hit's JSON with its owner, format, USER tags and description (one transaction; a
     hit's owner is one read of its table's properties or view record by id, its database
-    resolved once)."""
+    resolved once). ``hits`` are a search's: under authorization only objects the caller sees (USE on each,
+    which lets it describe them), so this read needs what the search needed, USE on the project."""
+    from ..catalog.authorization import PROJECT, Requirement, requiring
+    from ..governance.privileges import USE
     from ..keyspace.layout import OBJECT_RECORD, TABLE_PROPERTIES, VIEW_RECORD, Layout
     from ..metadata.store import ObjectRef, ObjectType
     from ..model.names import CatalogName, DatabaseName, split_name
@@ -92,7 +95,8 @@ def describe_hits(ms: Any, hits: list[Any]) -> list[dict[str, Any]]:
                         "tags": sorted(md.user.tags), "comment": md.user.properties.get("comment")})
         return out
 
-    return list(ms.run(fn))
+    with requiring(Requirement(USE, PROJECT)):
+        return list(ms.run(fn))
 
 
 def register(bp: Blueprint, state: ServiceState) -> None:

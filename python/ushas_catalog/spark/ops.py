@@ -367,16 +367,18 @@ def add_partitions(ms: Any, r: Request) -> Answer:
 
 
 def drop_partitions(ms: Any, r: Request) -> Answer:
+    from ..data.purge import bounded
+
     ctx = SparkCtx.of(r)
     name = table_name(ctx, r)
     info = ms.get_table(name)
     paths: list[str] = []
     purge = bool(r.get("purge")) and not info.external
-    if purge:  # ALTER TABLE ... DROP PARTITION ... PURGE: the files go now
-        for spec in r["partitions"]:
+    if purge:  # ALTER TABLE ... DROP PARTITION ... PURGE: the files go now, those the purge rules allow (no file
+        for spec in r["partitions"]:  # registered from outside the table's and the partition's locations)
             p = ms.get_partition(name, spec)
             if p.data_files is not None:
-                paths.extend(f.path for f in p.data_files)
+                paths.extend(bounded([f.path for f in p.data_files], [x for x in (info.location, p.location) if x], None))
             elif p.location:
                 paths.append(p.location)
     # a managed table's dropped partitions keep their files until purge; an external table's always

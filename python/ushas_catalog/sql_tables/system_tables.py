@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
+from ..catalog.listing import LISTED
 from ..catalog.row_policies import filtered_for_reader
 from ..errors import NotFound
-from ..governance.privileges import SELECT, USE
+from ..governance.privileges import SELECT
 from ..model.names import TableName
 from .columns import STRING_MAP, STRINGS, Column, TableDef, micros
 from .context import ReadContext
@@ -31,10 +32,10 @@ def _databases(ctx: ReadContext, filters: Filters) -> Iterator[tuple[str, str]]:
     catalogs = filters.equal("catalog")
     databases = filters.equal("database")
     for c in ctx.ms.list_catalogs():
-        if catalogs is not None and c.name not in catalogs or not ctx.ms.may(USE, "catalog", c.name):
+        if catalogs is not None and c.name not in catalogs or not ctx.ms.may(LISTED, "catalog", c.name):
             continue
         for d in ctx.ms.list_databases((c.name,)):
-            if databases is not None and d.name not in databases or not ctx.ms.may(USE, "database", (c.name, d.name)):
+            if databases is not None and d.name not in databases or not ctx.ms.may(LISTED, "database", (c.name, d.name)):
                 continue
             yield c.name, d.name
 
@@ -44,7 +45,7 @@ def _relations(ctx: ReadContext, filters: Filters, kinds: tuple[str, ...] = ("TA
     names = filters.equal("table")
     for c, d in _databases(ctx, filters):
         for r in ctx.ms.list_relations((c, d)):
-            if r.kind in kinds and (names is None or r.name in names) and ctx.ms.may(USE, "relation", (c, d, r.name)):
+            if r.kind in kinds and (names is None or r.name in names) and ctx.ms.may(LISTED, "relation", (c, d, r.name)):
                 yield c, d, r
 
 
@@ -99,14 +100,14 @@ def _objects(ctx: ReadContext, filters: Filters) -> Iterator[tuple[str, str, Any
     """(object type, full name, metadata) of catalogs, databases, tables and views in name order."""
     catalogs = filters.equal("catalog")
     for c in ctx.ms.list_catalogs():
-        if catalogs is not None and c.name not in catalogs or not ctx.ms.may(USE, "catalog", c.name):
+        if catalogs is not None and c.name not in catalogs or not ctx.ms.may(LISTED, "catalog", c.name):
             continue
         yield "CATALOG", c.name, ctx.ms.metadata.get(c.name)
         for cat, d in _databases(ctx, Filters([{"op": "eq", "column": "catalog", "value": c.name}])):
             yield "DATABASE", f"{cat}.{d}", ctx.ms.metadata.get(f"{cat}.{d}")
             for r in ctx.ms.list_relations((cat, d)):
                 full = f"{cat}.{d}.{r.name}"
-                if not ctx.ms.may(USE, "relation", (cat, d, r.name)):
+                if not ctx.ms.may(LISTED, "relation", (cat, d, r.name)):
                     continue
                 try:
                     yield r.kind, full, ctx.ms.metadata.get(full)
