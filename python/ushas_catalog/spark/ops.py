@@ -723,14 +723,14 @@ def abort_write(ms: Any, r: Request) -> Answer:
 
     ctx = SparkCtx.of(r)
     table = ".".join(table_name(ctx, r)) if r.get("name") is not None else ""
-    return abort(ms, r["write_id"], str(r.get("reason") or "aborted"), table).to_json()
+    return abort(ms, r["write_id"], str(r.get("reason") or "aborted"), table, checked=True).to_json()
 
 
 def write_outcome(ms: Any, r: Request) -> Answer:
     """What became of a write (COMMITTED / ABORTED / UNKNOWN)."""
     from ..data.write_fence import get_outcome
 
-    return get_outcome(ms, r["write_id"]).to_json()
+    return get_outcome(ms, r["write_id"], checked=True).to_json()
 
 
 def _spec_of(path: str) -> dict[str, str]:
