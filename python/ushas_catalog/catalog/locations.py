@@ -4,7 +4,8 @@ them (docs/governance.md, "External locations"):
 - :meth:`LocationOps.check_placement`: a table's or a partition's data placed at a path (CREATE TABLE …
   LOCATION, ALTER … SET LOCATION, ADD PARTITION … LOCATION, repair) needs ``CREATE EXTERNAL TABLE`` on the
   declared location holding the path; once a project declares a location, a governed caller's path must lie
-  in one; and it may not overlap another table's location anywhere in the project.
+  in one (a partition's outside its table's location must, declared or not: :data:`A_PARTITION`); and it may
+  not overlap another table's location anywhere in the project.
 - :meth:`LocationOps.check_path_read`: a read of files by path (``parquet.`…```, ``spark.read.load``) that
   reaches a table's data needs SELECT on that table without a row filter or a column mask applying to the
   caller, or ``READ FILES`` on the declared location holding the path; a path in a declared location that no
@@ -43,6 +44,12 @@ from ..model.names import TableName
 from ..records.store import RecordStore
 from .authorization import ANYONE, PROJECT, Requirement, requiring
 from .base import MetastoreBase
+
+
+#: ``what`` of a placement that is a partition's: outside its table's own location it needs a declared location the
+#: caller may place data in, even in a project that declares none (else a partition, then purge, could reach any
+#: directory: another user's files)
+A_PARTITION = "a partition of"
 
 
 @dataclass(frozen=True)
@@ -261,6 +268,10 @@ class LocationOps(MetastoreBase):
         held = locs.holding(p, location)
         if held is not None:
             authorize(tr, self.layout, self.project, user, CREATE_EXTERNAL_TABLE, held.securable(), policy=p)
+        elif what == A_PARTITION:
+            raise _refused(user, CREATE_EXTERNAL_TABLE, doing, f"it lies outside the table's location "
+                           f"{own or '(none)'} and in no declared external location (ushas locations list)",
+                           str(location))
         elif p.locations:
             raise _refused(user, CREATE_EXTERNAL_TABLE, doing, "it lies in no declared external location "
                            "(ushas locations list)", str(location))

@@ -346,6 +346,7 @@ def rename_view(ms: Any, r: Request) -> Answer:
 
 # ---- partitions ---------------------------------------------------------------------------------------
 def add_partitions(ms: Any, r: Request) -> Answer:
+    from ..catalog.locations import A_PARTITION
     from ..model.partitions import Partition
 
     from .governed_locations import check_location
@@ -359,7 +360,7 @@ def add_partitions(ms: Any, r: Request) -> Answer:
         if location and ms.caller().authorization:  # ADD PARTITION … LOCATION: its table's, or ungoverned
             own = own or location_of(ctx, ms.get_table(table_name(ctx, r)))
             check_location(ms, ctx, TableName.parse(table_name(ctx, r)), qualify(location), own=own,
-                           what="a partition of")
+                           what=A_PARTITION)
         parts.append(Partition(values=p["values"], location=qualify(location) if location else None,
                                properties=props))
     result = ms.add_partitions(table_name(ctx, r), parts, if_not_exists=False)
