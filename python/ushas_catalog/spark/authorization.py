@@ -18,7 +18,7 @@ from ..governance.identity import Caller, calling
 from ..governance.privileges import CREATE, MANAGE, MODIFY, SELECT, USE
 from ..model.names import SYSTEM_DATABASE
 from .one_transaction import run_in_one_transaction
-from .remote import READ_TOKEN
+from .remote import CHOSEN_WAREHOUSE, READ_TOKEN
 
 Request = dict[str, Any]
 
@@ -129,6 +129,9 @@ def run_op(handler: Callable[[Any, Request], Any], op: str, ms: Any, request: Re
     runs in one transaction that checks its privilege first."""
     caller = caller_of(request)
     with calling(caller):
+        ctx = request.get("ctx") or {}
+        if ctx.get(CHOSEN_WAREHOUSE) is True and caller is not None and caller.authorization:
+            ms.check_warehouse(str(ctx.get("warehouse")), str(ctx.get("spark_catalog") or ctx.get("catalog")))
         rule = OP_RULES.get(op)
         if caller is None or not caller.authorization or rule is None:
             return handler(ms, request)
