@@ -70,9 +70,10 @@ def test_another_users_committed_write_id_is_refused_on_every_way_in(svc: Live) 
     status, answer = op(svc, "bob", "abort_write", "mine", write_id=W, reason="mine now")
     assert (status, answer["error"]["type"]) == (400, "WriteIdTaken"), answer
     assert "main.db.t" not in answer["error"]["message"]
-    status, answer = op(svc, "bob", "abort_write", "t", write_id=W, reason="mine now")
-    assert status == 200 and answer["state"] == "COMMITTED", answer
-    assert answer["version"] is None and answer["answer"] is None and answer["table"] is None
+    for ending in ("abort_write", "abort_staged"):  # Spark's abort of a write, of a staged CTAS
+        status, answer = op(svc, "bob", ending, "t", write_id=W, reason="mine now", files_removed=True)
+        assert status == 200 and answer["state"] == "COMMITTED", answer
+        assert answer["version"] is None and answer["answer"] is None and answer["table"] is None
     assert versions(svc) == before
     # admin's own retry: the recorded answer, nothing applied again
     assert admin.touch_table("main.db.t", "WRITE", {}, write_id=W) == committed
