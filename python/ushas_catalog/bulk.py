@@ -368,7 +368,7 @@ def replace_partitions(ms: "Metastore", tn: TableName, drop_specs: Sequence[Mapp
     (``replace_partitions(append=True)``): a partition that exists gets them added to its whole file list
     (staging rewrites it whole anyway); :class:`~ushas_catalog.errors.FilesNotRecorded`, nothing staged
     left, when its files are not recorded."""
-    from .data.write_fence import check_fence, run_fenced
+    from .data.write_fence import Writer, check_fence, run_fenced
 
     done = check_fence(ms, fence, str(tn))
     if done is not None:  # a retry of a write that committed: its answer, nothing applied again
@@ -413,7 +413,8 @@ def replace_partitions(ms: "Metastore", tn: TableName, drop_specs: Sequence[Mapp
 
         result = run_fenced(attempt, ms.project_path, fence, str(tn), publish, lambda r: (r.to_json(), r.version),
                             lambda a: MutationResult(a.get("version"), added=a.get("added", 0),
-                                                     dropped=a.get("dropped", 0), replaced=a.get("replaced", 0)))
+                                                     dropped=a.get("dropped", 0), replaced=a.get("replaced", 0)),
+                            Writer.of(ms))
     except BaseException:
         _rollback_in_call(ms, work)
         raise

@@ -337,6 +337,15 @@ class WriteExpired(WriteEnded):
     stopped waiting for it): refused, and the write recorded ABORTED."""
 
 
+class WriteIdTaken(InvalidArgument):
+    """A fenced write's id is already another write's: one into another table, or (governed) another user's
+    committed write. Refused before anything is recorded or applied; the other write is left as it is."""
+
+    def __init__(self, message: str, *, write_id: str, **detail: Any) -> None:
+        super().__init__(message, write_id=write_id, **detail)
+        self.write_id = write_id
+
+
 class FilesNotRecorded(InvalidArgument):
     """An append without a listing (``replace_partitions(append=True)``) into a partition whose files the
     catalog does not record: nothing was written; the write lists the directory and commits again."""

@@ -50,7 +50,8 @@ def _keys(ms: Metastore) -> dict[bytes, bytes]:
 
 
 def _moved(m: Metastore) -> Any:
-    return m.replace_partitions(P, [{"region": "US"}], [Partition(values={"region": "US"}, location="/tmp/empty")])
+    moved = f"{m.get_table(P).location}/moved"  # a governed partition stays in its table (or a declared location)
+    return m.replace_partitions(P, [{"region": "US"}], [Partition(values={"region": "US"}, location=moved)])
 
 
 #: (case, the call, the operation the refusal names)

@@ -86,7 +86,9 @@ def test_legitimate_registrations_pass(world: dict[str, Any]) -> None:
     parts = bob.create_table("main.db.parts", "id INT, k INT", partition_by=["k"])
     bob.replace_partitions("main.db.parts", [], [Partition({"k": 1}, data_files=[
         DataFile(f"{parts.location}/k=1/a.parquet", 1, 0)])])
-    # a partition admin placed elsewhere: bob writes into it (its files lie under its own location)
+    # a partition admin placed elsewhere (a declared location: a partition outside its table needs one): bob
+    # writes into it (its files lie under its own location)
+    admin.create_location("elsewhere", str(tmp / "elsewhere"))
     elsewhere = tmp / "elsewhere" / "k=2"
     admin.add_partitions("main.db.parts", [Partition({"k": 2}, location=str(elsewhere))])
     bob.replace_partitions("main.db.parts", [{"k": 2}], [Partition({"k": 2}, location=str(elsewhere), data_files=[

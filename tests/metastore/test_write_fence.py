@@ -259,3 +259,43 @@ def test_bridge_commit_after_deadline_refused(orders: Metastore, store_uri: str)
     assert _state(orders) == before
     assert OPS["write_outcome"](orders, {"write_id": "job-3"})["state"] == "ABORTED"
     assert len(_garbage_of(orders, "job-3")) == 1
+
+
+# ---- a write id is bound to its table and its writer (data.write_fence.check_owner) ------------------
+def test_a_write_id_reused_on_another_table_is_refused(orders: Metastore, store_uri: str) -> None:
+    """On the old code the second table's commit answered the first table's recorded result and applied nothing,
+    and an abort naming the second table answered COMMITTED (the first table's version)."""
+    from ushas_catalog.errors import WriteIdTaken
+    from ushas_catalog.spark.ops import OPS
+
+    other = "main.sales.returns"
+    orders.create_table(other, "id BIGINT, dt STRING", partition_by=["dt"])
+    done = orders.replace_partitions(T, [], [Partition({"dt": "a"})], write_id="w-t")
+    before = orders.get_table(other).version
+    with pytest.raises(WriteIdTaken, match="write id w-t is already the id of a write into another table") as e:
+        orders.replace_partitions(other, [], [Partition({"dt": "b"})], write_id="w-t")
+    assert T not in str(e.value)
+    with pytest.raises(WriteIdTaken, match="w-t"):
+        orders.write_table_files(other, [], "WRITE", write_id="w-t")
+    r = _request(orders, store_uri, "w-t", _now_ms() + 60_000)
+    with pytest.raises(WriteIdTaken, match="w-t"):
+        OPS["abort_write"](orders, {**r, "name": "returns", "reason": "not mine"})
+    assert orders.get_table(other).version == before and list(orders.list_partitions(other)) == []
+    # the same table (spelled another way): the recorded answer, nothing applied again
+    again = orders.replace_partitions("main.sales.`orders`", [], [Partition({"dt": "a"})], write_id="w-t")
+    assert (again.version, again.added) == (done.version, 1)
+    assert get_outcome(orders, "w-t").table == T
+
+
+def test_an_outcome_recorded_before_users_were_stored_is_its_tables() -> None:
+    """Old records have no user: they are checked for their table only (any user's retry gets the answer)."""
+    from ushas_catalog.data.write_fence import COMMITTED, WriteOutcome, Writer, check_owner
+    from ushas_catalog.errors import WriteIdTaken
+
+    old = WriteOutcome("w", COMMITTED, T, 1, answer={}, version=3)
+    check_owner(old, T, Writer("bob", True))
+    with pytest.raises(WriteIdTaken):
+        check_owner(old, "main.sales.returns", Writer("bob", True))
+    check_owner(WriteOutcome("w", COMMITTED, T, 1, user="alice"), T, Writer("bob", False))  # ungoverned: one user
+    with pytest.raises(WriteIdTaken, match="another user's"):
+        check_owner(WriteOutcome("w", COMMITTED, T, 1, user="alice"), T, Writer("bob", True))

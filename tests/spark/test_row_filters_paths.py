@@ -47,6 +47,24 @@ def test_no_location_in_governed_storage(spark: Any, rm: Any, tmp_path: Path) ->
     spark.sql(f"ALTER TABLE {rm.bob}.db.own ADD PARTITION (p = 'y') LOCATION '{mine}/elsewhere'")  # inside its own
 
 
+def test_no_partition_outside_its_table_in_no_declared_location(spark: Any, rm: Any, tmp_path: Path) -> None:
+    """Before any location is declared, bob's partitions still stay in his table: ADD PARTITION … LOCATION into
+    another user's directory (outside governed storage) is refused, naming the path, and writes nothing (on the old
+    code it went through, and a purge of the partition deleted files there). Spark refuses PARTITION … SET LOCATION
+    for v2 tables itself; the metastore's move of a partition is tested in tests/service/test_partition_locations.py."""
+    assert rm.ms.list_locations() == []
+    others = tmp_path / "others"
+    spark.sql(f"CREATE TABLE {rm.bob}.db.own2 (id INT, p STRING) USING parquet PARTITIONED BY (p) "
+              f"LOCATION '{tmp_path / 'mine2'}'")
+    spark.sql(f"ALTER TABLE {rm.bob}.db.own2 ADD PARTITION (p = 'y')")
+    version = rm.ms.get_table(("main", "db", "own2")).version
+    with pytest.raises(Exception, match="INSUFFICIENT_PERMISSIONS") as e:
+        spark.sql(f"ALTER TABLE {rm.bob}.db.own2 ADD PARTITION (p = 'x') LOCATION '{others}'").collect()
+    assert str(others) in str(e.value) and "in no declared external location" in str(e.value)
+    assert rm.ms.get_table(("main", "db", "own2")).version == version
+    assert [p.values["p"] for p in rm.ms.list_partitions(("main", "db", "own2"))] == ["y"]
+
+
 def test_path_reads_and_external_locations(spark: Any, rm: Any, tmp_path: Path) -> None:
     """Governed path reads and external locations (docs/governance.md, "External locations"): bob cannot read the
     filtered table's files by path (SQL on a path, ``spark.read.load``, a partition directory, the files

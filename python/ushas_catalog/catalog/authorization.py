@@ -212,7 +212,7 @@ RULES: dict[str, Rule] = {
     # placement or a path read check themselves
     "create_location": _r(MANAGE, PROJECT), "drop_location": _r(MANAGE, LOCATION),
     "get_location": _r(USE, LOCATION), "list_locations": _r(USE, PROJECT),
-    "check_placement": _r(ANYONE, PROJECT), "check_path_read": _r(ANYONE, PROJECT),
+    "check_placement": _r(ANYONE, PROJECT), "check_warehouse": _r(ANYONE, PROJECT), "check_path_read": _r(ANYONE, PROJECT),
     "check_path_write": _r(ANYONE, PROJECT), "check_paths": _r(ANYONE, PROJECT),
     # the project
     "changes": _r(SELECT, PROJECT), "search": _r(USE, PROJECT), "stats": _r(OWN, PROJECT),

@@ -150,10 +150,10 @@ class MetastoreBase:
                 fn: Callable[[Transaction], T], encode: Callable[[T], tuple[dict[str, Any], int | None]],
                 decode: Callable[[dict[str, Any]], T]) -> T:
         """``self.run(fn)``, as fenced write ``write_id`` when given (:mod:`ushas_catalog.data.write_fence`)."""
-        from ..data.write_fence import WriteFence, run_fenced
+        from ..data.write_fence import WriteFence, Writer, run_fenced
 
         return run_fenced(self.run, self.project_path, WriteFence.of(write_id, deadline_ms), str(tn), fn,
-                          encode, decode)
+                          encode, decode, Writer.of(self))
 
     def commit(self, tr: Transaction, m: Mutation) -> int:
         """:meth:`_commit` for the modules that run operations in chunks (:mod:`ushas_catalog.bulk`)."""

@@ -4,7 +4,8 @@ them (docs/governance.md, "External locations"):
 - :meth:`LocationOps.check_placement`: a table's or a partition's data placed at a path (CREATE TABLE …
   LOCATION, ALTER … SET LOCATION, ADD PARTITION … LOCATION, repair) needs ``CREATE EXTERNAL TABLE`` on the
   declared location holding the path; once a project declares a location, a governed caller's path must lie
-  in one; and it may not overlap another table's location anywhere in the project.
+  in one (a partition's outside its table's location must, declared or not: :data:`A_PARTITION`); and it may
+  not overlap another table's location anywhere in the project.
 - :meth:`LocationOps.check_path_read`: a read of files by path (``parquet.`…```, ``spark.read.load``) that
   reaches a table's data needs SELECT on that table without a row filter or a column mask applying to the
   caller, or ``READ FILES`` on the declared location holding the path; a path in a declared location that no
@@ -43,6 +44,12 @@ from ..model.names import TableName
 from ..records.store import RecordStore
 from .authorization import ANYONE, PROJECT, Requirement, requiring
 from .base import MetastoreBase
+
+
+#: ``what`` of a placement that is a partition's: outside its table's own location it needs a declared location the
+#: caller may place data in, even in a project that declares none (else a partition, then purge, could reach any
+#: directory: another user's files)
+A_PARTITION = "a partition of"
 
 
 @dataclass(frozen=True)
@@ -261,6 +268,10 @@ class LocationOps(MetastoreBase):
         held = locs.holding(p, location)
         if held is not None:
             authorize(tr, self.layout, self.project, user, CREATE_EXTERNAL_TABLE, held.securable(), policy=p)
+        elif what == A_PARTITION:
+            raise _refused(user, CREATE_EXTERNAL_TABLE, doing, f"it lies outside the table's location "
+                           f"{own or '(none)'} and in no declared external location (ushas locations list)",
+                           str(location))
         elif p.locations:
             raise _refused(user, CREATE_EXTERNAL_TABLE, doing, "it lies in no declared external location "
                            "(ushas locations list)", str(location))
@@ -276,21 +287,51 @@ class LocationOps(MetastoreBase):
 
     def _check_default_placement(self, tr: Transaction, location: str, table: Any) -> None:
         """In a create's transaction: a table's default location (the catalog's choice, from its database's location
-        or a Spark catalog's warehouse — which a remote client states) in a declared external location needs CREATE
-        EXTERNAL TABLE on it, and may not hold one, as a chosen one (:meth:`check_placement`)."""
+        or a Spark catalog's warehouse — which a remote client states) may not overlap another table's location
+        anywhere in the project (inside it, even an empty directory of it, or holding it); in a declared external
+        location it needs CREATE EXTERNAL TABLE on it, and may not hold one, as a chosen one (:meth:`check_placement`)."""
         caller = self.caller()
         if not location or not caller.authorization:
             return
+        tn = TableName.parse(table)
+        doing = f"place the table {tn} at {location}"
+        for other in indexed_tables(tr, self):
+            if other.name != tn and overlaps(location, other.location):
+                raise _refused(caller.user, CREATE_EXTERNAL_TABLE, doing, "it overlaps the location of another table",
+                               str(location))
         p = policies.load(tr, self.layout, self.project)
         if not p.locations:
             return
-        doing = f"place the table {TableName.parse(table)} at {location}"
         held = locs.holding(p, location)
         if held is not None:
             authorize(tr, self.layout, self.project, caller.user, CREATE_EXTERNAL_TABLE, held.securable(), policy=p)
         for inner in locs.within(p, location):
             raise _refused(caller.user, CREATE_EXTERNAL_TABLE, doing, f"it holds external location {inner.name}",
                            inner.name)
+
+    def check_warehouse(self, url: str, catalog: str) -> None:
+        """Refuse (PermissionDenied) a governed caller's own choice of Spark catalog ``catalog``'s managed warehouse
+        (a remote client's that is not the catalog service's, ``ushas serve --warehouse``): it must lie in a declared
+        external location the caller holds CREATE EXTERNAL TABLE on, and not inside another table's location."""
+        caller = self.caller()
+        if not caller.authorization:
+            return
+
+        def fn(tr: Transaction) -> None:
+            p = policies.load(tr, self.layout, self.project)
+            doing = f"use {url} as the warehouse of catalog {catalog}"
+            held = locs.holding(p, url)
+            if held is None:
+                raise _refused(caller.user, CREATE_EXTERNAL_TABLE, doing, "it is not the catalog service's "
+                               "warehouse and lies in no declared external location (ushas locations list)", url)
+            authorize(tr, self.layout, self.project, caller.user, CREATE_EXTERNAL_TABLE, held.securable(), policy=p)
+            for other in indexed_tables(tr, self):
+                if locs.inside(url, other.location):
+                    raise _refused(caller.user, CREATE_EXTERNAL_TABLE, doing, "it lies in the location of another "
+                                   "table", url)
+
+        with requiring(Requirement(ANYONE, PROJECT)):
+            self.run(fn)
 
     def check_paths(self, reads: list[str] | None = None, writes: list[str] | None = None,
                     roots: list[str] | None = None, read_only: bool = False) -> None:

@@ -25,6 +25,7 @@ from ..model.partition_tags import check_tags
 from ..model.partitions import KeyDecoder, Partition, PartitionScheme
 from ..records.store import RecordStore, split_elements
 from .base import MetastoreBase
+from .locations import A_PARTITION
 from .registered_files import check_before_chunks, check_partitions
 from .row_policies import refuse_row_removal
 from .commits import Mutation
@@ -88,7 +89,7 @@ class PartitionOps(MetastoreBase):
         if placed and self.caller().authorization:  # a partition outside its table's directory: governed
             own = self.get_table(tn).location  # type: ignore[attr-defined]
             for where in placed:
-                self.check_placement(where, tn, own=own, what="a partition of")  # type: ignore[attr-defined]
+                self.check_placement(where, tn, own=own, what=A_PARTITION)  # type: ignore[attr-defined]
         if self.big is not None and len(items) > self.big.BULK_AT:  # staged in chunks, published in one transaction
             if any(p.tags for p in items):
                 raise InvalidArgument(f"tags on more than {self.big.BULK_AT} partitions added at once: add them, "

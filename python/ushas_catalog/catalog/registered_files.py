@@ -22,6 +22,7 @@ from ..data.locations import dotted, normalized, outside
 from ..kv import Transaction
 from ..model.names import TableName
 from .authorization import ANYONE, PROJECT, Requirement, requiring
+from .locations import A_PARTITION
 
 
 def garbage_paths(garbage: Any) -> list[str]:
@@ -60,7 +61,7 @@ def check_partitions(ms: Any, tr: Transaction, tn: TableName, location: str,
             inner.extend(f.path for f in r.data_files)
             continue
         if not placement_checked and (old is None or normalized(old.location) != normalized(r.location)):
-            ms._check_placement(tr, r.location, tn, own=root or None, what="a partition of")
+            ms._check_placement(tr, r.location, tn, own=root or None, what=A_PARTITION)
         roots.append(r.location)
         ms._check_registered(tr, tn, [location, r.location], [f.path for f in r.data_files])
     ms._check_registered(tr, tn, [location], inner)

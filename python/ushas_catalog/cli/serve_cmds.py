@@ -46,6 +46,9 @@ def register_serve(sub: argparse._SubParsersAction) -> None:
                    help="do not run the change hooks' delivery worker in this process (ushas hooks run does)")
     p.add_argument("--authorization", action="store_true",
                    help="check every request's privileges as its token's user (docs/governance.md)")
+    p.add_argument("--warehouse", default=None, metavar="URL",
+                   help="the managed warehouse of remote Spark catalogs (their managed tables' data); a client "
+                        "stating another needs CREATE EXTERNAL TABLE on the declared location holding it")
     p.set_defaults(func=run_serve)
 
 
@@ -60,6 +63,7 @@ def namespaces_arg(values: list[str]) -> dict[str, str]:
 
 
 def run_serve(ctx: Context, args: argparse.Namespace) -> int:
+    from ..spark.tables import qualify
     from ..ui.security import HostPolicy
     from ..ui.server import serve
 
@@ -76,6 +80,7 @@ def run_serve(ctx: Context, args: argparse.Namespace) -> int:
     ctx.metastore  # fail now, with one line, when the store cannot be opened
     serve(ctx.uri, ctx.project, host=args.host, port=args.port, allowed_hosts=args.allowed_hosts,
           namespaces=namespaces, hooks=args.hooks, authorization=args.authorization,
+          warehouse=qualify(args.warehouse) if args.warehouse else None,
           announce=lambda url: print(f"Ushas on {url}  (UI, API {url}api/v1/, OpenLineage receiver "
                                      f"{url}api/v1/lineage; store {ctx.uri}, project {ctx.project}; "
                                      "Ctrl-C stops it)", flush=True))

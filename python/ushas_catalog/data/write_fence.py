@@ -15,8 +15,15 @@ per project in ``WriteOutcome`` (writeId) -> :class:`~ushas_catalog.records.Writ
   ABORTED in one transaction unless the write COMMITTED, and answers what the write became.
 
 Both read and write the same key, so a commit and an abort of one write serialize: whichever
-commits first decides, the other sees it. ``ushas write WRITE_ID`` / ``ushas writes`` show outcomes;
-:func:`trim_outcomes` removes old ones.
+commits first decides, the other sees it.
+
+A write id is bound to its table and its writer (:func:`check_owner`): the record names the table and the user
+who recorded it. An id presented for another table is refused (:class:`~ushas_catalog.errors.WriteIdTaken`,
+without naming that table), and so, under governance, is another user's COMMITTED write: its answer is not
+handed back and nothing is applied or recorded. An ABORTED write stays aborted for whoever presents its id
+on its table (ending another user's write needs MODIFY on the table, or is ``ushas purge``'s).
+
+``ushas write WRITE_ID`` / ``ushas writes`` show outcomes; :func:`trim_outcomes` removes old ones.
 """
 from __future__ import annotations
 
@@ -27,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, TypeVar
 
 from .. import records as rec
-from ..errors import InvalidArgument, WriteAborted, WriteExpired
+from ..errors import InvalidArgument, WriteAborted, WriteExpired, WriteIdTaken
 from ..keyspace.tree import KeySpacePath
 from ..keyspace.layout import WRITE_OUTCOME
 from ..kv import Transaction
@@ -79,6 +86,20 @@ class WriteFence:
 
 
 @dataclass(frozen=True)
+class Writer:
+    """Who presents a write id: a user, and whether users are told apart (governed: authorization on)."""
+
+    user: str
+    governed: bool
+
+    @classmethod
+    def of(cls, ms: Any) -> "Writer":
+        """The caller of metastore ``ms`` (the service's authenticated user when it serves the call)."""
+        caller = ms.caller()
+        return cls(str(caller.user or ""), bool(caller.authorization))
+
+
+@dataclass(frozen=True)
 class WriteOutcome:
     """What became of a write: COMMITTED (its answer, the version it made), ABORTED (why) or
     UNKNOWN (no record: nothing of it is committed; with a deadline, nothing ever will be)."""
@@ -91,12 +112,13 @@ class WriteOutcome:
     answer: dict[str, Any] | None = None
     version: int | None = None
     deadline_ms: int | None = None
+    user: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {"write_id": self.write_id, "state": self.state, "table": self.table or None,
                 "time": _iso(self.time_micros) if self.time_micros else None, "reason": self.reason or None,
                 "version": self.version, "answer": self.answer,
-                "deadline": _iso(self.deadline_ms * 1000) if self.deadline_ms else None}
+                "deadline": _iso(self.deadline_ms * 1000) if self.deadline_ms else None, "user": self.user or None}
 
     def summary(self) -> str:
         if self.state == UNKNOWN:
@@ -129,17 +151,44 @@ def _outcome(write_id: str, r: rec.WriteOutcome | None) -> WriteOutcome:
     state = COMMITTED if r.state == rec.WriteOutcome.COMMITTED else ABORTED
     return WriteOutcome(write_id, state, r.table, r.time_micros, r.reason,
                         json.loads(r.answer_json) if r.answer_json else None,
-                        r.version if r.HasField("version") else None, r.deadline_ms or None)
+                        r.version if r.HasField("version") else None, r.deadline_ms or None, r.user)
 
 
 def load_outcome(tr: Transaction, project: KeySpacePath, write_id: str) -> WriteOutcome:
     return _outcome(write_id, outcome_store(project).load(tr, (check_write_id(write_id),)))
 
 
+def same_table(recorded: str, presented: str) -> bool:
+    """Whether two spellings of a table name (``a.b.c``, ```a`.b.c``) name one table; "" (not known) matches any."""
+    from ..model.names import TableName
+
+    if not recorded or not presented or recorded == presented:
+        return True
+    try:
+        return TableName.parse(recorded) == TableName.parse(presented)
+    except Exception:  # noqa: BLE001 - an unparsable recorded name: only the same text is the same table
+        return False
+
+
+def check_owner(found: WriteOutcome, table: str, writer: Writer | None) -> None:
+    """Refuses a recorded write presented for another table, or (governed) another user's COMMITTED write:
+    :class:`WriteIdTaken` naming the write id and why, never the other table (its caller may not see it)."""
+    if found.state == UNKNOWN:
+        return
+    if not same_table(found.table, table):
+        raise WriteIdTaken(f"write id {found.write_id} is already the id of a write into another table: refused, "
+                           f"nothing was recorded or committed (each write needs an id of its own)",
+                           write_id=found.write_id)
+    if writer is not None and writer.governed and found.state == COMMITTED and found.user \
+            and found.user != writer.user:
+        raise WriteIdTaken(f"write id {found.write_id} is the id of another user's write: refused, nothing was "
+                           f"recorded or committed (each write needs an id of its own)", write_id=found.write_id)
+
+
 def _aborted(tr: Transaction, project: KeySpacePath, write_id: str, table: str, reason: str,
-             deadline_ms: int | None) -> WriteOutcome:
+             deadline_ms: int | None, user: str) -> WriteOutcome:
     r = rec.WriteOutcome(state=rec.WriteOutcome.ABORTED, table=table, time_micros=_now_micros(), reason=reason,
-                         deadline_ms=deadline_ms or 0)
+                         deadline_ms=deadline_ms or 0, user=user)
     outcome_store(project).save(tr, (write_id,), r)
     return _outcome(write_id, r)
 
@@ -154,17 +203,17 @@ _EXPIRED = _Expired()
 def run_fenced(run: Callable[[Callable[[Transaction], Any]], Any], project: KeySpacePath,
                fence: WriteFence | None, table: str, fn: Callable[[Transaction], T],
                encode: Callable[[T], tuple[dict[str, Any], int | None]],
-               decode: Callable[[dict[str, Any]], T]) -> T:
+               decode: Callable[[dict[str, Any]], T], writer: Writer) -> T:
     """``run(fn)`` (a retried transaction), fenced: see the module docstring. ``encode`` turns
     ``fn``'s result into (the answer to record, the version it made); ``decode`` turns a recorded
-    answer back into the result a retry returns."""
+    answer back into the result a retry returns; ``writer``: who commits (recorded, checked)."""
     if fence is None:
         return run(fn)
     write_id = fence.write_id
     store = outcome_store(project)
 
     def fenced(tr: Transaction) -> Any:
-        found = _gate(tr, project, fence, table)
+        found = _gate(tr, project, fence, table, writer)
         if isinstance(found, _Expired):
             return _EXPIRED
         if found is not None:
@@ -173,7 +222,7 @@ def run_fenced(run: Callable[[Callable[[Transaction], Any]], Any], project: KeyS
         answer, version = encode(result)
         r = rec.WriteOutcome(state=rec.WriteOutcome.COMMITTED, table=table, time_micros=_now_micros(),
                              answer_json=json.dumps(answer, separators=(",", ":"), default=str),
-                             deadline_ms=fence.deadline_ms or 0)
+                             deadline_ms=fence.deadline_ms or 0, user=writer.user)
         if version is not None:
             r.version = version
         store.save(tr, (write_id,), r)
@@ -185,11 +234,14 @@ def run_fenced(run: Callable[[Callable[[Transaction], Any]], Any], project: KeyS
     return result
 
 
-def _gate(tr: Transaction, project: KeySpacePath, fence: WriteFence, table: str) -> "WriteOutcome | _Expired | None":
+def _gate(tr: Transaction, project: KeySpacePath, fence: WriteFence, table: str,
+          writer: Writer) -> "WriteOutcome | _Expired | None":
     """In a fenced write's transaction, before it does anything: its COMMITTED outcome (answer it,
     apply nothing), ``_EXPIRED`` (the deadline passed: recorded ABORTED in ``tr``), None (go on);
-    :class:`WriteAborted` if it was aborted."""
+    :class:`WriteAborted` if it was aborted; :class:`WriteIdTaken` if the id is another table's or
+    (governed) another user's committed write (:func:`check_owner`)."""
     found = load_outcome(tr, project, fence.write_id)
+    check_owner(found, table, writer)
     if found.state == COMMITTED:
         return found
     if found.state == ABORTED:
@@ -197,7 +249,7 @@ def _gate(tr: Transaction, project: KeySpacePath, fence: WriteFence, table: str)
                            f"commit arrived: nothing of it was committed", write_id=fence.write_id, table=table)
     if fence.expired():
         _aborted(tr, project, fence.write_id, table, "its caller's deadline passed before the commit started",
-                 fence.deadline_ms)
+                 fence.deadline_ms, writer.user)
         return _EXPIRED
     return None
 
@@ -214,24 +266,35 @@ def check_fence(ms: Any, fence: WriteFence | None, table: str) -> WriteOutcome |
     if it is over. The commit's own transaction checks again (:func:`run_fenced`)."""
     if fence is None:
         return None
-    found = ms.db.run(lambda tr: _gate(tr, ms.project_path, fence, table))
+    writer = Writer.of(ms)
+    found = ms.db.run(lambda tr: _gate(tr, ms.project_path, fence, table, writer))
     if found is _EXPIRED:
         raise _expired_error(fence, table)
     return found
 
 
 # ---- what callers use ------------------------------------------------------------------------------
-def abort_write(ms: Any, write_id: str, reason: str, table: str = "") -> WriteOutcome:
+def abort_write(ms: Any, write_id: str, reason: str, table: str = "", checked: bool = False) -> WriteOutcome:
     """Ends write ``write_id`` in one transaction: records it ABORTED (with ``reason``) unless it
-    COMMITTED or was aborted already. Answers what the write is now (COMMITTED: keep its files)."""
+    COMMITTED or was aborted already. Answers what the write is now (COMMITTED: keep its files).
+    ``checked``: a client presents the id (a Spark abort, over the service): the id must be ``table``'s
+    (a governed caller must name it) and another user's COMMITTED write answers its state only
+    (:func:`check_owner`); the catalog's own callers (purge, rollbacks) end any write they find."""
     check_write_id(write_id)
     project = ms.project_path
+    writer = Writer.of(ms)
+    if checked and writer.governed and not table:
+        raise InvalidArgument(f"ending write {write_id} needs the table it writes into")
 
     def fn(tr: Transaction) -> WriteOutcome:
         found = load_outcome(tr, project, write_id)
-        if found.state != UNKNOWN:
-            return found
-        return _aborted(tr, project, write_id, table, reason or "aborted", None)
+        if found.state == UNKNOWN:
+            return _aborted(tr, project, write_id, table, reason or "aborted", None, writer.user)
+        if checked:
+            check_owner(found, table, None)
+            if writer.governed and found.user and found.user != writer.user:
+                return WriteOutcome(write_id, found.state)  # what it became, nothing of its answer
+        return found
 
     return ms.db.run(fn)
 
@@ -294,10 +357,16 @@ def end_abandoned(ms: Any, write_id: str, table: Any, files: list[Any]) -> threa
     return thread
 
 
-def get_outcome(ms: Any, write_id: str) -> WriteOutcome:
-    """What became of write ``write_id`` of ``ms``'s project (a :class:`~ushas_catalog.metastore.Metastore`)."""
+def get_outcome(ms: Any, write_id: str, checked: bool = False) -> WriteOutcome:
+    """What became of write ``write_id`` of ``ms``'s project (a :class:`~ushas_catalog.metastore.Metastore`).
+    ``checked``: a client asks; under governance another user's write is refused (:class:`WriteIdTaken`)."""
     check_write_id(write_id)
-    return ms.db.run(lambda tr: load_outcome(tr, ms.project_path, write_id))
+    found: WriteOutcome = ms.db.run(lambda tr: load_outcome(tr, ms.project_path, write_id))
+    writer = Writer.of(ms)
+    if checked and writer.governed and found.user and found.user != writer.user:
+        raise WriteIdTaken(f"write id {write_id} is the id of another user's write: what became of it is theirs "
+                           f"to ask", write_id=write_id)
+    return found
 
 
 def list_outcomes(ms: Any, limit: int = 50) -> list[WriteOutcome]:

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!ushas_catalog/records/write.proto\x12\x0fushas.metastore\"\xfe\x01\n\x0cWriteOutcome\x12\x32\n\x05state\x18\x01 \x01(\x0e\x32#.ushas.metastore.WriteOutcome.State\x12\r\n\x05table\x18\x02 \x01(\t\x12\x13\n\x0btime_micros\x18\x03 \x01(\x03\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x13\n\x0b\x61nswer_json\x18\x05 \x01(\t\x12\x14\n\x07version\x18\x06 \x01(\x03H\x00\x88\x01\x01\x12\x13\n\x0b\x64\x65\x61\x64line_ms\x18\x07 \x01(\x03\":\n\x05State\x12\x15\n\x11STATE_UNSPECIFIED\x10\x00\x12\r\n\tCOMMITTED\x10\x01\x12\x0b\n\x07\x41\x42ORTED\x10\x02\x42\n\n\x08_versionb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!ushas_catalog/records/write.proto\x12\x0fushas.metastore\"\x8c\x02\n\x0cWriteOutcome\x12\x32\n\x05state\x18\x01 \x01(\x0e\x32#.ushas.metastore.WriteOutcome.State\x12\r\n\x05table\x18\x02 \x01(\t\x12\x13\n\x0btime_micros\x18\x03 \x01(\x03\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x13\n\x0b\x61nswer_json\x18\x05 \x01(\t\x12\x14\n\x07version\x18\x06 \x01(\x03H\x00\x88\x01\x01\x12\x13\n\x0b\x64\x65\x61\x64line_ms\x18\x07 \x01(\x03\x12\x0c\n\x04user\x18\x08 \x01(\t\":\n\x05State\x12\x15\n\x11STATE_UNSPECIFIED\x10\x00\x12\r\n\tCOMMITTED\x10\x01\x12\x0b\n\x07\x41\x42ORTED\x10\x02\x42\n\n\x08_versionb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -32,7 +32,7 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'ushas_catalog.records.write
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_WRITEOUTCOME']._serialized_start=55
-  _globals['_WRITEOUTCOME']._serialized_end=309
-  _globals['_WRITEOUTCOME_STATE']._serialized_start=239
-  _globals['_WRITEOUTCOME_STATE']._serialized_end=297
+  _globals['_WRITEOUTCOME']._serialized_end=323
+  _globals['_WRITEOUTCOME_STATE']._serialized_start=253
+  _globals['_WRITEOUTCOME_STATE']._serialized_end=311
 # @@protoc_insertion_point(module_scope)

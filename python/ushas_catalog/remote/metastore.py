@@ -19,7 +19,7 @@ DEFAULT_TIMEOUT_S = 60.0
 #: the embedded Metastore's public methods a remote one has: exactly those the service offers
 #: (``service.metastore_call_api.offered``: the ones authorization checks; a test keeps the two equal)
 SERVED: frozenset[str] = frozenset({"add_partitions", "check_path_read", "check_path_write", "check_paths",
-    "check_placement",
+    "check_placement", "check_warehouse",
     "create_location", "drop_location", "get_location", "list_locations", "alter_catalog", "alter_database", "alter_table", "alter_view",
     "caller", "catalog_exists", "create_branch", "create_catalog", "create_database", "create_function", "create_role",
     "create_table", "create_tag", "create_view", "database_exists", "drop_branch", "drop_catalog", "drop_column_mask",

@@ -8,6 +8,8 @@ client:
 - **who calls**: the bearer token's user (its name, ``token:<id>`` when unnamed) with authorization on,
   always; the identity fields of the client's ``ctx`` are replaced, and a session cookie is not enough;
 - **which store**: this service's own store and project (the client's ``uri`` and ``project`` are ignored);
+- **which warehouse**: with ``ushas serve --warehouse``, the service's; a client's other one is checked by every
+  op (``Metastore.check_warehouse``: in a declared location the caller may place data in);
 - **how long**: the deadline is the client's remaining wait (``X-Ushas-Timeout-Ms``) on the service's clock;
 - **read tokens** run only the ops that change nothing (:data:`READ_OPS`).
 
@@ -25,7 +27,8 @@ from flask import Blueprint, g, request
 from ..errors import BridgeError, Forbidden, InvalidArgument, Unauthorized, UshasError
 from ..spark import bridge
 from ..spark.ops import OPS
-from ..spark.remote import READ_OPS, READ_TOKEN
+from ..spark.remote import CHOSEN_WAREHOUSE, READ_OPS, READ_TOKEN
+from ..spark.tables import qualify
 from .auth import CATALOG_OPS, AccessControl, user_of
 from .routing import StartResponse, WSGIApp, json_response, json_text, status_of
 from .state import LOG, ServiceState
@@ -37,9 +40,12 @@ DEFAULT_TIMEOUT_MS = 60_000
 CLIENT_CTX = ("catalog", "spark_catalog", "branch", "warehouse")
 
 
-def remote_request(body: Any, user: str, uri: str, project: str, timeout_ms: int) -> dict[str, Any]:
+def remote_request(body: Any, user: str, uri: str, project: str, timeout_ms: int,
+                   warehouse: str | None = None) -> dict[str, Any]:
     """The shim request a client sent, as this service runs it: its ``ctx`` reduced to the catalog it
-    names, then this service's store and project and the token's user with authorization on."""
+    names, then this service's store and project and the token's user with authorization on. ``warehouse``:
+    the service's (``ushas serve --warehouse``): a client's other one is marked chosen (:data:`CHOSEN_WAREHOUSE`),
+    checked by every op (``Metastore.check_warehouse``)."""
     if not isinstance(body, dict):
         raise InvalidArgument("the request body must be a JSON object (a shim request)")
     ctx = body.get("ctx")
@@ -48,7 +54,9 @@ def remote_request(body: Any, user: str, uri: str, project: str, timeout_ms: int
     out = {k: v for k, v in body.items() if k != "deadline_ms"}
     out["ctx"] = {**{k: ctx[k] for k in CLIENT_CTX if isinstance(ctx.get(k), str)}, "uri": uri, "project": project,
                   "user": user, "user_source": "token", "authorization": True}
-    out["ctx"].setdefault("warehouse", "spark-warehouse")
+    out["ctx"].setdefault("warehouse", warehouse or "spark-warehouse")
+    if warehouse and qualify(out["ctx"]["warehouse"]).rstrip("/") != qualify(warehouse).rstrip("/"):
+        out["ctx"][CHOSEN_WAREHOUSE] = True
     out["deadline_ms"] = int(time.time() * 1000) + timeout_ms
     return out
 
@@ -79,7 +87,8 @@ def answer_op(op: str, user: str, access: str, data: bytes, timeout_header: str 
             body = json.loads(data or b"null")
         except (ValueError, RecursionError):
             raise InvalidArgument("the request body is not JSON") from None
-        req = remote_request(body, str(user), stores.uri, stores.project, timeout_of(timeout_header))
+        req = remote_request(body, str(user), stores.uri, stores.project, timeout_of(timeout_header),
+                             getattr(stores, "warehouse", None))
         req["ctx"][READ_TOKEN] = access != "write"  # a read token's path writes are refused (check_paths)
         return bridge.dispatch(op, req), 200
     except UshasError as exc:

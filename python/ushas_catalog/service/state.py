@@ -44,6 +44,8 @@ class OwnStores:
     #: ``ushas serve --authorization``: every request is checked as its token's user (``anonymous``
     #: without a token), and anything else as ``anonymous`` (docs/governance.md)
     authorization: bool = False
+    #: ``ushas serve --warehouse``: the managed warehouse of remote Spark catalogs (None: each client's own)
+    warehouse: str | None = None
     _metastore: Any = None
     _opened: dict[str, Any] = field(default_factory=dict)  # extension stores by name (``lineage``)
 

@@ -18,7 +18,7 @@ from ..governance.identity import Caller, calling
 from ..governance.privileges import CREATE, MANAGE, MODIFY, SELECT, USE
 from ..model.names import SYSTEM_DATABASE
 from .one_transaction import run_in_one_transaction
-from .remote import READ_TOKEN
+from .remote import CHOSEN_WAREHOUSE, READ_TOKEN
 
 Request = dict[str, Any]
 
@@ -98,11 +98,13 @@ OP_RULES: dict[str, Callable[[Request], Requirement | None]] = {
     # initialize: anyone may open an existing catalog (what it shows is checked call by call); a missing
     # one is created by a caller with CREATE on the project
     "open": lambda r: Requirement(ANYONE, CATALOG, r["ctx"]["catalog"], on_missing=CREATE, covers=True),
-    # writes: MODIFY covers what they read and write (a writer need not hold SELECT); ending a write is
-    # anyone's (it only discards that write's files)
+    # writes: MODIFY covers what they read and write (a writer need not hold SELECT); ending one too (a write
+    # id is bound to its table and writer: data.write_fence.check_owner); asking what became of one is
+    # anyone's (another user's answer is refused)
     **{op: _modify for op in ("check_write", "commit_write", "commit_files", "truncate", "add_partitions",
                               "drop_partitions", "replace_partition_metadata", "repair", "delete_where")},
-    "abort_write": lambda r: Requirement(ANYONE, CATALOG, covers=True),
+    # ending a write that has no outcome yet: MODIFY on its table (ending another's write makes its commit fail)
+    "abort_write": lambda r: _modify(r) if r.get("name") is not None else Requirement(ANYONE, CATALOG, covers=True),
     "write_outcome": lambda r: Requirement(ANYONE, CATALOG, covers=True),
     "rows_table": _rows, "rows_page": _rows,
     "list_procedures": lambda r: Requirement(ANYONE, CATALOG), "load_procedure": lambda r: Requirement(ANYONE, CATALOG),
@@ -127,6 +129,9 @@ def run_op(handler: Callable[[Any, Request], Any], op: str, ms: Any, request: Re
     runs in one transaction that checks its privilege first."""
     caller = caller_of(request)
     with calling(caller):
+        ctx = request.get("ctx") or {}
+        if ctx.get(CHOSEN_WAREHOUSE) is True and caller is not None and caller.authorization:
+            ms.check_warehouse(str(ctx.get("warehouse")), str(ctx.get("spark_catalog") or ctx.get("catalog")))
         rule = OP_RULES.get(op)
         if caller is None or not caller.authorization or rule is None:
             return handler(ms, request)

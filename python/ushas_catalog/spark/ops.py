@@ -346,6 +346,7 @@ def rename_view(ms: Any, r: Request) -> Answer:
 
 # ---- partitions ---------------------------------------------------------------------------------------
 def add_partitions(ms: Any, r: Request) -> Answer:
+    from ..catalog.locations import A_PARTITION
     from ..model.partitions import Partition
 
     from .governed_locations import check_location
@@ -359,7 +360,7 @@ def add_partitions(ms: Any, r: Request) -> Answer:
         if location and ms.caller().authorization:  # ADD PARTITION … LOCATION: its table's, or ungoverned
             own = own or location_of(ctx, ms.get_table(table_name(ctx, r)))
             check_location(ms, ctx, TableName.parse(table_name(ctx, r)), qualify(location), own=own,
-                           what="a partition of")
+                           what=A_PARTITION)
         parts.append(Partition(values=p["values"], location=qualify(location) if location else None,
                                properties=props))
     result = ms.add_partitions(table_name(ctx, r), parts, if_not_exists=False)
@@ -725,14 +726,14 @@ def abort_write(ms: Any, r: Request) -> Answer:
 
     ctx = SparkCtx.of(r)
     table = ".".join(table_name(ctx, r)) if r.get("name") is not None else ""
-    return abort(ms, r["write_id"], str(r.get("reason") or "aborted"), table).to_json()
+    return abort(ms, r["write_id"], str(r.get("reason") or "aborted"), table, checked=True).to_json()
 
 
 def write_outcome(ms: Any, r: Request) -> Answer:
     """What became of a write (COMMITTED / ABORTED / UNKNOWN)."""
     from ..data.write_fence import get_outcome
 
-    return get_outcome(ms, r["write_id"]).to_json()
+    return get_outcome(ms, r["write_id"], checked=True).to_json()
 
 
 def _spec_of(path: str) -> dict[str, str]:

@@ -41,6 +41,9 @@ READ_OPS = frozenset({
     "load_procedure", "rows_table", "rows_page", "write_outcome", "check_write", "check_paths", "stream_latest", "stream_batch"})
 #: the request context field the service sets (never a client): whether the caller's token is a read token
 READ_TOKEN = "read_token"
+#: a ``ctx`` field only the catalog service sets: the client's warehouse is not the service's own (``ushas serve
+#: --warehouse``), so each op checks it (``Metastore.check_warehouse``: a declared location the caller may place in)
+CHOSEN_WAREHOUSE = "warehouse_chosen"
 #: the ops the shim sends the service itself once ``open`` has answered (its direct transport,
 #: ``io.ushas.spark.RemoteTransport``): the reads, one HTTP round trip from the JVM instead of a Py4J call into
 #: this process and then HTTP. The same request, the same answer, the same checks by the service; ``open``
@@ -137,4 +140,4 @@ def with_transport(opened: str, ep: Endpoint, token: str, ctx: dict[str, Any]) -
     return json.dumps(answer)
 
 
-__all__ = ["DIRECT_OPS", "READ_OPS", "READ_TOKEN", "forward", "forward_text", "is_remote", "OPS_PATH"]
+__all__ = ["CHOSEN_WAREHOUSE", "DIRECT_OPS", "READ_OPS", "READ_TOKEN", "forward", "forward_text", "is_remote", "OPS_PATH"]

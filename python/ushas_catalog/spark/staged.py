@@ -263,7 +263,7 @@ def _commit_in_chunks(ms: Any, r: Request, ctx: SparkCtx, kind: str, name: tuple
     from ..catalog.registered_files import check_planned
     from ..catalog.tables import creating_at
     from ..data.staged import forget_staged
-    from ..data.write_fence import check_fence, run_fenced
+    from ..data.write_fence import Writer, check_fence, run_fenced
     from ..errors import Conflict
     from ..model.objects import MutationResult
 
@@ -306,7 +306,7 @@ def _commit_in_chunks(ms: Any, r: Request, ctx: SparkCtx, kind: str, name: tuple
             m.create_table(name, **args)
         result = run_fenced(m.db.run, m.project_path, fence, shown, lambda tr: publish(m, staged, detail),
                             lambda res: (res.to_json(), res.version),
-                            lambda a: MutationResult(a.get("version"), added=a.get("added", 0)))
+                            lambda a: MutationResult(a.get("version"), added=a.get("added", 0)), Writer.of(m))
         forget_staged(m, fence.write_id)
         return {"version": result.version, "write_id": fence.write_id, "replaced": now is not None,
                 "table": table_answer(ctx, m.get_table(name))}
@@ -323,12 +323,15 @@ def abort_staged(ms: Any, r: Request) -> Answer:
     committed; with ``files_removed`` (the shim deleted what it wrote) its staged entry goes too,
     else ``ushas purge`` removes what the entry names. Answers the write's state."""
     from ..data.staged import forget_staged
-    from ..data.write_fence import ABORTED, abort_write
+    from ..data.write_fence import ABORTED, Writer, abort_write
 
     ctx = SparkCtx.of(r)
     name = ".".join(table_name(ctx, r))
-    outcome = abort_write(ms, str(r["write_id"]), str(r.get("reason") or "the staged table was aborted"), name)
-    if outcome.state == ABORTED and r.get("files_removed"):
+    outcome = abort_write(ms, str(r["write_id"]), str(r.get("reason") or "the staged table was aborted"), name,
+                          checked=True)
+    writer = Writer.of(ms)
+    mine = not writer.governed or outcome.user in ("", writer.user)  # another's staged entry stays for purge
+    if outcome.state == ABORTED and r.get("files_removed") and mine:
         forget_staged(ms, outcome.write_id)
     return outcome.to_json()
 

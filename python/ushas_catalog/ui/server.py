@@ -124,7 +124,8 @@ class Service:
     def __init__(self, uri: str, project: str, *, host: str = "127.0.0.1", port: int = 8765,
                  allowed_hosts: Sequence[str] = (), threads: int = THREADS,
                  channel_timeout: int = CHANNEL_TIMEOUT, namespaces: Mapping[str, str] | None = None,
-                 hooks: bool = True, authorization: bool = False, op_connections: int = OP_CONNECTIONS) -> None:
+                 hooks: bool = True, authorization: bool = False, op_connections: int = OP_CONNECTIONS,
+                 warehouse: str | None = None) -> None:
         from waitress.server import create_server
 
         from ..service.api import register_api
@@ -138,6 +139,7 @@ class Service:
         self.app = create_app(uri, project)
         stores = self.app.config["USHAS"]
         stores.authorization = authorization  # docs/governance.md: requests checked as their token's user
+        stores.warehouse = warehouse  # remote Spark catalogs' managed warehouse (docs/service.md)
         local = is_loopback(host)
         if not local:
             try:
@@ -267,11 +269,11 @@ def require_token_configured(stores: Any, host: str) -> None:
 
 def serve(uri: str, project: str, *, host: str = "127.0.0.1", port: int = 8765, allowed_hosts: Sequence[str] = (),
           announce: Callable[[str], None] | None = None, namespaces: Mapping[str, str] | None = None,
-          hooks: bool = True, authorization: bool = False) -> None:
+          hooks: bool = True, authorization: bool = False, warehouse: str | None = None) -> None:
     """Serve until interrupted. ``port`` 0 picks a free port; ``announce`` gets the URL."""
     _log_to_stderr()
     service = Service(uri, project, host=host, port=port, allowed_hosts=allowed_hosts, namespaces=namespaces,
-                      hooks=hooks, authorization=authorization)
+                      hooks=hooks, authorization=authorization, warehouse=warehouse)
     if announce is not None:
         announce(service.url)
     service.run()
