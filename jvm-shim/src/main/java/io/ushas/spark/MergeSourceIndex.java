@@ -151,6 +151,13 @@ final class MergeSourceIndex {
                     : type instanceof ByteType ? row.getByte(ordinal) : row.getInt(ordinal);
         }
 
+        /** The 8-byte word of {@code v} in a one-field key row ({@link #write}: the value's bytes, the rest zero),
+         *  as {@code UnsafeRow.getLong(0)} reads it. */
+        long word(long v) {
+            return type instanceof LongType ? v : type instanceof ShortType ? v & 0xFFFFL
+                    : type instanceof ByteType ? v & 0xFFL : v & 0xFFFFFFFFL;
+        }
+
         /** Writes {@code v} as field 0 of a one-field key row (the bytes Spark's projection writes). */
         void write(UnsafeRowWriter w, long v) {
             if (type instanceof LongType) {
