@@ -103,7 +103,7 @@ public final class MergeProbeExec extends SparkPlan {
             reading = null;
             MergeSourceIndex indexed = MergeSourceIndex.of(rows, split, right.output(), bounded, bounds);
             if (bounds != null && carriesOverOnly()) {
-                operation.skip(bounds.unmatched(indexed.keys(), indexed.nullBoundedKey()));
+                operation.skip(indexed.unmatchedFiles());
             }
             BitSet early = indexed.early;
             int[] earlyRows = early.stream().toArray();

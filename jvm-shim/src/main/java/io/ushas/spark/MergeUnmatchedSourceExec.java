@@ -255,11 +255,17 @@ public final class MergeUnmatchedSourceExec extends SparkPlan {
 
         @Override
         public int add(UnsafeRow key) {
-            if (key.isNullAt(0)) {
-                if (nullAt < 0) nullAt = size++;
-                return nullAt;
-            }
-            long w = key.getLong(0);
+            return key.isNullAt(0) ? addNull() : addWord(key.getLong(0));
+        }
+
+        /** The slot of the NULL key, added if new. */
+        int addNull() {
+            if (nullAt < 0) nullAt = size++;
+            return nullAt;
+        }
+
+        /** The slot of the key whose row's 8-byte word is {@code w}, added if new. */
+        int addWord(long w) {
             int h = home(w);
             while (slots[h] != 0) {
                 if (words[h] == w) return slots[h] - 1;
