@@ -222,3 +222,85 @@ def test_a_failure_writing_the_rows_no_file_can_match_leaves_the_table_as_it_was
         assert rows(spark, empty) == {(5, "S5", "a"), (100, "big", "b")}
     finally:
         spark.catalog.dropTempView("probe_src")
+
+
+@pytest.fixture
+def small_files(spark: Any, db: str) -> Any:
+    """Partitions 'a', 'b', 'c', each with 8 small files (ids 100p + 10k + 1 … + 3 in append k), and the scan's
+    settings that pack several files, of more than one partition, into a task."""
+    t = f"ushas.{db}.small_files"
+    spark.sql(f"CREATE TABLE {t} ({COLS}) USING parquet PARTITIONED BY (dt)")
+    for k in range(8):
+        data = [(100 * p + 10 * k + i, f"v{p}{k}{i}", d) for p, d in enumerate("abc") for i in (1, 2, 3)]
+        spark.createDataFrame(data, COLS).repartition(1).writeTo(t).append()
+    spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('ushas.row-level.group-filter' = 'never')")
+    spark.conf.set("spark.sql.files.openCostInBytes", "1")
+    try:
+        yield t
+    finally:
+        spark.conf.unset("spark.sql.files.openCostInBytes")
+
+
+def test_a_merge_that_keeps_each_rows_partition_writes_without_sorting(spark: Any, small_files: str) -> None:
+    """A MERGE whose clauses keep a target row's partition (``UPDATE SET v``) has no sort before its write: the
+    group's tasks read files in partition order, and its new rows (keys outside every file's bounds, for 'c', 'a'
+    and 'b' in that order in the source, and a NULL key) come sorted by partition. The table's rows equal the
+    reference, none twice. One that moves rows between partitions (``SET dt``) keeps the sort, and is right too."""
+    t = small_files
+    filled = spark.sql(f"SELECT max(version) FROM {t}.history").first()[0]
+    before = rows(spark, t)
+    source = [(12, "S12", "a"), (141, "S141", "b"), (273, "S273", "c"), (900, "N900", "c"), (901, "N901", "a"),
+              (902, "N902", "b"), (None, "NN", "b"), (903, "N903", "c")]
+    values = ", ".join(f"({'CAST(NULL AS INT)' if i is None else i}, '{v}', '{d}')" for i, v, d in source)
+    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW probe_src AS SELECT * FROM VALUES {values} AS s(id, v, dt)")
+    try:
+        keep = (f"MERGE INTO {t} t USING probe_src s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v "
+                f"WHEN NOT MATCHED THEN INSERT *")
+        plan = spark.sql(f"EXPLAIN {keep}").first()[0]
+        assert "MergeProbe" in plan and "Sort [" not in plan, plan
+        spark.sql(keep)
+        after = [tuple(r) for r in spark.sql(f"SELECT id, v, dt FROM {t}").collect()]
+        assert len(after) == len(set(after)) and set(after) == reference(before, source)
+        spark.sql(f"CALL ushas.system.restore_table(table => '{t.split('.', 1)[1]}', version => {filled})")
+        move = keep.replace("UPDATE SET v = s.v", "UPDATE SET v = s.v, dt = 'z'")
+        plan = spark.sql(f"EXPLAIN {move}").first()[0]
+        assert "MergeProbe" in plan and "Sort [" in plan, plan
+        spark.sql(move)
+        matched = {i for i, _, _ in before} & {i for i, _, _ in source}
+        expected = {(i, v, "z" if i in matched else d) for i, v, d in reference(before, source)}
+        after = [tuple(r) for r in spark.sql(f"SELECT id, v, dt FROM {t}").collect()]
+        assert len(after) == len(set(after)) and set(after) == expected
+    finally:
+        spark.catalog.dropTempView("probe_src")
+
+
+@pytest.mark.parametrize("key_type,cast", [("INT", "{}"), ("BIGINT", "{}"), ("SMALLINT", "{}"), ("TINYINT", "{}"),
+                                           ("DATE", "date_add(DATE'2024-01-01', {})")])
+@pytest.mark.parametrize("op", ["=", "<=>"])
+def test_a_merge_on_one_integer_key_of_any_width_and_sign_matches_the_reference(spark: Any, db: str, key_type: str,
+                                                                             cast: str, op: str) -> None:
+    """The probe reads a single integer (or date) key straight from the target row: negative keys, a NULL key on
+    both sides (matching only with ``<=>``), and keys of every width give the reference's rows."""
+    t = f"ushas.{db}.keyed_{key_type.lower()}"
+    spark.sql(f"CREATE TABLE {t} (k {key_type}, v STRING, dt STRING) USING parquet PARTITIONED BY (dt)")
+    ids: list[int | None] = [-100, -3, -1, 0, 1, 7, 100, None]
+    key = lambda i: "NULL" if i is None else cast.format(i)  # noqa: E731
+    target = ", ".join(f"(CAST({key(i)} AS {key_type}), 't{i}', '{'a' if i is None or i < 0 else 'b'}')"
+                       for i in ids)
+    spark.sql(f"INSERT INTO {t} VALUES {target}")
+    source = [-100, -2, 7, 101, None]
+    values = ", ".join(f"(CAST({key(i)} AS {key_type}), 's{i}', 'c')" for i in source)
+    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW probe_src AS SELECT * FROM VALUES {values} AS s(k, v, dt)")
+    try:
+        sql = (f"MERGE INTO {t} t USING probe_src s ON t.k {op} s.k WHEN MATCHED THEN UPDATE SET v = s.v "
+               f"WHEN NOT MATCHED THEN INSERT *")
+        assert "MergeProbe" in spark.sql(f"EXPLAIN {sql}").first()[0]
+        spark.sql(sql)
+        got = sorted((r.v, r.dt) for r in spark.sql(f"SELECT v, dt FROM {t}").collect())
+        null_safe = op == "<=>"
+        matched = {i for i in source if i in ids and (i is not None or null_safe)}
+        want = sorted([(f"s{i}" if i in matched else f"t{i}", "a" if i is None or i < 0 else "b") for i in ids]
+                      + [(f"s{i}", "c") for i in source if i not in matched])
+        assert got == want
+    finally:
+        spark.catalog.dropTempView("probe_src")

@@ -12,7 +12,8 @@ import org.apache.spark.sql.types.DataTypes;
 import org.junit.jupiter.api.Test;
 
 /** MergeSourceIndex's key read straight from a row: the key row it writes has the bytes Spark's projection writes
- *  (the target's keys are projected: a key indexed one way and looked up the other must be the same word). */
+ *  (the target's keys are projected: a key indexed one way and looked up the other must be the same word), and
+ *  the word the probe computes from the value is that row's. */
 class MergeSourceIndexTest {
     @Test
     void aKeyWrittenFromItsValueIsTheProjectionsKeyRow() {
@@ -36,6 +37,8 @@ class MergeSourceIndexTest {
                 key.write(writer, read);
                 assertEquals(projected, writer.getRow(), type + " " + v);
                 assertEquals(projected.getLong(0), writer.getRow().getLong(0), type + " " + v);
+                // the probe looks a target row's key up by its word, read from the row without a key row
+                assertEquals(projected.getLong(0), key.word(read), type + " " + v);
             }
         }
     }

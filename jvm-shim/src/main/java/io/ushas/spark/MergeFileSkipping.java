@@ -26,7 +26,7 @@ import java.util.concurrent.Future;
  * file's row groups' [min, max] of the key and whether it may hold a NULL. Two answers come of them: the files no
  * source key can be in ({@link Bounds#unmatched}: a MERGE that only carries unmatched target rows over neither reads
  * nor replaces them — what Spark's runtime group filter finds with a job over the group's key column, from a footer
- * a file), and the source keys no file of the group can hold ({@link Bounds#mayHold}: their rows match no target
+ * a file), and the source keys no file of the group can hold ({@link Hits#add}: their rows match no target
  * row, so their {@code WHEN NOT MATCHED} rows are written by the statement's own job, beside the target's rows,
  * instead of after it). A file whose footer cannot be read or has no bounds for the column may hold any key.
  */
@@ -67,61 +67,106 @@ final class MergeFileSkipping {
         }
     }
 
-    /** The group's files' bounds of the key, with the union of their ranges for {@link #mayHold}. */
+    /** The group's files' bounds of the key. */
     static final class Bounds {
         private final List<FileBounds> files;
         private final boolean anyUnknown;
         private final boolean anyNull;
-        private final long[] los;  // the union of every range, as disjoint sorted [los[i], his[i]]
-        private final long[] his;
 
         Bounds(List<FileBounds> files) {
             this.files = List.copyOf(files);
             boolean unknown = false;
             boolean nulls = false;
-            List<long[]> ranges = new ArrayList<>();
             for (FileBounds f : files) {
                 unknown |= !f.known();
                 nulls |= f.mayHoldNull();
-                if (!f.known()) continue;
-                for (int i = 0; i < f.mins().length; i++) ranges.add(new long[] {f.mins()[i], f.maxs()[i]});
             }
             anyUnknown = unknown;
             anyNull = nulls;
-            ranges.sort((a, b) -> Long.compare(a[0], b[0]));
-            long[] lo = new long[ranges.size()];
-            long[] hi = new long[ranges.size()];
-            int n = 0;
-            for (long[] r : ranges) {
-                if (n > 0 && r[0] <= hi[n - 1]) {
-                    hi[n - 1] = Math.max(hi[n - 1], r[1]);
-                } else {
-                    lo[n] = r[0];
-                    hi[n++] = r[1];
-                }
-            }
-            los = Arrays.copyOf(lo, n);
-            his = Arrays.copyOf(hi, n);
         }
 
-        /** Whether a file of the group may hold {@code key} (a NULL: {@code null}). */
-        boolean mayHold(Long key) {
-            if (anyUnknown) return true;
-            if (key == null) return anyNull;
-            int at = Arrays.binarySearch(los, key);
-            if (at >= 0) return true;
-            at = -at - 2;  // the last range starting before the key
-            return at >= 0 && key <= his[at];
+        /** Whether a file of the group may hold a NULL key. */
+        boolean mayHoldNull() {
+            return anyUnknown || anyNull;
         }
 
-        /** The paths of the files none of whose row groups' bounds hold any of {@code keys} (sorted), nor a NULL when
+        /** The paths of the files none of whose row groups' bounds hold any of {@code keys}, nor a NULL when
          *  {@code nullKey}. */
         Set<String> unmatched(long[] keys, boolean nullKey) {
+            Hits hits = hits();
+            for (long k : keys) hits.add(k);
+            return hits.unmatched(nullKey);
+        }
+
+        /** A tally of the keys of a source for {@link Hits#unmatched}, taken key by key (no sort of the keys). */
+        Hits hits() {
+            return new Hits(files, anyUnknown);
+        }
+    }
+
+    /**
+     * The keys of a source, key by key, against the group's files' ranges: the ranges' ends cut the keys' line into
+     * intervals, each covered by the same ranges; a key marks its interval ({@link #add}), and a file none of whose
+     * ranges covers a marked interval holds no key ({@link #unmatched}).
+     */
+    static final class Hits {
+        private final List<FileBounds> files;
+        private final boolean anyUnknown;
+        private final long[] starts;  // the intervals' first keys, ascending: interval j is [starts[j], starts[j+1])
+        private final boolean[] covered;  // whether a range covers interval j
+        private final boolean[] hit;
+
+        private Hits(List<FileBounds> files, boolean anyUnknown) {
+            this.files = files;
+            this.anyUnknown = anyUnknown;
+            java.util.TreeSet<Long> cuts = new java.util.TreeSet<>();
+            for (FileBounds f : files) {
+                if (!f.known()) continue;
+                for (int i = 0; i < f.mins().length; i++) {
+                    cuts.add(f.mins()[i]);
+                    if (f.maxs()[i] != Long.MAX_VALUE) cuts.add(f.maxs()[i] + 1);
+                }
+            }
+            starts = cuts.stream().mapToLong(Long::longValue).toArray();
+            covered = new boolean[starts.length];
+            hit = new boolean[starts.length];
+            for (FileBounds f : files) {
+                if (!f.known()) continue;
+                for (int i = 0; i < f.mins().length; i++) {
+                    for (int j = interval(f.mins()[i]); j < starts.length && starts[j] <= f.maxs()[i]; j++) {
+                        covered[j] = true;
+                    }
+                }
+            }
+        }
+
+        /** The interval holding {@code key}: the last starting at or before it (-1: before every range). */
+        private int interval(long key) {
+            int at = Arrays.binarySearch(starts, key);
+            return at >= 0 ? at : -at - 2;
+        }
+
+        /** Marks {@code key}; whether a file of the group may hold it (a range covers it, or a file's bounds are
+         *  unknown). */
+        boolean add(long key) {
+            int j = interval(key);
+            if (j < 0 || !covered[j]) return anyUnknown;
+            hit[j] = true;
+            return true;
+        }
+
+        /** The paths of the files whose bounds are known and none of whose ranges covers a marked key, nor may hold
+         *  a NULL when {@code nullKey}. */
+        Set<String> unmatched(boolean nullKey) {
             Set<String> out = new HashSet<>();
             for (FileBounds f : files) {
                 if (!f.known() || (nullKey && f.mayHoldNull())) continue;
                 boolean holds = false;
-                for (int i = 0; i < f.mins().length && !holds; i++) holds = holds(keys, f.mins()[i], f.maxs()[i]);
+                for (int i = 0; i < f.mins().length && !holds; i++) {
+                    for (int j = interval(f.mins()[i]); j < starts.length && starts[j] <= f.maxs()[i] && !holds; j++) {
+                        holds = hit[j];
+                    }
+                }
                 if (!holds) out.add(f.path());
             }
             return out;
@@ -210,12 +255,5 @@ final class MergeFileSkipping {
             maxs[i] = ranges.get(i)[1];
         }
         return new FileBounds(path, mins, maxs, nulls);
-    }
-
-    /** Whether sorted {@code keys} has a value in [min, max]. */
-    static boolean holds(long[] keys, long min, long max) {
-        int at = Arrays.binarySearch(keys, min);
-        if (at < 0) at = -at - 1;
-        return at < keys.length && keys[at] <= max;
     }
 }

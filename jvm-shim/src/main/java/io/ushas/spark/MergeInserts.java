@@ -6,10 +6,12 @@ import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.BoundReference;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.catalyst.expressions.InterpretedOrdering$;
 import org.apache.spark.sql.catalyst.expressions.JoinedRow;
 import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.catalyst.plans.logical.MergeRows;
+import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.StructField;
 import scala.collection.immutable.Seq;
 import scala.jdk.javaapi.CollectionConverters;
@@ -17,10 +19,10 @@ import scala.jdk.javaapi.CollectionConverters;
 import java.io.Serializable;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.TreeMap;
 
 /**
  * The {@code WHEN NOT MATCHED} rows of a MERGE planned as {@link MergeProbe}: source rows no target row matches, each
@@ -50,11 +52,21 @@ record MergeInserts(Seq<MergeRows.Instruction> notMatched, Seq<Attribute> left, 
         return new MergeInserts(notMatched, left, right, CollectionConverters.asScala(partition).toList());
     }
 
-    /** The rows of source rows {@code rows[which[from]]} … {@code rows[which[to - 1]]}, copied, by partition. */
+    /** The ordinals of the partition columns in the rows of {@code MergeRows}, in the table's order. */
+    int[] partitionOrdinals() {
+        return CollectionConverters.asJava(partition).stream().mapToInt(e -> ((BoundReference) e).ordinal()).toArray();
+    }
+
+    /** The rows of source rows {@code rows[which[from]]} … {@code rows[which[to - 1]]}, copied, by partition, the
+     *  partitions in ascending order (nulls first: what {@link MergeProbeExec#outputOrdering} reports of them). */
     List<InternalRow> rows(UnsafeRow[] rows, int[] which, int from, int to) {
         MergeProbeExec.Bound insert = new MergeProbeExec.Bound(notMatched, left.$plus$plus(right).toSeq());
         UnsafeProjection partitionOf = UnsafeProjection.create(partition);
-        Map<UnsafeRow, List<InternalRow>> byPartition = new LinkedHashMap<>();
+        List<DataType> types = new ArrayList<>();
+        for (Expression p : CollectionConverters.asJava(partition)) types.add(p.dataType());
+        scala.math.Ordering<InternalRow> order = InterpretedOrdering$.MODULE$.forSchema(
+                CollectionConverters.asScala(types).toList());
+        Map<UnsafeRow, List<InternalRow>> byPartition = new TreeMap<>(order::compare);
         InternalRow nulls = new GenericInternalRow(left.size());
         JoinedRow row = new JoinedRow();
         ArrayDeque<InternalRow> given = new ArrayDeque<>();

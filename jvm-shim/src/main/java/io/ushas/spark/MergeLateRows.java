@@ -55,6 +55,7 @@ final class MergeLateRows {
         BitSet seen = (BitSet) early.clone();
         for (BitSet b : marks.value()) seen.or(b);
         int[] unmatched = new int[source.length - seen.cardinality()];
+        if (unmatched.length == 0) return List.of();  // the usual upsert's new keys are the early rows
         for (int i = seen.nextClearBit(0), n = 0; i < source.length; i = seen.nextClearBit(i + 1)) unmatched[n++] = i;
         List<StructField> fields = List.of(rowProjection.schema().fields());
         List<Expression> columns = new ArrayList<>();

@@ -8,13 +8,16 @@ import org.apache.spark.rdd.RDD;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.ProjectingInternalRow;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
+import org.apache.spark.sql.catalyst.expressions.Ascending$;
 import org.apache.spark.sql.catalyst.expressions.AttributeReference;
 import org.apache.spark.sql.catalyst.expressions.BasePredicate;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 import org.apache.spark.sql.catalyst.expressions.JoinedRow;
 import org.apache.spark.sql.catalyst.expressions.Literal;
+import org.apache.spark.sql.catalyst.expressions.NullsFirst$;
 import org.apache.spark.sql.catalyst.expressions.Predicate;
+import org.apache.spark.sql.catalyst.expressions.SortOrder;
 import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.catalyst.plans.logical.MergeRows;
@@ -27,6 +30,7 @@ import scala.jdk.javaapi.CollectionConverters;
 
 import java.io.Serializable;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.BitSet;
 import java.util.Iterator;
 import java.util.List;
@@ -99,7 +103,7 @@ public final class MergeProbeExec extends SparkPlan {
             reading = null;
             MergeSourceIndex indexed = MergeSourceIndex.of(rows, split, right.output(), bounded, bounds);
             if (bounds != null && carriesOverOnly()) {
-                operation.skip(bounds.unmatched(indexed.keys(), indexed.nullBoundedKey()));
+                operation.skip(indexed.unmatchedFiles());
             }
             BitSet early = indexed.early;
             int[] earlyRows = early.stream().toArray();
@@ -200,11 +204,16 @@ public final class MergeProbeExec extends SparkPlan {
 
         Iterator<InternalRow> run(Iterator<InternalRow> targets, Source source, CollectionAccumulator<BitSet> marks) {
             Seq<Attribute> joined = left.$plus$plus(right).toSeq();
-            UnsafeProjection keyOf = UnsafeProjection.create(targetKeys, left);
+            MergeSourceIndex.IntegerKey direct = MergeSourceIndex.IntegerKey.of(CollectionConverters.asJava(targetKeys), left);
+            MergeUnmatchedSourceExec.WordIndex words = direct != null  // IntegerKey.word: a little-endian row's
+                    && java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.LITTLE_ENDIAN
+                    && source.index() instanceof MergeUnmatchedSourceExec.WordIndex w ? w : null;
+            UnsafeProjection keyOf = words != null ? null : UnsafeProjection.create(targetKeys, left);
             BasePredicate on = Predicate.create(condition, joined);
             on.initialize(0);
             Bound whenMatched = new Bound(matched, joined);
             Bound whenNotMatched = new Bound(notMatchedBySource, joined);
+            UnsafeProjection carryOver = carryOver(notMatchedBySource, left);
             UnsafeRow[] rows = source.source().rows();
             InternalRow nulls = new GenericInternalRow(right.size());
             JoinedRow row = new JoinedRow();
@@ -213,26 +222,39 @@ public final class MergeProbeExec extends SparkPlan {
             boolean copy = !checkCardinality;  // several matches of one target row each give rows
             return new Iterator<>() {
                 private boolean reported;
+                /** a target row's one row, when it gives one without a match (the carry-over) */
+                private InternalRow kept;
 
                 @Override
                 public boolean hasNext() {
-                    while (pending.isEmpty() && targets.hasNext()) probe(targets.next());
-                    if (pending.isEmpty() && !reported) {
+                    while (kept == null && pending.isEmpty() && targets.hasNext()) probe(targets.next());
+                    if (kept == null && pending.isEmpty() && !reported) {
                         reported = true;
                         marks.add(seen);
                     }
-                    return !pending.isEmpty();
+                    return kept != null || !pending.isEmpty();
                 }
 
                 @Override
                 public InternalRow next() {
                     if (!hasNext()) throw new java.util.NoSuchElementException();
-                    return pending.poll();
+                    InternalRow out = kept;
+                    if (out == null) return pending.poll();
+                    kept = null;
+                    return out;
+                }
+
+                private int slot(InternalRow target) {
+                    if (words == null) {
+                        UnsafeRow key = keyOf.apply(target);
+                        return MergeUnmatchedSourceExec.neverMatches(key, nullSafe) ? -1 : source.index().get(key);
+                    }
+                    if (target.isNullAt(direct.ordinal())) return nullSafe[0] ? words.nullSlot() : -1;
+                    return words.getWord(direct.word(direct.read(target)));
                 }
 
                 private void probe(InternalRow target) {
-                    UnsafeRow key = keyOf.apply(target);
-                    int slot = MergeUnmatchedSourceExec.neverMatches(key, nullSafe) ? -1 : source.index().get(key);
+                    int slot = slot(target);
                     int matches = 0;
                     for (int i = slot < 0 ? -1 : source.first()[slot]; i >= 0; i = source.next()[i]) {
                         row.apply(target, rows[i]);
@@ -243,15 +265,73 @@ public final class MergeProbeExec extends SparkPlan {
                         seen.set(i);
                         whenMatched.apply(row, pending, copy);
                     }
-                    if (matches == 0) whenNotMatched.apply(row.apply(target, nulls), pending, false);
+                    if (matches > 0) return;
+                    if (carryOver != null) {
+                        kept = carryOver.apply(target);
+                    } else {
+                        whenNotMatched.apply(row.apply(target, nulls), pending, false);
+                    }
                 }
             };
+        }
+
+        /** The projection of a target row no source row matches, when the statement's only {@code WHEN NOT MATCHED
+         *  BY SOURCE} instruction is Spark's carry-over of a copy-on-write (one row, taken from the target row
+         *  alone): that row without the joined row and the instruction's condition. Else null. */
+        private static UnsafeProjection carryOver(Seq<MergeRows.Instruction> bySource, Seq<Attribute> left) {
+            List<MergeRows.Instruction> list = CollectionConverters.asJava(bySource);
+            if (list.size() != 1 || !(list.get(0) instanceof MergeRows.Keep keep)
+                    || !(keep.condition() instanceof Literal l) || !Boolean.TRUE.equals(l.value())
+                    || keep.outputs().size() != 1) {
+                return null;
+            }
+            Seq<Expression> output = keep.outputs().apply(0);
+            org.apache.spark.sql.catalyst.expressions.AttributeSet from = org.apache.spark.sql.catalyst.expressions
+                    .AttributeSet.apply(CollectionConverters.asScala(new ArrayList<Expression>(CollectionConverters.asJava(left))).toList());
+            for (Expression e : CollectionConverters.asJava(output)) {
+                if (!e.references().subsetOf(from)) return null;
+            }
+            return UnsafeProjection.create(output, left);
         }
     }
 
     @Override
     public Seq<Attribute> output() {
         return output;
+    }
+
+    /** The order of its rows within a task, where it can promise one: the target's by partition (the group's scan
+     *  reads whole files, a task's in ascending order of their partitions, and reports it), on the output columns
+     *  that every {@code WHEN MATCHED} / {@code WHEN NOT MATCHED BY SOURCE} output takes unchanged from the target
+     *  row, and that are the partition columns the tasks of {@link MergeInserts} sort their rows by. Spark then drops
+     *  the write's sort by the partition columns ({@code RemoveRedundantSorts}): a copy of every row written. */
+    @Override
+    public Seq<SortOrder> outputOrdering() {
+        List<SortOrder> out = new ArrayList<>();
+        if (operation == null) return CollectionConverters.asScala(out).toList();
+        int[] inserted = MergeInserts.of(notMatched, left.output(), right.output(), rowProjection,
+                operation.partitionColumns()).partitionOrdinals();
+        List<SortOrder> target = CollectionConverters.asJava(left.outputOrdering());
+        for (int k = 0; k < target.size() && k < inserted.length; k++) {
+            SortOrder o = target.get(k);
+            if (o.direction() != Ascending$.MODULE$ || o.nullOrdering() != NullsFirst$.MODULE$) break;
+            if (!keptFromTarget(inserted[k], o.child())) break;
+            out.add(new SortOrder(output.apply(inserted[k]), o.direction(), o.nullOrdering(),
+                    CollectionConverters.asScala(List.<Expression>of()).toList()));
+        }
+        return CollectionConverters.asScala(out).toList();
+    }
+
+    /** Whether output column {@code j} of every row a target row gives is its {@code column}. */
+    private boolean keptFromTarget(int j, Expression column) {
+        for (Seq<MergeRows.Instruction> clauses : List.of(matched, notMatchedBySource)) {
+            for (MergeRows.Instruction i : CollectionConverters.asJava(clauses)) {
+                for (Seq<Expression> row : CollectionConverters.asJava(i.outputs())) {
+                    if (!row.apply(j).semanticEquals(column)) return false;
+                }
+            }
+        }
+        return true;
     }
 
     @Override

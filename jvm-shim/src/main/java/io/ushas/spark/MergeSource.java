@@ -33,10 +33,15 @@ final class MergeSource implements Serializable {
     static MergeSource collect(SparkPlan plan) {
         StructType schema = plan.schema();
         InternalRow[] collected = plan.executeCollect();
-        UnsafeProjection unsafe = UnsafeProjection.create(schema);
+        UnsafeProjection unsafe = null;  // Spark collects UnsafeRows: made only for another row
         UnsafeRow[] rows = new UnsafeRow[collected.length];
         for (int i = 0; i < rows.length; i++) {
-            rows[i] = collected[i] instanceof UnsafeRow u ? u : unsafe.apply(collected[i]).copy();
+            if (collected[i] instanceof UnsafeRow u) {
+                rows[i] = u;
+                continue;
+            }
+            if (unsafe == null) unsafe = UnsafeProjection.create(schema);
+            rows[i] = unsafe.apply(collected[i]).copy();
         }
         return new MergeSource(MergeUnmatchedSourceExec.pack(java.util.Arrays.asList(rows)), schema.size(), rows);
     }

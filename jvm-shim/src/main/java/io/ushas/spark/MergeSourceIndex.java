@@ -25,7 +25,8 @@ import java.util.List;
  * condition's key equalities (the rows of a key as a chain: {@code first} by key, then {@code next}; -1 ends it),
  * or the row marked {@code early} when no target row can match it: a NULL in a plain equality, or, with the group's
  * footer {@link MergeFileSkipping.Bounds bounds} of one integer key, a key no file of the group can hold. The pass
- * also gathers that key's values ({@link #keys}, sorted) for the files to skip. A row is a call of {@link #add}: in a
+ * also marks that key's values against the files' ranges ({@link MergeFileSkipping.Hits}, no sort) for the files to
+ * skip ({@link #unmatchedFiles}). A row is a call of {@link #add}: in a
  * new JVM the JIT compiles a method called a few hundred times long before a loop's body (the driver's code runs
  * once a statement), and one key column is read from the row without a projection.
  */
@@ -38,6 +39,8 @@ final class MergeSourceIndex {
     private final boolean[] nullSafe;
     /** the one key, when a column of an integer type: read straight from the row (else {@code keyOf}) */
     private final IntegerKey direct;
+    /** the index, when {@code direct} keys are looked up by their word ({@link IntegerKey#word}) */
+    private final MergeUnmatchedSourceExec.WordIndex words;
     private final UnsafeProjection keyOf;
     private final UnsafeRowWriter word = new UnsafeRowWriter(1);
     private final UnsafeRow nullKey = new UnsafeRow(1);
@@ -46,8 +49,8 @@ final class MergeSourceIndex {
     private final IntegerKey bounded;
     private final UnsafeProjection valueOf;
     private final boolean boundedNullSafe;
-    private long[] keys;
-    private int keyCount;
+    /** the bounded key's values against the group's files' ranges ({@link MergeFileSkipping.Hits}) */
+    private final MergeFileSkipping.Hits hits;
     private boolean nullBoundedKey;
 
     private MergeSourceIndex(UnsafeRow[] rows, MergeBroadcastJoin.Split split, Seq<Attribute> output,
@@ -60,6 +63,8 @@ final class MergeSourceIndex {
         Arrays.fill(first, -1);
         early = new BitSet(rows.length);
         direct = IntegerKey.of(split.sourceKeys(), output);
+        words = direct != null && java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.LITTLE_ENDIAN
+                && index instanceof MergeUnmatchedSourceExec.WordIndex w ? w : null;  // IntegerKey.word's bytes
         keyOf = direct != null ? null
                 : UnsafeProjection.create(CollectionConverters.asScala(split.sourceKeys()).toList(), output);
         nullKey.pointTo(new byte[16], 16);
@@ -70,7 +75,7 @@ final class MergeSourceIndex {
                 : UnsafeProjection.create(CollectionConverters.asScala(List.of(boundedKey.source())).toList(), output);
         bounded = this.bounds == null ? null : column != null ? column : new IntegerKey(0, boundedKey.target().dataType());
         boundedNullSafe = boundedKey != null && boundedKey.nullSafe();
-        keys = new long[this.bounds == null ? 0 : rows.length];
+        hits = this.bounds == null ? null : this.bounds.hits();
     }
 
     /** The pass over {@code rows} (of {@code output}); {@code bounds}: those of {@code boundedKey}'s target column in
@@ -79,24 +84,30 @@ final class MergeSourceIndex {
                                MergeBroadcastJoin.KeyPair boundedKey, MergeFileSkipping.Bounds bounds) {
         MergeSourceIndex out = new MergeSourceIndex(rows, split, output, boundedKey, bounds);
         for (int i = 0; i < rows.length; i++) out.add(i);
-        out.keys = Arrays.copyOf(out.keys, out.keyCount);
-        Arrays.sort(out.keys);
         return out;
     }
 
-    /** the bounded key's values (sorted; empty without bounds) */
-    long[] keys() {
-        return keys;
-    }
-
-    /** whether a source row has a NULL bounded key in a null-safe equality (a file holding a NULL may match it) */
-    boolean nullBoundedKey() {
-        return nullBoundedKey;
+    /** the paths of the group's files no source key can be in ({@link MergeFileSkipping.Hits#unmatched}; none
+     *  without bounds) */
+    java.util.Set<String> unmatchedFiles() {
+        return hits == null ? java.util.Set.of() : hits.unmatched(nullBoundedKey);
     }
 
     private void add(int i) {
         UnsafeRow row = rows[i];
         next[i] = -1;
+        if (words != null) {  // the key's word, without a key row
+            boolean isNull = row.isNullAt(direct.ordinal());
+            if (isNull && !nullSafe[0]) {  // a NULL in a plain equality
+                early.set(i);
+            } else {
+                int slot = isNull ? words.addNull() : words.addWord(direct.word(direct.read(row)));
+                next[i] = first[slot];
+                first[slot] = i;
+            }
+            if (bounds != null) bound(i, valueOf == null ? row : valueOf.apply(row));
+            return;
+        }
         UnsafeRow key;
         if (direct == null) {
             key = keyOf.apply(row);
@@ -121,12 +132,10 @@ final class MergeSourceIndex {
     private void bound(int i, InternalRow value) {
         if (value.isNullAt(bounded.ordinal())) {
             nullBoundedKey |= boundedNullSafe;
-            if (!bounds.mayHold(null)) early.set(i);
+            if (!bounds.mayHoldNull()) early.set(i);
             return;
         }
-        long v = bounded.read(value);
-        keys[keyCount++] = v;
-        if (!bounds.mayHold(v)) early.set(i);
+        if (!hits.add(bounded.read(value))) early.set(i);
     }
 
     /** A key of an integer type (or date) at {@code ordinal} of a row: read as a long, written as a key row's. */
@@ -149,6 +158,13 @@ final class MergeSourceIndex {
         long read(InternalRow row) {
             return type instanceof LongType ? row.getLong(ordinal) : type instanceof ShortType ? row.getShort(ordinal)
                     : type instanceof ByteType ? row.getByte(ordinal) : row.getInt(ordinal);
+        }
+
+        /** The 8-byte word of {@code v} in a one-field key row ({@link #write}: the value's bytes, the rest zero),
+         *  as {@code UnsafeRow.getLong(0)} reads it. */
+        long word(long v) {
+            return type instanceof LongType ? v : type instanceof ShortType ? v & 0xFFFFL
+                    : type instanceof ByteType ? v & 0xFFL : v & 0xFFFFFFFFL;
         }
 
         /** Writes {@code v} as field 0 of a one-field key row (the bytes Spark's projection writes). */

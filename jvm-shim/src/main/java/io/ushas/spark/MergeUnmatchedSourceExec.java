@@ -255,11 +255,17 @@ public final class MergeUnmatchedSourceExec extends SparkPlan {
 
         @Override
         public int add(UnsafeRow key) {
-            if (key.isNullAt(0)) {
-                if (nullAt < 0) nullAt = size++;
-                return nullAt;
-            }
-            long w = key.getLong(0);
+            return key.isNullAt(0) ? addNull() : addWord(key.getLong(0));
+        }
+
+        /** The slot of the NULL key, added if new. */
+        int addNull() {
+            if (nullAt < 0) nullAt = size++;
+            return nullAt;
+        }
+
+        /** The slot of the key whose row's 8-byte word is {@code w}, added if new. */
+        int addWord(long w) {
             int h = home(w);
             while (slots[h] != 0) {
                 if (words[h] == w) return slots[h] - 1;
@@ -272,14 +278,22 @@ public final class MergeUnmatchedSourceExec extends SparkPlan {
 
         @Override
         public int get(UnsafeRow key) {
-            if (key.isNullAt(0)) return nullAt;
-            long w = key.getLong(0);
+            return key.isNullAt(0) ? nullAt : getWord(key.getLong(0));
+        }
+
+        /** The slot of the key whose row's 8-byte word is {@code w} ({@code IntegerKey.word}), or -1. */
+        int getWord(long w) {
             int h = home(w);
             while (slots[h] != 0) {
                 if (words[h] == w) return slots[h] - 1;
                 h = (h + 1) & mask;
             }
             return -1;
+        }
+
+        /** The slot of the NULL key, or -1. */
+        int nullSlot() {
+            return nullAt;
         }
 
         @Override
