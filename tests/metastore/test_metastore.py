@@ -379,6 +379,8 @@ def test_views_share_the_table_name_space(sales: Metastore) -> None:
 # --- partitions -------------------------------------------------------------------------
 def test_partition_operations(sales: Metastore) -> None:
     make_table(sales)
+    # a partition outside its table lies in a declared location (governed, as the served API is, it must)
+    sales.create_location("custom", "/custom")
     r = sales.add_partitions(T, [{"dt": "2024-01-02", "h": 10}, {"dt": "2024-01-02", "h": 9},
                                  Partition({"dt": "2024-01-01", "h": "3"}, location="/custom", files=2, bytes=100,
                                            rows=7, properties={"p": "q"}),

@@ -205,8 +205,14 @@ def test_partition_ddl(spark: Any, cat: str, db: str, ms: Any, tmp_path: Path) -
     t = f"{cat}.{db}.pd"
     spark.sql(f"CREATE TABLE {t} (id INT, dt STRING, h INT) USING parquet PARTITIONED BY (dt, h)")
     spark.sql(f"ALTER TABLE {t} ADD PARTITION (dt='a', h=1) PARTITION (dt='a', h=2)")
-    spark.sql(f"ALTER TABLE {t} ADD IF NOT EXISTS PARTITION (dt='a', h=1) PARTITION (dt='b', h=1) "
-              f"LOCATION '{tmp_path}/custom'")
+    # a partition outside its table: governed (the remote catalog's), it needs a declared location
+    custom = f"custom_{db}"
+    ms.create_location(custom, f"file:{tmp_path}/custom")
+    try:
+        spark.sql(f"ALTER TABLE {t} ADD IF NOT EXISTS PARTITION (dt='a', h=1) PARTITION (dt='b', h=1) "
+                  f"LOCATION '{tmp_path}/custom'")
+    finally:
+        ms.drop_location(custom)
     assert partitions(spark, t) == ["dt=a/h=1", "dt=a/h=2", "dt=b/h=1"]
     assert partitions(spark, f"{t} PARTITION (dt='a')") == ["dt=a/h=1", "dt=a/h=2"]
     assert partitions(spark, f"{t} PARTITION (h=1)") == ["dt=a/h=1", "dt=b/h=1"]

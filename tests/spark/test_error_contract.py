@@ -34,7 +34,7 @@ def test_the_jar_carries_the_python_table(spark: Any) -> None:
 @pytest.mark.parametrize("type_", ALL_TYPES)
 def test_every_error_type_reaches_spark_as_the_exception_it_names(spark: Any, type_: str) -> None:
     cls = getattr(errors, type_)
-    error = cls("what went wrong", write_id="w1") if issubclass(cls, errors.WriteEnded) else (
+    error = cls("what went wrong", write_id="w1") if issubclass(cls, (errors.WriteEnded, errors.WriteIdTaken)) else (
         cls("what went wrong", limit="value") if issubclass(cls, errors.LimitExceeded) else cls("what went wrong"))
     thrown, condition, message = _thrown(spark, {"error": error.answer()}["error"])
     expected = errors.SPARK_EXCEPTION[type_]

@@ -44,6 +44,7 @@ from ..model.names import TableName
 from ..records.store import RecordStore
 from .authorization import ANYONE, PROJECT, Requirement, requiring
 from .base import MetastoreBase
+from .branch_view import main_transaction
 
 
 #: ``what`` of a placement that is a partition's: outside its table's own location it needs a declared location the
@@ -114,9 +115,11 @@ _GONE = frozenset({rec.ChangeEvent.Change.DROPPED, rec.ChangeEvent.Change.PURGED
 def indexed_tables(tr: Transaction, ms: Any, *, properties: bool = False) -> list[PlacedTable]:
     """:func:`placed_tables` of ``ms``'s project as ``tr`` sees them, kept per change-feed state: one reverse
     read of the newest event when nothing changed, the new events and the tables they name when something did
-    (all in ``tr``: its read set covers what the answer depends on). A branch's view is read every time."""
+    (all in ``tr``: its read set covers what the answer depends on). A branch reads every catalog's tables as
+    ``main`` has them, every time (a branch's transaction reads its own catalog only: the others have no such
+    branch); a table made in the branch alone is not among them."""
     if getattr(ms, "parent", None) is not None:
-        return list(placed_tables(tr, ms.resolver, properties=properties))
+        return list(placed_tables(main_transaction(tr) or tr, ms.resolver, properties=properties))
     feed = ms.project_path.add(CHANGE_FEED).add(CHANGE_EVENT).key()
     newest = b""
     for kv in tr.get_range(feed, feed + b"\xff", limit=1, reverse=True):
