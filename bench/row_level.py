@@ -33,7 +33,10 @@ goes first), results checked equal (count and sums of the columns and of the row
   of ``id % 101 = c`` in every file (both rewrite everything).
 
 Before the timed changes, every change runs once, untimed, on small copies of the tables (10,000 rows):
-the first MERGE of a JVM otherwise pays its code's loading and compiling, whichever side goes first.
+the first MERGE of a JVM otherwise pays its code's loading and compiling, whichever side goes first. And every
+timed statement (both sides', Iceberg's, the control's) starts once the JVM has stopped compiling (:func:`settle`):
+a new JVM compiles a statement's code during it and for a second or more after it, which the statement timed next
+would otherwise pay for.
 
 ``--rounds R`` (default 3; 1 with --quick) runs the sequence R times and prints the medians. With Iceberg
 (the default; ``--no-iceberg`` skips it) every round runs each side in a fresh process of its own, the two
@@ -83,7 +86,31 @@ ICEBERG_PROPERTIES = ", ".join(f"'{k}' = '{v}'" for k, v in {
     "write.update.distribution-mode": "none", "write.merge.distribution-mode": "none"}.items())
 
 
-def timed(fn: Callable[[], Any]) -> float:
+#: :func:`settle`: the JVM's JIT is idle when it compiled less than this (ms) in a step (s); it waits at most this (s)
+JIT_IDLE_MS, JIT_STEP_S, JIT_MOST_S = 5, 0.2, 10.0
+
+
+def settle(spark: Any) -> float:
+    """Waits until the session's JVM has stopped compiling (its JIT compilers' time grew by under
+    :data:`JIT_IDLE_MS` in a step of :data:`JIT_STEP_S`; :data:`JIT_MOST_S` at most); answers the seconds waited.
+    In a new JVM a statement's code is compiled while it runs and for a second or more after it (the compiler
+    threads' CPU, on this bench's two cores, is as much as its tasks'): without the wait the next statement
+    timed would pay for the compiling of the one before it, whichever side that was."""
+    bean = spark._jvm.java.lang.management.ManagementFactory.getCompilationMXBean()
+    t0 = time.perf_counter()
+    before = bean.getTotalCompilationTime()
+    while time.perf_counter() - t0 < JIT_MOST_S:
+        time.sleep(JIT_STEP_S)
+        now = bean.getTotalCompilationTime()
+        if now - before < JIT_IDLE_MS:
+            break
+        before = now
+    return time.perf_counter() - t0
+
+
+def timed(spark: Any, fn: Callable[[], Any]) -> float:
+    """Seconds ``fn()`` (a statement of ``spark``) took, timed once the JVM is done compiling (:func:`settle`)."""
+    settle(spark)
     t0 = time.perf_counter()
     fn()
     return time.perf_counter() - t0
@@ -99,7 +126,7 @@ class Profile:
 
     def run(self, group: str, sql: str) -> float:
         self.spark.sparkContext.setJobGroup(group, group)
-        took = timed(lambda: self.spark.sql(sql))
+        took = timed(self.spark, lambda: self.spark.sql(sql))
         self.spark.sparkContext.setJobGroup("other", "other")
         return took
 
@@ -215,7 +242,7 @@ def checksum(spark: Any, table: str) -> list[int]:
 def control(spark: Any, runs: int = 3) -> list[float]:
     """The control query's times (timed before and after a side's statements: the median of both is its)."""
     spark.sql(CONTROL).collect()  # warm the code paths once
-    return [timed(lambda: spark.sql(CONTROL).collect()) for _ in range(runs)]
+    return [timed(spark, lambda: spark.sql(CONTROL).collect()) for _ in range(runs)]
 
 
 # ---- ushas (Spark 4.3): the statements and the changes by hand, interleaved ------------------------------
@@ -271,7 +298,7 @@ def ushas_side(args: argparse.Namespace, rows: int, parts: int, first: int = 0) 
                         reps.setdefault(name, {}).setdefault(t, []).extend(ts)
                 for t, sql in runs if name not in REPEATS or profile is not None else ():
                     text = sql.format(t=f"ushas.bench.{t}", d="d000")
-                    s = timed(lambda: spark.sql(text)) if profile is None else profile.run(f"{r}.{i}{t}", text)
+                    s = timed(spark, lambda: spark.sql(text)) if profile is None else profile.run(f"{r}.{i}{t}", text)
                     took.setdefault(name, {}).setdefault(t, []).append(s)
                 same = checksum(spark, "ushas.bench.a") == checksum(spark, "ushas.bench.b")
                 a, b = took[name]["a"][-1], took[name]["b"][-1]
@@ -312,7 +339,7 @@ def repeated(spark: Any, runs: list[tuple[str, str]], n: int, parts: int, then_d
             restore()
         for t, sql in runs if k % 2 == 0 else runs[::-1]:
             text = sql.format(t=f"ushas.bench.{t}", d=repeat_partition(k, parts))
-            times[t].append(timed(lambda: spark.sql(text)))
+            times[t].append(timed(spark, lambda: spark.sql(text)))
     restore()
     for t, sql in runs if then_d000 else ():
         spark.sql(sql.format(t=f"ushas.bench.{t}", d="d000"))
@@ -359,12 +386,12 @@ def iceberg_side(root: Path, jars: str, rows: int, parts: int, rounds: int, only
                 if only and only.lower() not in name.lower():
                     continue
                 if name not in REPEATS:
-                    took.setdefault(name, []).append(timed(lambda: spark.sql(statement.format(t="ice.bench.a"))))
+                    took.setdefault(name, []).append(timed(spark, lambda: spark.sql(statement.format(t="ice.bench.a"))))
                     continue
                 # as ushas's (repeated): the same partitions, their median; rolled back (then d000 again, untimed, after the first)
                 snap = spark.sql("SELECT snapshot_id FROM ice.bench.a.snapshots ORDER BY committed_at DESC "
                                  "LIMIT 1").first()[0]
-                times = [timed(lambda: spark.sql(statement.format(t="ice.bench.a", d=repeat_partition(k, parts))))
+                times = [timed(spark, lambda: spark.sql(statement.format(t="ice.bench.a", d=repeat_partition(k, parts))))
                          for k in range(min(REPEATS[name], parts - 1))]
                 spark.sql(f"CALL ice.system.rollback_to_snapshot('bench.a', {snap})")
                 if name == next(iter(REPEATS)):
