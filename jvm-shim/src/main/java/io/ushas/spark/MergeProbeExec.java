@@ -205,8 +205,7 @@ public final class MergeProbeExec extends SparkPlan {
         Iterator<InternalRow> run(Iterator<InternalRow> targets, Source source, CollectionAccumulator<BitSet> marks) {
             Seq<Attribute> joined = left.$plus$plus(right).toSeq();
             MergeSourceIndex.IntegerKey direct = MergeSourceIndex.IntegerKey.of(CollectionConverters.asJava(targetKeys), left);
-            MergeUnmatchedSourceExec.WordIndex words = direct != null  // IntegerKey.word: a little-endian row's
-                    && java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.LITTLE_ENDIAN
+            MergeUnmatchedSourceExec.WordIndex words = direct != null
                     && source.index() instanceof MergeUnmatchedSourceExec.WordIndex w ? w : null;
             UnsafeProjection keyOf = words != null ? null : UnsafeProjection.create(targetKeys, left);
             BasePredicate on = Predicate.create(condition, joined);

@@ -6,7 +6,6 @@ import org.apache.spark.sql.catalyst.expressions.AttributeReference;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
-import org.apache.spark.sql.catalyst.expressions.codegen.UnsafeRowWriter;
 import org.apache.spark.sql.types.ByteType;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DateType;
@@ -37,13 +36,11 @@ final class MergeSourceIndex {
     final BitSet early;
     private final UnsafeRow[] rows;
     private final boolean[] nullSafe;
-    /** the one key, when a column of an integer type: read straight from the row (else {@code keyOf}) */
+    /** the one key, when a column of an integer type: read straight from the row and indexed by its word in
+     *  {@code words} (else null, and {@code keyOf} projects the key row) */
     private final IntegerKey direct;
-    /** the index, when {@code direct} keys are looked up by their word ({@link IntegerKey#word}) */
     private final MergeUnmatchedSourceExec.WordIndex words;
     private final UnsafeProjection keyOf;
-    private final UnsafeRowWriter word = new UnsafeRowWriter(1);
-    private final UnsafeRow nullKey = new UnsafeRow(1);
     /** the key with bounds: its column (else {@code valueOf}'s first field), whether it is null-safe */
     private final MergeFileSkipping.Bounds bounds;
     private final IntegerKey bounded;
@@ -62,13 +59,11 @@ final class MergeSourceIndex {
         next = new int[rows.length];
         Arrays.fill(first, -1);
         early = new BitSet(rows.length);
-        direct = IntegerKey.of(split.sourceKeys(), output);
-        words = direct != null && java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.LITTLE_ENDIAN
-                && index instanceof MergeUnmatchedSourceExec.WordIndex w ? w : null;  // IntegerKey.word's bytes
+        IntegerKey key = IntegerKey.of(split.sourceKeys(), output);
+        words = key != null && index instanceof MergeUnmatchedSourceExec.WordIndex w ? w : null;
+        direct = words != null ? key : null;
         keyOf = direct != null ? null
                 : UnsafeProjection.create(CollectionConverters.asScala(split.sourceKeys()).toList(), output);
-        nullKey.pointTo(new byte[16], 16);
-        nullKey.setNullAt(0);
         this.bounds = boundedKey == null ? null : bounds;
         IntegerKey column = this.bounds == null ? null : IntegerKey.of(List.of(boundedKey.source()), output);
         valueOf = this.bounds == null || column != null ? null
@@ -95,38 +90,25 @@ final class MergeSourceIndex {
 
     private void add(int i) {
         UnsafeRow row = rows[i];
-        next[i] = -1;
-        if (words != null) {  // the key's word, without a key row
-            boolean isNull = row.isNullAt(direct.ordinal());
-            if (isNull && !nullSafe[0]) {  // a NULL in a plain equality
-                early.set(i);
-            } else {
-                int slot = isNull ? words.addNull() : words.addWord(direct.word(direct.read(row)));
-                next[i] = first[slot];
-                first[slot] = i;
-            }
-            if (bounds != null) bound(i, valueOf == null ? row : valueOf.apply(row));
-            return;
-        }
-        UnsafeRow key;
-        if (direct == null) {
-            key = keyOf.apply(row);
-        } else if (row.isNullAt(direct.ordinal())) {
-            key = nullKey;
-        } else {
-            word.reset();
-            word.zeroOutNullBytes();
-            direct.write(word, direct.read(row));
-            key = word.getRow();
-        }
-        if (MergeUnmatchedSourceExec.neverMatches(key, nullSafe)) {  // a NULL in a plain equality
+        int slot = slot(row);
+        if (slot < 0) {  // a NULL in a plain equality
+            next[i] = -1;
             early.set(i);
         } else {
-            int slot = index.add(key);
             next[i] = first[slot];
             first[slot] = i;
         }
         if (bounds != null) bound(i, valueOf == null ? row : valueOf.apply(row));
+    }
+
+    /** The index slot of {@code row}'s key, added if new; -1 for a NULL in a plain equality (it matches nothing). */
+    private int slot(UnsafeRow row) {
+        if (direct != null) {  // the key's word, without a key row
+            if (!row.isNullAt(direct.ordinal())) return words.addWord(direct.word(direct.read(row)));
+            return nullSafe[0] ? words.addNull() : -1;
+        }
+        UnsafeRow key = keyOf.apply(row);
+        return MergeUnmatchedSourceExec.neverMatches(key, nullSafe) ? -1 : index.add(key);
     }
 
     private void bound(int i, InternalRow value) {
@@ -138,8 +120,10 @@ final class MergeSourceIndex {
         if (!hits.add(bounded.read(value))) early.set(i);
     }
 
-    /** A key of an integer type (or date) at {@code ordinal} of a row: read as a long, written as a key row's. */
+    /** A key of an integer type (or date) at {@code ordinal} of a row: read as a long, indexed by its key row's word. */
     record IntegerKey(int ordinal, DataType type) {
+        private static final boolean LITTLE_ENDIAN = java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.LITTLE_ENDIAN;
+
         /** For {@code keys} that are one column of {@code output} of such a type; else null. */
         static IntegerKey of(List<Expression> keys, Seq<Attribute> output) {
             if (keys.size() != 1 || !(keys.get(0) instanceof AttributeReference a) || !integral(a.dataType())) return null;
@@ -160,24 +144,13 @@ final class MergeSourceIndex {
                     : type instanceof ByteType ? row.getByte(ordinal) : row.getInt(ordinal);
         }
 
-        /** The 8-byte word of {@code v} in a one-field key row ({@link #write}: the value's bytes, the rest zero),
-         *  as {@code UnsafeRow.getLong(0)} reads it. */
+        /** The 8-byte word of {@code v} in a one-field key row (Spark's projection writes the value's bytes at the
+         *  field's start, the rest zero), as {@code UnsafeRow.getLong(0)} reads it in this machine's byte order. */
         long word(long v) {
-            return type instanceof LongType ? v : type instanceof ShortType ? v & 0xFFFFL
-                    : type instanceof ByteType ? v & 0xFFL : v & 0xFFFFFFFFL;
-        }
-
-        /** Writes {@code v} as field 0 of a one-field key row (the bytes Spark's projection writes). */
-        void write(UnsafeRowWriter w, long v) {
-            if (type instanceof LongType) {
-                w.write(0, v);
-            } else if (type instanceof ShortType) {
-                w.write(0, (short) v);
-            } else if (type instanceof ByteType) {
-                w.write(0, (byte) v);
-            } else {
-                w.write(0, (int) v);
-            }
+            if (type instanceof LongType) return v;
+            int bits = type instanceof ShortType ? 16 : type instanceof ByteType ? 8 : 32;
+            long value = v & ((1L << bits) - 1);
+            return LITTLE_ENDIAN ? value : value << (64 - bits);
         }
     }
 }
