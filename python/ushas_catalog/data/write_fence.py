@@ -98,6 +98,11 @@ class Writer:
         caller = ms.caller()
         return cls(str(caller.user or ""), bool(caller.authorization))
 
+    def other_than(self, found: "WriteOutcome") -> bool:
+        """Whether ``found`` is another user's write, users being told apart (governed) and the record naming its
+        user (one recorded before users were stored names none)."""
+        return self.governed and bool(found.user) and found.user != self.user
+
 
 @dataclass(frozen=True)
 class WriteOutcome:
@@ -179,8 +184,7 @@ def check_owner(found: WriteOutcome, table: str, writer: Writer | None) -> None:
         raise WriteIdTaken(f"write id {found.write_id} is already the id of a write into another table: refused, "
                            f"nothing was recorded or committed (each write needs an id of its own)",
                            write_id=found.write_id)
-    if writer is not None and writer.governed and found.state == COMMITTED and found.user \
-            and found.user != writer.user:
+    if writer is not None and found.state == COMMITTED and writer.other_than(found):
         raise WriteIdTaken(f"write id {found.write_id} is the id of another user's write: refused, nothing was "
                            f"recorded or committed (each write needs an id of its own)", write_id=found.write_id)
 
@@ -292,7 +296,7 @@ def abort_write(ms: Any, write_id: str, reason: str, table: str = "", checked: b
             return _aborted(tr, project, write_id, table, reason or "aborted", None, writer.user)
         if checked:
             check_owner(found, table, None)
-            if writer.governed and found.user and found.user != writer.user:
+            if writer.other_than(found):
                 return WriteOutcome(write_id, found.state)  # what it became, nothing of its answer
         return found
 
@@ -363,7 +367,7 @@ def get_outcome(ms: Any, write_id: str, checked: bool = False) -> WriteOutcome:
     check_write_id(write_id)
     found: WriteOutcome = ms.db.run(lambda tr: load_outcome(tr, ms.project_path, write_id))
     writer = Writer.of(ms)
-    if checked and writer.governed and found.user and found.user != writer.user:
+    if checked and writer.other_than(found):
         raise WriteIdTaken(f"write id {write_id} is the id of another user's write: what became of it is theirs "
                            f"to ask", write_id=write_id)
     return found
