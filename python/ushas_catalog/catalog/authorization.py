@@ -153,6 +153,7 @@ RULES: dict[str, Rule] = {
     # branches of a catalog (docs/branches.md): making, dropping and merging one manages the catalog
     "create_branch": _r(MANAGE, CATALOG, arg=(0, "catalog")), "drop_branch": _r(MANAGE, CATALOG, arg=(0, "catalog")),
     "merge_branch": _r(MANAGE, CATALOG, arg=(0, "catalog")), "list_branches": _r(USE, CATALOG, arg=(0, "catalog")),
+    "require_branch": _r(ANYONE, PROJECT),  # whether the branch a catalog of the session is on still exists
     # databases
     "create_database": _r(CREATE, DATABASE, parent=True, creates=True),
     "get_database": _r(USE, DATABASE), "database_exists": _r(USE, DATABASE),

@@ -127,6 +127,21 @@ class BranchOps(MetastoreBase):
         cat = self.resolver.catalog(tr, cn, load=False)
         return cn.catalog, cat.path, cat.path.key()
 
+    def require_branch(self, catalog: NameLike) -> None:
+        """:class:`~ushas_catalog.errors.NoSuchBranch` unless ``catalog`` has this metastore's branch (nothing
+        on ``main``): what a call that reads no key of the branch (a path check) asks first, so that a catalog
+        on a dropped branch answers nothing, as every other call of it does."""
+        if self.branch_name == MAIN:
+            return
+        name = self.branch_name
+
+        def fn(tr: Transaction) -> None:
+            cname, path, _ = self._catalog_key(tr, catalog)
+            if branch_record(tr, path, name) is None:
+                raise NoSuchBranch(f"catalog {cname} has no branch {name!r}", branch=name, catalog=cname)
+
+        self.run(fn)
+
     def create_branch(self, catalog: NameLike, branch: str, from_version: int | None = None) -> BranchInfo:
         """Branch ``branch`` of ``catalog``: reads the catalog as it is now (or as at branch point
         ``from_version``, a point a live branch still holds) plus its own changes. One transaction

@@ -170,6 +170,7 @@ def check_paths(ms: Any, r: Request) -> dict[str, Any]:
     one: files there that no live table owns are storage permissions' to protect). Under a remote catalog's read
     token (``ctx.read_token``, set by the service) every governed path write is refused: the token may only read."""
     read_only = (r.get("ctx") or {}).get(READ_TOKEN) is True  # set by the service for a read token only
+    ms.require_branch(r["ctx"]["catalog"])  # a catalog on a dropped branch governs nothing: PathReads skips it
     ms.check_paths(reads=[str(p) for p in r.get("reads") or []], writes=[str(p) for p in r.get("writes") or []],
                    read_only=read_only)
     return {}
