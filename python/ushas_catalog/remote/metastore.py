@@ -32,7 +32,8 @@ SERVED: frozenset[str] = frozenset({"add_partitions", "check_path_read", "check_
     "list_functions", "list_partition_keys", "list_partitions", "list_relations", "list_tables", "list_tags",
     "list_views", "mark_purged", "may", "merge_branch", "partition_tag_stats", "partitions_by_tag", "principals_of",
     "purge_catalog", "purge_database", "purge_functions", "purge_table", "rename_table", "rename_view",
-    "replace_partitions", "replace_table", "restore_table", "revoke", "revoke_role", "roles", "scan_partitions",
+    "replace_partitions", "replace_table", "require_branch", "restore_table", "revoke", "revoke_role", "roles",
+    "scan_partitions",
     "search", "set_column_mask", "set_partition_tags", "set_row_filter", "set_statistics", "stats", "stream_commits", "streams",
     "table_as_of", "table_data_files", "table_exists", "tag_entries", "tagged_files", "touch_table", "undrop_catalog",
     "undrop_database", "undrop_function", "undrop_table", "unset_partition_tags", "view_exists", "write_table_files"})
