@@ -77,7 +77,7 @@ def test_a_merge_rewrites_only_the_files_a_source_key_can_be_in(spark: Any, band
     try:
         sql = sql.replace("probe_src", "probe_cached")
         assert "MergeProbe" in spark.sql(f"EXPLAIN {sql}").first()[0]
-        spark.sql(sql)
+        tasks = merge_tasks(spark, sql)
     finally:
         spark.sql("UNCACHE TABLE IF EXISTS probe_cached")
         spark.catalog.dropTempView("probe_cached")
@@ -89,6 +89,24 @@ def test_a_merge_rewrites_only_the_files_a_source_key_can_be_in(spark: Any, band
     assert (kept["dt=b"] <= after["dt=b"]) == skipping and len(after["dt=b"]) == len(kept["dt=b"]) + 1, (kept, after)
     history = spark.sql(f"SELECT version, operation FROM {t}.history WHERE version > {version}").collect()
     assert [r.operation for r in history] == ["MERGE"], history
+    # the group's four files make a task each, planned before the source is known: with the footers, the tasks of
+    # the three files left alone are not run; the write's job is the rewritten file's task and the new row's
+    assert tasks[1] == (2 if skipping else 4), tasks  # after the source's collection
+
+
+def merge_tasks(spark: Any, sql: str) -> list[int]:
+    """Runs ``sql``; the number of tasks of each Spark job it ran, in order."""
+    sc = spark.sparkContext
+    group = f"merge-tasks-{uuid.uuid4().hex}"
+    sc.setJobGroup(group, "a MERGE's tasks, counted")
+    try:
+        spark.sql(sql)
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+        sc.setLocalProperty("spark.job.description", None)
+    tracker = sc.statusTracker()
+    return [sum(tracker.getStageInfo(s).numTasks for s in tracker.getJobInfo(j).stageIds)
+            for j in sorted(tracker.getJobIdsForGroup(group))]
 
 
 def test_a_merge_reads_every_file_when_a_row_may_change_without_a_match(spark: Any, banded: str) -> None:

@@ -82,6 +82,46 @@ class MergeFileSkippingTest {
     }
 
     @Test
+    void keysInRunsAndInterleavedRunsAreTalliedAsOneByOne() {
+        // one tally over keys in ascending runs, two runs interleaved, and at random, against each key's ranges
+        java.util.Random random = new java.util.Random(7);
+        for (int round = 0; round < 200; round++) {
+            List<MergeFileSkipping.FileBounds> files = new java.util.ArrayList<>();
+            for (int f = 0; f < 1 + random.nextInt(6); f++) {
+                int groups = random.nextInt(3);
+                long[] mins = new long[groups];
+                long[] maxs = new long[groups];
+                for (int g = 0; g < groups; g++) {
+                    mins[g] = random.nextInt(200) - 50;
+                    maxs[g] = mins[g] + random.nextInt(40);
+                }
+                files.add(new MergeFileSkipping.FileBounds("f" + f, mins, maxs, false));
+            }
+            MergeFileSkipping.Hits hits = new MergeFileSkipping.Bounds(files).hits();
+            Set<String> held = new java.util.HashSet<>();
+            long a = random.nextInt(250) - 60;
+            long b = random.nextInt(250) - 60;
+            for (int i = 0; i < 60; i++) {
+                long key = round % 3 == 0 ? a + i : round % 3 == 1 ? (i % 2 == 0 ? a + i : b + i)
+                        : random.nextInt(260) - 60;
+                boolean any = false;
+                for (MergeFileSkipping.FileBounds f : files) {
+                    for (int g = 0; g < f.mins().length; g++) {
+                        if (f.mins()[g] <= key && key <= f.maxs()[g]) {
+                            held.add(f.path());
+                            any = true;
+                        }
+                    }
+                }
+                assertEquals(any, hits.add(key), "round " + round + " key " + key);
+            }
+            Set<String> unmatched = new java.util.HashSet<>();
+            for (MergeFileSkipping.FileBounds f : files) if (!held.contains(f.path())) unmatched.add(f.path());
+            assertEquals(unmatched, hits.unmatched(false), "round " + round);
+        }
+    }
+
+    @Test
     void aFileWithoutBoundsMayHoldAnyKeyAndIsNeverSkipped() {
         MergeFileSkipping.Bounds bounds = new MergeFileSkipping.Bounds(List.of(
                 new MergeFileSkipping.FileBounds("a", new long[] {1}, new long[] {9}, false),

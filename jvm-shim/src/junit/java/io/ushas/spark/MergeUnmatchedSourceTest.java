@@ -63,6 +63,41 @@ class MergeUnmatchedSourceTest {
     }
 
     @Test
+    void aSealedIndexOfNearbyWordsAnswersAsTheTableDoes() {
+        // words over a narrow span (ids: a bitmap), over one too wide (none), negative ints (words near 2^32), longs
+        // around zero (signed words on both sides), and a key added after the seal (the bitmap is dropped)
+        List<long[]> sets = List.of(new long[]{9_000_000, 9_000_002, 9_000_004, 10_000_000, 10_000_001},
+                new long[]{1, 1L << 40}, new long[]{-3, -1, 5}, new long[]{-2, 0, 3, Long.MIN_VALUE + 1});
+        for (DataType type : List.of(DataTypes.LongType, DataTypes.IntegerType)) {
+            for (long[] set : sets) {
+                if (type == DataTypes.IntegerType && set[set.length - 1] != (int) set[set.length - 1]) continue;
+                MergeUnmatchedSourceExec.WordIndex index = new MergeUnmatchedSourceExec.WordIndex(set.length);
+                for (int i = 0; i < set.length; i++) index.add(key(type, boxed(type, set[i])));
+                index.seal();
+                for (int i = 0; i < set.length; i++) {
+                    assertEquals(i, index.get(key(type, boxed(type, set[i]))), type + " " + set[i]);
+                    for (long near : new long[]{set[i] - 1, set[i] + 1, set[i] + 64, set[i] - 64}) {
+                        boolean in = false;
+                        for (long v : set) in |= v == near;
+                        if (!in && (type == DataTypes.LongType || near == (int) near)) {
+                            assertEquals(-1, index.get(key(type, boxed(type, near))), type + " " + near);
+                        }
+                    }
+                }
+                assertEquals(-1, index.get(key(type, boxed(type, 7_777))), type.toString());
+                assertEquals(set.length, index.add(key(type, boxed(type, 7_777))));  // after the seal
+                assertEquals(set.length, index.get(key(type, boxed(type, 7_777))), type.toString());
+                index.seal();
+                assertEquals(set.length, index.get(key(type, boxed(type, 7_777))), type.toString());
+            }
+        }
+    }
+
+    private static Object boxed(DataType type, long v) {
+        return type == DataTypes.LongType ? (Object) v : (Object) (int) v;
+    }
+
+    @Test
     void unmatchedRowsArePackedAndReadBackInOrder() {
         UnsafeProjection p = UnsafeProjection.create(new DataType[]{DataTypes.IntegerType, DataTypes.StringType});
         List<UnsafeRow> rows = new ArrayList<>();

@@ -115,6 +115,10 @@ final class MergeFileSkipping {
         private final long[] starts;  // the intervals' first keys, ascending: interval j is [starts[j], starts[j+1])
         private final boolean[] covered;  // whether a range covers interval j
         private final boolean[] hit;
+        /** the intervals of the last two keys {@link #add} marked (a source's keys come in runs, often two
+         *  interleaved: updates and inserts), looked at before a binary search; -1: none */
+        private int last = -1;
+        private int before = -1;
 
         private Hits(List<FileBounds> files, boolean anyUnknown) {
             this.files = files;
@@ -140,6 +144,11 @@ final class MergeFileSkipping {
             }
         }
 
+        /** Whether interval {@code j} holds {@code key} (never for -1). */
+        private boolean holds(int j, long key) {
+            return j >= 0 && starts[j] <= key && (j + 1 == starts.length || key < starts[j + 1]);
+        }
+
         /** The interval holding {@code key}: the last starting at or before it (-1: before every range). */
         private int interval(long key) {
             int at = Arrays.binarySearch(starts, key);
@@ -149,7 +158,11 @@ final class MergeFileSkipping {
         /** Marks {@code key}; whether a file of the group may hold it (a range covers it, or a file's bounds are
          *  unknown). */
         boolean add(long key) {
-            int j = interval(key);
+            int j = holds(last, key) ? last : holds(before, key) ? before : interval(key);
+            if (j != last) {
+                before = last;
+                last = j;
+            }
             if (j < 0 || !covered[j]) return anyUnknown;
             hit[j] = true;
             return true;

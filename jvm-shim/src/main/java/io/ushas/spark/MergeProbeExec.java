@@ -1,9 +1,13 @@
 package io.ushas.spark;
 
+import org.apache.spark.Dependency;
+import org.apache.spark.OneToOneDependency;
+import org.apache.spark.Partition;
 import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.api.java.function.FlatMapFunction;
 import org.apache.spark.broadcast.Broadcast;
+import org.apache.spark.rdd.PartitionPruningRDD;
 import org.apache.spark.rdd.RDD;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.ProjectingInternalRow;
@@ -22,6 +26,8 @@ import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.catalyst.plans.logical.MergeRows;
 import org.apache.spark.sql.execution.SparkPlan;
+import org.apache.spark.sql.execution.datasources.v2.DataSourceRDD;
+import org.apache.spark.sql.execution.datasources.v2.DataSourceRDDPartition;
 import org.apache.spark.sql.internal.SQLConf;
 import org.apache.spark.util.CollectionAccumulator;
 import scala.collection.immutable.IndexedSeq;
@@ -35,6 +41,7 @@ import java.util.BitSet;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Objects;
+import java.util.Set;
 
 /**
  * {@link MergeProbe} planned: one pass over the group's rows, no exchange and no {@code MergeRows} operator. It
@@ -102,9 +109,8 @@ public final class MergeProbeExec extends SparkPlan {
             MergeFileSkipping.Bounds bounds = reading == null ? null : reading.get();
             reading = null;
             MergeSourceIndex indexed = MergeSourceIndex.of(rows, split, right.output(), bounded, bounds);
-            if (bounds != null && carriesOverOnly()) {
-                operation.skip(indexed.unmatchedFiles());
-            }
+            Set<String> skipped = bounds != null && carriesOverOnly() ? indexed.unmatchedFiles() : Set.of();
+            if (!skipped.isEmpty()) operation.skip(skipped);
             BitSet early = indexed.early;
             int[] earlyRows = early.stream().toArray();
             Source shared = new Source(indexed.index, indexed.first, indexed.next, earlyRows, source);
@@ -116,7 +122,7 @@ public final class MergeProbeExec extends SparkPlan {
                     scala.reflect.ClassTag$.MODULE$.apply(Source.class));
             Task task = new Task(CollectionConverters.asScala(targetKeys).toList(), nullSafe, left.output(),
                     right.output(), condition, matched, notMatchedBySource, checkCardinality);
-            JavaRDD<InternalRow> probed = left.execute().toJavaRDD().mapPartitions(
+            JavaRDD<InternalRow> probed = withoutSkippedParts(left.execute(), skipped).toJavaRDD().mapPartitions(
                     (FlatMapFunction<Iterator<InternalRow>, InternalRow>) it -> task.run(it, broadcast.value(), marks));
             if (earlyRows.length == 0) return probed.rdd();
             // the rows no file can match are the statement's own tasks', beside the target's: a task per 20,000
@@ -136,6 +142,53 @@ public final class MergeProbeExec extends SparkPlan {
         } finally {
             if (reading != null) reading.cancel();
         }
+    }
+
+    /** {@code rdd} (the group's rows) without the tasks whose files are all {@code skipped}: they would read and
+     *  write nothing, and each costs a task (the group's tasks were planned before the source was known). Found
+     *  through the one-to-one lineage down to the scan's {@code DataSourceRDD}; {@code rdd} as it is otherwise. */
+    static RDD<InternalRow> withoutSkippedParts(RDD<InternalRow> rdd, Set<String> skipped) {
+        if (skipped.isEmpty()) return rdd;
+        RDD<?> scan = rdd;
+        while (!(scan instanceof DataSourceRDD)) {
+            Seq<Dependency<?>> deps = scan.dependencies();
+            if (deps.size() != 1 || !(deps.head() instanceof OneToOneDependency<?> one)) return rdd;
+            scan = one.rdd();
+        }
+        Partition[] parts = scan.partitions();
+        if (parts.length != rdd.partitions().length) return rdd;
+        boolean[] keep = new boolean[parts.length];
+        boolean any = false;
+        for (int i = 0; i < parts.length; i++) {
+            keep[i] = !(parts[i] instanceof DataSourceRDDPartition p) || !allSkipped(p, skipped);
+            any |= !keep[i];
+        }
+        if (!any) return rdd;
+        return PartitionPruningRDD.create(rdd, new Kept(keep));
+    }
+
+    /** Whether the task of a partition index is kept. */
+    private static final class Kept extends scala.runtime.AbstractFunction1<Object, Object> implements Serializable {
+        private final boolean[] keep;
+
+        Kept(boolean[] keep) {
+            this.keep = keep;
+        }
+
+        @Override
+        public Object apply(Object index) {
+            return keep[(Integer) index];
+        }
+    }
+
+    private static boolean allSkipped(DataSourceRDDPartition part, Set<String> skipped) {
+        if (!(part.inputPartition().isDefined() && part.inputPartition().get() instanceof GroupReads.FilePart files)) {
+            return false;
+        }
+        for (org.apache.spark.sql.execution.datasources.PartitionedFile f : files.files()) {
+            if (!skipped.contains(f.toPath().toString())) return false;
+        }
+        return true;
     }
 
     private static boolean footersOn() {

@@ -79,6 +79,7 @@ final class MergeSourceIndex {
                                MergeBroadcastJoin.KeyPair boundedKey, MergeFileSkipping.Bounds bounds) {
         MergeSourceIndex out = new MergeSourceIndex(rows, split, output, boundedKey, bounds);
         for (int i = 0; i < rows.length; i++) out.add(i);
+        out.index.seal();
         return out;
     }
 

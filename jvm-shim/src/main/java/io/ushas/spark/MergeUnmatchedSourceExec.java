@@ -88,6 +88,7 @@ public final class MergeUnmatchedSourceExec extends SparkPlan {
             slot[i] = index.add(key);
             if (slot[i] < before) repeated.set(slot[i]);
         }
+        index.seal();
         BitSet hit = index.size() == 0 ? new BitSet()
                 : hits(left.execute(), sparkContext().broadcast(index, scala.reflect.ClassTag$.MODULE$.apply(KeyIndex.class)),
                 CollectionConverters.asScala(targetKeys).toList(), left.output(), nullSafe, index.size());
@@ -200,6 +201,10 @@ public final class MergeUnmatchedSourceExec extends SparkPlan {
         int get(UnsafeRow key);
 
         int size();
+
+        /** After the last {@link #add}, before the index is looked up or broadcast. */
+        default void seal() {
+        }
     }
 
     /** Any keys, as rows compared by their bytes. */
@@ -235,11 +240,19 @@ public final class MergeUnmatchedSourceExec extends SparkPlan {
      * {@code <=>}) has its own index.
      */
     static final class WordIndex implements KeyIndex {
+        /** the widest span of words {@link #seal} makes a bitmap of, in bits per key */
+        static final int BITS_PER_KEY = 32;
         private final long[] words;
         private final int[] slots;  // index + 1; 0: empty
         private final int mask;
         private int nullAt = -1;
         private int size;
+
+        /** the smallest and the largest word added (signed) */
+        private long low = Long.MAX_VALUE;
+        private long high = Long.MIN_VALUE;
+        /** {@link #seal}'s bitmap of the words added (bit {@code w - low}), checked before the table; null: none */
+        private long[] present;
 
         WordIndex(int capacity) {
             int n = Integer.highestOneBit(Math.max(4, capacity) * 2 - 1) << 1;
@@ -273,7 +286,30 @@ public final class MergeUnmatchedSourceExec extends SparkPlan {
             }
             words[h] = w;
             slots[h] = ++size;
+            low = Math.min(low, w);
+            high = Math.max(high, w);
+            present = null;  // sealed again after the last key
             return size - 1;
+        }
+
+        /** After the last key: when the words span at most {@value #BITS_PER_KEY} bits a key (at least 2^16), a
+         *  bitmap of them over that span. A key no source row has (most target rows of a MERGE) is then one read of
+         *  the bitmap, near the last one when the keys come in order (a table's ids, dates), where the table's
+         *  hash sends each key to another cache line: two misses of a table larger than the core's cache. */
+        @Override
+        public void seal() {
+            long span = high - low;  // negative when no word was added, or when the span overflows
+            if (span < 0 || span >= Math.max(1L << 16, (long) BITS_PER_KEY * size)) {
+                present = null;
+                return;
+            }
+            long[] bits = new long[(int) (span >>> 6) + 1];
+            for (int h = 0; h < words.length; h++) {
+                if (slots[h] == 0) continue;
+                long d = words[h] - low;
+                bits[(int) (d >>> 6)] |= 1L << d;
+            }
+            present = bits;
         }
 
         @Override
@@ -283,6 +319,12 @@ public final class MergeUnmatchedSourceExec extends SparkPlan {
 
         /** The slot of the key whose row's 8-byte word is {@code w} ({@code IntegerKey.word}), or -1. */
         int getWord(long w) {
+            long[] bits = present;
+            if (bits != null) {
+                if (w < low || w > high) return -1;
+                long d = w - low;
+                if ((bits[(int) (d >>> 6)] & (1L << d)) == 0) return -1;
+            }
             int h = home(w);
             while (slots[h] != 0) {
                 if (words[h] == w) return slots[h] - 1;
