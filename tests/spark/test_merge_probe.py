@@ -94,19 +94,24 @@ def test_a_merge_rewrites_only_the_files_a_source_key_can_be_in(spark: Any, band
     assert tasks[1] == (2 if skipping else 4), tasks  # after the source's collection
 
 
-def merge_tasks(spark: Any, sql: str) -> list[int]:
-    """Runs ``sql``; the number of tasks of each Spark job it ran, in order."""
+def merge_job_ids(spark: Any, sql: str) -> list[int]:
+    """Runs ``sql``; the ids of the Spark jobs it ran, in order."""
     sc = spark.sparkContext
-    group = f"merge-tasks-{uuid.uuid4().hex}"
-    sc.setJobGroup(group, "a MERGE's tasks, counted")
+    group = f"merge-jobs-{uuid.uuid4().hex}"
+    sc.setJobGroup(group, "a MERGE's jobs, counted")
     try:
         spark.sql(sql)
     finally:
         sc.setLocalProperty("spark.jobGroup.id", None)
         sc.setLocalProperty("spark.job.description", None)
-    tracker = sc.statusTracker()
+    return sorted(sc.statusTracker().getJobIdsForGroup(group))
+
+
+def merge_tasks(spark: Any, sql: str) -> list[int]:
+    """Runs ``sql``; the number of tasks of each Spark job it ran, in order."""
+    tracker = spark.sparkContext.statusTracker()
     return [sum(tracker.getStageInfo(s).numTasks for s in tracker.getJobInfo(j).stageIds)
-            for j in sorted(tracker.getJobIdsForGroup(group))]
+            for j in merge_job_ids(spark, sql)]
 
 
 def test_a_merge_reads_every_file_when_a_row_may_change_without_a_match(spark: Any, banded: str) -> None:
@@ -165,15 +170,7 @@ def test_a_merge_refuses_two_source_rows_for_one_target_row_and_writes_nothing(s
 
 def merge_jobs(spark: Any, sql: str) -> int:
     """Runs ``sql``; the number of Spark jobs it ran."""
-    sc = spark.sparkContext
-    group = f"merge-jobs-{uuid.uuid4().hex}"
-    sc.setJobGroup(group, "a MERGE's jobs, counted")
-    try:
-        spark.sql(sql)
-    finally:
-        sc.setLocalProperty("spark.jobGroup.id", None)
-        sc.setLocalProperty("spark.job.description", None)
-    return len(sc.statusTracker().getJobIdsForGroup(group))
+    return len(merge_job_ids(spark, sql))
 
 
 @pytest.fixture
