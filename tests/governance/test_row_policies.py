@@ -218,3 +218,59 @@ def test_partitions_are_not_listed_to_a_filtered_reader(store_uri: str, capsys: 
             assert (b"US" in answer.body) == (user == "carol"), answer.body
     assert m.get_table(("c", "db", "pt")).version == version
     m.close()
+
+
+def test_row_counts_in_metadata_follow_the_row_filter(ms: Metastore, store_uri: str,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """The lineage-written SYSTEM ``row_count`` counts rows a filtered reader cannot see: bob (under the row
+    filter) gets it from none of ``metadata.get``, ``meta show``, ``meta history``, ``GET /metadata`` or a search
+    for its value (which would tell it digit by digit); the file count stays (as in the table's statistics); the
+    exempt member gets both; an unfiltered table's count stays visible to bob."""
+    import uuid
+
+    from ushas_catalog.metadata.sync import record_lineage_write
+    from ushas_catalog.service.tokens import TokenStore
+
+    from service.live import running
+
+    ms.create_table(("c", "db", "open"), schema="id INT")
+    for name, rows in ((T, 987_654), (("c", "db", "open"), 123_456)):
+        tid = uuid.UUID(ms.get_table(name).id)
+        ms.db.run(lambda tr, tid=tid, rows=rows: record_lineage_write(tr, ms.project_path, tid, run_id=uuid.uuid4(),
+                                                                      at_ms=1_700_000_000_000, user="etl", rows=rows,
+                                                                      files=7))
+    ms.set_row_filter(T, "id < 3", "role:hr")
+    ms.create_role("hr")
+    ms.grant_role("hr", "user:carol")
+    for user in ("bob", "carol"):
+        ms.grant("SELECT", ("c", "db", "t"), f"user:{user}")
+        ms.grant("SELECT", ("c", "db", "open"), f"user:{user}")
+    for user, shown in (("bob", False), ("carol", True)):
+        reader = Metastore.open(store_uri, project="p", user=user, authorization=True)
+        system = reader.metadata.get("c.db.t").system.properties
+        assert ("row_count" in system, system["file_count"]) == (shown, "7"), (user, system)
+        assert reader.metadata.get("c.db.open").system.properties["row_count"] == "123456"
+        history = reader.metadata.history("c.db.t")
+        assert any(c.key == "row_count" for c in history) == shown, (user, history)
+        assert [h.name for h in reader.search("987654").hits] == (["c.db.t"] if shown else []), user
+        assert [h.name for h in reader.search("row_count=987*", scope="SYSTEM").hits] == (["c.db.t"] if shown else [])
+        assert [h.name for h in reader.search("123456").hits] == ["c.db.open"]
+        reader.close()
+        for command in (["meta", "show", "c.db.t"], ["meta", "history", "c.db.t"]):
+            assert main(["--uri", store_uri, "--project", "p", "--user", user, "--json", *command]) == 0
+            assert ("987654" in capsys.readouterr().out) == shown, (user, command)
+    tokens = {u: TokenStore(ms).create("read", u)[1] for u in ("bob", "carol")}
+    for live in running(store_uri, authorization=True, project="p"):
+        for user, shown in (("bob", False), ("carol", True)):
+            for path in ("/api/v1/metadata?catalog=c&database=db&table=t",
+                         "/api/v1/metadata/history?catalog=c&database=db&table=t",
+                         "/api/v1/catalogs/c/databases/db/tables/t", "/api/v1/search?q=987654"):
+                answer = live.get(path, headers={"Authorization": f"Bearer {tokens[user]}"})
+                assert answer.status == 200, (path, answer.body)
+                assert (b"987654" in answer.body) == shown, (user, path, answer.body)
+    # a property of the same value as the row count: bob finds the table by it, the match shown as the property's
+    ms.metadata.set("c.db.t", {"batch": "987654"})
+    bob = Metastore.open(store_uri, project="p", user="bob", authorization=True)
+    hit, = bob.search("987654").hits
+    assert hit.name == "c.db.t" and [m.to_json()["scope"] for m in hit.matches] == ["USER"], hit
+    bob.close()

@@ -166,6 +166,21 @@ def filtered_for_reader(ms: Any, info: TableInfo) -> bool:
     return policy is not None and bool(policy.get("row_filter"))
 
 
+def filters_rows_of(ms: Any, name: NameLike) -> bool:
+    """Whether the caller of ``ms`` reads table ``name`` through its row filter (:func:`filtered_for_reader`);
+    a table it cannot load any more (dropped meanwhile) counts as filtered: nothing of it is shown."""
+    from ..errors import NotFound
+    from ..governance.identity import current
+
+    if not ms.caller().authorization and current() is None:
+        return False
+    try:
+        info = ms.get_table(name)
+    except NotFound:
+        return True
+    return filtered_for_reader(ms, info)
+
+
 def refuse_partition_metadata(ms: Any, info: TableInfo, what: str) -> None:
     """Partition values, their row counts and file paths are row data (docs/governance.md, "Metadata
     follows the data's policy"): a reader under the table's row filter is refused them (SHOW PARTITIONS,

@@ -58,7 +58,8 @@ from ..kv.base import Transaction
 from .store import (F_FIELD, F_KEY_VALUE, F_TAG, F_VALUE, INDEX_SCOPES, INDEX_TYPES, VALUE_ONLY_SYSTEM_KEYS,
                     MetadataKeys, ObjectType, Scope, decode_pending, field_terms, fold, index_value, pack_element,
                     pending_rows, pending_values, shown, unpack_index_value)
-from .search_visibility import visible_hits
+from .search_visibility import visible_hits, without_row_data
+from .values import ROW_DATA_SYSTEM_KEYS
 
 if TYPE_CHECKING:
     from ..catalog.core import CatalogCore as Metastore
@@ -181,6 +182,9 @@ class Match:
     scope: Scope
     column: str | None
     shown: str
+    #: the metadata key of the entry that matched (the tag, for a tag); not part of the match's identity: equal
+    #: matches of several keys are one (:func:`_add` keeps one not of a row count, where there is one)
+    key: str = field(default="", compare=False)
 
     def to_json(self) -> dict[str, Any]:
         return {"field": self.field, "scope": self.scope.value, "column": self.column, "matched": self.shown}
@@ -302,7 +306,7 @@ def search(ms: "Metastore", query: str, *, types: Iterable[ObjectType | str] | O
         usage.score(tr, hits)
         return hits
 
-    return _page(ms.run(fn), limit, after, fp)
+    return _page(without_row_data(ms, ms.run(fn)), limit, after, fp)
 
 
 def _index_hits(tr: Transaction, keys: MetadataKeys, q: Query, filters: Filters) -> list[SearchHit]:
@@ -329,7 +333,7 @@ def _index_hits(tr: Transaction, keys: MetadataKeys, q: Query, filters: Filters)
                 continue
             name, shown_value = unpack_index_value(value)
             _add(found, rtype, oid, name, column if rtype is ObjectType.COLUMN else None, cls,
-                 Match(_FIELD_NAMES[f], sc, column, shown(f, column, key, shown_value)))
+                 Match(_FIELD_NAMES[f], sc, column, shown(f, column, key, shown_value), str(key)))
     return list(found.values())
 
 
@@ -341,6 +345,10 @@ def _add(found: dict[tuple[ObjectType, uuid.UUID, str | None], SearchHit], rtype
     hit.match = min(hit.match, cls)
     if match not in hit.matches:
         hit.matches.append(match)
+        return
+    at = hit.matches.index(match)  # the same match through another key: shown for one that is not a count
+    if hit.matches[at].key in ROW_DATA_SYSTEM_KEYS and match.key not in ROW_DATA_SYSTEM_KEYS:
+        hit.matches[at] = match
 
 
 def _page(hits: list[SearchHit], limit: int, after: tuple[Any, ...] | None, fp: str) -> SearchPage:

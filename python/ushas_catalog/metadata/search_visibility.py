@@ -6,10 +6,11 @@ import uuid
 from typing import TYPE_CHECKING, Any, Protocol, Sequence, TypeVar
 
 from ..catalog.listing import listed
+from ..catalog.row_policies import filters_rows_of
 from ..governance.identity import Caller
 from ..kv.base import Transaction
 from ..model.names import split_name
-from .values import ObjectType
+from .values import ROW_DATA_SYSTEM_KEYS, ObjectType, Scope
 
 if TYPE_CHECKING:
     from ..catalog.core import CatalogCore as Metastore
@@ -48,4 +49,36 @@ def visible_hits(tr: Transaction, ms: "Metastore", caller: Caller, hits: Sequenc
     return [h for h, shown in zip(hits, listed(tr, ms, caller, [_listed_as(h) for h in hits])) if shown]
 
 
-__all__ = ["visible_hits"]
+class CountedHit(Hit, Protocol):
+    """A hit with its matches (:class:`~ushas_catalog.metadata.search.SearchHit`)."""
+
+    matches: list[Any]
+
+
+C = TypeVar("C", bound=CountedHit)
+
+
+def without_row_data(ms: "Metastore", hits: list[C]) -> list[C]:
+    """``hits`` without the matches on a table's SYSTEM row and partition counts
+    (:data:`~ushas_catalog.metadata.values.ROW_DATA_SYSTEM_KEYS`) of the tables the caller reads through their row
+    filter (one table read per such table; none when no hit matched on them), and without the hits left with no
+    match: a search for a count must not tell a filtered reader what ``meta show`` does not."""
+    counted = {h.relation for h in hits if h.type is ObjectType.TABLE and any(_counts(m) for m in h.matches)}
+    if not counted:
+        return hits
+    hidden = {name for name in counted if filters_rows_of(ms, name)}
+    out = []
+    for h in hits:
+        if h.relation in hidden and h.type is ObjectType.TABLE:
+            h.matches[:] = [m for m in h.matches if not _counts(m)]
+            if not h.matches:
+                continue
+        out.append(h)
+    return out
+
+
+def _counts(match: Any) -> bool:
+    return match.scope is Scope.SYSTEM and match.key in ROW_DATA_SYSTEM_KEYS
+
+
+__all__ = ["visible_hits", "without_row_data"]

@@ -76,12 +76,13 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 
 from ..catalog.authorization import METADATA_RULES, guard_methods
+from ..catalog.row_policies import filters_rows_of
 from ..errors import InvalidArgument, InvalidName, NoSuchTable
 from ..kv.base import Transaction
 from ..model.names import CatalogName, DatabaseName, TableName, quote, split_name
 from .values import (COMMENT, Entry, F_FIELD, F_KEY_VALUE, F_TAG, F_VALUE, INDEX_MERGE_AT, INDEX_SCOPES, INDEX_TYPES,
                      MAX_KEY_BYTES, MAX_VALUE_BYTES, MERGE_BATCH_BYTES, MetadataChange, ObjectMetadata, ObjectRef,
-                     ObjectState, ObjectType, PENDING_VALUE_MAX, PROPERTY, RESERVED_KEY_PREFIXES,
+                     ObjectState, ObjectType, PENDING_VALUE_MAX, PROPERTY, RESERVED_KEY_PREFIXES, ROW_DATA_SYSTEM_KEYS,
                      SPARK_PROPERTY_PREFIX, SPARK_TAG_PREFIX, STATE_CHUNK_BYTES, SYSTEM_KEYS, Scope, ScopedMetadata,
                      TAG, UNINDEXED_SYSTEM_KEYS, VALUE_ONLY_SYSTEM_KEYS, check_user_scope, fold, micros_iso,
                      micros_now, validate_key, validate_value)
@@ -233,12 +234,21 @@ class MetadataStore:
             apply(w, ref)
             return self._read(tr, ref)
 
-        return self.ms.run(fn)
+        return self._as_reader_sees(self.ms.run(fn))
 
     # -- reads ------------------------------------------------------------------------------
     def get(self, target: "str | Sequence[str] | ObjectRef") -> ObjectMetadata:
-        """USER and SYSTEM metadata of an object (a table's or view's includes its columns')."""
-        return self.ms.run(lambda tr: self._read(tr, self.resolve(tr, target)))
+        """USER and SYSTEM metadata of an object (a table's or view's includes its columns'); a table's row and
+        partition counts (:data:`ROW_DATA_SYSTEM_KEYS`) not for a reader under its row filter."""
+        return self._as_reader_sees(self.ms.run(lambda tr: self._read(tr, self.resolve(tr, target))))
+
+    def _as_reader_sees(self, md: ObjectMetadata) -> ObjectMetadata:
+        """``md`` without a table's row and partition counts when the caller reads it through its row filter."""
+        counts = ROW_DATA_SYSTEM_KEYS & md.system.properties.keys()
+        if counts and md.object.type is ObjectType.TABLE and filters_rows_of(self.ms, md.object.name):
+            for key in counts:
+                del md.system.properties[key]
+        return md
 
     def read(self, tr: Transaction, ref: ObjectRef) -> ObjectMetadata:
         """:meth:`get` inside the caller's transaction, of a resolved object."""
@@ -270,11 +280,12 @@ class MetadataStore:
 
     def history(self, target: "str | Sequence[str] | ObjectRef", limit: int | None = None) -> list[MetadataChange]:
         """Metadata changes of the object (and, for a table / view, of its columns), oldest first;
-        ``limit``: the most recent ``limit`` of them."""
+        ``limit``: the most recent ``limit`` of them (fewer for a reader under a table's row filter: the changes
+        of its row and partition counts are left out after the limit)."""
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
             raise InvalidArgument(f"limit must be a positive integer, not {limit!r}")
 
-        def fn(tr: Transaction) -> list[MetadataChange]:
+        def fn(tr: Transaction) -> tuple[ObjectRef, list[MetadataChange]]:
             ref = self.resolve(tr, target)
             out = []
             rows = tr.get_range(*self.keys.history(ref.id).range(), reverse=True)
@@ -286,9 +297,13 @@ class MetadataStore:
                 if limit is not None and len(out) >= limit:
                     break
             out.reverse()
-            return out
+            return ref, out
 
-        return self.ms.run(fn)
+        ref, changes = self.ms.run(fn)
+        if ref.type is ObjectType.TABLE and any(c.scope is Scope.SYSTEM and c.key in ROW_DATA_SYSTEM_KEYS
+                                                for c in changes) and filters_rows_of(self.ms, ref.name):
+            changes = [c for c in changes if not (c.scope is Scope.SYSTEM and c.key in ROW_DATA_SYSTEM_KEYS)]
+        return changes
 
 
 def _names_arg(values: Iterable[str], what: str) -> list[str]:

@@ -84,6 +84,10 @@ UNINDEXED_SYSTEM_KEYS = frozenset({"created_at", "updated_at", "last_write_at"})
 #: a search on their key (``key:created_by``, ``created_by=alice``) reads the value index
 #: (:mod:`ushas_catalog.metadata.search`), which saves an index key per property on every commit
 VALUE_ONLY_SYSTEM_KEYS = frozenset({"created_by", "updated_by", "format"})
+#: SYSTEM properties of a table that count its rows or partitions: a reader under the table's row filter sees
+#: neither (``meta show``, ``GET /metadata``, their history, search), as it sees no row count in the table's own
+#: statistics and no partition (docs/governance.md, "Metadata follows the data's policy"); file counts stay
+ROW_DATA_SYSTEM_KEYS = frozenset({"row_count", "partition_count"})
 #: SYSTEM keys the catalog maintains (documentation and ``meta show``)
 SYSTEM_KEYS: tuple[str, ...] = ("created_by", "created_at", "updated_by", "updated_at", "format", "partition_count",
                                 "last_writer_run", "last_write_at", "row_count", "file_count",
