@@ -131,16 +131,17 @@ class BranchOps(MetastoreBase):
         """:class:`~ushas_catalog.errors.NoSuchBranch` unless ``catalog`` has this metastore's branch (nothing
         on ``main``): what a call that reads no key of the branch (a path check) asks first, so that a catalog
         on a dropped branch answers nothing, as every other call of it does."""
-        if self.branch_name == MAIN:
-            return
-        name = self.branch_name
+        if self.branch_name != MAIN:
+            self.run(lambda tr: self._branch_of(tr, catalog, self.branch_name))
 
-        def fn(tr: Transaction) -> None:
-            cname, path, _ = self._catalog_key(tr, catalog)
-            if branch_record(tr, path, name) is None:
-                raise NoSuchBranch(f"catalog {cname} has no branch {name!r}", branch=name, catalog=cname)
-
-        self.run(fn)
+    def _branch_of(self, tr: Transaction, catalog: NameLike,
+                   name: str) -> tuple[str, KeySpacePath, bytes, SubBranchRecord]:
+        """``catalog``'s name, path, key and the record of its branch ``name``; :class:`NoSuchBranch` if it has none."""
+        cname, path, cat = self._catalog_key(tr, catalog)
+        record = branch_record(tr, path, name)
+        if record is None:
+            raise NoSuchBranch(f"catalog {cname} has no branch {name!r}", branch=name, catalog=cname)
+        return cname, path, cat, record
 
     def create_branch(self, catalog: NameLike, branch: str, from_version: int | None = None) -> BranchInfo:
         """Branch ``branch`` of ``catalog``: reads the catalog as it is now (or as at branch point
@@ -202,10 +203,7 @@ class BranchOps(MetastoreBase):
         name = branch_name(branch)
 
         def fn(tr: Transaction) -> None:
-            cname, path, cat = self._catalog_key(tr, catalog)
-            record = branch_record(tr, path, name)
-            if record is None:
-                raise NoSuchBranch(f"catalog {cname} has no branch {name!r}", branch=name, catalog=cname)
+            cname, path, cat, record = self._branch_of(tr, catalog, name)
             ov = Keys.overlay(cat, uuid.UUID(bytes=record.id))
             tr.clear_range(ov + b"\x00", ov + b"\xff")
             RecordStore.of(path, BRANCH).delete(tr, (name,))
@@ -230,10 +228,7 @@ class BranchOps(MetastoreBase):
             raise InvalidArgument(f"branch {name!r} merges into its parent {MAIN!r}, not {into!r}", branch=name)
 
         def fn(tr: Transaction) -> dict[str, Any]:
-            cname, path, cat = self._catalog_key(tr, catalog)
-            record = branch_record(tr, path, name)
-            if record is None:
-                raise NoSuchBranch(f"catalog {cname} has no branch {name!r}", branch=name, catalog=cname)
+            cname, path, cat, record = self._branch_of(tr, catalog, name)
             rows = _overlay_rows(tr, cat, record)
             objects: dict[tuple[Any, ...], None] = {}
             conflicts: dict[tuple[Any, ...], None] = {}
