@@ -59,7 +59,7 @@ from .store import (F_FIELD, F_KEY_VALUE, F_TAG, F_VALUE, INDEX_SCOPES, INDEX_TY
                     MetadataKeys, ObjectType, Scope, decode_pending, field_terms, fold, index_value, pack_element,
                     pending_rows, pending_values, shown, unpack_index_value)
 from .search_visibility import visible_hits, without_row_data
-from .values import ROW_DATA_SYSTEM_KEYS
+from .values import counts_rows
 
 if TYPE_CHECKING:
     from ..catalog.core import CatalogCore as Metastore
@@ -347,7 +347,7 @@ def _add(found: dict[tuple[ObjectType, uuid.UUID, str | None], SearchHit], rtype
         hit.matches.append(match)
         return
     at = hit.matches.index(match)  # the same match through another key: shown for one that is not a count
-    if hit.matches[at].key in ROW_DATA_SYSTEM_KEYS and match.key not in ROW_DATA_SYSTEM_KEYS:
+    if counts_rows(hit.matches[at].scope, hit.matches[at].key) and not counts_rows(match.scope, match.key):
         hit.matches[at] = match
 
 

@@ -10,7 +10,7 @@ from ..catalog.row_policies import filters_rows_of
 from ..governance.identity import Caller
 from ..kv.base import Transaction
 from ..model.names import split_name
-from .values import ROW_DATA_SYSTEM_KEYS, ObjectType, Scope
+from .values import ObjectType, counts_rows
 
 if TYPE_CHECKING:
     from ..catalog.core import CatalogCore as Metastore
@@ -63,22 +63,19 @@ def without_row_data(ms: "Metastore", hits: list[C]) -> list[C]:
     (:data:`~ushas_catalog.metadata.values.ROW_DATA_SYSTEM_KEYS`) of the tables the caller reads through their row
     filter (one table read per such table; none when no hit matched on them), and without the hits left with no
     match: a search for a count must not tell a filtered reader what ``meta show`` does not."""
-    counted = {h.relation for h in hits if h.type is ObjectType.TABLE and any(_counts(m) for m in h.matches)}
+    counted = {h.relation for h in hits if h.type is ObjectType.TABLE and any(counts_rows(m.scope, m.key)
+                                                                              for m in h.matches)}
     if not counted:
         return hits
     hidden = {name for name in counted if filters_rows_of(ms, name)}
     out = []
     for h in hits:
         if h.relation in hidden and h.type is ObjectType.TABLE:
-            h.matches[:] = [m for m in h.matches if not _counts(m)]
+            h.matches[:] = [m for m in h.matches if not counts_rows(m.scope, m.key)]
             if not h.matches:
                 continue
         out.append(h)
     return out
-
-
-def _counts(match: Any) -> bool:
-    return match.scope is Scope.SYSTEM and match.key in ROW_DATA_SYSTEM_KEYS
 
 
 __all__ = ["visible_hits", "without_row_data"]

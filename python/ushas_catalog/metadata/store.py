@@ -84,7 +84,7 @@ from .values import (COMMENT, Entry, F_FIELD, F_KEY_VALUE, F_TAG, F_VALUE, INDEX
                      MAX_KEY_BYTES, MAX_VALUE_BYTES, MERGE_BATCH_BYTES, MetadataChange, ObjectMetadata, ObjectRef,
                      ObjectState, ObjectType, PENDING_VALUE_MAX, PROPERTY, RESERVED_KEY_PREFIXES, ROW_DATA_SYSTEM_KEYS,
                      SPARK_PROPERTY_PREFIX, SPARK_TAG_PREFIX, STATE_CHUNK_BYTES, SYSTEM_KEYS, Scope, ScopedMetadata,
-                     TAG, UNINDEXED_SYSTEM_KEYS, VALUE_ONLY_SYSTEM_KEYS, check_user_scope, fold, micros_iso,
+                     TAG, UNINDEXED_SYSTEM_KEYS, VALUE_ONLY_SYSTEM_KEYS, check_user_scope, counts_rows, fold, micros_iso,
                      micros_now, validate_key, validate_value)
 from .keys import (EMPTY_ELEMENT, MetadataKeys, decode_pending, encode_pending, field_terms, index_value, merge_due,
                    merge_pending, pack_element, pending_rows, pending_values, schema_paths, shown, unpack_index_value,
@@ -300,9 +300,9 @@ class MetadataStore:
             return ref, out
 
         ref, changes = self.ms.run(fn)
-        if ref.type is ObjectType.TABLE and any(c.scope is Scope.SYSTEM and c.key in ROW_DATA_SYSTEM_KEYS
-                                                for c in changes) and filters_rows_of(self.ms, ref.name):
-            changes = [c for c in changes if not (c.scope is Scope.SYSTEM and c.key in ROW_DATA_SYSTEM_KEYS)]
+        if ref.type is ObjectType.TABLE and any(counts_rows(c.scope, c.key) for c in changes) \
+                and filters_rows_of(self.ms, ref.name):
+            changes = [c for c in changes if not counts_rows(c.scope, c.key)]
         return changes
 
 

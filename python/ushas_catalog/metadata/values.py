@@ -88,6 +88,12 @@ VALUE_ONLY_SYSTEM_KEYS = frozenset({"created_by", "updated_by", "format"})
 #: neither (``meta show``, ``GET /metadata``, their history, search), as it sees no row count in the table's own
 #: statistics and no partition (docs/governance.md, "Metadata follows the data's policy"); file counts stay
 ROW_DATA_SYSTEM_KEYS = frozenset({"row_count", "partition_count"})
+
+
+def counts_rows(scope: Scope, key: str) -> bool:
+    """Whether an entry (of ``scope``, ``key``) is one of a table's :data:`ROW_DATA_SYSTEM_KEYS`."""
+    return scope is Scope.SYSTEM and key in ROW_DATA_SYSTEM_KEYS
+
 #: SYSTEM keys the catalog maintains (documentation and ``meta show``)
 SYSTEM_KEYS: tuple[str, ...] = ("created_by", "created_at", "updated_by", "updated_at", "format", "partition_count",
                                 "last_writer_run", "last_write_at", "row_count", "file_count",
