@@ -248,11 +248,11 @@ public final class MergeUnmatchedSourceExec extends SparkPlan {
         private int nullAt = -1;
         private int size;
 
-        /** the smallest and the largest word added (signed) */
-        private long low = Long.MAX_VALUE;
-        private long high = Long.MIN_VALUE;
         /** {@link #seal}'s bitmap of the words added (bit {@code w - low}), checked before the table; null: none */
         private long[] present;
+        /** the smallest and the largest word added (signed), when {@code present} is not null */
+        private long low;
+        private long high;
 
         WordIndex(int capacity) {
             int n = Integer.highestOneBit(Math.max(4, capacity) * 2 - 1) << 1;
@@ -286,8 +286,6 @@ public final class MergeUnmatchedSourceExec extends SparkPlan {
             }
             words[h] = w;
             slots[h] = ++size;
-            low = Math.min(low, w);
-            high = Math.max(high, w);
             present = null;  // sealed again after the last key
             return size - 1;
         }
@@ -298,17 +296,24 @@ public final class MergeUnmatchedSourceExec extends SparkPlan {
          *  hash sends each key to another cache line: two misses of a table larger than the core's cache. */
         @Override
         public void seal() {
-            long span = high - low;  // negative when no word was added, or when the span overflows
-            if (span < 0 || span >= Math.max(1L << 16, (long) BITS_PER_KEY * size)) {
-                present = null;
-                return;
+            present = null;
+            long min = Long.MAX_VALUE;
+            long max = Long.MIN_VALUE;
+            for (int h = 0; h < words.length; h++) {
+                if (slots[h] == 0) continue;
+                min = Math.min(min, words[h]);
+                max = Math.max(max, words[h]);
             }
+            long span = max - min;  // negative when no word was added, or when the span overflows
+            if (span < 0 || span >= Math.max(1L << 16, (long) BITS_PER_KEY * size)) return;
             long[] bits = new long[(int) (span >>> 6) + 1];
             for (int h = 0; h < words.length; h++) {
                 if (slots[h] == 0) continue;
-                long d = words[h] - low;
+                long d = words[h] - min;
                 bits[(int) (d >>> 6)] |= 1L << d;
             }
+            low = min;
+            high = max;
             present = bits;
         }
 
